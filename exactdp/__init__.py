@@ -1,0 +1,35 @@
+"""exactdp: the exact reference implementation of differentially private top-k selection.
+
+Counts and multiplicities are exact integers, probabilities exact (sympy) or certified
+``mpmath.mpf`` values (relative error at most ``10**-dps``); samplers use integer
+randomness only.  See ``../shared/SPEC.md`` for the contract and ``docs/`` for the guide.
+
+>>> import exactdp
+>>> m = exactdp.Joint([10, 5, 1, 1], k=2, epsilon=1)
+>>> m.levels()[0]
+Level(utility=0, multiplicity=1)
+"""
+
+from . import errors
+from .bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
+from .joint import Joint
+from .levels import Level
+from .mechanism import Mechanism
+from .scale import Scale
+from .selection import ExponentialMechanism, LevelTable, SelectionRule
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Joint",
+    "Level",
+    "Mechanism",
+    "Scale",
+    "SelectionRule",
+    "ExponentialMechanism",
+    "LevelTable",
+    "brute_levels",
+    "brute_probabilities",
+    "brute_symbolic_probabilities",
+    "errors",
+]

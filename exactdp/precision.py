@@ -1,0 +1,93 @@
+"""Precision control: certified enclosures and their conversion to ``mpmath.mpf``.
+
+Every numeric probability in exactdp is computed as an arb ball (python-flint's interval
+arithmetic with rigorous error bounds: the true value is guaranteed to lie in
+``[mid - rad, mid + rad]``).  :func:`certify` recomputes at doubled precision until every
+requested ball satisfies ``rad <= 10**-dps * (|mid| - rad)``, which guarantees that the
+returned midpoint ``x`` has relative error ``|x - true| / |true| <= 10**-dps``.  The
+midpoint is converted to ``mpmath.mpf`` exactly (it is a binary number), so the bound
+carries over unchanged.
+
+Neither mpmath's nor flint's global precision is changed: flint work happens inside
+``flint.ctx.workprec`` and mpf construction inside ``mpmath.mp.workprec``, both of which
+restore the previous setting.
+
+>>> from flint import arb
+>>> x = certify(lambda: arb(1) / 3, 40)
+>>> import mpmath
+>>> with mpmath.workdps(45):
+...     abs(x - mpmath.mpf(1) / 3) < mpmath.mpf(10) ** -40 / 3
+True
+>>> mpmath.mp.dps   # unchanged
+15
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence, TypeVar, Union
+
+import mpmath
+from flint import arb, ctx
+
+from .errors import PrecisionError
+
+__all__ = ["certify", "certify_many", "is_accurate", "ball_to_mpf", "prec_for_dps", "MAX_PREC"]
+
+#: Hard cap on the working precision (bits) before giving up with PrecisionError.
+MAX_PREC = 1 << 22
+
+T = TypeVar("T")
+
+
+def prec_for_dps(dps: int, extra_bits: int = 0) -> int:
+    """Bits needed for ``dps`` decimal digits, plus guard bits."""
+    return int(math.ceil(dps * math.log2(10))) + 24 + max(0, extra_bits)
+
+
+def is_accurate(ball: arb, dps: int) -> bool:
+    """True iff the midpoint of ``ball`` is certainly within relative error ``10**-dps``.
+
+    An exact ball (radius 0) is always accurate, including an exact zero.
+    """
+    if ball.rad().is_zero() and ball.is_finite():
+        return True
+    if not ball.is_finite():
+        return False
+    mid = ball.mid()
+    rad = ball.rad()
+    lhs = rad * arb(10) ** dps
+    rhs = abs(mid) - rad
+    return bool(lhs < rhs)
+
+
+def ball_to_mpf(ball: arb) -> mpmath.mpf:
+    """The midpoint of ``ball`` as an ``mpmath.mpf``, exactly (no rounding)."""
+    man, exp = ball.mid().man_exp()
+    man, exp = int(man), int(exp)
+    with mpmath.mp.workprec(max(53, abs(man).bit_length() + 1)):
+        return mpmath.mpf((man, exp))
+
+
+def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: int = 0) -> list[mpmath.mpf]:
+    """Run ``compute`` (which returns arb balls) at increasing flint precision until every
+    ball is accurate to ``dps`` digits (:func:`is_accurate`); return their midpoints as mpf.
+
+    ``extra_bits`` is a hint for cancellation or long sums (e.g. ``log2`` of the number of
+    terms) so that the first attempt usually succeeds.
+    """
+    prec = prec_for_dps(dps, extra_bits)
+    while prec <= MAX_PREC:
+        with ctx.workprec(prec):
+            balls = list(compute())
+            if all(is_accurate(b, dps) for b in balls):
+                return [ball_to_mpf(b) for b in balls]
+        prec *= 2
+    raise PrecisionError(
+        "dps", dps, f"could not certify {dps} digits within {MAX_PREC} bits of working precision"
+    )
+
+
+def certify(compute: Callable[[], arb], dps: int, *, extra_bits: int = 0) -> mpmath.mpf:
+    """:func:`certify_many` for a single ball."""
+    return certify_many(lambda: [compute()], dps, extra_bits=extra_bits)[0]
