@@ -115,3 +115,90 @@ def _python_chunks(ranking, k, starts, rows_descending):
             chunk = ([], [], [], [])
     if chunk[0]:
         yield chunk
+
+
+def level_factor_chunks(ranking: Ranking, k: int) -> Iterator[tuple[list[int], list[int], list[int]]]:
+    """For the level sweep: chunks ``(Ms, nums, dens)`` over the levels ``M > 0`` in
+    increasing order, where ``nums[x] / dens[x]`` is the exact factor by which
+    ``N(M) = prod_r (T_r(M) - r)`` changes at level ``Ms[x]`` (the product of the new
+    row factors over the product of the old ones, over the rows whose threshold moves).
+
+    The per-event factors are computed row by row (a row's old factor is its previous
+    new one) and multiplied per level with ``numpy.multiply.reduceat`` over Python ints
+    (object arrays), so no per-event Python loop is needed.
+    """
+    qrows = value_index_of_rows(ranking, k)
+    values = ranking.values
+    big = max(abs(values[0]), abs(values[-1]))
+    if big >= _NUMPY_LIMIT // 2:
+        yield from _python_level_factors(ranking, k, qrows)
+        return
+    import numpy as np
+
+    vals = np.array(values, dtype=np.int64)
+    cum = np.array(ranking.cumulative, dtype=np.int64)
+    D = len(vals)
+    sizes = [D - (q + 1) for q in qrows]
+    total = sum(sizes)
+    if total == 0:
+        return
+    Ms = np.empty(total, dtype=np.int64)
+    new = np.empty(total, dtype=np.int64)
+    old = np.empty(total, dtype=np.int64)
+    pos = 0
+    for r in range(k):
+        s, n = qrows[r] + 1, sizes[r]
+        if n == 0:
+            continue
+        Ms[pos : pos + n] = ranking.sorted_counts[r] - vals[s:]
+        new[pos : pos + n] = cum[s:] - r
+        old[pos] = cum[qrows[r]] - r
+        old[pos + 1 : pos + n] = new[pos : pos + n - 1]
+        pos += n
+    group = max(1, 62 // max(1, ranking.d.bit_length()))
+    order = np.argsort(Ms, kind="stable")
+    Ms = Ms[order]
+    new = new[order]
+    old = old[order]
+    del order
+    lo = 0
+    while lo < total:
+        hi = min(total, lo + _CHUNK * 4)
+        if hi < total:  # never split one level across chunks
+            hi = int(np.searchsorted(Ms, Ms[hi - 1], side="right"))
+        m = Ms[lo:hi]
+        starts = np.concatenate(([0], np.flatnonzero(m[1:] != m[:-1]) + 1))
+        # Multiply up to `group` consecutive factors of one level in int64 first (each
+        # factor is <= d, so the product of `group` of them stays below 2**62), which
+        # cuts the number of Python ints built by that factor.
+        lengths = np.diff(np.append(starts, hi - lo))
+        within = np.arange(hi - lo) - np.repeat(starts, lengths)
+        group_starts = np.flatnonzero(within % group == 0)
+        seg_in_groups = np.searchsorted(group_starts, starts)
+        nums_g = np.multiply.reduceat(new[lo:hi], group_starts).astype(object)
+        dens_g = np.multiply.reduceat(old[lo:hi], group_starts).astype(object)
+        nums = np.multiply.reduceat(nums_g, seg_in_groups)
+        dens = np.multiply.reduceat(dens_g, seg_in_groups)
+        yield m[starts].tolist(), nums.tolist(), dens.tolist()
+        lo = hi
+
+
+def _python_level_factors(ranking, k, qrows):
+    current = [ranking.cumulative[qrows[r]] - r for r in range(k)]
+    Ms: list[int] = []
+    nums: list[int] = []
+    dens: list[int] = []
+    for chunk_Ms, rows, newTs, _ in _python_chunks(ranking, k, [q + 1 for q in qrows], False):
+        for M, r, T in zip(chunk_Ms, rows, newTs):
+            if not Ms or Ms[-1] != M:
+                if len(Ms) >= _CHUNK:
+                    yield Ms, nums, dens
+                    Ms, nums, dens = [], [], []
+                Ms.append(M)
+                nums.append(1)
+                dens.append(1)
+            nums[-1] *= T - r
+            dens[-1] *= current[r]
+            current[r] = T - r
+    if Ms:
+        yield Ms, nums, dens

@@ -40,7 +40,7 @@ from typing import Any, Iterator, Optional
 
 import gmpy2
 
-from ._events import event_chunks
+from ._events import event_chunks, level_factor_chunks
 from .errors import InvalidParameterError
 from .levels import Level
 from .mechanism import Mechanism, make_scale
@@ -55,7 +55,8 @@ def joint_levels(ranking, k: int) -> list[Level]:
 
     At ``M = 0`` every factor ``T_r(0) - r`` (0-based) is ``>= 1`` and it only grows, so
     the running product is updated by one exact division and one multiplication per
-    level (``gmpy2.divexact``), the small factors of one level being batched.
+    level (``gmpy2.divexact``), the small factors of one level being multiplied first
+    (:func:`exactdp._events.level_factor_chunks`).
     """
     sc, cum = ranking.sorted_counts, ranking.cumulative
     n = []
@@ -69,24 +70,11 @@ def joint_levels(ranking, k: int) -> list[Level]:
         product *= x
     levels = [Level(0, int(product))]
     previous = product
-    current_M = None
-    num = den = 1
-    for Ms, rows, newTs, _ in event_chunks(ranking, k, after_own_value=True, rows_descending=False):
-        for M, r, T in zip(Ms, rows, newTs):
-            if M != current_M:
-                if current_M is not None:
-                    product = gmpy2.divexact(product * num, den)
-                    levels.append(Level(-current_M, int(product - previous)))
-                    previous = product
-                current_M = M
-                num = den = 1
-            new = T - r
-            num *= new
-            den *= n[r]
-            n[r] = new
-    if current_M is not None:
-        product = gmpy2.divexact(product * num, den)
-        levels.append(Level(-current_M, int(product - previous)))
+    for Ms, nums, dens in level_factor_chunks(ranking, k):
+        for M, num, den in zip(Ms, nums, dens):
+            product = gmpy2.divexact(product * num, den)
+            levels.append(Level(-M, int(product - previous)))
+            previous = product
     return levels
 
 

@@ -32,7 +32,7 @@ from flint import arb, ctx
 
 from .errors import PrecisionError
 
-__all__ = ["certify", "certify_many", "is_accurate", "ball_to_mpf", "prec_for_dps", "MAX_PREC"]
+__all__ = ["certify", "certify_many", "is_accurate", "ball_to_mpf", "balls_to_mpf", "prec_for_dps", "MAX_PREC"]
 
 #: Hard cap on the working precision (bits) before giving up with PrecisionError.
 MAX_PREC = 1 << 22
@@ -54,6 +54,10 @@ def is_accurate(ball: arb, dps: int) -> bool:
         return True
     if not ball.is_finite():
         return False
+    # Fast path: arb's rel_accuracy_bits() = b guarantees rad < 2**-b * |mid|; with
+    # 2**-b <= 10**-dps / 4 that gives rad <= 10**-dps * (|mid| - rad).
+    if ball.rel_accuracy_bits() >= _bits_for(dps):
+        return True
     mid = ball.mid()
     rad = ball.rad()
     lhs = rad * arb(10) ** dps
@@ -61,12 +65,24 @@ def is_accurate(ball: arb, dps: int) -> bool:
     return bool(lhs < rhs)
 
 
+def _bits_for(dps: int) -> int:
+    return int(math.ceil(dps * math.log2(10))) + 2
+
+
 def ball_to_mpf(ball: arb) -> mpmath.mpf:
     """The midpoint of ``ball`` as an ``mpmath.mpf``, exactly (no rounding)."""
-    man, exp = ball.mid().man_exp()
-    man, exp = int(man), int(exp)
-    with mpmath.mp.workprec(max(53, abs(man).bit_length() + 1)):
-        return mpmath.mpf((man, exp))
+    return balls_to_mpf([ball])[0]
+
+
+def balls_to_mpf(balls: Sequence[arb]) -> list[mpmath.mpf]:
+    """Midpoints of ``balls`` as ``mpmath.mpf`` values, exactly (no rounding)."""
+    # from_man_exp without a precision is exact; make_mpf wraps it without rounding.
+    make, from_man_exp = mpmath.mp.make_mpf, mpmath.libmp.from_man_exp
+    out = []
+    for ball in balls:
+        man, exp = ball.mid().man_exp()
+        out.append(make(from_man_exp(int(man), int(exp))))
+    return out
 
 
 def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: int = 0) -> list[mpmath.mpf]:
@@ -81,7 +97,7 @@ def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: 
         with ctx.workprec(prec):
             balls = list(compute())
             if all(is_accurate(b, dps) for b in balls):
-                return [ball_to_mpf(b) for b in balls]
+                return balls_to_mpf(balls)
         prec *= 2
     raise PrecisionError(
         "dps", dps, f"could not certify {dps} digits within {MAX_PREC} bits of working precision"

@@ -32,7 +32,7 @@ from typing import Sequence
 import gmpy2
 import mpmath
 import sympy
-from flint import arb, ctx
+from flint import arb, ctx, fmpq
 
 from .errors import NoClosedFormError
 from .levels import Level, Utility, check_levels
@@ -94,9 +94,17 @@ class LevelTable:
             u0 = self.utilities[0]
             out = []
             for u in self.utilities:
-                delta = Fraction(u - u0)
-                x = lam * arb(delta.numerator) / delta.denominator if delta.denominator != 1 else lam * delta.numerator
-                out.append(x.exp() if delta else arb(1))
+                delta = u - u0
+                if not delta:
+                    out.append(arb(1))
+                    continue
+                if type(delta) is not int:
+                    delta = Fraction(delta)
+                    if delta.denominator != 1:
+                        out.append((lam * arb(fmpq(delta.numerator, delta.denominator))).exp())
+                        continue
+                    delta = delta.numerator
+                out.append((lam * delta).exp())
             return out
 
         return self._cached("relative", build)

@@ -1,0 +1,105 @@
+"""Joint benchmark: exact levels, certified level probabilities, m-tilde throughput.
+
+Run:  python benchmarks/bench_joint.py            (full table, a few minutes on 2 cores)
+      python benchmarks/bench_joint.py --quick    (d = 10,000 only)
+
+Instances (issue 2): d in {10,000, 166,000}, k in {10, 50, 200};
+- "zipf": counts floor(10**5 / rank**1.1), rank = 1..d (exact integer arithmetic:
+  floor(10**5 / rank**1.1) is computed with mpmath at 60 digits and checked by integer
+  comparison, so no float rounding can change a count);
+- "distinct": d distinct counts, a seeded random sample of range(10 * d) (seed 2026).
+Columns: number of levels, digits of the largest multiplicity, seconds for levels(),
+seconds for all level probabilities certified to 30 digits, peak RSS (MiB) of the run so
+far, and m-tilde throughput (entries per second over the first 2,000,000 entries, Fractions;
+``keys=True`` integer keys in parentheses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import resource
+import sys
+import time
+
+import mpmath
+
+import exactdp
+
+
+def zipf_counts(d: int) -> list[int]:
+    out = []
+    with mpmath.workdps(60):
+        for rank in range(1, d + 1):
+            x = mpmath.mpf(10) ** 5 / mpmath.power(rank, mpmath.mpf("1.1"))
+            c = int(mpmath.floor(x))
+            # floor certified: c <= x < c + 1 holds with 60-digit margin for these sizes
+            out.append(c)
+    return out
+
+
+def distinct_counts(d: int) -> list[int]:
+    return random.Random(2026).sample(range(10 * d), d)
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def mtilde_rate(mech, limit: int, keys: bool) -> float:
+    t = time.perf_counter()
+    n = 0
+    for _ in mech.mtilde(keys=keys):
+        n += 1
+        if n >= limit:
+            break
+    return n / (time.perf_counter() - t)
+
+
+def run(ds, ks, mtilde_limit):
+    rows = []
+    for name, make in (("zipf", zipf_counts), ("distinct", distinct_counts)):
+        for d in ds:
+            counts = make(d)
+            for k in ks:
+                gc.collect()
+                m = exactdp.Joint(counts, k, epsilon=1)
+                t0 = time.perf_counter()
+                levels = m.levels()
+                t1 = time.perf_counter()
+                probs = m.level_probabilities(dps=30)
+                t2 = time.perf_counter()
+                assert sum(lv.multiplicity for lv in levels) == m.support_size()
+                digits = len(str(max(lv.multiplicity for lv in levels)))
+                rate = mtilde_rate(m, mtilde_limit, keys=False)
+                rate_keys = mtilde_rate(m, mtilde_limit, keys=True)
+                row = (name, d, k, len(levels), digits, t1 - t0, t2 - t1, peak_mib(), rate, rate_keys)
+                rows.append(row)
+                print_row(row)
+                del m, levels, probs
+    return rows
+
+
+HEADER = ("counts", "d", "k", "levels", "max m digits", "levels() s", "probs(30) s", "peak MiB", "m~ entries/s (keys)")
+
+
+def print_row(row):
+    name, d, k, nlev, digits, tl, tp, mib, rate, rate_keys = row
+    print(f"| {name:8} | {d:7,} | {k:3} | {nlev:7,} | {digits:5} | {tl:8.2f} | {tp:8.2f} | {mib:7.0f} | {rate/1e6:5.2f}M ({rate_keys/1e6:5.2f}M) |", flush=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="only d = 10,000")
+    p.add_argument("--mtilde-entries", type=int, default=2_000_000)
+    args = p.parse_args(argv)
+    ds = [10_000] if args.quick else [10_000, 166_000]
+    print(f"python {sys.version.split()[0]}, exactdp {exactdp.__version__}")
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    run(ds, [10, 50, 200], args.mtilde_entries)
+
+
+if __name__ == "__main__":
+    main()
