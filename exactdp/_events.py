@@ -22,7 +22,9 @@ from .ranking import Ranking
 
 __all__ = ["event_chunks", "value_index_of_rows"]
 
-_NUMPY_LIMIT = 1 << 61
+# Paths are chosen by these module constants; tests lower them to exercise every path.
+_NUMPY_LIMIT = 1 << 61  # counts at least half this large take the pure-Python path
+_ALLOW_PACKED = True  # level sweep: sort one packed int64 key when it fits
 _CHUNK = 1 << 18
 
 
@@ -142,31 +144,58 @@ def level_factor_chunks(ranking: Ranking, k: int) -> Iterator[tuple[list[int], l
     total = sum(sizes)
     if total == 0:
         return
-    Ms = np.empty(total, dtype=np.int64)
-    new = np.empty(total, dtype=np.int64)
-    old = np.empty(total, dtype=np.int64)
+    group = max(1, 62 // max(1, ranking.d.bit_length()))
+    fbits = ranking.d.bit_length()
+    mask = (1 << fbits) - 1
+    # Every event has 0 < M <= c_(1) - c_(d).
+    packed = _ALLOW_PACKED and (ranking.sorted_counts[0] - values[-1]).bit_length() + 2 * fbits <= 62
+    if packed:
+        # One sort of a packed key (M, new, old), built row by row in cache-sized pieces;
+        # the order of events within one level does not matter for the product.
+        key = np.empty(total, dtype=np.int64)
+    else:
+        Ms = np.empty(total, dtype=np.int64)
+        new = np.empty(total, dtype=np.int64)
+        old = np.empty(total, dtype=np.int64)
     pos = 0
     for r in range(k):
         s, n = qrows[r] + 1, sizes[r]
         if n == 0:
             continue
-        Ms[pos : pos + n] = ranking.sorted_counts[r] - vals[s:]
-        new[pos : pos + n] = cum[s:] - r
-        old[pos] = cum[qrows[r]] - r
-        old[pos + 1 : pos + n] = new[pos : pos + n - 1]
+        row_M = ranking.sorted_counts[r] - vals[s:]
+        row_new = cum[s:] - r
+        row_old = np.empty(n, dtype=np.int64)
+        row_old[0] = cum[qrows[r]] - r
+        row_old[1:] = row_new[:-1]
+        if packed:
+            key[pos : pos + n] = (row_M << (2 * fbits)) | (row_new << fbits) | row_old
+        else:
+            Ms[pos : pos + n] = row_M
+            new[pos : pos + n] = row_new
+            old[pos : pos + n] = row_old
         pos += n
-    group = max(1, 62 // max(1, ranking.d.bit_length()))
-    order = np.argsort(Ms, kind="stable")
-    Ms = Ms[order]
-    new = new[order]
-    old = old[order]
-    del order
+    if packed:
+        key.sort(kind="stable")  # rows arrive as k sorted runs: timsort merges them
+    else:
+        order = np.argsort(Ms, kind="stable")
+        Ms, new, old = Ms[order], new[order], old[order]
+        del order
     lo = 0
     while lo < total:
         hi = min(total, lo + _CHUNK * 4)
-        if hi < total:  # never split one level across chunks
-            hi = int(np.searchsorted(Ms, Ms[hi - 1], side="right"))
-        m = Ms[lo:hi]
+        if packed:
+            block = key[lo:hi]
+            m = block >> (2 * fbits)
+            if hi < total:  # never split one level across chunks
+                hi = int(np.searchsorted(key, (int(m[-1]) + 1) << (2 * fbits), side="left"))
+                block = key[lo:hi]
+                m = block >> (2 * fbits)
+            f_new = (block >> fbits) & mask
+            f_old = block & mask
+        else:
+            if hi < total:
+                hi = int(np.searchsorted(Ms, Ms[hi - 1], side="right"))
+            m, f_new, f_old = Ms[lo:hi], new[lo:hi], old[lo:hi]
         starts = np.concatenate(([0], np.flatnonzero(m[1:] != m[:-1]) + 1))
         # Multiply up to `group` consecutive factors of one level in int64 first (each
         # factor is <= d, so the product of `group` of them stays below 2**62), which
@@ -175,8 +204,8 @@ def level_factor_chunks(ranking: Ranking, k: int) -> Iterator[tuple[list[int], l
         within = np.arange(hi - lo) - np.repeat(starts, lengths)
         group_starts = np.flatnonzero(within % group == 0)
         seg_in_groups = np.searchsorted(group_starts, starts)
-        nums_g = np.multiply.reduceat(new[lo:hi], group_starts).astype(object)
-        dens_g = np.multiply.reduceat(old[lo:hi], group_starts).astype(object)
+        nums_g = np.multiply.reduceat(f_new, group_starts).astype(object)
+        dens_g = np.multiply.reduceat(f_old, group_starts).astype(object)
         nums = np.multiply.reduceat(nums_g, seg_in_groups)
         dens = np.multiply.reduceat(dens_g, seg_in_groups)
         yield m[starts].tolist(), nums.tolist(), dens.tolist()

@@ -140,17 +140,25 @@ class Mechanism(abc.ABC):
         return list(zip(self.table.levels, probs))
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
-        """Every output with non-zero probability, best level first (lazily)."""
+        """Every output with non-zero probability, best level first (lazily).
+
+        With ``max_outputs``, refuses at once (before yielding anything) when the
+        support is larger.
+        """
         self._check_size(max_outputs)
-        for a, level in enumerate(self.table.levels):
-            for r in range(level.multiplicity):
-                yield self._unrank(a, r)
+        return (self._unrank(a, r) for a, level in enumerate(self.table.levels) for r in range(level.multiplicity))
+
+    def level_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
+        """``(Level, probability of one particular output of that level)`` for every
+        level, certified to ``dps`` digits (every output of a level is equally likely)."""
+        digits = as_dps(dps)
+        return [(lv, self.rule.output_probability(self.table, a, digits)) for a, lv in enumerate(self.table.levels)]
 
     def distribution(self, dps: Optional[int] = None, max_outputs: int = 10**6) -> list[tuple[Output, mpmath.mpf]]:
         """Every output with its certified probability; refuses past ``max_outputs``."""
         digits = as_dps(dps)
         self._check_size(max_outputs)
-        per_level = [self.rule.output_probability(self.table, a, digits) for a in range(len(self.table))]
+        per_level = [p for _, p in self.level_output_probabilities(digits)]
         return [
             (self._unrank(a, r), per_level[a])
             for a, level in enumerate(self.table.levels)

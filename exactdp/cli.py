@@ -1,0 +1,888 @@
+"""The ``exactdp`` command line: exact levels, certified probabilities and exact samples.
+
+Usage (see ``docs/cli.md`` for every command with real output)::
+
+    exactdp dist    joint --counts 10,5,1,1 -k 2 --epsilon 1    # table of levels
+    exactdp levels  joint --counts 30,15,1x998 -k 2              # exact levels only
+    exactdp prob    joint --counts 10,5,1,1 -k 2 --output 0,1 --exact
+    exactdp sample  joint --counts 10,5,1,1 -k 2 -n 10 --seed 1
+
+Every command is ``exactdp COMMAND MECHANISM [options]``; ``--json`` gives machine-readable
+output.  Mechanisms come from the :data:`MECHANISMS` registry (one entry per mechanism),
+their constructor options from :data:`OPTIONS`.
+
+Exit status: 0 on success; 2 for bad arguments (argparse errors and every
+:class:`~exactdp.errors.ExactDPError` raised by the library), with a one-line
+``exactdp: error: ...`` on stderr; 130 on Ctrl-C; 141 when stdout is closed early
+(``exactdp sample ... | head``).
+
+Counts are comma- and/or whitespace-separated integers, ``VALUExREPEAT`` meaning
+``REPEAT`` copies of ``VALUE``:
+
+>>> parse_counts("30, 15,1x3")
+[30, 15, 1, 1, 1]
+>>> format_int(10**70, ellipsis="...")
+'1.000...e+70 (71 digits)'
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import sys
+import textwrap
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import gmpy2
+import mpmath
+
+import exactdp
+
+from .errors import ExactDPError
+
+__all__ = [
+    "main",
+    "build_parser",
+    "MechanismSpec",
+    "Option",
+    "MECHANISMS",
+    "OPTIONS",
+    "parse_counts",
+    "format_int",
+]
+
+PROG = "exactdp"
+#: Default certified digits (the library's default, SPEC section 3).
+DEFAULT_DPS = 30
+#: Default digits shown in human-readable tables (``--digits``).
+DEFAULT_DIGITS = 15
+#: Integers with more digits than this are abbreviated in tables (``--json`` is exact).
+ABBREVIATE_DIGITS = 60
+#: Integers with more digits than this are written as JSON *strings*: Python's ``json.loads``
+#: refuses longer integer literals by default (``sys.get_int_max_str_digits()`` is 4300).
+JSON_INT_DIGITS = 4300
+#: Default guard for ``dist --outputs``.
+DEFAULT_MAX_OUTPUTS = 10_000
+
+
+# =====================================================================================
+# Mechanism options and the mechanism registry
+# =====================================================================================
+
+
+@dataclass(frozen=True)
+class Option:
+    """A keyword argument of a mechanism constructor, exposed as a command-line option.
+
+    The value is passed to the constructor *as the string the user typed* (exactdp parses
+    ``"0.1"`` as exactly 1/10 and ``"1/2"`` as a Fraction), and only when given, so the
+    library's own defaults apply otherwise.  ``choices`` restricts the accepted strings.
+    """
+
+    flags: tuple[str, ...]
+    dest: str
+    help: str
+    metavar: Optional[str] = None
+    choices: Optional[tuple[str, ...]] = None
+
+
+#: Every constructor option any mechanism takes, by name (the name is the keyword argument).
+OPTIONS: dict[str, Option] = {
+    "epsilon": Option(
+        ("--epsilon",), "epsilon",
+        "privacy parameter, a positive number parsed exactly: '0.1' is 1/10, '1/2' a "
+        "fraction (the library's default, 1, when neither --epsilon nor --base is given)",
+        metavar="EPS",
+    ),
+    "base": Option(
+        ("--base",), "base",
+        "exact rational 0 < BASE < 1 used as the weight of one unit of utility instead of "
+        "exp(-epsilon/(2*sensitivity)); every probability is then rational (exclusive "
+        "with --epsilon)",
+        metavar="BASE",
+    ),
+    "sensitivity": Option(
+        ("--sensitivity",), "sensitivity",
+        "utility sensitivity, a positive exact rational (default 1: add/remove "
+        "neighbours; 2 models swap neighbours)",
+        metavar="DELTA",
+    ),
+    "rho": Option(
+        ("--rho",), "rho",
+        "canonical loss parameter, an exact rational in [0, 1] (default 1/2)",
+        metavar="RHO",
+    ),
+    "noise": Option(
+        ("--noise",), "noise",
+        "selection rule: 'gumbel' (exponential mechanism) or 'exponential' "
+        "(permute-and-flip)",
+        metavar="NOISE",
+        choices=("gumbel", "exponential"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    """How the CLI builds one mechanism: ``factory(counts, k, **options)``.
+
+    ``options`` names entries of :data:`OPTIONS` the constructor accepts as keyword
+    arguments; ``summary`` is the one-line description shown in ``--help``.
+    """
+
+    factory: Callable[..., Any]
+    options: tuple[str, ...]
+    summary: str
+
+    def build(self, counts: Sequence[int], k: int, args: argparse.Namespace) -> Any:
+        kwargs = {}
+        for name in self.options:
+            dest = OPTIONS[name].dest
+            value = getattr(args, dest, None)
+            if value is not None:
+                kwargs[dest] = value
+        return self.factory(counts, k, **kwargs)
+
+
+_JOINT_OPTIONS = ("epsilon", "base", "sensitivity")
+
+# The registry: CLI name -> MechanismSpec.  Every command (dist, levels, prob, sample)
+# accepts every registered mechanism, with --counts/--counts-file and -k/--k plus the
+# options listed in the spec.  To add a mechanism, add ONE entry, e.g.
+#
+#     MECHANISMS["joint-set"] = MechanismSpec(
+#         exactdp.JointSet, ("epsilon", "base", "sensitivity"),
+#         "original JOINT over top-k sets (SPEC 2.3)")
+#     MECHANISMS["canonical"] = MechanismSpec(
+#         exactdp.Canonical, ("epsilon", "rho", "noise"),
+#         "canonical loss over utility classes of k-subsets (SPEC 2.4)")
+#     MECHANISMS["peeling"] = MechanismSpec(
+#         exactdp.Peeling, ("epsilon", "noise"), "k rounds of peeling (SPEC 2.5)")
+#
+# (a constructor option no entry of OPTIONS describes yet gets a new OPTIONS entry first).
+# The class must follow exactdp.Mechanism (levels(), level_probabilities(dps),
+# probability(o, dps), ..., and the `rule`/`table` pair used for per-output probabilities
+# in `dist`).  Nothing else in this file needs to change; tests/test_cli.py runs its
+# generic checks over every registered mechanism.  Use getattr(exactdp, "Name", None)
+# while the class may not exist yet, as for PNFJoint below.
+MECHANISMS: dict[str, MechanismSpec] = {
+    "joint": MechanismSpec(
+        exactdp.Joint, _JOINT_OPTIONS,
+        "Joint exponential mechanism over top-k sequences (SPEC 2.1)",
+    ),
+}
+
+_PNFJoint = getattr(exactdp, "PNFJoint", None)
+if _PNFJoint is not None:
+    MECHANISMS["pnf-joint"] = MechanismSpec(
+        _PNFJoint, _JOINT_OPTIONS,
+        "Joint with permute-and-flip over top-k sequences (SPEC 2.2)",
+    )
+
+
+# =====================================================================================
+# Parsing counts and outputs
+# =====================================================================================
+
+_SEPARATORS = re.compile(r"[,\s]+")
+_INTEGRAL_DECIMAL = re.compile(r"[+-]?\d+\.0*")
+
+
+def _parse_integer(token: str) -> int:
+    """An exact integer from ``"12"``, ``"-3"`` or ``"2.0"`` (integral decimals); ValueError else."""
+    if _INTEGRAL_DECIMAL.fullmatch(token):
+        token = token.split(".")[0]
+    try:
+        return int(token)
+    except ValueError:
+        if re.fullmatch(r"[+-]?\d+", token):  # past CPython's int/str digit limit
+            return int(gmpy2.mpz(token))
+        raise
+
+
+def parse_counts(text: str, source: str = "--counts") -> list[int]:
+    """Counts from text: integers separated by commas and/or whitespace.
+
+    ``VALUExREPEAT`` stands for ``REPEAT`` copies of ``VALUE`` (``1x998``).  ``#`` starts a
+    comment running to the end of the line (useful in ``--counts-file``).  ``2.0`` is read
+    as 2; other non-integers are rejected, naming the item.
+    """
+    text = re.sub(r"#[^\n]*", " ", text)
+    counts: list[int] = []
+    for token in _SEPARATORS.split(text.strip()):
+        if not token:
+            continue
+        value_text, sep, repeat_text = token.lower().partition("x")
+        try:
+            value = _parse_integer(value_text)
+            repeat = _parse_integer(repeat_text) if sep else 1
+        except ValueError:
+            what = "an integer or VALUExREPEAT" if sep else "an integer"
+            message = f"item {len(counts)}: {token!r} is not {what}"
+            raise ValueError(f"{source}: {message}" if source else message) from None
+        if repeat < 1:
+            message = f"item {len(counts)}: the repeat count in {token!r} must be at least 1"
+            raise ValueError(f"{source}: {message}" if source else message)
+        counts.extend([value] * repeat)
+    if not counts:
+        raise ValueError(f"{source}: no counts given" if source else "no counts given")
+    return counts
+
+
+def _counts_arg(text: str) -> list[int]:
+    try:
+        return parse_counts(text, "")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _counts_file_arg(path: str) -> list[int]:
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        return parse_counts(text, repr(path))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _output_arg(text: str) -> list[int]:
+    ids = []
+    for token in _SEPARATORS.split(text.strip()):
+        if not token:
+            continue
+        try:
+            ids.append(int(token))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"item id {token!r} is not an integer") from None
+    if not ids:
+        raise argparse.ArgumentTypeError("no item ids given")
+    return ids
+
+
+def _positive_int_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _seed_arg(text: str) -> int:
+    value = _int_arg(text)
+    if value < 0:  # random.Random(-s) is random.Random(s): refuse the alias
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _int_arg(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+
+
+# =====================================================================================
+# Formatting
+# =====================================================================================
+
+
+@contextlib.contextmanager
+def _no_int_str_limit() -> Iterator[None]:
+    """Lift CPython's int/str digit limit for the duration of one CLI run: the library
+    and sympy turn big integers into text with ``str``/``repr`` (``Mechanism.__repr__``,
+    ``str(probability_exact(...))``).  Restored on exit, so ``main()`` leaves it unchanged."""
+    getter = getattr(sys, "get_int_max_str_digits", None)
+    if getter is None:  # Python without the limit
+        yield
+        return
+    old = getter()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def _int_digits(n: int) -> str:
+    """Decimal digits of ``n`` (gmpy2: no CPython int/str digit limit, fast for huge ints)."""
+    return gmpy2.mpz(n).digits(10)
+
+
+def format_int(n: int, limit: int = ABBREVIATE_DIGITS, ellipsis: str = "\u2026") -> str:
+    """``n`` in full, or ``d.ddd…e+E (N digits)`` (truncated, not rounded) past ``limit`` digits."""
+    text = _int_digits(n)
+    sign, body = ("-", text[1:]) if text.startswith("-") else ("", text)
+    if len(body) <= limit:
+        return text
+    return f"{sign}{body[0]}.{body[1:4]}{ellipsis}e+{len(body) - 1} ({len(body)} digits)"
+
+
+def _json_int(n: int) -> Any:
+    """A JSON integer, or a decimal string past :data:`JSON_INT_DIGITS` digits."""
+    n = int(n)
+    if -(10**JSON_INT_DIGITS) < n < 10**JSON_INT_DIGITS:
+        return n
+    return _int_digits(n)
+
+
+def _exact_str(value: Any) -> str:
+    """An exact rational/int as text (``"-9/2"``, ``"3"``), whatever its size."""
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return _int_digits(value.numerator)
+        return f"{_int_digits(value.numerator)}/{_int_digits(value.denominator)}"
+    if isinstance(value, int):
+        return _int_digits(value)
+    return str(value)
+
+
+def _format_exact(value: Any, ellipsis: str) -> str:
+    """An exact int/Fraction for a table: like :func:`_exact_str`, long integers abbreviated."""
+    if isinstance(value, Fraction) and value.denominator != 1:
+        return f"{format_int(value.numerator, ellipsis=ellipsis)}/{format_int(value.denominator, ellipsis=ellipsis)}"
+    if isinstance(value, (int, Fraction)):
+        return format_int(int(value), ellipsis=ellipsis)
+    return str(value)
+
+
+def _json_utility(u: Any) -> Any:
+    """Integral utilities as JSON integers, other rationals as ``"p/q"`` strings."""
+    if isinstance(u, Fraction) and u.denominator == 1:
+        u = u.numerator
+    if isinstance(u, int):
+        return _json_int(u)
+    return _exact_str(u)
+
+
+def _json_param(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, Fraction)):
+        return _exact_str(value)
+    return str(value)
+
+
+def _num(x: mpmath.mpf, digits: int) -> str:
+    """``x`` to ``digits`` significant digits (independent of mpmath's global precision)."""
+    return mpmath.nstr(x, digits, strip_zeros=False)
+
+
+def _num_table(x: mpmath.mpf, digits: int, ellipsis: str) -> str:
+    """:func:`_num` with an exponent of more than 60 digits abbreviated (``--json`` is full)."""
+    text = _num(x, digits)
+    mant, sep, exp = text.partition("e")
+    if sep and len(exp.lstrip("+-")) > ABBREVIATE_DIGITS:
+        return f"{mant}e{format_int(int(gmpy2.mpz(exp)), ellipsis=ellipsis)}"
+    return text
+
+
+def _describe(m: Any, limit: int = 200) -> str:
+    """``repr(m)``, with the counts list elided when it is long (huge counts, d <= 12)."""
+    text = repr(m)
+    if len(text) > limit and text.startswith(f"{type(m).__name__}(["):
+        head, sep, tail = text.partition("], k=")
+        if sep:
+            return f"{type(m).__name__}(<{m.d} counts>, k={tail}"
+    return text
+
+
+def _output_ids(output: Any) -> list[int]:
+    """Item ids of an output: sequences in selection order, sets sorted."""
+    if isinstance(output, (set, frozenset)):
+        return sorted(int(i) for i in output)
+    return [int(i) for i in output]
+
+
+def _output_text(output: Any) -> str:
+    return ",".join(str(i) for i in _output_ids(output))
+
+
+def _ellipsis(stream: Any) -> str:
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        "\u2026".encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return "..."
+    return "\u2026"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = ()) -> Iterator[str]:
+    """Aligned text table: columns right-aligned except those listed in ``left``."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    yield line(headers)
+    for row in rows:
+        yield line(row)
+
+
+_INT_LIST = re.compile(r"\[\n\s*((?:-?\d+,\n\s*)*-?\d+)\n\s*\]")
+
+
+def _emit_json(obj: Any, indent: Optional[int] = 2) -> None:
+    """Indented JSON with lists of integers (outputs) kept on one line."""
+    text = json.dumps(obj, indent=indent)
+    if indent is not None:
+        text = _INT_LIST.sub(lambda mo: "[" + ", ".join(x.strip() for x in mo.group(1).split(",")) + "]", text)
+    sys.stdout.write(text + "\n")
+
+
+def _out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+# =====================================================================================
+# Commands
+# =====================================================================================
+
+
+def _mechanism_json(name: str, m: Any, spec: MechanismSpec) -> dict[str, Any]:
+    params: dict[str, Any] = {"d": _json_int(m.d), "k": _json_int(m.k)}
+    for option in spec.options:
+        dest = OPTIONS[option].dest
+        params[dest] = _json_param(getattr(m, dest, None))
+    return {
+        "mechanism": name,
+        "class": type(m).__name__,
+        "description": repr(m),
+        "output_kind": getattr(m, "output_kind", "sequence"),
+        "parameters": params,
+    }
+
+
+def _summary_lines(name: str, m: Any, spec: MechanismSpec, levels: Sequence[Any]) -> list[str]:
+    kind = getattr(m, "output_kind", "sequence")
+    return [
+        f"support size: {format_int(m.support_size(), ellipsis=_ellipsis(sys.stdout))} "
+        f"outputs ({kind}s) in {len(levels)} level{'s' if len(levels) != 1 else ''}",
+        f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]",
+    ]
+
+
+def _precision_line(dps: int, digits: int) -> str:
+    return (
+        f"precision:    probabilities certified to relative error 1e-{dps}, "
+        f"shown to {digits} significant digits"
+    )
+
+
+def _digits(args: argparse.Namespace) -> tuple[int, int]:
+    """(dps to compute at, digits to show).  Human output never shows uncertified digits."""
+    if args.json:
+        return args.dps, args.dps
+    return max(args.dps, args.digits), args.digits
+
+
+def _per_output_probabilities(m: Any, dps: int) -> list[mpmath.mpf]:
+    """Certified probability of one output of each level."""
+    return [p for _, p in m.level_output_probabilities(dps)]
+
+
+def cmd_dist(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
+    dps, digits = _digits(args)
+    levels = m.levels()
+    if args.outputs and m.support_size() > args.max_outputs:
+        raise _CommandError(
+            f"the mechanism has {format_int(m.support_size(), ellipsis='...')} outputs, more than "
+            f"--max-outputs {args.max_outputs}; raise --max-outputs to list them"
+        )
+    level_probs = [p for _, p in m.level_probabilities(dps)]
+    output_probs = _per_output_probabilities(m, dps)
+
+    def outputs_by_level() -> Iterator[tuple[Any, mpmath.mpf]]:
+        it = m.outputs(max_outputs=args.max_outputs)  # best level first, levels() order
+        for a, level in enumerate(levels):
+            for _ in range(level.multiplicity):
+                yield next(it), output_probs[a]
+
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "dps": dps,
+            "support_size": _json_int(m.support_size()),
+            "levels": [
+                {
+                    "index": a,
+                    "utility": _json_utility(level.utility),
+                    "multiplicity": _json_int(level.multiplicity),
+                    "level_probability": _num(level_probs[a], dps),
+                    "output_probability": _num(output_probs[a], dps),
+                }
+                for a, level in enumerate(levels)
+            ],
+        })
+        if args.outputs:
+            obj["outputs"] = [
+                {"output": _output_ids(o), "probability": _num(p, dps)} for o, p in outputs_by_level()
+            ]
+        _emit_json(obj)
+        return
+
+    ell = _ellipsis(sys.stdout)
+    rows = [
+        [
+            str(a),
+            _format_exact(level.utility, ell),
+            format_int(level.multiplicity, ellipsis=ell),
+            _num_table(level_probs[a], digits, ell),
+            _num_table(output_probs[a], digits, ell),
+        ]
+        for a, level in enumerate(levels)
+    ]
+    for line in _table(["level", "utility", "multiplicity", "P(level)", "P(each output)"], rows, left=(3, 4)):
+        _out(line)
+    _out()
+    for line in _summary_lines(name, m, spec, levels):
+        _out(line)
+    _out(_precision_line(dps, digits))
+    if args.outputs:
+        _out()
+        width = max(len("output"), m.k * len(str(m.d - 1)) + m.k - 1)
+        _out(f"{'output'.ljust(width)}  probability")
+        for o, p in outputs_by_level():
+            _out(f"{_output_text(o).ljust(width)}  {_num_table(p, digits, ell)}")
+
+
+def cmd_levels(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
+    levels = m.levels()
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "support_size": _json_int(m.support_size()),
+            "levels": [
+                {"index": a, "utility": _json_utility(lv.utility), "multiplicity": _json_int(lv.multiplicity)}
+                for a, lv in enumerate(levels)
+            ],
+        })
+        _emit_json(obj)
+        return
+    ell = _ellipsis(sys.stdout)
+    rows = [[str(a), _format_exact(lv.utility, ell), format_int(lv.multiplicity, ellipsis=ell)] for a, lv in enumerate(levels)]
+    for line in _table(["level", "utility", "multiplicity"], rows):
+        _out(line)
+    _out()
+    for line in _summary_lines(name, m, spec, levels):
+        _out(line)
+
+
+def cmd_prob(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
+    dps, digits = _digits(args)
+    output = args.output
+    utility = m.utility(output)  # validates the output (length, repeats, unknown ids)
+    levels = m.levels()
+    index = next(a for a, lv in enumerate(levels) if lv.utility == utility)
+    p = m.probability(output, dps)
+    logp = m.log_probability(output, dps)
+    exact = str(m.probability_exact(output)) if args.exact else None
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "output": list(output),
+            "utility": _json_utility(utility),
+            "level": index,
+            "level_multiplicity": _json_int(levels[index].multiplicity),
+            "dps": dps,
+            "probability": _num(p, dps),
+            "log_probability": _num(logp, dps),
+        })
+        if exact is not None:
+            obj["exact"] = exact
+        _emit_json(obj)
+        return
+    mult = levels[index].multiplicity
+    ell = _ellipsis(sys.stdout)
+    _out(f"output:          {_output_text(output)}")
+    _out(
+        f"utility:         {_format_exact(utility, ell)}  (level {index} of {len(levels)}; "
+        f"{format_int(mult, ellipsis=ell)} output{'s' if mult != 1 else ''} in the level)"
+    )
+    _out(f"probability:     {_num_table(p, digits, ell)}")
+    _out(f"log-probability: {_num_table(logp, digits, ell)}")
+    if exact is not None:
+        _out(f"exact:           {exact}")
+    _out(f"mechanism:       {_describe(m)}")
+    _out(f"precision:       certified to relative error 1e-{dps}, shown to {digits} significant digits")
+
+
+def cmd_sample(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
+    # One generator for all draws: identical to m.samples(n, rng=seed) for a seed.
+    gen = random.SystemRandom() if args.seed is None else random.Random(args.seed)
+    if args.json:
+        _emit_json([_output_ids(m.sample(gen)) for _ in range(args.n)], indent=None)
+        return
+    for _ in range(args.n):
+        _out(_output_text(m.sample(gen)))
+
+
+@dataclass(frozen=True)
+class Command:
+    run: Callable[[str, MechanismSpec, Any, argparse.Namespace], None]
+    help: str
+    description: str
+    example: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+
+
+def _add_precision(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dps", type=_positive_int_arg, default=DEFAULT_DPS, metavar="N",
+        help=f"certified significant digits: relative error at most 1e-N (default {DEFAULT_DPS})",
+    )
+    p.add_argument(
+        "--digits", type=_positive_int_arg, default=DEFAULT_DIGITS, metavar="N",
+        help=f"significant digits shown in tables (default {DEFAULT_DIGITS}; computed "
+        "at max(--dps, --digits) so every shown digit is certified; --json shows --dps digits)",
+    )
+
+
+def _add_json(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--json", action="store_true", help=f"machine-readable output: {what}")
+
+
+def _args_dist(p: argparse.ArgumentParser) -> None:
+    _add_precision(p)
+    p.add_argument("--outputs", action="store_true", help="also list every output with its probability")
+    p.add_argument(
+        "--max-outputs", type=_positive_int_arg, default=DEFAULT_MAX_OUTPUTS, metavar="N",
+        help=f"refuse --outputs for more than N outputs (default {DEFAULT_MAX_OUTPUTS})",
+    )
+    _add_json(p, "a JSON object, exact integers, probabilities as decimal strings of --dps digits")
+
+
+def _args_levels(p: argparse.ArgumentParser) -> None:
+    _add_json(p, "a JSON object with exact integers")
+
+
+def _args_prob(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--output", type=_output_arg, required=True, metavar="IDS",
+        help="the output: comma-separated item ids (0-based positions in the counts), in "
+        "selection order for sequence mechanisms",
+    )
+    p.add_argument("--exact", action="store_true", help="also print the exact probability (sympy expression)")
+    _add_precision(p)
+    _add_json(p, "a JSON object, probabilities as decimal strings of --dps digits")
+
+
+def _args_sample(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", type=_positive_int_arg, default=1, metavar="N", help="number of samples (default 1)")
+    p.add_argument(
+        "--seed", type=_seed_arg, default=None, metavar="SEED",
+        help="non-negative integer seed of random.Random (reproducible on every "
+        "platform); default: the OS generator (random.SystemRandom)",
+    )
+    _add_json(p, "one JSON list of outputs (lists of item ids)")
+
+
+COMMANDS: dict[str, Command] = {
+    "dist": Command(
+        cmd_dist,
+        "the output distribution: one row per utility level",
+        "Print the distribution level by level: exact utility, exact multiplicity (number of "
+        "outputs with that utility), certified probability of the level and of each output "
+        "in it; then the support size and the mechanism.",
+        "--counts 10,5,1,1 -k 2 --epsilon 1",
+        _args_dist,
+    ),
+    "levels": Command(
+        cmd_levels,
+        "the exact utility levels and their multiplicities",
+        "Print the exact levels: every distinct utility with the exact number of outputs "
+        "having it, best first (no probabilities are computed).",
+        "--counts 30,15,1x998 -k 2",
+        _args_levels,
+    ),
+    "prob": Command(
+        cmd_prob,
+        "probability and log-probability of one output",
+        "Print the certified probability and natural log-probability of one output, its "
+        "utility and level, and with --exact the exact probability as a sympy expression.",
+        "--counts 10,5,1,1 -k 2 --epsilon 1 --output 0,1 --exact",
+        _args_prob,
+    ),
+    "sample": Command(
+        cmd_sample,
+        "exact samples, one output per line",
+        "Draw outputs exactly (integer randomness only), one per line as comma-separated "
+        "item ids in selection order.",
+        "--counts 10,5,1,1 -k 2 --epsilon 1 -n 5 --seed 1",
+        _args_sample,
+    ),
+}
+
+
+# =====================================================================================
+# Parser
+# =====================================================================================
+
+
+class _UsageError(Exception):
+    def __init__(self, message: str, prog: str):
+        super().__init__(message)
+        self.message = message
+        self.prog = prog
+
+
+class _CommandError(Exception):
+    """A bad request detected by the CLI itself (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become one-line messages in :func:`main`."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise _UsageError(message, self.prog)
+
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the examples in epilogs as written
+
+
+def _fill(text: str) -> str:
+    """Wrap a description paragraph by paragraph (the raw formatter does not)."""
+    return "\n\n".join(textwrap.fill(par, 79) for par in text.split("\n\n"))
+
+
+def _add_mechanism_parser(subs: Any, command: str, cmd: Command, name: str, spec: MechanismSpec) -> None:
+    p = subs.add_parser(
+        name,
+        help=spec.summary,
+        description=_fill(f"{cmd.description}\n\nMechanism '{name}': {spec.summary}."),
+        epilog=f"example:\n  {PROG} {command} {name} {cmd.example}",
+        formatter_class=_FORMATTER,
+        allow_abbrev=False,
+    )
+    counts = p.add_argument_group("input")
+    source = counts.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--counts", type=_counts_arg, metavar="COUNTS",
+        help="comma/space-separated integer counts; VALUExREPEAT means REPEAT copies of "
+        "VALUE (e.g. 30,15,1x998); write --counts=-1,2 when the first count is negative",
+    )
+    source.add_argument(
+        "--counts-file", type=_counts_file_arg, dest="counts", metavar="PATH",
+        help="read the counts from a file (same syntax, any whitespace; '#' comments; '-' is stdin)",
+    )
+    counts.add_argument("-k", "--k", type=_int_arg, required=True, metavar="K", help="number of items to select")
+    mech = p.add_argument_group(f"{name} options")
+    for option_name in spec.options:
+        opt = OPTIONS[option_name]
+        mech.add_argument(*opt.flags, dest=opt.dest, default=None, metavar=opt.metavar, choices=opt.choices, help=opt.help)
+    cmd.add_arguments(p.add_argument_group(f"{command} options"))
+    p.set_defaults(mechanism=name)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (commands, then one sub-parser per registered mechanism)."""
+    mechanisms = ", ".join(MECHANISMS)
+    parser = _Parser(
+        prog=PROG,
+        description=_fill(
+            "exactdp: exact reference implementation of differentially private top-k "
+            "selection.  Exact levels, certified probabilities and exact samples."
+        ),
+        epilog="examples:\n"
+        + "".join(f"  {PROG} {c} joint {cmd.example}\n" for c, cmd in COMMANDS.items())
+        + f"\nmechanisms: {mechanisms}\n"
+        f"run '{PROG} COMMAND --help' or '{PROG} COMMAND MECHANISM --help' for details.",
+        formatter_class=_FORMATTER,
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {exactdp.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command, cmd in COMMANDS.items():
+        cp = commands.add_parser(
+            command,
+            help=cmd.help,
+            description=_fill(cmd.description),
+            epilog="mechanisms:\n"
+            + "".join(f"  {n:<12} {s.summary}\n" for n, s in MECHANISMS.items())
+            + f"\nexample:\n  {PROG} {command} joint {cmd.example}",
+            formatter_class=_FORMATTER,
+            allow_abbrev=False,
+        )
+        subs = cp.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True)
+        for name, spec in MECHANISMS.items():
+            _add_mechanism_parser(subs, command, cmd, name, spec)
+    return parser
+
+
+# =====================================================================================
+# Entry point
+# =====================================================================================
+
+
+def _error(message: str) -> None:
+    try:
+        sys.stderr.write(f"{PROG}: error: {' '.join(message.splitlines())}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # e.g. captured stdout without a fileno
+        pass
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
+    with _no_int_str_limit():
+        return _run_unlimited(argv)
+
+
+def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
+    args, extras = build_parser().parse_known_args(argv)
+    if extras:
+        raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} {args.command} {args.mechanism}")
+    spec = MECHANISMS[args.mechanism]
+    m = spec.build(args.counts, args.k, args)
+    COMMANDS[args.command].run(args.mechanism, spec, m, args)
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    try:
+        return _run(argv)
+    except _UsageError as err:
+        _error(f"{err.message} (see '{err.prog} --help')")
+        return 2
+    except (ExactDPError, _CommandError) as err:
+        _error(str(err))
+        return 2
+    except SystemExit as err:  # --help, --version
+        code = err.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
