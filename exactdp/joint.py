@@ -98,25 +98,19 @@ def joint_mtilde(ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, 
     for Ms, rows, newTs, qs in event_chunks(ranking, k, after_own_value=False, rows_descending=True):
         for M, i, T, q in zip(Ms, rows, newTs, qs):
             a_i = n[i]
-            if zeros - (a_i == 0):
-                mt = 0
-            else:
-                mt = int(gmpy2.divexact(nonzero, a_i)) if a_i else int(nonzero)
+            # without_i = product of the other rows' non-zero factors
+            without_i = gmpy2.divexact(nonzero, a_i) if a_i else nonzero
+            mt = 0 if zeros - (a_i == 0) else int(without_i)
             first = cum[q - 1] if q else 0
             base_key = -(den * M) - d * (k - 1 - i) - 1
             for j in range(first, cum[q]):
                 key = base_key - j
                 yield (i, j, key if keys else Fraction(key, den), mt)
-            b_i = T - i if T > i else 0
-            if a_i:
-                if b_i:
-                    nonzero = gmpy2.divexact(nonzero, a_i) * b_i
-                else:  # pragma: no cover - T never decreases
-                    nonzero = gmpy2.divexact(nonzero, a_i)
-                    zeros += 1
-            elif b_i:
-                nonzero *= b_i
-                zeros -= 1
+            b_i = T - i if T > i else 0  # T only grows, so b_i >= a_i
+            if b_i:
+                nonzero = without_i * b_i
+                if not a_i:
+                    zeros -= 1
             n[i] = b_i
 
 

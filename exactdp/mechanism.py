@@ -34,6 +34,7 @@ from .validation import (
     as_dps,
     as_epsilon,
     as_k,
+    as_nonnegative_int,
     as_positive_int,
     as_rng,
     as_sensitivity,
@@ -176,8 +177,8 @@ class Mechanism(abc.ABC):
         return self._sample(gen)
 
     def samples(self, n: int, rng: Any = None) -> list[Output]:
-        """``n`` independent exact samples from one generator."""
-        count = as_positive_int(n, "n")
+        """``n >= 0`` independent exact samples from one generator."""
+        count = as_nonnegative_int(n, "n")
         gen = as_rng(rng)
         return [self._sample(gen) for _ in range(count)]
 

@@ -46,6 +46,7 @@ __all__ = [
     "as_sequence_output",
     "as_set_output",
     "as_positive_int",
+    "as_nonnegative_int",
     "DEFAULT_DPS",
 ]
 
@@ -79,6 +80,8 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
         pass
     if isinstance(x, numbers.Rational) and x.denominator == 1:
         return int(x.numerator)
+    if isinstance(x, decimal.Decimal) and x.is_finite() and x == x.to_integral_value():
+        return int(x)
     if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
         err = InvalidCountsError if argument == "counts" else InvalidParameterError
         raise err(label, x, "must be an integer")
@@ -117,6 +120,14 @@ def as_positive_int(value: Any, argument: str) -> int:
     n = _as_int(value, argument)
     if n < 1:
         raise InvalidParameterError(argument, value, "must be a positive integer")
+    return n
+
+
+def as_nonnegative_int(value: Any, argument: str) -> int:
+    """An int >= 0."""
+    n = _as_int(value, argument)
+    if n < 0:
+        raise InvalidParameterError(argument, value, "must be a non-negative integer")
     return n
 
 
@@ -164,12 +175,17 @@ def as_rational(value: Any, argument: str) -> Fraction:
     if getattr(value, "is_Float", False):
         if not value.is_finite:
             raise InvalidParameterError(argument, value, "must be finite")
-        return Fraction(*value.as_integer_ratio()) if hasattr(value, "as_integer_ratio") else Fraction(str(value))
+        # A sympy Float is a binary number: take its exact value (its str() is rounded to
+        # decimal digits, so Fraction(str(value)) would turn Float(0.1) into 1/10).
+        sign, man, exp, _ = value._mpf_
+        exact = Fraction(int(man) * 2**exp) if exp >= 0 else Fraction(int(man), 2**-exp)
+        return -exact if sign else exact
     try:
         return Fraction(operator.index(value))
     except TypeError:
         pass
-    if getattr(value, "is_infinite", False) or getattr(value, "is_nan", False):
+    sympy_nan = type(value).__name__ == "NaN" and type(value).__module__.startswith("sympy")
+    if getattr(value, "is_infinite", False) or getattr(value, "is_nan", False) or sympy_nan:
         raise InvalidParameterError(argument, value, "must be finite")
     raise ArgumentTypeError(
         argument, value, f"must be an int, Fraction, decimal string or float, not {type(value).__name__}"
@@ -261,7 +277,14 @@ def _output_ids(output: Any, d: int, k: int) -> list[int]:
 
 
 def as_sequence_output(output: Iterable[Any], d: int, k: int) -> tuple[int, ...]:
-    """A sequence output: exactly ``k`` distinct item ids in ``0..d-1``, as a tuple."""
+    """A sequence output: exactly ``k`` distinct item ids in ``0..d-1``, as a tuple.
+
+    Unordered containers (``set``, ``frozenset``) are refused: a sequence has an order.
+    """
+    if isinstance(output, (set, frozenset)):
+        raise ArgumentTypeError(
+            "output", output, "a sequence mechanism needs an ordered output (tuple or list), not a set"
+        )
     return tuple(_output_ids(output, d, k))
 
 
