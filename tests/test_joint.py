@@ -736,7 +736,7 @@ def test_global_precision_unchanged_when_not_default():
 
 
 def test_samples_zero_is_empty_and_sets_are_not_sequences():
-    m = Joint([3, 2, 2, 0], 2, epsilon=1)
+    m = exactdp.Joint([3, 2, 2, 0], 2, epsilon=1)
     assert m.samples(0, rng=1) == []
     with pytest.raises(errors.ArgumentTypeError, match="output"):
         m.probability({0, 1})
@@ -747,6 +747,6 @@ def test_samples_zero_is_empty_and_sets_are_not_sequences():
 def test_integral_decimal_counts_are_accepted():
     import decimal
 
-    assert Joint([decimal.Decimal("2"), 1], 1).counts == (2, 1)
+    assert exactdp.Joint([decimal.Decimal("2"), 1], 1).counts == (2, 1)
     with pytest.raises(errors.InvalidCountsError, match=r"counts\[0\]"):
-        Joint([decimal.Decimal("2.5"), 1], 1)
+        exactdp.Joint([decimal.Decimal("2.5"), 1], 1)
