@@ -9,14 +9,16 @@ Instances (issue 2): d in {10,000, 166,000}, k in {10, 50, 200};
   comparison, so no float rounding can change a count);
 - "distinct": d distinct counts, a seeded random sample of range(10 * d) (seed 2026).
 Columns: number of levels, digits of the largest multiplicity, seconds for levels(),
-seconds for all level probabilities certified to 30 digits, peak RSS (MiB) of the run so
-far, and m-tilde throughput (entries per second over the first 2,000,000 entries, Fractions;
+seconds for all level probabilities certified to 30 digits, peak RSS (MiB) of that
+instance's own process after levels and probabilities, and m-tilde throughput (entries per second over the first 2,000,000 entries, Fractions;
 ``keys=True`` integer keys in parentheses).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import gc
 import random
 import resource
@@ -57,27 +59,36 @@ def mtilde_rate(mech, limit: int, keys: bool) -> float:
     return n / (time.perf_counter() - t)
 
 
+def run_one(name: str, d: int, k: int, mtilde_limit: int):
+    counts = {"zipf": zipf_counts, "distinct": distinct_counts}[name](d)
+    gc.collect()
+    m = exactdp.Joint(counts, k, epsilon=1)
+    t0 = time.perf_counter()
+    levels = m.levels()
+    t1 = time.perf_counter()
+    m.level_probabilities(dps=30)
+    t2 = time.perf_counter()
+    assert sum(lv.multiplicity for lv in levels) == m.support_size()
+    digits = len(str(max(lv.multiplicity for lv in levels)))
+    peak = peak_mib()  # levels + certified probabilities, before m-tilde
+    rate = mtilde_rate(m, mtilde_limit, keys=False)
+    rate_keys = mtilde_rate(m, mtilde_limit, keys=True)
+    return (name, d, k, len(levels), digits, t1 - t0, t2 - t1, peak, rate, rate_keys)
+
+
 def run(ds, ks, mtilde_limit):
+    """Each instance in a fresh interpreter, so that peak memory is per instance."""
     rows = []
-    for name, make in (("zipf", zipf_counts), ("distinct", distinct_counts)):
+    for name in ("zipf", "distinct"):
         for d in ds:
-            counts = make(d)
             for k in ks:
-                gc.collect()
-                m = exactdp.Joint(counts, k, epsilon=1)
-                t0 = time.perf_counter()
-                levels = m.levels()
-                t1 = time.perf_counter()
-                probs = m.level_probabilities(dps=30)
-                t2 = time.perf_counter()
-                assert sum(lv.multiplicity for lv in levels) == m.support_size()
-                digits = len(str(max(lv.multiplicity for lv in levels)))
-                rate = mtilde_rate(m, mtilde_limit, keys=False)
-                rate_keys = mtilde_rate(m, mtilde_limit, keys=True)
-                row = (name, d, k, len(levels), digits, t1 - t0, t2 - t1, peak_mib(), rate, rate_keys)
+                out = subprocess.run(
+                    [sys.executable, __file__, "--one", name, str(d), str(k), "--mtilde-entries", str(mtilde_limit)],
+                    check=True, capture_output=True, text=True,
+                ).stdout
+                row = json.loads(out.strip().splitlines()[-1])
                 rows.append(row)
                 print_row(row)
-                del m, levels, probs
     return rows
 
 
@@ -93,7 +104,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="only d = 10,000")
     p.add_argument("--mtilde-entries", type=int, default=2_000_000)
+    p.add_argument("--one", nargs=3, metavar=("COUNTS", "D", "K"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.one:
+        name, d, k = args.one
+        print(json.dumps(run_one(name, int(d), int(k), args.mtilde_entries)))
+        return
     ds = [10_000] if args.quick else [10_000, 166_000]
     print(f"python {sys.version.split()[0]}, exactdp {exactdp.__version__}")
     print("| " + " | ".join(HEADER) + " |")
