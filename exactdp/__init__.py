@@ -15,6 +15,8 @@ from .bruteforce import brute_levels, brute_probabilities, brute_symbolic_probab
 from .joint import Joint
 from .levels import Level
 from .mechanism import Mechanism
+from .permute_and_flip import PermuteAndFlip
+from .pnf_joint import PNFJoint
 from .scale import Scale
 from .selection import ExponentialMechanism, LevelTable, SelectionRule
 
@@ -22,6 +24,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Joint",
+    "PNFJoint",
+    "PermuteAndFlip",
     "Level",
     "Mechanism",
     "Scale",

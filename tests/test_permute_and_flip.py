@@ -1,0 +1,466 @@
+"""Tests of the permute-and-flip selection rule (exactdp.permute_and_flip) on level tables.
+
+Independent references used here (none of them shares code with the rule):
+
+- ``pnf_by_permutations``: the *definition* of permute-and-flip (McKenna & Sheldon 2020):
+  visit the n outputs in a uniformly random order, accept ``o`` with probability ``p_o``.
+  ``o`` is returned iff the outputs before it (a uniformly random subset ``R`` of the others
+  of size r, with probability ``r!(n-1-r)!/n!`` for the size) all rejected, so
+  ``P(o) = p_o sum_r r!(n-1-r)!/n! * e_r(1 - p_o' : o' != o)`` (elementary symmetric
+  polynomials), exact with Fractions.
+- ``rnm_exponential``: report-noisy-max with Exponential(lam) noise over all outputs,
+  ``P(o) = int_{u_max}^inf lam e^{-lam(v-u_o)} prod_{o' != o} (1 - e^{-lam(v-u_o')}) dv``,
+  integrated exactly in ``y = e^{-lam v}`` (base 1/2: ``e^{lam u} = 2^u``), a polynomial
+  integral over ``[0, 2^{-u_max}]`` with Fractions.
+- Arb's own adaptive integrator (``PermuteAndFlip("acb")``), and for huge multiplicities
+  the exponential mechanism, which permute-and-flip matches to relative ``3/S``
+  (``S = sum_b m_b p_b``): ``p_a/S (1 - 3/S) <= P_a <= p_a/(S - 1)``.
+
+Goodness-of-fit tests use a fixed seed and a chi-square threshold at false-alarm
+probability ``ALPHA = 1e-7`` each (the quantile is computed with mpmath's regularized upper
+incomplete gamma); with fewer than 10 such tests in this file the probability that any of
+them fails for a correct sampler is below ``1e-6``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy
+from gmpy2 import mpq
+
+from exactdp.errors import NoClosedFormError
+from exactdp.levels import Level
+from exactdp.permute_and_flip import (
+    PNF_EXACT_SUPPORT_LIMIT,
+    PNF_SYMBOLIC_SUPPORT_LIMIT,
+    PermuteAndFlip,
+)
+from exactdp.scale import Scale
+from exactdp.selection import ExponentialMechanism, LevelTable
+
+PNF = PermuteAndFlip()
+ALPHA = 1e-7
+
+
+# ---------------------------------------------------------------------------------------
+# independent references (over all outputs)
+# ---------------------------------------------------------------------------------------
+def _poly_mul_linear(poly, c0, c1):
+    """poly * (c0 + c1 x), coefficient lists (lowest first)."""
+    out = [mpq(0)] * (len(poly) + 1)
+    for i, c in enumerate(poly):
+        out[i] += c * c0
+        out[i + 1] += c * c1
+    return out
+
+
+def _poly_div_linear(poly, c0, c1):
+    """Exact quotient of poly by (c0 + c1 x) (synthetic division, c1 != 0)."""
+    n = len(poly) - 1
+    q = [mpq(0)] * n
+    rem = list(poly)
+    for i in range(n - 1, -1, -1):
+        q[i] = rem[i + 1] / c1
+        rem[i + 1] -= q[i] * c1
+        rem[i] -= q[i] * c0
+    assert all(r == 0 for r in rem)
+    return q
+
+
+def _fraction(x):
+    return Fraction(int(x.numerator), int(x.denominator))
+
+
+def pnf_by_permutations(ps):
+    """Exact permute-and-flip probabilities of outputs with acceptance probabilities ``ps``,
+    from the definition (uniformly random order, accept ``o`` with probability ``p_o``).
+    Outputs with equal ``p`` are exchangeable, so each distinct ``p`` is computed once."""
+    n = len(ps)
+    full = [mpq(1)]  # prod_o (1 + (1 - p_o) x): coefficient r is e_r over all outputs
+    for p in ps:
+        full = _poly_mul_linear(full, mpq(1), 1 - mpq(p))
+    weights = [mpq(math.factorial(r) * math.factorial(n - 1 - r), math.factorial(n)) for r in range(n)]
+    memo = {}
+    for p in set(ps):
+        if p == 1:  # the factor is (1 + 0 x) = 1
+            e = full[:n]
+        else:
+            e = _poly_div_linear(full, mpq(1), 1 - mpq(p))
+        memo[p] = _fraction(mpq(p) * sum(er * wr for er, wr in zip(e, weights)))
+    return [memo[p] for p in ps]
+
+
+def rnm_exponential(utilities):
+    """Exact report-noisy-max with Exponential(ln 2) noise (base 1/2), integer utilities:
+    ``P(o) = int_{u_max}^inf lam e^{-lam(v-u_o)} prod_{o' != o}(1 - e^{-lam(v-u_o')}) dv``,
+    with ``y = e^{-lam v}``: ``int_0^{2^-u_max} 2^{u_o} prod_{o' != o}(1 - y 2^{u_o'}) dy``."""
+    u_max = max(utilities)
+    full = [mpq(1)]
+    for u in utilities:
+        full = _poly_mul_linear(full, mpq(1), -mpq(2) ** u)  # (1 - y 2^u)
+    top = mpq(2) ** (-u_max)
+    memo = {}
+    for u in set(utilities):
+        c = mpq(2) ** u
+        q = _poly_div_linear(full, mpq(1), -c)
+        memo[u] = _fraction(c * sum(coef * top ** (i + 1) / (i + 1) for i, coef in enumerate(q)))
+    return [memo[u] for u in utilities]
+
+
+def expand(table):
+    """The table's outputs as a flat list of utilities (one per output)."""
+    return [u for u, m in table.levels for _ in range(m)]
+
+
+def table_of(levels, base=None, epsilon=None, divisor=Fraction(2)):
+    scale = Scale(base=Fraction(base)) if base is not None else Scale(epsilon=Fraction(epsilon), divisor=divisor)
+    return LevelTable([Level(u, m) for u, m in levels], scale)
+
+
+def _mp(x):
+    """x as an mpf at the current (raised) precision; sympy numbers via their decimal."""
+    if isinstance(x, sympy.Rational):
+        return mpmath.mpf(int(x.p)) / int(x.q)
+    if isinstance(x, sympy.Basic):
+        return mpmath.mpf(str(sympy.N(x, mpmath.mp.dps + 5)))
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+def rel_err(x, y):
+    """Relative error of x against the reference y, computed at 80 digits."""
+    with mpmath.workdps(80):
+        return abs(_mp(x) - _mp(y)) / abs(_mp(y))
+
+
+def chi2_quantile(df, alpha):
+    """x with P(chi2_df > x) = alpha, from the regularized upper incomplete gamma."""
+    with mpmath.workdps(30):
+        f = lambda x: mpmath.gammainc(mpmath.mpf(df) / 2, x / 2, mpmath.inf, regularized=True) - alpha
+        lo, hi = mpmath.mpf(0), mpmath.mpf(10 * df + 100)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if f(mid) > 0:
+                lo = mid
+            else:
+                hi = mid
+        return float(hi)
+
+
+def chi2_stat(counts, probs, n):
+    return sum((c - n * p) ** 2 / (n * p) for c, p in zip(counts, probs))
+
+
+# ---------------------------------------------------------------------------------------
+# the references agree with each other (so RNM = PNF is checked exactly, output by output)
+# ---------------------------------------------------------------------------------------
+def test_references_agree_rnm_equals_pnf():
+    rng = random.Random(11)
+    for _ in range(60):
+        utils = [-rng.randrange(0, 6) for _ in range(rng.randint(1, 9))]
+        u_max = max(utils)
+        ps = [Fraction(1, 2) ** (u_max - u) for u in utils]
+        a = pnf_by_permutations(ps)
+        b = rnm_exponential(utils)
+        assert a == b
+        assert sum(a) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# exact values
+# ---------------------------------------------------------------------------------------
+def test_module_example():
+    t = table_of([(0, 1), (-1, 2)], base="1/2")
+    assert PNF.output_probability_exact(t, 0) == sympy.Rational(7, 12)
+    assert PNF.output_probability_exact(t, 1) == sympy.Rational(5, 24)
+
+
+@pytest.mark.parametrize("base", ["1/2", "1/3", "2/3", "9/10"])
+def test_exact_rational_matches_both_references(base):
+    rng = random.Random(hash(base) % 1000)
+    for _ in range(25):
+        nl = rng.randint(1, 5)
+        gaps = sorted(rng.sample(range(0, 8), nl))
+        levels = [(-g, rng.randint(1, 4)) for g in gaps]
+        t = table_of(levels, base=base)
+        utils = expand(t)
+        ps = [Fraction(base) ** (max(utils) - u) for u in utils]
+        ref = pnf_by_permutations(ps)
+        by_level = {}
+        for u, p in zip(utils, ref):
+            by_level.setdefault(u, set()).add(p)
+        for a, (u, m) in enumerate(t.levels):
+            assert len(by_level[u]) == 1  # every output of a level has one probability
+            exact = PNF.output_probability_exact(t, a)
+            assert isinstance(exact, sympy.Rational)
+            assert Fraction(int(exact.p), int(exact.q)) == by_level[u].pop()
+        if base == "1/2":
+            rnm = rnm_exponential(utils)
+            assert rnm == ref
+
+
+def test_exact_single_output_and_single_level():
+    assert PNF.output_probability_exact(table_of([(0, 1)], base="1/2"), 0) == 1
+    assert PNF.output_probability_exact(table_of([(0, 7)], base="1/2"), 0) == sympy.Rational(1, 7)
+    assert PNF.output_probability_exact(table_of([(0, 3)], epsilon=1), 0) == sympy.Rational(1, 3)
+
+
+def test_symbolic_with_epsilon_and_fractional_gaps():
+    t = table_of([(0, 1), (-4, 2), (-5, 3), (-9, 6)], epsilon=1)
+    expr = PNF.output_probability_exact(t, 0)
+    assert rel_err(PNF.output_probability(t, 0, 40), expr) <= mpmath.mpf(10) ** -40
+    # fractional utility gaps with a rational base: z = base**(1/D)
+    t2 = table_of([(0, 1), (Fraction(-1, 3), 2), (Fraction(-5, 2), 3)], base="1/2")
+    total = sum(m * PNF.output_probability_exact(t2, a) for a, (_, m) in enumerate(t2.levels))
+    assert abs(sympy.N(total, 50) - 1) < sympy.Float(10) ** -45
+    for a in range(3):
+        e = PNF.output_probability_exact(t2, a)
+        assert rel_err(PNF.output_probability(t2, a, 30), e) <= mpmath.mpf(10) ** -30
+
+
+def test_exact_limits_name_the_limit():
+    big = table_of([(0, 1), (-1, PNF_EXACT_SUPPORT_LIMIT)], base="1/2")
+    with pytest.raises(NoClosedFormError, match="PNF_EXACT_SUPPORT_LIMIT"):
+        PNF.output_probability_exact(big, 0)
+    huge_bits = table_of([(0, 1), (-10**6, 5000)], base="1/2")
+    with pytest.raises(NoClosedFormError, match="PNF_EXACT_BITS_LIMIT"):
+        PNF.output_probability_exact(huge_bits, 0)
+    sym = table_of([(0, 1), (-1, PNF_SYMBOLIC_SUPPORT_LIMIT)], epsilon=1)
+    with pytest.raises(NoClosedFormError, match="PNF_SYMBOLIC_SUPPORT_LIMIT"):
+        PNF.output_probability_exact(sym, 0)
+    with pytest.raises(NoClosedFormError, match="PNF_SYMBOLIC_DEGREE_LIMIT"):
+        PNF.output_probability_exact(table_of([(0, 1), (-10**5, 1)], epsilon=1), 0)
+
+
+def test_exact_rational_support_near_limit_is_feasible():
+    """~900 outputs over 60 levels with base close to 1 (S ~ 800, every acceptance
+    probability > 0.7: the regime where the moment expansion is slowest): exact == numeric."""
+    levels = [(-i, 1 + (7 * i) % 30) for i in range(60)]
+    t = table_of(levels, base="199/200")
+    assert sum(t.multiplicities) > 800
+    start = time.perf_counter()
+    picks = (0, 1, 30, 59)
+    exact = [PNF.output_probability_exact(t, a) for a in picks]
+    assert time.perf_counter() - start < 20
+    for a, e in zip(picks, exact):
+        assert rel_err(PNF.output_probability(t, a, 30), e) <= mpmath.mpf(10) ** -30
+
+
+# ---------------------------------------------------------------------------------------
+# certified numerics
+# ---------------------------------------------------------------------------------------
+def test_numeric_matches_exact_random_tables():
+    rng = random.Random(5)
+    for _ in range(40):
+        nl = rng.randint(1, 8)
+        gaps = sorted(rng.sample(range(0, 30), nl))
+        levels = [(-g, rng.choice([1, 1, 2, 3, 5, 10, 40, 100])) for g in gaps]
+        base = Fraction(rng.randint(1, 9), 10)
+        t = table_of(levels, base=base)
+        dps = rng.choice([15, 30, 50])
+        for a in range(nl):
+            e = PNF.output_probability_exact(t, a)
+            assert rel_err(PNF.output_probability(t, a, dps), e) <= mpmath.mpf(10) ** -dps
+        with mpmath.workdps(dps + 20):
+            assert abs(sum(PNF.level_probabilities(t, dps)) - 1) <= 2 * mpmath.mpf(10) ** -dps
+
+
+@pytest.mark.parametrize("method", ["direct", "acb"])
+def test_auto_matches_independent_quadratures(method):
+    """Moderate S (the regime where the moment expansion needs many terms): auto vs our
+    Gauss-Legendre per level vs Arb's acb.integral per level."""
+    other = PermuteAndFlip(method)
+    rng = random.Random(7)
+    for _ in range(6 if method == "acb" else 12):
+        nl = rng.randint(2, 25 if method == "acb" else 60)
+        us = sorted(rng.sample(range(0, 400), nl), reverse=True)
+        mmax = rng.choice([1, 3, 1000, 10**30])
+        levels = [(u - us[0], rng.randint(1, mmax)) for u in us]
+        t = table_of(levels, epsilon=Fraction(rng.choice([1, 5, 20, 100]), 100))
+        x = PNF.level_probabilities(t, 30)
+        y = other.level_probabilities(t, 30)
+        for a, b in zip(x, y):
+            assert rel_err(a, b) <= 2 * mpmath.mpf(10) ** -30
+        with mpmath.workdps(50):
+            assert abs(sum(x) - 1) <= mpmath.mpf(10) ** -29
+
+
+def test_many_levels_moderate_S_auto_vs_direct():
+    t = table_of([(-i, 1) for i in range(3000)], epsilon=Fraction(1, 100))
+    x = PNF.level_probabilities(t, 30)
+    y = PermuteAndFlip("direct").level_probabilities(t, 30)
+    assert max(rel_err(a, b) for a, b in zip(x, y)) <= 2 * mpmath.mpf(10) ** -30
+    with mpmath.workdps(50):
+        assert abs(sum(x) - 1) <= mpmath.mpf(10) ** -29
+
+
+def _huge_table(levels=10_000, seed=3):
+    rng = random.Random(seed)
+    return table_of([(-i, rng.randint(1, 10**1000)) for i in range(levels)], base="1/2")
+
+
+def test_huge_multiplicities_ten_thousand_levels():
+    """m up to 10**1000 over 10**4 levels: certified, sums to 1, two precisions agree, and
+    matches the exponential mechanism to relative 3/S (S > 10**900 here)."""
+    t = _huge_table()
+    start = time.perf_counter()
+    p30 = PNF.level_probabilities(t, 30)
+    assert time.perf_counter() - start < 10
+    p50 = PNF.level_probabilities(t, 50)
+    em = ExponentialMechanism().level_probabilities(t, 40)
+    with mpmath.workdps(70):
+        assert abs(sum(p30) - 1) <= mpmath.mpf(10) ** -29
+        assert abs(sum(p50) - 1) <= mpmath.mpf(10) ** -49
+        for a, b, c in zip(p30, p50, em):
+            assert abs(a - b) <= 2 * mpmath.mpf(10) ** -30 * b
+            assert abs(c - b) <= 2 * mpmath.mpf(10) ** -40 * b
+    # a single output's probability and its log
+    pa = PNF.output_probability(t, 17, 30)
+    with mpmath.workdps(60):
+        assert abs(pa * t.multiplicities[17] - p50[17]) <= 2 * mpmath.mpf(10) ** -30 * p50[17]
+        lg = PNF.output_log_probability(t, 17, 30)
+        assert abs(lg - mpmath.log(pa)) <= mpmath.mpf(10) ** -28 * abs(lg)
+
+
+def test_huge_multiplicities_direct_and_acb_agree():
+    t = table_of([(0, 1), (-1, 10**400), (-700, 10**600), (-3000, 10**1000)], base="1/2")
+    x = PNF.level_probabilities(t, 40)
+    for method in ("direct", "acb"):
+        y = PermuteAndFlip(method).level_probabilities(t, 40)
+        assert max(rel_err(a, b) for a, b in zip(x, y)) <= 2 * mpmath.mpf(10) ** -40
+    # top level with a huge multiplicity and p close to 1 on the next level
+    t2 = table_of([(0, 10**1000), (-1, 10**999), (-2, 3)], epsilon=Fraction(1, 10**6))
+    x = PNF.level_probabilities(t2, 30)
+    y = PermuteAndFlip("acb").level_probabilities(t2, 30)
+    assert max(rel_err(a, b) for a, b in zip(x, y)) <= 2 * mpmath.mpf(10) ** -30
+
+
+def test_edge_tables():
+    # one output
+    t = table_of([(0, 1)], epsilon=1)
+    assert PNF.output_probability(t, 0, 30) == 1 and PNF.output_log_probability(t, 0, 30) == 0
+    # one level of many outputs: uniform
+    t = table_of([(0, 10**1000)], base="1/2")
+    assert rel_err(PNF.output_probability(t, 0, 30), sympy.Rational(1, 10**1000)) <= mpmath.mpf(10) ** -30
+    # acceptance probabilities all within 1e-30 of 1: (almost) uniform
+    t = table_of([(-i, 1) for i in range(5)], epsilon=Fraction(1, 10**30))
+    for a in range(5):
+        assert rel_err(PNF.output_probability(t, a, 20), Fraction(1, 5)) < mpmath.mpf(10) ** -20
+    # probability extremely close to 1: the log keeps full relative accuracy
+    t = table_of([(0, 1), (-200, 3)], base="1/2")
+    exact = PNF.output_probability_exact(t, 0)
+    with mpmath.workdps(200):
+        ref = mpmath.log(_mp(exact))
+    lg = PNF.output_log_probability(t, 0, 30)
+    assert rel_err(lg, ref) <= mpmath.mpf(10) ** -30
+    assert lg < 0 and abs(lg) < mpmath.mpf(10) ** -59
+
+
+def test_no_global_precision_change():
+    before = mpmath.mp.prec
+    PNF.level_probabilities(table_of([(0, 1), (-1, 3)], epsilon=1), 60)
+    assert mpmath.mp.prec == before
+
+
+# ---------------------------------------------------------------------------------------
+# the sampler (Algorithm 5)
+# ---------------------------------------------------------------------------------------
+class NoFloatRandom(random.Random):
+    """A generator whose float methods fail: the sampler may use integer bits only.
+    (``getrandbits`` is overridden too, so that ``randrange`` keeps using it.)"""
+
+    def getrandbits(self, k):
+        return super().getrandbits(k)
+
+    def random(self):  # pragma: no cover - must not be called
+        raise AssertionError("rng.random() called")
+
+    def uniform(self, a, b):  # pragma: no cover
+        raise AssertionError("rng.uniform() called")
+
+
+def _gof(table, n, seed):
+    probs = PNF.level_probabilities(table, 20)
+    rng = NoFloatRandom(seed)
+    draws = [PNF.sample_level(table, rng) for _ in range(n)]
+    counts = [draws.count(a) for a in range(len(table))]
+    stat = chi2_stat(counts, [float(p) for p in probs], n)
+    return stat, chi2_quantile(len(table) - 1, ALPHA)
+
+
+def test_sampler_goodness_of_fit_small():
+    """(10,5,1,1), k=2, eps=1 levels; 20,000 draws; false alarm <= 1e-7."""
+    t = table_of([(0, 1), (-4, 2), (-5, 3), (-9, 6)], epsilon=1)
+    stat, threshold = _gof(t, 20_000, seed=2024)
+    assert stat < threshold
+
+
+def test_sampler_goodness_of_fit_huge_multiplicities():
+    """Multiplicities ~10**1000 arranged so that the level probabilities are balanced."""
+    t = table_of(
+        [(0, 10**1000), (-3322, 10**1000 * 2**3322 // 3), (-6000, 10**1000 * 2**6000 // 2), (-10**6, 10**1500)],
+        base="1/2",
+    )
+    probs = PNF.level_probabilities(t, 20)
+    assert all(p > 0.05 for p in probs[:3])
+    rng = NoFloatRandom(99)
+    n = 6000
+    draws = [PNF.sample_level(t, rng) for _ in range(n)]
+    counts = [draws.count(a) for a in range(3)]
+    assert draws.count(3) == 0  # probability ~ 2**-10**6
+    stat = chi2_stat(counts, [float(p) for p in probs[:3]], n)
+    assert stat < chi2_quantile(2, ALPHA)
+
+
+def test_sampler_goodness_of_fit_moderate_S():
+    """Many levels with acceptance probabilities near 1 (eps = 0.05); 8,000 draws, levels
+    grouped into 6 bins of roughly equal probability."""
+    t = table_of([(-i, 1 + i % 4) for i in range(40)], epsilon=Fraction(1, 20))
+    probs = [float(p) for p in PNF.level_probabilities(t, 20)]
+    bins, acc, edges = [], 0.0, []
+    for a, p in enumerate(probs):
+        acc += p
+        if acc >= (len(edges) + 1) / 6 - 1e-12 and len(edges) < 5:
+            edges.append(a)
+    edges.append(len(probs) - 1)
+    rng = NoFloatRandom(7)
+    n = 8000
+    draws = [PNF.sample_level(t, rng) for _ in range(n)]
+    lo = 0
+    counts, ps = [], []
+    for e in edges:
+        counts.append(sum(1 for d in draws if lo <= d <= e))
+        ps.append(sum(probs[lo : e + 1]))
+        lo = e + 1
+    assert chi2_stat(counts, ps, n) < chi2_quantile(len(edges) - 1, ALPHA)
+
+
+def test_sampler_reproducible_and_integer_only():
+    t = table_of([(0, 1), (-1, 5), (-2, 10**50)], epsilon=1)
+    a = [PNF.sample_level(t, random.Random(5)) for _ in range(3)]
+    b = [PNF.sample_level(t, random.Random(5)) for _ in range(3)]
+    assert a == b
+    r1, r2 = NoFloatRandom(8), NoFloatRandom(8)
+    assert [PNF.sample_level(t, r1) for _ in range(50)] == [PNF.sample_level(t, r2) for _ in range(50)]
+    assert PNF.sample_level(table_of([(0, 3)], epsilon=1), NoFloatRandom(1)) == 0
+
+
+def test_sampler_many_huge_levels_runs():
+    t = _huge_table(levels=2000, seed=4)
+    rng = NoFloatRandom(3)
+    draws = [PNF.sample_level(t, rng) for _ in range(3)]
+    assert all(0 <= d < 2000 for d in draws)
+
+
+def test_repr():
+    assert repr(PermuteAndFlip()) == "PermuteAndFlip()"
+    assert repr(PermuteAndFlip("acb")) == "PermuteAndFlip(method='acb')"
+    with pytest.raises(ValueError):
+        PermuteAndFlip("quad")
