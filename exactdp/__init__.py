@@ -10,11 +10,14 @@ randomness only.  See ``../shared/SPEC.md`` for the contract and ``docs/`` for t
 Level(utility=0, multiplicity=1)
 """
 
-from . import errors
+from . import accounting, audit, certify, errors, testing
 from .bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
+from .canonical import Canonical, CanonicalGamma1
 from .joint import Joint
+from .joint_set import JointSet
 from .levels import Level
 from .mechanism import Mechanism
+from .peeling import Peeling
 from .permute_and_flip import PermuteAndFlip
 from .pnf_joint import PNFJoint
 from .scale import Scale
@@ -24,6 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Joint",
+    "JointSet",
     "PNFJoint",
     "PermuteAndFlip",
     "Level",
@@ -36,4 +40,8 @@ __all__ = [
     "brute_probabilities",
     "brute_symbolic_probabilities",
     "errors",
+    "Canonical",
+    "CanonicalGamma1",
+    "Peeling",
+    "accounting",
 ]

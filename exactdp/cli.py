@@ -6,12 +6,15 @@ Usage (see ``docs/cli.md`` for every command with real output)::
     exactdp levels  joint --counts 30,15,1x998 -k 2              # exact levels only
     exactdp prob    joint --counts 10,5,1,1 -k 2 --output 0,1 --exact
     exactdp sample  joint --counts 10,5,1,1 -k 2 -n 10 --seed 1
+    exactdp audit   joint --counts 3,2,2,0 -k 2 --epsilon 1 --relation swap
+    exactdp certify joint --counts 10,5,1,1 -k 2 --samples draws.csv
 
 Every command is ``exactdp COMMAND MECHANISM [options]``; ``--json`` gives machine-readable
 output.  Mechanisms come from the :data:`MECHANISMS` registry (one entry per mechanism),
 their constructor options from :data:`OPTIONS`.
 
-Exit status: 0 on success; 2 for bad arguments (argparse errors and every
+Exit status: 0 on success; 1 when ``audit`` finds a loss above epsilon or ``certify``
+rejects the draws; 2 for bad arguments (argparse errors and every
 :class:`~exactdp.errors.ExactDPError` raised by the library), with a one-line
 ``exactdp: error: ...`` on stderr; 130 on Ctrl-C; 141 when stdout is closed early
 (``exactdp sample ... | head``).
@@ -184,6 +187,17 @@ if _PNFJoint is not None:
         _PNFJoint, _JOINT_OPTIONS,
         "Joint with permute-and-flip over top-k sequences (SPEC 2.2)",
     )
+
+MECHANISMS["joint-set"] = MechanismSpec(
+    exactdp.JointSet, _JOINT_OPTIONS, "original JOINT over top-k sets (SPEC 2.3)",
+)
+MECHANISMS["canonical"] = MechanismSpec(
+    exactdp.Canonical, ("epsilon", "base", "rho", "noise"),
+    "canonical loss over utility classes of k-subsets (SPEC 2.4)",
+)
+MECHANISMS["peeling"] = MechanismSpec(
+    exactdp.Peeling, ("epsilon", "base", "noise"), "k rounds of peeling (SPEC 2.5)",
+)
 
 
 # =====================================================================================
@@ -634,6 +648,218 @@ def cmd_sample(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace)
         _out(_output_text(m.sample(gen)))
 
 
+class _Progress:
+    """A one-line progress bar on stderr, shown only when stderr is a terminal (so never
+    in pipes, files or captured test output).  Call it with ``(done, total)``."""
+
+    WIDTH = 30
+
+    def __init__(self, label: str, stream: Any = None):
+        self.label = label
+        self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        try:
+            self.enabled = bool(isatty and isatty())
+        except (OSError, ValueError):
+            self.enabled = False
+        self._shown = False
+        self._last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        filled = self.WIDTH * done // total
+        if filled == self._last and done != total:
+            return
+        self._last = filled
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\r" + " " * (len(self.label) + self.WIDTH + 30) + "\r")
+            self.stream.flush()
+            self._shown = False
+
+
+def _change_text(change: Sequence[int]) -> str:
+    return ",".join(f"{x:+d}" if x else "0" for x in change)
+
+
+def _loss_text(x: mpmath.mpf, digits: int) -> str:
+    return "inf" if mpmath.isinf(x) else _num(x, digits)
+
+
+def _larger_under(direction: str) -> str:
+    return {"a>b": "counts", "b>a": "neighbour"}.get(direction, "equal")
+
+
+_VERDICTS = {
+    "below": "below epsilon at every neighbour of these counts (the bound is not attained here)",
+    "attained": "attained: the loss equals epsilon",
+    "violated": "VIOLATED: the loss exceeds epsilon",
+}
+
+
+def cmd_audit(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
+    from . import audit
+
+    dps, digits = _digits(args)
+    relation = args.relation.replace("-", "_")
+    progress = _Progress(f"{PROG} audit: neighbours")
+    try:
+        w = audit.worst_case(
+            lambda c: spec.build(c, args.k, args), m.counts, relation, dps,
+            contribution=args.contribution, max_neighbours=args.max_neighbours,
+            max_outputs=args.max_outputs, progress=progress,
+        )
+    finally:
+        progress.close()
+    args._status = 1 if w.verdict == "violated" else 0
+    detail = w.detail
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "relation": relation,
+            "contribution": args.contribution,
+            "dps": dps,
+            "epsilon": _exact_str(w.epsilon) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon),
+            "epsilon_value": _num(w.epsilon_value, dps),
+            "verdict": w.verdict,
+            "attained_exactly": w.attained_exactly,
+            "worst": {
+                "privacy_loss": _loss_text(w.loss, dps),
+                "neighbour": [_json_int(x) for x in w.neighbour],
+                "change": list(w.change),
+                "witness": _output_ids(w.witness),
+                "larger_under": _larger_under(w.direction),
+                "log_probability_counts": _loss_text(detail.log_p_a, dps),
+                "log_probability_neighbour": _loss_text(detail.log_p_b, dps),
+                "outputs_with_this_loss": _json_int(detail.witness_outputs),
+            },
+            "margin": _loss_text(w.margin, dps),
+            "neighbours_total": _json_int(w.neighbours_total),
+            "neighbours_audited": len(w.results),
+            "results": [
+                {
+                    "neighbour": [_json_int(x) for x in r.neighbour],
+                    "change": list(r.change),
+                    "privacy_loss": _loss_text(r.loss.value, dps),
+                    "witness": _output_ids(r.loss.witness),
+                    "larger_under": _larger_under(r.loss.direction),
+                }
+                for r in w.results
+            ],
+        })
+        _emit_json(obj)
+        return
+    shown = w.results[: args.rows]
+    rows = [
+        [",".join(map(str, r.neighbour)), _change_text(r.change), _loss_text(r.loss.value, digits),
+         _output_text(r.loss.witness), _larger_under(r.loss.direction)]
+        for r in shown
+    ]
+    for line in _table(["neighbour", "change", "privacy loss", "witness", "larger under"], rows, left=(0, 1, 3)):
+        _out(line)
+    classes = "neighbours" if len(w.results) == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
+    _out(f"({len(shown)} of {len(w.results)} {classes} shown, worst first; {w.neighbours_total} {relation} neighbours in all)")
+    _out()
+    _out(f"worst case:   privacy loss {_loss_text(w.loss, digits)} at neighbour {','.join(map(str, w.neighbour))}, output {_output_text(w.witness)}")
+    _out(f"              ln P(output | counts) = {_loss_text(detail.log_p_a, digits)}, "
+         f"ln P(output | neighbour) = {_loss_text(detail.log_p_b, digits)}")
+    eps_text = _exact_str(w.epsilon) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon)
+    _out(f"epsilon:      {eps_text} (claimed) = {_num(w.epsilon_value, digits)}")
+    verdict = _VERDICTS[w.verdict]
+    if w.verdict == "attained" and w.attained_exactly:
+        verdict += " (exactly)"
+    elif w.verdict == "attained":
+        verdict += f" (to {dps} digits)"
+    _out(f"verdict:      {verdict}; margin epsilon - loss = {_loss_text(w.margin, digits)}")
+    _out(f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]")
+    _out(f"precision:    losses certified to relative error 1e-{dps}, shown to {digits} significant digits")
+
+
+def _samples_file_arg(path: str) -> list[list[int]]:
+    from .certify import read_samples
+
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        return read_samples(text, repr(path))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _alpha_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must satisfy 0 < ALPHA < 1, got {text}")
+    return value
+
+
+def cmd_certify(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
+    from . import certify
+
+    progress = _Progress(f"{PROG} certify: listing outputs")
+    try:
+        fit = certify.goodness_of_fit(args.samples, m, within=not args.levels_only,
+                                      max_enumerate=args.max_enumerate, progress=progress)
+    finally:
+        progress.close()
+    passed = fit.passed(args.alpha)
+    args._status = 0 if passed else 1
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "n": fit.n,
+            "alpha": args.alpha,
+            "passed": passed,
+            "statistic": fit.statistic,
+            "df": fit.df,
+            "p_value": _num(fit.p_value, 6),
+            "level_stage": {"statistic": fit.level_statistic, "df": fit.level_df, "p_value": _num(fit.level_p_value, 6)},
+            "within_stage": {"statistic": fit.within_statistic, "df": fit.within_df, "p_value": _num(fit.within_p_value, 6)},
+            "invalid": [{"draw": str(o), "reason": why} for o, why in fit.invalid],
+            "impossible": [_output_ids(o) for o in fit.impossible],
+            "skipped_levels": {str(a): why for a, why in fit.skipped.items()},
+            "bins": [
+                {"stage": b.stage, "bin": b.label, "observed": b.observed, "expected": b.expected,
+                 "contribution": b.contribution}
+                for b in fit.bins
+            ],
+        })
+        _emit_json(obj)
+        return
+    level_bins = [b for b in fit.bins if b.stage == "level"]
+    rows = [[b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"] for b in level_bins]
+    _out("by level (consecutive levels pooled until each bin expects >= 5 draws):")
+    for line in _table(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
+        _out("  " + line)
+    within = sorted((b for b in fit.bins if b.stage == "within"), key=lambda b: -b.contribution)[: args.rows]
+    if within:
+        _out(f"within levels (the {len(within)} largest contributions):")
+        rows = [[b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"] for b in within]
+        for line in _table(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
+            _out("  " + line)
+    _out()
+    for line in fit.summary().splitlines():
+        _out(line)
+    _out(f"verdict: {'PASS' if passed else 'FAIL'} at alpha = {args.alpha:g} "
+         f"({'no evidence against' if passed else 'the draws do not follow'} the exact distribution)")
+    _out(f"mechanism: {_describe(m)}  [{name}: {spec.summary}]")
+
+
 @dataclass(frozen=True)
 class Command:
     run: Callable[[str, MechanismSpec, Any, argparse.Namespace], None]
@@ -694,6 +920,53 @@ def _args_sample(p: argparse.ArgumentParser) -> None:
     _add_json(p, "one JSON list of outputs (lists of item ids)")
 
 
+def _relation_arg(text: str) -> str:
+    value = text.replace("-", "_")
+    if value not in ("add_remove", "swap"):
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from 'add_remove', 'swap')")
+    return value
+
+
+def _args_audit(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--relation", type=_relation_arg, default="add_remove", metavar="REL",
+        help="neighbours: 'add_remove' (one user added or removed: counts +1 together or -1 "
+        "together; default) or 'swap' (one user's items replaced: any mix of +1 and -1)",
+    )
+    p.add_argument(
+        "--contribution", type=_positive_int_arg, default=None, metavar="L",
+        help="a user contributes to at most L items (default: any number)",
+    )
+    p.add_argument(
+        "--max-neighbours", type=_positive_int_arg, default=10_000, metavar="N",
+        help="refuse to audit more than N neighbours (default 10000)",
+    )
+    p.add_argument(
+        "--max-outputs", type=_positive_int_arg, default=200_000, metavar="N",
+        help="refuse to visit more than N output orbits per neighbour (default 200000)",
+    )
+    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="neighbours shown (default 10)")
+    _add_precision(p)
+    _add_json(p, "a JSON object with every neighbour audited; losses as decimal strings of --dps digits")
+
+
+def _args_certify(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--samples", type=_samples_file_arg, required=True, metavar="FILE",
+        help="the draws to test: one per line as comma-separated item ids (CSV), JSON lines, "
+        "or one JSON list of lists (the output of 'exactdp sample --json'); '-' is stdin",
+    )
+    p.add_argument("--alpha", type=_alpha_arg, default=1e-6, metavar="ALPHA",
+                   help="significance level: FAIL when the p-value is below ALPHA (default 1e-6)")
+    p.add_argument("--levels-only", action="store_true", help="test the level frequencies only, not uniformity within levels")
+    p.add_argument(
+        "--max-enumerate", type=_positive_int_arg, default=1_000_000, metavar="N",
+        help="list at most N outputs for the within-level bins (default 1000000)",
+    )
+    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="within-level bins shown (default 10)")
+    _add_json(p, "a JSON object with the statistic, p-values and every bin")
+
+
 COMMANDS: dict[str, Command] = {
     "dist": Command(
         cmd_dist,
@@ -727,6 +1000,26 @@ COMMANDS: dict[str, Command] = {
         "item ids in selection order.",
         "--counts 10,5,1,1 -k 2 --epsilon 1 -n 5 --seed 1",
         _args_sample,
+    ),
+    "audit": Command(
+        cmd_audit,
+        "exact worst-case privacy loss over the neighbours of the counts",
+        "Audit the privacy claim: for every neighbour of the counts (add/remove or swap "
+        "one user), the exact privacy loss max_o |ln P(o | counts) - ln P(o | neighbour)|, "
+        "certified, with the output attaining it; the worst case beside the claimed epsilon. "
+        "Exit status 1 when the loss exceeds epsilon.",
+        "--counts 3,2,2,0 -k 2 --epsilon 1",
+        _args_audit,
+    ),
+    "certify": Command(
+        cmd_certify,
+        "chi-square test of a sampler's draws against the exact distribution",
+        "Test draws from another implementation against the exact distribution: Pearson's "
+        "chi-square by level (small bins pooled), then uniformity within each level; "
+        "p-value from the regularised incomplete gamma function. Exit status 1 when the "
+        "test rejects at --alpha.",
+        "--counts 10,5,1,1 -k 2 --epsilon 1 --samples draws.csv",
+        _args_certify,
     ),
 }
 
@@ -861,7 +1154,7 @@ def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
     m = spec.build(args.counts, args.k, args)
     COMMANDS[args.command].run(args.mechanism, spec, m, args)
     sys.stdout.flush()
-    return 0
+    return getattr(args, "_status", 0)  # audit/certify: 1 when the check fails
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

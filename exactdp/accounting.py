@@ -1,0 +1,166 @@
+r"""Privacy accounting of CDP-Peel: Lemma 4.2 of the Joint paper, and its inverse.
+
+Paper: Gillenwater, Joseph, Medina, Ribero, *A Joint Exponential Mechanism for
+Differentially Private Top-k* (``../shared/seeds/joint-topk-sequence-with-latex.txt``),
+Section 4.1.2.  CDP-Peel is ``k`` applications of an ``eps'``-DP exponential mechanism
+(one per round; realised in one shot with Gumbel noise).  Each is ``eps'^2/8``-zCDP
+(bounded range), so ``k`` of them are ``rho = k eps'^2/8``-zCDP, and the conversion
+``eps = rho + 2 sqrt(rho ln(1/delta))`` (Bun & Steinke 2016, Proposition 1.3) gives
+
+**Lemma 4.2.**  CDP-Peel is ``(eps, delta)``-DP for every ``delta > 0`` with
+``eps = k eps'^2 / 8 + 2 eps' sqrt(k ln(1/delta) / 8)``.
+
+Here ``eps'`` is the *per-round* parameter: round ``r`` picks ``j`` with probability
+``∝ exp(eps' c_j)`` (Gumbel noise of scale ``1/eps'``, as in the public dp_topk code's
+``cdp_peeling_mechanism``).  In exactdp terms that is
+``Peeling(counts, k, epsilon=k * eps', noise="gumbel")`` (Peeling spends ``epsilon/k`` per
+round).  *Erratum noted:* the paper's Algorithm 3 writes the noise as ``Gumbel(k/eps')``,
+which would make each round ``eps'/k``-DP; Lemma 4.2 and the public code use per-round
+``eps'`` (scale ``1/eps'``).
+
+Functions (all validate their arguments and raise :mod:`exactdp.errors` classes naming
+the argument):
+
+- :func:`cdp_peel_rho` -- ``k eps'^2 / 8`` as an exact ``Fraction``;
+- :func:`cdp_peel_epsilon` -- Lemma 4.2's ``eps`` from ``(eps', delta, k)``;
+- :func:`cdp_peel_round_epsilon` -- the inverse: the largest ``eps'`` with
+  ``cdp_peel_epsilon(eps', delta, k) <= eps``, i.e.
+  ``eps' = sqrt(8/k) (sqrt(eps + L) - sqrt(L))``, ``L = ln(1/delta)``, evaluated as
+  ``sqrt(8/k) eps / (sqrt(eps + L) + sqrt(L))`` (no cancellation);
+- :func:`cdp_peel_local_epsilon` -- ``max(eps/k, cdp_peel_round_epsilon(...))``, the
+  public dp_topk code's ``em_epsilon_cdp`` (basic composition is also valid, so the larger
+  per-round budget may be used).
+
+``ln(1/delta)`` is irrational for every rational ``0 < delta < 1``, so ``eps`` is exact only
+symbolically: ``exact=True`` returns the sympy closed form; otherwise an ``mpmath.mpf``
+certified to relative error ``10**-dps`` (arb interval arithmetic,
+:func:`exactdp.precision.certify`).
+
+>>> from fractions import Fraction
+>>> cdp_peel_rho("0.1", 10)
+Fraction(1, 80)
+>>> cdp_peel_epsilon(Fraction(1, 10), Fraction(1, 10**6), 10, exact=True)
+1/80 + sqrt(5)*sqrt(log(1000000))/10
+>>> import mpmath
+>>> e = cdp_peel_epsilon("0.1", "1e-6", 10, dps=20); print(mpmath.nstr(e, 20))
+0.84362906813455496252
+>>> print(mpmath.nstr(cdp_peel_round_epsilon(e, "1e-6", 10), 15))   # an mpf is taken exactly
+0.1
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Optional
+
+import mpmath
+import sympy
+from flint import arb, fmpq
+
+from .errors import InvalidParameterError
+from .precision import certify
+from .validation import as_dps, as_epsilon, as_positive_int, as_rational
+
+__all__ = [
+    "cdp_peel_rho",
+    "cdp_peel_epsilon",
+    "cdp_peel_round_epsilon",
+    "cdp_peel_local_epsilon",
+]
+
+
+def _exact(value: Any) -> Any:
+    """An ``mpmath.mpf`` at its exact binary value (so certified results can be fed back);
+    anything else unchanged (validated by :mod:`exactdp.validation`)."""
+    if isinstance(value, mpmath.mpf) and mpmath.isfinite(value):
+        man, exp = value.man_exp
+        return Fraction(int(man) * 2**exp) if exp >= 0 else Fraction(int(man), 2**-exp)
+    return value
+
+
+def _as_delta(delta: Any) -> Fraction:
+    d = as_rational(_exact(delta), "delta")
+    if not 0 < d < 1:
+        raise InvalidParameterError("delta", delta, "must satisfy 0 < delta < 1")
+    return d
+
+
+def _ball(q: Fraction) -> arb:
+    return arb(fmpq(q.numerator, q.denominator))
+
+
+def _sym(q: Fraction) -> sympy.Rational:
+    return sympy.Rational(q.numerator, q.denominator)
+
+
+def cdp_peel_rho(epsilon: Any, k: Any) -> Fraction:
+    """``k * epsilon**2 / 8``: the zCDP parameter of ``k`` ``epsilon``-DP exponential
+    mechanisms (``epsilon`` = per-round parameter), exactly."""
+    eps = as_epsilon(_exact(epsilon))
+    kk = as_positive_int(k, "k")
+    return kk * eps * eps / 8
+
+
+def cdp_peel_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = None,
+                     exact: bool = False) -> Any:
+    """Lemma 4.2: the overall ``eps`` of CDP-Peel with per-round parameter ``epsilon``,
+    ``k`` rounds and failure probability ``delta`` (``0 < delta < 1``):
+    ``k epsilon^2/8 + 2 epsilon sqrt(k ln(1/delta)/8)``.
+
+    Returns an ``mpmath.mpf`` certified to relative error ``10**-dps`` (default 30), or
+    with ``exact=True`` the exact sympy expression.
+    """
+    eps = as_epsilon(_exact(epsilon))
+    dl = _as_delta(delta)
+    kk = as_positive_int(k, "k")
+    digits = as_dps(dps)
+    if exact:
+        L = sympy.log(_sym(1 / dl))
+        return _sym(kk * eps * eps / 8) + 2 * _sym(eps) * sympy.sqrt(sympy.Integer(kk) * L / 8)
+
+    def compute() -> arb:
+        L = _ball(1 / dl).log()
+        e = _ball(eps)
+        return _ball(kk * eps * eps / 8) + 2 * e * (arb(kk) * L / 8).sqrt()
+
+    return certify(compute, digits)
+
+
+def cdp_peel_round_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = None,
+                           exact: bool = False) -> Any:
+    """Inverse of :func:`cdp_peel_epsilon` in its first argument: the per-round ``eps'``
+    with ``cdp_peel_epsilon(eps', delta, k) == epsilon`` (the function is increasing in
+    ``eps'``), ``eps' = sqrt(8/k) (sqrt(epsilon + L) - sqrt(L))`` with
+    ``L = ln(1/delta)``.  Certified ``mpf`` or, with ``exact=True``, the sympy closed form.
+    Use ``Peeling(counts, k, epsilon=k * eps')`` to run the corresponding mechanism.
+    """
+    eps = as_epsilon(_exact(epsilon))
+    dl = _as_delta(delta)
+    kk = as_positive_int(k, "k")
+    digits = as_dps(dps)
+    if exact:
+        L = sympy.log(_sym(1 / dl))
+        return sympy.sqrt(sympy.Rational(8, kk)) * (sympy.sqrt(_sym(eps) + L) - sympy.sqrt(L))
+
+    def compute() -> arb:
+        L = _ball(1 / dl).log()
+        e = _ball(eps)
+        return (arb(8) / kk).sqrt() * e / ((e + L).sqrt() + L.sqrt())
+
+    return certify(compute, digits)
+
+
+def cdp_peel_local_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = None,
+                           exact: bool = False) -> Any:
+    """``max(epsilon/k, cdp_peel_round_epsilon(epsilon, delta, k))``: the per-round budget
+    the public dp_topk code (``em_epsilon_cdp``) uses, since ``k`` pure ``epsilon/k``-DP
+    rounds are also ``epsilon``-DP by basic composition.  Certified ``mpf`` (the larger of
+    two certified values is certified) or, with ``exact=True``, a sympy ``Max``."""
+    eps = as_epsilon(_exact(epsilon))
+    kk = as_positive_int(k, "k")
+    if exact:
+        return sympy.Max(_sym(eps / kk), cdp_peel_round_epsilon(eps, delta, kk, exact=True))
+    digits = as_dps(dps)
+    cdp = cdp_peel_round_epsilon(eps, delta, kk, dps=digits)
+    basic = certify(lambda: _ball(eps / kk), digits)
+    return max(cdp, basic)

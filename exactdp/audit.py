@@ -1,0 +1,838 @@
+"""Exact privacy audits: the privacy loss between two datasets, neighbours, worst cases.
+
+The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
+
+    ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
+
+over every output ``o`` (SPEC section 4).  ``M`` is epsilon-DP for a neighbour relation
+exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
+``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
+worst case over every neighbour of one count vector.
+
+How the maximum over outputs is found without listing every output:
+
+- Every mechanism's probability of ``o`` is a function of the *level* of ``o`` (its exact
+  utility), so ``ln P_a(o) - ln P_b(o)`` depends only on the pair (level of ``o`` under
+  ``a``, level of ``o`` under ``b``).  The levels of one output differ between
+  neighbouring datasets, so the pairs that occur must be found from outputs.
+- Every mechanism treats items alike when they have equal counts.  Two items with the
+  same pair ``(c_i, c'_i)`` can therefore be exchanged without changing either
+  probability, so it suffices to visit one output per *orbit* (outputs that differ only
+  by exchanging such items).  With ties in the counts this is a large saving (counts
+  ``30, 15, 1x998`` with one count changed: a handful of orbits instead of 999,000
+  outputs); with all-distinct counts every output is its own orbit.
+- The number of orbits is computed exactly first; past ``max_outputs`` the audit refuses
+  with :class:`AuditLimitError` (raise the limit to go on).
+
+The certified value: per level, the mechanism's certified probability ``p`` (relative error
+``<= 10**-D``) gives an arb ball ``ln p +- 2*10**-D`` for the true log-probability; the
+difference of two such balls, its absolute value and the maximum over the level pairs are
+ball arithmetic, and ``D`` is raised until the maximum is known to ``dps`` digits.  An
+exactly zero loss (identical distributions, e.g. every count shifted by one for Joint) is
+confirmed with the exact probabilities (``probability_exact``).
+
+>>> import exactdp, mpmath
+>>> from exactdp import audit
+>>> a = exactdp.Joint([3, 2, 2, 0], 2, epsilon=1)
+>>> b = exactdp.Joint([3, 3, 2, 0], 2, epsilon=1)
+>>> loss = audit.privacy_loss(a, b, dps=20)
+>>> print(mpmath.nstr(loss.value, 15), loss.witness, loss.direction)
+0.572623986680956 (1, 0) b>a
+>>> audit.neighbours([1, 1], "add_remove")
+[(2, 1), (1, 2), (2, 2), (0, 1), (1, 0), (0, 0)]
+>>> audit.neighbours([1, 1], "add_remove", up_to_symmetry=True)
+[(2, 1), (2, 2), (0, 1), (0, 0)]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import combinations, product
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import mpmath
+import sympy
+from flint import arb, ctx, fmpq, fmpz
+
+from .errors import InvalidParameterError, PrecisionError, TooManyOutputsError
+from .precision import ball_to_mpf, prec_for_dps
+from .validation import as_counts, as_dps, as_positive_int, as_rational
+
+__all__ = [
+    "AuditLimitError",
+    "RELATIONS",
+    "DEFAULT_MAX_OUTPUTS",
+    "DEFAULT_MAX_NEIGHBOURS",
+    "PairLoss",
+    "PrivacyLoss",
+    "NeighbourLoss",
+    "WorstCase",
+    "privacy_loss",
+    "neighbours",
+    "neighbour_count",
+    "worst_case",
+    "claimed_epsilon",
+    "output_orbit_count",
+]
+
+#: The neighbour relations (see :func:`neighbours`).
+RELATIONS = ("add_remove", "swap")
+#: :func:`privacy_loss` refuses to visit more output orbits than this unless told otherwise.
+DEFAULT_MAX_OUTPUTS = 200_000
+#: :func:`worst_case` refuses more neighbours than this unless told otherwise.
+DEFAULT_MAX_NEIGHBOURS = 10_000
+#: :func:`neighbours` refuses to list more vectors than this unless told otherwise.
+NEIGHBOURS_LIMIT = 1_000_000
+
+
+class AuditLimitError(TooManyOutputsError):
+    """An audit would enumerate more outputs or neighbours than the caller's limit."""
+
+
+# =====================================================================================
+# Results
+# =====================================================================================
+
+
+def _fmt(x: Any, digits: int = 15) -> str:
+    if isinstance(x, mpmath.mpf) or isinstance(x, float):
+        if mpmath.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return mpmath.nstr(x, digits)
+    return str(x)
+
+
+def _out_text(o: Any) -> str:
+    if isinstance(o, frozenset):
+        return "{" + ",".join(str(i) for i in sorted(o)) + "}"
+    return "(" + ",".join(str(i) for i in o) + ")"
+
+
+@dataclass(frozen=True)
+class PairLoss:
+    """``ln P_a(o) - ln P_b(o)`` for the outputs whose levels are ``level_a`` under ``a``
+    and ``level_b`` under ``b`` (``None``: probability 0 there; for a mechanism without
+    levels, such as ``CanonicalGamma1``, the output itself stands for its level).
+
+    ``signed`` is the certified signed difference (``+-inf`` when one side is 0),
+    ``witness`` one such output and ``outputs`` how many outputs share the pair.
+    """
+
+    level_a: Optional[int]
+    level_b: Optional[int]
+    signed: mpmath.mpf
+    witness: Any
+    outputs: int
+
+    @property
+    def loss(self) -> mpmath.mpf:
+        return abs(self.signed)
+
+
+@dataclass(frozen=True)
+class PrivacyLoss:
+    """The exact privacy loss ``max_o |ln P_a(o) - ln P_b(o)|`` between two mechanisms.
+
+    - ``value``: certified to relative error ``10**-dps`` (``mpmath.inf`` when an output has
+      probability 0 under exactly one of them; exactly ``0`` when the distributions are
+      equal, then ``exact_zero`` is True);
+    - ``witness``: an output attaining it; ``direction``: ``"a>b"`` when
+      ``P_a(witness) > P_b(witness)``, ``"b>a"`` otherwise (``"equal"`` for a zero loss);
+    - ``log_p_a``, ``log_p_b``: the two log-probabilities of the witness (``dps`` digits);
+    - ``witness_outputs``: how many outputs share the witness's pair of levels (all attain
+      the loss);
+    - ``pairs``: every occurring pair of levels with its signed loss, worst first;
+    - ``orbits``: the number of output orbits visited (see the module docstring).
+    """
+
+    value: mpmath.mpf
+    witness: Any
+    direction: str
+    log_p_a: mpmath.mpf
+    log_p_b: mpmath.mpf
+    dps: int
+    witness_outputs: int
+    pairs: tuple[PairLoss, ...]
+    orbits: int
+    exact_zero: bool = False
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    @property
+    def is_infinite(self) -> bool:
+        return bool(mpmath.isinf(self.value))
+
+    def table(self, limit: int = 10, digits: int = 15) -> str:
+        """The worst level pairs as an aligned text table."""
+        rows = [["level a", "level b", "ln P_a - ln P_b", "outputs", "witness"]]
+        for p in self.pairs[:limit]:
+            rows.append([
+                "-" if p.level_a is None else str(p.level_a),
+                "-" if p.level_b is None else str(p.level_b),
+                _fmt(p.signed, digits), str(p.outputs), _out_text(p.witness),
+            ])
+        return _align(rows)
+
+    def __str__(self) -> str:
+        return (
+            f"privacy loss {_fmt(self.value)} at output {_out_text(self.witness)} "
+            f"({self.direction}; ln P_a = {_fmt(self.log_p_a)}, ln P_b = {_fmt(self.log_p_b)}; "
+            f"certified to {self.dps} digits)"
+        )
+
+
+@dataclass(frozen=True)
+class NeighbourLoss:
+    """The privacy loss between the audited counts and one neighbour."""
+
+    neighbour: tuple[int, ...]
+    change: tuple[int, ...]
+    loss: PrivacyLoss
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The maximum privacy loss over the neighbours of ``counts`` (:func:`worst_case`).
+
+    - ``loss`` (certified mpf), ``neighbour`` and ``change`` (neighbour minus counts) and
+      ``witness``/``direction`` of the worst neighbour (``detail`` is its
+      :class:`PrivacyLoss`);
+    - ``epsilon``: the claimed epsilon (exact: a Fraction, or a sympy expression when the
+      mechanism was built from a base), ``epsilon_value`` its certified value;
+    - ``verdict``: ``"below"`` (the loss is certainly smaller than epsilon: the bound is
+      not attained at these counts), ``"attained"`` (equal to ``dps`` digits, exactly equal
+      when ``attained_exactly``), or ``"violated"`` (certainly larger: the mechanism is
+      not epsilon-DP for this relation, ``witness`` shows it);
+    - ``margin``: ``epsilon - loss``;
+    - ``results``: every neighbour examined, worst first; ``neighbours_total``: how many
+      neighbours there are (``results`` has one per symmetry class when ``symmetric``).
+    """
+
+    counts: tuple[int, ...]
+    relation: str
+    loss: mpmath.mpf
+    neighbour: tuple[int, ...]
+    change: tuple[int, ...]
+    witness: Any
+    direction: str
+    epsilon: Any
+    epsilon_value: mpmath.mpf
+    verdict: str
+    margin: mpmath.mpf
+    detail: PrivacyLoss
+    results: tuple[NeighbourLoss, ...]
+    neighbours_total: int
+    dps: int
+    attained_exactly: bool = False
+    mechanism: str = ""
+
+    @property
+    def satisfied(self) -> bool:
+        """True unless the loss certainly exceeds the claimed epsilon."""
+        return self.verdict != "violated"
+
+    def table(self, limit: int = 10, digits: int = 15) -> str:
+        rows = [["neighbour", "change", "privacy loss", "witness", "direction"]]
+        for r in self.results[:limit]:
+            rows.append([
+                ",".join(map(str, r.neighbour)), ",".join(f"{x:+d}" if x else "0" for x in r.change),
+                _fmt(r.loss.value, digits), _out_text(r.loss.witness), r.loss.direction,
+            ])
+        return _align(rows)
+
+    def __str__(self) -> str:
+        return (
+            f"worst-case privacy loss {_fmt(self.loss)} (claimed epsilon {self.epsilon} = "
+            f"{_fmt(self.epsilon_value)}): {self.verdict}; neighbour {self.neighbour}, "
+            f"output {_out_text(self.witness)} ({self.direction})"
+        )
+
+
+def _align(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+# =====================================================================================
+# Output orbits
+# =====================================================================================
+
+
+def _classes(keys: Sequence[Any]) -> list[list[int]]:
+    """Item ids grouped by equal key, in order of first appearance."""
+    groups: dict[Any, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap: Optional[int] = None) -> int:
+    """Number of output orbits for classes of the given sizes (exact; saturates at
+    ``cap + 1`` when ``cap`` is given, which keeps the count cheap for large inputs).
+
+    Sequences: words of length ``k`` over the classes using class ``c`` at most
+    ``sizes[c]`` times.  Sets: ways to take ``n_c <= sizes[c]`` items of each class with
+    ``sum n_c = k``.
+
+    >>> output_orbit_count([1, 1, 2], 2)      # counts like (3, 2, 2): 9 words but AA, BB
+    7
+    >>> output_orbit_count([1, 1, 2], 2, "set")
+    4
+    """
+    C = len(sizes)
+    if cap is not None and kind == "sequence" and C >= k and math.perm(C, k) > cap:
+        return cap + 1
+    if cap is not None and kind == "set" and C >= k and math.comb(C, k) > cap:
+        return cap + 1
+    dp = [1] + [0] * k
+    for s in sizes:
+        new = [0] * (k + 1)
+        for j, ways in enumerate(dp):
+            if not ways:
+                continue
+            for n in range(0, min(s, k - j) + 1):
+                factor = math.comb(j + n, n) if kind == "sequence" else 1
+                new[j + n] += ways * factor
+        if cap is not None:
+            new = [min(v, cap + 1) for v in new]
+        dp = new
+    return dp[k]
+
+
+def _orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Any, int]]:
+    """One representative output per orbit with the orbit's size (number of outputs)."""
+    sizes = [len(c) for c in classes]
+    used = [0] * len(classes)
+    if kind == "set":
+        chosen: list[int] = []
+
+        def rec_set(c: int, left: int) -> Iterator[tuple[Any, int]]:
+            if left == 0:
+                items, size = [], 1
+                for cls, n in zip(classes, used):
+                    items.extend(cls[:n])
+                    size *= math.comb(len(cls), n)
+                yield frozenset(items), size
+                return
+            if c == len(classes):
+                return
+            for n in range(min(sizes[c], left), -1, -1):
+                used[c] = n
+                yield from rec_set(c + 1, left - n)
+            used[c] = 0
+
+        yield from rec_set(0, k)
+        return
+    seq: list[int] = []
+
+    def rec_seq() -> Iterator[tuple[Any, int]]:
+        if len(seq) == k:
+            size = 1
+            for s, n in zip(sizes, used):
+                size *= math.perm(s, n)
+            yield tuple(seq), size
+            return
+        for c, cls in enumerate(classes):
+            if used[c] < sizes[c]:
+                seq.append(cls[used[c]])
+                used[c] += 1
+                yield from rec_seq()
+                used[c] -= 1
+                seq.pop()
+
+    yield from rec_seq()
+
+
+# =====================================================================================
+# Privacy loss between two mechanisms
+# =====================================================================================
+
+
+class _Keys:
+    """What an output's probability depends on: its level (``levels()``), or, for a
+    mechanism that is not one rule over levels (``levels()`` raises
+    ``NotImplementedError``, e.g. ``CanonicalGamma1``), the output itself."""
+
+    def __init__(self, m: Any):
+        self.m = m
+        try:
+            self.index: Optional[dict[Any, int]] = {lv.utility: a for a, lv in enumerate(m.levels())}
+        except NotImplementedError:
+            self.index = None
+
+    def key(self, output: Any) -> Any:
+        if self.index is None:
+            self.m.probability(output, 1)  # validates the output
+            return output
+        return self.index.get(self.m.utility(output))
+
+    def probabilities(self, reps: dict[Any, Any], digits: int) -> dict[Any, mpmath.mpf]:
+        """Certified probability of one output of each key in ``reps`` (key -> output)."""
+        if self.index is not None and hasattr(self.m, "level_output_probabilities"):
+            probs = [p for _, p in self.m.level_output_probabilities(digits)]
+            return {a: probs[a] for a in reps}
+        return {a: self.m.probability(o, digits) for a, o in reps.items()}
+
+
+def _mpf_to_arb(x: mpmath.mpf) -> arb:
+    man, exp = x.man_exp
+    if exp >= 0:
+        return arb(fmpz(int(man) << int(exp)))
+    return arb(fmpz(int(man))) * arb(2) ** int(exp)
+
+
+def _log_ball(p: mpmath.mpf, digits: int) -> Optional[arb]:
+    """A ball containing ``ln P`` given ``p`` with relative error ``<= 10**-digits``
+    (``|ln(1 + eta)| <= 2|eta|`` for ``|eta| <= 1/2``); ``None`` for ``p == 0``."""
+    if not p:
+        return None
+    return _mpf_to_arb(p).log() + arb(2) * arb(10) ** (-digits) * arb(0, 1)
+
+
+def _check_same_space(a: Any, b: Any) -> str:
+    kind_a = getattr(a, "output_kind", "sequence")
+    kind_b = getattr(b, "output_kind", "sequence")
+    if (a.d, a.k, kind_a) != (b.d, b.k, kind_b):
+        raise InvalidParameterError(
+            "mechanism_b", b,
+            f"must have the output space of mechanism_a (d={a.d}, k={a.k}, {kind_a}s); "
+            f"got d={b.d}, k={b.k}, {kind_b}s",
+        )
+    return kind_a
+
+
+def privacy_loss(
+    mechanism_a: Any,
+    mechanism_b: Any,
+    dps: Optional[int] = None,
+    *,
+    max_outputs: int = DEFAULT_MAX_OUTPUTS,
+    symmetric: bool = True,
+) -> PrivacyLoss:
+    """The exact privacy loss ``max_o |ln P_a(o) - ln P_b(o)|``, certified to ``dps``
+    digits (default 30), with a witness output and the direction (see :class:`PrivacyLoss`).
+
+    Both mechanisms must have the same output space (``d``, ``k``, sequences or sets).
+    ``symmetric=True`` visits one output per orbit of items with equal
+    ``(count under a, count under b)``; that relies on the mechanisms treating items of
+    equal counts alike, which every exactdp mechanism does (pass ``False`` to visit every
+    output of a mechanism that does not).  Refuses with :class:`AuditLimitError` past
+    ``max_outputs`` orbits.
+    """
+    digits_wanted = as_dps(dps)
+    limit = as_positive_int(max_outputs, "max_outputs")
+    kind = _check_same_space(mechanism_a, mechanism_b)
+    k = mechanism_a.k
+    if symmetric:
+        classes = _classes(list(zip(mechanism_a.counts, mechanism_b.counts)))
+    else:
+        classes = [[i] for i in range(mechanism_a.d)]
+    n_orbits = output_orbit_count([len(c) for c in classes], k, kind, cap=limit)
+    if n_orbits > limit:
+        raise AuditLimitError(
+            "max_outputs", limit,
+            f"the audit would visit more than {limit} output orbits ({len(classes)} classes of "
+            f"items with equal counts, k={k}); raise max_outputs to go on",
+        )
+    keys_a, keys_b = _Keys(mechanism_a), _Keys(mechanism_b)
+    pairs: dict[tuple[Any, Any], list[Any]] = {}
+    visited = 0
+    for output, size in _orbits(classes, k, kind):
+        visited += 1
+        key = (keys_a.key(output), keys_b.key(output))
+        entry = pairs.get(key)
+        if entry is None:
+            pairs[key] = [output, size]
+        else:
+            entry[1] += size
+    reps_a = {la: o for (la, _), (o, _) in pairs.items() if la is not None}
+    reps_b = {lb: o for (_, lb), (o, _) in pairs.items() if lb is not None}
+
+    digits = digits_wanted + 10
+    cap = 4 * digits_wanted + 80
+    tried_exact = proven_zero = False
+    while True:
+        pa = keys_a.probabilities(reps_a, digits)
+        pb = keys_b.probabilities(reps_b, digits)
+        prec = prec_for_dps(digits, 40)
+        rows = []
+        with ctx.workprec(prec):
+            la_balls = {a: _log_ball(p, digits) for a, p in pa.items()}
+            lb_balls = {b: _log_ball(p, digits) for b, p in pb.items()}
+            for (la, lb), (o, size) in pairs.items():
+                ba = la_balls.get(la) if la is not None else None
+                bb = lb_balls.get(lb) if lb is not None else None
+                if ba is None and bb is None:
+                    continue  # probability 0 on both sides
+                if ba is None or bb is None:
+                    rows.append((la, lb, None, +1 if bb is None else -1, o, size))
+                    continue
+                rows.append((la, lb, ba - bb, 0, o, size))
+            finite = [r for r in rows if r[2] is not None]
+            infinite = [r for r in rows if r[2] is None]  # probability 0 on one side only
+            if not infinite and finite:
+                lows = [abs(r[2]).lower() if not r[2].contains(0) else arb(0) for r in finite]
+                highs = [abs(r[2]).upper() for r in finite]
+                lo = max(lows, key=lambda x: x.mid())
+                hi = max(highs, key=lambda x: x.mid())
+                accurate = bool(lo > 0) and bool((hi - lo) <= arb(10) ** (-digits_wanted) * lo)
+                all_zero_possible = not bool(lo > 0)
+            else:
+                accurate, all_zero_possible = True, False
+            if all_zero_possible and not tried_exact:
+                tried_exact = True  # identical distributions? decide exactly, once
+                proven_zero = _exactly_equal(mechanism_a, mechanism_b, pairs)
+            if accurate or proven_zero or digits >= cap:
+                signed_rows = []
+                for la, lb, ball, inf_sign, o, size in rows:
+                    if ball is None:
+                        s = mpmath.inf if inf_sign > 0 else -mpmath.inf
+                    else:
+                        s = ball_to_mpf(ball)
+                    signed_rows.append(PairLoss(la, lb, s, o, size))
+                if accurate and not infinite and finite:
+                    best = max(range(len(finite)), key=lambda i: abs(finite[i][2]).mid())
+                    value = ball_to_mpf((lo + hi) / 2)
+                    w_la, w_lb, w_ball, _, witness, w_size = finite[best]
+                break
+        digits *= 2
+
+    with mpmath.workdps(2 * digits + 20):  # abs() rounds to the working precision
+        signed_rows.sort(key=lambda p: abs(p.signed), reverse=True)
+    table = tuple(signed_rows)
+    if infinite:
+        la, lb, _, inf_sign, witness, w_size = infinite[0]
+        direction = "a>b" if inf_sign > 0 else "b>a"
+        log_a = mpmath.log(pa[la]) if la is not None and pa[la] else -mpmath.inf
+        log_b = mpmath.log(pb[lb]) if lb is not None and pb[lb] else -mpmath.inf
+        return PrivacyLoss(mpmath.inf, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
+    if not finite:  # pragma: no cover - both supports empty cannot happen
+        raise AssertionError("no output has positive probability under either mechanism")
+    if not accurate:
+        if proven_zero:
+            (witness, w_size), = [v for v in list(pairs.values())[:1]]
+            la = keys_a.key(witness)
+            with mpmath.workdps(digits_wanted + 5):
+                lp = mpmath.log(pa[la])
+            return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
+        raise PrecisionError(
+            "dps", digits_wanted,
+            f"could not certify the privacy loss to {digits_wanted} digits with certified "
+            f"probabilities of {digits} digits (the loss is below 10**-{digits // 2} or the "
+            "distributions agree to that many digits without being provably equal)",
+        )
+    direction = "a>b" if w_ball.mid() > 0 else "b>a"
+    with mpmath.workdps(digits_wanted + 5):
+        log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
+    return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
+
+
+def _exactly_equal(a: Any, b: Any, pairs: dict) -> bool:
+    """Whether P_a(o) == P_b(o) for one output of every level pair, decided exactly with
+    the sympy probabilities (``probability_exact``); False when undecided."""
+    try:
+        for (o, _) in pairs.values():
+            x, y = a.probability_exact(o), b.probability_exact(o)
+            if x == y:
+                continue
+            diff = sympy.simplify(x - y)
+            if diff != 0:
+                return False
+        return True
+    except Exception:  # no closed form within the mechanism's limits: undecided
+        return False
+
+
+# =====================================================================================
+# Neighbours
+# =====================================================================================
+
+
+def _relation(relation: Any) -> str:
+    if relation not in RELATIONS:
+        raise InvalidParameterError("relation", relation, f"must be one of {', '.join(map(repr, RELATIONS))}")
+    return relation
+
+
+def _contribution(contribution: Any, d: int) -> int:
+    if contribution is None:
+        return d
+    return min(as_positive_int(contribution, "contribution"), d)
+
+
+def _blocks(counts: Sequence[int]) -> list[list[int]]:
+    """Item ids grouped by equal count, blocks ordered by first item id."""
+    return _classes(counts)
+
+
+def neighbour_count(
+    counts: Any, relation: str = "add_remove", *, contribution: Optional[int] = None, up_to_symmetry: bool = False
+) -> int:
+    """The exact number of neighbours :func:`neighbours` would list (without listing them).
+
+    >>> neighbour_count([5, 3, 3], "add_remove"), neighbour_count([5, 3, 3], "swap")
+    (14, 26)
+    >>> neighbour_count([5, 3, 3], "swap", up_to_symmetry=True)
+    17
+    """
+    c = as_counts(counts)
+    rel = _relation(relation)
+    d = len(c)
+    ell = _contribution(contribution, d)
+    sizes = [len(b) for b in _blocks(c)] if up_to_symmetry else [1] * d
+
+    def choose_one_sign(s: int, n: int) -> int:
+        return 1 if up_to_symmetry else math.comb(s, n)
+
+    if rel == "add_remove":
+        if ell >= d:
+            per_sign = (math.prod(s + 1 for s in sizes) if up_to_symmetry else 2**d) - 1
+            return 2 * per_sign
+        dp = [1] + [0] * ell
+        for s in sizes:
+            new = [0] * (ell + 1)
+            for j, w in enumerate(dp):
+                if w:
+                    for n in range(0, min(s, ell - j) + 1):
+                        new[j + n] += w * choose_one_sign(s, n)
+            dp = new
+        return 2 * (sum(dp) - 1)
+    # swap: p items +1 and q items -1, p, q <= ell
+    if ell >= d:
+        if up_to_symmetry:
+            return math.prod((s + 1) * (s + 2) // 2 for s in sizes) - 1
+        return 3**d - 1
+    dp2 = {(0, 0): 1}
+    for s in sizes:
+        new2: dict[tuple[int, int], int] = {}
+        for (p, q), w in dp2.items():
+            for n_plus in range(0, min(s, ell - p) + 1):
+                for n_minus in range(0, min(s - n_plus, ell - q) + 1):
+                    ways = 1 if up_to_symmetry else math.comb(s, n_plus) * math.comb(s - n_plus, n_minus)
+                    key = (p + n_plus, q + n_minus)
+                    new2[key] = new2.get(key, 0) + w * ways
+        dp2 = new2
+    return sum(dp2.values()) - 1
+
+
+def _changes_full(d: int, rel: str, ell: int) -> Iterator[tuple[int, ...]]:
+    if rel == "add_remove":
+        for sign in (1, -1):
+            for size in range(1, ell + 1):
+                for subset in combinations(range(d), size):
+                    x = [0] * d
+                    for i in subset:
+                        x[i] = sign
+                    yield tuple(x)
+        return
+    for size in range(1, min(d, 2 * ell) + 1):
+        for subset in combinations(range(d), size):
+            for signs in product((1, -1), repeat=size):
+                plus = signs.count(1)
+                if plus > ell or size - plus > ell:
+                    continue
+                x = [0] * d
+                for i, s in zip(subset, signs):
+                    x[i] = s
+                yield tuple(x)
+
+
+def _changes_symmetric(counts: Sequence[int], rel: str, ell: int) -> Iterator[tuple[int, ...]]:
+    d = len(counts)
+    blocks = _blocks(counts)
+    if rel == "add_remove":
+        options = [[(n, 0) for n in range(len(b) + 1)] for b in blocks]
+        signs = (1, -1)
+    else:
+        options = [[(p, q) for p in range(len(b) + 1) for q in range(len(b) - p + 1)] for b in blocks]
+        signs = (1,)
+    combos = []
+    for choice in product(*options):
+        p = sum(c[0] for c in choice)
+        q = sum(c[1] for c in choice)
+        if p + q == 0 or p > ell or q > ell:
+            continue
+        combos.append((p + q, choice))
+    combos.sort(key=lambda t: t[0])
+    for sign in signs:
+        for _, choice in combos:
+            x = [0] * d
+            for block, (p, q) in zip(blocks, choice):
+                for i in block[:p]:
+                    x[i] = sign
+                for i in block[p : p + q]:
+                    x[i] = -sign
+            yield tuple(x)
+
+
+def neighbours(
+    counts: Any,
+    relation: str = "add_remove",
+    *,
+    contribution: Optional[int] = None,
+    up_to_symmetry: bool = False,
+    max_neighbours: int = NEIGHBOURS_LIMIT,
+) -> list[tuple[int, ...]]:
+    """Every count vector neighbouring ``counts``, deduplicated, in a fixed order.
+
+    A *user* contributes 1 to each count of a set of items (possibly empty); counts are
+    the per-item totals.
+
+    - ``"add_remove"``: one user is added or removed: ``counts + x`` with ``x`` a non-zero
+      0/+1 vector or a non-zero 0/-1 vector (all ``2 * (2**d - 1)`` of them).  The utility
+      of Joint changes by at most 1: sensitivity 1.
+    - ``"swap"``: one user's item set ``A`` is replaced by another set ``B``: ``counts + x``
+      with ``x = 1_B - 1_A`` any non-zero vector in ``{-1, 0, +1}**d`` (``3**d - 1`` of
+      them; items in both sets are unchanged; it contains the add/remove vectors, a user
+      with an empty set).  Joint's utility changes by up to 2: the public dp_topk code's
+      ``NeighborType.SWAP`` uses sensitivity 2.
+
+    ``contribution=L`` bounds the number of items one user contributes to (e.g. 1 when
+    each user votes for one item): at most ``L`` entries of ``x`` are +1 and at most ``L``
+    are -1.  Counts may become negative (exactdp accepts any integers), which only makes
+    an audit more demanding.
+
+    ``up_to_symmetry=True`` lists one neighbour per class of neighbours that differ only
+    by exchanging items of equal count (every mechanism gives them the same privacy loss):
+    within a block of tied counts the +1s go to the smallest ids, then the -1s.
+
+    Refuses with :class:`AuditLimitError` past ``max_neighbours`` vectors (for large ``d``
+    pass ``contribution`` or ``up_to_symmetry``, or raise the limit).
+    """
+    c = as_counts(counts)
+    rel = _relation(relation)
+    limit = as_positive_int(max_neighbours, "max_neighbours")
+    ell = _contribution(contribution, len(c))
+    total = neighbour_count(c, rel, contribution=contribution, up_to_symmetry=up_to_symmetry)
+    if total > limit:
+        raise AuditLimitError(
+            "max_neighbours", limit,
+            f"counts with d={len(c)} have {total} {rel} neighbours"
+            f"{' up to symmetry' if up_to_symmetry else ''}; raise max_neighbours, bound "
+            "contribution, or use up_to_symmetry=True",
+        )
+    changes = _changes_symmetric(c, rel, ell) if up_to_symmetry else _changes_full(len(c), rel, ell)
+    return [tuple(ci + xi for ci, xi in zip(c, x)) for x in changes]
+
+
+# =====================================================================================
+# Worst case over neighbours
+# =====================================================================================
+
+
+def claimed_epsilon(mechanism: Any) -> Any:
+    """The epsilon a mechanism claims, exactly: its ``epsilon`` (a Fraction) or, when it
+    was built from a ``base``, ``-divisor * ln(base)`` as a sympy expression
+    (``divisor = 2 * sensitivity`` for Joint: ``base = exp(-epsilon / (2*sensitivity))``)."""
+    eps = getattr(mechanism, "epsilon", None)
+    if eps is not None:
+        return Fraction(eps)
+    scale = getattr(mechanism, "scale", None)
+    if scale is None or scale.base is None:
+        raise InvalidParameterError("epsilon", None, f"cannot tell the epsilon {mechanism!r} claims; pass epsilon=")
+    div, base = scale.divisor, scale.base
+    return -sympy.Rational(div.numerator, div.denominator) * sympy.log(sympy.Rational(base.numerator, base.denominator))
+
+
+def _epsilon_claim(epsilon: Any) -> Any:
+    """A claimed epsilon: an exact rational (``as_rational``), or a positive real sympy
+    expression such as ``log(2)``."""
+    if isinstance(epsilon, sympy.Basic) and not getattr(epsilon, "is_Rational", False):
+        if not (epsilon.is_real and epsilon.is_positive and epsilon.is_finite):
+            raise InvalidParameterError("epsilon", epsilon, "must be a positive, finite real number")
+        return epsilon
+    eps = as_rational(epsilon, "epsilon")
+    if eps <= 0:
+        raise InvalidParameterError("epsilon", epsilon, "must be positive")
+    return eps
+
+
+def _epsilon_value(eps: Any, dps: int) -> mpmath.mpf:
+    if isinstance(eps, Fraction):
+        with mpmath.workdps(dps + 10):
+            return mpmath.mpf(eps.numerator) / eps.denominator
+    with mpmath.workdps(dps + 10):
+        return +sympy.N(eps, dps + 10)._to_mpmath(mpmath.mp.prec)
+
+
+def worst_case(
+    factory: Callable[[tuple[int, ...]], Any],
+    counts: Any,
+    relation: str = "add_remove",
+    dps: Optional[int] = None,
+    *,
+    epsilon: Any = None,
+    contribution: Optional[int] = None,
+    symmetric: bool = True,
+    max_neighbours: int = DEFAULT_MAX_NEIGHBOURS,
+    max_outputs: int = DEFAULT_MAX_OUTPUTS,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> WorstCase:
+    """The maximum privacy loss between ``factory(counts)`` and ``factory(n)`` over every
+    neighbour ``n`` of ``counts`` (:func:`neighbours`), with the neighbour and the output
+    that attain it and the claimed epsilon beside it.
+
+    ``factory(counts)`` builds the mechanism for a count vector, e.g.
+    ``lambda c: exactdp.Joint(c, 2, epsilon=1)``.  ``epsilon`` (an exact rational or a
+    positive sympy expression such as ``sympy.log(2)``) defaults to the claim of
+    ``factory(counts)`` (:func:`claimed_epsilon`).  With ``symmetric`` (default) one
+    neighbour per symmetry class is audited (and one output per orbit).  ``progress(done,
+    total)`` is called after each neighbour.  Refuses with :class:`AuditLimitError` past
+    ``max_neighbours`` neighbours or ``max_outputs`` output orbits per neighbour.
+
+    A worst case over the neighbours of *one* dataset is a lower bound on the mechanism's
+    true privacy loss: enough to exhibit a violation; the guarantee itself is a theorem
+    (run this over many datasets, e.g. with :mod:`exactdp.testing`'s strategies, to test it).
+    """
+    digits = as_dps(dps)
+    rel = _relation(relation)
+    c = as_counts(counts)
+    base = factory(c)
+    eps = claimed_epsilon(base) if epsilon is None else _epsilon_claim(epsilon)
+    total = neighbour_count(c, rel, contribution=contribution)
+    todo = neighbours(c, rel, contribution=contribution, up_to_symmetry=symmetric, max_neighbours=max_neighbours)
+    results = []
+    for done, n in enumerate(todo, 1):
+        loss = privacy_loss(base, factory(n), digits, max_outputs=max_outputs, symmetric=symmetric)
+        results.append(NeighbourLoss(n, tuple(y - x for x, y in zip(c, n)), loss))
+        if progress is not None:
+            progress(done, len(todo))
+    if not results:
+        raise InvalidParameterError("counts", counts, "has no neighbours with these settings")
+    results.sort(key=lambda r: r.loss.value, reverse=True)  # no arithmetic: exact mpf order
+    worst = results[0]
+    eps_value = _epsilon_value(eps, digits)
+    value = worst.loss.value
+    tol = mpmath.mpf(10) ** (-digits)
+    with mpmath.workdps(digits + 10):
+        margin = eps_value - value if not mpmath.isinf(value) else -mpmath.inf
+        if mpmath.isinf(value) or value > eps_value * (1 + 3 * tol):
+            verdict = "violated"
+        elif value < eps_value * (1 - 3 * tol):
+            verdict = "below"
+        else:
+            verdict = "attained"
+    exactly = False
+    if verdict == "attained":
+        exactly = _attained_exactly(base, factory(worst.neighbour), worst.loss, eps)
+    return WorstCase(
+        counts=c, relation=rel, loss=value, neighbour=worst.neighbour, change=worst.change,
+        witness=worst.loss.witness, direction=worst.loss.direction, epsilon=eps,
+        epsilon_value=eps_value, verdict=verdict, margin=margin, detail=worst.loss,
+        results=tuple(results), neighbours_total=total, dps=digits, attained_exactly=exactly,
+        mechanism=repr(base),
+    )
+
+
+def _attained_exactly(a: Any, b: Any, loss: PrivacyLoss, eps: Any) -> bool:
+    """Decide ``|ln P_a(w) - ln P_b(w)| == epsilon`` exactly with sympy (False if undecided)."""
+    try:
+        pa, pb = a.probability_exact(loss.witness), b.probability_exact(loss.witness)
+        e = sympy.Rational(eps.numerator, eps.denominator) if isinstance(eps, Fraction) else eps
+        ratio = pa / pb if loss.direction == "a>b" else pb / pa
+        return bool(sympy.simplify(ratio - sympy.exp(e)) == 0)
+    except Exception:
+        return False

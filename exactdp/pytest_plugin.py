@@ -1,0 +1,87 @@
+"""pytest plugin for projects that test against exactdp (registered as the ``exactdp``
+entry point of group ``pytest11``, so it is active wherever exactdp is installed).
+
+Options:
+
+- ``--exactdp-samples N``: default number of draws of
+  :func:`exactdp.testing.assert_sampler_matches` (exported as ``EXACTDP_SAMPLES``);
+- ``--exactdp-seed S``: seed every ``exactdp_*`` random fixture with ``S`` (default: a
+  seed derived from each test's node id, stable from run to run).
+
+Fixtures: ``exactdp_seed`` (int), ``exactdp_rng`` (``random.Random``, what exactdp's
+``sample(rng)`` takes), ``exactdp_np_rng`` (``numpy.random.Generator``) and
+``exactdp_samples`` (int).
+
+Nothing heavy is imported here: exactdp itself loads only when a test uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import zlib
+
+import pytest
+
+_DEFAULT_SAMPLES = 20_000  # exactdp.testing.DEFAULT_SAMPLES (not imported: keep startup light)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("exactdp", "exactdp oracle")
+    group.addoption(
+        "--exactdp-samples", type=int, default=None, metavar="N",
+        help="draws per exactdp.testing.assert_sampler_matches call (default 20000, or $EXACTDP_SAMPLES)",
+    )
+    group.addoption(
+        "--exactdp-seed", type=int, default=None, metavar="S",
+        help="seed of the exactdp_rng/exactdp_np_rng fixtures (default: derived from each test's id)",
+    )
+
+
+def pytest_configure(config):
+    n = config.getoption("exactdp_samples", None)
+    if n is not None:
+        if n < 1:
+            raise pytest.UsageError(f"--exactdp-samples must be a positive integer, got {n}")
+        os.environ["EXACTDP_SAMPLES"] = str(n)
+
+
+def pytest_report_header(config):
+    n = config.getoption("exactdp_samples", None)
+    seed = config.getoption("exactdp_seed", None)
+    if n is None and seed is None:
+        return None
+    return f"exactdp: samples={n if n is not None else 'default'}, seed={seed if seed is not None else 'per test'}"
+
+
+@pytest.fixture
+def exactdp_seed(request) -> int:
+    """``--exactdp-seed``, or a stable seed derived from the test's node id."""
+    seed = request.config.getoption("exactdp_seed", None)
+    if seed is not None:
+        return seed
+    return zlib.crc32(request.node.nodeid.encode("utf-8"))
+
+
+@pytest.fixture
+def exactdp_rng(exactdp_seed) -> random.Random:
+    """A ``random.Random`` seeded with ``exactdp_seed`` (exact samplers take it)."""
+    return random.Random(exactdp_seed)
+
+
+@pytest.fixture
+def exactdp_np_rng(exactdp_seed):
+    """A ``numpy.random.Generator`` seeded with ``exactdp_seed``."""
+    import numpy as np
+
+    return np.random.default_rng(exactdp_seed)
+
+
+@pytest.fixture
+def exactdp_samples(request) -> int:
+    """The number of draws for sampler tests (``--exactdp-samples``/``$EXACTDP_SAMPLES``)."""
+    n = request.config.getoption("exactdp_samples", None)
+    if n is not None:
+        return n
+    text = os.environ.get("EXACTDP_SAMPLES")
+    return int(text) if text else _DEFAULT_SAMPLES

@@ -1,0 +1,383 @@
+"""Helpers for other projects' pytest suites: exactdp as a test oracle.
+
+Assertions (raise ``AssertionError`` with a readable table of the worst bins or outputs):
+
+- :func:`assert_sampler_matches` -- draws from a sampler pass the chi-square test of
+  :func:`exactdp.certify.goodness_of_fit` (by level, then uniformity within levels);
+- :func:`assert_probabilities_match` -- claimed (log-)probabilities equal the exact ones
+  to a tolerance (:func:`exactdp.certify.compare_probabilities`);
+- :func:`assert_mtilde_matches` -- a float ``log m̃`` array (Joint family);
+- :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
+  (:func:`exactdp.audit.worst_case`).
+
+Sampler shapes (:func:`as_sampler` picks one; each can be built directly):
+
+- :func:`from_mechanism` -- an exactdp mechanism (``.sample(rng)``), for self-checks;
+- :func:`from_callable` -- a function returning item ids; called as ``fn(rng)`` with a
+  seeded ``numpy.random.Generator`` when it accepts a positional argument, else ``fn()``;
+- :func:`from_randomise` -- an object whose ``.randomise(*args)`` returns item ids (the
+  diffprivlib-style interface);
+- :func:`from_opendp` -- an OpenDP measurement: ``measurement(data)`` is one release.
+
+Outputs may be lists, tuples, numpy arrays, or a single int (k = 1); ``id_map`` translates
+labels (e.g. OpenDP category keys) into item positions.  Samplers that take no generator
+are seeded through numpy's and Python's *global* generators (``np.random.seed``,
+``random.seed``), whose states are saved and restored around the draws; a sampler with
+its own unseedable randomness (OpenDP draws from the OS) is simply not reproducible.
+
+Hypothesis strategies (:func:`count_vectors`, :func:`neighbour_pairs`,
+:func:`rational_epsilons`) import hypothesis only when called.
+
+The pytest plugin (:mod:`exactdp.pytest_plugin`, registered as an entry point) adds the
+``--exactdp-samples N`` option (the default ``n`` of :func:`assert_sampler_matches`, also
+read from the environment variable ``EXACTDP_SAMPLES``) and the fixtures
+``exactdp_seed``, ``exactdp_rng``, ``exactdp_np_rng`` and ``exactdp_samples``.
+
+>>> import exactdp
+>>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+>>> fit = assert_sampler_matches(m, m, n=3000)     # exactdp's own exact sampler passes
+>>> uniform = lambda rng: [int(rng.integers(3))]     # a wrong sampler: uniform items
+>>> assert_sampler_matches(uniform, m, n=3000, seed=1)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+AssertionError: sampler does not match Joint([3, 1, 0], k=1, epsilon=1): p-value 1.891e-311 < alpha = 1e-06 ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import random
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+import numpy as np
+
+from . import audit, certify
+from .validation import as_positive_int
+
+__all__ = [
+    "DEFAULT_SAMPLES",
+    "DEFAULT_SEED",
+    "default_samples",
+    "Sampler",
+    "as_sampler",
+    "from_mechanism",
+    "from_callable",
+    "from_randomise",
+    "from_opendp",
+    "assert_sampler_matches",
+    "assert_probabilities_match",
+    "assert_mtilde_matches",
+    "assert_private",
+    "count_vectors",
+    "neighbour_pairs",
+    "rational_epsilons",
+]
+
+#: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``
+#: says otherwise.
+DEFAULT_SAMPLES = 20_000
+#: Seed used when none is given (tests stay reproducible).
+DEFAULT_SEED = 20240601
+
+
+def default_samples() -> int:
+    """``EXACTDP_SAMPLES`` from the environment (set by ``--exactdp-samples``), else
+    :data:`DEFAULT_SAMPLES`."""
+    text = os.environ.get("EXACTDP_SAMPLES")
+    if text:
+        try:
+            return as_positive_int(int(text), "EXACTDP_SAMPLES")
+        except ValueError:
+            raise ValueError(f"EXACTDP_SAMPLES={text!r}: must be a positive integer") from None
+    return DEFAULT_SAMPLES
+
+
+# =====================================================================================
+# Sampler adapters
+# =====================================================================================
+
+
+def _normalise(raw: Any, id_map: Optional[Mapping[Any, int]]) -> Any:
+    if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+        raw = [raw]
+    elif hasattr(raw, "tolist"):
+        raw = raw.tolist()
+        if not isinstance(raw, list):
+            raw = [raw]
+    if id_map is not None:
+        try:
+            raw = [id_map[x] for x in raw]
+        except KeyError as err:
+            raise AssertionError(f"sampler returned the label {err.args[0]!r}, not in id_map") from None
+        except TypeError:
+            raise AssertionError(f"sampler returned {raw!r}, not an iterable of labels") from None
+    return raw
+
+
+class _GlobalSeed:
+    """Seed numpy's and Python's global generators; restore their states afterwards."""
+
+    def __init__(self, seed: Optional[int]):
+        self.seed = seed
+
+    def __enter__(self) -> "_GlobalSeed":
+        if self.seed is not None:
+            self._np, self._py = np.random.get_state(), random.getstate()
+            np.random.seed(self.seed % 2**32)
+            random.seed(self.seed)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.seed is not None:
+            np.random.set_state(self._np)
+            random.setstate(self._py)
+
+
+class Sampler:
+    """A sampler under test: ``draw(n, seed)`` returns ``n`` raw outputs (lists of ids).
+
+    ``fn(n, seed)`` does the drawing; ``description`` names it in failure messages.
+    """
+
+    def __init__(self, fn: Callable[[int, Optional[int]], list], description: str, id_map: Optional[Mapping] = None):
+        self._fn = fn
+        self.description = description
+        self.id_map = id_map
+
+    def draw(self, n: int, seed: Optional[int] = None) -> list:
+        return [_normalise(x, self.id_map) for x in self._fn(n, seed)]
+
+    def __repr__(self) -> str:
+        return f"Sampler({self.description})"
+
+
+def from_mechanism(mechanism: Any) -> Sampler:
+    """An exactdp mechanism's exact sampler (``mechanism.samples(n, rng=seed)``)."""
+    return Sampler(lambda n, seed: mechanism.samples(n, rng=random.Random(seed)), repr(mechanism))
+
+
+def _positional_arity(fn: Callable) -> int:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 0
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+        elif p.kind == p.VAR_POSITIONAL:
+            return max(n, 1)
+    return n
+
+
+def from_callable(fn: Callable, *, takes_rng: Optional[bool] = None, id_map: Optional[Mapping] = None) -> Sampler:
+    """A function returning one output (item ids) per call.
+
+    With ``takes_rng`` (default: whether ``fn`` accepts a positional argument, such as
+    ``def sample(rng=None)``) it is called as ``fn(rng)`` with one ``numpy.random.Generator`` seeded from the seed for all
+    draws; otherwise as ``fn()`` under seeded global generators (see module docstring).
+    """
+    if takes_rng is None:
+        takes_rng = _positional_arity(fn) >= 1
+    name = getattr(fn, "__qualname__", repr(fn))
+    if takes_rng:
+        def draw(n: int, seed: Optional[int]) -> list:
+            rng = np.random.default_rng(seed)
+            return [fn(rng) for _ in range(n)]
+    else:
+        def draw(n: int, seed: Optional[int]) -> list:
+            with _GlobalSeed(seed):
+                return [fn() for _ in range(n)]
+    return Sampler(draw, f"callable {name}", id_map)
+
+
+def from_randomise(obj: Any, *args: Any, id_map: Optional[Mapping] = None, **kwargs: Any) -> Sampler:
+    """An object whose ``obj.randomise(*args, **kwargs)`` returns one output per call
+    (diffprivlib-style mechanisms; ``args`` are e.g. the counts), under seeded global
+    generators."""
+    if not callable(getattr(obj, "randomise", None)):
+        raise TypeError(f"{obj!r} has no randomise() method")
+
+    def draw(n: int, seed: Optional[int]) -> list:
+        with _GlobalSeed(seed):
+            return [obj.randomise(*args, **kwargs) for _ in range(n)]
+
+    return Sampler(draw, f"{type(obj).__name__}.randomise", id_map)
+
+
+def from_opendp(measurement: Any, data: Any, *, id_map: Optional[Mapping] = None) -> Sampler:
+    """An OpenDP measurement (``opendp.mod.Measurement``): each draw is
+    ``measurement(data)``.  OpenDP samples from the operating system's randomness, so the
+    seed has no effect; ``id_map`` maps released category keys to item positions."""
+    if not callable(measurement):
+        raise TypeError(f"{measurement!r} is not callable (an OpenDP Measurement is)")
+
+    def draw(n: int, seed: Optional[int]) -> list:
+        return [measurement(data) for _ in range(n)]
+
+    return Sampler(draw, f"OpenDP measurement {type(measurement).__name__}", id_map)
+
+
+def as_sampler(sampler: Any, data: Any = None, *, id_map: Optional[Mapping] = None) -> Sampler:
+    """Adapt any supported shape: a :class:`Sampler` as is; an exactdp mechanism; an
+    object with ``.randomise`` (called with ``data`` when given); an OpenDP measurement
+    (detected by its ``input_domain``/``output_measure`` attributes, called with
+    ``data``); any other callable (:func:`from_callable`, or called with ``data``)."""
+    if isinstance(sampler, Sampler):
+        return sampler
+    if hasattr(sampler, "levels") and hasattr(sampler, "samples"):
+        return from_mechanism(sampler)
+    if callable(getattr(sampler, "randomise", None)):
+        return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)
+    if hasattr(sampler, "input_domain") and hasattr(sampler, "output_measure"):
+        return from_opendp(sampler, data, id_map=id_map)
+    if callable(sampler):
+        if data is not None:
+            return Sampler(lambda n, seed: [sampler(data) for _ in range(n)], getattr(sampler, "__qualname__", repr(sampler)), id_map)
+        return from_callable(sampler, id_map=id_map)
+    raise TypeError(f"cannot draw from {sampler!r}: give a callable, an object with randomise(), "
+                    "an OpenDP measurement or an exactdp mechanism")
+
+
+# =====================================================================================
+# Assertions
+# =====================================================================================
+
+
+def assert_sampler_matches(
+    sampler: Any,
+    mechanism: Any,
+    n: Optional[int] = None,
+    alpha: float = 1e-6,
+    seed: Optional[int] = DEFAULT_SEED,
+    *,
+    data: Any = None,
+    id_map: Optional[Mapping] = None,
+    within: bool = True,
+    worst: int = 10,
+) -> certify.GoodnessOfFit:
+    """Draw ``n`` outputs (default :func:`default_samples`) and assert they pass the
+    chi-square test against the exact distribution at level ``alpha`` (the test rejects
+    a correct sampler with probability ``alpha``).  Returns the
+    :class:`~exactdp.certify.GoodnessOfFit`; on failure the message has the p-values, the
+    worst bins and the seed.  Use :func:`exactdp.certify.power` to choose ``n``.
+    """
+    count = default_samples() if n is None else as_positive_int(n, "n")
+    s = as_sampler(sampler, data, id_map=id_map)
+    draws = s.draw(count, seed)
+    fit = certify.goodness_of_fit(draws, mechanism, within=within)
+    if not fit.passed(alpha):
+        raise AssertionError(
+            f"sampler does not match {mechanism!r}: p-value {certify._fmt(fit.p_value, 4)} < alpha = {alpha:g} "
+            f"({s.description}, n={count}, seed={seed})\n{fit.summary()}\nworst bins:\n{fit.table(worst)}"
+        )
+    return fit
+
+
+def assert_probabilities_match(
+    claimed: Any,
+    mechanism: Any,
+    *,
+    log: bool = False,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    outputs: Optional[Iterable[Any]] = None,
+    worst: int = 10,
+) -> certify.ProbabilityComparison:
+    """Assert claimed probabilities (``log=True``: log-probabilities) match the exact
+    ones (:func:`exactdp.certify.compare_probabilities`; same tolerances)."""
+    r = certify.compare_probabilities(claimed, mechanism, log=log, rtol=rtol, atol=atol, outputs=outputs, worst=worst)
+    if not r.passed:
+        raise AssertionError(f"claimed {'log-' if log else ''}probabilities do not match {mechanism!r}\n{r}")
+    return r
+
+
+def assert_mtilde_matches(log_counts: Any, mechanism: Any, *, rows: Any = None, cols: Any = None,
+                          atol: float = 1e-9, rtol: float = 1e-9) -> certify.MtildeComparison:
+    """Assert a float ``log m̃`` array matches :meth:`exactdp.Joint.mtilde`
+    (:func:`exactdp.certify.compare_mtilde`)."""
+    r = certify.compare_mtilde(log_counts, mechanism, rows=rows, cols=cols, atol=atol, rtol=rtol)
+    if not r.passed:
+        raise AssertionError(f"log m~ does not match {mechanism!r}\n{r}")
+    return r
+
+
+def assert_private(factory: Callable, counts: Any, relation: str = "add_remove", *, epsilon: Any = None,
+                   dps: Optional[int] = 20, **kwargs: Any) -> audit.WorstCase:
+    """Assert no neighbour of ``counts`` has privacy loss above the claimed epsilon
+    (:func:`exactdp.audit.worst_case`; keyword arguments are passed on)."""
+    w = audit.worst_case(factory, counts, relation, dps, epsilon=epsilon, **kwargs)
+    if w.verdict == "violated":
+        raise AssertionError(f"privacy violated for {w.mechanism} ({relation} neighbours)\n{w}\n{w.table()}")
+    return w
+
+
+# =====================================================================================
+# Hypothesis strategies (hypothesis is imported only when one is called)
+# =====================================================================================
+
+
+def _st() -> Any:
+    try:
+        from hypothesis import strategies as st
+    except ImportError as err:  # pragma: no cover - hypothesis is a test extra
+        raise ImportError("exactdp.testing strategies need hypothesis: pip install hypothesis") from err
+    return st
+
+
+def count_vectors(min_d: int = 1, max_d: int = 6, min_value: int = 0, max_value: int = 10, *, ties: bool = True) -> Any:
+    """Count vectors of length ``min_d..max_d`` with values in ``[min_value, max_value]``.
+    With ``ties`` (default) the values come from a small pool so that ties are common."""
+    st = _st()
+    values = st.integers(min_value, max_value)
+
+    @st.composite
+    def build(draw: Any) -> list[int]:
+        d = draw(st.integers(min_d, max_d))
+        if ties:
+            pool = draw(st.lists(values, min_size=1, max_size=max(1, d), unique=True))
+            return draw(st.lists(st.sampled_from(pool), min_size=d, max_size=d))
+        return draw(st.lists(values, min_size=d, max_size=d))
+
+    return build()
+
+
+def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5, min_value: int = 0,
+                    max_value: int = 10, *, contribution: Optional[int] = None, ties: bool = True) -> Any:
+    """Pairs ``(counts, neighbour)`` under ``relation`` (see :func:`exactdp.audit.neighbours`):
+    a count vector, then a random non-zero change vector of that relation."""
+    st = _st()
+    if relation not in audit.RELATIONS:
+        raise ValueError(f"relation={relation!r}: must be one of {audit.RELATIONS}")
+
+    @st.composite
+    def build(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        counts = draw(count_vectors(min_d, max_d, min_value, max_value, ties=ties))
+        d = len(counts)
+        ell = d if contribution is None else min(contribution, d)
+        if relation == "add_remove":
+            sign = draw(st.sampled_from((1, -1)))
+            chosen = draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=ell, unique=True))
+            x = [sign if i in chosen else 0 for i in range(d)]
+        else:
+            plus = draw(st.lists(st.integers(0, d - 1), max_size=ell, unique=True))
+            rest = [i for i in range(d) if i not in plus]
+            minus = draw(st.lists(st.sampled_from(rest), max_size=min(ell, len(rest)), unique=True)) if rest else []
+            if not plus and not minus:
+                plus = [draw(st.integers(0, d - 1))]
+            x = [1 if i in plus else -1 if i in minus else 0 for i in range(d)]
+        return tuple(counts), tuple(c + y for c, y in zip(counts, x))
+
+    return build()
+
+
+def rational_epsilons(min_value: Any = Fraction(1, 10), max_value: Any = 4, max_denominator: int = 20) -> Any:
+    """Exact rational epsilons (``fractions.Fraction``) in ``[min_value, max_value]`` with
+    denominators up to ``max_denominator``."""
+    st = _st()
+    lo, hi = Fraction(min_value), Fraction(max_value)
+    if not 0 < lo <= hi:
+        raise ValueError("need 0 < min_value <= max_value")
+    return st.fractions(min_value=lo, max_value=hi, max_denominator=max_denominator)
