@@ -106,8 +106,9 @@ OPTIONS: dict[str, Option] = {
     "base": Option(
         ("--base",), "base",
         "exact rational 0 < BASE < 1 used as the weight of one unit of utility instead of "
-        "exp(-epsilon/(2*sensitivity)); every probability is then rational (exclusive "
-        "with --epsilon)",
+        "the epsilon-derived one (exp(-epsilon/(2*sensitivity)) for the Joint family, "
+        "exp(-epsilon) for canonical, exp(-epsilon/k) per round for peeling); every "
+        "probability is then rational (exclusive with --epsilon)",
         metavar="BASE",
     ),
     "sensitivity": Option(
