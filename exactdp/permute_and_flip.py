@@ -33,7 +33,12 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    ``mu_{N+1}/(1 - p_a)``).  ``N`` is chosen per level so that the bound is below
    ``2**-(prec+6)`` times ``1/(2S) <= mu_0 <= I_a`` (``F(t) >= 1 - tS``).  The moments
    ``mu_n`` are shared by all levels, so a table of ``10**4`` levels costs a few
-   integrals plus ``O(N)`` ball operations per level.  Levels for which no moderate
+   integrals plus ``O(N)`` ball operations per level.  ``B_1`` and ``B_2`` are increasing
+   in ``p_a`` (and the conditions ``p_a < 1``, ``S > p_a`` persist as ``p_a`` decreases),
+   so the factor ``min(B_1, B_2)`` evaluated (as an upper bound) at the first, largest,
+   ``p_a`` that uses a given ``N`` bounds the factor of every later level with the same
+   ``N``; it is reused there (``R_a <= p_a^{N+1}`` times it), and a level whose bound so
+   obtained misses the goal falls back to its own ``B_1``, ``B_2``.  Levels for which no moderate
    ``N`` suffices (``p_a`` close to 1 while ``S`` is small) have ``I_a`` integrated
    directly instead (on the same quadrature nodes), whichever means fewer integrals.
 2. *Rescaled quadrature.*  Each ``mu_n = sigma^{-n-1} int_0^sigma s^n F(s/sigma) ds`` and
@@ -60,7 +65,13 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    on the complex boxes the quadrature bounds), plus ``-sum_{j<=J} P_j t^j / j`` with the power sums
    ``P_j = sum_{b not in D} m_b p_b^j`` and the remainder bound
    ``|sum_{j>J} P_j t^j/j| <= P_1 |t| (q|t|)^J / ((J+1)(1 - q|t|))``, ``q = max_{b not in D} p_b``
-   (from ``P_j <= P_1 q^{j-1}``), added as a complex ball at every evaluation.  ``log1p``
+   (from ``P_j <= P_1 q^{j-1}``), added as a complex ball at every evaluation.  The power
+   sums are enclosed by repeated multiplication ``w_b p_b^{j-1}`` (``w_b = m_b p_b``); once
+   the trailing terms (``p`` decreasing) fall below ``2**-(prec+40) P_1`` they are cut
+   from the loop in one slice, and every later ``P_j`` gets ``[0, dropped]`` added, with
+   ``dropped`` the enclosed sum of the cut terms: as every ``p_b <= 1`` (checked: ``p_0 <= 1``;
+   otherwise nothing is cut) their later powers are no larger, so the ball still contains
+   ``P_j``.  With ``10**5`` levels almost all are cut at ``j = 2``: linear cost.  ``log1p``
    is used only where ``Re(1 - t p_b) > 0`` is certain (away from the branch cut), else
    the integer power ``(1 - t p_b)^{m_b}``; ``F`` is a polynomial, so it is analytic.
 
@@ -156,7 +167,7 @@ def _ln_p_floats(table: LevelTable) -> list[float]:
     scale = table.scale
     lam = float(scale.lam) if scale.lam is not None else -math.log(float(scale.base))
     u0 = table.utilities[0]
-    return [lam * float(Fraction(u - u0)) for u in table.utilities]
+    return [lam * float(u - u0) for u in table.utilities]  # int or Fraction: exact difference
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,19 +175,33 @@ def _ln_p_floats(table: LevelTable) -> list[float]:
 # ---------------------------------------------------------------------------------------
 def _power_sums(w: list, p: list, J: int, prec: int) -> list:
     """Enclosures of ``P_j = sum_b w_b p_b^(j-1)`` for ``j = 1..J`` (``w_b = m_b p_b``;
-    ``p`` decreasing).  Terms below ``2**-(prec+40) P_1`` are dropped from the loop once
-    (their later powers are smaller still) and every later ``P_j`` gets ``[0, dropped]``
-    added, so the enclosures stay rigorous."""
+    ``p`` decreasing, every ``p_b <= 1``).  After each multiplication the trailing run of
+    terms below ``2**-(prec+40) P_1`` is dropped from the loop in one cut (their later
+    powers are no larger, as ``p_b <= 1``) and every later ``P_j`` gets ``[0, dropped]``
+    added, so the enclosures stay rigorous.  Cost: ``O(sum_j live_j)`` ball operations,
+    where ``live_j`` is the number of terms still above the threshold at power ``j`` --
+    with ``10**5`` levels of which most are astronomically small, the first pass drops
+    almost all of them (one slice, not one list copy per dropped term)."""
     total = sum(w, arb(0))
+    out = [total]
+    if J < 2:
+        return out
+    # Dropping needs p_b <= 1 for every b (then w_b p_b^i is non-increasing in i); p is
+    # decreasing, so p_0 <= 1 suffices.  Otherwise keep every term (still rigorous).
+    can_drop = bool(p) and bool(p[0] <= 1)
     thr = total.upper() * arb(2) ** (-prec - 40)
     terms = list(w)
     dropped = arb(0)
-    out = [total]
     for _ in range(2, J + 1):
         terms = [x * y for x, y in zip(terms, p)]
-        while terms and terms[-1] < thr:
-            dropped += terms.pop()
-            p = p[: len(terms)]
+        if can_drop:
+            k = len(terms)
+            while k and terms[k - 1] < thr:
+                k -= 1
+            if k < len(terms):
+                dropped += sum(terms[k:], arb(0))
+                del terms[k:]
+                p = p[:k]
         out.append(sum(terms, arb(0)) + _zero_to(dropped))
     return out
 
@@ -484,8 +509,10 @@ def _needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int
     return cap + 1
 
 
-def _tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
-    """Rigorous upper bound of ``R_a`` after ``N`` terms, or ``None`` if neither applies."""
+def _tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
+    """Rigorous upper bound of ``min(B_1, B_2)`` (module docstring, item 1) at ``p_a``, or
+    ``None`` if neither applies.  Both ``B_1`` and ``B_2`` are increasing in ``p_a``, so the
+    value at ``p_a`` also bounds the factor of every level with a smaller ``p``."""
     cands = []
     d = S - pa
     if d > 0:
@@ -499,7 +526,15 @@ def _tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     best = min(cands, key=lambda x: x.upper())
     if not best.is_finite():
         return None
-    return (pa ** (N + 1) * best).upper()
+    return best.upper()
+
+
+def _tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
+    """Rigorous upper bound of ``R_a`` after ``N`` terms, or ``None`` if neither applies."""
+    fac = _tail_factor(pa, N, S, fact)
+    if fac is None:
+        return None
+    return (pa ** (N + 1) * fac).upper()
 
 
 def _moment_cut(n: int, prec: int) -> float:
@@ -542,8 +577,11 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
         if method in ("direct", "acb"):
             need.append(cap + 1)
             continue
-        d = S - p[a]
-        lnSm = _float_log(d) if d > 0 else None
+        if lnp[a] < lnS - 60.0:  # p_a < S e^-60: ln(S - p_a) = ln S to float accuracy
+            lnSm = lnS
+        else:
+            d = S - p[a]
+            lnSm = _float_log(d) if d > 0 else None
         need.append(_needed_terms(lnp[a], lnS, lnSm, a == 0, prec, cap))
     order = sorted(set(need))
     best_cost, n_star = n, -1  # all direct
@@ -588,24 +626,41 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
     goal = arb(2) ** (-prec - 7) / S  # 2**-(prec+6) times the lower bound 1/(2S) of I_a
     out_p: list[Optional[arb]] = [None] * n
     direct_set = set(direct_levels)
+    shared_factor: dict = {}  # N -> min(B_1, B_2) at the largest p_a that used N
+    nu0_scaled = nus[0] / sigma if n_star >= 0 else None
     for a in range(n):
         if a in direct_set:
             continue
         pa = p[a]
-        x = pa / sigma
-        # Smallest N (<= n_star) whose rigorous tail bound meets the goal.
+        # Smallest N (<= n_star) whose rigorous tail bound meets the goal.  First try the
+        # factor min(B_1, B_2) of an earlier level with the same N (both are increasing in
+        # p, and p is decreasing in a, so it bounds this level's factor too): one product.
         N = min(max(need[a], 0), n_star)
-        R = _tail_bound(pa, N, S, fact)
+        R = None
+        shared = shared_factor.get(N)
+        if shared is not None:
+            R = (pa ** (N + 1) * shared).upper()
+            if not R < goal:
+                R = None
+        if R is None:
+            fac = _tail_factor(pa, N, S, fact)
+            if fac is not None:
+                shared_factor.setdefault(N, fac)
+            R = None if fac is None else (pa ** (N + 1) * fac).upper()
         while (R is None or not R < goal) and N < n_star:
             N += 1
             R = _tail_bound(pa, N, S, fact)
         if R is None:
             direct_set.add(a)
             continue
-        acc = nus[N]
-        for k in range(N - 1, -1, -1):
-            acc = acc * x + nus[k]
-        I_a = acc / sigma + _zero_to(R)
+        if N == 0:
+            I_a = nu0_scaled + _zero_to(R)
+        else:
+            x = pa / sigma
+            acc = nus[N]
+            for k in range(N - 1, -1, -1):
+                acc = acc * x + nus[k]
+            I_a = acc / sigma + _zero_to(R)
         out_p[a] = pa * I_a
     for a in sorted(direct_set):
         pa = p[a]
