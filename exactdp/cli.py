@@ -1085,6 +1085,78 @@ def _add_mechanism_parser(subs: Any, command: str, cmd: Command, name: str, spec
     p.set_defaults(mechanism=name)
 
 
+# `check` runs the executable checks of the papers (the top-level package proofs_checks of
+# the source repository, next to exactdp/).  It takes no mechanism, so it is not in COMMANDS.
+def _add_check_parser(commands: Any) -> None:
+    cp = commands.add_parser(
+        "check",
+        help="run the executable checks of the papers' lemmas and theorems (proofs_checks)",
+        description=_fill(
+            "Run proofs_checks: every lemma and theorem of the papers as a check over an "
+            "exhaustive small instance space, and print one row per check (pass, erratum = "
+            "the statement is false as printed and documented in docs/errata.md, FAIL, or "
+            "not run).  Exit status 1 when a check FAILs, 2 when proofs_checks is not "
+            "importable (it ships with the source repository, not with the package)."
+        ),
+        epilog=f"example:\n  {PROG} check --only joint.lemma_3_4\n  {PROG} check --full --report REPORT.md",
+        formatter_class=_FORMATTER,
+        allow_abbrev=False,
+    )
+    cp.add_argument("--full", action="store_true", help="the full instance spaces (minutes) instead of the fast subset")
+    cp.add_argument("--only", action="append", metavar="NAME",
+                    help="run only checks whose name is, starts with or contains NAME (repeatable)")
+    cp.add_argument("--report", metavar="PATH", default=None, help="also write the Markdown report to PATH")
+    cp.add_argument("--jobs", type=_positive_int_arg, default=None, metavar="N",
+                    help="worker processes (default: 2 when 2+ CPUs, else 1)")
+    cp.add_argument("--json", action="store_true", help="machine-readable output: a JSON object with every result")
+    cp.set_defaults(mechanism=None)
+
+
+def _import_proofs_checks() -> Any:
+    """``proofs_checks``, from ``sys.path`` or else from the checkout that holds this exactdp."""
+    import importlib
+
+    try:
+        return importlib.import_module("proofs_checks")
+    except ImportError:
+        pass
+    root = os.path.dirname(os.path.dirname(os.path.abspath(exactdp.__file__)))
+    if not os.path.isfile(os.path.join(root, "proofs_checks", "__init__.py")):
+        raise _CommandError(
+            "check: the proofs_checks package is not importable; it ships with the exactdp "
+            "source repository (next to exactdp/), so run 'exactdp check' from a checkout"
+        )
+    sys.path.insert(0, root)
+    try:
+        return importlib.import_module("proofs_checks")
+    except ImportError as err:
+        raise _CommandError(f"check: cannot import proofs_checks from {root}: {err}") from None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import time
+
+    pc = _import_proofs_checks()
+    try:
+        checks = pc.select(args.only)
+    except KeyError as err:
+        raise _CommandError(f"check: {err.args[0]}") from None
+    jobs = args.jobs if args.jobs is not None else (2 if (os.cpu_count() or 1) >= 2 else 1)
+    start = time.perf_counter()
+    results = pc.run_checks(checks, full=args.full, jobs=jobs)
+    seconds = time.perf_counter() - start
+    if args.report:
+        try:
+            with open(args.report, "w", encoding="utf-8") as handle:
+                handle.write(pc.render_markdown(results, full=args.full, seconds=seconds))
+        except OSError as err:
+            raise _CommandError(f"check: cannot write {args.report!r}: {err.strerror or err}") from None
+    text = pc.results_json(results, full=args.full, seconds=seconds) if args.json else pc.render_table(results)
+    for line in text.splitlines():
+        _out(line)
+    return 1 if any(r.status == "FAIL" for r in results) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (commands, then one sub-parser per registered mechanism)."""
     mechanisms = ", ".join(MECHANISMS)
@@ -1096,6 +1168,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="examples:\n"
         + "".join(f"  {PROG} {c} joint {cmd.example}\n" for c, cmd in COMMANDS.items())
+        + f"  {PROG} check --only joint.lemma_3_4\n"
         + f"\nmechanisms: {mechanisms}\n"
         f"run '{PROG} COMMAND --help' or '{PROG} COMMAND MECHANISM --help' for details.",
         formatter_class=_FORMATTER,
@@ -1117,6 +1190,7 @@ def build_parser() -> argparse.ArgumentParser:
         subs = cp.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True)
         for name, spec in MECHANISMS.items():
             _add_mechanism_parser(subs, command, cmd, name, spec)
+    _add_check_parser(commands)
     return parser
 
 
@@ -1149,6 +1223,12 @@ def _run(argv: Optional[Sequence[str]]) -> int:
 
 def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
     args, extras = build_parser().parse_known_args(argv)
+    if args.command == "check":
+        if extras:
+            raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} check")
+        status = cmd_check(args)
+        sys.stdout.flush()
+        return status
     if extras:
         raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} {args.command} {args.mechanism}")
     spec = MECHANISMS[args.mechanism]
