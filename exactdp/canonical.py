@@ -68,10 +68,9 @@ from .errors import (
     ExactDPValueError,
     InvalidParameterError,
     NoClosedFormError,
-    TooManyOutputsError,
 )
 from .levels import Level
-from .mechanism import Mechanism, make_scale
+from .mechanism import Mechanism, check_output_count, make_scale
 from .precision import certify, certify_many, prec_for_dps
 from .ranking import Ranking
 from .sampling import choose_index
@@ -779,14 +778,7 @@ class CanonicalGamma1(_ClassMethods):
 
     # -- outputs and sampling ---------------------------------------------------------------
     def _check_size(self, max_outputs: Optional[int]) -> None:
-        if max_outputs is None:
-            return
-        limit = as_positive_int(max_outputs, "max_outputs")
-        size = self.support_size()
-        if size > limit:
-            raise TooManyOutputsError(
-                "max_outputs", limit, f"the mechanism has {size} outputs; raise max_outputs to enumerate them"
-            )
+        check_output_count(self.support_size(), max_outputs)
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[frozenset]:
         """Every k-subset, class by class in :meth:`classes` order (lazily)."""

@@ -36,16 +36,15 @@ What is exact here and how it is counted:
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import gmpy2
 
 from ._events import event_chunks, level_factor_chunks
 from .errors import InvalidParameterError
 from .levels import Level
-from .mechanism import Mechanism, make_scale
+from .mechanism import JointFamily
 from .selection import ExponentialMechanism
-from .validation import as_sensitivity
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
@@ -114,7 +113,7 @@ def joint_mtilde(ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, 
             n[i] = b_i
 
 
-class Joint(Mechanism):
+class Joint(JointFamily):
     """The Joint exponential mechanism over top-k sequences (SPEC 2.1).
 
     ``Joint(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
@@ -125,17 +124,6 @@ class Joint(Mechanism):
 
     output_kind = "sequence"
     rule = ExponentialMechanism()
-
-    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None, sensitivity: Any = 1):
-        super().__init__(counts, k)
-        self.sensitivity = as_sensitivity(sensitivity)
-        self.scale = make_scale(epsilon, base, 2 * self.sensitivity)
-        self.epsilon = self.scale.epsilon
-        self.base = self.scale.base
-
-    def _params(self) -> str:
-        s = self.scale.describe().split(", divisor")[0]
-        return s + (f", sensitivity={self.sensitivity}" if self.sensitivity != 1 else "")
 
     # -- the paper's objects -----------------------------------------------------------
     def _compute_levels(self):

@@ -67,11 +67,11 @@ from flint import arb, fmpq, fmpz_poly
 
 from .errors import InvalidParameterError, TooManyOutputsError
 from .levels import Level
-from .mechanism import Mechanism, make_scale
+from .mechanism import JointFamily, make_scale
 from .precision import certify_many
 from .ranking import Ranking
 from .selection import ExponentialMechanism
-from .validation import _as_int, as_counts, as_dps, as_k, as_sensitivity
+from .validation import _as_int, as_counts, as_dps, as_k
 
 __all__ = [
     "JointSet",
@@ -566,7 +566,7 @@ class _LevelPaths:
 # =====================================================================================
 # The mechanism
 # =====================================================================================
-class JointSet(Mechanism):
+class JointSet(JointFamily):
     """The JOINT exponential mechanism over top-k *sets* (SPEC 2.3; the workshop paper).
 
     ``JointSet(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
@@ -580,16 +580,8 @@ class JointSet(Mechanism):
     LEVEL_CACHE = 64
 
     def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None, sensitivity: Any = 1):
-        super().__init__(counts, k)
-        self.sensitivity = as_sensitivity(sensitivity)
-        self.scale = make_scale(epsilon, base, 2 * self.sensitivity)
-        self.epsilon = self.scale.epsilon
-        self.base = self.scale.base
+        super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
         self._paths: dict[int, _LevelPaths] = {}
-
-    def _params(self) -> str:
-        s = self.scale.describe().split(", divisor")[0]
-        return s + (f", sensitivity={self.sensitivity}" if self.sensitivity != 1 else "")
 
     def _compute_levels(self):
         return joint_set_levels(self.ranking, self.k)

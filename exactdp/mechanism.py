@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Optional
 import mpmath
 import sympy
 
-from .errors import InvalidOutputError, InvalidParameterError, TooManyOutputsError
+from .errors import InvalidParameterError, TooManyOutputsError
 from .levels import Level, Utility
 from .ranking import Ranking
 from .scale import Scale
@@ -42,7 +42,7 @@ from .validation import (
     as_set_output,
 )
 
-__all__ = ["Mechanism", "make_scale"]
+__all__ = ["Mechanism", "JointFamily", "make_scale", "check_output_count"]
 
 Output = Any  # tuple[int, ...] for sequence mechanisms, frozenset[int] for set mechanisms
 
@@ -56,6 +56,17 @@ def make_scale(epsilon: Any, base: Any, divisor: Fraction) -> Scale:
     if base is not None:
         return Scale(base=as_base(base), divisor=divisor)
     return Scale(epsilon=as_epsilon(1 if epsilon is None else epsilon), divisor=divisor)
+
+
+def check_output_count(size: int, max_outputs: Optional[int]) -> None:
+    """Refuse (:class:`TooManyOutputsError`) to enumerate ``size`` outputs past ``max_outputs``."""
+    if max_outputs is None:
+        return
+    limit = as_positive_int(max_outputs, "max_outputs")
+    if size > limit:
+        raise TooManyOutputsError(
+            "max_outputs", limit, f"the mechanism has {size} outputs; raise max_outputs to enumerate them"
+        )
 
 
 class Mechanism(abc.ABC):
@@ -187,14 +198,7 @@ class Mechanism(abc.ABC):
         return self._unrank(a, gen.randrange(self.table.multiplicities[a]))
 
     def _check_size(self, max_outputs: Optional[int]) -> None:
-        if max_outputs is None:
-            return
-        limit = as_positive_int(max_outputs, "max_outputs")
-        size = self.support_size()
-        if size > limit:
-            raise TooManyOutputsError(
-                "max_outputs", limit, f"the mechanism has {size} outputs; raise max_outputs to enumerate them"
-            )
+        check_output_count(self.support_size(), max_outputs)
 
     def _params(self) -> str:
         return self.scale.describe()
@@ -202,3 +206,19 @@ class Mechanism(abc.ABC):
     def __repr__(self) -> str:
         counts = repr(list(self.counts)) if self.d <= 12 else f"<{self.d} counts>"
         return f"{type(self).__name__}({counts}, k={self.k}, {self._params()})"
+
+
+class JointFamily(Mechanism):
+    """Mechanisms weighted ``exp(epsilon * u / (2 * sensitivity))`` or ``base**(-u)``
+    (the Joint paper's Equation 1; Joint, PNFJoint, JointSet)."""
+
+    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None, sensitivity: Any = 1):
+        super().__init__(counts, k)
+        self.sensitivity = as_sensitivity(sensitivity)
+        self.scale = make_scale(epsilon, base, 2 * self.sensitivity)
+        self.epsilon = self.scale.epsilon
+        self.base = self.scale.base
+
+    def _params(self) -> str:
+        s = self.scale.describe().split(", divisor")[0]
+        return s + (f", sensitivity={self.sensitivity}" if self.sensitivity != 1 else "")
