@@ -257,7 +257,9 @@ def _counts_arg(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _counts_file_arg(path: str) -> list[int]:
+def _parse_file_arg(path: str, parse: Callable[[str, str], Any]) -> Any:
+    """Read ``path`` (``-`` is standard input) and ``parse(text, repr(path))``, turning read
+    and parse errors into argparse's one-line errors."""
     try:
         if path == "-":
             text = sys.stdin.read()
@@ -267,9 +269,13 @@ def _counts_file_arg(path: str) -> list[int]:
     except (OSError, UnicodeDecodeError) as err:
         raise argparse.ArgumentTypeError(f"cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from None
     try:
-        return parse_counts(text, repr(path))
+        return parse(text, repr(path))
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _counts_file_arg(path: str) -> list[int]:
+    return _parse_file_arg(path, parse_counts)
 
 
 def _output_arg(text: str) -> list[int]:
@@ -785,18 +791,7 @@ def cmd_audit(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) 
 def _samples_file_arg(path: str) -> list[list[int]]:
     from .certify import read_samples
 
-    try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from None
-    try:
-        return read_samples(text, repr(path))
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+    return _parse_file_arg(path, read_samples)
 
 
 def _alpha_arg(text: str) -> float:

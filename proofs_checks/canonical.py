@@ -208,31 +208,9 @@ def lemma_3_1(ctx):
 
 def _swap_bfs(c, outs, depth):
     """BFS distances with swap moves (every score +-1 or 0 per user)."""
-    from .joint_set import is_top_set
+    from .joint_set import bfs_distances, is_top_set, swap_moves
 
-    d = len(c)
-    moves = [x for x in itertools.product((-1, 0, 1), repeat=d) if any(x)]
-    dist = {}
-    todo = set(outs)
-    seen = {tuple(c)}
-    frontier = [tuple(c)]
-    level = 0
-    while todo and level <= depth:
-        for st in frontier:
-            for o in list(todo):
-                if is_top_set(st, o):
-                    dist[o] = level
-                    todo.discard(o)
-        nxt = []
-        for st in frontier:
-            for x in moves:
-                n = tuple(a + b for a, b in zip(st, x))
-                if n not in seen:
-                    seen.add(n)
-                    nxt.append(n)
-        frontier = nxt
-        level += 1
-    return dist
+    return bfs_distances(c, outs, is_top_set, depth, swap_moves(len(c)), nonnegative=False)
 
 
 def _loss_changes(ctx, relation):

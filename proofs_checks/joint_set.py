@@ -63,11 +63,22 @@ def is_top_sequence(c, S):
     return all(a >= b for a, b in zip(vals, vals[1:])) and (not outside or vals[-1] >= max(outside))
 
 
-def bfs_distances(c, outputs, satisfied, max_depth):
-    """Fewest user additions/removals (``c -> c +- v``, counts kept >= 0) after which each
-    output satisfies ``satisfied(counts, output)``; ``None`` past ``max_depth``."""
-    d = len(c)
-    moves = [v for v in itertools.product((0, 1), repeat=d) if any(v)]
+def add_remove_moves(d):
+    """One user added or removed: every count changes by 0 or +1 together, or 0 or -1."""
+    return [tuple(sign * b for b in v) for v in itertools.product((0, 1), repeat=d) if any(v) for sign in (1, -1)]
+
+
+def swap_moves(d):
+    """One user's item set replaced: every count changes by -1, 0 or +1."""
+    return [x for x in itertools.product((-1, 0, 1), repeat=d) if any(x)]
+
+
+def bfs_distances(c, outputs, satisfied, max_depth, moves=None, nonnegative=True):
+    """Fewest moves (default: user additions/removals, :func:`add_remove_moves`; with
+    ``nonnegative`` counts kept >= 0) after which each output satisfies
+    ``satisfied(counts, output)``; outputs not reached within ``max_depth`` are absent."""
+    if moves is None:
+        moves = add_remove_moves(len(c))
     dist = {}
     todo = set(outputs)
     seen = {tuple(c)}
@@ -84,11 +95,10 @@ def bfs_distances(c, outputs, satisfied, max_depth):
         nxt = []
         for state in frontier:
             for v in moves:
-                for sign in (1, -1):
-                    n = tuple(a + sign * b for a, b in zip(state, v))
-                    if min(n) >= 0 and n not in seen:
-                        seen.add(n)
-                        nxt.append(n)
+                n = tuple(a + b for a, b in zip(state, v))
+                if (not nonnegative or min(n) >= 0) and n not in seen:
+                    seen.add(n)
+                    nxt.append(n)
         frontier = nxt
         depth += 1
     return dist
