@@ -57,7 +57,7 @@ import sympy
 from flint import arb, ctx, fmpq, fmpz
 
 from .errors import InvalidParameterError, PrecisionError, TooManyOutputsError
-from .precision import ball_to_mpf, prec_for_dps
+from .precision import ball_to_mpf, prec_for_dps, flint_workprec, mp_workdps
 from .validation import as_counts, as_dps, as_positive_int, as_rational
 
 __all__ = [
@@ -459,7 +459,7 @@ def privacy_loss(
         pb = keys_b.probabilities(reps_b, digits)
         prec = prec_for_dps(digits, 40)
         rows = []
-        with ctx.workprec(prec):
+        with flint_workprec(prec):
             la_balls = {a: _log_ball(p, digits) for a, p in pa.items()}
             lb_balls = {b: _log_ball(p, digits) for b, p in pb.items()}
             for (la, lb), (o, size) in pairs.items():
@@ -500,7 +500,7 @@ def privacy_loss(
                 break
         digits *= 2
 
-    with mpmath.workdps(2 * digits + 20):  # abs() rounds to the working precision
+    with mp_workdps(2 * digits + 20):  # abs() rounds to the working precision
         signed_rows.sort(key=lambda p: abs(p.signed), reverse=True)
     table = tuple(signed_rows)
     if infinite:
@@ -515,7 +515,7 @@ def privacy_loss(
         if proven_zero:
             (witness, w_size), = [v for v in list(pairs.values())[:1]]
             la = keys_a.key(witness)
-            with mpmath.workdps(digits_wanted + 5):
+            with mp_workdps(digits_wanted + 5):
                 lp = mpmath.log(pa[la])
             return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
         raise PrecisionError(
@@ -525,7 +525,7 @@ def privacy_loss(
             "distributions agree to that many digits without being provably equal)",
         )
     direction = "a>b" if w_ball.mid() > 0 else "b>a"
-    with mpmath.workdps(digits_wanted + 5):
+    with mp_workdps(digits_wanted + 5):
         log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
     return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
 
@@ -752,9 +752,9 @@ def _epsilon_claim(epsilon: Any) -> Any:
 
 def _epsilon_value(eps: Any, dps: int) -> mpmath.mpf:
     if isinstance(eps, Fraction):
-        with mpmath.workdps(dps + 10):
+        with mp_workdps(dps + 10):
             return mpmath.mpf(eps.numerator) / eps.denominator
-    with mpmath.workdps(dps + 10):
+    with mp_workdps(dps + 10):
         return +sympy.N(eps, dps + 10)._to_mpmath(mpmath.mp.prec)
 
 
@@ -807,7 +807,7 @@ def worst_case(
     eps_value = _epsilon_value(eps, digits)
     value = worst.loss.value
     tol = mpmath.mpf(10) ** (-digits)
-    with mpmath.workdps(digits + 10):
+    with mp_workdps(digits + 10):
         margin = eps_value - value if not mpmath.isinf(value) else -mpmath.inf
         if mpmath.isinf(value) or value > eps_value * (1 + 3 * tol):
             verdict = "violated"

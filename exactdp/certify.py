@@ -40,7 +40,7 @@ import numpy as np
 from flint import arb, fmpz
 
 from .errors import InvalidOutputError, InvalidParameterError, ExactDPError
-from .precision import certify as _certify
+from .precision import certify as _certify, mp_workdps
 from .validation import as_dps, as_positive_int
 
 __all__ = [
@@ -348,7 +348,7 @@ def compare_probabilities(
     atol = (1e-9 if log else 0.0) if atol is None else float(atol)
     lv = _Levels(mechanism, digits, max_outputs)
     kind = lv.kind
-    with mpmath.workdps(digits + 10):
+    with mp_workdps(digits + 10):
         out_p = lv.output_probabilities
         if log:
             exact_level = [mpmath.log(p) for p in out_p]
@@ -515,7 +515,7 @@ def compare_mtilde(
     failures = 0
     max_err = mpmath.mpf(0)
     log_cache: dict[int, mpmath.mpf] = {}
-    with mpmath.workdps(digits + 5):
+    with mp_workdps(digits + 5):
         for p, (i, j, _, mt) in enumerate(mechanism.mtilde()):
             if pos_rows is not None and pos_cols is not None:
                 if (int(pos_rows[p]), int(pos_cols[p])) != (i, j):
@@ -564,7 +564,7 @@ def compare_mtilde(
 def chi2_sf(x: Any, df: int) -> mpmath.mpf:
     """``P(X > x)`` for ``X ~ chi-square(df)``: the regularised upper incomplete gamma
     function ``Q(df/2, x/2)`` (mpmath, 30 digits).  ``df = 0``: 1 for ``x <= 0``."""
-    with mpmath.workdps(30):
+    with mp_workdps(30):
         x = mpmath.mpf(x)
         if df <= 0:
             return mpmath.mpf(1) if x <= 0 else mpmath.mpf(0)
@@ -582,7 +582,7 @@ def chi2_isf(alpha: float, df: int) -> mpmath.mpf:
         raise InvalidParameterError("alpha", alpha, "must satisfy 0 < alpha < 1")
     if df <= 0:
         return mpmath.mpf(0)
-    with mpmath.workdps(30):
+    with mp_workdps(30):
         a = mpmath.mpf(alpha)
         lo, hi = mpmath.mpf(0), mpmath.mpf(df) + 10
         while chi2_sf(hi, df) > a:
@@ -601,7 +601,7 @@ def ncx2_sf(x: Any, df: int, nc: Any) -> mpmath.mpf:
     noncentrality ``nc``: the Poisson mixture ``sum_j Pois(j; nc/2) Q(df/2 + j, x/2)``,
     summed over a window of +-12 standard deviations of the Poisson weights with the
     recurrence ``Q(s + 1, y) = Q(s, y) + y**s e**-y / Gamma(s + 1)``."""
-    with mpmath.workdps(30):
+    with mp_workdps(30):
         x, nc = mpmath.mpf(x), mpmath.mpf(nc)
         if nc <= 0:
             return chi2_sf(x, df)
@@ -833,7 +833,7 @@ def goodness_of_fit(
             continue
         level_obs[a] += count
         per_output[o] = (a, count)
-    with mpmath.workdps(digits + 5):
+    with mp_workdps(digits + 5):
         probs = lv.level_probabilities
         expected_exact = [n * p for p in probs]
     plan = _make_plan(lv.levels, probs, n, min_expected, within, lv.support_size(), max_enumerate)
@@ -842,7 +842,7 @@ def goodness_of_fit(
     level_stat = 0.0
     for group in plan.level_bins:
         o = sum(level_obs[a] for a in group)
-        with mpmath.workdps(digits + 5):
+        with mp_workdps(digits + 5):
             e = float(mpmath.fsum(expected_exact[a] for a in group))
         contrib = (o - e) ** 2 / e if e > 0 else (0.0 if o == 0 else math.inf)
         level_stat += contrib

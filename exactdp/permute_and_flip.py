@@ -118,7 +118,7 @@ import sympy
 from flint import acb, acb_poly, arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from .errors import InvalidParameterError, NoClosedFormError, PrecisionError
-from .precision import MAX_PREC, certify, certify_many
+from .precision import MAX_PREC, certify, certify_many, flint_workprec
 from .selection import LevelTable, SelectionRule
 
 __all__ = [
@@ -884,10 +884,10 @@ class PermuteAndFlip(SelectionRule):
                 prec = max(need, 2 * prec)
                 lo = [None] * n
                 hi = [None] * n
-                with ctx.workprec(prec):
+                with flint_workprec(prec):
                     lam = table.scale.lam_ball()
                     lnp = [lam * arb(g.numerator) / g.denominator if g else arb(0) for g in gaps]
-            with ctx.workprec(prec):
+            with flint_workprec(prec):
                 for a in range(n):
                     if lo[a] is None:
                         lo[a] = _noisy(lnp[a], mult[a], bits[a], nbits[a], upper=False)

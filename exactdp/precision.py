@@ -8,9 +8,13 @@ returned midpoint ``x`` has relative error ``|x - true| / |true| <= 10**-dps``. 
 midpoint is converted to ``mpmath.mpf`` exactly (it is a binary number), so the bound
 carries over unchanged.
 
-Neither mpmath's nor flint's global precision is changed: flint work happens inside
-``flint.ctx.workprec`` and mpf construction inside ``mpmath.mp.workprec``, both of which
-restore the previous setting.
+Neither mpmath's nor flint's global precision is changed for good: both libraries keep
+their working precision in one process-wide context, so every exactdp section that needs
+a precision enters it through :func:`flint_workprec` or :func:`mp_workdps`, which hold one
+process-wide re-entrant lock (:data:`PRECISION_LOCK`) for the duration of the section and
+restore the previous setting on exit.  Threads calling exactdp concurrently therefore
+never see each other's precision, get the same values as sequential calls, and leave
+``flint.ctx.prec`` and ``mpmath.mp.prec`` as they found them.
 
 >>> from flint import arb
 >>> x = certify(lambda: arb(1) / 3, 40)
@@ -24,20 +28,61 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Callable, Sequence, TypeVar, Union
+import threading
+from typing import Callable, Iterator, Sequence, TypeVar, Union
 
 import mpmath
 from flint import arb, ctx
 
 from .errors import PrecisionError
 
-__all__ = ["certify", "certify_many", "is_accurate", "ball_to_mpf", "balls_to_mpf", "prec_for_dps", "MAX_PREC"]
+__all__ = [
+    "certify",
+    "certify_many",
+    "is_accurate",
+    "ball_to_mpf",
+    "balls_to_mpf",
+    "prec_for_dps",
+    "MAX_PREC",
+    "PRECISION_LOCK",
+    "flint_workprec",
+    "mp_workdps",
+    "mp_workprec",
+]
 
 #: Hard cap on the working precision (bits) before giving up with PrecisionError.
 MAX_PREC = 1 << 22
 
 T = TypeVar("T")
+
+#: The one lock held while exactdp has changed flint's or mpmath's process-wide working
+#: precision (re-entrant, so nested sections in one thread are fine).  Without it, two
+#: threads interleaving ``workprec`` enter/exit pairs restore each other's precision and
+#: leave the global context changed.
+PRECISION_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def flint_workprec(prec: int) -> Iterator[None]:
+    """``flint.ctx.workprec(prec)`` under :data:`PRECISION_LOCK` (thread-safe)."""
+    with PRECISION_LOCK, ctx.workprec(prec):
+        yield
+
+
+@contextlib.contextmanager
+def mp_workdps(dps: int) -> Iterator[None]:
+    """``mpmath.workdps(dps)`` under :data:`PRECISION_LOCK` (thread-safe)."""
+    with PRECISION_LOCK, mpmath.workdps(dps):
+        yield
+
+
+@contextlib.contextmanager
+def mp_workprec(prec: int) -> Iterator[None]:
+    """``mpmath.workprec(prec)`` under :data:`PRECISION_LOCK` (thread-safe)."""
+    with PRECISION_LOCK, mpmath.workprec(prec):
+        yield
 
 
 def prec_for_dps(dps: int, extra_bits: int = 0) -> int:
@@ -94,7 +139,7 @@ def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: 
     """
     prec = prec_for_dps(dps, extra_bits)
     while prec <= MAX_PREC:
-        with ctx.workprec(prec):
+        with flint_workprec(prec):
             balls = list(compute())
             if all(is_accurate(b, dps) for b in balls):
                 return balls_to_mpf(balls)

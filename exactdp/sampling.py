@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 from flint import arb, ctx
 
 from .errors import PrecisionError
-from .precision import MAX_PREC
+from .precision import MAX_PREC, flint_workprec
 
 __all__ = ["choose_index", "uniform_below"]
 
@@ -69,7 +69,7 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
     u = rng.getrandbits(2 * _CHUNK)
     n = 2 * _CHUNK
     while prec <= MAX_PREC:
-        with ctx.workprec(prec):
+        with flint_workprec(prec):
             cum = cumulative(prec)
             total = cum[-1]
             scale = arb(2) ** (-n)
