@@ -1,7 +1,15 @@
-"""Input validation shared by every mechanism (SPEC section 1).
+"""Input validation shared by every mechanism (the conventions of ``docs/index.md``).
 
 Each ``as_*`` function takes what a user may pass and returns the exact value exactdp
 works with, or raises an :mod:`exactdp.errors` error naming the argument and the value.
+
+Sizes are checked *before* a number is built: a decimal string, :class:`decimal.Decimal`
+or sympy ``Float`` whose exact value would need more than :data:`MAX_NUMBER_DIGITS`
+decimal digits (numerator or denominator) is refused with
+:class:`~exactdp.errors.InputLimitError` at once, instead of spending minutes building
+``10**100000000`` (pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).
+Integers given as ``Decimal`` (counts, ``k``, ``dps``) are limited to
+:data:`MAX_INTEGER_DIGITS` digits the same way.
 
 >>> as_counts([3, 2.0, 2])
 (3, 2, 2)
@@ -15,6 +23,10 @@ Fraction(1, 2)
 Traceback (most recent call last):
 ...
 exactdp.errors.InvalidParameterError: k=4: must satisfy 1 <= k <= d = 3
+>>> as_epsilon("1e100000000")
+Traceback (most recent call last):
+...
+exactdp.errors.InputLimitError: epsilon='1e100000000': the exact value would have 100000001 digits, more than the limit of 1000 for a number given as text or Decimal (exactdp.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int)
 """
 
 from __future__ import annotations
@@ -24,11 +36,13 @@ import math
 import numbers
 import operator
 import random
+import re
 from fractions import Fraction
 from typing import Any, Iterable
 
 from .errors import (
     ArgumentTypeError,
+    InputLimitError,
     InvalidCountsError,
     InvalidOutputError,
     InvalidParameterError,
@@ -48,10 +62,29 @@ __all__ = [
     "as_positive_int",
     "as_nonnegative_int",
     "DEFAULT_DPS",
+    "MAX_NUMBER_DIGITS",
+    "MAX_INTEGER_DIGITS",
+    "random_from_seed",
 ]
 
-#: Default number of certified significant decimal digits (SPEC section 3).
+#: Default number of certified significant decimal digits.
 DEFAULT_DPS = 30
+
+#: Largest number of decimal digits the numerator or the denominator of a rational given as
+#: text (``"1e400"``, ``"0.1"``, ``"1/3"``), :class:`decimal.Decimal` or sympy ``Float``
+#: may have (a sympy ``Float`` counts its binary digits as ``bits * log10(2)``).  The
+#: check is made from the string's length and exponent, before the number is built.
+#: Past about a thousand digits the certified exponentials of the weights get slow
+#: (measured: ``exactdp dist`` with ``--epsilon 1e1000`` takes 3.5 s, ``1e4000`` 28 s).
+#: Module-level so that a caller who needs more can raise it; exact ``Fraction``/``int``
+#: arguments are not limited.
+MAX_NUMBER_DIGITS = 1000
+
+#: Largest number of decimal digits of an integer given as a :class:`decimal.Decimal`
+#: (``Decimal("1e100000000")`` as a count would build a hundred-million-digit integer).
+MAX_INTEGER_DIGITS = 1_000_000
+
+_LIMIT_HINT = "exactdp.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int"
 
 
 def _is_bool(x: Any) -> bool:
@@ -80,8 +113,16 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
         pass
     if isinstance(x, numbers.Rational) and x.denominator == 1:
         return int(x.numerator)
-    if isinstance(x, decimal.Decimal) and x.is_finite() and x == x.to_integral_value():
-        return int(x)
+    if isinstance(x, decimal.Decimal) and x.is_finite():
+        sign, digits, exponent = x.as_tuple()
+        if any(digits) and len(digits) + exponent > MAX_INTEGER_DIGITS:
+            raise InputLimitError(
+                label, x, f"would have about {len(digits) + exponent} digits, more than the limit of "
+                f"{MAX_INTEGER_DIGITS} for an integer given as Decimal "
+                "(exactdp.validation.MAX_INTEGER_DIGITS; raise it, or pass an int)", MAX_INTEGER_DIGITS,
+            )
+        if exponent >= 0 or x == x.to_integral_value():
+            return int(x)
     if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
         err = InvalidCountsError if argument == "counts" else InvalidParameterError
         raise err(label, x, "must be an integer")
@@ -132,18 +173,96 @@ def as_nonnegative_int(value: Any, argument: str) -> int:
 
 
 def as_k(k: Any, d: int) -> int:
-    """Validate ``k`` against the number of items ``d``: an integer with 1 <= k <= d."""
-    kk = _as_int(k, "k")
+    """Validate ``k`` against the number of items ``d``: an integer with 1 <= k <= d.
+
+    ``k`` must be of an integer type (``int``, numpy integers, gmpy2 ``mpz``, anything with
+    ``__index__``): unlike counts, where an integral float such as ``2.0`` is accepted
+    (data often arrive as floats), a float ``k`` is refused with
+    :class:`~exactdp.errors.ArgumentTypeError`, since it usually hides a computed value
+    such as ``d / 2``.
+    """
+    if _is_bool(k):
+        raise ArgumentTypeError("k", k, "booleans are not accepted as integers")
+    try:
+        kk = operator.index(k)
+    except TypeError:
+        raise ArgumentTypeError(
+            "k", k, f"must be an integer (int or numpy integer), not {type(k).__name__}"
+        ) from None
     if not 1 <= kk <= d:
         raise InvalidParameterError("k", k, f"must satisfy 1 <= k <= d = {d}")
     return kk
+
+
+# A decimal number or a fraction, as Python's Fraction accepts them but without underscores
+# (``"1_0"`` is not decimal notation) and with the exponent and digits kept as text until
+# their size has been checked.
+_RATIONAL = re.compile(
+    r"""\s*(?P<sign>[-+]?)(?=\d|\.\d)(?P<num>\d*)
+    (?:\s*/\s*(?P<den>\d+)
+      |(?:\.(?P<frac>\d*))?(?:[eE](?P<exp>[-+]?\d+))?)\s*""",
+    re.VERBOSE,
+)
+_EXAMPLES = "such as '0.1', '1e-3', '1/2' or '2'"
+
+
+def _check_digits(value: Any, argument: str, num_digits: int, den_digits: int, shown: str = "") -> None:
+    """Refuse a number whose numerator or denominator would have too many digits."""
+    digits = max(num_digits, den_digits)
+    if digits > MAX_NUMBER_DIGITS:
+        raise InputLimitError(
+            argument, value,
+            f"the exact value would have {shown or digits} digits, more than the limit of {MAX_NUMBER_DIGITS} "
+            f"for a number given as text or Decimal ({_LIMIT_HINT})",
+            MAX_NUMBER_DIGITS,
+        )
+
+
+def _parse_rational(text: str, argument: str) -> Fraction:
+    """An exact Fraction from a decimal or ``p/q`` string, sizes checked before building it."""
+    mo = _RATIONAL.fullmatch(text)
+    if mo is None:
+        if "_" in text and _RATIONAL.fullmatch(text.replace("_", "")):
+            raise InvalidParameterError(
+                argument, text,
+                "underscores are not decimal notation: write the number without them "
+                f"({text.replace('_', '')!r})",
+            )
+        raise InvalidParameterError(argument, text, f"must be a finite number {_EXAMPLES}")
+    num, den = mo.group("num"), mo.group("den")
+    negative = mo.group("sign") == "-"
+    if den is not None:
+        _check_digits(text, argument, len(num.lstrip("0")), len(den.lstrip("0")))
+        if int(den) == 0:
+            raise InvalidParameterError(argument, text, f"division by zero: must be a finite number {_EXAMPLES}")
+        q = Fraction(int(num), int(den))
+        return -q if negative else q
+    frac = mo.group("frac") or ""
+    mantissa = (num + frac).lstrip("0")
+    if not mantissa:
+        return Fraction(0)  # "0", "0.000", "0e99999999999": zero whatever the exponent
+    exp_text = mo.group("exp") or "0"
+    if len(exp_text.lstrip("+-").lstrip("0")) > 18:  # |exponent| >= 10**18: far past any limit
+        _check_digits(text, argument, 10**18, 0, "more than 10**18")
+    shift = int(exp_text) - len(frac)  # value = int(num + frac) * 10**shift
+    # the mantissa's trailing zeros make the denominator smaller: count them exactly
+    stripped = mantissa.rstrip("0")
+    shift_after = shift + (len(mantissa) - len(stripped))
+    _check_digits(text, argument, len(stripped) + max(shift_after, 0), max(-shift_after, 0) + 1)
+    m = int(stripped)
+    q = Fraction(m * 10**shift_after) if shift_after >= 0 else Fraction(m, 10**-shift_after)
+    return -q if negative else q
 
 
 def as_rational(value: Any, argument: str) -> Fraction:
     """An exact rational from int, Fraction, decimal string, Decimal, sympy Rational or float.
 
     A float is taken at its exact binary value (``0.1`` is not ``1/10``; pass ``"0.1"``).
-    NaN and infinities are rejected with :class:`~exactdp.errors.InvalidParameterError`;
+    Strings are decimal numbers (``"0.1"``, ``"-2.5e-3"``) or fractions (``"1/3"``);
+    underscores (``"1_0"``, accepted by Python's ``Fraction``) are refused, and so is a
+    string, ``Decimal`` or sympy ``Float`` whose exact value needs more than
+    :data:`MAX_NUMBER_DIGITS` digits (:class:`~exactdp.errors.InputLimitError`, raised
+    before the number is built).  NaN and infinities are rejected with :class:`~exactdp.errors.InvalidParameterError`;
     other types with :class:`~exactdp.errors.ArgumentTypeError`.
     """
     if _is_bool(value):
@@ -151,16 +270,13 @@ def as_rational(value: Any, argument: str) -> Fraction:
     if isinstance(value, Fraction):
         return value
     if isinstance(value, str):
-        try:
-            result = Fraction(value.strip())
-        except (ValueError, ZeroDivisionError):
-            raise InvalidParameterError(
-                argument, value, "must be a finite number such as '0.1', '1/2' or '2'"
-            ) from None
-        return result
+        return _parse_rational(value, argument)
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise InvalidParameterError(argument, value, "must be finite")
+        sign, digits, exponent = value.as_tuple()
+        if any(digits):
+            _check_digits(value, argument, len(digits) + max(exponent, 0), max(-exponent, 0) + 1)
         return Fraction(value)
     if isinstance(value, float) or (type(value).__module__ == "numpy" and "float" in type(value).__name__):
         f = float(value)
@@ -177,7 +293,10 @@ def as_rational(value: Any, argument: str) -> Fraction:
             raise InvalidParameterError(argument, value, "must be finite")
         # A sympy Float is a binary number: take its exact value (its str() is rounded to
         # decimal digits, so Fraction(str(value)) would turn Float(0.1) into 1/10).
-        sign, man, exp, _ = value._mpf_
+        sign, man, exp, bc = value._mpf_
+        if man:  # bits -> decimal digits, rounded up (log10(2) < 0.30103)
+            _check_digits(value, argument, -(-(bc + max(exp, 0)) * 30103 // 100000),
+                          -(-max(-exp, 0) * 30103 // 100000) + 1)
         exact = Fraction(int(man) * 2**exp) if exp >= 0 else Fraction(int(man), 2**-exp)
         return -exact if sign else exact
     try:
@@ -226,9 +345,78 @@ def as_dps(dps: Any) -> int:
     return n
 
 
+_MT_N = 624
+_MASK32 = 0xFFFFFFFF
+
+
+def _mt_state_from_key(key: list[int]) -> tuple[int, ...]:
+    """The Mersenne Twister state of ``init_by_array(key)`` (Matsumoto and Nishimura's
+    reference ``mt19937ar.c``, which CPython's ``random.seed`` calls with the 32-bit words of
+    ``abs(seed)``), as the 625-tuple ``random.Random.setstate`` expects (the index is 624)."""
+    mt = [0] * _MT_N
+    mt[0] = 19650218
+    for i in range(1, _MT_N):  # init_genrand(19650218)
+        mt[i] = (1812433253 * (mt[i - 1] ^ (mt[i - 1] >> 30)) + i) & _MASK32
+    i, j = 1, 0
+    for _ in range(max(_MT_N, len(key))):
+        mt[i] = ((mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525)) + key[j] + j) & _MASK32
+        i += 1
+        j += 1
+        if i >= _MT_N:
+            mt[0] = mt[_MT_N - 1]
+            i = 1
+        if j >= len(key):
+            j = 0
+    for _ in range(_MT_N - 1):
+        mt[i] = ((mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941)) - i) & _MASK32
+        i += 1
+        if i >= _MT_N:
+            mt[0] = mt[_MT_N - 1]
+            i = 1
+    mt[0] = 0x80000000
+    return tuple(mt) + (_MT_N,)
+
+
+def _seed_key(n: int) -> list[int]:
+    """The 32-bit words of ``n >= 0``, least significant first (at least one word)."""
+    key = []
+    while True:
+        key.append(n & _MASK32)
+        n >>= 32
+        if not n:
+            return key
+
+
+def random_from_seed(seed: int) -> random.Random:
+    """A :class:`random.Random` seeded injectively by the int ``seed``.
+
+    ``random.Random(seed)`` seeds the Mersenne Twister with the 32-bit words of
+    ``abs(seed)``, so ``-n`` and ``n`` give the same samples.  Here a seed ``n >= 0`` gives
+    exactly ``random.Random(n)`` (so samples from non-negative seeds are unchanged), and a
+    negative seed ``-n`` gives the generator seeded by the key ``words(n) + [0]``: the words
+    of ``n`` followed by one zero word.  No non-negative seed produces such a key (its most
+    significant word is non-zero, or it is the one-word key ``[0]`` of seed 0), so
+    distinct seeds always give distinct keys.
+
+    >>> random_from_seed(5).random() == random.Random(5).random()
+    True
+    >>> random_from_seed(-5).random() == random_from_seed(5).random()
+    False
+    """
+    seed = operator.index(seed)
+    if seed >= 0:
+        return random.Random(seed)
+    gen = random.Random()
+    gen.setstate((3, _mt_state_from_key(_seed_key(-seed) + [0]), None))
+    return gen
+
+
 def as_rng(rng: Any) -> random.Random:
     """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
 
+    An int seed goes through :func:`random_from_seed`: ``n >= 0`` is exactly
+    ``random.Random(n)``, and negative seeds give other generators (``random.Random``
+    itself would give the same samples for ``n`` and ``-n``).
     Only ``getrandbits`` and ``randrange`` of the result are used: both are integer-valued,
     so samples are reproducible bit for bit from a seed on every platform.
     """
@@ -244,7 +432,7 @@ def as_rng(rng: Any) -> random.Random:
         raise ArgumentTypeError(
             "rng", rng, "must be None, an int seed or a random.Random instance"
         ) from None
-    return random.Random(seed)
+    return random_from_seed(seed)
 
 
 def _output_ids(output: Any, d: int, k: int) -> list[int]:
