@@ -341,7 +341,7 @@ def _positive_int_arg(text: str) -> int:
 
 
 def _seed_arg(text: str) -> int:
-    """Any integer: :func:`exactdp.validation.random_from_seed` maps seeds injectively
+    """Any integer: :func:`exactdp.validation.seed_to_nonnegative` maps seeds injectively
     (``random.Random`` alone would give ``-s`` the samples of ``s``)."""
     return _int_arg(text)
 
@@ -959,9 +959,9 @@ def _args_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=_positive_int_arg, default=1, metavar="N", help="number of samples (default 1)")
     p.add_argument(
         "--seed", type=_seed_arg, default=None, metavar="SEED",
-        help="integer seed (reproducible on every platform): SEED >= 0 seeds "
-        "random.Random(SEED); a negative seed gives different samples from its absolute "
-        "value (see exactdp.validation.random_from_seed); default: the OS generator "
+        help="integer seed (reproducible on every platform): 0 <= SEED < 2**128 seeds "
+        "random.Random(SEED), other seeds are mapped injectively so that SEED and -SEED "
+        "differ (exactdp.validation.seed_to_nonnegative); default: the OS generator "
         "(random.SystemRandom)",
     )
     _add_json(p, "one JSON list of outputs (lists of item ids)")

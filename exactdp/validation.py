@@ -65,6 +65,8 @@ __all__ = [
     "MAX_NUMBER_DIGITS",
     "MAX_INTEGER_DIGITS",
     "random_from_seed",
+    "seed_to_nonnegative",
+    "SEED_BOUND",
 ]
 
 #: Default number of certified significant decimal digits.
@@ -345,78 +347,51 @@ def as_dps(dps: Any) -> int:
     return n
 
 
-_MT_N = 624
-_MASK32 = 0xFFFFFFFF
+#: Seeds ``0 <= seed < SEED_BOUND`` are used as they are (``random.Random(seed)``).
+SEED_BOUND = 2**128
 
 
-def _mt_state_from_key(key: list[int]) -> tuple[int, ...]:
-    """The Mersenne Twister state of ``init_by_array(key)`` (Matsumoto and Nishimura's
-    reference ``mt19937ar.c``, which CPython's ``random.seed`` calls with the 32-bit words of
-    ``abs(seed)``), as the 625-tuple ``random.Random.setstate`` expects (the index is 624)."""
-    mt = [0] * _MT_N
-    mt[0] = 19650218
-    for i in range(1, _MT_N):  # init_genrand(19650218)
-        mt[i] = (1812433253 * (mt[i - 1] ^ (mt[i - 1] >> 30)) + i) & _MASK32
-    i, j = 1, 0
-    for _ in range(max(_MT_N, len(key))):
-        mt[i] = ((mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525)) + key[j] + j) & _MASK32
-        i += 1
-        j += 1
-        if i >= _MT_N:
-            mt[0] = mt[_MT_N - 1]
-            i = 1
-        if j >= len(key):
-            j = 0
-    for _ in range(_MT_N - 1):
-        mt[i] = ((mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941)) - i) & _MASK32
-        i += 1
-        if i >= _MT_N:
-            mt[0] = mt[_MT_N - 1]
-            i = 1
-    mt[0] = 0x80000000
-    return tuple(mt) + (_MT_N,)
+def seed_to_nonnegative(seed: int, bound: int = SEED_BOUND) -> int:
+    """The non-negative integer exactdp seeds ``random.Random`` with for the int ``seed``.
 
+    ``random.Random(seed)`` uses ``abs(seed)``, so ``-n`` and ``n`` give the same samples.
+    This map is a bijection from all integers onto the non-negative ones that leaves every
+    seed in ``0 <= seed < bound`` (``bound = 2**128``) unchanged, so samples from those
+    seeds are exactly ``random.Random(seed)``'s:
 
-def _seed_key(n: int) -> list[int]:
-    """The 32-bit words of ``n >= 0``, least significant first (at least one word)."""
-    key = []
-    while True:
-        key.append(n & _MASK32)
-        n >>= 32
-        if not n:
-            return key
+    - ``0 <= seed < bound``: ``seed``;
+    - ``seed >= bound``: ``bound + 2*(seed - bound)`` (the even numbers from ``bound`` on);
+    - ``seed < 0``: ``bound + 2*(-seed) - 1`` (the odd numbers from ``bound`` on).
+
+    >>> seed_to_nonnegative(5), seed_to_nonnegative(-1) == 2**128 + 1, seed_to_nonnegative(2**128) == 2**128
+    (5, True, True)
+    """
+    seed = operator.index(seed)
+    if 0 <= seed < bound:
+        return seed
+    if seed >= bound:
+        return bound + 2 * (seed - bound)
+    return bound + 2 * (-seed) - 1
 
 
 def random_from_seed(seed: int) -> random.Random:
-    """A :class:`random.Random` seeded injectively by the int ``seed``.
-
-    ``random.Random(seed)`` seeds the Mersenne Twister with the 32-bit words of
-    ``abs(seed)``, so ``-n`` and ``n`` give the same samples.  Here a seed ``n >= 0`` gives
-    exactly ``random.Random(n)`` (so samples from non-negative seeds are unchanged), and a
-    negative seed ``-n`` gives the generator seeded by the key ``words(n) + [0]``: the words
-    of ``n`` followed by one zero word.  No non-negative seed produces such a key (its most
-    significant word is non-zero, or it is the one-word key ``[0]`` of seed 0), so
-    distinct seeds always give distinct keys.
+    """``random.Random(seed_to_nonnegative(seed))``: distinct int seeds give distinct
+    generators, and ``0 <= seed < 2**128`` gives exactly ``random.Random(seed)``.
 
     >>> random_from_seed(5).random() == random.Random(5).random()
     True
     >>> random_from_seed(-5).random() == random_from_seed(5).random()
     False
     """
-    seed = operator.index(seed)
-    if seed >= 0:
-        return random.Random(seed)
-    gen = random.Random()
-    gen.setstate((3, _mt_state_from_key(_seed_key(-seed) + [0]), None))
-    return gen
+    return random.Random(seed_to_nonnegative(seed))
 
 
 def as_rng(rng: Any) -> random.Random:
     """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
 
-    An int seed goes through :func:`random_from_seed`: ``n >= 0`` is exactly
-    ``random.Random(n)``, and negative seeds give other generators (``random.Random``
-    itself would give the same samples for ``n`` and ``-n``).
+    An int seed goes through :func:`seed_to_nonnegative` (an injective map): a seed
+    ``0 <= n < 2**128`` gives exactly ``random.Random(n)``, and a negative seed another
+    generator (``random.Random`` itself gives the same samples for ``n`` and ``-n``).
     Only ``getrandbits`` and ``randrange`` of the result are used: both are integer-valued,
     so samples are reproducible bit for bit from a seed on every platform.
     """
