@@ -458,16 +458,21 @@ def _num_table(x: mpmath.mpf, digits: int, ellipsis: str) -> str:
 _LONG_INT = re.compile(r"[0-9]{%d,}" % (ABBREVIATE_DIGITS + 1))
 
 
+def _abbreviate_ints(text: str, ellipsis: str) -> str:
+    """Every run of more than 60 digits in ``text`` abbreviated like :func:`format_int`."""
+    return _LONG_INT.sub(lambda mo: format_int(int(gmpy2.mpz(mo.group())), ellipsis=ellipsis), text)
+
+
 def _describe(m: Any, limit: int = 200, ellipsis: str = "\u2026") -> str:
-    """``repr(m)``, with the counts list elided when it is long (huge counts, d <= 12), and
-    every integer of more than 60 digits left (``epsilon=1e400``, a base of ``1/3**200``)
-    abbreviated like :func:`format_int` (the exact values are in ``--json``'s parameters)."""
-    text = repr(m)
+    """``repr(m)`` with every integer of more than 60 digits abbreviated (``epsilon=1e400``,
+    a base of ``1/3**200``, huge counts: the exact values are in ``--json``'s parameters),
+    and the counts list elided when the result is still long."""
+    text = _abbreviate_ints(repr(m), ellipsis)
     if len(text) > limit and text.startswith(f"{type(m).__name__}(["):
         head, sep, tail = text.partition("], k=")
         if sep:
-            text = f"{type(m).__name__}(<{m.d} counts>, k={tail}"
-    return _LONG_INT.sub(lambda mo: format_int(int(gmpy2.mpz(mo.group())), ellipsis=ellipsis), text)
+            return f"{type(m).__name__}(<{m.d} counts>, k={tail}"
+    return text
 
 
 def _output_ids(output: Any) -> list[int]:
@@ -534,7 +539,7 @@ def _mechanism_json(name: str, m: Any, spec: MechanismSpec) -> dict[str, Any]:
     return {
         "mechanism": name,
         "class": type(m).__name__,
-        "description": _describe(m, ellipsis="..."),
+        "description": _abbreviate_ints(repr(m), "..."),  # exact values: "parameters"
         "output_kind": getattr(m, "output_kind", "sequence"),
         "parameters": params,
     }
@@ -1276,7 +1281,8 @@ def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
         sys.stdout.flush()
         return status
     if extras:
-        raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} {args.command} {args.mechanism}")
+        shown = " ".join(x if len(x) <= 40 else _short(x) for x in extras)
+        raise _UsageError(f"unrecognized arguments: {shown}", f"{PROG} {args.command} {args.mechanism}")
     spec = MECHANISMS[args.mechanism]
     m = spec.build(args.counts, args.k, args)
     COMMANDS[args.command].run(args.mechanism, spec, m, args)

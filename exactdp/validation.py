@@ -132,7 +132,7 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
 
 
 def as_counts(counts: Any) -> tuple[int, ...]:
-    """Validate a count vector (SPEC section 1) and return it as a tuple of Python ints.
+    """Validate a count vector and return it as a tuple of Python ints.
 
     Accepts any finite one-dimensional sequence of integers: Python ints, numpy integer
     scalars or arrays, gmpy2 ``mpz``, and floats that are finite and integral.  Rejects
@@ -205,7 +205,7 @@ _RATIONAL = re.compile(
       |(?:\.(?P<frac>\d*))?(?:[eE](?P<exp>[-+]?\d+))?)\s*""",
     re.VERBOSE,
 )
-_EXAMPLES = "such as '0.1', '1e-3', '1/2' or '2'"
+_EXAMPLES = "such as '0.1', '1/2' or '2'"
 
 
 def _check_digits(value: Any, argument: str, num_digits: int, den_digits: int, shown: str = "") -> None:
