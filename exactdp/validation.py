@@ -179,18 +179,22 @@ def as_k(k: Any, d: int) -> int:
 
     ``k`` must be of an integer type (``int``, numpy integers, gmpy2 ``mpz``, anything with
     ``__index__``): unlike counts, where an integral float such as ``2.0`` is accepted
-    (data often arrive as floats), a float ``k`` is refused with
-    :class:`~exactdp.errors.ArgumentTypeError`, since it usually hides a computed value
-    such as ``d / 2``.
+    (data often arrive as floats), a number of another type (``2.0``, ``Fraction(2)``,
+    ``Decimal(2)``) is refused with :class:`~exactdp.errors.InvalidParameterError`, since it
+    usually hides a computed value such as ``d / 2``; a non-number (``"2"``) with
+    :class:`~exactdp.errors.ArgumentTypeError`.
     """
     if _is_bool(k):
         raise ArgumentTypeError("k", k, "booleans are not accepted as integers")
     try:
         kk = operator.index(k)
     except TypeError:
-        raise ArgumentTypeError(
-            "k", k, f"must be an integer (int or numpy integer), not {type(k).__name__}"
-        ) from None
+        reason = f"must be an integer (int or numpy integer), not {type(k).__name__}"
+        if isinstance(k, numbers.Number) or getattr(k, "is_Number", False) or (
+            type(k).__module__ == "numpy" and "float" in type(k).__name__
+        ):
+            raise InvalidParameterError("k", k, reason) from None
+        raise ArgumentTypeError("k", k, reason) from None
     if not 1 <= kk <= d:
         raise InvalidParameterError("k", k, f"must satisfy 1 <= k <= d = {d}")
     return kk

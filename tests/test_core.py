@@ -93,13 +93,18 @@ def test_as_k():
         as_k(np.bool_(True), 3)
 
 
-@pytest.mark.parametrize("bad", [2.0, np.float64(2.0), Fraction(2), decimal.Decimal(2), "2", sympy.Float(2)])
-def test_as_k_refuses_non_integer_types(bad):
+@pytest.mark.parametrize("bad, error", [
+    (2.0, errors.InvalidParameterError), (np.float64(2.0), errors.InvalidParameterError),
+    (Fraction(2), errors.InvalidParameterError), (decimal.Decimal(2), errors.InvalidParameterError),
+    (sympy.Float(2), errors.InvalidParameterError), (1.5, errors.InvalidParameterError),
+    ("2", errors.ArgumentTypeError), ([2], errors.ArgumentTypeError),
+])
+def test_as_k_refuses_non_integer_types(bad, error):
     # Counts accept integral floats (data often arrive as floats); k must be an int.
-    with pytest.raises(errors.ArgumentTypeError, match=r"^k=.*must be an integer") as info:
+    with pytest.raises(error, match=r"^k=.*must be an integer \(int or numpy integer\), not") as info:
         as_k(bad, 3)
     assert info.value.argument == "k"
-    with pytest.raises(errors.ArgumentTypeError, match=r"^k="):
+    with pytest.raises(error, match=r"^k="):
         exactdp.Joint([3, 2, 1], bad)
     assert as_counts([2.0, np.float64(3.0)]) == (2, 3)  # the counts contract is unchanged
 
