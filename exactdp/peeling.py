@@ -126,9 +126,8 @@ def _rel_ball(x: mpmath.mpf, digits: int) -> arb:
     ``x (1 +- 2^-b)`` with ``2^-b >= 2 * 10**-digits`` (``|x - t| <= 10**-digits |x| /
     (1 - 10**-digits) <= 2 * 10**-digits |x|``)."""
     b = int(math.floor(digits * math.log2(10))) - 2
-    man, exp = x._mpf_[1], x._mpf_[2]
-    mid = arb(int(man) * (-1 if x._mpf_[0] else 1)) * arb(2) ** int(exp) if man else arb(0)
-    return mid * arb(1, arb(2) ** -b)
+    # arb(mpf) is exact for any exponent (arb(2)**e is not, for astronomically large e)
+    return arb(x) * arb(1, arb(2) ** -b)
 
 
 class _WeightTree:
