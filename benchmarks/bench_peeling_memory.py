@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import platform
-import resource
 import subprocess
 import sys
-import time
 
 CHILD = r"""
 import sys, time

@@ -101,7 +101,7 @@ from .levels import Level
 from .mechanism import Mechanism, make_scale
 from .precision import certify
 from .sampling import choose_index
-from .selection import ExponentialMechanism, LevelTable, SelectionRule
+from .selection import LevelTable, SelectionRule
 from .validation import as_dps, as_sequence_output
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
@@ -565,13 +565,13 @@ class Peeling(Mechanism):
         else:
             removed: list[int] = []
 
-            def draw() -> int:
+            def draw(gen: random.Random) -> int:
                 table = self._round_table(removed)
                 v = table.utilities[self.round_rule.sample_level(table, gen)]
                 removed.append(v)
                 return self._level_of[v]
         for _ in range(self.k):
-            a = draw() if self.noise != "gumbel" else draw(gen)
+            a = draw(gen)
             n = remaining.get(a, self._mult[a])
             out.append(self._take(a, gen.randrange(n), taken.setdefault(a, [])))
             remaining[a] = n - 1
