@@ -1467,8 +1467,9 @@ class _Alternative:
         self.q_out = {a: np.array(v, dtype=float) for a, v in outs.items()}
         total_q = sum(self.q_level)
         if isinstance(alternative, Mapping):
-            total_claimed = sum(float(_to_mpf(p)) for p in alternative.values())
-            self.outside = max(0.0, total_claimed - total_q)
+            total_claimed = math.fsum(float(_to_mpf(p)) for p in alternative.values())
+            gap = total_claimed - total_q
+            self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
         else:
             self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
 
