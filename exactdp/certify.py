@@ -8,9 +8,9 @@ each compared with exactdp's exact values:
   float implementations use);
 - :func:`goodness_of_fit` -- draws from its sampler, tested against the exact
   distribution: first by level, then for uniformity within each level.  Its verdict is
-  PASS, FAIL or INCONCLUSIVE: a test that could not have failed (0 degrees of freedom,
-  or power below ``min_power`` against the least favourable deviation of total variation
-  ``delta``) never says PASS;
+  PASS, FAIL or INCONCLUSIVE: a test that could not have failed (0 degrees of freedom)
+  or was too weak to trust (power below ``min_power`` against the least favourable
+  deviation of total variation ``delta``) never says PASS;
 
 and :func:`sensitivity` says what the sampler test can detect with ``n`` draws,
 :func:`power` how likely it is to detect a given wrong distribution, and
@@ -1109,8 +1109,8 @@ class GoodnessOfFit:
     :func:`goodness_of_fit`):
 
     * ``"fail"``: an invalid or impossible draw, or ``p_value < alpha``;
-    * ``"inconclusive"``: not rejected, but the test could not have failed: ``df = 0``, or
-      its power against the least favourable alternative at total variation ``delta``
+    * ``"inconclusive"``: not rejected, but the test could not have failed (``df = 0``) or
+      was too weak to trust: its power against the least favourable alternative at total variation ``delta``
       (see :func:`sensitivity`) is below ``min_power``;
     * ``"pass"``: not rejected by a test that had power ``>= min_power`` at ``delta``.
 

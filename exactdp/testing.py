@@ -9,8 +9,8 @@ Assertions (raise ``AssertionError`` with a readable table of the worst bins or 
   to a tolerance (:func:`exactdp.certify.compare_probabilities`), over enough of the
   distribution to say so;
 
-A check that could not have failed does not pass: when the sampler test has 0 degrees of
-freedom or too little power, or a probability comparison covers too little, the
+A check that could not have failed, or was too weak to trust, does not pass: when the
+sampler test has 0 degrees of freedom or too little power, or a probability comparison covers too little, the
 assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the test
 fails) with the number of draws (or the coverage) that would decide.
 - :func:`assert_mtilde_matches` -- a float ``log m̃`` array (Joint family);
@@ -54,7 +54,7 @@ FAIL: the draws do not follow the exact distribution; n = 20000, ...
 >>> assert_sampler_matches(m, m, n=1000)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-exactdp.testing.Inconclusive: sampler test inconclusive for Joint([3, 1, 0], k=1, epsilon=1): rerun with n >= 5,280 draws ...
+exactdp.testing.Inconclusive: sampler test inconclusive for Joint([3, 1, 0], k=1, epsilon=1): not rejected, but too weak to say PASS; rerun with n >= 5,280 draws ...
 """
 
 from __future__ import annotations
@@ -265,7 +265,8 @@ def as_sampler(sampler: Any, data: Any = None, *, id_map: Optional[Mapping] = No
 
 
 class Inconclusive(AssertionError):
-    """A check that could not have failed, raised instead of passing.
+    """A check that could not have failed (or was too weak to trust), raised instead of
+    passing.
 
     ``result`` is the :class:`~exactdp.certify.GoodnessOfFit` or
     :class:`~exactdp.certify.ProbabilityComparison`; ``n_needed`` (sampler tests) the
@@ -299,10 +300,10 @@ def assert_sampler_matches(
     * FAIL (the test rejects: a correct sampler does so with probability ``alpha``):
       ``AssertionError`` with the verdict line, both stages' p-values, the worst bins and
       the seed;
-    * INCONCLUSIVE (not rejected, but the test could not have failed: 0 degrees of
-      freedom, or power below ``min_power`` (default 0.99) against the least favourable
-      alternative at total variation ``delta`` (default 0.05), see
-      :func:`exactdp.certify.sensitivity`): :class:`Inconclusive`, whose message gives the
+    * INCONCLUSIVE (not rejected, but the test had 0 degrees of freedom, or power below
+      ``min_power`` (default 0.99) against the least favourable alternative at total
+      variation ``delta`` (default 0.05), see :func:`exactdp.certify.sensitivity`):
+      :class:`Inconclusive`, whose message gives the
       ``n`` at which the test would be conclusive.
 
     Returns the :class:`~exactdp.certify.GoodnessOfFit` on PASS.  Use
@@ -321,8 +322,8 @@ def assert_sampler_matches(
         rerun = (f"rerun with n >= {needed:,} draws" if needed is not None
                  else f"more than {fit.max_n:,} draws would be needed")
         raise Inconclusive(
-            f"sampler test inconclusive for {mechanism!r}: {rerun} (or a larger delta than {fit.delta:g}); "
-            f"it could not have failed ({s.description}, n={count}, seed={seed})\n{details}",
+            f"sampler test inconclusive for {mechanism!r}: not rejected, but too weak to say PASS; {rerun} "
+            f"(or a larger delta than {fit.delta:g}) ({s.description}, n={count}, seed={seed})\n{details}",
             fit, needed,
         )
     return fit
