@@ -159,6 +159,16 @@ def test_chi2_functions():
         assert float(certify.ncx2_sf(x, df, nc)) == pytest.approx(mc, abs=4e-3)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.floats(0, 5000), st.floats(0.01, 3))
+def test_fast_noncentral_sf_against_mpmath(df, nc, where):
+    # fast path (double precision, Birge tail cut) against the 30-digit Poisson mixture
+    x = where * (df + nc)
+    fast = certify._ncx2_sf_fast(x, df, nc)
+    slow = float(certify.ncx2_sf(x, df, nc))
+    assert fast == pytest.approx(slow, rel=1e-9, abs=1e-15)
+
+
 def test_read_samples_formats():
     assert certify.read_samples("0,1\n# c\n\n2 3\n[4, 5]\n") == [[0, 1], [2, 3], [4, 5]]
     assert certify.read_samples("[[0, 1], [1, 0]]") == [[0, 1], [1, 0]]
@@ -387,6 +397,29 @@ def test_no_alternative_beats_the_least_favourable_bound(seed, n):
     tv_bins = 0.5 * sum(abs(sum(q[i] - exact[i] for i, o in enumerate(outs) if level_of[o] in g)) for g in plan.level_bins)
     lam = certify.power(m, alt, n).noncentrality
     assert lam >= n * tv_bins**2 / shape.spread * (1 - 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([5000, 50000]))
+def test_no_within_level_alternative_beats_the_bound(seed, n):
+    # deviations inside levels only (level masses kept): noncentrality >= n TV**2 / V as well
+    m = exactdp.Joint([4, 3, 3, 1, 0], 2, epsilon=1)
+    rng = np.random.default_rng(seed)
+    lv = certify._Levels(m, 30)
+    dist = [(o, float(p)) for o, p in m.distribution()]
+    level_of = [lv.level_of(o) for o, _ in dist]
+    exact = np.array([p for _, p in dist])
+    q = exact * np.exp(rng.normal(0, rng.uniform(0.01, 1), len(exact)))
+    for a in set(level_of):  # rescale each level back to its exact mass
+        idx = [i for i, b in enumerate(level_of) if b == a]
+        q[idx] *= exact[idx].sum() / q[idx].sum()
+    tv = 0.5 * np.abs(q - exact).sum()
+    shape = certify._Design(lv, certify.MIN_EXPECTED, True, 10**6).shape(n)
+    lam = certify.power(m, dict(zip([o for o, _ in dist], q)), n).noncentrality
+    plan = certify._Design(lv, certify.MIN_EXPECTED, True, 10**6).plan(n)
+    # at these n every output is its own within-level bin, so no deviation hides in a bin
+    assert all(plan.within[a].mode == "outputs" for a in set(level_of) if lv.levels[a].multiplicity > 1)
+    assert lam >= n * tv**2 / shape.spread * (1 - 1e-9)
 
 
 def test_single_level_mechanism_uses_the_within_level_stage():
