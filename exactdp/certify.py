@@ -1085,14 +1085,16 @@ def sensitivity(
     ``p_a V_a`` (:attr:`BinPlan.spread`).  The constraint ``q >= 0`` is ignored, which
     only lowers ``lambda``.  The power reported is thus a lower bound on the power against
     every alternative whose deviation, of total variation at least ``delta``, lies in one
-    stage; it is **not** a power against every alternative at that distance (deviations
-    inside a bin have power ``alpha``, and a deviation split across stages can have a
-    noncentrality down to ``n delta**2 / (V_L + sum_a q_a V_a)``).
+    stage; it is **not** a power against every alternative at that distance: deviations
+    inside a bin have power ``alpha``, and for a deviation split across both stages the
+    same argument only guarantees the smaller noncentrality
+    ``n delta**2 / (V_L + sum_a q_a V_a)``.
 
     **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
     test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
-    the classical large-sample approximation of Pearson's statistic under a fixed
-    alternative, evaluated in floating point (mpmath incomplete gamma, then double
+    the classical large-sample approximation of Pearson's statistic under an alternative
+    (S. K. Mitra, "On the limiting power function of the frequency chi-square test", Ann.
+    Math. Statist. 29, 1958), evaluated in floating point (mpmath incomplete gamma, then double
     precision): p-values and powers are statistics, never exact outputs.
 
     ``detectable_delta`` solves ``power = min_power`` for ``delta`` at this ``n``

@@ -14,7 +14,8 @@ output.  Mechanisms come from the :data:`MECHANISMS` registry (one entry per mec
 their constructor options from :data:`OPTIONS`.
 
 Exit status: 0 on success; 1 when ``audit`` finds a loss above epsilon or ``certify``
-rejects the draws; 3 when ``certify`` is inconclusive (too few draws to have failed);
+rejects the draws; 3 when ``certify`` is inconclusive (the test could not have failed, or
+was too weak to trust);
 2 for bad arguments (argparse errors and every
 :class:`~exactdp.errors.ExactDPError` raised by the library), with a one-line
 ``exactdp: error: ...`` on stderr; 130 on Ctrl-C; 141 when stdout is closed early
@@ -1056,9 +1057,9 @@ COMMANDS: dict[str, Command] = {
         "chi-square by level (small bins pooled), then uniformity within each level; "
         "p-value from the regularised incomplete gamma function. Verdict PASS (exit status 0), "
         "FAIL when the test rejects at --alpha (exit status 1), or INCONCLUSIVE when it could not "
-        "have failed: 0 degrees of freedom, or power below --min-power against the least "
-        "favourable deviation of total variation --delta (exit status 3; the verdict line gives "
-        "the number of draws needed).",
+        "have failed (0 degrees of freedom) or was too weak (power below --min-power against the least "
+        "favourable deviation of total variation --delta): exit status 3, the verdict line gives "
+        "the number of draws needed.",
         "--counts 10,5,1,1 -k 2 --epsilon 1 --samples draws.csv",
         _args_certify,
     ),
