@@ -894,7 +894,7 @@ def _ncx2_sf_fast(x: float, df: int, nc: float) -> float:
         return 0.0
     if x <= 0:
         return 1.0
-    if nc <= 0:
+    if nc / 2.0 <= 0:  # also a subnormal nc, whose half is 0
         return float(chi2_sf(x, df))
     spread = 2.0 * math.sqrt((df + 2.0 * nc) * _TAIL)
     if x <= df + nc - spread:

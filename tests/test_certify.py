@@ -169,6 +169,14 @@ def test_fast_noncentral_sf_against_mpmath(df, nc, where):
     assert fast == pytest.approx(slow, rel=1e-9, abs=1e-15)
 
 
+def test_fast_noncentral_sf_edge_cases():
+    assert certify._ncx2_sf_fast(3.0, 1, 5e-324) == pytest.approx(float(certify.chi2_sf(3, 1)), rel=1e-12)
+    assert certify._ncx2_sf_fast(0.0, 4, 2.0) == 1.0 and certify._ncx2_sf_fast(5.0, 0, 2.0) == 0.0
+    # far tails (Birge's bounds) and the 30-digit mixture agree
+    assert certify._ncx2_sf_fast(60.0, 19, 1e6) == 1.0 and float(certify.ncx2_sf(60, 19, 1e6)) == 1.0
+    assert certify._ncx2_sf_fast(1e5, 19, 100.0) == 0.0 and float(certify.ncx2_sf(1e5, 19, 100)) < 1e-300
+
+
 def test_read_samples_formats():
     assert certify.read_samples("0,1\n# c\n\n2 3\n[4, 5]\n") == [[0, 1], [2, 3], [4, 5]]
     assert certify.read_samples("[[0, 1], [1, 0]]") == [[0, 1], [1, 0]]
