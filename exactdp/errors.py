@@ -27,7 +27,6 @@ __all__ = [
     "TooManyOutputsError",
     "NoClosedFormError",
     "PrecisionError",
-    "InputLimitError",
 ]
 
 
@@ -90,6 +89,14 @@ class PrecisionError(ExactDPError, ArithmeticError):
     """A certified enclosure could not be made tight enough within the precision cap."""
 
 
+class NothingToDetectError(ExactDPValueError):
+    """A power or sample-size question about an alternative the test cannot tell from the
+    mechanism (e.g. the same distribution): no number of draws detects it."""
+
+
+__all__ += ["NothingToDetectError"]
+
+
 class InputLimitError(InvalidParameterError):
     """A number or size given as input is past a stated limit (too many digits, too large
     an exponent, too many counts).
@@ -102,3 +109,6 @@ class InputLimitError(InvalidParameterError):
     def __init__(self, argument: str | None, value: Any, reason: str, limit: Any = None):
         super().__init__(argument, value, reason)
         self.limit = limit
+
+
+__all__ += ["InputLimitError"]
