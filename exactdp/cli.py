@@ -327,8 +327,8 @@ def _output_arg(text: str) -> list[int]:
         if not token:
             continue
         try:
-            ids.append(_parse_integer(token, MAX_OPTION_DIGITS) if "." not in token else _int_arg(token))
-        except (ValueError, argparse.ArgumentTypeError):
+            ids.append(_int_arg(token))
+        except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(f"item id {_short(token)} is not an integer") from None
     if not ids:
         raise argparse.ArgumentTypeError("no item ids given")
