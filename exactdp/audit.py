@@ -389,7 +389,11 @@ def _log_ball(p: mpmath.mpf, digits: int) -> Optional[arb]:
     (``|ln(1 + eta)| <= 2|eta|`` for ``|eta| <= 1/2``); ``None`` for ``p == 0``."""
     if not p:
         return None
-    return _mpf_to_arb(p).log() + arb(2) * arb(10) ** (-digits) * arb(0, 1)
+    # ln(man * 2**exp) = ln(man) + exp * ln 2: arb's log of a ball whose exponent has
+    # hundreds of digits (epsilon = 1e400 gives P = 10**(-10**400)) returns nan.
+    man, exp = p.man_exp
+    return (arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2()
+            + arb(2) * arb(10) ** (-digits) * arb(0, 1))
 
 
 def _check_same_space(a: Any, b: Any) -> str:

@@ -569,6 +569,16 @@ class CanonicalGamma1(_ClassMethods):
     ``samples``.  Sampling is exact: both stages are drawn with
     :func:`exactdp.sampling.choose_index` over certified cumulative weights, the subset by
     unranking a uniform integer.
+
+    **Tie rule: the one exception.**  Every other exactdp mechanism gives a distribution
+    over item ids that does not depend on how tied counts are ranked.  For ``rho < 1`` and
+    tied counts this one does, because the stage-2 normaliser
+    ``sum_h C(t-h-2, k-h-1) * exp(-eps*(1-rho)*x_(h+1))`` differs between tied tails: with
+    counts ``(2, 2, 1, 1, 0)``, ``k = 3``, ``base = 1/4`` (``rho = 1/2``) the set
+    ``{0, 1, 2}`` has probability ``1/7``, and its twin ``{2, 3, 4}`` after reversing the
+    item ids has ``3/14`` (both equal brute force over the two-stage definition).  With
+    ``rho = 1`` (stage 2 uniform) it is :class:`Canonical` with Gumbel noise and tie-rule
+    free; :class:`Canonical` is tie-rule free for every ``rho``.
     """
 
     output_kind = "set"

@@ -36,7 +36,6 @@ import argparse
 import contextlib
 import json
 import os
-import random
 import re
 import sys
 import textwrap
@@ -50,6 +49,7 @@ import mpmath
 import exactdp
 
 from .errors import ExactDPError
+from .validation import as_rng
 
 __all__ = [
     "main",
@@ -208,47 +208,88 @@ MECHANISMS["peeling"] = MechanismSpec(
 # =====================================================================================
 
 _SEPARATORS = re.compile(r"[,\s]+")
-_INTEGRAL_DECIMAL = re.compile(r"[+-]?\d+\.0*")
+# Counts: items separated by one comma (with any whitespace around it) or by whitespace.
+_COUNT_SEPARATOR = re.compile(r"\s*,\s*|\s+")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGRAL_DECIMAL = re.compile(r"([+-]?[0-9]+)\.0*")
+
+#: Most counts one command accepts (after expanding ``VALUExREPEAT``): checked before the
+#: list is built, so ``1x999999999999`` is refused at once instead of exhausting memory.
+#: Measured: ``exactdp levels joint --counts 30,15,1x10000000 -k 2`` takes 41 s and 1.3 GB.
+MAX_COUNTS = 10_000_000
+#: Most digits of one count on the command line (the Python API takes any int).
+MAX_COUNT_DIGITS = 1_000_000
+#: Most digits of an integer option (``-k``, ``--seed``, ``-n``, ``--dps``, ...): CPython's
+#: default int/str conversion limit.
+MAX_OPTION_DIGITS = 4300
 
 
-def _parse_integer(token: str) -> int:
-    """An exact integer from ``"12"``, ``"-3"`` or ``"2.0"`` (integral decimals); ValueError else."""
-    if _INTEGRAL_DECIMAL.fullmatch(token):
-        token = token.split(".")[0]
-    try:
+def _short(token: str, limit: int = 40) -> str:
+    """``repr(token)``, cut to ``limit`` characters (an error line stays one short line)."""
+    text = repr(token)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _parse_integer(token: str, max_digits: int = MAX_COUNT_DIGITS) -> int:
+    """An exact integer from ``"12"``, ``"-3"`` or ``"2.0"`` (integral decimals, ASCII digits,
+    no underscores); ValueError otherwise, or when it has more than ``max_digits`` digits
+    (checked before converting; long strings go through gmpy2, which is not quadratic)."""
+    mo = _INTEGRAL_DECIMAL.fullmatch(token)
+    if mo:
+        token = mo.group(1)
+    if not _INTEGER.fullmatch(token):
+        raise ValueError(f"{_short(token)} is not an integer")
+    digits = len(token.lstrip("+-"))
+    if digits > max_digits:
+        raise ValueError(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}")
+    if digits <= 4000:
         return int(token)
-    except ValueError:
-        if re.fullmatch(r"[+-]?\d+", token):  # past CPython's int/str digit limit
-            return int(gmpy2.mpz(token))
-        raise
+    return int(gmpy2.mpz(token))
 
 
-def parse_counts(text: str, source: str = "--counts") -> list[int]:
+def parse_counts(text: str, source: str = "--counts", max_counts: int = MAX_COUNTS) -> list[int]:
     """Counts from text: integers separated by commas and/or whitespace.
 
     ``VALUExREPEAT`` stands for ``REPEAT`` copies of ``VALUE`` (``1x998``).  ``#`` starts a
     comment running to the end of the line (useful in ``--counts-file``).  ``2.0`` is read
-    as 2; other non-integers are rejected, naming the item.
+    as 2; other non-integers are rejected, naming the item, and so is an empty item
+    (``10,,5``, or a comma at the start or end), which would shift every later item id.
+    More than ``max_counts`` counts (default :data:`MAX_COUNTS`, repeats included) or a
+    count of more than :data:`MAX_COUNT_DIGITS` digits is refused before anything is built.
     """
+
+    def fail(message: str) -> ValueError:
+        return ValueError(f"{source}: {message}" if source else message)
+
     text = re.sub(r"#[^\n]*", " ", text)
     counts: list[int] = []
-    for token in _SEPARATORS.split(text.strip()):
+    stripped = text.strip()
+    tokens = _COUNT_SEPARATOR.split(stripped) if stripped else []
+    for token in tokens:
         if not token:
-            continue
+            raise fail(f"item {len(counts)} is empty (two commas in a row, or a comma at the start or end)")
         value_text, sep, repeat_text = token.lower().partition("x")
+        what = "an integer or VALUExREPEAT" if sep else "an integer"
         try:
             value = _parse_integer(value_text)
-            repeat = _parse_integer(repeat_text) if sep else 1
-        except ValueError:
-            what = "an integer or VALUExREPEAT" if sep else "an integer"
-            message = f"item {len(counts)}: {token!r} is not {what}"
-            raise ValueError(f"{source}: {message}" if source else message) from None
+            repeat = 1
+            if sep and len(repeat_text) > 30 and re.fullmatch(r"\+?[0-9]+", repeat_text):
+                repeat = max_counts + 1  # more than 30 digits: past any limit, do not convert it
+            elif sep:
+                repeat = _parse_integer(repeat_text, 30)
+        except ValueError as err:
+            too_long = "digits" in str(err)
+            raise fail(f"item {len(counts)}: " + (str(err) if too_long else f"{_short(token)} is not {what}")) from None
         if repeat < 1:
-            message = f"item {len(counts)}: the repeat count in {token!r} must be at least 1"
-            raise ValueError(f"{source}: {message}" if source else message)
+            raise fail(f"item {len(counts)}: the repeat count in {_short(token)} must be at least 1")
+        if len(counts) + repeat > max_counts:
+            raise fail(
+                f"item {len(counts)}: {_short(token)} would make more than {max_counts} counts, "
+                "the command line's limit (the Python API takes any number)"
+            )
         counts.extend([value] * repeat)
     if not counts:
-        raise ValueError(f"{source}: no counts given" if source else "no counts given")
+        raise fail("no counts given")
     return counts
 
 
@@ -286,36 +327,39 @@ def _output_arg(text: str) -> list[int]:
         if not token:
             continue
         try:
-            ids.append(int(token))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"item id {token!r} is not an integer") from None
+            ids.append(_int_arg(token))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"item id {_short(token)} is not an integer") from None
     if not ids:
         raise argparse.ArgumentTypeError("no item ids given")
     return ids
 
 
 def _positive_int_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    value = _int_arg(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
 
 
 def _seed_arg(text: str) -> int:
-    value = _int_arg(text)
-    if value < 0:  # random.Random(-s) is random.Random(s): refuse the alias
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+    """Any integer: :func:`exactdp.validation.seed_to_nonnegative` maps seeds injectively
+    (``random.Random`` alone would give ``-s`` the samples of ``s``)."""
+    return _int_arg(text)
 
 
 def _int_arg(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    """An integer option: ASCII digits with an optional sign, at most
+    :data:`MAX_OPTION_DIGITS` digits (checked before converting)."""
+    token = text.strip()
+    if not _INTEGER.fullmatch(token):
+        raise argparse.ArgumentTypeError(f"invalid integer {_short(text)}")
+    digits = len(token.lstrip("+-"))
+    if digits > MAX_OPTION_DIGITS:
+        raise argparse.ArgumentTypeError(
+            f"integer {_short(text)} has {digits} digits, more than the limit of {MAX_OPTION_DIGITS}"
+        )
+    return int(token)
 
 
 # =====================================================================================
@@ -413,9 +457,19 @@ def _num_table(x: mpmath.mpf, digits: int, ellipsis: str) -> str:
     return text
 
 
-def _describe(m: Any, limit: int = 200) -> str:
-    """``repr(m)``, with the counts list elided when it is long (huge counts, d <= 12)."""
-    text = repr(m)
+_LONG_INT = re.compile(r"[0-9]{%d,}" % (ABBREVIATE_DIGITS + 1))
+
+
+def _abbreviate_ints(text: str, ellipsis: str) -> str:
+    """Every run of more than 60 digits in ``text`` abbreviated like :func:`format_int`."""
+    return _LONG_INT.sub(lambda mo: format_int(int(gmpy2.mpz(mo.group())), ellipsis=ellipsis), text)
+
+
+def _describe(m: Any, limit: int = 200, ellipsis: str = "\u2026") -> str:
+    """``repr(m)`` with every integer of more than 60 digits abbreviated (``epsilon=1e400``,
+    a base of ``1/3**200``, huge counts: the exact values are in ``--json``'s parameters),
+    and the counts list elided when the result is still long."""
+    text = _abbreviate_ints(repr(m), ellipsis)
     if len(text) > limit and text.startswith(f"{type(m).__name__}(["):
         head, sep, tail = text.partition("], k=")
         if sep:
@@ -487,7 +541,7 @@ def _mechanism_json(name: str, m: Any, spec: MechanismSpec) -> dict[str, Any]:
     return {
         "mechanism": name,
         "class": type(m).__name__,
-        "description": repr(m),
+        "description": _abbreviate_ints(repr(m), "..."),  # exact values: "parameters"
         "output_kind": getattr(m, "output_kind", "sequence"),
         "parameters": params,
     }
@@ -649,7 +703,7 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -
 
 def cmd_sample(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
     # One generator for all draws: identical to m.samples(n, rng=seed) for a seed.
-    gen = random.SystemRandom() if args.seed is None else random.Random(args.seed)
+    gen = as_rng(args.seed)  # None: random.SystemRandom; a seed: exactly as in the library
     if args.json:
         _emit_json([_output_ids(m.sample(gen)) for _ in range(args.n)], indent=None)
         return
@@ -778,8 +832,8 @@ def cmd_audit(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) 
     _out(f"worst case:   privacy loss {_loss_text(w.loss, digits)} at neighbour {','.join(map(str, w.neighbour))}, output {_output_text(w.witness)}")
     _out(f"              ln P(output | counts) = {_loss_text(detail.log_p_a, digits)}, "
          f"ln P(output | neighbour) = {_loss_text(detail.log_p_b, digits)}")
-    eps_text = _exact_str(w.epsilon) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon)
-    _out(f"epsilon:      {eps_text} (claimed) = {_num(w.epsilon_value, digits)}")
+    eps_text = _format_exact(w.epsilon, _ellipsis(sys.stdout)) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon)
+    _out(f"epsilon:      {eps_text} (claimed) = {_num_table(w.epsilon_value, digits, _ellipsis(sys.stdout))}")
     verdict = _VERDICTS[w.verdict]
     if w.verdict == "attained" and w.attained_exactly:
         verdict += " (exactly)"
@@ -948,8 +1002,10 @@ def _args_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=_positive_int_arg, default=1, metavar="N", help="number of samples (default 1)")
     p.add_argument(
         "--seed", type=_seed_arg, default=None, metavar="SEED",
-        help="non-negative integer seed of random.Random (reproducible on every "
-        "platform); default: the OS generator (random.SystemRandom)",
+        help="integer seed (reproducible on every platform): 0 <= SEED < 2**128 seeds "
+        "random.Random(SEED), other seeds are mapped injectively so that SEED and -SEED "
+        "differ (exactdp.validation.seed_to_nonnegative); default: the OS generator "
+        "(random.SystemRandom)",
     )
     _add_json(p, "one JSON list of outputs (lists of item ids)")
 
@@ -1271,7 +1327,8 @@ def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
         sys.stdout.flush()
         return status
     if extras:
-        raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} {args.command} {args.mechanism}")
+        shown = " ".join(x if len(x) <= 40 else _short(x) for x in extras)
+        raise _UsageError(f"unrecognized arguments: {shown}", f"{PROG} {args.command} {args.mechanism}")
     spec = MECHANISMS[args.mechanism]
     m = spec.build(args.counts, args.k, args)
     COMMANDS[args.command].run(args.mechanism, spec, m, args)

@@ -95,3 +95,20 @@ class NothingToDetectError(ExactDPValueError):
 
 
 __all__ += ["NothingToDetectError"]
+
+
+class InputLimitError(InvalidParameterError):
+    """A number or size given as input is past a stated limit (too many digits, too large
+    an exponent, too many counts).
+
+    Raised *before* the number is built, so that ``"1e100000000"`` fails at once instead
+    of building a hundred-million-digit integer.  ``limit`` is the limit that was exceeded;
+    the message names it and says how to go past it.
+    """
+
+    def __init__(self, argument: str | None, value: Any, reason: str, limit: Any = None):
+        super().__init__(argument, value, reason)
+        self.limit = limit
+
+
+__all__ += ["InputLimitError"]
