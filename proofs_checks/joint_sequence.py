@@ -274,7 +274,7 @@ def lemma_3_1_swap(ctx):
        "increasing, entries distinct, the z_ij are the dk values 1/(2dk)..dk/(2dk) in (0,1/2], hence "
        "ceil(Ũ_ij) = -(c_(i) - c_(j)) (the rounding in Equation 2 recovers the utility); exactdp.Joint.refined_utility "
        "is the same matrix",
-       control="z_ij evaluated at 0-based i, j (an off-by-one): some z is 0 or repeats, so some property must fail")
+       control="z_ij evaluated at 0-based i, j (an off-by-one): the z are then d/(2dk)..(dk+d-1)/(2dk), some above 1/2")
 def lemma_3_4(ctx):
     D, C = ctx.pick((6, 4), (8, 5))
     s = Search(f"sorted count vectors (ties included) with d <= {D}, counts <= {C}, every k <= d")
