@@ -1190,10 +1190,12 @@ def _add_check_parser(commands: Any) -> None:
         help="run the executable checks of the papers' lemmas and theorems (proofs_checks)",
         description=_fill(
             "Run proofs_checks: every lemma and theorem of the papers as a check over an "
-            "exhaustive small instance space, and print one row per check (pass, erratum = "
-            "the statement is false as printed and documented in docs/errata.md, FAIL, or "
-            "not run).  Exit status 1 when a check FAILs, 2 when proofs_checks is not "
-            "importable (it ships with the source repository, not with the package)."
+            "exhaustive small instance space, each with its control (a deliberately wrong "
+            "variant that must be rejected, or for an erratum the corrected statement, which "
+            "must hold), and print one row per check (pass, erratum = the statement is false "
+            "as printed and documented in docs/errata.md, illustration = a worked example, not "
+            "a pass, FAIL, or not run).  Exit status 1 when a check FAILs, 2 when proofs_checks "
+            "is not importable (it ships with the source repository, not with the package)."
         ),
         epilog=f"example:\n  {PROG} check --only joint.lemma_3_4\n  {PROG} check --full --report REPORT.md",
         formatter_class=_FORMATTER,

@@ -1,7 +1,10 @@
 """proofs_checks: every lemma and theorem of the papers as an executable check.
 
 Run ``python -m proofs_checks`` (fast subset) or ``python -m proofs_checks --full`` from
-the repository root, or ``exactdp check``; the report goes to ``proofs_checks/REPORT.md``.
+the repository root, or ``exactdp check``.  Every check runs with its control (a wrong
+variant that must be rejected; for an erratum, the corrected statement, which must hold).
+``--write`` writes the Markdown report to ``proofs_checks/REPORT.md``; the committed copy
+is the default (fast) run, and a test keeps it current.
 Each paper has one module (``joint_sequence``, ``joint_set``, ``canonical``, ``blog``,
 ``public_code``); the registry, runner and report are in :mod:`proofs_checks.registry`;
 the shared exact twins (brute-force exponential mechanism, permute-and-flip, neighbours,

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 import gmpy2
 import mpmath
 
+from . import registry
 from .registry import Outcome
 
 mpq = gmpy2.mpq
@@ -121,7 +122,7 @@ def swaps(c: Sequence[int]) -> list[tuple[int, ...]]:
 # Ranks and utilities
 # =====================================================================================
 def order_of(c: Sequence[int]) -> tuple[int, ...]:
-    """Item ids by rank: count descending, ties by smaller id (SPEC section 1)."""
+    """Item ids by rank: count descending, ties by smaller id (exactdp's tie rule)."""
     return tuple(sorted(range(len(c)), key=lambda i: (-c[i], i)))
 
 
@@ -238,11 +239,15 @@ class Search:
         self.notes: list[str] = []
 
     def record(self, ok: bool, describe: Callable[[], str] | str = "") -> bool:
+        """Count one instance; remember the first failure.  While a negative control runs,
+        the first failure rejects the control at once (:class:`registry.ControlRejected`)."""
         self.n += 1
         if not ok:
             self.failures += 1
             if self.first is None:
                 self.first = describe() if callable(describe) else describe
+            if registry.STOP_AT_FIRST_FAILURE[0]:
+                raise registry.ControlRejected(self.first)
         return ok
 
     def outcome(self, detail: str = "") -> Outcome:

@@ -1,5 +1,5 @@
 """Checks of the blog post "One-shot DP Top-k mechanisms" (Durfee & Rogers,
-DifferentialPrivacy.org, ``../shared/seeds/oneshot-topk-gumbel-blog.txt``).
+DifferentialPrivacy.org).
 
 Notation: counts ``h_1..h_d``, one-shot Gumbel: add ``Gumbel(1/eps)`` noise to every count
 once and report the ``k`` largest noisy counts in order; peeling ``M^(k)``: ``k`` rounds of the
@@ -12,6 +12,8 @@ import itertools
 from fractions import Fraction
 
 import mpmath
+
+from exactdp.precision import mp_workdps
 import sympy
 
 from ._common import Search, sequences
@@ -20,20 +22,23 @@ from .registry import check
 PAPER = "Blog (one-shot top-k)"
 
 
-def peeling_symbolic(a, seq):
-    """Equation (1) with ``a_j = exp(eps h_j)``: ``prod_r a_{i_r} / sum_{j not yet chosen} a_j``."""
+def peeling_symbolic(a, seq, without_replacement=True):
+    """Equation (1) with ``a_j = exp(eps h_j)``: ``prod_r a_{i_r} / sum_{j not yet chosen} a_j``
+    (``without_replacement=False``: chosen items stay in the denominators, a negative control)."""
     out = sympy.Integer(1)
     remaining = list(range(len(a)))
     for i in seq:
         out *= a[i] / sympy.Add(*[a[j] for j in remaining])
-        remaining.remove(i)
+        if without_replacement:
+            remaining.remove(i)
     return out
 
 
 @check("blog.theorem_1_symbolic", PAPER,
        "Theorem 1 (Equation 3 = Equation 1): the one-shot Gumbel(1/eps) top-k mechanism outputs every ordered "
        "k-tuple with the peeling probability prod_r e^{eps h_{i_r}} / sum_{j remaining} e^{eps h_j}; sympy, "
-       "symbolic counts and eps, d <= 3, k <= 2 (and d = k = 3)")
+       "symbolic counts and eps, d <= 3, k <= 2 (and d = k = 3)",
+       control='the peeling product with chosen items left in the denominators (sampling with replacement)')
 def theorem_1_symbolic(ctx):
     eps = sympy.symbols("epsilon", positive=True)
     u = sympy.symbols("u", real=True)
@@ -63,7 +68,7 @@ def theorem_1_symbolic(ctx):
                 integrand = A[seq[r]] * sympy.exp(-A[seq[r]] * ws[r]) * integrand
                 lower = ws[r - 1] if r > 0 else 0
                 integrand = sympy.integrate(integrand, (ws[r], lower, sympy.oo), conds="none")
-            want = peeling_symbolic(list(A), seq)
+            want = peeling_symbolic(list(A), seq, not ctx.control)
             good = ok and sympy.simplify(integrand - want) == 0
             s.record(good, f"d={d}, k={k}, order {seq}: {integrand} vs {want}")
     return s.outcome()
@@ -103,7 +108,8 @@ def gumbel_oneshot_numeric(h, seqs, eps, n=400_001):
 @check("blog.theorem_1_numeric", PAPER,
        "Theorem 1 numerically beyond the symbolic cases: Equation (3) integrated in u (nested cumulative trapezoid "
        "rule, 4*10^5 nodes, float64) equals the peeling probability (Equation 1) for every ordered tuple, d = 4..6, "
-       "k = 2..3; tolerance 1e-7")
+       "k = 2..3; tolerance 1e-7",
+       control='the peeling product with chosen items left in the denominators (sampling with replacement)')
 def theorem_1_numeric(ctx):
     vecs = [(3, 1, 0, 0), (2, 2, 1, 0), (5, 3, 1, 0), (1, 1, 1, 1), (4, 3, 3, 1, 0), (6, 2, 2, 1, 0, 0)]
     vecs = vecs[: ctx.pick(3, 6)]
@@ -123,7 +129,8 @@ def theorem_1_numeric(ctx):
                     want = mpmath.mpf(1)
                     for i in seq:
                         want *= a[i] / mpmath.fsum(a[j] for j in rem)
-                        rem.remove(i)
+                        if not ctx.control:
+                            rem.remove(i)
                     err = abs(v - float(want))
                     worst = max(worst, err)
                     s.record(err < 1e-7, f"counts={list(h)}, eps={eps}, order {seq}: {v} vs {float(want)}")
@@ -131,9 +138,10 @@ def theorem_1_numeric(ctx):
 
 
 @check("blog.theorem_1_library", PAPER,
-       "exactdp.Peeling(noise='gumbel') (issue 5) is Equation (1): exact probabilities with a rational base "
+       "exactdp.Peeling(noise='gumbel') is Equation (1): exact probabilities with a rational base "
        "equal the brute-force product over rounds",
-       needs=[("exactdp.peeling", "Peeling", "issue 5")])
+       needs=[("exactdp.peeling", "Peeling")],
+       control='the twin computed with permute-and-flip rounds in place of the exponential mechanism')
 def theorem_1_library(ctx):
     from exactdp.peeling import Peeling
 
@@ -143,7 +151,7 @@ def theorem_1_library(ctx):
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, base 1/2")
     for c, k in instances(D, C):
-        mine = peel_distribution(c, k, Fraction(1, 2), "em")
+        mine = peel_distribution(c, k, Fraction(1, 2), ctx.ctl("em", "pnf"))
         m = Peeling(c, k, base=Fraction(1, 2))
         ok = all(Fraction(int(x.p), int(x.q)) == Fraction(int(v.numerator), int(v.denominator))
                  for S, v in mine.items() for x in [m.probability_exact(S)])
@@ -154,7 +162,8 @@ def theorem_1_library(ctx):
 @check("blog.equation_1_as_printed", PAPER,
        "Equation (1) as printed -- its last factor has numerator e^{eps h_{i_2}} (and Equation (3)'s innermost "
        "density p(u_k - h_k), the final line e^{eps h_k}) -- is the peeling distribution",
-       expect=False, erratum="E7")
+       expect=False, erratum="E7",
+       control='the corrected last factor e^{eps h_{i_k}}: the product must be the peeling distribution')
 def equation_1_as_printed(ctx):
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0) with 3 <= d <= {D}, counts <= {C}, 3 <= k <= d, base e^-eps = 1/2; exact")
@@ -168,7 +177,7 @@ def equation_1_as_printed(ctx):
             rem = list(range(len(c)))
             p = Fraction(1)
             for r, i in enumerate(seq):
-                numer = a[seq[1]] if r == k - 1 else a[i]  # the printed last factor
+                numer = a[seq[1]] if r == k - 1 and not ctx.control else a[i]  # the printed last factor
                 p *= numer / sum(a[j] for j in rem)
                 rem.remove(i)
             total += p
@@ -188,13 +197,14 @@ def equation_1_as_printed(ctx):
 @check("blog.pnf_bounded_range", PAPER,
        "Permute-and-flip example: with q(x) = (0,0), q(x') = (0,1) (monotone, sensitivity 1) PNF returns (1/2, 1/2) "
        "on x and (e^-eps/2, 1/2 + (1 - e^-eps)/2) on x', so its bounded-range parameter is "
-       "alpha >= eps + ln(2 - e^-eps), with alpha/eps -> 1 as eps -> oo and -> 2 as eps -> 0 (sympy)")
+       "alpha >= eps + ln(2 - e^-eps), with alpha/eps -> 1 as eps -> oo and -> 2 as eps -> 0 (sympy)",
+       control="alpha = eps (the exponential mechanism's bounded-range parameter) claimed for permute-and-flip")
 def pnf_bounded_range(ctx):
     eps, t = sympy.symbols("epsilon t", positive=True)
     p = sympy.exp(-eps)
 
     def pnf(ps):
-        # P(o) = p_o ∫_0^1 prod_{o' != o} (1 - t p_o') dt (permute-and-flip; Appendix D / SPEC 2.2)
+        # P(o) = p_o ∫_0^1 prod_{o' != o} (1 - t p_o') dt (permute-and-flip; Appendix D of the Joint paper)
         return [sympy.simplify(po * sympy.integrate(sympy.Mul(*[(1 - t * q) for j, q in enumerate(ps) if j != i]), (t, 0, 1)))
                 for i, po in enumerate(ps)]
 
@@ -205,7 +215,8 @@ def pnf_bounded_range(ctx):
     s.record(sympy.simplify(Pxp[0] - p / 2) == 0 and sympy.simplify(Pxp[1] - (sympy.Rational(1, 2) + (1 - p) / 2)) == 0,
              f"P_x' = {Pxp}")
     alpha = sympy.log((Pxp[1] / Px[1]) / (Pxp[0] / Px[0]))
-    s.record(sympy.simplify(sympy.expand_log(alpha, force=True) - (eps + sympy.log(2 - p))) == 0, f"alpha = {alpha}")
+    claim = eps + sympy.log(2 - p) if not ctx.control else eps
+    s.record(sympy.simplify(sympy.expand_log(alpha, force=True) - claim) == 0, f"alpha = {alpha}, claimed {claim}")
     s.record(sympy.limit((eps + sympy.log(2 - p)) / eps, eps, sympy.oo) == 1, "alpha/eps -> 1")
     s.record(sympy.limit((eps + sympy.log(2 - p)) / eps, eps, 0, "+") == 2, "alpha/eps -> 2")
     # The exponential mechanism on the same pair is eps-bounded-range (alpha = eps): PNF is worse for every eps.
@@ -217,7 +228,8 @@ def pnf_bounded_range(ctx):
 @check("blog.laplace_comparison", PAPER,
        "The one-shot Laplace comparison: eps'^2/4 = (sqrt(L + eps) - sqrt(L))^2 gives eps' = 2 sqrt(L)(sqrt(1 + eps/L) - 1) "
        "(L = ln(1/delta)); sqrt(1+x) >= 1 + x/4 on (0,1); hence eps' >= eps/(2 sqrt L) and, for eps < 0.2, "
-       "delta < 0.05, sigma_Gumb' <= sigma_Lap/4 and sigma_Lap' <= sigma_Lap/2 (sympy + a 40-digit grid)")
+       "delta < 0.05, sigma_Gumb' <= sigma_Lap/4 and sigma_Lap' <= sigma_Lap/2 (sympy + a 40-digit grid)",
+       control='sqrt(1+x) >= 1 + x/2 (a wrong constant)')
 def laplace_comparison(ctx):
     eps, L, x, k, d = sympy.symbols("epsilon L x k d", positive=True)
     s = Search("symbolic identities (sympy); grid eps in (0, 0.2), delta in (0, 0.05), d in {1, 10, 10^6}, k in {1, 7, 100}")
@@ -230,9 +242,9 @@ def laplace_comparison(ctx):
     s.record(sympy.simplify(sympy.expand((1 + x / 4) ** 2) - (1 + x / 2 + x ** 2 / 16)) == 0, "(1 + x/4)^2")
     grid_eps = [Fraction(1, 1000), Fraction(1, 20), Fraction(1, 10), Fraction(199, 1000)]
     grid_delta = [Fraction(1, 10**9), Fraction(1, 1000), Fraction(1, 21)]
-    with mpmath.workdps(40):
+    with mp_workdps(40):
         for xv in [mpmath.mpf(i) / 100 for i in range(1, 100)]:
-            s.record(mpmath.sqrt(1 + xv) >= 1 + xv / 4, f"x={xv}")
+            s.record(mpmath.sqrt(1 + xv) >= 1 + xv / ctx.ctl(4, 2), f"x={xv}")
         for ev in grid_eps:
             for dv in grid_delta:
                 E = mpmath.mpf(ev.numerator) / ev.denominator

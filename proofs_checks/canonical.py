@@ -1,8 +1,8 @@
 """Checks of the canonical paper: "Differentially Private Top-k Selection via Canonical
-Lipschitz Mechanism" (``../shared/seeds/canonical-lipschitz-topk.txt``).
+Lipschitz Mechanism".
 
-The paper's formulas were lost in extraction; SPEC section 2.4 gives the authoritative
-definitions, which are what these checks use (1-based ranks, sorted scores
+The formulas of the text at hand were lost in extraction; these checks use exactdp's
+definitions (docs/canonical.md), which the prose describes (1-based ranks, sorted scores
 ``x_(1) >= ... >= x_(d)``):
 
 - class ``(k-1, k)``: the exact top-k; otherwise ``h`` = number of leading top ranks in the
@@ -22,6 +22,8 @@ from collections import Counter
 from fractions import Fraction
 
 import mpmath
+
+from exactdp.precision import mp_workdps
 
 from ._common import (
     Search,
@@ -83,8 +85,17 @@ def losses(x, k, rhos):
     return out
 
 
+def paper_loss(x, S, rho):
+    """The loss as Theorem 3.5's proof bounds it: ``(1 - rho) x_(h+1) - rho x_(t)`` (no shift;
+    the top-k class ``(k-1, k)`` gives ``(1 - 2 rho) x_(k)``).  exactdp's :func:`loss` is this
+    plus the per-dataset constant ``(2 rho - 1) x_(k)``, which changes no probability."""
+    h, t = classify(x, S)
+    xs = sorted_counts(x)
+    return (1 - rho) * xs[h] - rho * xs[t - 1]
+
+
 def loss(x, S, rho):
-    """SPEC 2.4's canonical loss of the subset ``S``."""
+    """exactdp's canonical loss of the subset ``S`` (shifted so that the top-k set has loss 0)."""
     k = len(S)
     h, t = classify(x, S)
     if (h, t) == (k - 1, k):
@@ -99,7 +110,8 @@ def loss(x, S, rho):
 @check("canonical.classes", PAPER,
        "Definition 3.4 / Theorem A.1: every k-subset lies in exactly one utility class (h,t): the top-k "
        "(k-1,k) of size 1, or {1..h} ∪ B ∪ {t} with B a (k-h-1)-subset of ranks h+2..t-1 (size C(t-h-2,k-h-1)); "
-       "there are k(d-k)+1 classes, all non-empty, and the sizes sum to C(d,k)")
+       "there are k(d-k)+1 classes, all non-empty, and the sizes sum to C(d,k)",
+       control='class sizes C(t-h-1, k-h-1) (off by one)')
 def classes(ctx):
     D = ctx.pick(9, 12)
     s = Search(f"every d <= {D} and k <= d (ranks only: classes do not depend on the counts)")
@@ -119,7 +131,7 @@ def classes(ctx):
             want = {(k - 1, k): 1}
             for h in range(0, k):
                 for t in range(k + 1, d + 1):
-                    want[(h, t)] = comb(t - h - 2, k - h - 1)
+                    want[(h, t)] = comb(t - h - ctx.ctl(2, 1), k - h - 1)
             if bad is None and dict(tally) != {key: v for key, v in want.items() if v}:
                 bad = f"class sizes {dict(tally)} vs {want}"
             if bad is None and (len(tally) != k * (d - k) + 1 or sum(tally.values()) != comb(d, k)):
@@ -129,9 +141,10 @@ def classes(ctx):
 
 
 @check("canonical.classes_library", PAPER,
-       "exactdp.Canonical (issue 5) has the same classes, sizes and losses as the definition, for every rho in "
+       "exactdp.Canonical has the same classes, sizes and losses as the definition, for every rho in "
        "a grid and counts with ties",
-       needs=[("exactdp.canonical", "Canonical", "issue 5")])
+       needs=[("exactdp.canonical", "Canonical")],
+       control="the definition's loss evaluated at 1 - rho in place of rho")
 def classes_library(ctx):
     from exactdp.canonical import Canonical
 
@@ -145,10 +158,10 @@ def classes_library(ctx):
             for S in subsets(len(c), k):
                 key = classify(c, S)
                 mine[key] += 1
-                losses[key] = loss(c, S, rho)
+                losses[key] = loss(c, S, ctx.ctl(rho, 1 - rho))
             lib = {(u.h, u.t): (u.size, Fraction(u.loss)) for u in m.classes()}
             ok = lib == {key: (mine[key], losses[key]) for key in mine}
-            ok = ok and all(Fraction(m.loss(S)) == loss(c, S, rho) for S in subsets(len(c), k))
+            ok = ok and all(Fraction(m.loss(S)) == loss(c, S, ctx.ctl(rho, 1 - rho)) for S in subsets(len(c), k))
             s.record(ok, lambda: _inst(c, k, f"rho={rho}"))
     return s.outcome()
 
@@ -175,7 +188,8 @@ def canonical_distance(x, S):
 @check("canonical.lemma_3_1", PAPER,
        "Lemma 3.1: the canonical loss dist_∞(x, Z_S) has sensitivity 1 when each score moves by at most 1 "
        "(Definition 1.1), and so does its ceiling; and the ceiling is the number of users (each moving every "
-       "score by at most 1) needed to make S a top-k set")
+       "score by at most 1) needed to make S a top-k set",
+       control='sensitivity 1/2 in place of 1 (a wrong constant)')
 def lemma_3_1(ctx):
     D, C = ctx.pick((3, 3), (4, 4))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, every k-set, every "
@@ -191,7 +205,7 @@ def lemma_3_1(ctx):
                 dd = abs(dn - dist0[S])
                 dc = abs(-(-dn // 1) - (-(-dist0[S] // 1)))
                 worst = (max(worst[0], dd), max(worst[1], dc))
-                if dd > 1 or dc > 1:
+                if dd > ctx.ctl(1, Fraction(1, 2)) or dc > 1:
                     bad = f"perturbed {list(n)}, set {S}: |Δ dist| = {dd}, |Δ ceil| = {dc}"
                     break
             if bad:
@@ -254,38 +268,77 @@ def _loss_search(ctx, relation, bad_if, describe):
     return s, raw, width
 
 
+@check("canonical.theorem_3_5", PAPER,
+       "Theorem 3.5 as its proof states it: the loss (1 - rho) x_(h+1) - rho x_(t) (unshifted) has sensitivity 1 for "
+       "every rho when each score moves by at most 1 (Definition 1.1, Δ = 1): max |Δloss| <= 1 over every subset and "
+       "perturbation, with equality attained for every rho",
+       control="the bound max(rho, 1 - rho) in place of 1 (one of the proof's two terms dropped)")
+def theorem_3_5(ctx):
+    D, C = ctx.pick((4, 3), (5, 3))
+    s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, every k-set, every "
+               "perturbation in {-1,0,1}^d (Definition 1.1), rho in {0, 1/4, 1/3, 1/2, 2/3, 3/4, 1}; "
+               "instance = (counts, k, rho)")
+    worst = {rho: Fraction(0) for rho in RHOS}
+    for c, k in instances(D, C):
+        outs = subsets(len(c), k)
+        for rho in RHOS:
+            bound = ctx.ctl(Fraction(1), max(rho, 1 - rho))
+            L0 = {S: paper_loss(c, S, rho) for S in outs}
+            bad = None
+            for n in swaps(c):
+                for S in outs:
+                    dl = abs(paper_loss(n, S, rho) - L0[S])
+                    worst[rho] = max(worst[rho], dl)
+                    if dl > bound and bad is None:
+                        bad = f"rho={rho}, perturbed {list(n)}, set {set(S)}: |Δloss| = {dl} > {bound}"
+            s.record(bad is None, lambda: _inst(c, k, bad))
+    out = s.outcome("max |Δloss| per rho: " + ", ".join(f"{rho}: {worst[rho]}" for rho in RHOS))
+    if out.holds and any(worst[rho] != 1 for rho in RHOS):
+        out.holds = False
+        out.counterexample = "the bound 1 is not attained for some rho"
+    return out
+
+
 @check("canonical.theorem_3_5_add_remove", PAPER,
-       "Theorem 3.5 under add/remove counts with the shifting argument (Theorem A.15): for every rho, within "
-       "one neighbour pair the losses of all subsets move inside an interval of width <= 1 (so the shifted "
-       "sensitivity is 1/2, what exp(-eps loss) needs), and each loss moves by at most max(rho, 1-rho) <= 1")
+       "Theorem 3.5 for exactdp's shifted loss under add/remove counts: for every rho, within one neighbour pair "
+       "the losses of all subsets move inside an interval of width <= 1, and each loss moves by at most "
+       "max(rho, 1-rho) <= 1",
+       control="each loss moving by at most min(rho, 1 - rho) (a wrong constant)")
 def theorem_3_5_add_remove(ctx):
     s, raw, width = _loss_search(
-        ctx, "add/remove", lambda rho, m, w: w > 1 or m > max(rho, 1 - rho),
+        ctx, "add/remove",
+        lambda rho, m, w: w > 1 or m > ctx.ctl(max(rho, 1 - rho), min(rho, 1 - rho)),
         lambda rho, m, mw, w, ww: f"rho={rho}: width {w} (neighbour {ww}), raw {m} (neighbour {mw})")
     return s.outcome("; ".join(f"rho={rho}: width {width[rho]}, raw max |Δ| {raw[rho]}" for rho in RHOS))
 
 
 @check("canonical.theorem_3_5_shifted", PAPER,
-       "Theorem 3.5 modulo a common shift (Theorem A.15), scores moving by at most 1 each (Definition 1.1): "
-       "for every rho the subsets' losses move inside an interval of width <= 2, i.e. sensitivity 1 after "
-       "shifting")
+       "Theorem 3.5 for exactdp's shifted loss, scores moving by at most 1 each (Definition 1.1): for every rho the "
+       "subsets' losses move inside an interval of width <= 2 (the shift is common to all subsets, so the "
+       "differences between subsets' losses change by at most 2, as for the unshifted loss)",
+       control="width <= 1 (a wrong constant)")
 def theorem_3_5_shifted(ctx):
     s, raw, width = _loss_search(
-        ctx, "symmetric", lambda rho, m, w: w > 2,
+        ctx, "symmetric", lambda rho, m, w: w > ctx.ctl(2, 1),
         lambda rho, m, mw, w, ww: f"rho={rho}: width {w} (perturbed {ww})")
     return s.outcome("; ".join(f"rho={rho}: width {width[rho]}" for rho in RHOS))
 
 
-@check("canonical.theorem_3_5_raw", PAPER,
-       "Theorem 3.5 as a plain sensitivity statement (no shift), scores moving by at most 1 each (Definition "
-       "1.1): loss_rho (SPEC 2.4) changes by at most 1 for every rho in [0,1]",
-       expect=False, erratum="E8")
-def theorem_3_5_raw(ctx):
+@check("canonical.shifted_loss_change", PAPER,
+       "exactdp's shifted loss (1 - rho)(x_(h+1) - x_(k)) + rho (x_(k) - x_(t)) (0 for the top-k set) = Theorem "
+       "3.5's loss + (2 rho - 1) x_(k): with scores moving by at most 1 each (Definition 1.1), its largest change is "
+       "exactly 1 + |2 rho - 1| for each rho -- the shift moves with x_(k); no probability changes",
+       control="the unshifted bound, max change <= 1, for the shifted loss")
+def shifted_loss_change(ctx):
     s, raw, width = _loss_search(
-        ctx, "symmetric", lambda rho, m, w: m > 1,
+        ctx, "symmetric",
+        lambda rho, m, w: m > ctx.ctl(1 + abs(2 * rho - 1), 1),
         lambda rho, m, mw, w, ww: f"rho={rho}: |Δloss| = {m} (perturbed to {mw})")
-    return s.outcome("max |Δloss| per rho: " + ", ".join(f"{rho}: {raw[rho]}" for rho in RHOS) +
-                     " (= 1 + |2 rho - 1|: the x_(k) term moves with weight |2 rho - 1|)")
+    out = s.outcome("max |Δloss| per rho: " + ", ".join(f"{rho}: {raw[rho]}" for rho in RHOS))
+    if out.holds and any(raw[rho] != 1 + abs(2 * rho - 1) for rho in RHOS):
+        out.holds = False
+        out.counterexample = "max |Δloss| != 1 + |2 rho - 1| for some rho"
+    return out
 
 
 # =====================================================================================
@@ -321,42 +374,41 @@ def _dp(ctx, noise):
             q = rho.denominator
             for beta in (Fraction(1, 2), Fraction(9, 10)):
                 base = beta ** q
-                P = canonical_distribution(c, k, rho, beta, q, noise)
+                mb = beta * beta if ctx.control else beta
+                P = canonical_distribution(c, k, rho, mb, q, noise)
                 for n in add_remove(c):
-                    r, o = max_ratio(P, canonical_distribution(n, k, rho, beta, q, noise))
+                    r, o = max_ratio(P, canonical_distribution(n, k, rho, mb, q, noise))
                     frac = float(mpmath.log(mpmath.mpf(int(r.numerator)) / int(r.denominator)) /
                                  -mpmath.log(mpmath.mpf(base.numerator) / base.denominator))
                     if frac > worst.get(rho, (0,))[0]:
                         worst[rho] = (frac, _inst(c, k, f"beta={beta}, neighbour={list(n)}"))
-                    if r > 1 / base:
+                    if r > 1 / base and bad is None:
                         bad = f"rho={rho}, base={base}, neighbour={list(n)}, set={o}: loss {frac:.4f} eps"
-                        break
-                if bad:
-                    break
-            if bad:
-                break
         s.record(bad is None, lambda: _inst(c, k, bad))
     return s.outcome("largest loss / eps per rho: " + ", ".join(f"{rho}: {worst[rho][0]:.4f}" for rho in RHOS if rho in worst))
 
 
 @check("canonical.dp_gumbel", PAPER,
        "Theorem 4.1 with Gumbel noise: the canonical mechanism P(S) ∝ exp(-eps loss_rho(S)) is eps-DP over "
-       "add/remove counts for every rho (exact ratios)")
+       "add/remove counts for every rho (exact ratios)",
+       control='the mechanism run with twice the privacy parameter (beta^2) against the same bound')
 def dp_gumbel(ctx):
     return _dp(ctx, "gumbel")
 
 
 @check("canonical.dp_exponential", PAPER,
        "Theorem 4.1 with Exponential noise: permute-and-flip with p_S = exp(-eps loss_rho(S)) is eps-DP over "
-       "add/remove counts for every rho (exact permute-and-flip probabilities)")
+       "add/remove counts for every rho (exact permute-and-flip probabilities)",
+       control='the mechanism run with twice the privacy parameter (beta^2) against the same bound')
 def dp_exponential(ctx):
     return _dp(ctx, "exponential")
 
 
 @check("canonical.dp_library", PAPER,
-       "exactdp.Canonical (issue 5) with base = beta^q gives exactly the twin's probabilities (gumbel and "
+       "exactdp.Canonical with base = beta^q gives exactly the twin's probabilities (gumbel and "
        "exponential noise)",
-       needs=[("exactdp.canonical", "Canonical", "issue 5")])
+       needs=[("exactdp.canonical", "Canonical")],
+       control='the twin computed with the other noise (gumbel <-> exponential)')
 def dp_library(ctx):
     from exactdp.canonical import Canonical
 
@@ -367,7 +419,8 @@ def dp_library(ctx):
         for rho in (Fraction(0), Fraction(1, 3), Fraction(1, 2), Fraction(1)):
             q = rho.denominator
             for noise in ("gumbel", "exponential"):
-                mine = canonical_distribution(c, k, rho, Fraction(1, 2), q, noise)
+                other = {"gumbel": "exponential", "exponential": "gumbel"}[noise]
+                mine = canonical_distribution(c, k, rho, Fraction(1, 2), q, ctx.ctl(noise, other))
                 m = Canonical(c, k, base=Fraction(1, 2) ** q, rho=rho, noise=noise)
                 ok = all(Fraction(int(x.p), int(x.q)) == Fraction(int(v.numerator), int(v.denominator))
                          for S, v in mine.items() for x in [m.probability_exact(set(S))])
@@ -381,7 +434,8 @@ def dp_library(ctx):
 @check("canonical.lemma_a_24", PAPER,
        "Lemmas A.23/A.24: (i) the canonical loss dist_∞(x, Z_S) equals (x_(h+1) - x_(t))/2 (loss with rho = 1/2) "
        "and (ii) it is >= the joint set loss max_i (x_(i) - x_{j_i})/2 (Lemma 5 of the set paper), strictly "
-       "for some subsets")
+       "for some subsets",
+       control='(i) with x_(h+1) - x_(t) (the /2 dropped)')
 def lemma_a_24(ctx):
     D, C = ctx.pick((5, 4), (6, 5))
     R = ctx.pick(20, 200)
@@ -392,7 +446,7 @@ def lemma_a_24(ctx):
         bad = None
         for S in subsets(len(c), k):
             dist = canonical_distance(c, S)
-            can = loss(c, S, Fraction(1, 2))
+            can = loss(c, S, Fraction(1, 2)) * ctx.ctl(1, 2)
             joint = Fraction(-set_utility(c, S), 2)
             if dist != can:
                 bad = f"set {S}: dist {dist} vs (x_(h+1) - x_(t))/2 = {can}"
@@ -415,7 +469,8 @@ def lemma_a_24(ctx):
        "Lemma 5.1 (reconstructed from the prose; formula lost): for rho' <= rho and eps' = eps rho/rho', "
        "(a) eps' loss_rho'(S) >= eps loss_rho(S) for every S with the same weight on the tail x_(k) - x_(t), "
        "and (b) eps'-DP canonical_rho' is at least as good at the tail: P'[t <= tau] >= P[t <= tau] for every "
-       "tau (Gumbel noise); the grid includes rho' = 1/2 (Corollary 5.2's kind of instance)")
+       "tau (Gumbel noise); the grid includes rho' = 1/2 (Corollary 5.2's kind of instance)",
+       control="eps' = eps rho'/rho (the ratio inverted)")
 def lemma_5_1(ctx):
     D, C = ctx.pick((5, 4), (6, 4))
     pairs = [(Fraction(1), Fraction(1, 2)), (Fraction(3, 4), Fraction(1, 2)), (Fraction(1, 2), Fraction(1, 4)),
@@ -424,13 +479,13 @@ def lemma_5_1(ctx):
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k < d, (rho, rho') in "
                "{(1,1/2), (3/4,1/2), (1/2,1/4), (1,1/4), (2/3,1/3)}, eps in {1/2, 1, 3}; (a) exact, (b) 40-digit "
                "mpmath, ties within 1e-30")
-    with mpmath.workdps(40):
+    with mp_workdps(40):
         for c, k in instances(D, C, ks=lambda d: range(1, d)):
             outs = subsets(len(c), k)
             bad = None
             for rho, rho2 in pairs:
                 for eps in eps_grid:
-                    eps2 = eps * rho / rho2
+                    eps2 = eps * rho / rho2 if not ctx.control else eps * rho2 / rho
                     for S in outs:
                         h, t = classify(c, S)
                         if eps2 * loss(c, S, rho2) < eps * loss(c, S, rho):

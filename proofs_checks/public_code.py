@@ -17,6 +17,8 @@ import math
 from fractions import Fraction
 
 import mpmath
+
+from exactdp.precision import mp_workdps
 import sympy
 
 import exactdp
@@ -31,7 +33,8 @@ PAPER = "Public code (dp_topk)"
 @check("public.z_ordering", PAPER,
        "dp_topk's uniquifying term (d(k-i-1) + j + 1)/(2dk) with 0-based i, j is the paper's z_ij = (d(k-i) + j)/(2dk) "
        "in 1-based form (sympy identity and every entry for d <= 30), so its diff matrix c_i - c_j + z is exactly -Ũ "
-       "and sorts the entries in the same order; the repository's expected test matrices equal -Ũ from exactdp")
+       "and sorts the entries in the same order; the repository's expected test matrices equal -Ũ from exactdp",
+       control="the paper's formula evaluated at 0-based i, j without the shift (the naive substitution)")
 def z_ordering(ctx):
     d, k, i, j = sympy.symbols("d k i j", integer=True, positive=True)
     s = Search("sympy identity; every (d, k, i, j) with d <= " + ctx.pick("30", "60") +
@@ -41,7 +44,8 @@ def z_ordering(ctx):
     for dd in range(1, D + 1):
         for kk in range(1, dd + 1):
             den = 2 * dd * kk
-            ok = all(Fraction(dd * (kk - i0 - 1) + j0 + 1, den) == Fraction(dd * (kk - (i0 + 1)) + (j0 + 1), den)
+            shift = ctx.ctl(1, 0)  # control: the paper's formula at 0-based i, j (no shift)
+            ok = all(Fraction(dd * (kk - i0 - 1) + j0 + 1, den) == Fraction(dd * (kk - (i0 + shift)) + (j0 + shift), den)
                      for i0 in range(kk) for j0 in range(dd))
             s.record(ok, f"d={dd}, k={kk}")
     # dp_topk/joint_test.py, test_make_diff_matrix: counts (5, 5, 3), k = 2
@@ -60,7 +64,8 @@ def z_ordering(ctx):
 
 @check("public.naive_z_hazard", PAPER,
        "Why the 0-based form matters: substituting 0-based i, j into the paper's 1-based z = (d(k-i)+j)/(2dk) gives "
-       "terms outside (0, 1/2] (some ceil(Ũ) != U, breaking Lemma 3.5) or equal terms (breaking Lemma 3.4) -- witness")
+       "terms outside (0, 1/2] (some ceil(Ũ) != U, breaking Lemma 3.5) or equal terms (breaking Lemma 3.4) -- witness",
+       illustration=True)
 def naive_z_hazard(ctx):
     s = Search("d <= 10, every k <= d")
     witness = None
@@ -134,7 +139,8 @@ def draws_for_power(p, q, alpha=mpmath.mpf("0.05"), power=mpmath.mpf("0.8")):
 @check("public.unfloored_weights", PAPER,
        "A test reference (or sampler) that weights refined differences unfloored, exp(-eps * diff/(2Δ)), disagrees "
        "with the mechanism's exp(-eps * floor(diff)/(2Δ)): exact total variation > 0 on the dp_topk test instances; "
-       "the repository's 4-sigma bins at 10^4 draws cannot see it; a chi-square test needs the reported number of draws")
+       "the repository's 4-sigma bins at 10^4 draws cannot see it; a chi-square test needs the reported number of draws",
+       control='the reference built from the floored weights (the mechanism itself): the claimed total variation > 0 must fail')
 def unfloored_weights(ctx):
     cases = [((10, 10, 5), 2, 1, 1, "joint_test add/remove"), ((10, 10, 5), 2, 1, 2, "joint_test swap"),
              ((10, 5, 1, 1), 2, 1, 1, "the Joint paper's Appendix D example")]
@@ -144,12 +150,15 @@ def unfloored_weights(ctx):
     s = Search("; ".join(f"counts {list(c)}, k={k}, eps={e}, Δ={sv} ({why})" for c, k, e, sv, why in cases) +
                "; 40-digit mpmath on exact m̃; chi-square level 0.05, power 0.8")
     notes = []
-    with mpmath.workdps(40):
+    with mp_workdps(40):
         for c, k, eps, sens, why in cases:
             e = mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator
             p = entry_weights(c, k, e, sens, True)
-            q = entry_weights(c, k, e, sens, False)
+            q = entry_weights(c, k, e, sens, ctx.control)  # control: the floored weights themselves
             tv = mpmath.fsum(abs(p[o] - q[o]) for o in p) / 2
+            if tv == 0:  # nothing to detect (the control's reference is the mechanism itself)
+                s.record(False, f"counts {list(c)} ({why}): TV = 0")
+                continue
             n_needed, delta = draws_for_power(p, q)
             # dp_topk's own criterion: each bin within q +- 4 sqrt(q(1-q)/n) at n = 10^4
             n = 10**4
@@ -187,14 +196,15 @@ def refined_score(c, k, S, U=None, rank=None):
        "A sampler that really weights sequences by exp(eps * score/2) with the unfloored refined score min_r Ũ is not "
        "covered by Theorem 3.2: the refined score's sensitivity exceeds 1 (the z term follows the ranks, which "
        "neighbours reorder; it is at most 3/2), so the exponential-mechanism theorem certifies only 3eps/2; the "
-       "exact privacy loss on the instance space is reported")
+       "exact privacy loss on the instance space is reported",
+       control="sensitivity <= 1 (Theorem 3.2's assumption) in place of <= 3/2")
 def unfloored_privacy(ctx):
     D, C = ctx.pick((3, 3), (4, 4))
     s = Search(f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every add/remove neighbour, "
                "every sequence; sensitivity exact (Fractions), privacy loss at eps = 1 in 40-digit mpmath")
     worst_loss = (mpmath.mpf(0), None)
     worst_sens = (Fraction(0), None)
-    with mpmath.workdps(40):
+    with mp_workdps(40):
         for c, k in instances(D, C):
             U = refined_matrix(c, k)
             rank = {it: r for r, it in enumerate(order_of(c))}
@@ -213,7 +223,8 @@ def unfloored_privacy(ctx):
                 loss = max(abs(mpmath.log(P[S]) - mpmath.log(Q[S])) for S in P)
                 if loss > worst_loss[0]:
                     worst_loss = (loss, f"counts={list(c)}, k={k}, neighbour={list(n)}")
-            s.record(local <= Fraction(3, 2), lambda: f"counts={list(c)}, k={k}: sensitivity {local} > 3/2")
+            bound = ctx.ctl(Fraction(3, 2), Fraction(1))
+            s.record(local <= bound, lambda: f"counts={list(c)}, k={k}: sensitivity {local} > {bound}")
     out = s.outcome(f"refined-score sensitivity {worst_sens[0]} first at {worst_sens[1]}; largest exact privacy loss "
                     f"of the unfloored sampler {mpmath.nstr(worst_loss[0], 10)} at eps = 1 ({worst_loss[1]})")
     out.holds = out.holds and worst_sens[0] > 1
@@ -221,10 +232,11 @@ def unfloored_privacy(ctx):
 
 
 @check("public.unfloored_certify", PAPER,
-       "exactdp.certify (issue 6) on the dp_topk test instance: a sampler drawing from the unfloored weights passes "
+       "exactdp.certify on the dp_topk test instance: a sampler drawing from the unfloored weights passes "
        "its goodness-of-fit test at 10^4 draws with power < 0.99 (alpha = 1e-6), and samples_needed gives the draws "
        "at which the power reaches 0.99",
-       needs=[("exactdp.certify", "samples_needed", "issue 6")])
+       needs=[("exactdp.certify", "samples_needed")],
+       control='the inequality swapped: power >= 0.99 already at 10^4 draws')
 def unfloored_certify(ctx):
     from exactdp import certify
 
@@ -232,11 +244,12 @@ def unfloored_certify(ctx):
     notes = []
     for c in ((10, 10, 5), (10, 5, 1, 1)):
         m = exactdp.Joint(c, 2, epsilon=1)
-        with mpmath.workdps(30):
+        with mp_workdps(30):
             alt = {S: float(p) for S, p in unfloored_sequence_probs(c, 2, 1).items()}
         n = certify.samples_needed(m, alt, 0.99, 1e-6)
         low = certify.power(m, alt, 10**4, 1e-6).power
         high = certify.power(m, alt, n, 1e-6).power
         notes.append(f"counts {list(c)}: power at 10^4 draws {low:.3g}; power 0.99 reached at about {n} draws")
-        s.record(low < 0.99 <= high and n > 10**4, f"counts {list(c)}: n={n}, power(10^4)={low}, power(n)={high}")
+        ok = (low < 0.99 <= high and n > 10**4) if not ctx.control else low >= 0.99
+        s.record(ok, f"counts {list(c)}: n={n}, power(10^4)={low}, power(n)={high}")
     return s.outcome("; ".join(notes))
