@@ -1,7 +1,7 @@
 r"""Privacy accounting of CDP-Peel: Lemma 4.2 of the Joint paper, and its inverse.
 
 Paper: Gillenwater, Joseph, Medina, Ribero, *A Joint Exponential Mechanism for
-Differentially Private Top-k* (``../shared/seeds/joint-topk-sequence-with-latex.txt``),
+Differentially Private Top-k* (ICML 2022, arXiv:2201.12333),
 Section 4.1.2.  CDP-Peel is ``k`` applications of an ``eps'``-DP exponential mechanism
 (one per round; realised in one shot with Gumbel noise).  Each is ``eps'^2/8``-zCDP
 (bounded range), so ``k`` of them are ``rho = k eps'^2/8``-zCDP, and the conversion

@@ -4,7 +4,7 @@ The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
 
     ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
 
-over every output ``o`` (SPEC section 4).  ``M`` is epsilon-DP for a neighbour relation
+over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a neighbour relation
 exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
 ``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
 worst case over every neighbour of one count vector.

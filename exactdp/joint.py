@@ -1,8 +1,8 @@
 """Joint: the joint exponential mechanism for top-k sequences.
 
 Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
-Differentially Private Top-k" (``../shared/seeds/joint-topk-sequence-with-latex.txt``),
-Section 3, Algorithm 1; SPEC section 2.1.
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
+Section 3, Algorithm 1; docs/definitions.md §2.1.
 
 Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the paper):
 ``u(S) = -max_i (c_(i) - c[s_i])``; the mechanism is the exponential mechanism
@@ -10,7 +10,7 @@ Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the
 
 What is exact here and how it is counted:
 
-- :meth:`Joint.levels` -- the integer sweep (SPEC 2.1, NUMERICS.md): the number of
+- :meth:`Joint.levels` -- the integer sweep (docs/definitions.md §2.1; docs/benchmarks.md): the number of
   sequences with utility ``>= -M`` is ``N(M) = prod_r max(T_r(M) - (r-1), 0)`` with
   ``T_r(M) = #{j : c_(j) >= c_(r) - M}`` (this is Lemma 3.7 with the refined scores
   collapsed onto their ceiling, Lemma 3.5); ``m(-M) = N(M) - N(M_prev)``.
@@ -114,7 +114,7 @@ def joint_mtilde(ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, 
 
 
 class Joint(JointFamily):
-    """The Joint exponential mechanism over top-k sequences (SPEC 2.1).
+    """The Joint exponential mechanism over top-k sequences (docs/definitions.md §2.1).
 
     ``Joint(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
     ``base`` are exclusive; with ``base`` the weight of utility ``u`` is ``base**(-u)``

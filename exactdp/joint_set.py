@@ -2,8 +2,8 @@
 
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k Set" (workshop version,
-``../shared/seeds/joint-topk-set-workshop.md``): Lemma 5, Algorithm 1, Lemmas 6-7,
-Theorem 8; SPEC section 2.3.  The guide with the paper-as-printed analysis is
+NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7,
+Theorem 8; docs/definitions.md §2.3.  The guide with the paper-as-printed analysis is
 ``docs/joint_set.md``.
 
 Definitions (0-based ranks: items sorted by count descending, ties by smaller id; ``sc`` the
@@ -567,7 +567,7 @@ class _LevelPaths:
 # The mechanism
 # =====================================================================================
 class JointSet(JointFamily):
-    """The JOINT exponential mechanism over top-k *sets* (SPEC 2.3; the workshop paper).
+    """The JOINT exponential mechanism over top-k *sets* (docs/definitions.md §2.3; the workshop paper).
 
     ``JointSet(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
     ``base`` are exclusive; the weight of utility ``u`` is ``exp(epsilon*u/(2*sensitivity))``

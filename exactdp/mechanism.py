@@ -10,7 +10,7 @@ provides only what is specific to it:
 - ``output_kind``: ``"sequence"`` (tuples) or ``"set"`` (frozensets);
 - ``rule``: the :class:`~exactdp.selection.SelectionRule`.
 
-Everything in SPEC section 3 is then implemented here once.
+Everything in docs/definitions.md §3 (the public API) is then implemented here once.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class Mechanism(abc.ABC):
         except KeyError:  # pragma: no cover - would be a bug in _compute_levels
             raise AssertionError(f"utility of {o} is not a level of {self!r}") from None
 
-    # -- public API (SPEC section 3) ---------------------------------------------------
+    # -- public API (docs/definitions.md §3) ------------------------------------
     def levels(self) -> tuple[Level, ...]:
         """Every distinct utility with its exact multiplicity, best first."""
         return self.table.levels

@@ -1,8 +1,8 @@
-r"""Peeling: k rounds of one-item selection without replacement (SPEC 2.5).
+r"""Peeling: k rounds of one-item selection without replacement (docs/definitions.md §2.5).
 
-Papers: the Joint paper's baselines (``../shared/seeds/joint-topk-sequence-with-latex.txt``,
+Papers: the Joint paper's baselines (ICML 2022, arXiv:2201.12333,
 Section 4.1: PNF-Peel, Algorithm 2; CDP-Peel, Algorithm 3 and Lemma 4.2) and the one-shot
-Gumbel blog post (``oneshot-topk-gumbel-blog.txt``, Theorem 1).
+Gumbel blog post (DifferentialPrivacy.org, https://differentialprivacy.org/one-shot-top-k/, Theorem 1).
 
 Round ``r = 1..k`` selects one item ``j`` among those not selected yet, with the per-round
 budget ``eps/k`` on the raw counts (monotone utility, so no factor 2):
@@ -144,7 +144,7 @@ class _PeelingRule(SelectionRule):
 
 
 class Peeling(Mechanism):
-    """k rounds of per-round ``eps/k`` selection without replacement (SPEC 2.5).
+    """k rounds of per-round ``eps/k`` selection without replacement (docs/definitions.md §2.5).
 
     ``Peeling(counts, k, epsilon=None, *, base=None, noise="gumbel")``: ``epsilon``
     (default 1) is the *total* budget, each round using ``epsilon/k``; ``base`` replaces
@@ -304,7 +304,7 @@ class Peeling(Mechanism):
             raise AssertionError("rank beyond the level's multiplicity")
         return tuple(out)
 
-    # -- SPEC 3, computed from the sequence (no level table) --------------------------------
+    # -- the public API (§3), computed from the sequence (no level table) --------------------------------
     def support_size(self) -> int:
         """``d!/(d-k)!``: every sequence of distinct items has positive probability."""
         return math.perm(self.d, self.k)

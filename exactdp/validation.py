@@ -1,4 +1,4 @@
-"""Input validation shared by every mechanism (SPEC section 1).
+"""Input validation shared by every mechanism (docs/definitions.md §1).
 
 Each ``as_*`` function takes what a user may pass and returns the exact value exactdp
 works with, or raises an :mod:`exactdp.errors` error naming the argument and the value.
@@ -50,7 +50,7 @@ __all__ = [
     "DEFAULT_DPS",
 ]
 
-#: Default number of certified significant decimal digits (SPEC section 3).
+#: Default number of certified significant decimal digits (docs/definitions.md §3).
 DEFAULT_DPS = 30
 
 
@@ -89,7 +89,7 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
 
 
 def as_counts(counts: Any) -> tuple[int, ...]:
-    """Validate a count vector (SPEC section 1) and return it as a tuple of Python ints.
+    """Validate a count vector (docs/definitions.md §1) and return it as a tuple of Python ints.
 
     Accepts any finite one-dimensional sequence of integers: Python ints, numpy integer
     scalars or arrays, gmpy2 ``mpz``, and floats that are finite and integral.  Rejects

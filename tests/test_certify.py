@@ -133,7 +133,7 @@ def test_compare_mtilde_catches_errors():
 
 
 def test_float_order_breaks_near_2_to_53():
-    # NUMERICS.md: the float diff matrix loses distinctness when |c_i - c_j| 2dk nears 2**53
+    # measured: the float diff matrix loses distinctness when |c_i - c_j| 2dk nears 2**53
     counts = [10**16, 10**16, 3, 2, 1, 0]
     impl = FloatJoint(counts, 2)
     r = certify.compare_mtilde(impl.log_mtilde, exactdp.Joint(counts, 2), rows=impl.rows, cols=impl.cols)

@@ -33,7 +33,7 @@ DOC = ROOT / "docs" / "cli.md"
 
 SMALL = ["--counts", "10,5,1,1", "-k", "2", "--epsilon", "1"]
 BIG = ["--counts", "30,15,1x998", "-k", "2", "--epsilon", "1"]
-# The papers' check values (SPEC 2.2), P(best sequence) of Joint, to 40 digits.
+# The papers' check values (Joint paper, Appendix D.3), P(best sequence) of Joint, to 40 digits.
 CHECK_SMALL = "0.6314807521482704346657540926168464414723"
 CHECK_BIG = "0.3372197782751415944042076182712139472626"
 

@@ -1,4 +1,4 @@
-"""Tests of exactdp.Peeling (SPEC 2.5 and 3) against brute force, and the one-shot Gumbel
+"""Tests of exactdp.Peeling (docs/definitions.md §2.5 and §3) against brute force, and the one-shot Gumbel
 identity (Theorem 1 of the one-shot top-k blog post, Durfee & Rogers 2019).
 
 References never call the code under test: every sequence of distinct items is enumerated
