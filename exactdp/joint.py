@@ -36,7 +36,7 @@ What is exact here and how it is counted:
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterator
+from typing import Iterator, Union
 
 import gmpy2
 
@@ -44,12 +44,13 @@ from ._events import event_chunks, level_factor_chunks
 from .errors import InvalidParameterError
 from .levels import Level
 from .mechanism import JointFamily
+from .ranking import Ranking
 from .selection import ExponentialMechanism
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
 
-def joint_levels(ranking, k: int) -> list[Level]:
+def joint_levels(ranking: Ranking, k: int) -> list[Level]:
     """Exact levels of Joint by the integer sweep (no enumeration of outputs).
 
     At ``M = 0`` every factor ``T_r(0) - r`` (0-based) is ``>= 1`` and it only grows, so
@@ -77,7 +78,7 @@ def joint_levels(ranking, k: int) -> list[Level]:
     return levels
 
 
-def joint_mtilde(ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Any, int]]:
+def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
     """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix, decreasing ``Ũ``.
 
     Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based) where ``t_r`` counts
@@ -141,7 +142,7 @@ class Joint(JointFamily):
         sc, d, k = self.ranking.sorted_counts, self.d, self.k
         return Fraction(-(2 * d * k) * (sc[row] - sc[col]) - d * (k - 1 - row) - col - 1, 2 * d * k)
 
-    def mtilde(self, *, keys: bool = False) -> Iterator[tuple[int, int, Any, int]]:
+    def mtilde(self, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
         """All ``d*k`` entries ``(row, col, Ũ as Fraction, m̃ as int)`` in decreasing ``Ũ``
         order, streamed (Lemmas 3.7-3.8).  ``row``/``col`` are 0-based ranks (see
         ``self.ranking.order`` for item ids).  With ``keys=True`` the third field is the

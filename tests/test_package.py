@@ -212,11 +212,15 @@ AREAS = {
     "exactdp": ["exactdp"],
     "docs": ["docs"],
     "examples": ["examples"],
-    "proofs_checks": ["proofs_checks"],
     "benchmarks": ["benchmarks"],
     "tests": ["tests"],
     "top-level": ["README.md", "CHANGELOG.md", "pyproject.toml"],
+    # the executable checks of the papers, their errata page and their tests (one area, so
+    # a failure here points at them alone)
+    "proofs_checks": ["proofs_checks", "docs/errata.md", "tests/test_proofs_checks.py"],
 }
+#: Files scanned under their own area rather than their directory's.
+OWN_AREA = {"docs/errata.md", "tests/test_proofs_checks.py"}
 
 
 def forbidden_references(text: str) -> list[tuple[int, str, str]]:
@@ -234,8 +238,11 @@ def _files(area: str):
         path = ROOT / entry
         candidates = [path] if path.is_file() else sorted(path.rglob("*"))
         for file in candidates:
-            if file.is_file() and file.suffix in TEXT_SUFFIXES and "__pycache__" not in file.parts:
-                yield file
+            if not (file.is_file() and file.suffix in TEXT_SUFFIXES and "__pycache__" not in file.parts):
+                continue
+            if file.relative_to(ROOT).as_posix() in OWN_AREA and file != path:
+                continue
+            yield file
 
 
 @pytest.mark.parametrize("area", sorted(AREAS))
@@ -262,3 +269,65 @@ def test_the_reference_scan_can_fail():
         "shar" "ed seeds", paper, *issues,
     ]
     assert forbidden_references("shared selection rules; fixed seeds; #1f77b4; issues remain") == []
+
+
+# ---------------------------------------------------------------------------------------
+# type hints of the public API
+
+
+TYPED_MODULES = ("mechanism", "joint", "pnf_joint", "joint_set", "selection", "levels", "scale", "ranking",
+                 "accounting", "audit", "bruteforce", "sampling", "precision", "_events", "errors")
+
+
+def _public_functions():
+    import importlib
+    import inspect
+
+    for name in TYPED_MODULES:
+        module = importlib.import_module(f"exactdp.{name}")
+        for attr in getattr(module, "__all__", []):
+            obj = getattr(module, attr)
+            if getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                yield f"{name}.{attr}", obj
+            elif inspect.isclass(obj):
+                for method, f in vars(obj).items():
+                    if inspect.isfunction(f) and (not method.startswith("_") or method == "__init__"):
+                        yield f"{name}.{attr}.{method}", f
+
+
+def test_public_api_is_fully_annotated_and_resolvable():
+    import inspect
+    import typing
+
+    names = {n: getattr(exactdp, n) for n in exactdp.__all__ if n != "__version__"}
+    checked, problems = 0, []
+    for qualname, f in _public_functions():
+        checked += 1
+        sig = inspect.signature(f)
+        for p in sig.parameters.values():
+            if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty \
+                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                problems.append(f"{qualname}: parameter {p.name} has no type hint")
+        if sig.return_annotation is inspect.Signature.empty and not qualname.endswith("__init__"):
+            problems.append(f"{qualname}: no return type")
+        try:
+            typing.get_type_hints(f, localns=names)
+        except Exception as err:  # a hint naming something that does not exist
+            problems.append(f"{qualname}: unresolvable hint ({err})")
+    assert checked > 50 and not problems, problems
+
+
+def test_user_facing_arguments_are_not_typed_any():
+    import inspect
+
+    from exactdp import accounting, audit, joint_set
+    from exactdp.mechanism import JointFamily, Mechanism
+
+    for f in (Mechanism.__init__, Mechanism.utility, Mechanism.probability, Mechanism.sample, JointFamily.__init__,
+              exactdp.JointSet.__init__, joint_set.count_at_least, accounting.cdp_peel_epsilon, audit.worst_case,
+              audit.privacy_loss, audit.neighbours, exactdp.Joint.mtilde):
+        hints = {k: v for k, v in f.__annotations__.items() if "Any" in str(v)}
+        assert not hints, (f.__qualname__, hints)
+    assert "Output" in str(inspect.signature(Mechanism.sample).return_annotation)
