@@ -926,11 +926,12 @@ def _args_dist(p: argparse.ArgumentParser) -> None:
         "--max-outputs", type=_positive_int_arg, default=DEFAULT_MAX_OUTPUTS, metavar="N",
         help=f"refuse --outputs for more than N outputs (default {DEFAULT_MAX_OUTPUTS})",
     )
-    _add_json(p, "a JSON object, exact integers, probabilities as decimal strings of --dps digits")
+    _add_json(p, "a JSON object; exact integers and utilities as strings, probabilities as decimal "
+              "strings of --dps digits (schema: docs/cli.md)")
 
 
 def _args_levels(p: argparse.ArgumentParser) -> None:
-    _add_json(p, "a JSON object with exact integers")
+    _add_json(p, "a JSON object; exact integers and utilities as strings (schema: docs/cli.md)")
 
 
 def _args_prob(p: argparse.ArgumentParser) -> None:
