@@ -7,11 +7,15 @@ each compared with exactdp's exact values:
 - :func:`compare_mtilde` -- its array of ``log m̃`` (Joint's refined counts, in the order
   float implementations use);
 - :func:`goodness_of_fit` -- draws from its sampler, tested against the exact
-  distribution: first by level, then for uniformity within each level;
+  distribution: first by level, then for uniformity within each level.  Its verdict is
+  PASS, FAIL or INCONCLUSIVE: a test that could not have failed (0 degrees of freedom)
+  or was too weak to trust (power below ``min_power`` against the least favourable
+  deviation of total variation ``delta``) never says PASS;
 
-and :func:`power` says how likely the sampler test is to detect a given wrong
-distribution with ``n`` draws (:func:`samples_needed` inverts it), so a test suite can
-choose ``n`` honestly.
+and :func:`sensitivity` says what the sampler test can detect with ``n`` draws,
+:func:`power` how likely it is to detect a given wrong distribution, and
+:func:`samples_needed` how many draws make either power reach a target, so a test suite
+can choose ``n`` honestly.
 
 Exact values and floats: exact probabilities are certified to ``dps`` digits (default 30)
 before any comparison; floats appear only in what is reported (errors, statistics,
@@ -24,12 +28,17 @@ p-values), never in an exact value.
 >>> r.passed, r.worst[0].output
 (False, (2,))
 >>> fit = goodness_of_fit(m.samples(2000, rng=1), m)
->>> fit.df, fit.p_value > 1e-6
-(2, True)
+>>> fit.df, fit.p_value > 1e-6, fit.verdict()     # not rejected, but too few draws
+(2, True, 'inconclusive')
+>>> fit.samples_needed()                           # for power 0.99 at TV 0.05
+5280
+>>> goodness_of_fit(m.samples(5280, rng=1), m).verdict()
+'pass'
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,7 +48,7 @@ import mpmath
 import numpy as np
 from flint import arb, fmpz
 
-from .errors import InvalidOutputError, InvalidParameterError, ExactDPError
+from .errors import ExactDPError, InvalidOutputError, InvalidParameterError, NothingToDetectError
 from .precision import certify as _certify, mp_workdps
 from .validation import as_dps, as_positive_int
 
@@ -50,10 +59,13 @@ __all__ = [
     "MtildeComparison",
     "Bin",
     "GoodnessOfFit",
+    "BinPlan",
+    "Sensitivity",
     "Power",
     "compare_probabilities",
     "compare_mtilde",
     "goodness_of_fit",
+    "sensitivity",
     "power",
     "samples_needed",
     "chi2_sf",
@@ -61,12 +73,20 @@ __all__ = [
     "ncx2_sf",
     "normalise_output",
     "read_samples",
+    "DEFAULT_ALPHA",
+    "DEFAULT_DELTA",
+    "DEFAULT_MIN_POWER",
+    "DEFAULT_MAX_N",
+    "DEFAULT_MIN_COVERAGE",
 ]
 
 #: Enumerating outputs (within-level bins, callables, power) is refused past this.
 DEFAULT_MAX_ENUMERATE = 1_000_000
 #: Pool bins until each expects at least this many draws (the usual chi-square rule).
 MIN_EXPECTED = 5
+#: A probability comparison is inconclusive when the compared outputs carry less exact
+#: probability than this.
+DEFAULT_MIN_COVERAGE = 0.5
 
 
 # =====================================================================================
@@ -245,7 +265,11 @@ class ComparisonRow:
 class ProbabilityComparison:
     """Result of :func:`compare_probabilities`.
 
-    ``passed``: every output within ``|claimed - exact| <= atol + rtol*|exact|``;
+    ``verdict``: ``"fail"`` when some output is out of tolerance
+    (``|claimed - exact| > atol + rtol*|exact|``); else ``"inconclusive"`` when nothing was
+    compared or the compared outputs carry exact probability ``coverage`` below
+    ``min_coverage`` (``reason`` says which); else ``"pass"``.  ``passed``: the verdict is
+    ``"pass"``;
     ``max_abs_error``, ``max_rel_error`` over every compared output; ``worst``: the rows
     with the largest errors (relative, then absolute); ``failures``: how many outputs are
     out of tolerance; ``missing``: ``{level: number of outputs}`` of the support that a
@@ -265,6 +289,10 @@ class ProbabilityComparison:
     missing: dict
     claimed_total: Optional[mpmath.mpf]
     dps: int
+    verdict: str = "pass"
+    coverage: float = 1.0
+    min_coverage: float = DEFAULT_MIN_COVERAGE
+    reason: str = ""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -282,14 +310,15 @@ class ProbabilityComparison:
 
     def __str__(self) -> str:
         head = (
-            f"{'PASS' if self.passed else 'FAIL'}: {self.n_outputs} outputs compared "
+            f"{self.verdict.upper()}: {self.reason + '; ' if self.reason else ''}{self.n_outputs} outputs compared "
             f"({'log-probabilities' if self.log else 'probabilities'}), {self.failures} out of "
             f"tolerance (rtol={self.rtol:g}, atol={self.atol:g}); max abs error "
             f"{_fmt(self.max_abs_error, 3)}, max rel error {_fmt(self.max_rel_error, 3)}"
         )
         if self.claimed_total is not None:
             head += f"; claimed total {_fmt(self.claimed_total, 17)}"
-        return head + "\n" + self.table()
+        head += f"; they carry {self.coverage:.6g} of the exact probability (at least {self.min_coverage:g} needed)"
+        return head + ("\n" + self.table() if self.worst else "")
 
 
 def _to_mpf(x: Any) -> mpmath.mpf:
@@ -326,6 +355,7 @@ def compare_probabilities(
     dps: Optional[int] = None,
     worst: int = 10,
     max_outputs: int = DEFAULT_MAX_ENUMERATE,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> ProbabilityComparison:
     """Compare claimed probabilities (or log-probabilities with ``log=True``) of outputs
     with the exact ones.
@@ -342,8 +372,24 @@ def compare_probabilities(
     ``rtol = 1e-9``; ``atol = 0`` for probabilities, ``1e-9`` for log-probabilities (an
     absolute error ``e`` in a log is a relative error of about ``e`` in the probability).
     Exact values are certified to ``dps`` digits (default 30), so any float error shows.
+
+    Verdict: FAIL when an output is out of tolerance; otherwise INCONCLUSIVE when the
+    comparison cannot decide: nothing was compared (an empty claim, or ``outputs``
+    selecting none), or the compared outputs carry less than ``min_coverage`` (default
+    0.5) of the exact probability (``coverage``, computed from the certified
+    probabilities: a claimed table of a few outputs, or ``outputs`` listing a few, says
+    nothing about the rest of the distribution; a mapping without ``outputs`` covers the
+    whole support, since what it omits is compared with claimed probability 0); otherwise
+    PASS.  ``min_coverage=0`` accepts any non-empty spot check.
     """
     digits = as_dps(dps)
+    try:
+        cover_ok = not isinstance(min_coverage, bool) and 0 <= float(min_coverage) <= 1
+    except (TypeError, ValueError):
+        cover_ok = False
+    if not cover_ok:
+        raise InvalidParameterError("min_coverage", min_coverage, "must satisfy 0 <= min_coverage <= 1")
+    min_coverage = float(min_coverage)
     rtol = 1e-9 if rtol is None else float(rtol)
     atol = (1e-9 if log else 0.0) if atol is None else float(atol)
     lv = _Levels(mechanism, digits, max_outputs)
@@ -377,6 +423,7 @@ def compare_probabilities(
         seen_per_level: Counter = Counter()
         seen: set = set()
         total = mpmath.mpf(0)
+        covered = mpmath.mpf(0)
         for o, value in items:
             if o in seen:
                 raise InvalidParameterError("claimed", _out_text(o), "names the same output twice")
@@ -385,6 +432,7 @@ def compare_probabilities(
             e = zero if a is None else exact_level[a]
             if a is not None:
                 seen_per_level[a] += 1
+                covered += out_p[a]
             c = _to_mpf(value)
             if not log and not mpmath.isnan(c):
                 total += c
@@ -397,6 +445,7 @@ def compare_probabilities(
                 left = level.multiplicity - seen_per_level.get(a, 0)
                 if left:
                     missing[a] = left
+                    covered += left * out_p[a]
                     c = zero
                     ae, re = _errors(c, exact_level[a])
                     rows.append(ComparisonRow(None, a, c, exact_level[a], ae, re, False,
@@ -407,10 +456,23 @@ def compare_probabilities(
         max_rel = max((r.rel_error for r in rows), default=mpmath.mpf(0))
         ranked = sorted(rows, key=lambda r: (r.ok, -r.rel_error, -r.abs_error))
         claimed_total = None if log or not isinstance(claimed, Mapping) else total
+        coverage = float(min(covered, mpmath.mpf(1)))
+    n_compared = len(items) + sum(missing.values())
+    if failures:
+        verdict, reason = "fail", ""
+    elif not rows:
+        verdict, reason = "inconclusive", "nothing was compared"
+    elif coverage < min_coverage:
+        verdict, reason = "inconclusive", (f"the {n_compared} compared output{'s' if n_compared != 1 else ''} carry "
+                                           f"only {coverage:.3g} of the exact probability, below "
+                                           f"min_coverage = {min_coverage:g}")
+    else:
+        verdict, reason = "pass", ""
     return ProbabilityComparison(
-        passed=failures == 0 and bool(rows), log=log, n_outputs=len(items) + sum(missing.values()),
+        passed=verdict == "pass", log=log, n_outputs=n_compared,
         failures=failures, max_abs_error=max_abs, max_rel_error=max_rel, worst=tuple(ranked[:worst]),
         rtol=rtol, atol=atol, missing=missing, claimed_total=claimed_total, dps=digits,
+        verdict=verdict, coverage=coverage, min_coverage=min_coverage, reason=reason,
     )
 
 
@@ -718,6 +780,336 @@ def _group_size(plan: _LevelPlan, m: int, g: int) -> int:
     return plan.size if g < plan.groups - 1 else m - plan.size * (plan.groups - 1)
 
 
+# -------------------------------------------------------------------------------------
+# What the test can see with n draws, and its power against the least favourable
+# total-variation deviation
+# -------------------------------------------------------------------------------------
+
+#: Significance level of the sampler test unless told otherwise.
+DEFAULT_ALPHA = 1e-6
+#: Smallest deviation (total variation distance, see :func:`sensitivity`) a sampler test
+#: must be able to detect before it may say PASS.
+DEFAULT_DELTA = 0.05
+#: Power the test must have against that deviation before it may say PASS.
+DEFAULT_MIN_POWER = 0.99
+#: :func:`sensitivity` and :func:`samples_needed` search ``n`` up to this many draws.
+DEFAULT_MAX_N = 10**9
+
+VERDICTS = ("pass", "fail", "inconclusive")
+
+
+def _spread(probs: Sequence[float]) -> float:
+    """An upper bound on ``max_S P(S) (1 - P(S))`` over unions ``S`` of the given bins:
+    ``p (1 - p)`` when one bin holds ``p >= 1/2`` (then it is the maximum), else ``1/4``
+    (the maximum when some union holds exactly half the mass)."""
+    top = max(probs)
+    return top * (1.0 - top) if top >= 0.5 else 0.25
+
+
+@dataclass(frozen=True)
+class BinPlan:
+    """What the sampler test looks at with ``n`` draws (chosen from ``n`` and the exact
+    probabilities only, exactly as :func:`goodness_of_fit` chooses its bins).
+
+    ``df``: degrees of freedom; ``levels`` utility levels pooled into ``level_bins`` bins
+    (``pooled_levels`` of them share a bin with another level: mass moved between those
+    is invisible); ``within_outputs`` outputs of levels whose uniformity is tested, in
+    ``within_bins`` bins (``within_grouped`` of those outputs share a bin with other
+    outputs); ``untested_outputs`` outputs of levels of two or more outputs whose
+    uniformity is not tested at all (too few draws expected, no draw observed, the support
+    too large to list, or ``within=False``); ``spread``: the largest ``V`` of
+    :func:`sensitivity` (0 when ``df = 0``).
+    """
+
+    n: int
+    df: int
+    levels: int
+    level_bins: int
+    pooled_levels: int
+    within_outputs: int
+    within_bins: int
+    within_grouped: int
+    untested_outputs: int
+    spread: float
+
+    def describe(self) -> str:
+        """``"levels: 5 in 4 bins (2 pooled); within levels: 16 outputs in 12 bins (6
+        grouped), 4 untested"``."""
+        return (f"levels: {self.levels} in {self.level_bins} bin{'s' if self.level_bins != 1 else ''} "
+                f"({self.pooled_levels} pooled); within levels: {self.within_outputs} outputs in "
+                f"{self.within_bins} bins ({self.within_grouped} grouped), {self.untested_outputs} untested")
+
+
+def _bin_plan(levels: Sequence[Any], probs: Sequence[mpmath.mpf], plan: _Plan, n: int,
+              level_obs: Optional[Sequence[int]] = None) -> BinPlan:
+    """The :class:`BinPlan` of ``plan``; with ``level_obs`` (observed draws per level),
+    levels without a draw have no within-level test, as in :func:`goodness_of_fit`."""
+    p_bins = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
+    df = len(plan.level_bins) - 1
+    spreads = [_spread(p_bins)] if df > 0 else []
+    pooled = sum(len(g) for g in plan.level_bins if len(g) > 1)
+    tested = wbins = grouped = untested = 0
+    for a, lv in enumerate(levels):
+        m = lv.multiplicity
+        if m < 2:
+            continue
+        lp = plan.within.get(a)
+        if lp is None or lp.mode == "skip" or (level_obs is not None and level_obs[a] == 0):
+            untested += m
+            continue
+        if lp.mode == "outputs":
+            slots, cond = m, 0.25  # m >= 2 equal bins: some union holds half, or m = 2
+        else:
+            slots = lp.groups
+            cond = _spread([lp.size / m, _group_size(lp, m, lp.groups - 1) / m])
+            grouped += m
+        tested += m
+        wbins += slots
+        df += slots - 1
+        spreads.append(float(probs[a]) * cond)
+    return BinPlan(n, df, len(levels), len(plan.level_bins), pooled, tested, wbins, grouped, untested,
+                   max(spreads) if df > 0 and spreads else 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _critical(alpha: float, df: int) -> float:
+    return float(chi2_isf(alpha, df))
+
+
+#: Tail cut of :func:`_ncx2_sf_fast`: probabilities below ``exp(-_TAIL)`` are rounded.
+_TAIL = 40.0
+
+
+def _ncx2_sf_fast(x: float, df: int, nc: float) -> float:
+    """:func:`ncx2_sf` in double precision after one mpmath incomplete gamma (the power
+    is a statistic: 1e-12 relative error is plenty, and it is called many times).
+
+    Far tails are answered at once from Birge's bounds for the noncentral chi-square
+    (L. Birge, "An alternative point of view on Lepski's method", 2001, Lemma 8.1):
+    ``P(X <= D + L - 2 sqrt((D + 2L) t)) <= e**-t`` and
+    ``P(X >= D + L + 2 sqrt((D + 2L) t) + 2t) <= e**-t``; with ``t = 40`` the answer 1 or 0
+    is off by less than ``4.3e-18``.  This keeps huge noncentralities (``n`` up to 1e9)
+    from summing hundreds of thousands of Poisson terms."""
+    if df <= 0:
+        return 0.0
+    if x <= 0:
+        return 1.0
+    if nc / 2.0 <= 0:  # also a subnormal nc, whose half is 0
+        return float(chi2_sf(x, df))
+    spread = 2.0 * math.sqrt((df + 2.0 * nc) * _TAIL)
+    if x <= df + nc - spread:
+        return 1.0
+    if x >= df + nc + spread + 2.0 * _TAIL:
+        return 0.0
+    mu, y = nc / 2.0, x / 2.0
+    width = 12.0 * math.sqrt(mu) + 20.0
+    j0 = int(max(0.0, math.floor(mu - width)))
+    j1 = int(math.ceil(mu + width))
+    s = df / 2.0 + j0
+    with mp_workdps(20):
+        q = float(mpmath.gammainc(s, y, mpmath.inf, regularized=True))
+    log_w = -mu + j0 * math.log(mu) - math.lgamma(j0 + 1)
+    log_y, log_mu = math.log(y), math.log(mu)
+    total = 0.0
+    for j in range(j0, j1 + 1):
+        total += math.exp(log_w) * min(q, 1.0)
+        q += math.exp(s * log_y - y - math.lgamma(s + 1))
+        s += 1.0
+        log_w += log_mu - math.log(j + 1)
+    return min(total, 1.0)
+
+
+def _lambda_for_power(alpha: float, df: int, target: float) -> float:
+    """The noncentrality at which the level-``alpha`` test on ``df`` degrees of freedom has
+    power ``target`` (bisection, relative accuracy 1e-7)."""
+    crit = _critical(alpha, df)
+    lo, hi = 0.0, max(1.0, crit)
+    while _ncx2_sf_fast(crit, df, hi) < target:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1e-7 * hi:
+        mid = (lo + hi) / 2
+        if _ncx2_sf_fast(crit, df, mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _lf_power(shape: BinPlan, delta: float, alpha: float) -> tuple[float, float]:
+    """(power, noncentrality) against the least favourable alternative at TV ``delta``."""
+    if shape.df <= 0 or shape.spread <= 0:
+        return 0.0, 0.0
+    lam = shape.n * delta * delta / shape.spread
+    return _ncx2_sf_fast(_critical(alpha, shape.df), shape.df, lam), lam
+
+
+def _lf_delta(shape: BinPlan, alpha: float, target: float) -> float:
+    """The smallest TV deviation detected with power ``target`` (``inf`` when ``df = 0``)."""
+    if shape.df <= 0 or shape.spread <= 0:
+        return math.inf
+    return math.sqrt(_lambda_for_power(alpha, shape.df, target) * shape.spread / shape.n)
+
+
+class _Design:
+    """The test's bins as a function of ``n`` for one mechanism (exact level
+    probabilities certified once)."""
+
+    def __init__(self, lv: _Levels, min_expected: float, within: bool, max_enumerate: int):
+        self.levels = lv.levels
+        with mp_workdps(lv.dps + 5):
+            self.probs = lv.level_probabilities
+        self.support = lv.support_size()
+        self.min_expected, self.within, self.max_enumerate = min_expected, within, max_enumerate
+
+    def plan(self, n: int) -> _Plan:
+        return _make_plan(self.levels, self.probs, n, self.min_expected, self.within, self.support, self.max_enumerate)
+
+    def shape(self, n: int) -> BinPlan:
+        return _bin_plan(self.levels, self.probs, self.plan(n), n)
+
+    def n_needed(self, delta: float, alpha: float, target: float, max_n: int) -> Optional[int]:
+        """The smallest ``n`` (doubling, then bisection to within 1%) whose least
+        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``."""
+        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha)[0] >= target, max_n)
+
+
+def _search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:
+    hi = 1
+    while not ok(hi):
+        if hi >= max_n:
+            return None
+        hi = min(2 * hi, max_n)
+    lo = hi // 2
+    if lo < 1:
+        return hi
+    while hi - lo > max(1, lo // 100):
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _check_design_args(alpha: float, delta: float, min_power: float) -> tuple[float, float, float]:
+    for name, value, ok, rule in (("alpha", alpha, lambda x: 0 < x < 1, "0 < alpha < 1"),
+                                  ("delta", delta, lambda x: 0 < x <= 1, "0 < delta <= 1 (a total variation distance)"),
+                                  ("min_power", min_power, lambda x: 0 < x < 1, "0 < min_power < 1")):
+        try:
+            good = not isinstance(value, bool) and ok(float(value))
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise InvalidParameterError(name, value, f"must satisfy {rule}")
+    return float(alpha), float(delta), float(min_power)
+
+
+def _fmt_needed(n: Optional[int], max_n: int) -> str:
+    return f"more than {max_n:,}" if n is None else f"{n:,}"
+
+
+def _fmt_delta(d: float) -> str:
+    if math.isinf(d):
+        return "none (0 df)"
+    if d > 1:
+        return "none (would need TV > 1)"
+    return f">= {d:.3g}"
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Result of :func:`sensitivity`: the test's :class:`BinPlan` with ``n`` draws, its
+    ``power`` against the least favourable alternative at total variation ``delta``
+    (``noncentrality`` of that alternative), ``detectable_delta`` (smallest TV deviation
+    detected with power ``min_power`` at this ``n``) and ``n_needed`` (smallest ``n`` for
+    which the power at ``delta`` reaches ``min_power``; ``None`` past ``max_n``)."""
+
+    plan: BinPlan
+    alpha: float
+    delta: float
+    min_power: float
+    power: float
+    noncentrality: float
+    detectable_delta: float
+    n_needed: Optional[int]
+    max_n: int
+
+    @property
+    def conclusive(self) -> bool:
+        return self.plan.df > 0 and self.power >= self.min_power
+
+    def __str__(self) -> str:
+        p = self.plan
+        return (f"n = {p.n}: {p.df} df; power {self.power:.3g} against TV {self.delta:g} at alpha = {self.alpha:g} "
+                f"(PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
+                f"{_fmt_delta(self.detectable_delta)}; n needed for TV {self.delta:g}: "
+                f"{_fmt_needed(self.n_needed, self.max_n)}; {p.describe()}")
+
+
+def sensitivity(
+    mechanism: Any,
+    n: int,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    delta: float = DEFAULT_DELTA,
+    min_power: float = DEFAULT_MIN_POWER,
+    min_expected: float = MIN_EXPECTED,
+    within: bool = True,
+    dps: Optional[int] = None,
+    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
+    max_n: int = DEFAULT_MAX_N,
+) -> Sensitivity:
+    """What :func:`goodness_of_fit` with ``n`` draws can detect, before drawing anything.
+
+    **Deviation measure.**  ``delta`` is a total variation distance (default
+    :data:`DEFAULT_DELTA` = 0.05, i.e. 5% of the probability mass moved).  The test only
+    sees counts per bin, so a deviation that stays inside one bin (between pooled levels,
+    between outputs grouped in one within-level bin, or inside a level whose uniformity is
+    not tested) is invisible whatever its size: :class:`BinPlan` counts those.  The power
+    is therefore computed against the **least favourable single-stage alternative**: the
+    distribution at total variation ``delta`` from the exact one that either
+
+    * moves mass between the level bins, proportionally inside each bin (so every
+      within-level distribution is unchanged).  Pearson's noncentrality is
+      ``lambda = n * sum_b (q_b - p_b)**2 / p_b``; under ``sum |q_b - p_b| = 2 delta`` it
+      is at least ``n delta**2 / (P(S) (1 - P(S)))`` where ``S`` is the set of bins gaining
+      mass (Cauchy-Schwarz on each sign class), hence at least ``n delta**2 / V_L`` with
+      ``V_L = 1/4``, or ``p (1 - p)`` when one bin holds ``p >= 1/2``; the bound is
+      attained when the bins can be split into two halves of equal mass (or one holds
+      ``p >= 1/2``), otherwise it is a lower bound; or
+    * moves mass ``delta`` between the within-level bins of one tested level ``a`` of
+      probability ``p_a``: the same argument on the conditional distribution gives
+      ``lambda >= n delta**2 / (p_a V_a)``;
+
+    and ``lambda = n delta**2 / V`` with ``V`` the largest of these ``V_L`` and
+    ``p_a V_a`` (:attr:`BinPlan.spread`).  The constraint ``q >= 0`` is ignored, which
+    only lowers ``lambda``.  The power reported is thus a lower bound on the power against
+    every alternative whose deviation, of total variation at least ``delta``, lies in one
+    stage; it is **not** a power against every alternative at that distance: deviations
+    inside a bin have power ``alpha``, and for a deviation split across both stages the
+    same argument only guarantees the smaller noncentrality
+    ``n delta**2 / (V_L + sum_a q_a V_a)``.
+
+    **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
+    test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
+    the classical large-sample approximation of Pearson's statistic under an alternative
+    (S. K. Mitra, "On the limiting power function of the frequency chi-square test", Ann.
+    Math. Statist. 29, 1958), evaluated in floating point (mpmath incomplete gamma, then double
+    precision): p-values and powers are statistics, never exact outputs.
+
+    ``detectable_delta`` solves ``power = min_power`` for ``delta`` at this ``n``
+    (bisection on ``lambda``); ``n_needed`` searches ``n`` (doubling, then bisection to
+    within 1%) with the bins re-chosen at every ``n``, since they depend on ``n``.
+    """
+    count = as_positive_int(n, "n")
+    alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
+    design = _Design(_Levels(mechanism, as_dps(dps), max_enumerate), min_expected, within, max_enumerate)
+    shape = design.shape(count)
+    pw, lam = _lf_power(shape, delta, alpha)
+    return Sensitivity(shape, alpha, delta, min_power, pw, lam, _lf_delta(shape, alpha, min_power),
+                       design.n_needed(delta, alpha, min_power, max_n), max_n)
+
+
 @dataclass(frozen=True)
 class GoodnessOfFit:
     """Result of :func:`goodness_of_fit`.
@@ -728,7 +1120,19 @@ class GoodnessOfFit:
     the two stages alone.  ``bins``: every bin (unobserved single-output bins of one level
     are summarised in one row); ``invalid``: draws that are not outputs at all;
     ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0);
-    ``skipped``: ``{level: reason}`` for levels whose uniformity was not tested.
+    ``skipped``: ``{level: reason}`` for levels whose uniformity was not tested;
+    ``plan``: the :class:`BinPlan` (what was pooled or left untested).
+
+    **Verdict** (:meth:`verdict`), at level ``alpha`` (default the one given to
+    :func:`goodness_of_fit`):
+
+    * ``"fail"``: an invalid or impossible draw, or ``p_value < alpha``;
+    * ``"inconclusive"``: not rejected, but the test could not have failed (``df = 0``) or
+      was too weak to trust: its power against the least favourable alternative at total variation ``delta``
+      (see :func:`sensitivity`) is below ``min_power``;
+    * ``"pass"``: not rejected by a test that had power ``>= min_power`` at ``delta``.
+
+    :meth:`passed` is true only for ``"pass"``.
     """
 
     n: int
@@ -745,10 +1149,88 @@ class GoodnessOfFit:
     invalid: tuple[tuple[Any, str], ...] = ()
     impossible: tuple[Any, ...] = ()
     skipped: dict = field(default_factory=dict)
+    plan: Optional[BinPlan] = None
+    alpha: float = DEFAULT_ALPHA
+    delta: float = DEFAULT_DELTA
+    min_power: float = DEFAULT_MIN_POWER
+    max_n: int = DEFAULT_MAX_N
+    _design: Any = field(default=None, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def passed(self, alpha: float = 1e-6) -> bool:
-        """True when the test does not reject at level ``alpha``."""
-        return not self.invalid and not self.impossible and self.p_value >= alpha
+    def _alpha(self, alpha: Optional[float]) -> float:
+        return self.alpha if alpha is None else _check_design_args(alpha, self.delta, self.min_power)[0]
+
+    def rejected(self, alpha: Optional[float] = None) -> bool:
+        """True when the draws are rejected: an invalid or impossible draw, or
+        ``p_value < alpha``."""
+        return bool(self.invalid or self.impossible or self.p_value < self._alpha(alpha))
+
+    def power(self, alpha: Optional[float] = None) -> float:
+        """Power of this test (its bins and ``df``) against the least favourable
+        alternative at total variation ``delta`` (:func:`sensitivity`)."""
+        a = self._alpha(alpha)
+        key = ("power", a)
+        if key not in self._cache:
+            self._cache[key] = _lf_power(self.plan, self.delta, a)[0] if self.plan is not None else 0.0
+        return self._cache[key]
+
+    def detectable_delta(self, alpha: Optional[float] = None) -> float:
+        """The smallest total variation deviation this test detects with power
+        ``min_power`` (least favourable alternative; ``inf`` when ``df = 0``)."""
+        a = self._alpha(alpha)
+        key = ("delta", a)
+        if key not in self._cache:
+            self._cache[key] = _lf_delta(self.plan, a, self.min_power) if self.plan is not None else math.inf
+        return self._cache[key]
+
+    def samples_needed(self, alpha: Optional[float] = None) -> Optional[int]:
+        """The smallest ``n`` at which the test (its bins re-chosen for that ``n``) has
+        power ``min_power`` at ``delta``; ``None`` past ``max_n``."""
+        a = self._alpha(alpha)
+        key = ("n", a)
+        if key not in self._cache:
+            self._cache[key] = (self._design.n_needed(self.delta, a, self.min_power, self.max_n)
+                                if self._design is not None else None)
+        return self._cache[key]
+
+    def verdict(self, alpha: Optional[float] = None) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring)."""
+        if self.rejected(alpha):
+            return "fail"
+        if self.df <= 0 or self.power(alpha) < self.min_power:
+            return "inconclusive"
+        return "pass"
+
+    def passed(self, alpha: Optional[float] = None) -> bool:
+        """True only for the verdict ``"pass"``: not rejected at ``alpha`` by a test with
+        enough power (an inconclusive test is not a pass)."""
+        return self.verdict(alpha) == "pass"
+
+    def verdict_line(self, alpha: Optional[float] = None) -> str:
+        """One line with everything the verdict rests on: verdict, n, df, statistic,
+        p-value, alpha, power at ``delta``, the TV deviation detectable with power
+        ``min_power`` at this ``n``, the ``n`` needed for ``delta``, and what was pooled
+        or left untested."""
+        a = self._alpha(alpha)
+        v = self.verdict(a)
+        if v == "fail":
+            bad = len(self.invalid) + len(self.impossible)
+            why = (f"{bad} draw{'s' if bad != 1 else ''} outside the support" if bad
+                   else "the draws do not follow the exact distribution")
+        elif self.df <= 0:
+            why = "0 degrees of freedom: this test cannot reject anything"
+        elif v == "inconclusive":
+            why = "not rejected, but the test is too weak to say PASS"
+        else:
+            why = "no evidence against the exact distribution"
+        rel = "<" if self.p_value < a else ">="
+        return (
+            f"{v.upper()}: {why}; n = {self.n}, chi-square {self.statistic:.6g} on {self.df} df, "
+            f"p-value {_fmt(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
+            f"{self.delta:g} (PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
+            f"{_fmt_delta(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
+            f"{_fmt_needed(self.samples_needed(a), self.max_n)}; " + (self.plan.describe() if self.plan is not None else "")
+        )
 
     def worst_bins(self, limit: int = 10) -> list[Bin]:
         return sorted(self.bins, key=lambda b: -b.contribution)[:limit]
@@ -759,11 +1241,20 @@ class GoodnessOfFit:
             rows.append([b.stage, b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"])
         return _align(rows)
 
-    def summary(self) -> str:
+    def summary(self, verdict: bool = True) -> str:
+        """The two stages, notes on invalid draws and untested levels, then (with
+        ``verdict``) :meth:`verdict_line`."""
+        untested = self.plan.untested_outputs if self.plan is not None else 0
+        if self.within_df > 0:
+            within = f"{self.within_statistic:.6g} on {self.within_df} df, p = {_fmt(self.within_p_value, 4)}"
+        elif untested:
+            within = f"not tested (0 df; {untested} outputs in levels whose uniformity is untested)"
+        else:
+            within = "nothing to test (0 df: every level has a single output)"
         lines = [
             f"n = {self.n} draws; chi-square {self.statistic:.6g} on {self.df} df, p-value {_fmt(self.p_value, 4)}",
             f"  by level:     {self.level_statistic:.6g} on {self.level_df} df, p = {_fmt(self.level_p_value, 4)}",
-            f"  within level: {self.within_statistic:.6g} on {self.within_df} df, p = {_fmt(self.within_p_value, 4)}",
+            f"  within level: {within}",
         ]
         for o, why in self.invalid[:5]:
             lines.append(f"  invalid draw {o!r}: {why}")
@@ -772,6 +1263,8 @@ class GoodnessOfFit:
         if self.skipped:
             lines.append(f"  uniformity not tested in {len(self.skipped)} level(s), e.g. level "
                          f"{next(iter(self.skipped))}: {next(iter(self.skipped.values()))}")
+        if verdict:
+            lines.append(self.verdict_line())
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -782,11 +1275,15 @@ def goodness_of_fit(
     samples: Iterable[Any],
     mechanism: Any,
     *,
+    alpha: float = DEFAULT_ALPHA,
+    delta: float = DEFAULT_DELTA,
+    min_power: float = DEFAULT_MIN_POWER,
     dps: Optional[int] = None,
     min_expected: float = MIN_EXPECTED,
     within: bool = True,
     max_enumerate: int = DEFAULT_MAX_ENUMERATE,
     progress: Optional[Callable[[int, int], None]] = None,
+    max_n: int = DEFAULT_MAX_N,
 ) -> GoodnessOfFit:
     """Pearson's chi-square test of draws against the exact distribution of ``mechanism``.
 
@@ -806,6 +1303,7 @@ def goodness_of_fit(
     is ``Q(df/2, x/2)`` (mpmath's regularised incomplete gamma).  A draw that is not a
     valid output, or has probability 0, makes the p-value 0.
     """
+    alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
     digits = as_dps(dps)
     lv = _Levels(mechanism, digits, max_enumerate)
     kind = lv.kind
@@ -836,7 +1334,8 @@ def goodness_of_fit(
     with mp_workdps(digits + 5):
         probs = lv.level_probabilities
         expected_exact = [n * p for p in probs]
-    plan = _make_plan(lv.levels, probs, n, min_expected, within, lv.support_size(), max_enumerate)
+    design = _Design(lv, min_expected, within, max_enumerate)
+    plan = design.plan(n)
     bins: list[Bin] = []
     # stage 1
     level_stat = 0.0
@@ -897,6 +1396,8 @@ def goodness_of_fit(
             within_df += lp.groups - 1
     statistic = level_stat + within_stat
     df = level_df + within_df
+    shape = _bin_plan(lv.levels, probs, plan, n, level_obs)
+    assert shape.df == df, (shape, df)
     bad = bool(invalid or impossible)
     zero = mpmath.mpf(0)
     return GoodnessOfFit(
@@ -906,11 +1407,13 @@ def goodness_of_fit(
         within_statistic=within_stat, within_df=within_df,
         within_p_value=chi2_sf(within_stat, within_df),
         bins=tuple(bins), invalid=tuple(invalid), impossible=tuple(impossible), skipped=skipped,
+        plan=shape, alpha=alpha, delta=delta, min_power=min_power, max_n=as_positive_int(max_n, "max_n"),
+        _design=design,
     )
 
 
 # -------------------------------------------------------------------------------------
-# power
+# power against a given alternative
 # -------------------------------------------------------------------------------------
 
 
@@ -960,58 +1463,78 @@ def _alternative_pmf(alternative: Any, kind: str) -> Callable[[Any], float]:
                                 "or an object with .probability(output)")
 
 
-def _binned(mechanism: Any, alternative: Any, n: int, min_expected: float, within: bool, dps: int,
-            max_enumerate: int):
-    """The test's bins for ``n`` draws: null and alternative probabilities of every level
-    bin, and per level ``(q_a, [(p_g|a, q_g), ...])`` for the within stage."""
-    lv = _Levels(mechanism, dps, max_enumerate)
-    probs = lv.level_probabilities
-    plan = _make_plan(lv.levels, probs, n, min_expected, within, lv.support_size(), max_enumerate)
-    pmf = _alternative_pmf(alternative, lv.kind)
-    support = lv.support_size()
-    if support > max_enumerate:
-        raise InvalidParameterError("max_enumerate", max_enumerate,
-                                    f"power() needs every output, and the mechanism has {support}; raise max_enumerate")
-    q_level = [0.0] * len(lv.levels)
-    q_within: dict[int, list[float]] = {}
-    counters = [0] * len(lv.levels)
-    for a, o in lv.enumerate(max_enumerate, "power()"):
-        q = pmf(o)
-        q_level[a] += q
-        lp = plan.within.get(a)
-        if lp is not None and lp.mode != "skip":
-            m = lv.levels[a].multiplicity
-            slots = m if lp.mode == "outputs" else lp.groups
-            arr = q_within.setdefault(a, [0.0] * slots)
-            pos = counters[a]
-            arr[pos if lp.mode == "outputs" else _group_of(lp, pos)] += q
-        counters[a] += 1
-    total_q = sum(q_level)
-    if isinstance(alternative, Mapping):
-        total_claimed = sum(float(_to_mpf(p)) for p in alternative.values())
-        outside = max(0.0, total_claimed - total_q)
-    else:
-        outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
-    p_level_bins = [float(sum(probs[a] for a in g)) for g in plan.level_bins]
-    q_level_bins = [sum(q_level[a] for a in g) for g in plan.level_bins]
-    within_parts = {}
-    for a, lp in plan.within.items():
-        if lp.mode == "skip":
-            continue
-        m = lv.levels[a].multiplicity
-        if lp.mode == "outputs":
-            p_cond = [1.0 / m] * m
+class _Alternative:
+    """An alternative's probabilities over the mechanism's support, listed once: per level,
+    and per output position inside every level of two or more outputs (numpy arrays), so
+    that the binned probabilities for any ``n`` cost no new enumeration."""
+
+    def __init__(self, design: _Design, lv: _Levels, alternative: Any, max_enumerate: int):
+        self.design = design
+        pmf = _alternative_pmf(alternative, lv.kind)
+        if design.support > max_enumerate:
+            raise InvalidParameterError("max_enumerate", max_enumerate,
+                                        f"power() needs every output, and the mechanism has {design.support}; "
+                                        "raise max_enumerate")
+        self.q_level = [0.0] * len(lv.levels)
+        outs: dict[int, list[float]] = {}
+        for a, o in lv.enumerate(max_enumerate, "power()"):
+            q = pmf(o)
+            self.q_level[a] += q
+            if lv.levels[a].multiplicity >= 2:
+                outs.setdefault(a, []).append(q)
+        self.q_out = {a: np.array(v, dtype=float) for a, v in outs.items()}
+        total_q = sum(self.q_level)
+        if isinstance(alternative, Mapping):
+            total_claimed = math.fsum(float(_to_mpf(p)) for p in alternative.values())
+            gap = total_claimed - total_q
+            self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
         else:
-            p_cond = [_group_size(lp, m, g) / m for g in range(lp.groups)]
-        within_parts[a] = (p_cond, q_within.get(a, [0.0] * len(p_cond)))
-    return plan, probs, q_level, p_level_bins, q_level_bins, within_parts, outside
+            self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
+
+    def binned(self, plan: _Plan):
+        """Null and alternative probabilities of the level bins, and per tested level
+        ``(p_bins|a, q_bins)``."""
+        probs = self.design.probs
+        p_lb = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
+        q_lb = [sum(self.q_level[a] for a in g) for g in plan.level_bins]
+        parts = {}
+        for a, lp in plan.within.items():
+            if lp.mode == "skip":
+                continue
+            m = self.design.levels[a].multiplicity
+            q = self.q_out.get(a, np.zeros(m))
+            if lp.mode == "outputs":
+                p_cond, q_bins = [1.0 / m] * m, [float(x) for x in q]
+            else:
+                starts = np.arange(lp.groups) * lp.size
+                p_cond = [_group_size(lp, m, g) / m for g in range(lp.groups)]
+                q_bins = [float(x) for x in np.add.reduceat(q, starts)]
+            parts[a] = (p_cond, q_bins)
+        return p_lb, q_lb, parts
+
+    def noncentrality(self, n: int) -> tuple[float, int, _Plan, list, list, dict]:
+        plan = self.design.plan(n)
+        p_lb, q_lb, parts = self.binned(plan)
+        df = (len(p_lb) - 1) + sum(len(p) - 1 for p, _ in parts.values())
+        lam = sum((q - p) ** 2 / p for p, q in zip(p_lb, q_lb) if p > 0)
+        for a, (p_cond, q_bins) in parts.items():
+            qa = self.q_level[a]
+            if qa <= 0:
+                continue
+            lam += qa * sum((q / qa - p) ** 2 / p for p, q in zip(p_cond, q_bins))
+        return lam * n, df, plan, p_lb, q_lb, parts
+
+    def power(self, n: int, alpha: float) -> float:
+        lam, df, *_ = self.noncentrality(n)
+        inside = _ncx2_sf_fast(_critical(alpha, df), df, lam) if df > 0 else 0.0
+        return 1.0 - (1.0 - self.outside) ** n * (1.0 - inside)
 
 
 def power(
     mechanism: Any,
     alternative: Any,
     n: int,
-    alpha: float = 1e-6,
+    alpha: float = DEFAULT_ALPHA,
     *,
     method: str = "noncentral",
     trials: int = 1000,
@@ -1028,40 +1551,34 @@ def power(
     ``method="noncentral"`` (default): Pearson's statistic under a fixed alternative is
     approximately noncentral chi-square with the test's ``df`` and noncentrality
     ``lambda = n * [sum_levelbins (q - p)**2 / p + sum_a q_a sum_bins (q_b|a - p_b|a)**2 / p_b|a]``
-    (the classical approximation; good when ``lambda`` is not tiny and bins are not
-    sparse).  ``method="monte-carlo"``: the bin counts are simulated ``trials`` times with
-    numpy (seeded) and the statistic compared with the critical value; the estimate comes
-    with a 95% Wilson interval.  Either way, mass the alternative puts outside the
-    mechanism's support is detected by any draw of it: ``1 - (1 - outside)**n`` is
-    combined in.  Needs the support enumerated (``max_enumerate``).
+    over the bins the test uses with ``n`` draws (the classical approximation; good when
+    ``lambda`` is not tiny and bins are not sparse), evaluated in floating point.
+    ``method="monte-carlo"``: the bin counts are simulated ``trials`` times with numpy
+    (seeded) and the statistic compared with the critical value; the estimate comes with a
+    95% Wilson interval.  Either way, mass the alternative puts outside the mechanism's
+    support is detected by any draw of it: ``1 - (1 - outside)**n`` is combined in.
+    Needs the support enumerated (``max_enumerate``).  This is the power against this one
+    alternative; :func:`sensitivity` gives the power against the least favourable one at a
+    given total variation distance.
     """
     count = as_positive_int(n, "n")
     if method not in ("noncentral", "monte-carlo"):
         raise InvalidParameterError("method", method, "must be 'noncentral' or 'monte-carlo'")
-    digits = as_dps(dps)
-    plan, probs, q_level, p_lb, q_lb, within_parts, outside = _binned(
-        mechanism, alternative, count, min_expected, within, digits, max_enumerate)
-    df = (len(p_lb) - 1) + sum(len(p) - 1 for p, _ in within_parts.values())
-    crit = float(chi2_isf(alpha, df)) if df > 0 else math.inf
-    # noncentrality
-    lam = sum((q - p) ** 2 / p for p, q in zip(p_lb, q_lb) if p > 0)
-    for a, (p_cond, q_bins) in within_parts.items():
-        qa = q_level[a]
-        if qa <= 0:
-            continue
-        lam += qa * sum((q / qa - p) ** 2 / p for p, q in zip(p_cond, q_bins))
-    lam *= count
+    alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
+    lv = _Levels(mechanism, as_dps(dps), max_enumerate)
+    alt = _Alternative(_Design(lv, min_expected, within, max_enumerate), lv, alternative, max_enumerate)
+    lam, df, plan, p_lb, q_lb, within_parts = alt.noncentrality(count)
+    outside = alt.outside
+    crit = _critical(alpha, df) if df > 0 else math.inf
     miss_outside = (1.0 - outside) ** count
     if method == "noncentral":
-        inside = float(ncx2_sf(crit, df, lam)) if df > 0 else 0.0
+        inside = _ncx2_sf_fast(crit, df, lam) if df > 0 else 0.0
         value = 1.0 - miss_outside * (1.0 - inside)
         return Power(value, count, alpha, method, df, crit, lam, outside)
     rng = np.random.default_rng(seed)
     trials = as_positive_int(trials, "trials")
-    n_levels = len(q_level)
-    q_arr = np.array(q_level + [outside], dtype=float)
+    q_arr = np.array(alt.q_level + [outside], dtype=float)
     q_arr = q_arr / q_arr.sum()
-    p_level = [float(p) for p in probs]
     rejections = 0
     for _ in range(trials):
         draws = rng.multinomial(count, q_arr)
@@ -1093,29 +1610,63 @@ def power(
 
 
 def samples_needed(
-    mechanism: Any, alternative: Any, target: float = 0.99, alpha: float = 1e-6, *, max_n: int = 10**9, **kwargs: Any
+    mechanism: Any,
+    alternative: Any = None,
+    target: float = DEFAULT_MIN_POWER,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    delta: Optional[float] = None,
+    max_n: int = DEFAULT_MAX_N,
+    min_expected: float = MIN_EXPECTED,
+    within: bool = True,
+    dps: Optional[int] = None,
+    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
 ) -> int:
-    """The smallest ``n`` (to within 1%) at which :func:`power` (noncentral approximation)
-    reaches ``target``; raises when even ``max_n`` draws do not suffice."""
-    if not 0 < target < 1:
+    """The smallest ``n`` (doubling, then bisection to within 1%) at which the sampler test
+    reaches power ``target``, with its bins re-chosen at every ``n`` as
+    :func:`goodness_of_fit` would.
+
+    With ``alternative`` (a wrong distribution, as in :func:`power`): the noncentral
+    approximation of :func:`power` against it.  Without: the least favourable alternative at
+    total variation ``delta`` (default :data:`DEFAULT_DELTA`; see :func:`sensitivity`).
+
+    Raises :class:`~exactdp.errors.NothingToDetectError` at once when the alternative
+    cannot be told from the mechanism on the test's bins even with ``max_n`` draws (e.g.
+    it is the same distribution), and :class:`~exactdp.errors.InvalidParameterError`
+    (argument ``max_n``) when the power stays below ``target`` up to ``max_n`` draws.
+    """
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
         raise InvalidParameterError("target", target, "must satisfy 0 < target < 1")
+    target = float(target)
+    if alternative is not None and delta is not None:
+        raise InvalidParameterError("delta", delta, "give either an alternative or delta, not both")
+    alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
+    max_n = as_positive_int(max_n, "max_n")
+    lv = _Levels(mechanism, as_dps(dps), max_enumerate)
+    design = _Design(lv, min_expected, within, max_enumerate)
+    if alternative is None:
+        delta = _check_design_args(alpha, DEFAULT_DELTA if delta is None else delta, target)[1]
+        found = design.n_needed(delta, alpha, target, max_n)
+        if found is None:
+            raise InvalidParameterError("max_n", max_n, f"power at TV {delta:g} stays below {target} up to {max_n} "
+                                        "draws; raise max_n or delta")
+        return found
+    alt = _Alternative(design, lv, alternative, max_enumerate)
+    lam, df, *_ = alt.noncentrality(max_n)
+    if alt.outside <= 0 and (df <= 0 or lam <= 1e-12 * max_n):
+        raise NothingToDetectError(
+            "alternative", alternative,
+            f"has the same probabilities as {mechanism!r} on every bin the test uses (even with {max_n} draws: "
+            f"noncentrality {lam:.3g}): there is nothing to detect, so no number of draws suffices",
+        )
+    if alt.power(max_n, alpha) < target:
+        raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "
+                                    f"(noncentrality {lam:.3g} at {max_n}); raise max_n")
+    found = _search_n(lambda n: alt.power(n, alpha) >= target, max_n)
+    assert found is not None
+    return found
 
-    def ok(n: int) -> bool:
-        return power(mechanism, alternative, n, alpha, **kwargs).power >= target
 
-    hi = 64
-    while not ok(hi):
-        hi *= 2
-        if hi > max_n:
-            raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws")
-    lo = hi // 2
-    while hi - lo > max(1, lo // 100):
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 # =====================================================================================

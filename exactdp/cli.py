@@ -14,7 +14,9 @@ output.  Mechanisms come from the :data:`MECHANISMS` registry (one entry per mec
 their constructor options from :data:`OPTIONS`.
 
 Exit status: 0 on success; 1 when ``audit`` finds a loss above epsilon or ``certify``
-rejects the draws; 2 for bad arguments (argparse errors and every
+rejects the draws; 3 when ``certify`` is inconclusive (the test could not have failed, or
+was too weak to trust);
+2 for bad arguments (argparse errors and every
 :class:`~exactdp.errors.ExactDPError` raised by the library), with a one-line
 ``exactdp: error: ...`` on stderr; 130 on Ctrl-C; 141 when stdout is closed early
 (``exactdp sample ... | head``).
@@ -832,6 +834,26 @@ def _samples_file_arg(path: str) -> list[list[int]]:
     return _parse_file_arg(path, read_samples)
 
 
+def _delta_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must satisfy 0 < TV <= 1 (a total variation distance), got {text}")
+    return value
+
+
+def _min_power_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must satisfy 0 < P < 1, got {text}")
+    return value
+
+
 def _alpha_arg(text: str) -> float:
     try:
         value = float(text)
@@ -842,23 +864,40 @@ def _alpha_arg(text: str) -> float:
     return value
 
 
+#: ``exactdp certify`` exit status per verdict.
+CERTIFY_STATUS = {"pass": 0, "fail": 1, "inconclusive": 3}
+
+
 def cmd_certify(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace) -> None:
     from . import certify
 
     progress = _Progress(f"{PROG} certify: listing outputs")
     try:
-        fit = certify.goodness_of_fit(args.samples, m, within=not args.levels_only,
+        fit = certify.goodness_of_fit(args.samples, m, within=not args.levels_only, alpha=args.alpha,
+                                      delta=args.delta, min_power=args.min_power,
                                       max_enumerate=args.max_enumerate, progress=progress)
     finally:
         progress.close()
-    passed = fit.passed(args.alpha)
-    args._status = 0 if passed else 1
+    verdict = fit.verdict()
+    passed = verdict == "pass"
+    args._status = CERTIFY_STATUS[verdict]
     if args.json:
+        plan = fit.plan
         obj = _mechanism_json(name, m, spec)
         obj.update({
             "n": fit.n,
             "alpha": args.alpha,
+            "verdict": verdict,
             "passed": passed,
+            "verdict_line": fit.verdict_line(),
+            "delta": fit.delta,
+            "min_power": fit.min_power,
+            "power": fit.power(),
+            "detectable_delta": None if mpmath.isinf(fit.detectable_delta()) else fit.detectable_delta(),
+            "n_needed": fit.samples_needed(),
+            "plan": {"levels": plan.levels, "level_bins": plan.level_bins, "pooled_levels": plan.pooled_levels,
+                     "within_outputs": plan.within_outputs, "within_bins": plan.within_bins,
+                     "within_grouped": plan.within_grouped, "untested_outputs": plan.untested_outputs},
             "statistic": fit.statistic,
             "df": fit.df,
             "p_value": _num(fit.p_value, 6),
@@ -887,10 +926,9 @@ def cmd_certify(name: str, spec: MechanismSpec, m: Any, args: argparse.Namespace
         for line in _table(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
             _out("  " + line)
     _out()
-    for line in fit.summary().splitlines():
+    for line in fit.summary(verdict=False).splitlines():
         _out(line)
-    _out(f"verdict: {'PASS' if passed else 'FAIL'} at alpha = {args.alpha:g} "
-         f"({'no evidence against' if passed else 'the draws do not follow'} the exact distribution)")
+    _out(f"verdict: {fit.verdict_line()}")
     _out(f"mechanism: {_describe(m)}  [{name}: {spec.summary}]")
 
 
@@ -993,6 +1031,11 @@ def _args_certify(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--alpha", type=_alpha_arg, default=1e-6, metavar="ALPHA",
                    help="significance level: FAIL when the p-value is below ALPHA (default 1e-6)")
+    p.add_argument("--delta", type=_delta_arg, default=0.05, metavar="TV",
+                   help="smallest total variation deviation the test must detect: INCONCLUSIVE (exit status 3) "
+                   "unless its power against the least favourable such deviation reaches --min-power (default 0.05)")
+    p.add_argument("--min-power", type=_min_power_arg, default=0.99, metavar="P",
+                   help="power needed at --delta before the verdict may be PASS (default 0.99)")
     p.add_argument("--levels-only", action="store_true", help="test the level frequencies only, not uniformity within levels")
     p.add_argument(
         "--max-enumerate", type=_positive_int_arg, default=1_000_000, metavar="N",
@@ -1051,8 +1094,11 @@ COMMANDS: dict[str, Command] = {
         "chi-square test of a sampler's draws against the exact distribution",
         "Test draws from another implementation against the exact distribution: Pearson's "
         "chi-square by level (small bins pooled), then uniformity within each level; "
-        "p-value from the regularised incomplete gamma function. Exit status 1 when the "
-        "test rejects at --alpha.",
+        "p-value from the regularised incomplete gamma function. Verdict PASS (exit status 0), "
+        "FAIL when the test rejects at --alpha (exit status 1), or INCONCLUSIVE when it could not "
+        "have failed (0 degrees of freedom) or was too weak (power below --min-power against the least "
+        "favourable deviation of total variation --delta): exit status 3, the verdict line gives "
+        "the number of draws needed.",
         "--counts 10,5,1,1 -k 2 --epsilon 1 --samples draws.csv",
         _args_certify,
     ),

@@ -87,3 +87,11 @@ class NoClosedFormError(ExactDPValueError):
 
 class PrecisionError(ExactDPError, ArithmeticError):
     """A certified enclosure could not be made tight enough within the precision cap."""
+
+
+class NothingToDetectError(ExactDPValueError):
+    """A power or sample-size question about an alternative the test cannot tell from the
+    mechanism (e.g. the same distribution): no number of draws detects it."""
+
+
+__all__ += ["NothingToDetectError"]

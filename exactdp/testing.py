@@ -3,9 +3,16 @@
 Assertions (raise ``AssertionError`` with a readable table of the worst bins or outputs):
 
 - :func:`assert_sampler_matches` -- draws from a sampler pass the chi-square test of
-  :func:`exactdp.certify.goodness_of_fit` (by level, then uniformity within levels);
+  :func:`exactdp.certify.goodness_of_fit` (by level, then uniformity within levels), and
+  the test had the power to fail;
 - :func:`assert_probabilities_match` -- claimed (log-)probabilities equal the exact ones
-  to a tolerance (:func:`exactdp.certify.compare_probabilities`);
+  to a tolerance (:func:`exactdp.certify.compare_probabilities`), over enough of the
+  distribution to say so;
+
+A check that could not have failed, or was too weak to trust, does not pass: when the
+sampler test has 0 degrees of freedom or too little power, or a probability comparison covers too little, the
+assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the test
+fails) with the number of draws (or the coverage) that would decide.
 - :func:`assert_mtilde_matches` -- a float ``log m̃`` array (Joint family);
 - :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
   (:func:`exactdp.audit.worst_case`).
@@ -35,12 +42,19 @@ read from the environment variable ``EXACTDP_SAMPLES``) and the fixtures
 
 >>> import exactdp
 >>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
->>> fit = assert_sampler_matches(m, m, n=3000)     # exactdp's own exact sampler passes
+>>> fit = assert_sampler_matches(m, m, n=20_000)    # exactdp's own exact sampler passes
+>>> fit.verdict()
+'pass'
 >>> uniform = lambda rng: [int(rng.integers(3))]     # a wrong sampler: uniform items
->>> assert_sampler_matches(uniform, m, n=3000, seed=1)  # doctest: +ELLIPSIS
+>>> assert_sampler_matches(uniform, m, n=20_000, seed=1)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-AssertionError: sampler does not match Joint([3, 1, 0], k=1, epsilon=1): p-value 1.891e-311 < alpha = 1e-06 ...
+AssertionError: sampler does not match Joint([3, 1, 0], k=1, epsilon=1) (callable <lambda>, n=20000, seed=1)
+FAIL: the draws do not follow the exact distribution; n = 20000, ...
+>>> assert_sampler_matches(m, m, n=1000)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+exactdp.testing.Inconclusive: sampler test inconclusive for Joint([3, 1, 0], k=1, epsilon=1): not rejected, but too weak to say PASS; rerun with n >= 5,280 draws ...
 """
 
 from __future__ import annotations
@@ -57,6 +71,7 @@ from . import audit, certify
 from .validation import as_positive_int
 
 __all__ = [
+    "Inconclusive",
     "DEFAULT_SAMPLES",
     "DEFAULT_SEED",
     "default_samples",
@@ -76,7 +91,10 @@ __all__ = [
 ]
 
 #: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``
-#: says otherwise.
+#: says otherwise.  Enough for power 0.99 against every TV deviation of 0.05 (the default
+#: ``delta``, least favourable alternative, ``alpha = 1e-6``) on mechanisms with a few
+#: dozen test bins (about 5,300 draws for 3 levels, 9,000 for 20 bins); a larger
+#: mechanism may need more, and then its test says INCONCLUSIVE with the ``n`` needed.
 DEFAULT_SAMPLES = 20_000
 #: Seed used when none is given (tests stay reproducible).
 DEFAULT_SEED = 20240601
@@ -246,6 +264,22 @@ def as_sampler(sampler: Any, data: Any = None, *, id_map: Optional[Mapping] = No
 # =====================================================================================
 
 
+class Inconclusive(AssertionError):
+    """A check that could not have failed (or was too weak to trust), raised instead of
+    passing.
+
+    ``result`` is the :class:`~exactdp.certify.GoodnessOfFit` or
+    :class:`~exactdp.certify.ProbabilityComparison`; ``n_needed`` (sampler tests) the
+    number of draws at which the test would have power ``min_power`` against the
+    deviation ``delta`` (``None`` when beyond ``max_n`` or not a sampler test).
+    """
+
+    def __init__(self, message: str, result: Any = None, n_needed: Optional[int] = None):
+        super().__init__(message)
+        self.result = result
+        self.n_needed = n_needed
+
+
 def assert_sampler_matches(
     sampler: Any,
     mechanism: Any,
@@ -257,21 +291,40 @@ def assert_sampler_matches(
     id_map: Optional[Mapping] = None,
     within: bool = True,
     worst: int = 10,
+    delta: float = certify.DEFAULT_DELTA,
+    min_power: float = certify.DEFAULT_MIN_POWER,
 ) -> certify.GoodnessOfFit:
-    """Draw ``n`` outputs (default :func:`default_samples`) and assert they pass the
-    chi-square test against the exact distribution at level ``alpha`` (the test rejects
-    a correct sampler with probability ``alpha``).  Returns the
-    :class:`~exactdp.certify.GoodnessOfFit`; on failure the message has the p-values, the
-    worst bins and the seed.  Use :func:`exactdp.certify.power` to choose ``n``.
+    """Draw ``n`` outputs (default :func:`default_samples`) and assert the chi-square test
+    of :func:`exactdp.certify.goodness_of_fit` says PASS at level ``alpha``.
+
+    * FAIL (the test rejects: a correct sampler does so with probability ``alpha``):
+      ``AssertionError`` with the verdict line, both stages' p-values, the worst bins and
+      the seed;
+    * INCONCLUSIVE (not rejected, but the test had 0 degrees of freedom, or power below
+      ``min_power`` (default 0.99) against the least favourable alternative at total
+      variation ``delta`` (default 0.05), see :func:`exactdp.certify.sensitivity`):
+      :class:`Inconclusive`, whose message gives the
+      ``n`` at which the test would be conclusive.
+
+    Returns the :class:`~exactdp.certify.GoodnessOfFit` on PASS.  Use
+    :func:`exactdp.certify.samples_needed` to choose ``n``.
     """
     count = default_samples() if n is None else as_positive_int(n, "n")
     s = as_sampler(sampler, data, id_map=id_map)
     draws = s.draw(count, seed)
-    fit = certify.goodness_of_fit(draws, mechanism, within=within)
-    if not fit.passed(alpha):
-        raise AssertionError(
-            f"sampler does not match {mechanism!r}: p-value {certify._fmt(fit.p_value, 4)} < alpha = {alpha:g} "
-            f"({s.description}, n={count}, seed={seed})\n{fit.summary()}\nworst bins:\n{fit.table(worst)}"
+    fit = certify.goodness_of_fit(draws, mechanism, within=within, alpha=alpha, delta=delta, min_power=min_power)
+    verdict = fit.verdict()
+    details = f"{fit.verdict_line()}\n{fit.summary(verdict=False)}\nworst bins:\n{fit.table(worst)}"
+    if verdict == "fail":
+        raise AssertionError(f"sampler does not match {mechanism!r} ({s.description}, n={count}, seed={seed})\n{details}")
+    if verdict == "inconclusive":
+        needed = fit.samples_needed()
+        rerun = (f"rerun with n >= {needed:,} draws" if needed is not None
+                 else f"more than {fit.max_n:,} draws would be needed")
+        raise Inconclusive(
+            f"sampler test inconclusive for {mechanism!r}: not rejected, but too weak to say PASS; {rerun} "
+            f"(or a larger delta than {fit.delta:g}) ({s.description}, n={count}, seed={seed})\n{details}",
+            fit, needed,
         )
     return fit
 
@@ -285,12 +338,22 @@ def assert_probabilities_match(
     atol: Optional[float] = None,
     outputs: Optional[Iterable[Any]] = None,
     worst: int = 10,
+    min_coverage: float = certify.DEFAULT_MIN_COVERAGE,
 ) -> certify.ProbabilityComparison:
     """Assert claimed probabilities (``log=True``: log-probabilities) match the exact
-    ones (:func:`exactdp.certify.compare_probabilities`; same tolerances)."""
-    r = certify.compare_probabilities(claimed, mechanism, log=log, rtol=rtol, atol=atol, outputs=outputs, worst=worst)
-    if not r.passed:
+    ones (:func:`exactdp.certify.compare_probabilities`; same tolerances).
+
+    Raises ``AssertionError`` when an output is out of tolerance (FAIL), and
+    :class:`Inconclusive` when nothing was compared or the compared outputs carry less
+    than ``min_coverage`` (default 0.5) of the exact probability (a spot check of a few
+    outputs says nothing about the distribution; pass ``min_coverage=0`` to accept one).
+    """
+    r = certify.compare_probabilities(claimed, mechanism, log=log, rtol=rtol, atol=atol, outputs=outputs,
+                                      worst=worst, min_coverage=min_coverage)
+    if r.verdict == "fail":
         raise AssertionError(f"claimed {'log-' if log else ''}probabilities do not match {mechanism!r}\n{r}")
+    if r.verdict == "inconclusive":
+        raise Inconclusive(f"probability comparison inconclusive for {mechanism!r}: {r.reason}\n{r}", r)
     return r
 
 

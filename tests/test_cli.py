@@ -370,6 +370,56 @@ def test_errors_are_one_line_status_2(capsys, argv, fragment):
     assert_error(status, out, err, fragment)
 
 
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--delta", "0"], "0 < TV <= 1"),
+        (["--delta", "1.5"], "0 < TV <= 1"),
+        (["--delta", "x"], "invalid number 'x'"),
+        (["--min-power", "1"], "0 < P < 1"),
+        (["--min-power", "0"], "0 < P < 1"),
+    ],
+)
+def test_certify_power_options_checked(capsys, tmp_path, extra, fragment):
+    draws = tmp_path / "d.csv"
+    draws.write_text("0\n")
+    status, out, err = run(capsys, "certify", "joint", "--counts", "3,1,0", "-k", "1", "--samples", draws, *extra)
+    assert_error(status, out, err, fragment)
+
+
+def test_certify_exit_status_per_verdict(capsys, tmp_path):
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    constant, good = tmp_path / "constant.csv", tmp_path / "good.csv"
+    base = ["certify", "joint", "--counts", "3,1,0", "-k", "1", "--epsilon", "1"]
+    assert cli.CERTIFY_STATUS == {"pass": 0, "fail": 1, "inconclusive": 3}
+    # a constant sampler: 10 draws are 0 df (INCONCLUSIVE), 100 draws are rejected (FAIL)
+    for n, status_wanted, verdict in [(10, 3, "INCONCLUSIVE"), (100, 1, "FAIL")]:
+        constant.write_text("0\n" * n)
+        status, out, err = run(capsys, *base, "--samples", constant)
+        assert status == status_wanted and err == ""
+        line = next(x for x in out.splitlines() if x.startswith("verdict: "))
+        assert line.startswith(f"verdict: {verdict}: ") and f"n = {n}, " in line and "n needed for TV 0.05: 5,280" in line
+        data = run_json_status(capsys, status_wanted, *base, "--samples", constant)
+        assert data["verdict"] == verdict.lower() and not data["passed"] and data["n_needed"] == 5280
+    # a correct sampler at the n samples_needed recommends: PASS
+    n = exactdp.certify.samples_needed(m)
+    good.write_text("".join(f"{o[0]}\n" for o in m.samples(n, rng=3)))
+    status, out, err = run(capsys, *base, "--samples", good)
+    assert status == 0 and "verdict: PASS: no evidence against the exact distribution; n = 5280" in out
+    # the same draws, demanding power 0.999 or a smaller deviation: INCONCLUSIVE
+    assert run(capsys, *base, "--samples", good, "--min-power", "0.999")[0] == 3
+    assert run(capsys, *base, "--samples", good, "--delta", "0.03")[0] == 3
+    data = run_json_status(capsys, 0, *base, "--samples", good)
+    assert data["power"] >= 0.99 and data["delta"] == 0.05 and data["min_power"] == 0.99
+    assert data["detectable_delta"] <= 0.05 and data["plan"]["level_bins"] == 3
+
+
+def run_json_status(capsys, status_wanted, *argv):
+    status, out, err = run(capsys, *argv, "--json")
+    assert status == status_wanted and err == "", err
+    return json.loads(out)
+
+
 def test_version_and_help(capsys):
     status, out, _ = run(capsys, "--version")
     assert status == 0 and out == f"exactdp {exactdp.__version__}\n"

@@ -152,7 +152,6 @@ UNCOMPARED_OUTPUT = {
     "pnf_joint.md": "its API block shows an exact value in a '# ->' comment; to be converted by the page's owner",
     "joint_set.md": "its worked example shows the output after 'prints'; to be converted by the page's owner",
     "peeling.md": "its worked example shows the output after 'prints'; to be converted by the page's owner",
-    "oracle.md": "its comparison example shows the table after 'prints'; to be converted by the page's owner",
 }
 
 

@@ -1,5 +1,6 @@
-"""Tests of exactdp.Peeling (docs/definitions.md §2.5 and §3) against brute force, and the one-shot Gumbel
-identity (Theorem 1 of the one-shot top-k blog post, Durfee & Rogers 2019).
+"""Tests of exactdp.Peeling against brute force, and the one-shot Gumbel identity
+(Theorem 1 of the blog post *One-shot DP Top-k mechanisms*, due to Durfee & Rogers,
+NeurIPS 2019, arXiv:1905.04273).
 
 References never call the code under test: every sequence of distinct items is enumerated
 and its probability formed as the product over rounds of
@@ -18,6 +19,9 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from fractions import Fraction
 
@@ -29,7 +33,10 @@ import exactdp
 from exactdp import errors
 from exactdp.levels import Level
 
-from conftest import chi2_statistic, chi2_threshold
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import chi2_statistic, chi2_threshold, counts_and_k
 from test_canonical import pnf_exact  # permute-and-flip over explicit outputs, exact
 
 ALPHA = 1e-6  # false-alarm probability of every goodness-of-fit test
@@ -379,3 +386,309 @@ def test_bad_inputs():
         m.probability((0, "1"))
     with pytest.raises(errors.TooManyOutputsError):
         m.distribution(max_outputs=2)
+
+
+# --------------------------------------------------------------------------------------
+# huge count gaps: no exact sum of per-round logs (it needed ~lam*gap bits and aborted)
+# --------------------------------------------------------------------------------------
+def run_python(code, timeout=120, limit_bytes=None):
+    """Run ``code`` in a fresh interpreter (an abort cannot kill pytest); optionally under
+    an address-space limit (``RLIMIT_AS``)."""
+    def limit():
+        if limit_bytes:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=limit)
+
+
+def test_huge_gap_log_probability_does_not_abort():
+    """Regression: the exact sum of the per-round logs needed about lam*gap bits: gmp
+    aborted the process (exit 134) at a gap of 2**40 and raised OverflowError at 10**400."""
+    proc = run_python("""
+        import exactdp, mpmath
+        for gap in (2**40, 10**400):
+            m = exactdp.Peeling([gap, 3, 0], 2, epsilon=1)
+            print(mpmath.nstr(m.log_probability((0, 1), dps=30), 40))
+    """)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    lines = proc.stdout.split()
+    assert len(lines) == 2
+    with mpmath.workdps(50):
+        want = -mpmath.log1p(mpmath.exp(mpmath.mpf(-3) / 2))  # round 2; round 1 is -e^(-huge)
+        for line in lines:
+            got = mpmath.mpf(line)
+            assert abs(got - want) <= mpmath.mpf(10) ** -29 * abs(want), (got, want)
+        assert abs(want - mpmath.mpf("-0.2014133")) < 1e-7
+
+
+def test_huge_gap_cli_does_not_abort():
+    for gap in (2**40, 10**400):
+        proc = subprocess.run(
+            [sys.executable, "-m", "exactdp", "prob", "peeling", "--counts", f"{gap},3,0", "-k", "2",
+             "--epsilon", "1", "--output", "0,1"],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0, (gap, proc.returncode, proc.stderr[-500:])
+        assert "log-probability: -0.201413277982752" in proc.stdout
+
+
+def gap_reference(gap, noise, seq):
+    """Closed forms for counts ``(gap, 3, 0)``, k = 2, eps = 1 (lam = 1/2), at 60 digits:
+    (probability, log-probability).  Gumbel: ``P = w_j / sum w``.  Exponential, three
+    items ``p_0 = 1 >= p_1 >= p_2``: ``P(0) = 1 - (p_1 + p_2)/2 + p_1 p_2/3``,
+    ``P(1) = p_1 (1/2 - p_2/6)``; two items: ``P(0) = 1 - p_1/2``, ``P(1) = p_1/2``.
+    The working precision covers the digits of the gap, so ``lam (gap - 3)`` is exact."""
+    with mpmath.workdps(60 + len(str(gap))):
+        lam = mpmath.mpf(1) / 2
+        counts = [gap, 3, 0]
+        logp = mpmath.mpf(0)
+        remaining = [0, 1, 2]
+        for j in seq:
+            rest = [i for i in remaining if i != j]
+            top = max(counts[i] for i in remaining)
+            # ln p_i = -lam (top - c_i): exact integers, so no huge float
+            lnp = {i: -lam * (top - counts[i]) for i in remaining}
+            if noise == "gumbel":  # the top item has ln p = 0: sum w = 1 + the others
+                top_item = next(i for i in remaining if lnp[i] == 0)
+                logp += lnp[j] - mpmath.log1p(mpmath.fsum(mpmath.exp(lnp[i]) for i in remaining if i != top_item))
+            else:
+                p = {i: mpmath.exp(lnp[i]) for i in remaining}
+                if len(remaining) == 3:
+                    a, b = sorted(rest, key=lambda i: -counts[i])
+                    if lnp[j] == 0:
+                        logp += mpmath.log1p(-(p[a] + p[b]) / 2 + p[a] * p[b] / 3)
+                    else:  # j is the middle item (the outputs tested)
+                        logp += lnp[j] + mpmath.log(mpmath.mpf(1) / 2 - p[b] / 6)
+                else:
+                    (o,) = rest
+                    logp += mpmath.log1p(-p[o] / 2) if lnp[j] == 0 else lnp[j] - mpmath.log(2)
+            remaining = rest
+        return mpmath.exp(logp), logp
+
+
+GAPS = [2**40, 10**10, 10**100, 10**400]
+pnf_float_overflow = pytest.mark.xfail(
+    raises=OverflowError, strict=True,
+    reason="permute-and-flip plans its quadrature with floats of ln p (exactdp/permute_and_flip.py); "
+    "a gap beyond ~1e308 overflows there, not in Peeling",
+)
+
+
+GAP_SEQS = [(0, 1), (1, 0), (0, 2)]
+
+
+def pnf_handles_huge_gaps():
+    """Whether the permute-and-flip rule itself accepts a utility gap of 10**400 (its
+    float planning overflowed beyond ~1e308); Peeling inherits that limit."""
+    from exactdp.permute_and_flip import PermuteAndFlip
+    from exactdp.scale import Scale
+    from exactdp.selection import LevelTable
+
+    table = LevelTable([Level(10**400, 1), Level(0, 1)], Scale(epsilon=Fraction(1)))
+    try:
+        PermuteAndFlip().output_probability(table, 0, 15)
+    except OverflowError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def gap_values():
+    """Every method on counts ``(gap, 3, 0)``, k = 2, eps = 1, for every gap and noise,
+    computed in one child process (a process abort must not kill pytest): ``{(gap, noise):
+    {"P": [...], "logP": [...], "levels": [...], "first": [...]}}`` as 40-digit strings, or
+    ``{"error": exception class name}``."""
+    proc = run_python(f"""
+        import json, mpmath, exactdp
+        out = {{}}
+        for gap in {GAPS!r}:
+            for noise in ("gumbel", "exponential"):
+                m = exactdp.Peeling([gap, 3, 0], 2, epsilon=1, noise=noise)
+                try:
+                    row = {{
+                        "P": [mpmath.nstr(m.probability(s, dps=30), 40) for s in {GAP_SEQS!r}],
+                        "logP": [mpmath.nstr(m.log_probability(s, dps=30), 40) for s in {GAP_SEQS!r}],
+                        "levels": [mpmath.nstr(p, 40) for _, p in m.level_probabilities(dps=30)],
+                        "first": [s[0] for s in m.samples(20, rng=3)],
+                    }}
+                except Exception as exc:
+                    row = {{"error": type(exc).__name__}}
+                out[f"{{gap}} {{noise}}"] = row
+        print(json.dumps(out))
+    """, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    import json
+
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+@pytest.mark.parametrize("gap", GAPS, ids=["2**40", "10**10", "10**100", "10**400"])
+def test_huge_gaps_every_method(gap, noise, gap_values, request):
+    """probability, log_probability, level_probabilities and samples at gaps up to 10**400,
+    against closed forms (computed at a precision covering the gap's digits)."""
+    if noise == "exponential" and gap > 10**300 and not pnf_handles_huge_gaps():
+        request.applymarker(pnf_float_overflow)
+    row = gap_values[f"{gap} {noise}"]
+    if row.get("error") == "OverflowError":
+        raise OverflowError("reported by the child process")
+    with mpmath.workdps(50):
+        for i, seq in enumerate(GAP_SEQS):
+            p_want, lp_want = gap_reference(gap, noise, seq)
+            assert rel_close(mpmath.mpf(row["P"][i]), p_want, 29), (seq, noise)
+            assert rel_close(mpmath.mpf(row["logP"][i]), lp_want, 29), (seq, noise)
+        levels = [mpmath.mpf(x) for x in row["levels"]]
+        assert rel_close(levels[0], gap_reference(gap, noise, (0, 1))[0], 29)
+        assert abs(mpmath.fsum(levels) - 1) < mpmath.mpf(10) ** -29
+    assert row["first"] == [0] * 20  # P(first item is 0) = 1 - e^-huge
+
+
+def test_tiny_log_probability_keeps_relative_accuracy():
+    """log P = -log1p(e^-(2*10**6)) ~ -1e-868589 (k = 1) and a two-round sum of such terms:
+    certified *relative* accuracy, not an absolute one."""
+    with mpmath.workdps(40):
+        m = exactdp.Peeling([2 * 10**6, 0], 1, epsilon=1)
+        want = -mpmath.log1p(mpmath.exp(-2 * 10**6))
+        got = m.log_probability((0,), dps=30)
+        assert got < 0 and abs(got - want) <= mpmath.mpf(10) ** -30 * abs(want)
+        m2 = exactdp.Peeling([2 * 10**6, 10**6, 0], 2, epsilon=1)  # lam = 1/2
+        want2 = -mpmath.log1p(mpmath.exp(-(5 * 10**5)) + mpmath.exp(-(10**6))) - mpmath.log1p(mpmath.exp(-(5 * 10**5)))
+        got2 = m2.log_probability((0, 1), dps=30)
+        assert abs(got2 - want2) <= mpmath.mpf(10) ** -30 * abs(want2)
+        assert abs(m2.probability((0, 1), dps=30) - 1) <= mpmath.mpf(10) ** -30  # 1 - 2e-217147
+
+
+# --------------------------------------------------------------------------------------
+# the weight tree (gumbel fast path) and its twins
+# --------------------------------------------------------------------------------------
+def all_small_cases():
+    cases = CASES + [(7,), (0, 0), (3, 3, 3, 3, 1)]
+    for counts in cases:
+        for k in range(1, len(counts) + 1):  # k = 1 .. d (d = 1 included)
+            yield counts, k
+
+
+@pytest.mark.parametrize("counts, k", list(all_small_cases()))
+def test_tree_exact_equals_rounds_and_brute_force(counts, k):
+    """Exhaustive: the weight tree in exact rationals == per-round exact tables == explicit
+    rounds over items, for every sequence (ties, k = 1, k = d, d = 1)."""
+    base = Fraction(2, 3)
+    m = exactdp.Peeling(counts, k, base=base)
+    want = peel_exact(counts, k, base, "gumbel")
+    for seq, w in want.items():
+        tree = m._values_probability_tree_exact(m.utility(seq))
+        assert tree == w, (seq, tree, w)
+        assert m.probability_exact(seq) == sympy.Rational(w.numerator, w.denominator)
+
+
+@pytest.mark.parametrize("counts, k", list(all_small_cases()))
+def test_tree_certified_equals_rounds_route(counts, k):
+    """The certified tree (probability and log) against the per-round route (the rule on
+    per-round tables), both to 30 digits, and against exact rationals."""
+    eps = Fraction(3, 2)
+    m = exactdp.Peeling(counts, k, epsilon=eps)
+    for seq in sequences(len(counts), k):
+        values = m.utility(seq)
+        for log in (False, True):
+            fast = m._tree_probability(values, 30, log)
+            slow = m._values_probability_rounds(values, 30, log)
+            if log and slow == 0:
+                assert fast == 0
+            else:
+                assert rel_close(fast, slow, 29), (seq, log, fast, slow)
+    half = exactdp.Peeling(counts, k, base=Fraction(1, 2))
+    for seq, w in peel_exact(counts, k, Fraction(1, 2), "gumbel").items():
+        assert rel_close(half.probability(seq, dps=30), w)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts_and_k(max_d=6, max_sequences=200, values=st.integers(-20, 20)),
+       st.fractions(min_value=Fraction(1, 10), max_value=Fraction(9, 10)), st.randoms(use_true_random=False))
+def test_tree_random_instances(ck, base, rnd):
+    counts, k = ck
+    m = exactdp.Peeling(counts, k, base=base)
+    seq = tuple(rnd.sample(range(len(counts)), k))
+    want = peel_exact(counts, k, base, "gumbel")[seq] if math.perm(len(counts), k) <= 200 else None
+    tree = m._values_probability_tree_exact(m.utility(seq))
+    assert tree == want
+    assert rel_close(m.probability(seq, dps=25), want, 25)
+    with mpmath.workdps(60):
+        lw = mpmath.log(mpmath.mpf(want.numerator) / want.denominator)
+        got = m.log_probability(seq, dps=25)
+        assert (got == 0 and want == 1) or abs(got - lw) <= mpmath.mpf(10) ** -25 * abs(lw)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 5)), min_size=1, max_size=12), st.data())
+def test_weight_tree_sums(leaves, data):
+    """The tree's total, prefix and leave-one-out sums equal direct sums, after updates."""
+    from exactdp.peeling import _WeightTree
+
+    weights = [Fraction(w + 1, 7) for w, _ in leaves]
+    mult = [m for _, m in leaves]
+    tree = _WeightTree(weights, mult, Fraction(0))
+    copy = tree.copy()
+    for _ in range(data.draw(st.integers(0, 5))):
+        a = data.draw(st.integers(0, len(leaves) - 1))
+        mult[a] = data.draw(st.integers(0, 5))
+        copy.set_count(a, mult[a])
+    vals = [w * m for w, m in zip(weights, mult)]
+    assert copy.total() == sum(vals)
+    for a in range(len(vals)):
+        assert copy.prefix(a) == sum(vals[: a + 1])
+        assert copy.others(a) == sum(vals) - vals[a]
+    assert tree.total() == sum(w * m for w, (_, m) in zip(weights, leaves))  # the original is unchanged
+
+
+def test_large_d_certified_to_requested_digits():
+    """d = 2000 distinct counts, k = 25: tree probability and log-probability against a
+    60-digit per-round reference, to the requested 30 digits (relative)."""
+    counts = [3 * r + (r % 7) for r in range(2000, 0, -1)]
+    k, eps = 25, Fraction(1, 2)
+    m = exactdp.Peeling(counts, k, epsilon=eps)
+    seq = (0, 2, 1, 5, 3) + tuple(range(6, 26))
+    with mpmath.workdps(60):
+        lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
+        w = [mpmath.exp(lam * (c - counts[0])) for c in counts]
+        total = mpmath.fsum(w)
+        logp = mpmath.mpf(0)
+        for j in seq:
+            logp += mpmath.log(w[j] / total)
+            total -= w[j]
+        p = m.probability(seq, dps=30)
+        lp = m.log_probability(seq, dps=30)
+        assert abs(p - mpmath.exp(logp)) <= mpmath.mpf(10) ** -30 * mpmath.exp(logp)
+        assert abs(lp - logp) <= mpmath.mpf(10) ** -30 * abs(logp)
+
+
+def test_large_d_memory_bounded():
+    """d = 100,000 distinct counts, k = 200: probability, log-probability and a sample in a
+    child process limited to 1.5 GiB of address space (per-round tables needed ~10 GB)."""
+    proc = run_python("""
+        import exactdp, mpmath
+        m = exactdp.Peeling(list(range(100000, 0, -1)), 200, epsilon=1)
+        best = tuple(range(200))
+        p = m.probability(best, dps=30)
+        lp = m.log_probability(best, dps=30)
+        s = m.sample(rng=1)
+        assert len(set(s)) == 200
+        print(mpmath.nstr(p, 40), mpmath.nstr(lp, 40))
+    """, timeout=300, limit_bytes=3 << 29)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    with mpmath.workdps(40):
+        p, lp = (mpmath.mpf(x) for x in proc.stdout.split())
+        assert abs(mpmath.log(p) - lp) < mpmath.mpf(10) ** -28 * abs(lp)
+
+
+@pytest.mark.parametrize("counts, k", [((2, 2, 1, 0), 4), ((5, 5, 5), 2), ((9,), 1)])
+def test_tree_sampler_goodness_of_fit_ties_and_full_k(counts, k):
+    m = exactdp.Peeling(counts, k, epsilon=Fraction(3, 2))
+    n = 3000
+    draws = Counter(m.samples(n, rng=2024))
+    expected = {o: float(p) * n for o, p in m.distribution()}
+    assert set(draws) <= set(expected)
+    stat, df = chi2_statistic(draws, expected)
+    assert stat < chi2_threshold(df, ALPHA), (stat, df)

@@ -24,7 +24,10 @@ sys.path.insert(0, str(ROOT / "examples"))
 from float_joint import BrokenFloatJoint, FloatJoint  # noqa: E402
 
 COUNTS, K = [4, 3, 3, 1, 0], 2
-N = 4000
+# The adapter tests below check sampler shapes, not power: 4000 draws give power >= 0.99
+# against every TV deviation of 0.1 (least favourable; samples_needed says 2144), so they
+# pass DELTA = 0.1 explicitly; the default delta = 0.05 needs 8576 draws here.
+N, DELTA = 4000, 0.1
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,7 @@ def mech():
 
 def test_callable_taking_a_generator(mech):
     impl = FloatJoint(COUNTS, K)
-    fit = testing.assert_sampler_matches(impl.sample, mech, n=N, seed=3)
+    fit = testing.assert_sampler_matches(impl.sample, mech, n=N, seed=3, delta=DELTA)
     assert fit.n == N
     # the same seed gives the same draws
     s = testing.from_callable(impl.sample)
@@ -58,7 +61,7 @@ def test_zero_argument_callable_global_seed(mech):
     first = s.draw(30, 5)
     assert first == s.draw(30, 5)  # seeded through the global generator...
     assert np.random.random() == before  # ...whose state is restored afterwards
-    testing.assert_sampler_matches(legacy, mech, n=N, seed=5)
+    testing.assert_sampler_matches(legacy, mech, n=N, seed=5, delta=DELTA)
 
 
 class RandomiseStandIn:
@@ -74,8 +77,8 @@ class RandomiseStandIn:
 
 def test_randomise_object(mech):
     obj = RandomiseStandIn(K)
-    testing.assert_sampler_matches(testing.from_randomise(obj, COUNTS), mech, n=N, seed=1)
-    testing.assert_sampler_matches(obj, mech, n=N, seed=1, data=COUNTS)  # via as_sampler
+    testing.assert_sampler_matches(testing.from_randomise(obj, COUNTS), mech, n=N, seed=1, delta=DELTA)
+    testing.assert_sampler_matches(obj, mech, n=N, seed=1, data=COUNTS, delta=DELTA)  # via as_sampler
 
 
 class MeasurementStandIn:
@@ -97,7 +100,7 @@ def test_opendp_measurement_with_labels(mech):
     labels = ["apple", "kiwi", "fig", "plum", "pear"]
     meas = MeasurementStandIn(labels)
     id_map = {name: i for i, name in enumerate(labels)}
-    testing.assert_sampler_matches(testing.from_opendp(meas, COUNTS, id_map=id_map), mech, n=N)
+    testing.assert_sampler_matches(testing.from_opendp(meas, COUNTS, id_map=id_map), mech, n=N, delta=DELTA)
     assert isinstance(testing.as_sampler(meas, COUNTS, id_map=id_map), testing.Sampler)
     with pytest.raises(AssertionError, match="not in id_map"):
         testing.from_opendp(meas, COUNTS, id_map={"apple": 0}).draw(20)
@@ -106,11 +109,11 @@ def test_opendp_measurement_with_labels(mech):
 def test_scalar_outputs_for_k_1():
     m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
     exact = FloatJoint([3, 1, 0], 1)
-    testing.assert_sampler_matches(lambda rng: np.int64(exact.sample(rng)[0]), m, n=N, seed=2)
+    testing.assert_sampler_matches(lambda rng: np.int64(exact.sample(rng)[0]), m, n=N, seed=2, delta=DELTA)
 
 
 def test_exactdp_mechanism_and_errors(mech):
-    testing.assert_sampler_matches(mech, mech, n=2000)
+    testing.assert_sampler_matches(mech, mech, n=testing.certify.samples_needed(mech))
     with pytest.raises(TypeError, match="cannot draw"):
         testing.as_sampler(42)
     with pytest.raises(TypeError, match="randomise"):
@@ -126,9 +129,94 @@ def test_sampler_failure_message(mech):
     with pytest.raises(AssertionError) as info:
         testing.assert_sampler_matches(broken.sample, mech, n=45_000, seed=1)
     text = str(info.value)
-    assert text.startswith("sampler does not match Joint([4, 3, 3, 1, 0], k=2, epsilon=1): p-value")
-    assert "seed=1" in text and "n=45000" in text
+    assert not isinstance(info.value, testing.Inconclusive)
+    first, verdict = text.splitlines()[:2]
+    assert first == "sampler does not match Joint([4, 3, 3, 1, 0], k=2, epsilon=1) (callable FloatJoint.sample, n=45000, seed=1)"
+    assert verdict.startswith("FAIL: the draws do not follow the exact distribution; n = 45000, chi-square ")
+    for part in ("on 19 df", "< alpha = 1e-06", "power ", "TV detectable with power 0.99 at this n: >= ",
+                 "n needed for TV 0.05: ", "levels: 5 in 5 bins (0 pooled)", "untested"):
+        assert part in verdict, part
     assert "worst bins:" in text and "(O-E)^2/E" in text and "level" in text
+
+
+# ---------------------------------------------------------------------------------------
+# no PASS from a test that could not fail
+
+
+def constant(rng=None):
+    return [0, 1]  # the most likely output, every time
+
+
+def _log_grid(lo, hi, per_decade=12):
+    out, x = set(), float(lo)
+    while x <= hi:
+        out.add(int(round(x)))
+        x *= 10 ** (1 / per_decade)
+    return sorted(out | {hi})
+
+
+CONSTANT_GRID = list(range(1, 201)) + [n for n in _log_grid(200, 10**5) if n > 200]
+
+
+def test_constant_sampler_never_passes(mech):
+    # the statistic of a constant sampler is a function of n alone: check the verdict for
+    # every n up to 200 and on a log grid to 10^5 (the tally, not the draws, is built)
+    from exactdp import certify
+
+    verdicts = {}
+    for n in CONSTANT_GRID:
+        fit = certify.goodness_of_fit(_Repeat((0, 1), n), mech)
+        verdicts[n] = fit.verdict()
+        assert verdicts[n] in ("fail", "inconclusive"), (n, fit.verdict_line())
+        if verdicts[n] == "inconclusive":
+            assert fit.df == 0 or fit.power() < fit.min_power
+    # both happen: 0 df at first, then rejected; the old p-value-only test passed it at n = 10 and 30
+    assert verdicts[10] == "inconclusive" and verdicts[30] in ("fail", "inconclusive") and verdicts[10**5] == "fail"
+    assert certify.goodness_of_fit([(0, 1)] * 10, mech).df == 0
+
+
+class _Repeat:
+    """``n`` copies of one output, iterated without building a list."""
+
+    def __init__(self, output, n):
+        self.output, self.n = output, n
+
+    def __iter__(self):
+        return (self.output for _ in range(self.n))
+
+
+@pytest.mark.parametrize("n", [1, 10, 30, 200, 1000])
+def test_constant_sampler_assertion_is_inconclusive_or_fails(mech, n):
+    with pytest.raises(AssertionError) as info:
+        testing.assert_sampler_matches(constant, mech, n=n)
+    text = str(info.value)
+    if isinstance(info.value, testing.Inconclusive):
+        assert info.value.n_needed == testing.certify.samples_needed(mech)
+        assert f"rerun with n >= {info.value.n_needed:,} draws" in text
+        assert "INCONCLUSIVE: " in text
+    else:
+        assert text.startswith("sampler does not match") and "FAIL: " in text
+
+
+def test_correct_sampler_passes_at_recommended_n(mech):
+    from exactdp import certify
+
+    for delta in (0.05, 0.2):
+        n = certify.samples_needed(mech, delta=delta)
+        fit = testing.assert_sampler_matches(FloatJoint(COUNTS, K).sample, mech, n=n, seed=4, delta=delta)
+        assert fit.verdict() == "pass" and fit.power() >= 0.99 and fit.samples_needed() == n
+        # a tenth of it is not enough to say PASS
+        with pytest.raises(testing.Inconclusive):
+            testing.assert_sampler_matches(FloatJoint(COUNTS, K).sample, mech, n=n // 10, seed=4, delta=delta)
+
+
+def test_default_samples_enough_for_the_small_examples():
+    # DEFAULT_SAMPLES gives a conclusive test at the default delta for the mechanisms the
+    # docs and docstrings use
+    from exactdp import certify
+
+    for counts, k in [([3, 1, 0], 1), (COUNTS, K), ([10, 5, 1, 1], 2), ([3, 2, 2, 0], 2)]:
+        assert certify.samples_needed(exactdp.Joint(counts, k, epsilon=1)) <= testing.DEFAULT_SAMPLES
 
 
 def test_invalid_draws_fail(mech):
@@ -139,13 +227,35 @@ def test_invalid_draws_fail(mech):
 def test_assert_probabilities_match(mech):
     impl = FloatJoint(COUNTS, K)
     r = testing.assert_probabilities_match(impl.probabilities(), mech, rtol=1e-12)
-    assert r.passed
+    assert r.passed and r.verdict == "pass" and r.coverage == pytest.approx(1)
     with pytest.raises(AssertionError) as info:
         testing.assert_probabilities_match(BrokenFloatJoint(COUNTS, K).probabilities(), mech)
     text = str(info.value)
     assert "do not match Joint" in text and "rel error" in text and "FAIL" in text
     logs = {o: float(np.log(p)) for o, p in impl.probabilities().items()}
     testing.assert_probabilities_match(logs, mech, log=True)
+
+
+def test_assert_probabilities_match_inconclusive(mech):
+    probs = FloatJoint(COUNTS, K).probabilities()
+    # nothing compared
+    with pytest.raises(testing.Inconclusive, match="nothing was compared"):
+        testing.assert_probabilities_match(probs, mech, outputs=[])
+    # a spot check of the two least likely outputs covers too little of the distribution
+    few = sorted(probs, key=probs.get)[:2]
+    with pytest.raises(testing.Inconclusive, match="below min_coverage = 0.5") as info:
+        testing.assert_probabilities_match(probs, mech, outputs=few)
+    assert info.value.result.verdict == "inconclusive" and info.value.result.coverage < 0.05
+    assert testing.assert_probabilities_match(probs, mech, outputs=few, min_coverage=0).passed
+    # a wrong value is a FAIL, never merely inconclusive
+    bad = dict(probs)
+    bad[few[0]] *= 1.01
+    with pytest.raises(AssertionError) as info:
+        testing.assert_probabilities_match(bad, mech, outputs=few)
+    assert not isinstance(info.value, testing.Inconclusive) and "FAIL" in str(info.value)
+    # the most likely outputs, covering most of the mass, decide
+    top = sorted(probs, key=probs.get, reverse=True)[:6]
+    assert testing.assert_probabilities_match(probs, mech, outputs=top).coverage > 0.5
 
 
 def test_assert_mtilde_matches(mech):
@@ -237,14 +347,14 @@ def test_plugin_in_a_fresh_pytest(tmp_path):
         from exactdp import testing
 
         def test_it(exactdp_samples, exactdp_rng, exactdp_seed):
-            assert exactdp_samples == 1500 and exactdp_seed == 7
+            assert exactdp_samples == 6000 and exactdp_seed == 7
             m = exactdp.Joint([3, 1, 0], 1)
             fit = testing.assert_sampler_matches(m, m, seed=exactdp_seed)
-            assert fit.n == 1500  # --exactdp-samples is the default n
+            assert fit.n == 6000  # --exactdp-samples is the default n
     """))
     env = {k: v for k, v in os.environ.items() if k != "EXACTDP_SAMPLES"}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--exactdp-samples", "1500",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--exactdp-samples", "6000",
          "--exactdp-seed", "7", str(test_file)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
     )
