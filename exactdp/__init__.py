@@ -81,7 +81,6 @@ __all__ = [
     "audit",
     "certify",
     "testing",
-    "__version__",
 ]
 
 

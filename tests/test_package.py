@@ -74,12 +74,12 @@ def test_unknown_attribute_is_an_attribute_error():
 
 
 def test_type_checkers_see_every_lazy_name():
-    # every name of __all__ (but __version__) is imported under TYPE_CHECKING in __init__.py
+    # every name of __all__ is imported under TYPE_CHECKING in __init__.py
     tree = ast.parse((ROOT / "exactdp" / "__init__.py").read_text(encoding="utf-8"))
     block = next(node for node in tree.body if isinstance(node, ast.If)
                  and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
     imported = {alias.asname or alias.name for node in block.body for alias in node.names}
-    assert imported == set(exactdp.__all__) - {"__version__"}
+    assert imported == set(exactdp.__all__)
 
 
 # ---------------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_public_api_is_fully_annotated_and_resolvable():
     import inspect
     import typing
 
-    names = {n: getattr(exactdp, n) for n in exactdp.__all__ if n != "__version__"}
+    names = {n: getattr(exactdp, n) for n in exactdp.__all__}
     checked, problems = 0, []
     for qualname, f in _public_functions():
         checked += 1
