@@ -3,7 +3,7 @@
 Run:  python benchmarks/bench_canonical.py           (zipf and distinct counts, both noises)
       python benchmarks/bench_canonical.py --quick   (zipf only)
 
-Instances (issue 5): d = 10,000, k = 50, epsilon = 1, rho = 1/2, so 1 + k(d-k) = 497,501
+Instances: d = 10,000, k = 50, epsilon = 1, rho = 1/2, so 1 + k(d-k) = 497,501
 utility classes;
 - "zipf": counts floor(10**5 / rank**1.1), rank = 1..d (as benchmarks/bench_joint.py: long
   runs of tied small counts, so few distinct losses);

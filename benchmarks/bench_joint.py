@@ -3,7 +3,7 @@
 Run:  python benchmarks/bench_joint.py            (full table, a few minutes on 2 cores)
       python benchmarks/bench_joint.py --quick    (d = 10,000 only)
 
-Instances (issue 2): d in {10,000, 166,000}, k in {10, 50, 200};
+Instances: d in {10,000, 166,000}, k in {10, 50, 200};
 - "zipf": counts floor(10**5 / rank**1.1), rank = 1..d (exact integer arithmetic:
   floor(10**5 / rank**1.1) is computed with mpmath at 60 digits and checked by integer
   comparison, so no float rounding can change a count);

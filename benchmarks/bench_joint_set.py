@@ -5,7 +5,7 @@ Run:  python benchmarks/bench_joint_set.py            (full table, ~5 minutes on
                                                        seeded sample of 300 thresholds and
                                                        extrapolated, marked "~")
 
-Instances (issue 4): (d, k) in {(1,000, 10), (10,000, 20)};
+Instances: (d, k) in {(1,000, 10), (10,000, 20)};
 - "distinct": d distinct counts, a seeded random sample of range(10 * d) (seed 2026);
 - "tied": the same counts floor-divided by 50 (about d/5 distinct values, ties everywhere).
 Methods (brute force excluded; all exact big integers, results checked equal):

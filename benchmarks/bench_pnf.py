@@ -1,4 +1,4 @@
-"""PNFJoint benchmark: certified probabilities of every level (issue 3).
+"""PNFJoint benchmark: certified probabilities of every level.
 
 Run:  python benchmarks/bench_pnf.py                 (d = 10,000, k = 100, 30 digits)
       python benchmarks/bench_pnf.py --d 2000 --k 50 --dps 50
@@ -13,7 +13,7 @@ a float64 implementation overflows), seconds for levels(), seconds for all level
 probabilities certified to ``dps`` digits (permute-and-flip, fresh table), the certified
 sum minus 1, and the largest relative difference from the exponential mechanism (Joint),
 which permute-and-flip approaches like 1/S when S = sum_b m_b p_b is huge.
-Target (issue 3): all levels to 30 certified digits in under 5 s on 2 cores.
+Target: all levels to 30 certified digits in under 5 s on 2 cores.
 """
 
 from __future__ import annotations

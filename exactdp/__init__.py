@@ -2,28 +2,62 @@
 
 Counts and multiplicities are exact integers, probabilities exact (sympy) or certified
 ``mpmath.mpf`` values (relative error at most ``10**-dps``); samplers use integer
-randomness only.  See ``../shared/SPEC.md`` for the contract and ``docs/`` for the guide.
+randomness only.  The definitions are in ``docs/definitions.md``, the guide in ``docs/``.
 
 >>> import exactdp
 >>> m = exactdp.Joint([10, 5, 1, 1], k=2, epsilon=1)
 >>> m.levels()[0]
 Level(utility=0, multiplicity=1)
+
+``import exactdp`` is light: the public names below are loaded on first use (PEP 562
+module ``__getattr__``), so sympy, numpy and python-flint are imported only when a
+mechanism, the auditor or the oracle is actually used.
 """
 
-from . import accounting, audit, certify, errors, testing
-from .bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
-from .canonical import Canonical, CanonicalGamma1
-from .joint import Joint
-from .joint_set import JointSet
-from .levels import Level
-from .mechanism import Mechanism
-from .peeling import Peeling
-from .permute_and_flip import PermuteAndFlip
-from .pnf_joint import PNFJoint
-from .scale import Scale
-from .selection import ExponentialMechanism, LevelTable, SelectionRule
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily
+    from . import accounting, audit, certify, errors, testing
+    from .bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
+    from .canonical import Canonical, CanonicalGamma1
+    from .joint import Joint
+    from .joint_set import JointSet
+    from .levels import Level
+    from .mechanism import Mechanism
+    from .peeling import Peeling
+    from .permute_and_flip import PermuteAndFlip
+    from .pnf_joint import PNFJoint
+    from .scale import Scale
+    from .selection import ExponentialMechanism, LevelTable, SelectionRule
+
+#: Public name -> the submodule that defines it (loaded on first access).
+_LAZY_NAMES: dict[str, str] = {
+    "brute_levels": "bruteforce",
+    "brute_probabilities": "bruteforce",
+    "brute_symbolic_probabilities": "bruteforce",
+    "Canonical": "canonical",
+    "CanonicalGamma1": "canonical",
+    "Joint": "joint",
+    "JointSet": "joint_set",
+    "Level": "levels",
+    "Mechanism": "mechanism",
+    "Peeling": "peeling",
+    "PermuteAndFlip": "permute_and_flip",
+    "PNFJoint": "pnf_joint",
+    "Scale": "scale",
+    "ExponentialMechanism": "selection",
+    "LevelTable": "selection",
+    "SelectionRule": "selection",
+}
+
+#: Submodules offered as attributes of the package (``exactdp.audit.worst_case`` works
+#: after a plain ``import exactdp``).
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"accounting", "audit", "certify", "errors", "testing"})
 
 __all__ = [
     "Joint",
@@ -44,4 +78,26 @@ __all__ = [
     "CanonicalGamma1",
     "Peeling",
     "accounting",
+    "audit",
+    "certify",
+    "testing",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name (or one of the submodules above) on first access (PEP 562)."""
+    if name in _LAZY_SUBMODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+    elif name in _LAZY_NAMES:
+        module = importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}")
+        value = getattr(module, name)
+        globals()[name] = value  # later accesses skip this function
+        return value
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = module
+    return module
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_NAMES) | _LAZY_SUBMODULES)

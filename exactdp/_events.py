@@ -1,4 +1,4 @@
-"""Threshold events of the Joint sweeps (Joint paper Lemmas 3.6-3.8; NUMERICS.md).
+"""Threshold events of the Joint sweeps (Joint paper Lemmas 3.6-3.8; docs/benchmarks.md).
 
 For row ``r`` (0-based rank, ``r < k``) and a level ``M``, ``T_r(M)`` is the number of
 items with count ``>= c_(r) - M``.  As ``M`` grows, ``T_r`` jumps exactly when

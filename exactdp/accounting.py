@@ -1,7 +1,7 @@
 r"""Privacy accounting of CDP-Peel: Lemma 4.2 of the Joint paper, and its inverse.
 
 Paper: Gillenwater, Joseph, Medina, Ribero, *A Joint Exponential Mechanism for
-Differentially Private Top-k* (``../shared/seeds/joint-topk-sequence-with-latex.txt``),
+Differentially Private Top-k* (ICML 2022, arXiv:2201.12333),
 Section 4.1.2.  CDP-Peel is ``k`` applications of an ``eps'``-DP exponential mechanism
 (one per round; realised in one shot with Gumbel noise).  Each is ``eps'^2/8``-zCDP
 (bounded range), so ``k`` of them are ``rho = k eps'^2/8``-zCDP, and the conversion
@@ -51,12 +51,13 @@ Fraction(1, 80)
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Optional, SupportsIndex, Union
 
 import mpmath
 import sympy
 from flint import arb, fmpq
 
+from ._typing import RationalLike
 from .errors import InvalidParameterError
 from .precision import certify
 from .validation import as_dps, as_epsilon, as_positive_int, as_rational
@@ -93,7 +94,7 @@ def _sym(q: Fraction) -> sympy.Rational:
     return sympy.Rational(q.numerator, q.denominator)
 
 
-def cdp_peel_rho(epsilon: Any, k: Any) -> Fraction:
+def cdp_peel_rho(epsilon: RationalLike, k: SupportsIndex) -> Fraction:
     """``k * epsilon**2 / 8``: the zCDP parameter of ``k`` ``epsilon``-DP exponential
     mechanisms (``epsilon`` = per-round parameter), exactly."""
     eps = as_epsilon(_exact(epsilon))
@@ -101,8 +102,8 @@ def cdp_peel_rho(epsilon: Any, k: Any) -> Fraction:
     return kk * eps * eps / 8
 
 
-def cdp_peel_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = None,
-                     exact: bool = False) -> Any:
+def cdp_peel_epsilon(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex, *, dps: Optional[int] = None,
+                     exact: bool = False) -> Union[mpmath.mpf, sympy.Expr]:
     """Lemma 4.2: the overall ``eps`` of CDP-Peel with per-round parameter ``epsilon``,
     ``k`` rounds and failure probability ``delta`` (``0 < delta < 1``):
     ``k epsilon^2/8 + 2 epsilon sqrt(k ln(1/delta)/8)``.
@@ -126,8 +127,8 @@ def cdp_peel_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = N
     return certify(compute, digits)
 
 
-def cdp_peel_round_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = None,
-                           exact: bool = False) -> Any:
+def cdp_peel_round_epsilon(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex, *, dps: Optional[int] = None,
+                           exact: bool = False) -> Union[mpmath.mpf, sympy.Expr]:
     """Inverse of :func:`cdp_peel_epsilon` in its first argument: the per-round ``eps'``
     with ``cdp_peel_epsilon(eps', delta, k) == epsilon`` (the function is increasing in
     ``eps'``), ``eps' = sqrt(8/k) (sqrt(epsilon + L) - sqrt(L))`` with
@@ -150,8 +151,8 @@ def cdp_peel_round_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[in
     return certify(compute, digits)
 
 
-def cdp_peel_local_epsilon(epsilon: Any, delta: Any, k: Any, *, dps: Optional[int] = None,
-                           exact: bool = False) -> Any:
+def cdp_peel_local_epsilon(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex, *, dps: Optional[int] = None,
+                           exact: bool = False) -> Union[mpmath.mpf, sympy.Expr]:
     """``max(epsilon/k, cdp_peel_round_epsilon(epsilon, delta, k))``: the per-round budget
     the public dp_topk code (``em_epsilon_cdp``) uses, since ``k`` pure ``epsilon/k``-DP
     rounds are also ``epsilon``-DP by basic composition.  Certified ``mpf`` (the larger of

@@ -4,7 +4,7 @@ The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
 
     ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
 
-over every output ``o`` (SPEC section 4).  ``M`` is epsilon-DP for a neighbour relation
+over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a neighbour relation
 exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
 ``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
 worst case over every neighbour of one count vector.
@@ -50,15 +50,23 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations, product
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 import mpmath
 import sympy
 from flint import arb, ctx, fmpq, fmpz
 
+from ._typing import CountsLike, Output, RationalLike
 from .errors import InvalidParameterError, PrecisionError, TooManyOutputsError
 from .precision import ball_to_mpf, prec_for_dps, flint_workprec, mp_workdps
 from .validation import as_counts, as_dps, as_positive_int, as_rational
+
+if TYPE_CHECKING:
+    from .canonical import CanonicalGamma1
+    from .mechanism import Mechanism
+
+#: Anything audited: a mechanism object (``Mechanism`` subclasses and ``CanonicalGamma1``).
+MechanismLike = Union["Mechanism", "CanonicalGamma1"]
 
 __all__ = [
     "AuditLimitError",
@@ -123,7 +131,7 @@ class PairLoss:
     level_a: Optional[int]
     level_b: Optional[int]
     signed: mpmath.mpf
-    witness: Any
+    witness: Output
     outputs: int
 
     @property
@@ -148,7 +156,7 @@ class PrivacyLoss:
     """
 
     value: mpmath.mpf
-    witness: Any
+    witness: Output
     direction: str
     log_p_a: mpmath.mpf
     log_p_b: mpmath.mpf
@@ -216,9 +224,9 @@ class WorstCase:
     loss: mpmath.mpf
     neighbour: tuple[int, ...]
     change: tuple[int, ...]
-    witness: Any
+    witness: Output
     direction: str
-    epsilon: Any
+    epsilon: Union[Fraction, sympy.Expr]
     epsilon_value: mpmath.mpf
     verdict: str
     margin: mpmath.mpf
@@ -409,8 +417,8 @@ def _check_same_space(a: Any, b: Any) -> str:
 
 
 def privacy_loss(
-    mechanism_a: Any,
-    mechanism_b: Any,
+    mechanism_a: MechanismLike,
+    mechanism_b: MechanismLike,
     dps: Optional[int] = None,
     *,
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
@@ -573,7 +581,7 @@ def _blocks(counts: Sequence[int]) -> list[list[int]]:
 
 
 def neighbour_count(
-    counts: Any, relation: str = "add_remove", *, contribution: Optional[int] = None, up_to_symmetry: bool = False
+    counts: CountsLike, relation: str = "add_remove", *, contribution: Optional[int] = None, up_to_symmetry: bool = False
 ) -> int:
     """The exact number of neighbours :func:`neighbours` would list (without listing them).
 
@@ -673,7 +681,7 @@ def _changes_symmetric(counts: Sequence[int], rel: str, ell: int) -> Iterator[tu
 
 
 def neighbours(
-    counts: Any,
+    counts: CountsLike,
     relation: str = "add_remove",
     *,
     contribution: Optional[int] = None,
@@ -727,7 +735,7 @@ def neighbours(
 # =====================================================================================
 
 
-def claimed_epsilon(mechanism: Any) -> Any:
+def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
     """The epsilon a mechanism claims, exactly: its ``epsilon`` (a Fraction) or, when it
     was built from a ``base``, ``-divisor * ln(base)`` as a sympy expression
     (``divisor = 2 * sensitivity`` for Joint: ``base = exp(-epsilon / (2*sensitivity))``)."""
@@ -763,12 +771,12 @@ def _epsilon_value(eps: Any, dps: int) -> mpmath.mpf:
 
 
 def worst_case(
-    factory: Callable[[tuple[int, ...]], Any],
-    counts: Any,
+    factory: Callable[[tuple[int, ...]], MechanismLike],
+    counts: CountsLike,
     relation: str = "add_remove",
     dps: Optional[int] = None,
     *,
-    epsilon: Any = None,
+    epsilon: Optional[Union[RationalLike, sympy.Expr]] = None,
     contribution: Optional[int] = None,
     symmetric: bool = True,
     max_neighbours: int = DEFAULT_MAX_NEIGHBOURS,

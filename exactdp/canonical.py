@@ -1,11 +1,11 @@
 r"""Canonical: the canonical loss over utility classes of k-subsets (Lipschitz mechanism).
 
 Paper: *Differentially Private Top-k Selection via Canonical Lipschitz Mechanism*
-(``../shared/seeds/canonical-lipschitz-topk.txt``, Definition 3.4, Theorem 3.5, Section
-2.1).  Its formulas were lost in extraction; SPEC section 2.4 is authoritative and is what
+(arXiv:2201.13376, Definition 3.4, Theorem 3.5, Section
+2.1).  The definitions of docs/definitions.md §2.4 are authoritative and are what
 this module implements.
 
-**Classes.**  With 1-based ranks (counts descending, ties by smaller item id, SPEC 1) and
+**Classes.**  With 1-based ranks (counts descending, ties by smaller item id, docs/definitions.md §1) and
 the sorted counts ``x_(1) >= ... >= x_(d)``, every k-subset lies in exactly one class
 ``(h, t)``:
 
@@ -188,7 +188,7 @@ def _rank_combination(elements: Iterable[int]) -> int:
 
 
 class CanonicalClasses:
-    """The classes ``(h, t)`` of SPEC 2.4 over a ranking, with exact sizes and losses.
+    """The classes ``(h, t)`` of docs/definitions.md §2.4 over a ranking, with exact sizes and losses.
 
     Losses are handled as exact integers ``key = q * loss`` where ``rho = p/q``:
     ``key(h, t) = A_h + B_t`` with ``A_h = (q-p)(x_(h+1) - x_(k)) >= 0`` (non-increasing in
@@ -427,7 +427,7 @@ class _ClassMethods:
 
 
 class Canonical(_ClassMethods, Mechanism):
-    """The canonical Lipschitz mechanism over k-subsets (SPEC 2.4).
+    """The canonical Lipschitz mechanism over k-subsets (docs/definitions.md §2.4).
 
     ``Canonical(counts, k, epsilon=None, *, base=None, rho=Fraction(1, 2), noise="gumbel")``
 
@@ -438,7 +438,7 @@ class Canonical(_ClassMethods, Mechanism):
       ``"exponential"`` (permute-and-flip, ``p_S = exp(-eps*loss(S))``, the best loss being 0).
 
     Outputs are ``frozenset`` s of item ids.  ``utility(S) = -loss(S)``; every method of
-    SPEC section 3 is inherited from :class:`~exactdp.mechanism.Mechanism`, plus
+    The public API (docs/definitions.md §3) is inherited from :class:`~exactdp.mechanism.Mechanism`, plus
     :meth:`classes`, :meth:`class_probability`, :meth:`class_probabilities`,
     :meth:`loss`, :meth:`class_of`.
     """
@@ -542,7 +542,7 @@ def _times_int(x: mpmath.mpf, n: Any) -> mpmath.mpf:
 # CanonicalGamma1: the two-stage variant
 # --------------------------------------------------------------------------------------
 class CanonicalGamma1(_ClassMethods):
-    r"""The fast two-stage canonical mechanism ("gamma1", SPEC 2.4).
+    r"""The fast two-stage canonical mechanism ("gamma1", docs/definitions.md §2.4).
 
     ``CanonicalGamma1(counts, k, epsilon=None, *, base=None, rho=Fraction(1, 2))``:
 
@@ -563,7 +563,7 @@ class CanonicalGamma1(_ClassMethods):
     ``levels()``/``level_probabilities()``; both raise :class:`NotSingleRuleError`.  The
     equal-probability groups are the classes: use :meth:`classes`,
     :meth:`class_probability`, :meth:`class_probabilities` and :meth:`tail_probabilities`.
-    Every other method of SPEC section 3 is offered: ``support_size`` (``C(d, k)``),
+    Every other method of the public API (docs/definitions.md §3) is offered: ``support_size`` (``C(d, k)``),
     ``utility`` (``-loss``, as for :class:`Canonical`), ``probability``,
     ``log_probability``, ``probability_exact``, ``outputs``, ``distribution``, ``sample``,
     ``samples``.  Sampling is exact: both stages are drawn with
@@ -676,7 +676,7 @@ class CanonicalGamma1(_ClassMethods):
             total -= arb(size).log()
         return total
 
-    # -- SPEC 3 -----------------------------------------------------------------------------
+    # -- public API (§3) -------------------------------------------------------------------
     def support_size(self) -> int:
         """``C(d, k)``: every k-subset has positive probability."""
         return math.comb(self.d, self.k)

@@ -63,15 +63,12 @@ __all__ = [
 ]
 
 PROG = "exactdp"
-#: Default certified digits (the library's default, SPEC section 3).
+#: Default certified digits (the library's default, docs/definitions.md section 3).
 DEFAULT_DPS = 30
 #: Default digits shown in human-readable tables (``--digits``).
 DEFAULT_DIGITS = 15
 #: Integers with more digits than this are abbreviated in tables (``--json`` is exact).
 ABBREVIATE_DIGITS = 60
-#: Integers with more digits than this are written as JSON *strings*: Python's ``json.loads``
-#: refuses longer integer literals by default (``sys.get_int_max_str_digits()`` is 4300).
-JSON_INT_DIGITS = 4300
 #: Default guard for ``dist --outputs``.
 DEFAULT_MAX_OUTPUTS = 10_000
 
@@ -164,12 +161,12 @@ _JOINT_OPTIONS = ("epsilon", "base", "sensitivity")
 #
 #     MECHANISMS["joint-set"] = MechanismSpec(
 #         exactdp.JointSet, ("epsilon", "base", "sensitivity"),
-#         "original JOINT over top-k sets (SPEC 2.3)")
+#         "original JOINT over top-k sets")
 #     MECHANISMS["canonical"] = MechanismSpec(
 #         exactdp.Canonical, ("epsilon", "rho", "noise"),
-#         "canonical loss over utility classes of k-subsets (SPEC 2.4)")
+#         "canonical loss over utility classes of k-subsets")
 #     MECHANISMS["peeling"] = MechanismSpec(
-#         exactdp.Peeling, ("epsilon", "noise"), "k rounds of peeling (SPEC 2.5)")
+#         exactdp.Peeling, ("epsilon", "noise"), "k rounds of peeling")
 #
 # (a constructor option no entry of OPTIONS describes yet gets a new OPTIONS entry first).
 # The class must follow exactdp.Mechanism (levels(), level_probabilities(dps),
@@ -180,7 +177,7 @@ _JOINT_OPTIONS = ("epsilon", "base", "sensitivity")
 MECHANISMS: dict[str, MechanismSpec] = {
     "joint": MechanismSpec(
         exactdp.Joint, _JOINT_OPTIONS,
-        "Joint exponential mechanism over top-k sequences (SPEC 2.1)",
+        "Joint exponential mechanism over top-k sequences",
     ),
 }
 
@@ -188,18 +185,18 @@ _PNFJoint = getattr(exactdp, "PNFJoint", None)
 if _PNFJoint is not None:
     MECHANISMS["pnf-joint"] = MechanismSpec(
         _PNFJoint, _JOINT_OPTIONS,
-        "Joint with permute-and-flip over top-k sequences (SPEC 2.2)",
+        "Joint with permute-and-flip over top-k sequences",
     )
 
 MECHANISMS["joint-set"] = MechanismSpec(
-    exactdp.JointSet, _JOINT_OPTIONS, "original JOINT over top-k sets (SPEC 2.3)",
+    exactdp.JointSet, _JOINT_OPTIONS, "original JOINT over top-k sets",
 )
 MECHANISMS["canonical"] = MechanismSpec(
     exactdp.Canonical, ("epsilon", "base", "rho", "noise"),
-    "canonical loss over utility classes of k-subsets (SPEC 2.4)",
+    "canonical loss over utility classes of k-subsets",
 )
 MECHANISMS["peeling"] = MechanismSpec(
-    exactdp.Peeling, ("epsilon", "base", "noise"), "k rounds of peeling (SPEC 2.5)",
+    exactdp.Peeling, ("epsilon", "base", "noise"), "k rounds of peeling",
 )
 
 
@@ -398,11 +395,16 @@ def format_int(n: int, limit: int = ABBREVIATE_DIGITS, ellipsis: str = "\u2026")
     return f"{sign}{body[0]}.{body[1:4]}{ellipsis}e+{len(body) - 1} ({len(body)} digits)"
 
 
-def _json_int(n: int) -> Any:
-    """A JSON integer, or a decimal string past :data:`JSON_INT_DIGITS` digits."""
-    n = int(n)
-    if -(10**JSON_INT_DIGITS) < n < 10**JSON_INT_DIGITS:
-        return n
+def _json_int(n: int) -> str:
+    """An exact, unbounded integer (a multiplicity, a support size, a count) for JSON: always
+    its decimal string, whatever its size, so the field's JSON type never depends on the
+    value (Python's ``json.loads`` refuses integer literals of more than 4300 digits by
+    default).  One gmpy2 conversion, linear-ish in the number of digits; no power of ten
+    is formed.  Bounded integers (``d``, ``k``, indices, item ids) are JSON numbers.
+
+    >>> _json_int(12), _json_int(-3), _json_int(10**70)[:5]
+    ('12', '-3', '10000')
+    """
     return _int_digits(n)
 
 
@@ -426,16 +428,17 @@ def _format_exact(value: Any, ellipsis: str) -> str:
     return str(value)
 
 
-def _json_utility(u: Any) -> Any:
-    """Integral utilities as JSON integers, other rationals as ``"p/q"`` strings."""
-    if isinstance(u, Fraction) and u.denominator == 1:
-        u = u.numerator
-    if isinstance(u, int):
-        return _json_int(u)
+def _json_utility(u: Any) -> str:
+    """An exact utility for JSON: always a string, ``"-4"`` or ``"-9/2"``.
+
+    >>> _json_utility(-4), _json_utility(Fraction(-9, 2)), _json_utility(Fraction(6, 3))
+    ('-4', '-9/2', '2')
+    """
     return _exact_str(u)
 
 
-def _json_param(value: Any) -> Any:
+def _json_param(value: Any) -> Optional[str | bool]:
+    """An exact parameter for JSON: its exact text (``"1/10"``), or ``null`` when not set."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, Fraction)):
@@ -513,15 +516,50 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence
         yield line(row)
 
 
-_INT_LIST = re.compile(r"\[\n\s*((?:-?\d+,\n\s*)*-?\d+)\n\s*\]")
+def _is_flat(value: Any) -> bool:
+    """A scalar, or a list/dict of scalars and lists of scalars (one line of JSON)."""
+    if isinstance(value, dict):
+        return all(_is_flat(v) and not isinstance(v, dict) for v in value.values())
+    if isinstance(value, list):
+        return all(not isinstance(v, (dict, list)) for v in value)
+    return True
+
+
+def _json_lines(value: Any, indent: int, level: int) -> Iterator[str]:
+    """Pieces of indented JSON: objects one key per line; lists of scalars (outputs, counts)
+    and flat objects inside lists (one level, one output, one neighbour) on one line each.
+    Every line is produced by the C encoder of :func:`json.dumps`, so the cost is linear in
+    the output size (``json.dumps(indent=...)`` falls back to a pure-Python encoder)."""
+    pad, inner = " " * (indent * level), " " * (indent * (level + 1))
+    if isinstance(value, dict) and value:
+        items = list(value.items())
+        yield "{\n"
+        for i, (key, item) in enumerate(items):
+            yield f"{inner}{json.dumps(key)}: "
+            yield from _json_lines(item, indent, level + 1)
+            yield ",\n" if i + 1 < len(items) else "\n"
+        yield pad + "}"
+    elif isinstance(value, list) and value and not _is_flat(value):
+        yield "[\n"
+        for i, item in enumerate(value):
+            yield inner
+            if isinstance(item, dict) and _is_flat(item):
+                yield json.dumps(item)
+            else:
+                yield from _json_lines(item, indent, level + 1)
+            yield ",\n" if i + 1 < len(value) else "\n"
+        yield pad + "]"
+    else:
+        yield json.dumps(value)
 
 
 def _emit_json(obj: Any, indent: Optional[int] = 2) -> None:
-    """Indented JSON with lists of integers (outputs) kept on one line."""
-    text = json.dumps(obj, indent=indent)
-    if indent is not None:
-        text = _INT_LIST.sub(lambda mo: "[" + ", ".join(x.strip() for x in mo.group(1).split(",")) + "]", text)
-    sys.stdout.write(text + "\n")
+    """JSON on stdout: indented as :func:`_json_lines` says, or on one line (``indent=None``)."""
+    if indent is None:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        return
+    sys.stdout.writelines(_json_lines(obj, indent, 0))
+    sys.stdout.write("\n")
 
 
 def _out(line: str = "") -> None:
@@ -534,7 +572,7 @@ def _out(line: str = "") -> None:
 
 
 def _mechanism_json(name: str, m: Any, spec: MechanismSpec) -> dict[str, Any]:
-    params: dict[str, Any] = {"d": _json_int(m.d), "k": _json_int(m.k)}
+    params: dict[str, Any] = {"d": int(m.d), "k": int(m.k)}
     for option in spec.options:
         dest = OPTIONS[option].dest
         params[dest] = _json_param(getattr(m, dest, None))
@@ -980,11 +1018,12 @@ def _args_dist(p: argparse.ArgumentParser) -> None:
         "--max-outputs", type=_positive_int_arg, default=DEFAULT_MAX_OUTPUTS, metavar="N",
         help=f"refuse --outputs for more than N outputs (default {DEFAULT_MAX_OUTPUTS})",
     )
-    _add_json(p, "a JSON object, exact integers, probabilities as decimal strings of --dps digits")
+    _add_json(p, "a JSON object; exact integers and utilities as strings, probabilities as decimal "
+              "strings of --dps digits (schema: docs/cli.md)")
 
 
 def _args_levels(p: argparse.ArgumentParser) -> None:
-    _add_json(p, "a JSON object with exact integers")
+    _add_json(p, "a JSON object; exact integers and utilities as strings (schema: docs/cli.md)")
 
 
 def _args_prob(p: argparse.ArgumentParser) -> None:

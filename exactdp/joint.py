@@ -1,8 +1,8 @@
 """Joint: the joint exponential mechanism for top-k sequences.
 
 Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
-Differentially Private Top-k" (``../shared/seeds/joint-topk-sequence-with-latex.txt``),
-Section 3, Algorithm 1; SPEC section 2.1.
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
+Section 3, Algorithm 1; docs/definitions.md §2.1.
 
 Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the paper):
 ``u(S) = -max_i (c_(i) - c[s_i])``; the mechanism is the exponential mechanism
@@ -10,7 +10,7 @@ Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the
 
 What is exact here and how it is counted:
 
-- :meth:`Joint.levels` -- the integer sweep (SPEC 2.1, NUMERICS.md): the number of
+- :meth:`Joint.levels` -- the integer sweep (docs/definitions.md §2.1; docs/benchmarks.md): the number of
   sequences with utility ``>= -M`` is ``N(M) = prod_r max(T_r(M) - (r-1), 0)`` with
   ``T_r(M) = #{j : c_(j) >= c_(r) - M}`` (this is Lemma 3.7 with the refined scores
   collapsed onto their ceiling, Lemma 3.5); ``m(-M) = N(M) - N(M_prev)``.
@@ -36,7 +36,7 @@ What is exact here and how it is counted:
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterator
+from typing import Iterator, Union
 
 import gmpy2
 
@@ -44,12 +44,13 @@ from ._events import event_chunks, level_factor_chunks
 from .errors import InvalidParameterError
 from .levels import Level
 from .mechanism import JointFamily
+from .ranking import Ranking
 from .selection import ExponentialMechanism
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
 
-def joint_levels(ranking, k: int) -> list[Level]:
+def joint_levels(ranking: Ranking, k: int) -> list[Level]:
     """Exact levels of Joint by the integer sweep (no enumeration of outputs).
 
     At ``M = 0`` every factor ``T_r(0) - r`` (0-based) is ``>= 1`` and it only grows, so
@@ -77,7 +78,7 @@ def joint_levels(ranking, k: int) -> list[Level]:
     return levels
 
 
-def joint_mtilde(ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Any, int]]:
+def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
     """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix, decreasing ``Ũ``.
 
     Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based) where ``t_r`` counts
@@ -114,7 +115,7 @@ def joint_mtilde(ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, 
 
 
 class Joint(JointFamily):
-    """The Joint exponential mechanism over top-k sequences (SPEC 2.1).
+    """The Joint exponential mechanism over top-k sequences (docs/definitions.md §2.1).
 
     ``Joint(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
     ``base`` are exclusive; with ``base`` the weight of utility ``u`` is ``base**(-u)``
@@ -141,7 +142,7 @@ class Joint(JointFamily):
         sc, d, k = self.ranking.sorted_counts, self.d, self.k
         return Fraction(-(2 * d * k) * (sc[row] - sc[col]) - d * (k - 1 - row) - col - 1, 2 * d * k)
 
-    def mtilde(self, *, keys: bool = False) -> Iterator[tuple[int, int, Any, int]]:
+    def mtilde(self, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
         """All ``d*k`` entries ``(row, col, Ũ as Fraction, m̃ as int)`` in decreasing ``Ũ``
         order, streamed (Lemmas 3.7-3.8).  ``row``/``col`` are 0-based ranks (see
         ``self.ranking.order`` for item ids).  With ``keys=True`` the third field is the

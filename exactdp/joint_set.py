@@ -2,8 +2,8 @@
 
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k Set" (workshop version,
-``../shared/seeds/joint-topk-set-workshop.md``): Lemma 5, Algorithm 1, Lemmas 6-7,
-Theorem 8; SPEC section 2.3.  The guide with the paper-as-printed analysis is
+NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7,
+Theorem 8; docs/definitions.md §2.3.  The guide with the paper-as-printed analysis is
 ``docs/joint_set.md``.
 
 Definitions (0-based ranks: items sorted by count descending, ties by smaller id; ``sc`` the
@@ -59,12 +59,13 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from fractions import Fraction
 from itertools import accumulate, combinations, product
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional, SupportsIndex
 
 import mpmath
 import sympy
 from flint import arb, fmpq, fmpz_poly
 
+from ._typing import CountsLike, RationalLike
 from .errors import InvalidParameterError, TooManyOutputsError
 from .levels import Level
 from .mechanism import JointFamily, make_scale
@@ -132,7 +133,7 @@ def _check_brute_size(d: int, k: int, max_subsets: Optional[int]) -> None:
 # =====================================================================================
 # The paper's matrices
 # =====================================================================================
-def paper_matrix(counts: Any, k: Any) -> list[list[Optional[int]]]:
+def paper_matrix(counts: CountsLike, k: SupportsIndex) -> list[list[Optional[int]]]:
     """Algorithm 1, line 1, as printed: the ``k x d`` matrix over the sorted counts with
     ``M[i][j] = c_i - c_j`` if ``c_i - c_j >= 0`` and ``d - j >= k - i`` (1-based ``i, j``),
     ``None`` (⊥) otherwise.  Returned 0-based.
@@ -159,7 +160,7 @@ def _mhat_rows(ranking: Ranking, k: int) -> list[list[int]]:
     return [[sc[l] - sc[l + c] for c in range(W)] for l in range(k)]
 
 
-def matrix_hat(counts: Any, k: Any) -> list[list[int]]:
+def matrix_hat(counts: CountsLike, k: SupportsIndex) -> list[list[int]]:
     """The left-aligned ``(k+1) x (d-k+1)`` matrix ``M̂`` with its bottom row of ones:
     ``M̂[l][c] = sc[l] - sc[l+c]`` (0-based; entry ``(l, c)`` is the paper's ``M_{l, l+c}``).
 
@@ -170,7 +171,7 @@ def matrix_hat(counts: Any, k: Any) -> list[list[int]]:
     return _mhat_rows(ranking, kk) + [[1] * (ranking.d - kk + 1)]
 
 
-def matrix_a(counts: Any, k: Any, M: Any, *, strict: bool = False) -> list[list[int]]:
+def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> list[list[int]]:
     """The 0/1 matrix ``A`` for threshold ``M``: ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with
     ``strict=True``, as the paper's definition is printed) for ``l < k``, and a bottom row
     of ones (as in the paper's examples: applying the indicator to ``M̂``'s row of ones
@@ -282,7 +283,7 @@ def _profile_from_ranking(ranking: Ranking, k: int, M: int, strict: bool = False
 # =====================================================================================
 # The three counting methods
 # =====================================================================================
-def count_at_least_matrix_paths(counts: Any, k: Any, M: Any, *, strict: bool = False) -> int:
+def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
     """Number of k-subsets with utility ``>= -M`` (``> -M`` with ``strict=True``), by the
     paper's method: build ``M̂``, read ``A``'s rows as prefixes of ones (bisection in the
     nondecreasing rows of ``M̂``), count right/down paths through the zero-free blocks with
@@ -315,7 +316,7 @@ def _dp_count(T: list[int], k: int) -> int:
     return sum(f)
 
 
-def count_at_least_dp(counts: Any, k: Any, M: Any) -> int:
+def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
     """Number of k-subsets with utility ``>= -M`` by a plain dynamic programme over rank
     positions: increasing ``r_0 < ... < r_{k-1}`` with ``r_i < T_i(M)``,
     ``T_i(M) = #{items with count >= sc[i] - M}``; ``O(k d)`` additions per call.
@@ -335,7 +336,7 @@ def _brute_maxdiff(counts: tuple[int, ...], sc: tuple[int, ...], subset: Iterabl
     return max(a - b for a, b in zip(sc, mine))
 
 
-def count_at_least_brute(counts: Any, k: Any, M: Any, *, max_subsets: Optional[int] = None) -> int:
+def count_at_least_brute(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, max_subsets: Optional[int] = None) -> int:
     """Number of k-subsets with utility ``>= -M`` by enumerating all ``C(d, k)`` subsets
     (refuses more than :data:`BRUTE_FORCE_LIMIT`; ``max_subsets`` overrides).
 
@@ -349,19 +350,19 @@ def count_at_least_brute(counts: Any, k: Any, M: Any, *, max_subsets: Optional[i
     return sum(1 for s in combinations(range(ranking.d), kk) if _brute_maxdiff(c, sc, s) <= MM)
 
 
-def count_exactly_matrix_paths(counts: Any, k: Any, M: Any) -> int:
+def count_exactly_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
     """Number of k-subsets with utility exactly ``-M``: ``N(M) - N(M - 1)`` by matrix paths."""
     MM = _as_threshold(M)
     return count_at_least_matrix_paths(counts, k, MM) - count_at_least_matrix_paths(counts, k, MM - 1)
 
 
-def count_exactly_dp(counts: Any, k: Any, M: Any) -> int:
+def count_exactly_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
     """Number of k-subsets with utility exactly ``-M``: ``N(M) - N(M - 1)`` by the DP."""
     MM = _as_threshold(M)
     return count_at_least_dp(counts, k, MM) - count_at_least_dp(counts, k, MM - 1)
 
 
-def count_exactly_brute(counts: Any, k: Any, M: Any, *, max_subsets: Optional[int] = None) -> int:
+def count_exactly_brute(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, max_subsets: Optional[int] = None) -> int:
     """Number of k-subsets with utility exactly ``-M`` by enumeration."""
     ranking, kk = _setup(counts, k)
     MM = _as_threshold(M)
@@ -376,7 +377,7 @@ def _method(method: Any) -> str:
     return method
 
 
-def count_at_least(counts: Any, k: Any, M: Any, method: str = "matrix-paths") -> int:
+def count_at_least(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method: str = "matrix-paths") -> int:
     """``N(M)``, the number of k-subsets with utility ``>= -M``, by ``method`` in
     :data:`METHODS`."""
     fn = {"matrix-paths": count_at_least_matrix_paths, "dp": count_at_least_dp,
@@ -384,7 +385,7 @@ def count_at_least(counts: Any, k: Any, M: Any, method: str = "matrix-paths") ->
     return fn(counts, k, M)
 
 
-def count_exactly(counts: Any, k: Any, M: Any, method: str = "matrix-paths") -> int:
+def count_exactly(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method: str = "matrix-paths") -> int:
     """The number of k-subsets with utility exactly ``-M``, by ``method`` in :data:`METHODS`."""
     fn = {"matrix-paths": count_exactly_matrix_paths, "dp": count_exactly_dp,
           "brute": count_exactly_brute}[_method(method)]
@@ -434,7 +435,7 @@ def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
     return levels
 
 
-def levels_matrix_paths(counts: Any, k: Any) -> list[Level]:
+def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
     """All levels by the paper's method as stated: ``M̂`` built once, ``A`` read from its
     rows by bisection for every candidate threshold, paths by Lemma 7."""
     ranking, kk = _setup(counts, k)
@@ -450,7 +451,7 @@ def levels_matrix_paths(counts: Any, k: Any) -> list[Level]:
     return levels
 
 
-def levels_dp(counts: Any, k: Any, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
+def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
     """All levels by the plain DP (``O(k d)`` per candidate threshold).  ``thresholds``
     restricts the sweep to some candidate values (used by the benchmark to time a sample);
     the multiplicities are then differences between consecutive given thresholds."""
@@ -567,7 +568,7 @@ class _LevelPaths:
 # The mechanism
 # =====================================================================================
 class JointSet(JointFamily):
-    """The JOINT exponential mechanism over top-k *sets* (SPEC 2.3; the workshop paper).
+    """The JOINT exponential mechanism over top-k *sets* (docs/definitions.md §2.3; the workshop paper).
 
     ``JointSet(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
     ``base`` are exclusive; the weight of utility ``u`` is ``exp(epsilon*u/(2*sensitivity))``
@@ -579,7 +580,8 @@ class JointSet(JointFamily):
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
 
-    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None, sensitivity: Any = 1):
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, sensitivity: RationalLike = 1):
         super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
         self._paths: dict[int, _LevelPaths] = {}
 
@@ -591,11 +593,11 @@ class JointSet(JointFamily):
         ranks = sorted(rank_of[i] for i in output)
         return -max(sc[i] - sc[r] for i, r in enumerate(ranks))
 
-    def count_at_least(self, M: Any, method: str = "matrix-paths") -> int:
+    def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
         """Number of sets with utility ``>= -M`` (see :func:`count_at_least`)."""
         return count_at_least(self.counts, self.k, M, method)
 
-    def count_exactly(self, M: Any, method: str = "matrix-paths") -> int:
+    def count_exactly(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
         """Number of sets with utility exactly ``-M`` (see :func:`count_exactly`)."""
         return count_exactly(self.counts, self.k, M, method)
 
@@ -638,7 +640,7 @@ def _sets_by_maxdiff(ranking: Ranking, k: int, max_subsets: Optional[int]) -> di
     return out
 
 
-def em_terms(counts: Any, k: Any, *, max_subsets: Optional[int] = None) -> Terms:
+def em_terms(counts: CountsLike, k: SupportsIndex, *, max_subsets: Optional[int] = None) -> Terms:
     """The exponential mechanism as terms: every set ``S`` has weight ``x**(-u(S))``
     (``x = exp(-eps/2)``), by enumeration (independent of the path counts)."""
     ranking, kk = _setup(counts, k)
@@ -647,7 +649,7 @@ def em_terms(counts: Any, k: Any, *, max_subsets: Optional[int] = None) -> Terms
 
 
 def paper_algorithm1_terms(
-    counts: Any, k: Any, *, strict: bool, line4: str = "utility", max_subsets: Optional[int] = None
+    counts: CountsLike, k: SupportsIndex, *, strict: bool, line4: str = "utility", max_subsets: Optional[int] = None
 ) -> Terms:
     """Algorithm 1 exactly as printed, as exact terms ``outcome -> {V: coefficient}``
     meaning ``P(outcome) ∝ sum coefficient * exp(-eps*V/2)``.
@@ -713,7 +715,7 @@ def paper_algorithm1_terms(
     return out
 
 
-def reading_terms(counts: Any, k: Any, reading: str, *, max_subsets: Optional[int] = None) -> Terms:
+def reading_terms(counts: CountsLike, k: SupportsIndex, reading: str, *, max_subsets: Optional[int] = None) -> Terms:
     """Terms of one of :data:`READINGS`."""
     if reading == "em":
         return em_terms(counts, k, max_subsets=max_subsets)
@@ -740,12 +742,12 @@ def _probability_balls(terms: Terms, lam: arb) -> dict:
 
 
 def paper_algorithm1_distribution(
-    counts: Any,
-    k: Any,
-    epsilon: Any = None,
+    counts: CountsLike,
+    k: SupportsIndex,
+    epsilon: Optional[RationalLike] = None,
     *,
     strict: bool,
-    base: Any = None,
+    base: Optional[RationalLike] = None,
     line4: str = "utility",
     exact: bool = False,
     dps: Optional[int] = None,
@@ -824,7 +826,7 @@ def _as_terms(t: Any, k: Any, reading: Any) -> Terms:
     return reading_terms(t, k, reading) if not isinstance(t, dict) else t
 
 
-def total_variation(counts: Any, k: Any, epsilon: Any = 1, *, reading: str, against: str = "em", dps: Optional[int] = None) -> mpmath.mpf:
+def total_variation(counts: CountsLike, k: SupportsIndex, epsilon: RationalLike = 1, *, reading: str, against: str = "em", dps: Optional[int] = None) -> mpmath.mpf:
     """Total variation distance ``(1/2) sum_o |P(o) - Q(o)|`` between ``reading`` and
     ``against`` (two of :data:`READINGS`) on the same counts, certified to ``dps`` digits
     (exactly 0 when the two distributions are identical).
@@ -861,7 +863,7 @@ class PrivacyLoss(NamedTuple):
     neighbours: int
 
 
-def add_remove_neighbours(counts: Any) -> list[tuple[int, ...]]:
+def add_remove_neighbours(counts: CountsLike) -> list[tuple[int, ...]]:
     """Every add/remove neighbour: ``D + v`` and ``D - v`` for ``v`` in ``{0,1}^d``,
     ``v != 0`` (one user with items ``v`` added or removed; removal needs ``D - v >= 0``)."""
     c = as_counts(counts)
@@ -877,12 +879,12 @@ def add_remove_neighbours(counts: Any) -> list[tuple[int, ...]]:
 
 
 def privacy_loss(
-    counts: Any,
-    k: Any,
-    epsilon: Any = 1,
+    counts: CountsLike,
+    k: SupportsIndex,
+    epsilon: RationalLike = 1,
     *,
     reading: str = "em",
-    neighbours: Optional[Iterable[Any]] = None,
+    neighbours: Optional[Iterable[CountsLike]] = None,
     dps: Optional[int] = None,
     _cache: Optional[dict] = None,
 ) -> PrivacyLoss:

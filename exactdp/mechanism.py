@@ -10,7 +10,7 @@ provides only what is specific to it:
 - ``output_kind``: ``"sequence"`` (tuples) or ``"set"`` (frozensets);
 - ``rule``: the :class:`~exactdp.selection.SelectionRule`.
 
-Everything in SPEC section 3 is then implemented here once.
+Everything in docs/definitions.md §3 (the public API) is then implemented here once.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from __future__ import annotations
 import abc
 import random
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, SupportsIndex
 
 import mpmath
 import sympy
 
+from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
 from .errors import InvalidParameterError, TooManyOutputsError
 from .levels import Level, Utility
 from .ranking import Ranking
@@ -44,10 +45,9 @@ from .validation import (
 
 __all__ = ["Mechanism", "JointFamily", "make_scale", "check_output_count"]
 
-Output = Any  # tuple[int, ...] for sequence mechanisms, frozenset[int] for set mechanisms
 
 
-def make_scale(epsilon: Any, base: Any, divisor: Fraction) -> Scale:
+def make_scale(epsilon: Optional[RationalLike], base: Optional[RationalLike], divisor: Fraction) -> Scale:
     """The :class:`Scale` from the user's ``epsilon``/``base`` (``epsilon`` defaults to 1)."""
     if epsilon is not None and base is not None:
         raise InvalidParameterError(
@@ -75,7 +75,7 @@ class Mechanism(abc.ABC):
     output_kind: str = "sequence"
     rule: SelectionRule
 
-    def __init__(self, counts: Any, k: Any):
+    def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)
         self.d: int = len(self.counts)
         self.k: int = as_k(k, self.d)
@@ -116,7 +116,7 @@ class Mechanism(abc.ABC):
         except KeyError:  # pragma: no cover - would be a bug in _compute_levels
             raise AssertionError(f"utility of {o} is not a level of {self!r}") from None
 
-    # -- public API (SPEC section 3) ---------------------------------------------------
+    # -- public API (docs/definitions.md §3) ------------------------------------
     def levels(self) -> tuple[Level, ...]:
         """Every distinct utility with its exact multiplicity, best first."""
         return self.table.levels
@@ -125,20 +125,20 @@ class Mechanism(abc.ABC):
         """Exact number of outputs with non-zero probability."""
         return sum(self.table.multiplicities)
 
-    def utility(self, output: Iterable[Any]) -> Utility:
+    def utility(self, output: OutputLike) -> Utility:
         """Exact utility of ``output`` (validated: length k, distinct, known ids)."""
         return self._utility(self._check_output(output))
 
-    def probability(self, output: Iterable[Any], dps: Optional[int] = None) -> mpmath.mpf:
+    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
         """Probability of ``output`` with relative error at most ``10**-dps`` (default 30),
         certified by interval arithmetic (:mod:`exactdp.precision`)."""
         return self.rule.output_probability(self.table, self._level_of(output), as_dps(dps))
 
-    def log_probability(self, output: Iterable[Any], dps: Optional[int] = None) -> mpmath.mpf:
+    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
         """Natural log of :meth:`probability`, relative error at most ``10**-dps``."""
         return self.rule.output_log_probability(self.table, self._level_of(output), as_dps(dps))
 
-    def probability_exact(self, output: Iterable[Any]) -> sympy.Expr:
+    def probability_exact(self, output: OutputLike) -> sympy.Expr:
         """The exact probability as a sympy expression (a Rational with a rational base).
 
         Raises :class:`~exactdp.errors.NoClosedFormError` naming the limit when the closed
@@ -177,7 +177,7 @@ class Mechanism(abc.ABC):
             for r in range(level.multiplicity)
         ]
 
-    def sample(self, rng: Any = None) -> Output:
+    def sample(self, rng: RngLike = None) -> Output:
         """One output drawn exactly from the mechanism (integer randomness only).
 
         ``rng``: ``None`` (OS generator), an int seed, or a :class:`random.Random`.  The
@@ -187,7 +187,7 @@ class Mechanism(abc.ABC):
         gen = as_rng(rng)
         return self._sample(gen)
 
-    def samples(self, n: int, rng: Any = None) -> list[Output]:
+    def samples(self, n: SupportsIndex, rng: RngLike = None) -> list[Output]:
         """``n >= 0`` independent exact samples from one generator."""
         count = as_nonnegative_int(n, "n")
         gen = as_rng(rng)
@@ -212,7 +212,8 @@ class JointFamily(Mechanism):
     """Mechanisms weighted ``exp(epsilon * u / (2 * sensitivity))`` or ``base**(-u)``
     (the Joint paper's Equation 1; Joint, PNFJoint, JointSet)."""
 
-    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None, sensitivity: Any = 1):
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, sensitivity: RationalLike = 1):
         super().__init__(counts, k)
         self.sensitivity = as_sensitivity(sensitivity)
         self.scale = make_scale(epsilon, base, 2 * self.sensitivity)

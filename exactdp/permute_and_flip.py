@@ -14,7 +14,7 @@ with levels ``(u_a, m_a)`` (best first) and ``p_a = w(u_a)/w(u_0)`` (so ``p_0 = 
         = p_a \int_0^1 \frac{F(t)}{1 - t p_a}\, dt,\qquad
     F(t) = \prod_b (1 - t p_b)^{m_b}
 
-(SPEC section 2.2).  Why: with ``t = exp(-lam (v - u_max))`` the probability that output
+(docs/definitions.md §2.2).  Why: with ``t = exp(-lam (v - u_max))`` the probability that output
 ``o``'s noisy value is the largest is ``int p_o prod_{o' != o} P(u_o' + X < v)``; the
 density of ``u_o + X`` at ``v`` becomes ``p_o dt`` and ``P(u_o' + X < v) = 1 - t p_o'``.
 
@@ -43,7 +43,7 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    directly instead (on the same quadrature nodes), whichever means fewer integrals.
 2. *Rescaled quadrature.*  Each ``mu_n = sigma^{-n-1} int_0^sigma s^n F(s/sigma) ds`` and
    each direct ``I_a`` is integrated in ``s = sigma t``: the integrand is ``~e^{-s}``
-   whatever the multiplicities (NUMERICS.md: without this rescaling a quadrature with an
+   whatever the multiplicities (docs/pnf_joint.md: without this rescaling a quadrature with an
    absolute test is silently wrong).  Composite Gauss-Legendre on the exact dyadic pieces
    ``[0,1], [1,2], [2,4], ..., [s_end/2, s_end]`` (bisected when needed): on a piece
    ``[c-h, c+h]`` the ``n``-node rule errs by at most

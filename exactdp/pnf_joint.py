@@ -1,8 +1,8 @@
 """PNFJoint: the permute-and-flip version of the Joint mechanism for top-k sequences.
 
 Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
-Differentially Private Top-k" (``../shared/seeds/joint-topk-sequence-with-latex.txt``),
-Appendix D ("Permute-and-Flip Version of Joint"), Algorithm 5; SPEC section 2.2.
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
+Appendix D ("Permute-and-Flip Version of Joint"), Algorithm 5; docs/definitions.md §2.2.
 
 Same outputs, utility ``u(S) = -max_i (c_(i) - c[s_i])`` and exact levels as
 :class:`~exactdp.joint.Joint`; only the selection rule changes, from the exponential
@@ -33,7 +33,7 @@ __all__ = ["PNFJoint"]
 
 
 class PNFJoint(Joint):
-    """Permute-and-flip over top-k sequences with Joint's utility (SPEC 2.2).
+    """Permute-and-flip over top-k sequences with Joint's utility (docs/definitions.md §2.2).
 
     ``PNFJoint(counts, k, epsilon=1, *, base=None, sensitivity=1)``, as :class:`Joint`:
     with ``base`` the acceptance probability of a sequence of utility ``u`` is

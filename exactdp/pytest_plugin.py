@@ -12,7 +12,10 @@ Fixtures: ``exactdp_seed`` (int), ``exactdp_rng`` (``random.Random``, what exact
 ``sample(rng)`` takes), ``exactdp_np_rng`` (``numpy.random.Generator``) and
 ``exactdp_samples`` (int).
 
-Nothing heavy is imported here: exactdp itself loads only when a test uses it.
+Nothing heavy is imported here (this module is loaded by every pytest run of every project
+where exactdp is installed): ``import exactdp`` is lazy, numpy is imported only by the
+``exactdp_np_rng`` fixture and :mod:`exactdp.testing` only by the ``exactdp_samples``
+fixture.  ``benchmarks/bench_import.py`` measures the import time.
 """
 
 from __future__ import annotations
@@ -20,17 +23,20 @@ from __future__ import annotations
 import os
 import random
 import zlib
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
-_DEFAULT_SAMPLES = 20_000  # exactdp.testing.DEFAULT_SAMPLES (not imported: keep startup light)
+if TYPE_CHECKING:
+    import numpy as np
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("exactdp", "exactdp oracle")
     group.addoption(
         "--exactdp-samples", type=int, default=None, metavar="N",
-        help="draws per exactdp.testing.assert_sampler_matches call (default 20000, or $EXACTDP_SAMPLES)",
+        help="draws per exactdp.testing.assert_sampler_matches call "
+        "(default: $EXACTDP_SAMPLES, else exactdp.testing.DEFAULT_SAMPLES)",
     )
     group.addoption(
         "--exactdp-seed", type=int, default=None, metavar="S",
@@ -38,7 +44,7 @@ def pytest_addoption(parser):
     )
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     n = config.getoption("exactdp_samples", None)
     if n is not None:
         if n < 1:
@@ -46,7 +52,7 @@ def pytest_configure(config):
         os.environ["EXACTDP_SAMPLES"] = str(n)
 
 
-def pytest_report_header(config):
+def pytest_report_header(config: pytest.Config) -> Optional[str]:
     n = config.getoption("exactdp_samples", None)
     seed = config.getoption("exactdp_seed", None)
     if n is None and seed is None:
@@ -55,7 +61,7 @@ def pytest_report_header(config):
 
 
 @pytest.fixture
-def exactdp_seed(request) -> int:
+def exactdp_seed(request: pytest.FixtureRequest) -> int:
     """``--exactdp-seed``, or a stable seed derived from the test's node id."""
     seed = request.config.getoption("exactdp_seed", None)
     if seed is not None:
@@ -64,13 +70,13 @@ def exactdp_seed(request) -> int:
 
 
 @pytest.fixture
-def exactdp_rng(exactdp_seed) -> random.Random:
+def exactdp_rng(exactdp_seed: int) -> random.Random:
     """A ``random.Random`` seeded with ``exactdp_seed`` (exact samplers take it)."""
     return random.Random(exactdp_seed)
 
 
 @pytest.fixture
-def exactdp_np_rng(exactdp_seed):
+def exactdp_np_rng(exactdp_seed: int) -> "np.random.Generator":
     """A ``numpy.random.Generator`` seeded with ``exactdp_seed``."""
     import numpy as np
 
@@ -78,10 +84,13 @@ def exactdp_np_rng(exactdp_seed):
 
 
 @pytest.fixture
-def exactdp_samples(request) -> int:
-    """The number of draws for sampler tests (``--exactdp-samples``/``$EXACTDP_SAMPLES``)."""
+def exactdp_samples(request: pytest.FixtureRequest) -> int:
+    """The number of draws for sampler tests: ``--exactdp-samples``, else
+    ``$EXACTDP_SAMPLES``, else :data:`exactdp.testing.DEFAULT_SAMPLES`
+    (:func:`exactdp.testing.default_samples`, imported here, not at plugin load)."""
     n = request.config.getoption("exactdp_samples", None)
     if n is not None:
         return n
-    text = os.environ.get("EXACTDP_SAMPLES")
-    return int(text) if text else _DEFAULT_SAMPLES
+    from exactdp.testing import default_samples
+
+    return default_samples()

@@ -1,4 +1,4 @@
-"""Ranks of items: sort by count descending, ties broken by smaller item id (SPEC section 1).
+"""Ranks of items: sort by count descending, ties broken by smaller item id (docs/definitions.md §1).
 
 The tie rule only fixes *names*: every mechanism treats items of equal count alike, so its
 output distribution over item ids does not depend on it (tested in each mechanism's tests).

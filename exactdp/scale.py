@@ -2,7 +2,7 @@
 
 Every selection rule weighs an output of utility ``u`` by ``w(u) = exp(lam * u)`` where
 ``lam = epsilon / divisor`` (``divisor = 2 * sensitivity`` for the Joint family, ``k`` for
-per-round peeling, ...) or, with ``base`` given (SPEC section 1), ``w(u) = base ** (-u)``,
+per-round peeling, ...) or, with ``base`` given (docs/definitions.md §1), ``w(u) = base ** (-u)``,
 i.e. ``lam = -ln(base)``.  With a rational base and integral utility differences every
 weight ratio is an exact rational.
 

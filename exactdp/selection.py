@@ -1,6 +1,6 @@
 """Selection rules over utility levels, and the level table they act on.
 
-A mechanism (SPEC section 2) is an output space, an exact utility, exact level
+A mechanism (docs/definitions.md §2) is an output space, an exact utility, exact level
 multiplicities and a *selection rule*.  The rule sees only the :class:`LevelTable`
 (levels best first plus the :class:`~exactdp.scale.Scale` that weighs a unit of utility)
 and answers: the probability of one output of level ``a``, of the whole level, its log,

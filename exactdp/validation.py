@@ -1,4 +1,4 @@
-"""Input validation shared by every mechanism (the conventions of ``docs/index.md``).
+"""Input validation shared by every mechanism (docs/definitions.md §1).
 
 Each ``as_*`` function takes what a user may pass and returns the exact value exactdp
 works with, or raises an :mod:`exactdp.errors` error naming the argument and the value.
@@ -69,7 +69,7 @@ __all__ = [
     "SEED_BOUND",
 ]
 
-#: Default number of certified significant decimal digits.
+#: Default number of certified significant decimal digits (docs/definitions.md §3).
 DEFAULT_DPS = 30
 
 #: Largest number of decimal digits the numerator or the denominator of a rational given as
@@ -132,7 +132,7 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
 
 
 def as_counts(counts: Any) -> tuple[int, ...]:
-    """Validate a count vector and return it as a tuple of Python ints.
+    """Validate a count vector (docs/definitions.md §1) and return it as a tuple of Python ints.
 
     Accepts any finite one-dimensional sequence of integers: Python ints, numpy integer
     scalars or arrays, gmpy2 ``mpz``, and floats that are finite and integral.  Rejects

@@ -1,9 +1,9 @@
 """Shared helpers for the exactdp test suite.
 
-Everything here is written out independently from SPEC.md (sections 1 and 2.1), never by
+Everything here is written out independently from docs/definitions.md (§1 and §2.1), never by
 calling the code under test, so that the tests compare two implementations:
 
-- :func:`ranks_of` / :func:`sorted_counts` -- the tie rule of SPEC 1 (count descending,
+- :func:`ranks_of` / :func:`sorted_counts` -- the tie rule of docs/definitions.md §1 (count descending,
   smaller item id first);
 - :func:`joint_utility` -- ``u(S) = -max_r (c_(r) - c[s_r])``;
 - :func:`brute_levels` -- every sequence of k distinct items enumerated;
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 
 # --------------------------------------------------------------------------------------
-# Joint by brute force (SPEC 2.1)
+# Joint by brute force (docs/definitions.md §2.1)
 # --------------------------------------------------------------------------------------
 def ranks_of(counts: Sequence[int]) -> tuple[list[int], list[int]]:
     """``(order, rank)``: item id of each 0-based rank, and the rank of each item id."""
@@ -65,7 +65,7 @@ def brute_levels(counts: Sequence[int], k: int) -> list[tuple[int, int]]:
 
 
 def refined_matrix(counts: Sequence[int], k: int) -> list[list[Fraction]]:
-    """``Ũ`` as a k x d list of Fractions (SPEC 2.1, 0-based)."""
+    """``Ũ`` as a k x d list of Fractions (docs/definitions.md §2.1, 0-based)."""
     d = len(counts)
     top = sorted_counts(counts)
     return [

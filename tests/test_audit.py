@@ -362,8 +362,8 @@ def test_cli_audit_json_matches_api(capsys):
     w = audit.worst_case(lambda c: exactdp.Joint(c, 2, epsilon=1), [3, 2, 2, 0], dps=25)
     assert data["verdict"] == "below" and data["relation"] == "add_remove"
     assert data["worst"]["privacy_loss"] == mpmath.nstr(w.loss, 25, strip_zeros=False)
-    assert data["worst"]["neighbour"] == list(w.neighbour) and data["worst"]["witness"] == list(w.witness)
-    assert data["neighbours_total"] == 30 and data["neighbours_audited"] == len(data["results"]) == 22
+    assert data["worst"]["neighbour"] == [str(c) for c in w.neighbour] and data["worst"]["witness"] == list(w.witness)
+    assert data["neighbours_total"] == "30" and data["neighbours_audited"] == len(data["results"]) == 22
 
 
 def test_cli_audit_violation_exit_status(capsys):

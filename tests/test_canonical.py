@@ -1,13 +1,13 @@
-"""Tests of exactdp.Canonical and exactdp.CanonicalGamma1 (SPEC 2.4 and 3) against brute force.
+"""Tests of exactdp.Canonical and exactdp.CanonicalGamma1 (docs/definitions.md §2.4 and §3) against brute force.
 
 The references here never call the code under test: every k-subset is enumerated, its
 class ``(h, t)`` read off its 1-based ranks (leading run of top ranks, lowest rank), its
-loss computed from the SPEC 2.4 formula, and probabilities formed directly:
+loss computed from the formula of docs/definitions.md §2.4, and probabilities formed directly:
 
 - gumbel: ``P(S) = w(S) / sum_S' w(S')`` with ``w = base**loss`` (exact Fractions, with
   ``base = 2**-q`` so that ``base**loss = 2**-(q*loss)`` is rational for ``rho = p/q``) or
   ``exp(-eps*loss)`` in mpmath at 50 digits;
-- exponential (permute-and-flip over subsets, SPEC 2.2's formula with one factor per
+- exponential (permute-and-flip over subsets, the formula of docs/definitions.md §2.2 with one factor per
   *subset*, not per level): ``P(S) = p_S ∫_0^1 prod_{S' != S} (1 - t p_S') dt`` by exact
   polynomial integration over Fractions;
 - gamma1: ``P(t)`` from the number of subsets with lowest rank ``t`` (counted), ``P(h|t)``
@@ -38,7 +38,7 @@ ALPHA = 1e-6  # false-alarm probability of every goodness-of-fit test
 
 
 # --------------------------------------------------------------------------------------
-# brute force from SPEC 2.4
+# brute force from docs/definitions.md §2.4
 # --------------------------------------------------------------------------------------
 def brute_class(counts, k, subset):
     _, rank = ranks_of(counts)
@@ -353,7 +353,7 @@ def test_gamma1_with_rho_1_is_canonical_gumbel():
 
 
 def test_gamma1_depends_on_the_tie_rule_when_rho_below_1():
-    """A property of SPEC 2.4's two-stage definition (reported, not a bug of this code):
+    """A property of the two-stage definition (reported, not a bug of this code):
     with ties and rho < 1 the stage-2 normaliser Z2(t) = sum_h C(t-h-2, k-h-1) w_h differs
     between tied tails, so relabelling tied items changes the distribution over item ids.
     counts (2, 2, 1, 1, 0), k = 3, rho = 1/2, base 1/4: the set {0, 1, 2} (the top-k under

@@ -1,7 +1,7 @@
-"""Tests of exactdp.Joint (SPEC sections 1, 2.1 and 3) against independent brute force.
+"""Tests of exactdp.Joint (docs/definitions.md §1, §2.1 and §3) against independent brute force.
 
 The reference values come from ``conftest.py``: every sequence of k distinct items is
-enumerated and its utility / refined score computed from the SPEC formulas directly.
+enumerated and its utility / refined score computed from the formulas of docs/definitions.md directly.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def test_outputs_exhaustive(d):
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_integer_level_shortcut(d):
-    """SPEC 2.1: #{S : u(S) >= -M} = prod_r max(T_r(M) - (r-1), 0), for every M, and it
+    """docs/definitions.md §2.1: #{S : u(S) >= -M} = prod_r max(T_r(M) - (r-1), 0), for every M, and it
     matches the cumulative multiplicities of levels()."""
     for counts in all_vectors(d):
         top = sorted_counts(counts)
@@ -342,7 +342,7 @@ def test_single_output_mechanisms():
 
 
 # --------------------------------------------------------------------------------------
-# Paper check values (SPEC 2.2, Joint column) and 40-digit regression constants
+# Paper check values (Appendix D.3, Joint column) and 40-digit regression constants
 # --------------------------------------------------------------------------------------
 #: 1 / (1 + 2e^-2 + 3e^-5/2 + 6e^-9/2), levels (0:1, -4:2, -5:3, -9:6) worked out by hand.
 P_10_5_1_1 = "0.6314807521482704346657540926168464414723"
@@ -478,7 +478,7 @@ def test_tie_invariance_epsilon_exact_expressions():
 
 
 # ======================================================================================
-# Bad inputs (SPEC sections 1 and 3)
+# Bad inputs (docs/definitions.md §1 and §3)
 # ======================================================================================
 J = exactdp.Joint
 M4 = exactdp.Joint([3, 1, 1, 0], 2, epsilon=1)

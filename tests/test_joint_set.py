@@ -1,6 +1,6 @@
-"""Tests of exactdp.JointSet and exactdp.joint_set (SPEC sections 1, 2.3 and 3).
+"""Tests of exactdp.JointSet and exactdp.joint_set (docs/definitions.md §1, §2.3 and §3).
 
-Reference values are computed here from the definitions (SPEC 2.3, the workshop paper's
+Reference values are computed here from the definitions (docs/definitions.md §2.3, the workshop paper's
 Lemma 5 and Algorithm 1), never by calling the code under test: every k-subset is
 enumerated, its counts sorted descending and compared with the top-k counts.
 """
@@ -42,7 +42,7 @@ from exactdp.levels import Level
 
 
 # ======================================================================================
-# Independent reference (SPEC 2.3)
+# Independent reference (docs/definitions.md §2.3)
 # ======================================================================================
 def maxdiff(counts, subset) -> int:
     """``-u(S)``: ``max_i (c_(i) - c_{j_i})`` with both sides sorted descending."""

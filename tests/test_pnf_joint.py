@@ -1,4 +1,4 @@
-"""Tests of exactdp.PNFJoint (SPEC 2.2; Joint paper Appendix D, Algorithm 5).
+"""Tests of exactdp.PNFJoint (docs/definitions.md §2.2; Joint paper Appendix D, Algorithm 5).
 
 The exhaustive tests enumerate every count vector in {0,1,2,3}^d for d <= 4 and every k,
 and compare PNFJoint's exact probabilities (base 1/2) for *every output* with two
@@ -122,7 +122,7 @@ def test_distribution_over_outputs_and_tie_rule():
 
 
 # ---------------------------------------------------------------------------------------
-# the paper's check values (SPEC 2.2; Appendix D.3) and the comparison with Joint
+# the paper's check values (Appendix D.3) and the comparison with Joint
 # ---------------------------------------------------------------------------------------
 def test_paper_example_small():
     m = exactdp.PNFJoint([10, 5, 1, 1], 2, epsilon=1)
@@ -137,7 +137,7 @@ def test_paper_example_small():
 
 
 def test_paper_example_large_reference_value():
-    """(30, 15, 1 x 998), k=2, eps=1: NUMERICS.md reference value certified to +-3e-38."""
+    """(30, 15, 1 x 998), k=2, eps=1: independently computed reference value certified to +-3e-38."""
     counts = [30, 15] + [1] * 998
     m = exactdp.PNFJoint(counts, 2, epsilon=1)
     p = m.probability((0, 1), dps=40)
@@ -151,7 +151,7 @@ def test_paper_example_large_reference_value():
 
 
 # ---------------------------------------------------------------------------------------
-# the rest of the SPEC section 3 API
+# the rest of the public API (docs/definitions.md §3)
 # ---------------------------------------------------------------------------------------
 def test_api_surface():
     m = exactdp.PNFJoint([10, 5, 1, 1], 2, epsilon=1)
