@@ -157,17 +157,77 @@ def _nan() -> acb:
     return acb(arb("nan"))
 
 
+#: Planning floats are clamped to ``[-_LN_CLAMP, _LN_CLAMP]`` so that no later float
+#: product or sum overflows (``e^-1e200`` is as good as 0 for every planning decision).
+_LN_CLAMP = 1e200
+
+
+def _ln_int(x: int) -> float:
+    """``ln x`` for a positive int of any size (``math.log`` accepts big ints exactly
+    rounded; no conversion to float that could overflow)."""
+    return math.log(x)
+
+
+def _ln_rational(x: Fraction) -> float:
+    """``ln x`` for a positive rational of any size or smallness (planning only)."""
+    return _ln_int(x.numerator) - _ln_int(x.denominator)
+
+
 def _float_log(x: arb) -> float:
-    """``ln x`` as a float (planning only; never enters a certified value)."""
-    return float(x.log().mid())
+    """``ln x`` as a float, clamped to ``+-_LN_CLAMP`` (planning only; never enters a
+    certified value).  Computed from the midpoint's binary mantissa and exponent, so it
+    neither overflows nor underflows whatever the size of ``x``; a ball whose midpoint is
+    not positive falls back to its upper bound (``-_LN_CLAMP`` if that is 0 as well)."""
+    m = x.mid()
+    if not m > 0:
+        m = arb(x.abs_upper())
+        if not m > 0:
+            return -_LN_CLAMP
+    if not m.is_finite():
+        return _LN_CLAMP
+    man, exp = m.man_exp()
+    val = _ln_int(int(man)) + int(exp) * _LN2
+    return max(-_LN_CLAMP, min(_LN_CLAMP, val))
+
+
+def _ln_lam(scale) -> float:
+    """``ln lam`` as a float from the exact ``epsilon/divisor`` or ``base`` (planning only;
+    ``-inf`` only if ``lam`` is too small for a float, where every ``p_a`` plans as 1)."""
+    if scale.lam is not None:
+        return _ln_rational(scale.lam)
+    b = scale.base
+    if b <= Fraction(1, 2):
+        return math.log(_ln_rational(1 / b))  # lam = ln(1/b) >= ln 2
+    r = 1 - b  # lam = -ln(1 - r), 0 < r < 1/2
+    rf = float(r)
+    if rf > 1e-8:
+        return math.log(-math.log1p(-rf))
+    return _ln_rational(r)  # lam = r (1 + O(r)): ln lam = ln r to float accuracy
+
+
+def _ln_magnitudes(table: LevelTable) -> list[float]:
+    """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level (``-inf`` for ``a = 0``), from exact
+    logs of the integers involved: finite for every valid input (planning only)."""
+    ln_lam = _ln_lam(table.scale)
+    u0 = table.utilities[0]
+    out = []
+    for u in table.utilities:
+        g = Fraction(u0 - u)
+        out.append(ln_lam + _ln_rational(g) if g > 0 else -math.inf)
+    return out
 
 
 def _ln_p_floats(table: LevelTable) -> list[float]:
-    """``ln p_a`` as floats, from the exact utilities (planning only)."""
-    scale = table.scale
-    lam = float(scale.lam) if scale.lam is not None else -math.log(float(scale.base))
-    u0 = table.utilities[0]
-    return [lam * float(u - u0) for u in table.utilities]  # int or Fraction: exact difference
+    """``ln p_a`` as floats, from the exact utilities (planning only): clamped at
+    ``-_LN_CLAMP`` for astronomically small ``p_a``, and ``-0.0`` (plans as ``p_a = 1``)
+    when ``lam (u_0 - u_a)`` underflows a float; never an overflow or a domain error."""
+    out = []
+    for lm in _ln_magnitudes(table):
+        if lm == -math.inf:
+            out.append(0.0)
+        else:
+            out.append(-math.exp(min(lm, math.log(_LN_CLAMP))))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -871,7 +931,9 @@ class PermuteAndFlip(SelectionRule):
         bits = [rng.getrandbits(_CHUNK) for _ in range(n)]
         nbits = [_CHUNK] * n
         # the noisy values are about |ln p_a| in size: that many extra bits keep them exact
-        mag_bits = max(8, int(max(abs(x) for x in _ln_p_floats(table))).bit_length() + 8)
+        # (a bit-length estimate from exact logs: |ln p_a| may be far beyond a float)
+        ln_mag = max(_ln_magnitudes(table))
+        mag_bits = 8 if ln_mag < 0 else int(math.ceil(ln_mag / _LN2)) + 9
         prec = 0
         lo: list[Optional[arb]] = [None] * n
         hi: list[Optional[arb]] = [None] * n
