@@ -115,7 +115,7 @@ from typing import Callable, Optional, Sequence
 
 import mpmath
 import sympy
-from flint import acb, acb_poly, arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
+from flint import acb, acb_poly, arb, arb_poly, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from .errors import InvalidParameterError, NoClosedFormError, PrecisionError
 from .precision import MAX_PREC, certify, certify_many, flint_workprec
@@ -127,6 +127,10 @@ __all__ = [
     "PNF_EXACT_BITS_LIMIT",
     "PNF_SYMBOLIC_SUPPORT_LIMIT",
     "PNF_SYMBOLIC_DEGREE_LIMIT",
+    "PNF_POLY_SUPPORT_LIMIT",
+    "PNF_POLY_WORK_LIMIT",
+    "PNF_POLY_MIN_PREC",
+    "PNF_QUADRATURE_MAX_DPS",
     "pnf_enclosures",
 ]
 
@@ -138,6 +142,22 @@ PNF_EXACT_BITS_LIMIT = 1 << 30
 PNF_SYMBOLIC_SUPPORT_LIMIT = 200
 #: ...and at most this polynomial degree in ``z = exp(-lam/D)`` (about the number of terms).
 PNF_SYMBOLIC_DEGREE_LIMIT = 20_000
+
+#: ``method="auto"`` integrates the polynomial ``F`` exactly in ball arithmetic (the
+#: ``"poly"`` route, no quadrature nodes: its cost grows only like one multiplication
+#: with ``dps``) for supports of at most this many outputs (also the limit of
+#: ``method="poly"``)...
+PNF_POLY_SUPPORT_LIMIT = 1024
+#: ...when (number of levels) x (support) is at most this, or the working precision is at
+#: least :data:`PNF_POLY_MIN_PREC` bits (where quadrature gets expensive); otherwise the
+#: quadrature route.
+PNF_POLY_WORK_LIMIT = 4096
+PNF_POLY_MIN_PREC = 512
+#: The quadrature route (supports above :data:`PNF_POLY_SUPPORT_LIMIT`, and the
+#: cross-check methods ``"direct"``/``"acb"``) needs a number of nodes that grows with
+#: ``dps``: requests above this many digits raise :class:`PrecisionError` naming this limit
+#: (set ``exactdp.permute_and_flip.PNF_QUADRATURE_MAX_DPS`` higher to allow slower runs).
+PNF_QUADRATURE_MAX_DPS = 1000
 
 _LN2 = math.log(2.0)
 _CHUNK = 32  # random bits drawn per refinement of one uniform in the sampler
@@ -606,6 +626,51 @@ def _moment_cut(n: int, prec: int) -> float:
     return L
 
 
+def _poly_enclosures(table: LevelTable) -> tuple[list[arb], list[arb]]:
+    r"""``(P_a, m_a P_a)`` by exact integration of the polynomial ``F`` in ball arithmetic
+    (the ``"poly"`` route; small supports).
+
+    ``F(t)/(1 - t p_a) = G_a(t) = (1 - t p_a)^{m_a - 1} prod_{b != a} (1 - t p_b)^{m_b}`` is a
+    polynomial of degree ``support - 1``; it is formed as an ``arb_poly`` product (prefix and
+    suffix products over the levels, so no division) and integrated term by term,
+    ``I_a = sum_j g_j / (j + 1)``.  No truncation at all: every error is an arb rounding
+    error, inside the balls.  Cancellation in the alternating sum is at most
+    ``sum_j |g_j| / I_a <= prod_b (1 + p_b)^{m_b} * 2S <= 2S e^S`` (``I_a >= mu_0 >= 1/(2S)``,
+    module docstring), so the products run at ``log2(e) S + 2 log2(support) + 16`` guard
+    bits above flint's precision and the first certification attempt normally succeeds.
+    Cost: about ``3 n`` products of degree ``<= support`` -- no quadrature nodes, so it grows
+    only like the cost of one multiplication with ``dps``."""
+    mult = table.multiplicities
+    n = len(mult)
+    p = table.relative_weights()
+    S = table.total()
+    M = sum(mult)
+    guard = int(math.ceil(float(arb(S.upper()).mid()) * 1.4427)) + 2 * M.bit_length() + 16
+    with flint_workprec(ctx.prec + guard):
+        base = [arb_poly([arb(1), -pb]) for pb in p]
+        pre = [arb_poly([arb(1)])]
+        for b in range(n):
+            pre.append(pre[-1] * base[b] ** mult[b])
+        suf = [arb_poly([arb(1)])] * (n + 1)
+        for b in range(n - 1, -1, -1):
+            suf[b] = suf[b + 1] * base[b] ** mult[b]
+        out_p = []
+        for a in range(n):
+            G = pre[a] * suf[a + 1]
+            if mult[a] > 1:
+                G = G * base[a] ** (mult[a] - 1)
+            I_a = G.integral()(arb(1))
+            out_p.append(p[a] * I_a)
+        levels = [mult[a] * out_p[a] for a in range(n)]
+    return out_p, levels
+
+
+def _use_poly(table: LevelTable, prec: int) -> bool:
+    """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``."""
+    M = sum(table.multiplicities)
+    return M <= PNF_POLY_SUPPORT_LIMIT and (M * len(table) <= PNF_POLY_WORK_LIMIT or prec >= PNF_POLY_MIN_PREC)
+
+
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
     """Enclosures ``(P_a, m_a P_a)`` for every level at flint's current precision.
 
@@ -619,6 +684,14 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
     mult = table.multiplicities
     if n == 1 and mult[0] == 1:
         return [arb(1)], [arb(1)]
+    if method == "poly" or (method == "auto" and _use_poly(table, prec)):
+        if method == "poly" and sum(mult) > PNF_POLY_SUPPORT_LIMIT:
+            raise InvalidParameterError(
+                "method", method,
+                f"permute-and-flip method='poly' over {sum(mult)} outputs exceeds "
+                f"PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT}; use method='auto'",
+            )
+        return _poly_enclosures(table)
     p = table.relative_weights()
     w = table.level_weights()
     S = table.total()
@@ -845,8 +918,8 @@ class PermuteAndFlip(SelectionRule):
     name = "permute-and-flip"
 
     def __init__(self, method: str = "auto"):
-        if method not in ("auto", "direct", "acb"):
-            raise InvalidParameterError("method", method, "must be 'auto', 'direct' or 'acb'")
+        if method not in ("auto", "direct", "acb", "poly"):
+            raise InvalidParameterError("method", method, "must be 'auto', 'direct', 'acb' or 'poly'")
         self.method = method
 
     def __repr__(self) -> str:
@@ -856,13 +929,31 @@ class PermuteAndFlip(SelectionRule):
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
         return table._cached(f"pnf-{self.method}", lambda: pnf_enclosures(table, self.method))
 
+    def _check_dps(self, table: LevelTable, dps: int) -> None:
+        """:class:`PrecisionError` when the quadrature route would be asked for more than
+        :data:`PNF_QUADRATURE_MAX_DPS` digits (its cost grows steeply with ``dps``)."""
+        if dps <= PNF_QUADRATURE_MAX_DPS or (len(table) == 1 and table.multiplicities[0] == 1):
+            return
+        if self.method == "poly" or (self.method == "auto" and _use_poly(table, MAX_PREC)):
+            return
+        raise PrecisionError(
+            "dps", dps,
+            f"permute-and-flip over {sum(table.multiplicities)} outputs uses rigorous quadrature "
+            f"(more than PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT} outputs, or method="
+            f"{self.method!r}), whose cost grows steeply with dps: at most PNF_QUADRATURE_MAX_DPS = "
+            f"{PNF_QUADRATURE_MAX_DPS} digits (set exactdp.permute_and_flip.PNF_QUADRATURE_MAX_DPS "
+            f"higher to allow slower runs)",
+        )
+
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        self._check_dps(table, dps)
         return certify(lambda: self._enclosures(table)[0][a], dps, extra_bits=table.extra_bits)
 
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         """``log P_a``; near 1 computed as ``log1p(-Q_a)`` with the complement
         ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures), so
         that probabilities close to 1 keep full relative accuracy in the log."""
+        self._check_dps(table, dps)
 
         def compute():
             probs, levels = self._enclosures(table)
@@ -879,6 +970,7 @@ class PermuteAndFlip(SelectionRule):
         return certify(compute, dps, extra_bits=table.extra_bits)
 
     def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        self._check_dps(table, dps)
         return certify_many(lambda: self._enclosures(table)[1], dps, extra_bits=table.extra_bits)
 
     # -- exact --------------------------------------------------------------------------
