@@ -146,6 +146,7 @@ __all__ = [
     "PNF_POLY_SUPPORT_LIMIT",
     "PNF_POLY_WORK_LIMIT",
     "PNF_POLY_MIN_PREC",
+    "PNF_POLY_WORK_LIMIT_HIGH_PREC",
     "PNF_QUADRATURE_MAX_DPS",
     "pnf_enclosures",
 ]
@@ -169,11 +170,13 @@ PNF_POLY_SUPPORT_LIMIT = 1024
 #: quadrature route.
 PNF_POLY_WORK_LIMIT = 4096
 PNF_POLY_MIN_PREC = 512
+#: ...(at such precisions, up to this (number of levels) x (support)).
+PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
 #: The quadrature route (supports above :data:`PNF_POLY_SUPPORT_LIMIT`, and the
 #: cross-check methods ``"direct"``/``"acb"``) needs a number of nodes that grows with
 #: ``dps``: requests above this many digits raise :class:`PrecisionError` naming this limit
 #: (set ``exactdp.permute_and_flip.PNF_QUADRATURE_MAX_DPS`` higher to allow slower runs).
-PNF_QUADRATURE_MAX_DPS = 1000
+PNF_QUADRATURE_MAX_DPS = 500
 
 _LN2 = math.log(2.0)
 _CHUNK = 32  # random bits drawn per refinement of one uniform in the sampler
@@ -684,7 +687,10 @@ def _poly_enclosures(table: LevelTable) -> tuple[list[arb], list[arb]]:
 def _use_poly(table: LevelTable, prec: int) -> bool:
     """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``."""
     M = sum(table.multiplicities)
-    return M <= PNF_POLY_SUPPORT_LIMIT and (M * len(table) <= PNF_POLY_WORK_LIMIT or prec >= PNF_POLY_MIN_PREC)
+    if M > PNF_POLY_SUPPORT_LIMIT:
+        return False
+    work = M * len(table)
+    return work <= PNF_POLY_WORK_LIMIT or (prec >= PNF_POLY_MIN_PREC and work <= PNF_POLY_WORK_LIMIT_HIGH_PREC)
 
 
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
