@@ -32,7 +32,10 @@ number of nodes that grows with ``dps``; it serves larger supports up to
 working precision of the sampler) comes from exact logs of the integers involved
 (``math.log`` of a big int, a midpoint's mantissa and exponent) and is clamped, so
 ``epsilon`` from ``10**-400`` to ``10**400``, a ``base`` of ``10**-400`` and gaps of
-``10**400`` plan like any other input; floats never enter a certified value.
+``10**400`` plan like any other input; floats never enter a certified value.  An
+astronomically small ``p_a`` (``|ln p_a|`` beyond ``2**prec``) is recomputed with
+``log2 |ln p_a|`` extra bits for the final product ``P_a = p_a I_a`` only
+(:func:`_accurate_weight`), so it does not drive the quadrature to that precision.
 
 **Certified numbers, quadrature route (method and error bound).**  Write ``S = sum_b m_b p_b``
 (``table.total()``), ``sigma = 2**floor(log2 S)`` (so ``1 <= S/sigma < 2``; ``S >= 1``
@@ -131,7 +134,7 @@ from typing import Callable, Optional, Sequence
 
 import mpmath
 import sympy
-from flint import acb, acb_poly, arb, arb_poly, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
+from flint import acb, acb_poly, arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from .errors import InvalidParameterError, NoClosedFormError, PrecisionError
 from .precision import MAX_PREC, certify, certify_many, flint_workprec
@@ -645,6 +648,26 @@ def _moment_cut(n: int, prec: int) -> float:
     return L
 
 
+def _accurate_weight(table: LevelTable, p: Sequence[arb], a: int) -> arb:
+    """``p_a`` with full relative accuracy at flint's precision.  ``relative_weights()``
+    computes ``exp(lam (u_a - u_0))`` at the working precision, which for an astronomically
+    small ``p_a`` (``|lam (u_a - u_0)|`` beyond ``2**prec``) is a ball around 0; then
+    ``P_a = p_a I_a`` would force the whole computation to a precision of
+    ``log2 |ln p_a|`` bits.  ``I_a`` does not need it (``p_a`` enters ``F`` negligibly), so
+    only this factor is recomputed with that many extra bits (exact ``lam`` times the exact
+    gap, then ``exp``): still a rigorous enclosure."""
+    pa = p[a]
+    prec = ctx.prec
+    if a == 0 or pa.rel_accuracy_bits() >= prec - 16:
+        return pa
+    delta = Fraction(table.utilities[a] - table.utilities[0])
+    ln_mag = _ln_magnitudes(table)[a]
+    extra = 64 + (int(math.ceil(ln_mag / _LN2)) if ln_mag > 0 else 0)
+    with flint_workprec(prec + extra):
+        lam = table.scale.lam_ball()
+        return (lam * arb(fmpq(delta.numerator, delta.denominator))).exp()
+
+
 def _poly_enclosures(table: LevelTable) -> tuple[list[arb], list[arb]]:
     r"""``(P_a, m_a P_a)`` by exact integration of the polynomial ``F`` in ball arithmetic
     (the ``"poly"`` route; small supports).
@@ -679,7 +702,7 @@ def _poly_enclosures(table: LevelTable) -> tuple[list[arb], list[arb]]:
             if mult[a] > 1:
                 G = G * base[a] ** (mult[a] - 1)
             I_a = G.integral()(arb(1))
-            out_p.append(p[a] * I_a)
+            out_p.append(_accurate_weight(table, p, a) * I_a)
         levels = [mult[a] * out_p[a] for a in range(n)]
     return out_p, levels
 
@@ -816,7 +839,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
             for k in range(N - 1, -1, -1):
                 acc = acc * x + nus[k]
             I_a = acc / sigma + _zero_to(R)
-        out_p[a] = pa * I_a
+        out_p[a] = _accurate_weight(table, p, a) * I_a
     for a in sorted(direct_set):
         pa = p[a]
         val = direct_vals.get(a)
@@ -827,7 +850,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
             if not c > 0:
                 raise PrecisionError(None, None, "permute-and-flip: cannot bound the quadrature tail")
             val += _zero_to((-(c * L_ball)).exp() / c)
-        out_p[a] = pa * val / sigma
+        out_p[a] = _accurate_weight(table, p, a) * val / sigma
     levels = [mult[a] * out_p[a] for a in range(n)]  # type: ignore[operator]
     return out_p, levels  # type: ignore[return-value]
 

@@ -740,3 +740,21 @@ def test_quadrature_dps_limit_named():
     assert PNF.level_probabilities(small, pf.PNF_QUADRATURE_MAX_DPS + 1)[0] > 0
     with pytest.raises(InvalidParameterError, match="PNF_POLY_SUPPORT_LIMIT"):
         POLY.level_probabilities(big, 20)
+
+
+@pytest.mark.parametrize("mult", [3, 2000])
+def test_astronomically_small_weight_no_precision_escalation(mult):
+    """p_1 = exp(-10**4000) (support 2001: the quadrature route; 4: the polynomial route):
+    P(one output of level 1) = p_1 * int_0^1 (1 - t)(1 - t p_1)^(m-1) dt = p_1 / 2 up to a
+    relative p_1 m, so log P = -10**4000 - ln 2.  (This used to drive the quadrature to
+    13,000 bits: minutes; now only p_1 is recomputed with the extra bits.)"""
+    t = table_of([(0, 1), (-(10**4000), mult)], epsilon=1, divisor=Fraction(1))
+    lg = PNF.output_log_probability(t, 1, 25)
+    with mpmath.workdps(4100):
+        ref = -mpmath.mpf(10) ** 4000 - mpmath.log(2)
+        assert abs(lg - ref) <= mpmath.mpf(10) ** -25 * abs(ref)
+        p = PNF.output_probability(t, 1, 25)
+        assert abs(p - mpmath.exp(ref)) <= 2 * mpmath.mpf(10) ** -25 * mpmath.exp(ref)
+    levels = PNF.level_probabilities(t, 25)
+    with mpmath.workdps(40):
+        assert abs(sum(levels) - 1) <= mpmath.mpf(10) ** -24
