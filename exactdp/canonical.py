@@ -96,7 +96,15 @@ __all__ = [
     "as_rho",
     "as_noise",
     "rule_for_noise",
+    "CANONICAL_SYMBOLIC_BITS_LIMIT",
 ]
+
+#: ``probability_exact`` with a rational ``base`` and fractional losses (so the closed form
+#: holds powers ``base**(loss)`` with non-integral exponents, which sympy expands into an
+#: exact rational times a root): at most this many bits in all those rationals together,
+#: estimated exactly as ``sum of ceil(loss) * max(bits of base's numerator, denominator)``
+#: before anything is built.  Beyond: :class:`~exactdp.errors.NoClosedFormError`.
+CANONICAL_SYMBOLIC_BITS_LIMIT = 1 << 22
 
 #: The accepted values of ``noise`` and the selection rule each names.
 NOISES = ("gumbel", "exponential")
@@ -158,6 +166,30 @@ def _rational(num: int, den: int) -> Any:
     if num % den == 0:
         return num // den
     return Fraction(num, den)
+
+
+def _check_symbolic_bits(base: Optional[Fraction], keys: Iterable[int], q: int) -> None:
+    """Raise :class:`NoClosedFormError` when a closed form with the powers
+    ``base**(key/q)`` (``key`` over ``keys``) and a fractional exponent would exceed
+    :data:`CANONICAL_SYMBOLIC_BITS_LIMIT` bits; exact integer arithmetic, nothing built.
+    Nothing to check with ``epsilon`` (``exp(-eps*loss)`` stays symbolic, whatever its size)
+    or when every exponent is integral (the exact-rational limits of the rules apply)."""
+    if base is None:
+        return
+    keys = list(keys)
+    if all(key % q == 0 for key in keys):
+        return
+    width = max(base.numerator.bit_length(), base.denominator.bit_length())
+    bits = width * sum(-(-key // q) for key in keys)
+    if bits > CANONICAL_SYMBOLIC_BITS_LIMIT:
+        raise NoClosedFormError(
+            None, None,
+            f"probability_exact: the closed form holds powers base**(loss) with fractional "
+            f"losses needing about {bits} bits of exact rationals (limit "
+            f"CANONICAL_SYMBOLIC_BITS_LIMIT = {CANONICAL_SYMBOLIC_BITS_LIMIT}; raise "
+            f"exactdp.canonical.CANONICAL_SYMBOLIC_BITS_LIMIT to allow more); use "
+            f"probability(output, dps=...), or a rho making every loss integral",
+        )
 
 
 def _unrank_combination(r: int, n: int, m: int) -> list[int]:
@@ -478,6 +510,14 @@ class Canonical(_ClassMethods, Mechanism):
         """``C(d, k)``: every k-subset has positive probability."""
         return math.comb(self.d, self.k)
 
+    def probability_exact(self, output: Iterable[Any]) -> sympy.Expr:
+        """The exact probability as a sympy expression (see
+        :meth:`~exactdp.mechanism.Mechanism.probability_exact`).  With a rational ``base``
+        and fractional losses, first checks :data:`CANONICAL_SYMBOLIC_BITS_LIMIT` (exact
+        estimate over the distinct loss levels): :class:`NoClosedFormError` at once beyond."""
+        _check_symbolic_bits(self.scale.base, self.classes_.level_sizes()[0], self.classes_.q)
+        return super().probability_exact(output)
+
     # -- classes --------------------------------------------------------------------------
     def _level_index(self, h: int, t: int) -> int:
         key = self.classes_.key(h, t)
@@ -757,6 +797,8 @@ class CanonicalGamma1(_ClassMethods):
             )
         scale = self.scale
         rational = scale.is_rational and all(a % q == 0 for a in c.A) and all(b % q == 0 for b in c.B)
+        if not rational:  # the stage weights base**(A_h/q), base**(B_t/q) of the closed form
+            _check_symbolic_bits(scale.base, list(c.A) + list(c.B), q)
         if rational:
             base = scale.base
             top = max([0] + [a // q for a in c.A] + [b // q for b in c.B])

@@ -18,7 +18,26 @@ with levels ``(u_a, m_a)`` (best first) and ``p_a = w(u_a)/w(u_0)`` (so ``p_0 = 
 ``o``'s noisy value is the largest is ``int p_o prod_{o' != o} P(u_o' + X < v)``; the
 density of ``u_o + X`` at ``v`` becomes ``p_o dt`` and ``P(u_o' + X < v) = 1 - t p_o'``.
 
-**Certified numbers (method and error bound).**  Write ``S = sum_b m_b p_b``
+**Small supports: exact polynomial integration (``method="poly"``).**  ``F/(1 - t p_a)`` is a
+polynomial of degree ``support - 1``; up to :data:`PNF_POLY_SUPPORT_LIMIT` outputs
+``method="auto"`` expands it as an ``arb_poly`` product and integrates it term by term: no
+truncation at all, only rounding inside the balls, and guard bits for the (bounded)
+cancellation; see :func:`_poly_enclosures`.  Its cost grows like one multiplication with
+``dps`` (measured: 12 outputs, 0.09 s at 20,000 digits, where the quadrature below needed
+minutes), so it is the route at high precision.  The quadrature route below needs a
+number of nodes that grows with ``dps``; it serves larger supports up to
+:data:`PNF_QUADRATURE_MAX_DPS` digits (:class:`PrecisionError` naming the limit beyond).
+
+**Planning never overflows.**  Every float used to plan (number of moments, nodes,
+working precision of the sampler) comes from exact logs of the integers involved
+(``math.log`` of a big int, a midpoint's mantissa and exponent) and is clamped, so
+``epsilon`` from ``10**-400`` to ``10**400``, a ``base`` of ``10**-400`` and gaps of
+``10**400`` plan like any other input; floats never enter a certified value.  An
+astronomically small ``p_a`` (``|ln p_a|`` beyond ``2**prec``) is recomputed with
+``log2 |ln p_a|`` extra bits for the final product ``P_a = p_a I_a`` only
+(:func:`_accurate_weight`), so it does not drive the quadrature to that precision.
+
+**Certified numbers, quadrature route (method and error bound).**  Write ``S = sum_b m_b p_b``
 (``table.total()``), ``sigma = 2**floor(log2 S)`` (so ``1 <= S/sigma < 2``; ``S >= 1``
 because ``p_0 = 1``) and ``mu_n = int_0^1 t^n F(t) dt``.  All arithmetic is arb ball
 arithmetic (python-flint), so every rounding error is inside the balls; the three
@@ -43,8 +62,8 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    directly instead (on the same quadrature nodes), whichever means fewer integrals.
 2. *Rescaled quadrature.*  Each ``mu_n = sigma^{-n-1} int_0^sigma s^n F(s/sigma) ds`` and
    each direct ``I_a`` is integrated in ``s = sigma t``: the integrand is ``~e^{-s}``
-   whatever the multiplicities (docs/pnf_joint.md: without this rescaling a quadrature with an
-   absolute test is silently wrong).  Composite Gauss-Legendre on the exact dyadic pieces
+   whatever the multiplicities (without this rescaling a quadrature with an
+   absolute test is silently wrong for huge multiplicities).  Composite Gauss-Legendre on the exact dyadic pieces
    ``[0,1], [1,2], [2,4], ..., [s_end/2, s_end]`` (bisected when needed): on a piece
    ``[c-h, c+h]`` the ``n``-node rule errs by at most
    ``h * 64 M / (15 (1 - rho^-2) rho^(2n))`` for an integrand analytic inside the Bernstein
@@ -115,7 +134,7 @@ from typing import Callable, Optional, Sequence
 
 import mpmath
 import sympy
-from flint import acb, acb_poly, arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
+from flint import acb, acb_poly, arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from .errors import InvalidParameterError, NoClosedFormError, PrecisionError
 from .precision import MAX_PREC, certify, certify_many, flint_workprec
@@ -127,6 +146,11 @@ __all__ = [
     "PNF_EXACT_BITS_LIMIT",
     "PNF_SYMBOLIC_SUPPORT_LIMIT",
     "PNF_SYMBOLIC_DEGREE_LIMIT",
+    "PNF_POLY_SUPPORT_LIMIT",
+    "PNF_POLY_WORK_LIMIT",
+    "PNF_POLY_MIN_PREC",
+    "PNF_POLY_WORK_LIMIT_HIGH_PREC",
+    "PNF_QUADRATURE_MAX_DPS",
     "pnf_enclosures",
 ]
 
@@ -138,6 +162,24 @@ PNF_EXACT_BITS_LIMIT = 1 << 30
 PNF_SYMBOLIC_SUPPORT_LIMIT = 200
 #: ...and at most this polynomial degree in ``z = exp(-lam/D)`` (about the number of terms).
 PNF_SYMBOLIC_DEGREE_LIMIT = 20_000
+
+#: ``method="auto"`` integrates the polynomial ``F`` exactly in ball arithmetic (the
+#: ``"poly"`` route, no quadrature nodes: its cost grows only like one multiplication
+#: with ``dps``) for supports of at most this many outputs (also the limit of
+#: ``method="poly"``)...
+PNF_POLY_SUPPORT_LIMIT = 1024
+#: ...when (number of levels) x (support) is at most this, or the working precision is at
+#: least :data:`PNF_POLY_MIN_PREC` bits (where quadrature gets expensive); otherwise the
+#: quadrature route.
+PNF_POLY_WORK_LIMIT = 4096
+PNF_POLY_MIN_PREC = 512
+#: ...(at such precisions, up to this (number of levels) x (support)).
+PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
+#: The quadrature route (supports above :data:`PNF_POLY_SUPPORT_LIMIT`, and the
+#: cross-check methods ``"direct"``/``"acb"``) needs a number of nodes that grows with
+#: ``dps``: requests above this many digits raise :class:`PrecisionError` naming this limit
+#: (set ``exactdp.permute_and_flip.PNF_QUADRATURE_MAX_DPS`` higher to allow slower runs).
+PNF_QUADRATURE_MAX_DPS = 500
 
 _LN2 = math.log(2.0)
 _CHUNK = 32  # random bits drawn per refinement of one uniform in the sampler
@@ -157,17 +199,77 @@ def _nan() -> acb:
     return acb(arb("nan"))
 
 
+#: Planning floats are clamped to ``[-_LN_CLAMP, _LN_CLAMP]`` so that no later float
+#: product or sum overflows (``e^-1e200`` is as good as 0 for every planning decision).
+_LN_CLAMP = 1e200
+
+
+def _ln_int(x: int) -> float:
+    """``ln x`` for a positive int of any size (``math.log`` accepts big ints exactly
+    rounded; no conversion to float that could overflow)."""
+    return math.log(x)
+
+
+def _ln_rational(x: Fraction) -> float:
+    """``ln x`` for a positive rational of any size or smallness (planning only)."""
+    return _ln_int(x.numerator) - _ln_int(x.denominator)
+
+
 def _float_log(x: arb) -> float:
-    """``ln x`` as a float (planning only; never enters a certified value)."""
-    return float(x.log().mid())
+    """``ln x`` as a float, clamped to ``+-_LN_CLAMP`` (planning only; never enters a
+    certified value).  Computed from the midpoint's binary mantissa and exponent, so it
+    neither overflows nor underflows whatever the size of ``x``; a ball whose midpoint is
+    not positive falls back to its upper bound (``-_LN_CLAMP`` if that is 0 as well)."""
+    m = x.mid()
+    if not m > 0:
+        m = arb(x.abs_upper())
+        if not m > 0:
+            return -_LN_CLAMP
+    if not m.is_finite():
+        return _LN_CLAMP
+    man, exp = m.man_exp()
+    val = _ln_int(int(man)) + int(exp) * _LN2
+    return max(-_LN_CLAMP, min(_LN_CLAMP, val))
+
+
+def _ln_lam(scale) -> float:
+    """``ln lam`` as a float from the exact ``epsilon/divisor`` or ``base`` (planning only;
+    ``-inf`` only if ``lam`` is too small for a float, where every ``p_a`` plans as 1)."""
+    if scale.lam is not None:
+        return _ln_rational(scale.lam)
+    b = scale.base
+    if b <= Fraction(1, 2):
+        return math.log(_ln_rational(1 / b))  # lam = ln(1/b) >= ln 2
+    r = 1 - b  # lam = -ln(1 - r), 0 < r < 1/2
+    rf = float(r)
+    if rf > 1e-8:
+        return math.log(-math.log1p(-rf))
+    return _ln_rational(r)  # lam = r (1 + O(r)): ln lam = ln r to float accuracy
+
+
+def _ln_magnitudes(table: LevelTable) -> list[float]:
+    """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level (``-inf`` for ``a = 0``), from exact
+    logs of the integers involved: finite for every valid input (planning only)."""
+    ln_lam = _ln_lam(table.scale)
+    u0 = table.utilities[0]
+    out = []
+    for u in table.utilities:
+        g = Fraction(u0 - u)
+        out.append(ln_lam + _ln_rational(g) if g > 0 else -math.inf)
+    return out
 
 
 def _ln_p_floats(table: LevelTable) -> list[float]:
-    """``ln p_a`` as floats, from the exact utilities (planning only)."""
-    scale = table.scale
-    lam = float(scale.lam) if scale.lam is not None else -math.log(float(scale.base))
-    u0 = table.utilities[0]
-    return [lam * float(u - u0) for u in table.utilities]  # int or Fraction: exact difference
+    """``ln p_a`` as floats, from the exact utilities (planning only): clamped at
+    ``-_LN_CLAMP`` for astronomically small ``p_a``, and ``-0.0`` (plans as ``p_a = 1``)
+    when ``lam (u_0 - u_a)`` underflows a float; never an overflow or a domain error."""
+    out = []
+    for lm in _ln_magnitudes(table):
+        if lm == -math.inf:
+            out.append(0.0)
+        else:
+            out.append(-math.exp(min(lm, math.log(_LN_CLAMP))))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -546,6 +648,74 @@ def _moment_cut(n: int, prec: int) -> float:
     return L
 
 
+def _accurate_weight(table: LevelTable, p: Sequence[arb], a: int) -> arb:
+    """``p_a`` with full relative accuracy at flint's precision.  ``relative_weights()``
+    computes ``exp(lam (u_a - u_0))`` at the working precision, which for an astronomically
+    small ``p_a`` (``|lam (u_a - u_0)|`` beyond ``2**prec``) is a ball around 0; then
+    ``P_a = p_a I_a`` would force the whole computation to a precision of
+    ``log2 |ln p_a|`` bits.  ``I_a`` does not need it (``p_a`` enters ``F`` negligibly), so
+    only this factor is recomputed with that many extra bits (exact ``lam`` times the exact
+    gap, then ``exp``): still a rigorous enclosure."""
+    pa = p[a]
+    prec = ctx.prec
+    if a == 0 or pa.rel_accuracy_bits() >= prec - 16:
+        return pa
+    delta = Fraction(table.utilities[a] - table.utilities[0])
+    ln_mag = _ln_magnitudes(table)[a]
+    extra = 64 + (int(math.ceil(ln_mag / _LN2)) if ln_mag > 0 else 0)
+    with flint_workprec(prec + extra):
+        lam = table.scale.lam_ball()
+        return (lam * arb(fmpq(delta.numerator, delta.denominator))).exp()
+
+
+def _poly_enclosures(table: LevelTable) -> tuple[list[arb], list[arb]]:
+    r"""``(P_a, m_a P_a)`` by exact integration of the polynomial ``F`` in ball arithmetic
+    (the ``"poly"`` route; small supports).
+
+    ``F(t)/(1 - t p_a) = G_a(t) = (1 - t p_a)^{m_a - 1} prod_{b != a} (1 - t p_b)^{m_b}`` is a
+    polynomial of degree ``support - 1``; it is formed as an ``arb_poly`` product (prefix and
+    suffix products over the levels, so no division) and integrated term by term,
+    ``I_a = sum_j g_j / (j + 1)``.  No truncation at all: every error is an arb rounding
+    error, inside the balls.  Cancellation in the alternating sum is at most
+    ``sum_j |g_j| / I_a <= prod_b (1 + p_b)^{m_b} * 2S <= 2S e^S`` (``I_a >= mu_0 >= 1/(2S)``,
+    module docstring), so the products run at ``log2(e) S + 2 log2(support) + 16`` guard
+    bits above flint's precision and the first certification attempt normally succeeds.
+    Cost: about ``3 n`` products of degree ``<= support`` -- no quadrature nodes, so it grows
+    only like the cost of one multiplication with ``dps``."""
+    mult = table.multiplicities
+    n = len(mult)
+    p = table.relative_weights()
+    S = table.total()
+    M = sum(mult)
+    guard = int(math.ceil(float(arb(S.upper()).mid()) * 1.4427)) + 2 * M.bit_length() + 16
+    with flint_workprec(ctx.prec + guard):
+        base = [arb_poly([arb(1), -pb]) for pb in p]
+        pre = [arb_poly([arb(1)])]
+        for b in range(n):
+            pre.append(pre[-1] * base[b] ** mult[b])
+        suf = [arb_poly([arb(1)])] * (n + 1)
+        for b in range(n - 1, -1, -1):
+            suf[b] = suf[b + 1] * base[b] ** mult[b]
+        out_p = []
+        for a in range(n):
+            G = pre[a] * suf[a + 1]
+            if mult[a] > 1:
+                G = G * base[a] ** (mult[a] - 1)
+            I_a = G.integral()(arb(1))
+            out_p.append(_accurate_weight(table, p, a) * I_a)
+        levels = [mult[a] * out_p[a] for a in range(n)]
+    return out_p, levels
+
+
+def _use_poly(table: LevelTable, prec: int) -> bool:
+    """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``."""
+    M = sum(table.multiplicities)
+    if M > PNF_POLY_SUPPORT_LIMIT:
+        return False
+    work = M * len(table)
+    return work <= PNF_POLY_WORK_LIMIT or (prec >= PNF_POLY_MIN_PREC and work <= PNF_POLY_WORK_LIMIT_HIGH_PREC)
+
+
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
     """Enclosures ``(P_a, m_a P_a)`` for every level at flint's current precision.
 
@@ -559,6 +729,14 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
     mult = table.multiplicities
     if n == 1 and mult[0] == 1:
         return [arb(1)], [arb(1)]
+    if method == "poly" or (method == "auto" and _use_poly(table, prec)):
+        if method == "poly" and sum(mult) > PNF_POLY_SUPPORT_LIMIT:
+            raise InvalidParameterError(
+                "method", method,
+                f"permute-and-flip method='poly' over {sum(mult)} outputs exceeds "
+                f"PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT}; use method='auto'",
+            )
+        return _poly_enclosures(table)
     p = table.relative_weights()
     w = table.level_weights()
     S = table.total()
@@ -661,7 +839,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
             for k in range(N - 1, -1, -1):
                 acc = acc * x + nus[k]
             I_a = acc / sigma + _zero_to(R)
-        out_p[a] = pa * I_a
+        out_p[a] = _accurate_weight(table, p, a) * I_a
     for a in sorted(direct_set):
         pa = p[a]
         val = direct_vals.get(a)
@@ -672,7 +850,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
             if not c > 0:
                 raise PrecisionError(None, None, "permute-and-flip: cannot bound the quadrature tail")
             val += _zero_to((-(c * L_ball)).exp() / c)
-        out_p[a] = pa * val / sigma
+        out_p[a] = _accurate_weight(table, p, a) * val / sigma
     levels = [mult[a] * out_p[a] for a in range(n)]  # type: ignore[operator]
     return out_p, levels  # type: ignore[return-value]
 
@@ -785,8 +963,8 @@ class PermuteAndFlip(SelectionRule):
     name = "permute-and-flip"
 
     def __init__(self, method: str = "auto"):
-        if method not in ("auto", "direct", "acb"):
-            raise InvalidParameterError("method", method, "must be 'auto', 'direct' or 'acb'")
+        if method not in ("auto", "direct", "acb", "poly"):
+            raise InvalidParameterError("method", method, "must be 'auto', 'direct', 'acb' or 'poly'")
         self.method = method
 
     def __repr__(self) -> str:
@@ -796,13 +974,31 @@ class PermuteAndFlip(SelectionRule):
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
         return table._cached(f"pnf-{self.method}", lambda: pnf_enclosures(table, self.method))
 
+    def _check_dps(self, table: LevelTable, dps: int) -> None:
+        """:class:`PrecisionError` when the quadrature route would be asked for more than
+        :data:`PNF_QUADRATURE_MAX_DPS` digits (its cost grows steeply with ``dps``)."""
+        if dps <= PNF_QUADRATURE_MAX_DPS or (len(table) == 1 and table.multiplicities[0] == 1):
+            return
+        if self.method == "poly" or (self.method == "auto" and _use_poly(table, MAX_PREC)):
+            return
+        raise PrecisionError(
+            "dps", dps,
+            f"permute-and-flip over {sum(table.multiplicities)} outputs uses rigorous quadrature "
+            f"(more than PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT} outputs, or method="
+            f"{self.method!r}), whose cost grows steeply with dps: at most PNF_QUADRATURE_MAX_DPS = "
+            f"{PNF_QUADRATURE_MAX_DPS} digits (set exactdp.permute_and_flip.PNF_QUADRATURE_MAX_DPS "
+            f"higher to allow slower runs)",
+        )
+
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        self._check_dps(table, dps)
         return certify(lambda: self._enclosures(table)[0][a], dps, extra_bits=table.extra_bits)
 
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         """``log P_a``; near 1 computed as ``log1p(-Q_a)`` with the complement
         ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures), so
         that probabilities close to 1 keep full relative accuracy in the log."""
+        self._check_dps(table, dps)
 
         def compute():
             probs, levels = self._enclosures(table)
@@ -819,6 +1015,7 @@ class PermuteAndFlip(SelectionRule):
         return certify(compute, dps, extra_bits=table.extra_bits)
 
     def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        self._check_dps(table, dps)
         return certify_many(lambda: self._enclosures(table)[1], dps, extra_bits=table.extra_bits)
 
     # -- exact --------------------------------------------------------------------------
@@ -871,7 +1068,9 @@ class PermuteAndFlip(SelectionRule):
         bits = [rng.getrandbits(_CHUNK) for _ in range(n)]
         nbits = [_CHUNK] * n
         # the noisy values are about |ln p_a| in size: that many extra bits keep them exact
-        mag_bits = max(8, int(max(abs(x) for x in _ln_p_floats(table))).bit_length() + 8)
+        # (a bit-length estimate from exact logs: |ln p_a| may be far beyond a float)
+        ln_mag = max(_ln_magnitudes(table))
+        mag_bits = 8 if ln_mag < 0 else int(math.ceil(ln_mag / _LN2)) + 9
         prec = 0
         lo: list[Optional[arb]] = [None] * n
         hi: list[Optional[arb]] = [None] * n

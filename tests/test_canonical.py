@@ -604,3 +604,69 @@ def test_mpmath_precision_untouched():
     m.class_probabilities(dps=50)
     exactdp.CanonicalGamma1([5, 3, 1, 0], 2).distribution(dps=40)
     assert mpmath.mp.prec == before
+
+
+# --------------------------------------------------------------------------------------
+# edges: closed-form size limit, extreme scales with permute-and-flip
+# --------------------------------------------------------------------------------------
+from exactdp import canonical as canonical_module
+
+
+@pytest.mark.parametrize("base", [Fraction(1, 4), Fraction(1, 3)])
+@pytest.mark.parametrize("gap", [10**8, 10**12])
+def test_probability_exact_fractional_losses_limit(base, gap):
+    """Fractional losses (rho = 1/2) with a base: the closed form holds base**(loss) with
+    a non-integral exponent; past CANONICAL_SYMBOLIC_BITS_LIMIT it is refused at once
+    (it used to run for minutes and end in MemoryError)."""
+    for m in (exactdp.Canonical([0, gap, 5], 2, base=base),
+              exactdp.Canonical([0, gap, 5], 2, base=base, noise="exponential"),
+              exactdp.CanonicalGamma1([0, gap, 5], 2, base=base)):
+        for out in ({1, 2}, {0, 1}):
+            with pytest.raises(errors.NoClosedFormError) as info:
+                m.probability_exact(out)
+            assert "PNF_SYMBOLIC" in str(info.value) or "CANONICAL_SYMBOLIC_BITS_LIMIT" in str(info.value)
+
+
+def test_probability_exact_fractional_losses_below_limit(monkeypatch):
+    """Below the limit the closed form is built and equals the certified probability; the
+    limit is read at call time (lowering it makes the same call fail)."""
+    m = exactdp.Canonical([0, 10**4, 5], 2, base=Fraction(1, 3))
+    g = exactdp.CanonicalGamma1([0, 10**4, 5], 2, base=Fraction(1, 3))
+    for mech in (m, g):
+        for out in ({1, 2}, {0, 2}):
+            exact = mech.probability_exact(out)
+            p = mech.probability(out, dps=30)
+            with mpmath.workdps(60):
+                ref = mpmath.mpf(str(sympy.N(exact, 60)))
+                assert abs(p - ref) <= mpmath.mpf(10) ** -29 * ref
+    monkeypatch.setattr(canonical_module, "CANONICAL_SYMBOLIC_BITS_LIMIT", 100)
+    for mech in (m, g):
+        with pytest.raises(errors.NoClosedFormError, match="CANONICAL_SYMBOLIC_BITS_LIMIT"):
+            mech.probability_exact({0, 2})
+    # integral losses (rho = 1) are not affected by this limit
+    assert exactdp.Canonical([0, 10**4, 5], 2, base=Fraction(1, 3), rho=1).probability_exact({1, 2}) > 0
+
+
+def test_exponential_noise_extreme_scales():
+    """Canonical with permute-and-flip at huge counts, epsilon and tiny base: no raw
+    OverflowError / math domain error; values against closed forms."""
+    # losses 0, 5/2 and astronomically large: P({0,1}) = 1 - e^{-5/2}/2 up to e^{-huge}
+    m = exactdp.Canonical([10**400, 5, 0], 2, epsilon=1, noise="exponential")
+    with mpmath.workdps(40):
+        ref = 1 - mpmath.exp(mpmath.mpf(-5) / 2) / 2
+        assert abs(m.probability({0, 1}, dps=30) - ref) <= mpmath.mpf(10) ** -29
+    assert m.sample(rng=1) == frozenset({0, 1})
+    m2 = exactdp.Canonical([3, 2, 0], 2, epsilon=10**400, noise="exponential")
+    assert m2.probability({0, 1}, dps=20) == 1 or abs(m2.probability({0, 1}, dps=20) - 1) < mpmath.mpf(10) ** -20
+    assert m2.log_probability({1, 2}, dps=20) < -(mpmath.mpf(10) ** 399)
+    m3 = exactdp.Canonical([3, 2, 0], 2, base=Fraction(1, 10**400), noise="exponential")
+    probs = [p for _, p in m3.level_probabilities(dps=20)]
+    with mpmath.workdps(40):
+        assert abs(sum(probs) - 1) <= mpmath.mpf(10) ** -19
+    assert m3.sample(rng=2) == frozenset({0, 1})
+    for mech in (exactdp.CanonicalGamma1([10**400, 5, 0], 2, epsilon=1),
+                 exactdp.CanonicalGamma1([3, 2, 0], 2, epsilon=10**400),
+                 exactdp.CanonicalGamma1([3, 2, 0], 2, base=Fraction(1, 10**400))):
+        assert 0 < mech.probability({0, 1}, dps=20) <= 1
+        assert mech.log_probability({1, 2}, dps=20) < 0
+        assert mech.sample(rng=3) in [frozenset(s) for s in ({0, 1}, {0, 2}, {1, 2})]

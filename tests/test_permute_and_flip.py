@@ -24,6 +24,7 @@ them fails for a correct sampler is below ``1e-6``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from fractions import Fraction
@@ -569,3 +570,191 @@ def test_repr():
     assert repr(PermuteAndFlip("acb")) == "PermuteAndFlip(method='acb')"
     with pytest.raises(ValueError):
         PermuteAndFlip("quad")
+
+
+# ---------------------------------------------------------------------------------------
+# extreme scales: planning never overflows; values against closed forms
+# ---------------------------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exactdp.errors import InvalidParameterError, PrecisionError
+from exactdp.permute_and_flip import PNF_POLY_SUPPORT_LIMIT
+from exactdp.precision import ball_to_mpf, flint_workprec
+
+
+def _three_output_closed_form(p1, p2):
+    """Permute-and-flip over three outputs with acceptance probabilities 1, p1, p2:
+    ``P(o) = p_o int_0^1 prod_{o' != o} (1 - t p_o') dt``."""
+    return [1 - (p1 + p2) / 2 + p1 * p2 / 3, p1 * (3 - p2) / 6, p2 * (3 - p1) / 6]
+
+
+_gap = st.one_of(st.integers(1, 3), st.integers(0, 300).map(lambda j: 10**j))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(e=st.integers(-400, 400), g1=_gap, g2=_gap, seed=st.integers(0, 2**32))
+def test_extreme_epsilon_and_gaps_match_closed_form(e, g1, g2, seed):
+    """epsilon from 1e-400 to 1e400 (exact Fractions), gaps up to 10**300: no raw
+    exception, every probability certified against the closed form (computed in arb at a
+    precision covering |ln p|), and the sampler returns the top level when the others
+    have probability below 1e-30."""
+    eps = Fraction(10) ** e
+    t = table_of([(0, 1), (-g1, 1), (-g1 - g2, 1)], epsilon=eps, divisor=Fraction(1))
+    dps = 20
+    big = eps * (g1 + g2)  # |ln p2|: the reference needs that many more bits
+    with flint_workprec(max(0, big.numerator.bit_length() - big.denominator.bit_length()) + 300):
+        from flint import arb, fmpq
+
+        lam = arb(fmpq(eps.numerator, eps.denominator))
+        p1, p2 = (-(lam * g1)).exp(), (-(lam * (g1 + g2))).exp()
+        balls = _three_output_closed_form(p1, p2)
+        assert all(x.rel_accuracy_bits() > 150 for x in balls)
+        refs = [ball_to_mpf(x) for x in balls]
+        top_sure = bool(p1 < arb(10) ** -30)
+    got = PNF.level_probabilities(t, dps)
+    for a in range(3):
+        assert rel_err(got[a], refs[a]) <= 2 * mpmath.mpf(10) ** -dps
+        assert rel_err(PNF.output_probability(t, a, dps), refs[a]) <= 2 * mpmath.mpf(10) ** -dps
+    with mpmath.workdps(40):
+        lg = PNF.output_log_probability(t, 2, dps)
+        assert abs(lg - mpmath.log(refs[2])) <= 2 * mpmath.mpf(10) ** -dps * abs(lg) + mpmath.mpf(10) ** -38
+    level = PNF.sample_level(t, random.Random(seed))
+    assert level in (0, 1, 2)
+    if top_sure:
+        assert level == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(e=st.integers(1, 400), near_one=st.booleans(), g1=st.integers(1, 3), g2=st.integers(1, 3),
+       seed=st.integers(0, 2**32))
+def test_extreme_base_matches_exact(e, near_one, g1, g2, seed):
+    """base = 10**-e or 1 - 10**-e (e up to 400): certified values equal the exact
+    rationals of the closed form and of probability_exact."""
+    base = 1 - Fraction(1, 10**e) if near_one else Fraction(1, 10**e)
+    t = table_of([(0, 1), (-g1, 1), (-g1 - g2, 1)], base=base)
+    refs = _three_output_closed_form(base**g1, base ** (g1 + g2))
+    got = PNF.level_probabilities(t, 25)
+    for a in range(3):
+        assert rel_err(got[a], refs[a]) <= 2 * mpmath.mpf(10) ** -25
+        assert PNF.output_probability_exact(t, a) == sympy.Rational(refs[a].numerator, refs[a].denominator)
+    level = PNF.sample_level(t, random.Random(seed))
+    assert level in (0, 1, 2)
+    if not near_one and e >= 30:
+        assert level == 0
+
+
+@pytest.mark.parametrize(
+    "levels, kwargs",
+    [
+        ([(0, 1), (-(10**400), 1)], dict(epsilon=1)),
+        ([(0, 1), (-1, 1), (-3, 1)], dict(epsilon=10**400)),
+        ([(0, 1), (-1, 2), (-3, 1)], dict(base=Fraction(1, 10**400))),
+        ([(0, 3), (-(10**400), 10**400)], dict(epsilon=Fraction(1, 10**400))),
+    ],
+)
+def test_extreme_inputs_every_method(levels, kwargs):
+    """The reported overflow / math-domain inputs, through every method and the sampler,
+    for every route (auto, poly, direct): values agree, level probabilities sum to 1."""
+    t = table_of(levels, divisor=Fraction(1), **kwargs)
+    ref = PermuteAndFlip("poly").level_probabilities(t, 20) if sum(t.multiplicities) <= PNF_POLY_SUPPORT_LIMIT else None
+    for method in ("auto", "direct"):
+        rule = PermuteAndFlip(method)
+        got = rule.level_probabilities(t, 20)
+        with mpmath.workdps(40):
+            assert abs(sum(got) - 1) <= mpmath.mpf(10) ** -19
+        if ref is not None:
+            assert max(rel_err(a, b) for a, b in zip(got, ref)) <= 2 * mpmath.mpf(10) ** -20
+        for a in range(len(t)):
+            assert rule.output_probability(t, a, 20) > 0
+            assert rule.output_log_probability(t, a, 20) <= 0
+    assert PNF.sample_level(t, random.Random(1)) in range(len(t))
+
+
+# ---------------------------------------------------------------------------------------
+# the polynomial route: twins and high precision
+# ---------------------------------------------------------------------------------------
+POLY = PermuteAndFlip("poly")
+
+
+def test_poly_exhaustive_small_tables_equal_exact():
+    """Every table with <= 3 levels, gaps 1..2 and multiplicities 1..3, bases 1/2 and 2/3:
+    the polynomial route matches the exact rational to 10**-40."""
+    for base in ("1/2", "2/3"):
+        for n in (1, 2, 3):
+            for gaps in itertools.product((1, 2), repeat=n - 1):
+                us = [0]
+                for g in gaps:
+                    us.append(us[-1] - g)
+                for mults in itertools.product((1, 2, 3), repeat=n):
+                    t = table_of(list(zip(us, mults)), base=base)
+                    got = POLY.level_probabilities(t, 40)
+                    for a in range(n):
+                        exact = PNF.output_probability_exact(t, a) * mults[a]
+                        assert rel_err(got[a], exact) <= mpmath.mpf(10) ** -40
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 30)), min_size=1, max_size=8),
+       st.sampled_from([Fraction(1, 100), Fraction(1, 3), Fraction(2), Fraction(9)]))
+def test_poly_matches_quadrature_random(spec, eps):
+    """Random tables (support <= 240): poly vs our Gauss-Legendre quadrature per level."""
+    us, levels = 0, []
+    for gap, m in spec:
+        levels.append((us, m))
+        us -= gap
+    t = table_of(levels, epsilon=eps)
+    x = POLY.level_probabilities(t, 30)
+    y = PermuteAndFlip("direct").level_probabilities(t, 30)
+    assert max(rel_err(a, b) for a, b in zip(x, y)) <= 2 * mpmath.mpf(10) ** -30
+
+
+@pytest.mark.parametrize("dps", [1000, 3000, 20000])
+def test_high_dps_small_support_equals_exact(dps):
+    """Five levels, twelve outputs (PNFJoint([5, 3, 2, 0], 2)'s levels) at a rational base:
+    certified to relative 10**-dps against the exact rational, at high dps."""
+    t = table_of([(0, 1), (-1, 1), (-2, 2), (-3, 5), (-5, 3)], base="1/2")
+    got = PNF.level_probabilities(t, dps)
+    for a in range(len(t)):
+        exact = PNF.output_probability_exact(t, a) * t.multiplicities[a]
+        with mpmath.workdps(dps + 20):
+            x = _mp(exact)
+            assert abs(got[a] - x) <= mpmath.mpf(10) ** -dps * x
+    assert rel_err(PNF.output_probability(t, 3, dps), PNF.output_probability_exact(t, 3)) <= mpmath.mpf(10) ** -70
+
+
+def test_quadrature_dps_limit_named():
+    """Past PNF_QUADRATURE_MAX_DPS the quadrature route refuses at once with the limit's
+    name; the polynomial route does not."""
+    from exactdp import permute_and_flip as pf
+
+    big = table_of([(0, 1), (-1, PNF_POLY_SUPPORT_LIMIT)], epsilon=1)
+    small = table_of([(0, 1), (-1, 2)], epsilon=1)
+    for rule, t in ((PNF, big), (PermuteAndFlip("direct"), small), (PermuteAndFlip("acb"), small)):
+        for call in (lambda: rule.level_probabilities(t, pf.PNF_QUADRATURE_MAX_DPS + 1),
+                     lambda: rule.output_probability(t, 0, pf.PNF_QUADRATURE_MAX_DPS + 1),
+                     lambda: rule.output_log_probability(t, 0, pf.PNF_QUADRATURE_MAX_DPS + 1)):
+            with pytest.raises(PrecisionError, match="PNF_QUADRATURE_MAX_DPS") as info:
+                call()
+            assert info.value.argument == "dps"
+    assert PNF.level_probabilities(small, pf.PNF_QUADRATURE_MAX_DPS + 1)[0] > 0
+    with pytest.raises(InvalidParameterError, match="PNF_POLY_SUPPORT_LIMIT"):
+        POLY.level_probabilities(big, 20)
+
+
+@pytest.mark.parametrize("mult", [3, 2000])
+def test_astronomically_small_weight_no_precision_escalation(mult):
+    """p_1 = exp(-10**4000) (support 2001: the quadrature route; 4: the polynomial route):
+    P(one output of level 1) = p_1 * int_0^1 (1 - t)(1 - t p_1)^(m-1) dt = p_1 / 2 up to a
+    relative p_1 m, so log P = -10**4000 - ln 2.  (This used to drive the quadrature to
+    13,000 bits: minutes; now only p_1 is recomputed with the extra bits.)"""
+    t = table_of([(0, 1), (-(10**4000), mult)], epsilon=1, divisor=Fraction(1))
+    lg = PNF.output_log_probability(t, 1, 25)
+    with mpmath.workdps(4100):
+        ref = -mpmath.mpf(10) ** 4000 - mpmath.log(2)
+        assert abs(lg - ref) <= mpmath.mpf(10) ** -25 * abs(ref)
+        p = PNF.output_probability(t, 1, 25)
+        assert abs(p - mpmath.exp(ref)) <= 2 * mpmath.mpf(10) ** -25 * mpmath.exp(ref)
+    levels = PNF.level_probabilities(t, 25)
+    with mpmath.workdps(40):
+        assert abs(sum(levels) - 1) <= mpmath.mpf(10) ** -24

@@ -242,3 +242,44 @@ def test_cli_dist_pnf_joint():
         code = cli.main(["dist", "pnf-joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "1"])
     assert code in (0, None)
     assert "0.751016305485633" in out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------
+# extreme valid inputs (used to raise OverflowError / math domain error)
+# ---------------------------------------------------------------------------------------
+def test_extreme_inputs_reported():
+    from fractions import Fraction
+
+    import mpmath
+
+    from exactdp import PNFJoint
+    from exactdp.peeling import Peeling
+
+    m = PNFJoint([10**400, 0], 1, epsilon=1)
+    assert m.sample(rng=1) == (0,)
+    # two outputs, p = exp(-10**400 / 2): P(second) = p / 2
+    with mpmath.workdps(460):
+        ref = -mpmath.mpf(10) ** 400 / 2 - mpmath.log(2)
+        got = m.log_probability((1,), dps=30)
+        assert abs(got - ref) <= mpmath.mpf(10) ** -30 * abs(ref)
+    m = PNFJoint([3, 2, 0], 1, epsilon=10**400)
+    assert m.sample(rng=1) == (0,)
+    assert abs(m.probability((0,), dps=20) - 1) <= mpmath.mpf(10) ** -20
+    m = PNFJoint([3, 2, 0], 1, base=Fraction(1, 10**400))
+    # p = (10**-400, 10**-1200): P(o1) = p1 (3 - p2) / 6, exactly
+    exact = m.probability_exact((1,))
+    assert exact == sympy_rational(Fraction(1, 10**400) * (3 - Fraction(1, 10**1200)) / 6)
+    with mpmath.workdps(60):
+        assert abs(m.probability((1,), dps=40) - mpmath.mpf(exact.p) / exact.q) <= mpmath.mpf(10) ** -40 * m.probability((1,), dps=40)
+    assert m.sample(rng=5) == (0,)
+    for p in (Peeling([10**400, 5, 0], 2, epsilon=1, noise="exponential"),
+              Peeling([3, 2, 0], 2, epsilon=10**400, noise="exponential"),
+              Peeling([3, 2, 0], 2, base=Fraction(1, 10**400), noise="exponential")):
+        assert 0 < p.probability((0, 1), dps=20) <= 1
+        assert p.sample(rng=1)[0] == 0  # the first pick is item 0 up to probability e^{-huge}
+
+
+def sympy_rational(f):
+    import sympy
+
+    return sympy.Rational(f.numerator, f.denominator)
