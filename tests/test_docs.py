@@ -147,12 +147,7 @@ def test_doctest_blocks_compare_their_output():
 # Pages with an example whose shown output is not compared yet, with the reason.  The test
 # below fails when a page not listed here shows such an output, and when a listed page no
 # longer does (then remove it from this list).
-UNCOMPARED_OUTPUT = {
-    "canonical.md": "its worked example shows the output after 'prints'; to be converted by the page's owner",
-    "pnf_joint.md": "its API block shows an exact value in a '# ->' comment; to be converted by the page's owner",
-    "joint_set.md": "its worked example shows the output after 'prints'; to be converted by the page's owner",
-    "peeling.md": "its worked example shows the output after 'prints'; to be converted by the page's owner",
-}
+UNCOMPARED_OUTPUT: dict[str, str] = {}
 
 
 def _uncompared_outputs(text: str) -> int:
