@@ -888,34 +888,23 @@ def _samples_file_arg(path: str) -> list[list[int]]:
     return _parse_file_arg(path, read_samples)
 
 
-def _delta_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must satisfy 0 < TV <= 1 (a total variation distance), got {text}")
-    return value
+def _unit_interval_arg(name: str, *, closed_above: bool) -> Callable[[str], float]:
+    """An argparse type for a number in ``(0, 1)`` (or ``(0, 1]``) named ``name`` in errors."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+        if not (0 < value <= 1 if closed_above else 0 < value < 1):
+            raise argparse.ArgumentTypeError(f"must satisfy 0 < {name} {'<=' if closed_above else '<'} 1, got {text}")
+        return value
+
+    return parse
 
 
-def _min_power_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must satisfy 0 < P < 1, got {text}")
-    return value
-
-
-def _alpha_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must satisfy 0 < ALPHA < 1, got {text}")
-    return value
+_delta_arg = _unit_interval_arg("TV", closed_above=True)  # a total variation distance
+_min_power_arg = _unit_interval_arg("P", closed_above=False)
+_alpha_arg = _unit_interval_arg("ALPHA", closed_above=False)
 
 
 #: ``exactdp certify`` exit status per verdict.
