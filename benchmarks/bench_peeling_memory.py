@@ -210,7 +210,7 @@ def main() -> None:
         ratio = "-"
         try:
             r = float(secs) / max(float(fsecs), 1e-4)
-            ratio = f"{r:.1f}" if r < 10 else f"{r:,.0f}"
+            ratio = f"{r:.2g}" if r < 10 else f"{r:,.0f}"
         except ValueError:
             pass
         label = f"({kind}, 3, 0)" if args.gaps else kind
