@@ -151,6 +151,8 @@ def main() -> None:
         fsecs = f"{fl['secs']:.4f}" if "secs" in fl else fl.get("error", "-")
         if "error" in ex:
             warm = f"{ex['warm']:.3f}" if "warm" in ex else "-"
+            if "secs" in ex:
+                ex["error"] += f" (raised after {ex['secs']:.4f} s)"
             print(f"| {name} | {support:,} | {dps:,} | {warm} | {ex['error']} | {fsecs} | - | {epeak} | {fpeak} | - "
                   f"| {fl.get('P', '-')} | - | - |", flush=True)
             continue
