@@ -18,13 +18,16 @@ if TYPE_CHECKING:  # forward references only: nothing heavy is imported at run t
     from .mechanism import Mechanism
     from .testing import Sampler
 
-__all__ = ["IntLike", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
+__all__ = ["IntLike", "ExactRational", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
            "ProbabilityLike", "ClaimedProbabilities", "SupportsProbability", "AlternativeLike",
            "SupportsRandomise", "SamplerLike"]
 
 #: An integer: ``int``, numpy integer scalars, gmpy2 ``mpz`` (all ``SupportsIndex``); a
 #: ``float`` or ``Decimal`` only when finite and integral.
 IntLike = Union[SupportsIndex, float, Decimal]
+#: An exact rational result (a loss, a numeric utility): an ``int`` when integral, else a
+#: ``Fraction``.
+ExactRational = Union[int, Fraction]
 #: A count vector: any finite one-dimensional iterable of integers (numpy arrays included).
 CountsLike = Iterable[IntLike]
 #: An exact rational parameter (epsilon, base, sensitivity, rho, delta): ``int``,

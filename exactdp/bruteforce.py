@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from typing import Callable, Hashable, Iterable, TypeVar, Union
+from typing import Callable, Hashable, Iterable, TypeVar
 
 import sympy
 
+from ._typing import ExactRational
 from .levels import Level, Utility
 from .scale import Scale
 
@@ -39,7 +40,7 @@ def brute_levels(outputs: Iterable[O], utility: Callable[[O], Utility]) -> tuple
 
 
 def brute_probabilities(
-    outputs: Iterable[O], utility: Callable[[O], Union[int, Fraction]], scale: Scale
+    outputs: Iterable[O], utility: Callable[[O], ExactRational], scale: Scale
 ) -> dict[O, Fraction]:
     """Exact exponential-mechanism probabilities as Fractions (needs a rational base and
     integral utility differences)."""
@@ -54,7 +55,7 @@ def brute_probabilities(
 
 
 def brute_symbolic_probabilities(
-    outputs: Iterable[O], utility: Callable[[O], Union[int, Fraction]], scale: Scale
+    outputs: Iterable[O], utility: Callable[[O], ExactRational], scale: Scale
 ) -> dict[O, sympy.Expr]:
     """Exact exponential-mechanism probabilities as sympy expressions (any scale)."""
     outs = list(outputs)

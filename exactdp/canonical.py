@@ -69,8 +69,8 @@ from .errors import (
     InvalidParameterError,
     NoClosedFormError,
 )
-from ._typing import CountsLike, OutputLike, RationalLike, RngLike
-from .levels import Level, Utility
+from ._typing import CountsLike, ExactRational, OutputLike, RationalLike, RngLike
+from .levels import Level
 from .mechanism import Mechanism, check_output_count, make_scale
 from .precision import certify, certify_many, prec_for_dps
 from .ranking import Ranking
@@ -159,10 +159,10 @@ class UtilityClass(NamedTuple):
     h: int
     t: int
     size: int
-    loss: Utility
+    loss: ExactRational
 
 
-def _rational(num: int, den: int) -> Utility:
+def _rational(num: int, den: int) -> ExactRational:
     """``num/den`` as an int when integral, else a Fraction."""
     if num % den == 0:
         return num // den
@@ -283,7 +283,7 @@ class CanonicalClasses:
             return 0
         return self.A[h] + self.B[t - self.k - 1]
 
-    def loss(self, h: int, t: int) -> Utility:
+    def loss(self, h: int, t: int) -> ExactRational:
         return _rational(self.key(h, t), self.q)
 
     def size(self, h: int, t: int) -> int:
@@ -427,7 +427,7 @@ class _ClassMethods:
         o = self._check_set(output)
         return self.classes_.classify(self.ranking.rank_of[i] for i in o)
 
-    def loss(self, output: OutputLike) -> Utility:
+    def loss(self, output: OutputLike) -> ExactRational:
         """The exact canonical loss of a k-subset (``int`` when integral, else ``Fraction``)."""
         return self.classes_.loss(*self.class_of(output))
 
@@ -447,7 +447,7 @@ class _ClassMethods:
         """Exact number of subsets in class ``(h, t)``."""
         return self.classes_.size(*self.classes_.check_class(h, t))
 
-    def class_loss(self, h: int, t: int) -> Utility:
+    def class_loss(self, h: int, t: int) -> ExactRational:
         """Exact loss of class ``(h, t)``."""
         return self.classes_.loss(*self.classes_.check_class(h, t))
 
@@ -499,7 +499,7 @@ class Canonical(_ClassMethods, Mechanism):
         q = self.classes_.q
         return [Level(_rational(-key, q), sizes[key]) for key in keys]
 
-    def _utility(self, output: frozenset[int]) -> Utility:  # type: ignore[override]
+    def _utility(self, output: frozenset[int]) -> ExactRational:  # type: ignore[override]
         c = self.classes_
         return _rational(-c.key(*c.classify(self.ranking.rank_of[i] for i in output)), c.q)
 
@@ -723,7 +723,7 @@ class CanonicalGamma1(_ClassMethods):
         """``C(d, k)``: every k-subset has positive probability."""
         return math.comb(self.d, self.k)
 
-    def utility(self, output: OutputLike) -> Utility:
+    def utility(self, output: OutputLike) -> ExactRational:
         """``-loss(output)`` (the canonical utility; this mechanism's probabilities are not
         a function of it alone)."""
         loss = self.loss(output)
