@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # forward references only: nothing heavy is imported at run t
     from .testing import Sampler
 
 __all__ = ["IntLike", "ExactRational", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
-           "ProbabilityLike", "ClaimedProbabilities", "SupportsProbability", "AlternativeLike",
+           "ProbabilityLike", "ClaimedTable", "ClaimedProbabilities", "SupportsProbability", "AlternativeLike",
            "SupportsRandomise", "SamplerLike"]
 
 #: An integer: ``int``, numpy integer scalars, gmpy2 ``mpz`` (all ``SupportsIndex``); a
@@ -54,7 +54,8 @@ ProbabilityLike = Union[SupportsFloat, str]
 #: ``output -> value`` (called with an :data:`Output`).  The mapping's key type is ``Any``
 #: on purpose: ``Mapping`` is invariant in its keys, so any narrower key type would reject
 #: valid tables such as a ``dict[tuple[int, int], float]``; keys are validated at run time.
-ClaimedProbabilities = Union[Mapping[Any, ProbabilityLike], Callable[[Output], ProbabilityLike]]
+ClaimedTable = Mapping[Any, ProbabilityLike]
+ClaimedProbabilities = Union[ClaimedTable, Callable[[Output], ProbabilityLike]]
 
 
 class SupportsProbability(Protocol):
