@@ -95,7 +95,7 @@ import mpmath
 import sympy
 from flint import arb, ctx
 
-from ._typing import CountsLike, OutputLike, RationalLike
+from ._typing import CountsLike, Output, OutputLike, RationalLike
 from .canonical import as_noise, rule_for_noise
 from .errors import InvalidOutputError, TooManyOutputsError
 from .levels import Level
@@ -462,7 +462,7 @@ class Peeling(Mechanism):
         return [(i, per[table.index_of(c)]) for i, c in enumerate(self.counts) if i not in chosen]
 
     # -- Mechanism hooks ----------------------------------------------------------------------
-    def _utility(self, output: tuple[int, ...]) -> tuple[int, ...]:  # type: ignore[override]
+    def _utility(self, output: Output) -> tuple[int, ...]:
         return tuple(self.counts[i] for i in output)
 
     def _compute_levels(self) -> list[Level]:
