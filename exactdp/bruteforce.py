@@ -19,25 +19,29 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from typing import Any, Callable, Hashable, Iterable
+from typing import Callable, Hashable, Iterable, TypeVar
 
 import sympy
 
-from .levels import Level
+from ._typing import ExactRational
+from .levels import Level, Utility
 from .scale import Scale
 
 __all__ = ["brute_levels", "brute_probabilities", "brute_symbolic_probabilities"]
 
+#: An output of the brute-force enumeration (any hashable value: tuples, frozensets, ...).
+O = TypeVar("O", bound=Hashable)
 
-def brute_levels(outputs: Iterable[Hashable], utility: Callable[[Any], Any]) -> tuple[Level, ...]:
+
+def brute_levels(outputs: Iterable[O], utility: Callable[[O], Utility]) -> tuple[Level, ...]:
     """Distinct utilities with the number of outputs having each, best first."""
     tally = Counter(utility(o) for o in outputs)
     return tuple(Level(u, m) for u, m in sorted(tally.items(), key=lambda kv: kv[0], reverse=True))
 
 
 def brute_probabilities(
-    outputs: Iterable[Hashable], utility: Callable[[Any], Any], scale: Scale
-) -> dict[Hashable, Fraction]:
+    outputs: Iterable[O], utility: Callable[[O], ExactRational], scale: Scale
+) -> dict[O, Fraction]:
     """Exact exponential-mechanism probabilities as Fractions (needs a rational base and
     integral utility differences)."""
     outs = list(outputs)
@@ -51,8 +55,8 @@ def brute_probabilities(
 
 
 def brute_symbolic_probabilities(
-    outputs: Iterable[Hashable], utility: Callable[[Any], Any], scale: Scale
-) -> dict[Hashable, sympy.Expr]:
+    outputs: Iterable[O], utility: Callable[[O], ExactRational], scale: Scale
+) -> dict[O, sympy.Expr]:
     """Exact exponential-mechanism probabilities as sympy expressions (any scale)."""
     outs = list(outputs)
     utils = {o: utility(o) for o in outs}

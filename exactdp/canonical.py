@@ -56,7 +56,7 @@ import math
 import random
 from bisect import bisect_left, bisect_right
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, NoReturn, Optional, SupportsIndex, cast
 
 import gmpy2
 import mpmath
@@ -69,6 +69,7 @@ from .errors import (
     InvalidParameterError,
     NoClosedFormError,
 )
+from ._typing import CountsLike, ExactRational, OutputLike, RationalLike, RngLike
 from .levels import Level
 from .mechanism import Mechanism, check_output_count, make_scale
 from .precision import certify, certify_many, prec_for_dps
@@ -120,7 +121,7 @@ class NotSingleRuleError(ExactDPValueError, NotImplementedError):
 # --------------------------------------------------------------------------------------
 # validation of the options shared with Peeling
 # --------------------------------------------------------------------------------------
-def as_rho(rho: Any) -> Fraction:
+def as_rho(rho: RationalLike) -> Fraction:
     """The canonical loss parameter: an exact rational with ``0 <= rho <= 1``."""
     r = as_rational(rho, "rho")
     if not 0 <= r <= 1:
@@ -128,7 +129,7 @@ def as_rho(rho: Any) -> Fraction:
     return r
 
 
-def as_noise(noise: Any) -> str:
+def as_noise(noise: object) -> str:
     """``"gumbel"`` or ``"exponential"`` (case-sensitive strings only)."""
     if not isinstance(noise, str):
         raise ArgumentTypeError("noise", noise, "must be the string 'gumbel' or 'exponential'")
@@ -158,10 +159,10 @@ class UtilityClass(NamedTuple):
     h: int
     t: int
     size: int
-    loss: Any
+    loss: ExactRational
 
 
-def _rational(num: int, den: int) -> Any:
+def _rational(num: int, den: int) -> ExactRational:
     """``num/den`` as an int when integral, else a Fraction."""
     if num % den == 0:
         return num // den
@@ -242,7 +243,7 @@ class CanonicalClasses:
         xk = x[k - 1]
         self.A = [(q - p) * (x[h] - xk) for h in range(k)]
         self.B = [p * (xk - x[t - 1]) for t in range(k + 1, d + 1)]  # index t - k - 1
-        runs = []  # (B value, t1, t2), t ascending
+        runs: list[list[int]] = []  # (B value, t1, t2), t ascending
         for i, bval in enumerate(self.B):
             t = k + 1 + i
             if runs and runs[-1][0] == bval:
@@ -258,13 +259,13 @@ class CanonicalClasses:
     def n_classes(self) -> int:
         return 1 + self.k * (self.d - self.k)
 
-    def is_class(self, h: Any, t: Any) -> bool:
+    def is_class(self, h: int, t: int) -> bool:
         k, d = self.k, self.d
         if (h, t) == (k - 1, k):
             return True
         return 0 <= h <= k - 1 and k + 1 <= t <= d
 
-    def check_class(self, h: Any, t: Any) -> tuple[int, int]:
+    def check_class(self, h: int, t: int) -> tuple[int, int]:
         for name, v in (("h", h), ("t", t)):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ArgumentTypeError(name, v, "must be an int")
@@ -282,7 +283,7 @@ class CanonicalClasses:
             return 0
         return self.A[h] + self.B[t - self.k - 1]
 
-    def loss(self, h: int, t: int) -> Any:
+    def loss(self, h: int, t: int) -> ExactRational:
         return _rational(self.key(h, t), self.q)
 
     def size(self, h: int, t: int) -> int:
@@ -325,7 +326,7 @@ class CanonicalClasses:
             for t in range(self.k + 1, self.d + 1):
                 yield h, t
 
-    def iter_keys(self) -> Iterator[tuple[int, int, Any, int]]:
+    def iter_keys(self) -> Iterator[tuple[int, int, int, int]]:
         """``(h, t, size, key)`` for every class in :meth:`iter_classes` order; sizes by the
         exact recurrence ``C(n, m) = C(n-1, m) * n / (n - m)`` (gmpy2 integers)."""
         k, d = self.k, self.d
@@ -418,15 +419,15 @@ class _ClassMethods:
     d: int
     ranking: Ranking
 
-    def _check_set(self, output: Iterable[Any]) -> frozenset:
+    def _check_set(self, output: OutputLike) -> frozenset[int]:
         return as_set_output(output, self.d, self.k)
 
-    def class_of(self, output: Iterable[Any]) -> tuple[int, int]:
+    def class_of(self, output: OutputLike) -> tuple[int, int]:
         """The class ``(h, t)`` (1-based ranks) of a k-subset of item ids."""
         o = self._check_set(output)
         return self.classes_.classify(self.ranking.rank_of[i] for i in o)
 
-    def loss(self, output: Iterable[Any]) -> Any:
+    def loss(self, output: OutputLike) -> ExactRational:
         """The exact canonical loss of a k-subset (``int`` when integral, else ``Fraction``)."""
         return self.classes_.loss(*self.class_of(output))
 
@@ -446,11 +447,11 @@ class _ClassMethods:
         """Exact number of subsets in class ``(h, t)``."""
         return self.classes_.size(*self.classes_.check_class(h, t))
 
-    def class_loss(self, h: int, t: int) -> Any:
+    def class_loss(self, h: int, t: int) -> ExactRational:
         """Exact loss of class ``(h, t)``."""
         return self.classes_.loss(*self.classes_.check_class(h, t))
 
-    def class_members(self, h: int, t: int) -> Iterator[frozenset]:
+    def class_members(self, h: int, t: int) -> Iterator[frozenset[int]]:
         """Every subset (item ids) of class ``(h, t)``, in colex order of the body."""
         h, t = self.classes_.check_class(h, t)
         order = self.ranking.order
@@ -477,8 +478,9 @@ class Canonical(_ClassMethods, Mechanism):
 
     output_kind = "set"
 
-    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None,
-                 rho: Any = Fraction(1, 2), noise: Any = "gumbel"):
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, rho: RationalLike = Fraction(1, 2),
+                 noise: str = "gumbel") -> None:
         super().__init__(counts, k)
         self.rho = as_rho(rho)
         self.noise = as_noise(noise)
@@ -497,11 +499,11 @@ class Canonical(_ClassMethods, Mechanism):
         q = self.classes_.q
         return [Level(_rational(-key, q), sizes[key]) for key in keys]
 
-    def _utility(self, output: frozenset) -> Any:
+    def _utility(self, output: frozenset[int]) -> ExactRational:  # type: ignore[override]
         c = self.classes_
         return _rational(-c.key(*c.classify(self.ranking.rank_of[i] for i in output)), c.q)
 
-    def _unrank(self, a: int, r: int) -> frozenset:
+    def _unrank(self, a: int, r: int) -> frozenset[int]:
         key = self.classes_.level_sizes()[0][a]
         order = self.ranking.order
         return frozenset(order[x] for x in self.classes_.unrank_key(key, r))
@@ -510,7 +512,7 @@ class Canonical(_ClassMethods, Mechanism):
         """``C(d, k)``: every k-subset has positive probability."""
         return math.comb(self.d, self.k)
 
-    def probability_exact(self, output: Iterable[Any]) -> sympy.Expr:
+    def probability_exact(self, output: OutputLike) -> sympy.Expr:
         """The exact probability as a sympy expression (see
         :meth:`~exactdp.mechanism.Mechanism.probability_exact`).  With a rational ``base``
         and fractional losses, first checks :data:`CANONICAL_SYMBOLIC_BITS_LIMIT` (exact
@@ -571,7 +573,7 @@ _make_mpf = mpmath.mp.make_mpf
 _from_man_exp = mpmath.libmp.from_man_exp
 
 
-def _times_int(x: mpmath.mpf, n: Any) -> mpmath.mpf:
+def _times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
     """``x * n`` exactly (no rounding): the binary mantissa times the integer."""
     sign, man, exp, _ = x._mpf_
     prod = int(man) * int(n)
@@ -623,8 +625,8 @@ class CanonicalGamma1(_ClassMethods):
 
     output_kind = "set"
 
-    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None,
-                 rho: Any = Fraction(1, 2)):
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, rho: RationalLike = Fraction(1, 2)) -> None:
         self.counts = as_counts(counts)
         self.d = len(self.counts)
         self.k = as_k(k, self.d)
@@ -642,7 +644,7 @@ class CanonicalGamma1(_ClassMethods):
         return f"{type(self).__name__}({counts}, k={self.k}, {self.scale.describe()}, rho={self.rho})"
 
     # -- no levels ------------------------------------------------------------------------
-    def levels(self) -> tuple[Level, ...]:
+    def levels(self) -> NoReturn:
         """Not available: raises :class:`NotSingleRuleError` (see the class docstring)."""
         raise NotSingleRuleError(
             None, None,
@@ -651,9 +653,9 @@ class CanonicalGamma1(_ClassMethods):
             "levels(); use classes(), class_probabilities() or tail_probabilities()",
         )
 
-    def level_probabilities(self, dps: Optional[int] = None) -> list:
+    def level_probabilities(self, dps: Optional[int] = None) -> NoReturn:
         """Not available: raises :class:`NotSingleRuleError` (see :meth:`levels`)."""
-        return self.levels()  # type: ignore[return-value]
+        self.levels()
 
     # -- enclosures (at flint's current precision) ------------------------------------------
     def _weights(self) -> dict[str, Any]:
@@ -721,7 +723,7 @@ class CanonicalGamma1(_ClassMethods):
         """``C(d, k)``: every k-subset has positive probability."""
         return math.comb(self.d, self.k)
 
-    def utility(self, output: Iterable[Any]) -> Any:
+    def utility(self, output: OutputLike) -> ExactRational:
         """``-loss(output)`` (the canonical utility; this mechanism's probabilities are not
         a function of it alone)."""
         loss = self.loss(output)
@@ -730,12 +732,12 @@ class CanonicalGamma1(_ClassMethods):
     def _extra_bits(self) -> int:
         return 2 * (self.d + self.k).bit_length() + 8
 
-    def probability(self, output: Iterable[Any], dps: Optional[int] = None) -> mpmath.mpf:
+    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
         """``P(t) P(h|t) / size``, certified to relative error ``10**-dps``."""
         h, t = self.class_of(output)
         return certify(lambda: self._class_output_ball(h, t), as_dps(dps), extra_bits=self._extra_bits())
 
-    def log_probability(self, output: Iterable[Any], dps: Optional[int] = None) -> mpmath.mpf:
+    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
         """Natural log of :meth:`probability`, relative error ``<= 10**-dps``."""
         h, t = self.class_of(output)
         return certify(lambda: self._class_output_log_ball(h, t), as_dps(dps), extra_bits=self._extra_bits())
@@ -760,7 +762,7 @@ class CanonicalGamma1(_ClassMethods):
             wt = self._weights()
             eA, W1, Z1 = wt["eA"], wt["W1"], wt["Z1"]
             Z2 = [arb(0)] * (d + 1)
-            sizes = []
+            sizes: list[Optional[arb]] = []
             for h, t, size, _ in self.classes_.iter_keys():
                 if t == k:
                     sizes.append(None)
@@ -779,7 +781,7 @@ class CanonicalGamma1(_ClassMethods):
         vals = certify_many(compute, as_dps(dps), extra_bits=self._extra_bits())
         return [(h, t, p) for (h, t, _, _), p in zip(self.classes_.iter_keys(), vals)]
 
-    def probability_exact(self, output: Iterable[Any]) -> sympy.Expr:
+    def probability_exact(self, output: OutputLike) -> sympy.Expr:
         """The exact probability as a sympy expression: a Rational when ``base`` is given
         and every weight exponent ``rho*(x_(k)-x_(t))``, ``(1-rho)*(x_(h+1)-x_(k))`` is an
         integer; otherwise a sum of exponentials, for at most
@@ -800,7 +802,7 @@ class CanonicalGamma1(_ClassMethods):
         if not rational:  # the stage weights base**(A_h/q), base**(B_t/q) of the closed form
             _check_symbolic_bits(scale.base, list(c.A) + list(c.B), q)
         if rational:
-            base = scale.base
+            base = cast(Fraction, scale.base)  # rational: scale.is_rational means a base is set
             top = max([0] + [a // q for a in c.A] + [b // q for b in c.B])
             from .selection import EXACT_BITS_LIMIT
 
@@ -832,13 +834,14 @@ class CanonicalGamma1(_ClassMethods):
     def _check_size(self, max_outputs: Optional[int]) -> None:
         check_output_count(self.support_size(), max_outputs)
 
-    def outputs(self, max_outputs: Optional[int] = None) -> Iterator[frozenset]:
+    def outputs(self, max_outputs: Optional[int] = None) -> Iterator[frozenset[int]]:
         """Every k-subset, class by class in :meth:`classes` order (lazily)."""
         self._check_size(max_outputs)
         for h, t in self.classes_.iter_classes():
             yield from self.class_members(h, t)
 
-    def distribution(self, dps: Optional[int] = None, max_outputs: int = 10**6) -> list[tuple[frozenset, mpmath.mpf]]:
+    def distribution(self, dps: Optional[int] = None,
+                     max_outputs: int = 10**6) -> list[tuple[frozenset[int], mpmath.mpf]]:
         """Every subset with its certified probability, class by class."""
         digits = as_dps(dps)
         self._check_size(max_outputs)
@@ -851,11 +854,11 @@ class CanonicalGamma1(_ClassMethods):
                 out.append((s, p))
         return out
 
-    def sample(self, rng: Any = None) -> frozenset:
+    def sample(self, rng: RngLike = None) -> frozenset[int]:
         """One subset drawn exactly: tail, head, then a uniform member (integer randomness)."""
         return self._sample(as_rng(rng))
 
-    def samples(self, n: int, rng: Any = None) -> list[frozenset]:
+    def samples(self, n: SupportsIndex, rng: RngLike = None) -> list[frozenset[int]]:
         """``n`` independent exact samples from one generator."""
         count = as_positive_int(n, "n")
         gen = as_rng(rng)
@@ -868,7 +871,7 @@ class CanonicalGamma1(_ClassMethods):
             out.append(run)
         return out
 
-    def _sample(self, gen: random.Random) -> frozenset:
+    def _sample(self, gen: random.Random) -> frozenset[int]:
         k = self.k
         i = choose_index(lambda prec: self._cached_cumulative(("c1",), lambda: self._weights()["W1"]),
                          self.d - k + 1, gen)

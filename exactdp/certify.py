@@ -42,15 +42,20 @@ import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import mpmath
 import numpy as np
+import numpy.typing as npt
 from flint import arb, fmpz
 
+from ._typing import AlternativeLike, ClaimedProbabilities, MechanismLike, Output, OutputLike
 from .errors import ExactDPError, InvalidOutputError, InvalidParameterError, NothingToDetectError
 from .precision import certify as _certify, mp_workdps
 from .validation import as_dps, as_positive_int
+
+if TYPE_CHECKING:
+    from .joint import Joint
 
 __all__ = [
     "ComparisonRow",
@@ -94,11 +99,11 @@ DEFAULT_MIN_COVERAGE = 0.5
 # =====================================================================================
 
 
-def _kind(mechanism: Any) -> str:
+def _kind(mechanism: MechanismLike) -> str:
     return getattr(mechanism, "output_kind", "sequence")
 
 
-def normalise_output(output: Any, kind: str = "sequence") -> Any:
+def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
     (sets).  Accepts lists, tuples, numpy arrays and numpy integers.
 
@@ -251,7 +256,7 @@ class ComparisonRow:
     """One output (``None`` for a group of outputs the claim left out): the claimed and
     exact values, absolute and relative errors, and whether it is within tolerance."""
 
-    output: Any
+    output: Optional[Output]
     level: Optional[int]
     claimed: mpmath.mpf
     exact: mpmath.mpf
@@ -286,7 +291,7 @@ class ProbabilityComparison:
     worst: tuple[ComparisonRow, ...]
     rtol: float
     atol: float
-    missing: dict
+    missing: dict[int, int]
     claimed_total: Optional[mpmath.mpf]
     dps: int
     verdict: str = "pass"
@@ -345,11 +350,11 @@ def _errors(claimed: mpmath.mpf, exact: mpmath.mpf) -> tuple[mpmath.mpf, mpmath.
 
 
 def compare_probabilities(
-    claimed: Any,
-    mechanism: Any,
+    claimed: ClaimedProbabilities,
+    mechanism: MechanismLike,
     *,
     log: bool = False,
-    outputs: Optional[Iterable[Any]] = None,
+    outputs: Optional[Iterable[OutputLike]] = None,
     rtol: Optional[float] = None,
     atol: Optional[float] = None,
     dps: Optional[int] = None,
@@ -535,11 +540,11 @@ class MtildeComparison:
 
 
 def compare_mtilde(
-    log_counts: Any,
-    mechanism: Any,
+    log_counts: npt.ArrayLike,
+    mechanism: Joint,
     *,
-    rows: Any = None,
-    cols: Any = None,
+    rows: Optional[npt.ArrayLike] = None,
+    cols: Optional[npt.ArrayLike] = None,
     atol: float = 1e-9,
     rtol: float = 1e-9,
     worst: int = 10,
@@ -623,7 +628,7 @@ def compare_mtilde(
 # =====================================================================================
 
 
-def chi2_sf(x: Any, df: int) -> mpmath.mpf:
+def chi2_sf(x: Union[float, mpmath.mpf], df: int) -> mpmath.mpf:
     """``P(X > x)`` for ``X ~ chi-square(df)``: the regularised upper incomplete gamma
     function ``Q(df/2, x/2)`` (mpmath, 30 digits).  ``df = 0``: 1 for ``x <= 0``."""
     with mp_workdps(30):
@@ -658,7 +663,7 @@ def chi2_isf(alpha: float, df: int) -> mpmath.mpf:
         return hi
 
 
-def ncx2_sf(x: Any, df: int, nc: Any) -> mpmath.mpf:
+def ncx2_sf(x: Union[float, mpmath.mpf], df: int, nc: Union[float, mpmath.mpf]) -> mpmath.mpf:
     """``P(X > x)`` for the noncentral chi-square law with ``df`` degrees of freedom and
     noncentrality ``nc``: the Poisson mixture ``sum_j Pois(j; nc/2) Q(df/2 + j, x/2)``,
     summed over a window of +-12 standard deviations of the Poisson weights with the
@@ -1047,7 +1052,7 @@ class Sensitivity:
 
 
 def sensitivity(
-    mechanism: Any,
+    mechanism: MechanismLike,
     n: int,
     alpha: float = DEFAULT_ALPHA,
     *,
@@ -1146,15 +1151,15 @@ class GoodnessOfFit:
     within_df: int
     within_p_value: mpmath.mpf
     bins: tuple[Bin, ...]
-    invalid: tuple[tuple[Any, str], ...] = ()
-    impossible: tuple[Any, ...] = ()
-    skipped: dict = field(default_factory=dict)
+    invalid: tuple[tuple[object, str], ...] = ()  # (the draw as given, why it is not an output)
+    impossible: tuple[Output, ...] = ()
+    skipped: dict[int, str] = field(default_factory=dict)
     plan: Optional[BinPlan] = None
     alpha: float = DEFAULT_ALPHA
     delta: float = DEFAULT_DELTA
     min_power: float = DEFAULT_MIN_POWER
     max_n: int = DEFAULT_MAX_N
-    _design: Any = field(default=None, repr=False, compare=False)
+    _design: Optional[_Design] = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def _alpha(self, alpha: Optional[float]) -> float:
@@ -1272,8 +1277,8 @@ class GoodnessOfFit:
 
 
 def goodness_of_fit(
-    samples: Iterable[Any],
-    mechanism: Any,
+    samples: Iterable[OutputLike],
+    mechanism: MechanismLike,
     *,
     alpha: float = DEFAULT_ALPHA,
     delta: float = DEFAULT_DELTA,
@@ -1451,7 +1456,7 @@ class Power:
         return text
 
 
-def _alternative_pmf(alternative: Any, kind: str) -> Callable[[Any], float]:
+def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Output], float]:
     if isinstance(alternative, Mapping):
         table = {normalise_output(o, kind): float(_to_mpf(p)) for o, p in alternative.items()}
         return lambda o: table.get(o, 0.0)
@@ -1531,8 +1536,8 @@ class _Alternative:
 
 
 def power(
-    mechanism: Any,
-    alternative: Any,
+    mechanism: MechanismLike,
+    alternative: AlternativeLike,
     n: int,
     alpha: float = DEFAULT_ALPHA,
     *,
@@ -1610,8 +1615,8 @@ def power(
 
 
 def samples_needed(
-    mechanism: Any,
-    alternative: Any = None,
+    mechanism: MechanismLike,
+    alternative: Optional[AlternativeLike] = None,
     target: float = DEFAULT_MIN_POWER,
     alpha: float = DEFAULT_ALPHA,
     *,

@@ -14,11 +14,14 @@ since every output of one level has the same probability.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Iterable, NamedTuple, Union
+from typing import Iterable, NamedTuple, Tuple, Union
 
 __all__ = ["Level", "check_levels", "Utility"]
 
-Utility = Union[int, Fraction]
+#: A utility value: an ``int`` or exact ``Fraction`` (Joint, JointSet, Canonical), or for
+#: :class:`~exactdp.peeling.Peeling` the tuple of the chosen counts in selection order
+#: (ordered lexicographically).
+Utility = Union[int, Fraction, Tuple[int, ...]]
 
 
 class Level(NamedTuple):
@@ -33,7 +36,7 @@ def check_levels(levels: Iterable[Level]) -> tuple[Level, ...]:
     utilities strictly decreasing (best first) and multiplicities positive Python ints."""
     out = tuple(Level(lv.utility, int(lv.multiplicity)) for lv in levels)
     for a, b in zip(out, out[1:]):
-        if not a.utility > b.utility:
+        if not a.utility > b.utility:  # type: ignore[operator]  # one mechanism: one kind of utility
             raise AssertionError(f"levels not strictly decreasing: {a} then {b}")
     for lv in out:
         if lv.multiplicity <= 0:

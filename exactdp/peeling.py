@@ -89,12 +89,13 @@ import random
 from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, SupportsIndex
 
 import mpmath
 import sympy
 from flint import arb, ctx
 
+from ._typing import CountsLike, Output, OutputLike, RationalLike
 from .canonical import as_noise, rule_for_noise
 from .errors import InvalidOutputError, TooManyOutputsError
 from .levels import Level
@@ -264,7 +265,8 @@ class Peeling(Mechanism):
 
     output_kind = "sequence"
 
-    def __init__(self, counts: Any, k: Any, epsilon: Any = None, *, base: Any = None, noise: Any = "gumbel"):
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, noise: str = "gumbel") -> None:
         super().__init__(counts, k)
         self.noise = as_noise(noise)
         self.scale = make_scale(epsilon, base, Fraction(self.k))
@@ -436,20 +438,20 @@ class Peeling(Mechanism):
             out = out * self.round_rule.output_probability_exact(t, a)
         return out
 
-    def _check_prefix(self, prefix: Iterable[Any]) -> tuple[int, ...]:
+    def _check_prefix(self, prefix: OutputLike) -> tuple[int, ...]:
         items = list(prefix) if not isinstance(prefix, (str, bytes)) else prefix
         n = len(items) if isinstance(items, list) else 0
         if n >= self.k:
             raise InvalidOutputError("prefix", prefix, f"must hold fewer than k = {self.k} item ids, got {n}")
         return as_sequence_output(items, self.d, n)
 
-    def round_levels(self, prefix: Iterable[Any] = ()) -> tuple[Level, ...]:
+    def round_levels(self, prefix: OutputLike = ()) -> tuple[Level, ...]:
         """Levels of the next round's selection after the items of ``prefix`` were chosen:
         ``Level(count, number of remaining items with that count)``, best first."""
         p = self._check_prefix(prefix)
         return self._round_table([self.counts[i] for i in p]).levels
 
-    def round_distribution(self, prefix: Iterable[Any] = (), dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
+    def round_distribution(self, prefix: OutputLike = (), dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
         """``(item, probability)`` of the next round for every remaining item (ids
         ascending), each certified to ``10**-dps``, given the chosen ``prefix``."""
         p = self._check_prefix(prefix)
@@ -460,7 +462,7 @@ class Peeling(Mechanism):
         return [(i, per[table.index_of(c)]) for i, c in enumerate(self.counts) if i not in chosen]
 
     # -- Mechanism hooks ----------------------------------------------------------------------
-    def _utility(self, output: tuple[int, ...]) -> tuple[int, ...]:
+    def _utility(self, output: Output) -> tuple[int, ...]:
         return tuple(self.counts[i] for i in output)
 
     def _compute_levels(self) -> list[Level]:
@@ -533,19 +535,19 @@ class Peeling(Mechanism):
         """``d!/(d-k)!``: every sequence of distinct items has positive probability."""
         return math.perm(self.d, self.k)
 
-    def probability(self, output: Iterable[Any], dps: Optional[int] = None) -> mpmath.mpf:
+    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
         """Product of the per-round probabilities, certified to relative error ``10**-dps``
         (gumbel: the weight tree; exponential: per-round permute-and-flip tables)."""
         o = self._check_output(output)
         return self._values_probability(self._utility(o), as_dps(dps))
 
-    def log_probability(self, output: Iterable[Any], dps: Optional[int] = None) -> mpmath.mpf:
+    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
         """Sum of the per-round log-probabilities (arb enclosures, no cancellation: every
         term is ``<= 0``), certified to relative error ``10**-dps``."""
         o = self._check_output(output)
         return self._values_log_probability(self._utility(o), as_dps(dps))
 
-    def probability_exact(self, output: Iterable[Any]) -> sympy.Expr:
+    def probability_exact(self, output: OutputLike) -> sympy.Expr:
         """Product of the rules' exact per-round probabilities (a Rational with ``base``);
         :class:`~exactdp.errors.NoClosedFormError` when a round has no closed form."""
         o = self._check_output(output)

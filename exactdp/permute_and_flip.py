@@ -962,7 +962,7 @@ class PermuteAndFlip(SelectionRule):
 
     name = "permute-and-flip"
 
-    def __init__(self, method: str = "auto"):
+    def __init__(self, method: str = "auto") -> None:
         if method not in ("auto", "direct", "acb", "poly"):
             raise InvalidParameterError("method", method, "must be 'auto', 'direct', 'acb' or 'poly'")
         self.method = method

@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import random
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import gmpy2
 import mpmath
@@ -64,7 +64,9 @@ class LevelTable:
         if not self.levels:
             raise AssertionError("a mechanism has at least one level")
         self.scale = scale
-        self.utilities = tuple(lv.utility for lv in self.levels)
+        # int/Fraction utilities for the numeric rules (which subtract them); Peeling's
+        # count tuples (see levels.Utility) are only hashed and compared, by its own rule.
+        self.utilities: tuple[Any, ...] = tuple(lv.utility for lv in self.levels)
         self.multiplicities = tuple(lv.multiplicity for lv in self.levels)
         self._index = {u: a for a, u in enumerate(self.utilities)}
         self._cache: dict[tuple[str, int], object] = {}

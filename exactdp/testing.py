@@ -63,12 +63,28 @@ import inspect
 import os
 import random
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, SupportsIndex, cast
 
 import numpy as np
+import numpy.typing as npt
+import sympy  # already loaded by exactdp.audit; named in hints
 
 from . import audit, certify
+from ._typing import ClaimedProbabilities, CountsLike, MechanismLike, OutputLike, RationalLike, SamplerLike, SupportsRandomise
 from .validation import as_positive_int
+
+if TYPE_CHECKING:  # hypothesis is a test extra, imported only when a strategy is built
+    from hypothesis.strategies import SearchStrategy
+
+    from .joint import Joint
+
+#: Maps a third-party sampler's labels to item positions.  The key type is ``Any`` on
+#: purpose: labels are any hashable values, and ``Mapping`` is invariant in its keys (a
+#: ``dict[str, int]`` is not a ``Mapping[Hashable, int]``).
+IdMap = Mapping[Any, int]
+#: What a sampler returns for one draw before conversion to item ids (a list, tuple or
+#: numpy array of ids, a single id, or labels mapped by ``id_map``): third-party values.
+RawOutput = object
 
 __all__ = [
     "Inconclusive",
@@ -117,7 +133,7 @@ def default_samples() -> int:
 # =====================================================================================
 
 
-def _normalise(raw: Any, id_map: Optional[Mapping[Any, int]]) -> Any:
+def _normalise(raw: Any, id_map: Optional[IdMap]) -> Any:
     if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
         raw = [raw]
     elif hasattr(raw, "tolist"):
@@ -159,24 +175,25 @@ class Sampler:
     ``fn(n, seed)`` does the drawing; ``description`` names it in failure messages.
     """
 
-    def __init__(self, fn: Callable[[int, Optional[int]], list], description: str, id_map: Optional[Mapping] = None):
+    def __init__(self, fn: Callable[[int, Optional[int]], Sequence[RawOutput]], description: str,
+                 id_map: Optional[IdMap] = None) -> None:
         self._fn = fn
         self.description = description
         self.id_map = id_map
 
-    def draw(self, n: int, seed: Optional[int] = None) -> list:
+    def draw(self, n: int, seed: Optional[int] = None) -> list[RawOutput]:
         return [_normalise(x, self.id_map) for x in self._fn(n, seed)]
 
     def __repr__(self) -> str:
         return f"Sampler({self.description})"
 
 
-def from_mechanism(mechanism: Any) -> Sampler:
+def from_mechanism(mechanism: MechanismLike) -> Sampler:
     """An exactdp mechanism's exact sampler (``mechanism.samples(n, rng=seed)``)."""
     return Sampler(lambda n, seed: mechanism.samples(n, rng=random.Random(seed)), repr(mechanism))
 
 
-def _positional_arity(fn: Callable) -> int:
+def _positional_arity(fn: Callable[..., object]) -> int:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -190,7 +207,8 @@ def _positional_arity(fn: Callable) -> int:
     return n
 
 
-def from_callable(fn: Callable, *, takes_rng: Optional[bool] = None, id_map: Optional[Mapping] = None) -> Sampler:
+def from_callable(fn: Callable[..., RawOutput], *, takes_rng: Optional[bool] = None,
+                  id_map: Optional[IdMap] = None) -> Sampler:
     """A function returning one output (item ids) per call.
 
     With ``takes_rng`` (default: whether ``fn`` accepts a positional argument, such as
@@ -211,7 +229,7 @@ def from_callable(fn: Callable, *, takes_rng: Optional[bool] = None, id_map: Opt
     return Sampler(draw, f"callable {name}", id_map)
 
 
-def from_randomise(obj: Any, *args: Any, id_map: Optional[Mapping] = None, **kwargs: Any) -> Sampler:
+def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap] = None, **kwargs: object) -> Sampler:
     """An object whose ``obj.randomise(*args, **kwargs)`` returns one output per call
     (diffprivlib-style mechanisms; ``args`` are e.g. the counts), under seeded global
     generators."""
@@ -225,7 +243,7 @@ def from_randomise(obj: Any, *args: Any, id_map: Optional[Mapping] = None, **kwa
     return Sampler(draw, f"{type(obj).__name__}.randomise", id_map)
 
 
-def from_opendp(measurement: Any, data: Any, *, id_map: Optional[Mapping] = None) -> Sampler:
+def from_opendp(measurement: Callable[..., RawOutput], data: object, *, id_map: Optional[IdMap] = None) -> Sampler:
     """An OpenDP measurement (``opendp.mod.Measurement``): each draw is
     ``measurement(data)``.  OpenDP samples from the operating system's randomness, so the
     seed has no effect; ``id_map`` maps released category keys to item positions."""
@@ -238,7 +256,7 @@ def from_opendp(measurement: Any, data: Any, *, id_map: Optional[Mapping] = None
     return Sampler(draw, f"OpenDP measurement {type(measurement).__name__}", id_map)
 
 
-def as_sampler(sampler: Any, data: Any = None, *, id_map: Optional[Mapping] = None) -> Sampler:
+def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[IdMap] = None) -> Sampler:
     """Adapt any supported shape: a :class:`Sampler` as is; an exactdp mechanism; an
     object with ``.randomise`` (called with ``data`` when given); an OpenDP measurement
     (detected by its ``input_domain``/``output_measure`` attributes, called with
@@ -246,11 +264,11 @@ def as_sampler(sampler: Any, data: Any = None, *, id_map: Optional[Mapping] = No
     if isinstance(sampler, Sampler):
         return sampler
     if hasattr(sampler, "levels") and hasattr(sampler, "samples"):
-        return from_mechanism(sampler)
+        return from_mechanism(sampler)  # type: ignore[arg-type]  # duck-typed by the checks above
     if callable(getattr(sampler, "randomise", None)):
-        return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)
+        return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)  # type: ignore[arg-type]
     if hasattr(sampler, "input_domain") and hasattr(sampler, "output_measure"):
-        return from_opendp(sampler, data, id_map=id_map)
+        return from_opendp(sampler, data, id_map=id_map)  # type: ignore[arg-type]
     if callable(sampler):
         if data is not None:
             return Sampler(lambda n, seed: [sampler(data) for _ in range(n)], getattr(sampler, "__qualname__", repr(sampler)), id_map)
@@ -274,21 +292,23 @@ class Inconclusive(AssertionError):
     deviation ``delta`` (``None`` when beyond ``max_n`` or not a sampler test).
     """
 
-    def __init__(self, message: str, result: Any = None, n_needed: Optional[int] = None):
+    def __init__(self, message: str,
+                 result: Optional[certify.GoodnessOfFit | certify.ProbabilityComparison] = None,
+                 n_needed: Optional[int] = None) -> None:
         super().__init__(message)
         self.result = result
         self.n_needed = n_needed
 
 
 def assert_sampler_matches(
-    sampler: Any,
-    mechanism: Any,
-    n: Optional[int] = None,
+    sampler: SamplerLike,
+    mechanism: MechanismLike,
+    n: Optional[SupportsIndex] = None,
     alpha: float = 1e-6,
     seed: Optional[int] = DEFAULT_SEED,
     *,
-    data: Any = None,
-    id_map: Optional[Mapping] = None,
+    data: object = None,
+    id_map: Optional[IdMap] = None,
     within: bool = True,
     worst: int = 10,
     delta: float = certify.DEFAULT_DELTA,
@@ -312,7 +332,7 @@ def assert_sampler_matches(
     count = default_samples() if n is None else as_positive_int(n, "n")
     s = as_sampler(sampler, data, id_map=id_map)
     draws = s.draw(count, seed)
-    fit = certify.goodness_of_fit(draws, mechanism, within=within, alpha=alpha, delta=delta, min_power=min_power)
+    fit = certify.goodness_of_fit(cast("list[OutputLike]", draws), mechanism, within=within, alpha=alpha, delta=delta, min_power=min_power)
     verdict = fit.verdict()
     details = f"{fit.verdict_line()}\n{fit.summary(verdict=False)}\nworst bins:\n{fit.table(worst)}"
     if verdict == "fail":
@@ -330,13 +350,13 @@ def assert_sampler_matches(
 
 
 def assert_probabilities_match(
-    claimed: Any,
-    mechanism: Any,
+    claimed: ClaimedProbabilities,
+    mechanism: MechanismLike,
     *,
     log: bool = False,
     rtol: Optional[float] = None,
     atol: Optional[float] = None,
-    outputs: Optional[Iterable[Any]] = None,
+    outputs: Optional[Iterable[OutputLike]] = None,
     worst: int = 10,
     min_coverage: float = certify.DEFAULT_MIN_COVERAGE,
 ) -> certify.ProbabilityComparison:
@@ -357,7 +377,8 @@ def assert_probabilities_match(
     return r
 
 
-def assert_mtilde_matches(log_counts: Any, mechanism: Any, *, rows: Any = None, cols: Any = None,
+def assert_mtilde_matches(log_counts: npt.ArrayLike, mechanism: Joint, *, rows: Optional[npt.ArrayLike] = None,
+                          cols: Optional[npt.ArrayLike] = None,
                           atol: float = 1e-9, rtol: float = 1e-9) -> certify.MtildeComparison:
     """Assert a float ``log m̃`` array matches :meth:`exactdp.Joint.mtilde`
     (:func:`exactdp.certify.compare_mtilde`)."""
@@ -367,8 +388,9 @@ def assert_mtilde_matches(log_counts: Any, mechanism: Any, *, rows: Any = None, 
     return r
 
 
-def assert_private(factory: Callable, counts: Any, relation: str = "add_remove", *, epsilon: Any = None,
-                   dps: Optional[int] = 20, **kwargs: Any) -> audit.WorstCase:
+def assert_private(factory: Callable[[tuple[int, ...]], MechanismLike], counts: CountsLike, relation: str = "add_remove",
+                   *, epsilon: Optional[RationalLike | sympy.Expr] = None, dps: Optional[int] = 20,
+                   **kwargs: Any) -> audit.WorstCase:  # kwargs: audit.worst_case's keyword options, passed on
     """Assert no neighbour of ``counts`` has privacy loss above the claimed epsilon
     (:func:`exactdp.audit.worst_case`; keyword arguments are passed on)."""
     w = audit.worst_case(factory, counts, relation, dps, epsilon=epsilon, **kwargs)
@@ -390,7 +412,8 @@ def _st() -> Any:
     return st
 
 
-def count_vectors(min_d: int = 1, max_d: int = 6, min_value: int = 0, max_value: int = 10, *, ties: bool = True) -> Any:
+def count_vectors(min_d: int = 1, max_d: int = 6, min_value: int = 0, max_value: int = 10, *,
+                  ties: bool = True) -> SearchStrategy[list[int]]:
     """Count vectors of length ``min_d..max_d`` with values in ``[min_value, max_value]``.
     With ``ties`` (default) the values come from a small pool so that ties are common."""
     st = _st()
@@ -408,7 +431,8 @@ def count_vectors(min_d: int = 1, max_d: int = 6, min_value: int = 0, max_value:
 
 
 def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5, min_value: int = 0,
-                    max_value: int = 10, *, contribution: Optional[int] = None, ties: bool = True) -> Any:
+                    max_value: int = 10, *, contribution: Optional[int] = None,
+                    ties: bool = True) -> SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Pairs ``(counts, neighbour)`` under ``relation`` (see :func:`exactdp.audit.neighbours`):
     a count vector, then a random non-zero change vector of that relation."""
     st = _st()
@@ -436,7 +460,8 @@ def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5
     return build()
 
 
-def rational_epsilons(min_value: Any = Fraction(1, 10), max_value: Any = 4, max_denominator: int = 20) -> Any:
+def rational_epsilons(min_value: Fraction | int | str = Fraction(1, 10), max_value: Fraction | int | str = 4,
+                     max_denominator: int = 20) -> SearchStrategy[Fraction]:
     """Exact rational epsilons (``fractions.Fraction``) in ``[min_value, max_value]`` with
     denominators up to ``max_denominator``."""
     st = _st()

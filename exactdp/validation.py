@@ -38,8 +38,9 @@ import operator
 import random
 import re
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Optional, SupportsIndex
 
+from ._typing import CountsLike, IntLike, OutputLike, RationalLike, RngLike
 from .errors import (
     ArgumentTypeError,
     InputLimitError,
@@ -131,7 +132,7 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
     raise ArgumentTypeError(label, x, f"must be an integer, not {type(x).__name__}")
 
 
-def as_counts(counts: Any) -> tuple[int, ...]:
+def as_counts(counts: CountsLike) -> tuple[int, ...]:
     """Validate a count vector (docs/definitions.md §1) and return it as a tuple of Python ints.
 
     Accepts any finite one-dimensional sequence of integers: Python ints, numpy integer
@@ -158,7 +159,7 @@ def as_counts(counts: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
-def as_positive_int(value: Any, argument: str) -> int:
+def as_positive_int(value: IntLike, argument: str) -> int:
     """An int >= 1."""
     n = _as_int(value, argument)
     if n < 1:
@@ -166,7 +167,7 @@ def as_positive_int(value: Any, argument: str) -> int:
     return n
 
 
-def as_nonnegative_int(value: Any, argument: str) -> int:
+def as_nonnegative_int(value: IntLike, argument: str) -> int:
     """An int >= 0."""
     n = _as_int(value, argument)
     if n < 0:
@@ -174,7 +175,7 @@ def as_nonnegative_int(value: Any, argument: str) -> int:
     return n
 
 
-def as_k(k: Any, d: int) -> int:
+def as_k(k: SupportsIndex, d: int) -> int:
     """Validate ``k`` against the number of items ``d``: an integer with 1 <= k <= d.
 
     ``k`` must be of an integer type (``int``, numpy integers, gmpy2 ``mpz``, anything with
@@ -260,7 +261,7 @@ def _parse_rational(text: str, argument: str) -> Fraction:
     return -q if negative else q
 
 
-def as_rational(value: Any, argument: str) -> Fraction:
+def as_rational(value: RationalLike, argument: str) -> Fraction:
     """An exact rational from int, Fraction, decimal string, Decimal, sympy Rational or float.
 
     A float is taken at its exact binary value (``0.1`` is not ``1/10``; pass ``"0.1"``).
@@ -317,7 +318,7 @@ def as_rational(value: Any, argument: str) -> Fraction:
     )
 
 
-def as_epsilon(epsilon: Any) -> Fraction:
+def as_epsilon(epsilon: RationalLike) -> Fraction:
     """Validate the privacy parameter: a positive, finite exact rational."""
     eps = as_rational(epsilon, "epsilon")
     if eps <= 0:
@@ -325,7 +326,7 @@ def as_epsilon(epsilon: Any) -> Fraction:
     return eps
 
 
-def as_base(base: Any) -> Fraction:
+def as_base(base: RationalLike) -> Fraction:
     """Validate a weight base: an exact rational with 0 < base < 1."""
     b = as_rational(base, "base")
     if not 0 < b < 1:
@@ -333,7 +334,7 @@ def as_base(base: Any) -> Fraction:
     return b
 
 
-def as_sensitivity(sensitivity: Any) -> Fraction:
+def as_sensitivity(sensitivity: RationalLike) -> Fraction:
     """Validate the utility sensitivity: a positive, finite exact rational."""
     s = as_rational(sensitivity, "sensitivity")
     if s <= 0:
@@ -341,7 +342,7 @@ def as_sensitivity(sensitivity: Any) -> Fraction:
     return s
 
 
-def as_dps(dps: Any) -> int:
+def as_dps(dps: Optional[IntLike]) -> int:
     """``None`` -> the default (30); otherwise an integer number of digits, 1 <= dps <= 10**5."""
     if dps is None:
         return DEFAULT_DPS
@@ -355,7 +356,7 @@ def as_dps(dps: Any) -> int:
 SEED_BOUND = 2**128
 
 
-def seed_to_nonnegative(seed: int, bound: int = SEED_BOUND) -> int:
+def seed_to_nonnegative(seed: SupportsIndex, bound: int = SEED_BOUND) -> int:
     """The non-negative integer exactdp seeds ``random.Random`` with for the int ``seed``.
 
     ``random.Random(seed)`` uses ``abs(seed)``, so ``-n`` and ``n`` give the same samples.
@@ -378,7 +379,7 @@ def seed_to_nonnegative(seed: int, bound: int = SEED_BOUND) -> int:
     return bound + 2 * (-seed) - 1
 
 
-def random_from_seed(seed: int) -> random.Random:
+def random_from_seed(seed: SupportsIndex) -> random.Random:
     """``random.Random(seed_to_nonnegative(seed))``: distinct int seeds give distinct
     generators, and ``0 <= seed < 2**128`` gives exactly ``random.Random(seed)``.
 
@@ -390,7 +391,7 @@ def random_from_seed(seed: int) -> random.Random:
     return random.Random(seed_to_nonnegative(seed))
 
 
-def as_rng(rng: Any) -> random.Random:
+def as_rng(rng: RngLike) -> random.Random:
     """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
 
     An int seed goes through :func:`seed_to_nonnegative` (an injective map): a seed
@@ -443,7 +444,7 @@ def _output_ids(output: Any, d: int, k: int) -> list[int]:
     return ids
 
 
-def as_sequence_output(output: Iterable[Any], d: int, k: int) -> tuple[int, ...]:
+def as_sequence_output(output: OutputLike, d: int, k: int) -> tuple[int, ...]:
     """A sequence output: exactly ``k`` distinct item ids in ``0..d-1``, as a tuple.
 
     Unordered containers (``set``, ``frozenset``) are refused: a sequence has an order.
@@ -455,6 +456,6 @@ def as_sequence_output(output: Iterable[Any], d: int, k: int) -> tuple[int, ...]
     return tuple(_output_ids(output, d, k))
 
 
-def as_set_output(output: Iterable[Any], d: int, k: int) -> frozenset[int]:
+def as_set_output(output: OutputLike, d: int, k: int) -> frozenset[int]:
     """A set output: exactly ``k`` distinct item ids in ``0..d-1``, as a frozenset."""
     return frozenset(_output_ids(output, d, k))
