@@ -45,7 +45,7 @@ from .errors import InvalidParameterError
 from .levels import Level
 from .mechanism import JointFamily
 from .ranking import Ranking
-from .selection import ExponentialMechanism
+from .selection import ExponentialMechanism, SelectionRule
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
@@ -124,7 +124,7 @@ class Joint(JointFamily):
     """
 
     output_kind = "sequence"
-    rule = ExponentialMechanism()
+    rule: SelectionRule = ExponentialMechanism()
 
     # -- the paper's objects -----------------------------------------------------------
     def _compute_levels(self):
