@@ -54,7 +54,7 @@ from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import arb, fmpq
 
 from ._typing import RationalLike

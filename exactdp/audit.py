@@ -53,7 +53,7 @@ from itertools import combinations, product
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import arb, ctx, fmpq, fmpz
 
 from ._typing import CountsLike, Output, RationalLike

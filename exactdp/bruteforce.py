@@ -21,7 +21,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import Callable, Hashable, Iterable, TypeVar
 
-import sympy
+from ._lazy import sympy
 
 from ._typing import ExactRational
 from .levels import Level, Utility

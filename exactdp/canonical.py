@@ -60,7 +60,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, NoReturn, Opti
 
 import gmpy2
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import arb, ctx, fmpq
 
 from .errors import (

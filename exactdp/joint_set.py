@@ -62,7 +62,7 @@ from itertools import accumulate, combinations, product
 from typing import Any, Iterable, NamedTuple, Optional, SupportsIndex
 
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import arb, fmpq, fmpz_poly
 
 from ._typing import CountsLike, RationalLike

@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Iterator, Optional, SupportsIndex
 
 import mpmath
-import sympy
+from ._lazy import sympy
 
 from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
 from .errors import InvalidParameterError, TooManyOutputsError

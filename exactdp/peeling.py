@@ -92,7 +92,7 @@ from fractions import Fraction
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, SupportsIndex
 
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import arb, ctx
 
 from ._typing import CountsLike, Output, OutputLike, RationalLike

@@ -133,7 +133,7 @@ from fractions import Fraction
 from typing import Callable, Optional, Sequence
 
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import acb, acb_poly, arb, arb_poly, ctx, fmpq, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from .errors import InvalidParameterError, NoClosedFormError, PrecisionError

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional
 
-import sympy
+from ._lazy import sympy
 from flint import arb, fmpq
 
 __all__ = ["Scale"]

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import gmpy2
 import mpmath
-import sympy
+from ._lazy import sympy
 from flint import arb, ctx, fmpq
 
 from .errors import NoClosedFormError

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 
 import numpy as np
 import numpy.typing as npt
-import sympy  # already loaded by exactdp.audit; named in hints
+from ._lazy import sympy  # named in hints
 
 from . import audit, certify
 from ._typing import ClaimedProbabilities, CountsLike, MechanismLike, OutputLike, RationalLike, SamplerLike, SupportsRandomise

@@ -48,9 +48,27 @@ def test_pytest_plugin_loads_no_heavy_dependency():
 
 
 def test_the_import_probe_can_fail():
-    # the probe above does see heavy modules once a mechanism is used
-    out = _fresh("import exactdp; exactdp.Joint\n" + _LOADED.format(heavy=HEAVY)).strip()
+    # the probe above does see heavy modules once they are used: flint with a mechanism,
+    # sympy with an exact closed form
+    out = _fresh("import exactdp; exactdp.Joint([3, 1], 1).probability_exact((0,))\n"
+                 + _LOADED.format(heavy=HEAVY)).strip()
     assert "sympy" in out.split(",") and "flint" in out.split(",")
+
+
+NUMERIC_USE = """
+import exactdp
+for m in (exactdp.Joint([10, 5, 1, 1], 2, epsilon=1), exactdp.PNFJoint([10, 5, 1, 1], 2, epsilon=1),
+          exactdp.JointSet([10, 5, 1, 1], 2, epsilon=1), exactdp.Canonical([10, 5, 1, 1], 2, epsilon=1),
+          exactdp.CanonicalGamma1([10, 5, 1, 1], 2, epsilon=1), exactdp.Peeling([10, 5, 1, 1], 2, epsilon=1)):
+    o = next(iter(m.outputs()))
+    m.probability(o), m.log_probability(o), m.sample(rng=1), m.samples(3, rng=2)
+"""
+
+
+def test_certified_probabilities_and_sampling_load_no_sympy():
+    # sympy (about 0.6 s to import) is needed only for exact closed forms
+    out = _fresh(NUMERIC_USE + _LOADED.format(heavy=("sympy",))).strip()
+    assert out == "", f"certified probabilities and sampling imported {out}"
 
 
 # ---------------------------------------------------------------------------------------
