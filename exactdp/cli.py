@@ -227,18 +227,23 @@ def _short(token: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
-def _parse_integer(token: str, max_digits: int = MAX_COUNT_DIGITS) -> int:
-    """An exact integer from ``"12"``, ``"-3"`` or ``"2.0"`` (integral decimals, ASCII digits,
-    no underscores); ValueError otherwise, or when it has more than ``max_digits`` digits
-    (checked before converting; long strings go through gmpy2, which is not quadratic)."""
-    mo = _INTEGRAL_DECIMAL.fullmatch(token)
+class _TooManyDigits(ValueError):
+    """An integer token longer than the digit limit it was parsed under."""
+
+
+def _parse_integer(token: str, max_digits: int = MAX_COUNT_DIGITS, *, integral_decimals: bool = True) -> int:
+    """An exact integer from ``"12"`` or ``"-3"`` (ASCII digits, no underscores), and from
+    ``"2.0"`` when ``integral_decimals``; ValueError otherwise, :class:`_TooManyDigits` when
+    it has more than ``max_digits`` digits (checked before converting; long strings go
+    through gmpy2, which is not quadratic)."""
+    mo = _INTEGRAL_DECIMAL.fullmatch(token) if integral_decimals else None
     if mo:
         token = mo.group(1)
     if not _INTEGER.fullmatch(token):
         raise ValueError(f"{_short(token)} is not an integer")
     digits = len(token.lstrip("+-"))
     if digits > max_digits:
-        raise ValueError(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}")
+        raise _TooManyDigits(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}")
     if digits <= 4000:
         return int(token)
     return int(gmpy2.mpz(token))
@@ -274,9 +279,10 @@ def parse_counts(text: str, source: str = "--counts", max_counts: int = MAX_COUN
                 repeat = max_counts + 1  # more than 30 digits: past any limit, do not convert it
             elif sep:
                 repeat = _parse_integer(repeat_text, 30)
-        except ValueError as err:
-            too_long = "digits" in str(err)
-            raise fail(f"item {len(counts)}: " + (str(err) if too_long else f"{_short(token)} is not {what}")) from None
+        except _TooManyDigits as err:
+            raise fail(f"item {len(counts)}: {err}") from None
+        except ValueError:
+            raise fail(f"item {len(counts)}: {_short(token)} is not {what}") from None
         if repeat < 1:
             raise fail(f"item {len(counts)}: the repeat count in {_short(token)} must be at least 1")
         if len(counts) + repeat > max_counts:
@@ -348,15 +354,12 @@ def _seed_arg(text: str) -> int:
 def _int_arg(text: str) -> int:
     """An integer option: ASCII digits with an optional sign, at most
     :data:`MAX_OPTION_DIGITS` digits (checked before converting)."""
-    token = text.strip()
-    if not _INTEGER.fullmatch(token):
-        raise argparse.ArgumentTypeError(f"invalid integer {_short(text)}")
-    digits = len(token.lstrip("+-"))
-    if digits > MAX_OPTION_DIGITS:
-        raise argparse.ArgumentTypeError(
-            f"integer {_short(text)} has {digits} digits, more than the limit of {MAX_OPTION_DIGITS}"
-        )
-    return int(token)
+    try:
+        return _parse_integer(text.strip(), MAX_OPTION_DIGITS, integral_decimals=False)
+    except _TooManyDigits as err:
+        raise argparse.ArgumentTypeError(f"integer {err}") from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {_short(text)}") from None
 
 
 # =====================================================================================

@@ -313,11 +313,9 @@ class Peeling(Mechanism):
         prec = ctx.prec
         tree = self._trees.get(prec)
         if tree is None:
-            lam = self.scale.lam_ball()
-            values = self.ranking.values
-            v0 = values[0]
-            one = arb(1)
-            weights = [(lam * (v - v0)).exp() if v != v0 else one for v in values]
+            # the first round's level table holds every distinct count: its relative
+            # weights exp(lam (v - v_0)) are the leaves (one formula for both routes)
+            weights = self._round_table(()).relative_weights()
             tree = _WeightTree(weights, self._mult, arb(0))
             while len(self._trees) >= _TREE_CACHE:
                 del self._trees[next(iter(self._trees))]
