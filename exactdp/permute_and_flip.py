@@ -661,7 +661,7 @@ def _accurate_weight(table: LevelTable, p: Sequence[arb], a: int) -> arb:
     if a == 0 or pa.rel_accuracy_bits() >= prec - 16:
         return pa
     delta = Fraction(table.utilities[a] - table.utilities[0])
-    ln_mag = _ln_magnitudes(table)[a]
+    ln_mag = _ln_lam(table.scale) + _ln_rational(-delta)  # ln |ln p_a|, this level only
     extra = 64 + (int(math.ceil(ln_mag / _LN2)) if ln_mag > 0 else 0)
     with flint_workprec(prec + extra):
         lam = table.scale.lam_ball()
