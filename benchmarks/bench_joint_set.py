@@ -28,8 +28,8 @@ import sys
 import time
 
 import exactdp
-from exactdp.joint_set import JointSet, _candidate_thresholds, levels_dp, levels_matrix_paths
-from exactdp.ranking import Ranking
+from exactdp.mechanisms.joint_set import JointSet, _candidate_thresholds, levels_dp, levels_matrix_paths
+from exactdp.core.ranking import Ranking
 
 
 def distinct_counts(d: int) -> list[int]:

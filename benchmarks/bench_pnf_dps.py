@@ -7,7 +7,7 @@ Instances (epsilon = 1, sensitivity 1, so a sequence of utility ``u`` is accepte
 probability ``p = exp((u - u_max) / 2)``; the Joint paper, arXiv:2201.12333, Appendix D):
 
 - "small": ``PNFJoint([5, 3, 2, 0], 2, epsilon=1)`` (12 sequences, the exact polynomial
-  route of :mod:`exactdp.permute_and_flip`) at every ``--dps``;
+  route of :mod:`exactdp.rules.permute_and_flip`) at every ``--dps``;
 - "wide": ``PNFJoint([40, 39, ..., 1], 2, epsilon=1)`` (1,560 sequences, more than
   ``PNF_POLY_SUPPORT_LIMIT``, so the quadrature route) at every ``--wide-dps``; past
   ``PNF_QUADRATURE_MAX_DPS`` digits exactdp raises a PrecisionError naming the limit, and the
@@ -43,7 +43,7 @@ EXACT_CHILD = r"""
 import json, sys, time
 import mpmath
 import exactdp
-from exactdp.permute_and_flip import PNF_QUADRATURE_MAX_DPS
+from exactdp.rules.permute_and_flip import PNF_QUADRATURE_MAX_DPS
 counts, k, dps = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 t0 = time.perf_counter()
 exactdp.PNFJoint([2, 1, 0], 1, epsilon=1).probability((0,), dps=15)   # warm-up: lazy imports

@@ -23,36 +23,37 @@ from ._version import __version__
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily
     from . import accounting, audit, certify, errors, testing
-    from .bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
-    from .canonical import Canonical, CanonicalGamma1
-    from .joint import Joint
-    from .joint_set import JointSet
-    from .levels import Level
-    from .mechanism import Mechanism
-    from .peeling import Peeling
-    from .permute_and_flip import PermuteAndFlip
-    from .pnf_joint import PNFJoint
-    from .scale import Scale
-    from .selection import ExponentialMechanism, LevelTable, SelectionRule
+    from .core.bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
+    from .core.levels import Level, LevelTable
+    from .core.mechanism import Mechanism
+    from .core.scale import Scale
+    from .core.selection import SelectionRule
+    from .mechanisms.canonical import Canonical, CanonicalGamma1
+    from .mechanisms.joint import Joint
+    from .mechanisms.joint_set import JointSet
+    from .mechanisms.peeling import Peeling
+    from .mechanisms.pnf_joint import PNFJoint
+    from .rules.exponential import ExponentialMechanism
+    from .rules.permute_and_flip import PermuteAndFlip
 
 #: Public name -> the submodule that defines it (loaded on first access).
 _LAZY_NAMES: dict[str, str] = {
-    "brute_levels": "bruteforce",
-    "brute_probabilities": "bruteforce",
-    "brute_symbolic_probabilities": "bruteforce",
-    "Canonical": "canonical",
-    "CanonicalGamma1": "canonical",
-    "Joint": "joint",
-    "JointSet": "joint_set",
-    "Level": "levels",
-    "Mechanism": "mechanism",
-    "Peeling": "peeling",
-    "PermuteAndFlip": "permute_and_flip",
-    "PNFJoint": "pnf_joint",
-    "Scale": "scale",
-    "ExponentialMechanism": "selection",
-    "LevelTable": "selection",
-    "SelectionRule": "selection",
+    "brute_levels": "core.bruteforce",
+    "brute_probabilities": "core.bruteforce",
+    "brute_symbolic_probabilities": "core.bruteforce",
+    "Level": "core.levels",
+    "LevelTable": "core.levels",
+    "Mechanism": "core.mechanism",
+    "Scale": "core.scale",
+    "SelectionRule": "core.selection",
+    "ExponentialMechanism": "rules.exponential",
+    "PermuteAndFlip": "rules.permute_and_flip",
+    "Canonical": "mechanisms.canonical",
+    "CanonicalGamma1": "mechanisms.canonical",
+    "Joint": "mechanisms.joint",
+    "JointSet": "mechanisms.joint_set",
+    "Peeling": "mechanisms.peeling",
+    "PNFJoint": "mechanisms.pnf_joint",
 }
 
 #: Submodules offered as attributes of the package (``exactdp.audit.worst_case`` works

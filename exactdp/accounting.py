@@ -34,7 +34,7 @@ the argument):
 ``ln(1/delta)`` is irrational for every rational ``0 < delta < 1``, so ``eps`` is exact only
 symbolically: ``exact=True`` returns the sympy closed form; otherwise an ``mpmath.mpf``
 certified to relative error ``10**-dps`` (arb interval arithmetic,
-:func:`exactdp.precision.certify`).
+:func:`exactdp.core.precision.certify`).
 
 >>> from fractions import Fraction
 >>> cdp_peel_rho("0.1", 10)
@@ -54,13 +54,13 @@ from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
 import mpmath
-from ._lazy import sympy
+from .core._lazy import sympy
 from flint import arb, fmpq
 
-from ._typing import RationalLike
+from .core._typing import RationalLike
 from .errors import InvalidParameterError
-from .precision import certify
-from .validation import as_dps, as_epsilon, as_positive_int, as_rational
+from .core.precision import certify
+from .core.validation import as_dps, as_epsilon, as_positive_int, as_rational
 
 __all__ = [
     "cdp_peel_rho",
@@ -72,7 +72,7 @@ __all__ = [
 
 def _exact(value: Any) -> Any:
     """An ``mpmath.mpf`` at its exact binary value (so certified results can be fed back);
-    anything else unchanged (validated by :mod:`exactdp.validation`)."""
+    anything else unchanged (validated by :mod:`exactdp.core.validation`)."""
     if isinstance(value, mpmath.mpf) and mpmath.isfinite(value):
         man, exp = value.man_exp
         return Fraction(int(man) * 2**exp) if exp >= 0 else Fraction(int(man), 2**-exp)

@@ -47,23 +47,23 @@ confirmed with the exact probabilities (``probability_exact``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations, product
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 import mpmath
-from ._lazy import sympy
-from flint import arb, ctx, fmpq, fmpz
+from .core._lazy import sympy
+from flint import arb, fmpz
 
-from ._typing import CountsLike, Output, RationalLike
+from .core._typing import CountsLike, Output, RationalLike
 from .errors import InvalidParameterError, PrecisionError, TooManyOutputsError
-from .precision import ball_to_mpf, prec_for_dps, flint_workprec, mp_workdps
-from .validation import as_counts, as_dps, as_positive_int, as_rational
+from .core.precision import ball_to_mpf, prec_for_dps, flint_workprec, mp_workdps
+from .core.validation import as_counts, as_dps, as_positive_int, as_rational
 
 if TYPE_CHECKING:
-    from .canonical import CanonicalGamma1
-    from .mechanism import Mechanism
+    from .mechanisms.canonical import CanonicalGamma1
+    from .core.mechanism import Mechanism
 
 #: Anything audited: a mechanism object (``Mechanism`` subclasses and ``CanonicalGamma1``).
 MechanismLike = Union["Mechanism", "CanonicalGamma1"]

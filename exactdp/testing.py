@@ -67,16 +67,24 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 
 import numpy as np
 import numpy.typing as npt
-from ._lazy import sympy  # named in hints
+from .core._lazy import sympy  # named in hints
 
 from . import audit, certify
-from ._typing import ClaimedProbabilities, CountsLike, MechanismLike, OutputLike, RationalLike, SamplerLike, SupportsRandomise
-from .validation import as_positive_int
+from .core._typing import (
+    ClaimedProbabilities,
+    CountsLike,
+    MechanismLike,
+    OutputLike,
+    RationalLike,
+    SamplerLike,
+    SupportsRandomise,
+)
+from .core.validation import as_positive_int
 
 if TYPE_CHECKING:  # hypothesis is a test extra, imported only when a strategy is built
     from hypothesis.strategies import SearchStrategy
 
-    from .joint import Joint
+    from .mechanisms.joint import Joint
 
 #: Maps a third-party sampler's labels to item positions.  The key type is ``Any`` on
 #: purpose: labels are any hashable values, and ``Mapping`` is invariant in its keys (a

@@ -22,7 +22,7 @@ dp_topk code:
 *refined* difference instead of its integer part.  Its m̃ are right, but sequences of one
 utility level get different weights depending on which entry is their score (up to a factor
 ``exp(-eps/(4Δ))``) and the level probabilities shift: exactdp's certification catches it
-(``tests/test_certify.py``, ``docs/oracle.md``).
+(``tests/oracle/test_certify.py``, ``docs/oracle.md``).
 
 Run ``python examples/float_joint.py`` for a demonstration.
 """

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import mpmath
 
-from exactdp.precision import mp_workdps
+from exactdp.core.precision import mp_workdps
 import sympy
 
 from ._common import Search, sequences
@@ -140,10 +140,10 @@ def theorem_1_numeric(ctx):
 @check("blog.theorem_1_library", PAPER,
        "exactdp.Peeling(noise='gumbel') is Equation (1): exact probabilities with a rational base "
        "equal the brute-force product over rounds",
-       needs=[("exactdp.peeling", "Peeling")],
+       needs=[("exactdp.mechanisms.peeling", "Peeling")],
        control='the twin computed with permute-and-flip rounds in place of the exponential mechanism')
 def theorem_1_library(ctx):
-    from exactdp.peeling import Peeling
+    from exactdp.mechanisms.peeling import Peeling
 
     from ._common import instances
     from .joint_sequence import peel_distribution

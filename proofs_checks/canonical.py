@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import mpmath
 
-from exactdp.precision import mp_workdps
+from exactdp.core.precision import mp_workdps
 
 from ._common import (
     Search,
@@ -143,10 +143,10 @@ def classes(ctx):
 @check("canonical.classes_library", PAPER,
        "exactdp.Canonical has the same classes, sizes and losses as the definition, for every rho in "
        "a grid and counts with ties",
-       needs=[("exactdp.canonical", "Canonical")],
+       needs=[("exactdp.mechanisms.canonical", "Canonical")],
        control="the definition's loss evaluated at 1 - rho in place of rho")
 def classes_library(ctx):
-    from exactdp.canonical import Canonical
+    from exactdp.mechanisms.canonical import Canonical
 
     D, C = ctx.pick((5, 3), (6, 4))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, rho in {{0,1/3,1/2,1}}")
@@ -407,10 +407,10 @@ def dp_exponential(ctx):
 @check("canonical.dp_library", PAPER,
        "exactdp.Canonical with base = beta^q gives exactly the twin's probabilities (gumbel and "
        "exponential noise)",
-       needs=[("exactdp.canonical", "Canonical")],
+       needs=[("exactdp.mechanisms.canonical", "Canonical")],
        control='the twin computed with the other noise (gumbel <-> exponential)')
 def dp_library(ctx):
-    from exactdp.canonical import Canonical
+    from exactdp.mechanisms.canonical import Canonical
 
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, rho in "

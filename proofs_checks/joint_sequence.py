@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import mpmath
 
-from exactdp.precision import mp_workdps
+from exactdp.core.precision import mp_workdps
 import sympy
 
 import exactdp
@@ -772,10 +772,10 @@ def lemma_4_1(ctx):
 @check("joint.lemma_4_1_library", PAPER,
        "Lemma 4.1's mechanism in exactdp: Peeling(noise='exponential', base=b) gives exactly the PNF-Peel "
        "probabilities of the independent twin",
-       needs=[("exactdp.peeling", "Peeling")],
+       needs=[("exactdp.mechanisms.peeling", "Peeling")],
        control="the twin computed with the exponential mechanism per round (rule 'em') in place of permute-and-flip")
 def lemma_4_1_library(ctx):
-    from exactdp.peeling import Peeling
+    from exactdp.mechanisms.peeling import Peeling
 
     D, C = ctx.pick((3, 3), (4, 3))
     s = Search(f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, base in {{1/2, 9/10}}")
@@ -964,10 +964,10 @@ def appendix_d_pnf_privacy(ctx):
 @check("joint.appendix_d_pnfjoint", PAPER,
        "Appendix D: PNFJoint is permute-and-flip over all sequences with u*: exactdp.PNFJoint(base=b) "
        "probabilities equal the brute-force permute-and-flip probabilities exactly",
-       needs=[("exactdp.pnf_joint", "PNFJoint")],
+       needs=[("exactdp.mechanisms.pnf_joint", "PNFJoint")],
        control='the twin computed with the exponential mechanism in place of permute-and-flip')
 def appendix_d_pnfjoint(ctx):
-    from exactdp.pnf_joint import PNFJoint
+    from exactdp.mechanisms.pnf_joint import PNFJoint
 
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"sorted count vectors (ties included) with d <= {D}, counts <= {C}, every k <= d, every sequence, "

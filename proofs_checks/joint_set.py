@@ -401,12 +401,12 @@ def brute_block(A, r_in, r_out, c0, c1):
 
 
 @check("set.lemma_6_library", PAPER,
-       "exactdp.joint_set: count_at_least_matrix_paths (both readings), count_at_least_dp and "
+       "exactdp.mechanisms.joint_set: count_at_least_matrix_paths (both readings), count_at_least_dp and "
        "count_at_least_brute equal the independent path count of set.lemma_6 and the enumeration",
-       needs=[("exactdp.joint_set", "count_at_least_matrix_paths")],
+       needs=[("exactdp.mechanisms.joint_set", "count_at_least_matrix_paths")],
        control="the library's count_at_least_matrix_paths compared across readings (strict against the non-strict path count)")
 def lemma_6_library(ctx):
-    from exactdp import joint_set as js
+    from exactdp.mechanisms import joint_set as js
 
     D, C = ctx.pick((5, 6), (7, 8))
     s = Search(f"strictly decreasing count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every entry M_ij")
@@ -534,10 +534,10 @@ def theorem_8(ctx):
 @check("set.theorem_8_library", PAPER,
        "exactdp.JointSet is JOINT: its exact probabilities with a rational base equal the "
        "brute-force exponential mechanism over k-sets",
-       needs=[("exactdp.joint_set", "JointSet")],
+       needs=[("exactdp.mechanisms.joint_set", "JointSet")],
        control="the twin with every utility shifted by one level for the sets outside the top level (u - 1 when u < 0)")
 def theorem_8_library(ctx):
-    from exactdp.joint_set import JointSet
+    from exactdp.mechanisms.joint_set import JointSet
 
     D, C = ctx.pick((5, 3), (6, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, base 1/2")
@@ -682,12 +682,12 @@ def algorithm_1_privacy(ctx):
 
 
 @check("set.algorithm_1_library", PAPER,
-       "exactdp.joint_set.paper_algorithm1_distribution(strict=False) is the entry-weighted "
+       "exactdp.mechanisms.joint_set.paper_algorithm1_distribution(strict=False) is the entry-weighted "
        "Algorithm 1 of set.algorithm_1 exactly; with strict=True it differs from the EM too",
-       needs=[("exactdp.joint_set", "paper_algorithm1_distribution")],
+       needs=[("exactdp.mechanisms.joint_set", "paper_algorithm1_distribution")],
        control="the library's entry reading compared with the value reading (the EM): they must differ somewhere")
 def algorithm_1_library(ctx):
-    from exactdp.joint_set import paper_algorithm1_distribution
+    from exactdp.mechanisms.joint_set import paper_algorithm1_distribution
 
     D, C = ctx.pick((4, 4), (5, 5))
     s = Search(f"strictly decreasing count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, base 1/2")

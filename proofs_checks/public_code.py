@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import mpmath
 
-from exactdp.precision import mp_workdps
+from exactdp.core.precision import mp_workdps
 import sympy
 
 import exactdp

@@ -15,7 +15,7 @@
   output ends with the line ``[exit status N]`` (docs/cli.md's convention). Every other
   segment must be listed in ``NOT_RUN`` or ``NOT_RUN_PATTERNS`` below with the reason it
   is not run; an unlisted one fails the test.
-  docs/cli.md is skipped here: tests/test_cli.py runs its ``console`` blocks and also
+  docs/cli.md is skipped here: tests/cli/test_cli.py runs its ``console`` blocks and also
   compares their output.
 - Any other language fails the test (add it here first); blocks without a language or
   marked ``text`` are output, not code.
@@ -37,7 +37,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 SHELL_LANGUAGES = {"sh", "bash", "console", "shell"}
 TEXT_LANGUAGES = {"", "text"}
-CHECKED_ELSEWHERE = {"cli.md": "tests/test_cli.py runs every console block and compares its output"}
+CHECKED_ELSEWHERE = {"cli.md": "tests/cli/test_cli.py runs every console block and compares its output"}
 EXPECT = re.compile(r"^<!-- docs-test: exit (\d+) -->$")
 EXIT_LINE = re.compile(r"^\[exit status (\d+)\]$")
 TIMEOUT = 60  # seconds per command
@@ -211,7 +211,7 @@ def test_the_shell_runner_sees_the_readme_commands():
 
 
 def test_the_shell_runner_reads_expected_exit_statuses():
-    # parsing only (tests/test_cli.py runs docs/cli.md): its error examples expect status 2
+    # parsing only (tests/cli/test_cli.py runs docs/cli.md): its error examples expect status 2
     commands = shell_commands(ROOT / "docs" / "cli.md")
     assert any(expected == 2 for _, _, expected in commands)
     assert all(_argv(segment) is not None for _, segment, _ in commands)

@@ -81,7 +81,7 @@ def test_every_public_name_resolves_and_is_listed():
         assert name in dir(exactdp), name
     for module in ("accounting", "audit", "certify", "errors", "testing"):
         assert getattr(exactdp, module).__name__ == f"exactdp.{module}"
-    assert exactdp.Joint is __import__("exactdp.joint", fromlist=["Joint"]).Joint
+    assert exactdp.Joint is __import__("exactdp.mechanisms.joint", fromlist=["Joint"]).Joint
     from exactdp import Canonical, PNFJoint, audit  # noqa: F401  (the from-import form)
 
 
@@ -293,17 +293,23 @@ def test_the_reference_scan_can_fail():
 # type hints of the public API
 
 
-TYPED_MODULES = ("mechanism", "joint", "pnf_joint", "joint_set", "selection", "levels", "scale", "ranking",
-                 "accounting", "audit", "bruteforce", "sampling", "precision", "_events", "errors",
-                 "canonical", "peeling", "permute_and_flip", "certify", "testing", "validation")
+def _typed_modules():
+    """Every module of the package (found by walking it, so a new module is covered)."""
+    import pkgutil
+
+    import exactdp as package
+
+    for info in pkgutil.walk_packages(package.__path__, prefix="exactdp."):
+        if not info.name.rsplit(".", 1)[-1].startswith("__"):
+            yield info.name
 
 
 def _public_functions():
     import importlib
     import inspect
 
-    for name in TYPED_MODULES:
-        module = importlib.import_module(f"exactdp.{name}")
+    for name in _typed_modules():
+        module = importlib.import_module(name)
         for attr in getattr(module, "__all__", []):
             obj = getattr(module, attr)
             if getattr(obj, "__module__", None) != module.__name__:
@@ -351,7 +357,8 @@ def _allowed_any_types():
     """Types that contain ``Any`` on purpose (each documented where it is defined)."""
     import numpy.typing as npt
 
-    from exactdp import _typing, testing
+    from exactdp.core import _typing
+    from exactdp import testing
 
     return (
         npt.ArrayLike,  # numpy's own alias (third-party), for the log m~ arrays of compare_mtilde
@@ -401,12 +408,13 @@ def _typed_any(f, localns, allowed):
 def _user_facing_functions():
     """Every public mechanism class's constructor and public methods, every public function
     (and public result-class method) of exactdp.certify, exactdp.testing and exactdp.audit,
-    and the validators of exactdp.validation."""
+    and the validators of exactdp.core.validation."""
     import inspect
 
-    from exactdp import audit, certify, testing, validation
-    from exactdp.canonical import CanonicalGamma1
-    from exactdp.mechanism import Mechanism
+    from exactdp import audit, certify, testing
+    from exactdp.core import validation
+    from exactdp.mechanisms.canonical import CanonicalGamma1
+    from exactdp.core.mechanism import Mechanism
 
     seen = set()
     for name in exactdp.__all__:
@@ -433,8 +441,9 @@ def _user_facing_functions():
 def test_user_facing_arguments_are_not_typed_any():
     import inspect
 
-    from exactdp import accounting, audit, joint_set
-    from exactdp.mechanism import JointFamily, Mechanism
+    from exactdp import accounting, audit
+    from exactdp.mechanisms import joint_set
+    from exactdp.core.mechanism import JointFamily, Mechanism
 
     localns, allowed = _hint_namespace(), _allowed_any_types()
     fixed = (Mechanism.__init__, Mechanism.utility, Mechanism.probability, Mechanism.sample, JointFamily.__init__,
@@ -460,7 +469,7 @@ def test_the_any_probe_can_fail():
     from typing import Any, Callable, Mapping, Optional, Union
 
     from exactdp import testing
-    from exactdp._typing import ClaimedProbabilities, MechanismLike
+    from exactdp.core._typing import ClaimedProbabilities, MechanismLike
 
     Hidden = Union[int, Mapping[str, Any]]
 

@@ -1,0 +1,84 @@
+"""Type aliases of the public API: what each kind of argument accepts (validated at run
+time by :mod:`exactdp.core.validation`, which names the argument and value of a bad input).
+
+Only the standard library is imported here, so these aliases cost nothing at import time.
+"""
+
+from __future__ import annotations
+
+import numbers
+import random
+from decimal import Decimal
+from fractions import Fraction
+from typing import (TYPE_CHECKING, Any, Callable, FrozenSet, Iterable, Mapping, Optional, Protocol, SupportsFloat,
+                    SupportsIndex, Tuple, Union)
+
+if TYPE_CHECKING:  # forward references only: nothing heavy is imported at run time
+    from ..mechanisms.canonical import CanonicalGamma1
+    from .mechanism import Mechanism
+    from ..testing import Sampler
+
+__all__ = ["IntLike", "ExactRational", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
+           "ProbabilityLike", "ClaimedTable", "ClaimedProbabilities", "SupportsProbability", "AlternativeLike",
+           "SupportsRandomise", "SamplerLike"]
+
+#: An integer: ``int``, numpy integer scalars, gmpy2 ``mpz`` (all ``SupportsIndex``); a
+#: ``float`` or ``Decimal`` only when finite and integral.
+IntLike = Union[SupportsIndex, float, Decimal]
+#: An exact rational result (a loss, a numeric utility): an ``int`` when integral, else a
+#: ``Fraction``.
+ExactRational = Union[int, Fraction]
+#: A count vector: any finite one-dimensional iterable of integers (numpy arrays included).
+CountsLike = Iterable[IntLike]
+#: An exact rational parameter (epsilon, base, sensitivity, rho, delta): ``int``,
+#: ``Fraction``, a decimal or ``"p/q"`` string (``"0.1"`` is exactly 1/10), sympy
+#: ``Rational`` (a ``numbers.Rational``), or a ``float``/``Decimal`` taken at its exact value.
+RationalLike = Union[int, Fraction, numbers.Rational, str, float, Decimal]
+#: An output given by the caller: an iterable of item ids (any order for sets).
+OutputLike = Iterable[SupportsIndex]
+#: An output returned by a mechanism: a tuple of item ids in selection order (sequence
+#: mechanisms) or a frozenset of item ids (set mechanisms).
+Output = Union[Tuple[int, ...], FrozenSet[int]]
+#: Randomness for ``sample``: ``None`` (the OS generator), an int seed, or a ``random.Random``.
+RngLike = Optional[Union[SupportsIndex, random.Random]]
+
+#: Any exactdp mechanism object: a :class:`~exactdp.core.mechanism.Mechanism` subclass or
+#: :class:`~exactdp.mechanisms.canonical.CanonicalGamma1` (which has no utility levels).
+MechanismLike = Union["Mechanism", "CanonicalGamma1"]
+#: A probability (or log-probability) given by the caller: a ``float``, an ``int``, a
+#: ``Fraction``/``Decimal``, numpy floats, ``mpmath.mpf``, a sympy number (all
+#: ``SupportsFloat``), or a string ``mpmath.mpf`` parses.
+ProbabilityLike = Union[SupportsFloat, str]
+#: Claimed probabilities of outputs: a mapping ``output -> value`` (keys: tuples of item
+#: ids, frozensets for set mechanisms, numpy integers allowed) or a callable
+#: ``output -> value`` (called with an :data:`Output`).  The mapping's key type is ``Any``
+#: on purpose: ``Mapping`` is invariant in its keys, so any narrower key type would reject
+#: valid tables such as a ``dict[tuple[int, int], float]``; keys are validated at run time.
+ClaimedTable = Mapping[Any, ProbabilityLike]
+ClaimedProbabilities = Union[ClaimedTable, Callable[[Output], ProbabilityLike]]
+
+
+class SupportsProbability(Protocol):
+    """An object with a ``probability(output)`` method (e.g. another mechanism)."""
+
+    def probability(self, output: Output, /) -> SupportsFloat: ...
+
+
+#: A wrong distribution to compute a test's power against: a mapping
+#: ``output -> probability``, a callable ``output -> probability``, or an object with
+#: ``.probability(output)``.
+AlternativeLike = Union[ClaimedProbabilities, SupportsProbability]
+
+
+class SupportsRandomise(Protocol):
+    """A diffprivlib-style mechanism: ``randomise(*args, **kwargs)`` returns one output.
+    Its arguments and its raw output belong to the third-party library (converted to item
+    ids at run time), hence ``object``."""
+
+    def randomise(self, *args: object, **kwargs: object) -> object: ...
+
+
+#: A sampler under test: a :class:`~exactdp.testing.Sampler`, an exactdp mechanism, an
+#: object with ``.randomise``, an OpenDP measurement or any other callable returning one
+#: output per call (its raw result is converted to item ids at run time, hence ``object``).
+SamplerLike = Union["Sampler", MechanismLike, SupportsRandomise, Callable[..., object]]

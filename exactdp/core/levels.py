@@ -1,0 +1,131 @@
+"""Utility levels, and the level table a selection rule acts on.
+
+A mechanism's output distribution is determined by its levels and its selection rule,
+since every output of one level has the same probability.  :class:`LevelTable` holds the
+levels (best first) with the :class:`~exactdp.core.scale.Scale` that weighs a unit of
+utility, and caches their certified weight enclosures per precision.
+
+>>> lv = Level(-1, 4)
+>>> lv.utility, lv.multiplicity
+(-1, 4)
+>>> u, m = lv
+>>> check_levels([Level(0, 1), Level(-2, 3)])
+(Level(utility=0, multiplicity=1), Level(utility=-2, multiplicity=3))
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Iterable, NamedTuple, Sequence, Tuple, Union
+
+from flint import arb, ctx, fmpq
+
+from .scale import Scale
+
+__all__ = ["Level", "LevelTable", "check_levels", "Utility"]
+
+#: A utility value: an ``int`` or exact ``Fraction`` (Joint, JointSet, Canonical), or for
+#: :class:`~exactdp.mechanisms.peeling.Peeling` the tuple of the chosen counts in selection order
+#: (ordered lexicographically).
+Utility = Union[int, Fraction, Tuple[int, ...]]
+
+
+class Level(NamedTuple):
+    """One utility value and the exact number of outputs having it."""
+
+    utility: Utility
+    multiplicity: int
+
+
+def check_levels(levels: Iterable[Level]) -> tuple[Level, ...]:
+    """Return ``levels`` as a tuple after checking the invariants every mechanism promises:
+    utilities strictly decreasing (best first) and multiplicities positive Python ints."""
+    out = tuple(Level(lv.utility, int(lv.multiplicity)) for lv in levels)
+    for a, b in zip(out, out[1:]):
+        if not a.utility > b.utility:  # type: ignore[operator]  # one mechanism: one kind of utility
+            raise AssertionError(f"levels not strictly decreasing: {a} then {b}")
+    for lv in out:
+        if lv.multiplicity <= 0:
+            raise AssertionError(f"level with non-positive multiplicity: {lv}")
+    return out
+
+
+class LevelTable:
+    """Levels (best first) with the scale that weighs them; caches enclosures per precision.
+
+    ``relative_weights()`` are the enclosures of ``e_a = w(u_a) / w(u_0)`` (so ``e_0 = 1``)
+    at flint's current precision; ``level_weights()`` are ``m_a * e_a``; ``cumulative()``
+    their running sums.  Working relative to the best level keeps every number <= 1 per
+    output, whatever the size of the counts.
+    """
+
+    def __init__(self, levels: Sequence[Level], scale: Scale):
+        self.levels = check_levels(levels)
+        if not self.levels:
+            raise AssertionError("a mechanism has at least one level")
+        self.scale = scale
+        # int/Fraction utilities for the numeric rules (which subtract them); Peeling's
+        # count tuples (see levels.Utility) are only hashed and compared, by its own rule.
+        self.utilities: tuple[Any, ...] = tuple(lv.utility for lv in self.levels)
+        self.multiplicities = tuple(lv.multiplicity for lv in self.levels)
+        self._index = {u: a for a, u in enumerate(self.utilities)}
+        self._cache: dict[tuple[str, int], object] = {}
+        self.extra_bits = 2 * len(self.levels).bit_length() + 8
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    def index_of(self, utility: Utility) -> int:
+        """Level index of an exact utility value (KeyError when no output has it)."""
+        return self._index[utility]
+
+    def _cached(self, name: str, build):
+        key = (name, ctx.prec)
+        value = self._cache.get(key)
+        if value is None:
+            # Keep only the newest precision of each kind: tables can have ~10**6 levels.
+            for old in [k for k in self._cache if k[0] == name]:
+                del self._cache[old]
+            value = build()
+            self._cache[key] = value
+        return value
+
+    def relative_weights(self) -> list[arb]:
+        def build():
+            lam = self.scale.lam_ball()
+            u0 = self.utilities[0]
+            out = []
+            for u in self.utilities:
+                delta = u - u0
+                if not delta:
+                    out.append(arb(1))
+                    continue
+                if type(delta) is not int:
+                    delta = Fraction(delta)
+                    if delta.denominator != 1:
+                        out.append((lam * arb(fmpq(delta.numerator, delta.denominator))).exp())
+                        continue
+                    delta = delta.numerator
+                out.append((lam * delta).exp())
+            return out
+
+        return self._cached("relative", build)
+
+    def level_weights(self) -> list[arb]:
+        return self._cached(
+            "level", lambda: [arb(m) * e for m, e in zip(self.multiplicities, self.relative_weights())]
+        )
+
+    def cumulative(self) -> list[arb]:
+        def build():
+            out, run = [], arb(0)
+            for w in self.level_weights():
+                run = run + w
+                out.append(run)
+            return out
+
+        return self._cached("cumulative", build)
+
+    def total(self) -> arb:
+        """Enclosure of ``sum_a m_a e_a`` (the normaliser relative to the best level)."""
+        return self.cumulative()[-1]

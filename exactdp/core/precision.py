@@ -1,0 +1,154 @@
+"""Precision control: certified enclosures and their conversion to ``mpmath.mpf``.
+
+Every numeric probability in exactdp is computed as an arb ball (python-flint's interval
+arithmetic with rigorous error bounds: the true value is guaranteed to lie in
+``[mid - rad, mid + rad]``).  :func:`certify` recomputes at doubled precision until every
+requested ball satisfies ``rad <= 10**-dps * (|mid| - rad)``, which guarantees that the
+returned midpoint ``x`` has relative error ``|x - true| / |true| <= 10**-dps``.  The
+midpoint is converted to ``mpmath.mpf`` exactly (it is a binary number), so the bound
+carries over unchanged.
+
+Neither mpmath's nor flint's global precision is changed for good: both libraries keep
+their working precision in one process-wide context, so every exactdp section that needs
+a precision enters it through :func:`flint_workprec` or :func:`mp_workdps`, which hold one
+process-wide re-entrant lock (:data:`PRECISION_LOCK`) for the duration of the section and
+restore the previous setting on exit.  Threads calling exactdp concurrently therefore
+never see each other's precision, get the same values as sequential calls, and leave
+``flint.ctx.prec`` and ``mpmath.mp.prec`` as they found them.
+
+>>> from flint import arb
+>>> x = certify(lambda: arb(1) / 3, 40)
+>>> import mpmath
+>>> with mpmath.workdps(45):
+...     abs(x - mpmath.mpf(1) / 3) < mpmath.mpf(10) ** -40 / 3
+True
+>>> mpmath.mp.dps   # unchanged
+15
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from typing import Callable, Iterator, Sequence, TypeVar
+
+import mpmath
+from flint import arb, ctx
+
+from ..errors import PrecisionError
+
+__all__ = [
+    "certify",
+    "certify_many",
+    "is_accurate",
+    "ball_to_mpf",
+    "balls_to_mpf",
+    "prec_for_dps",
+    "MAX_PREC",
+    "PRECISION_LOCK",
+    "flint_workprec",
+    "mp_workdps",
+    "mp_workprec",
+]
+
+#: Hard cap on the working precision (bits) before giving up with PrecisionError.
+MAX_PREC = 1 << 22
+
+T = TypeVar("T")
+
+#: The one lock held while exactdp has changed flint's or mpmath's process-wide working
+#: precision (re-entrant, so nested sections in one thread are fine).  Without it, two
+#: threads interleaving ``workprec`` enter/exit pairs restore each other's precision and
+#: leave the global context changed.
+PRECISION_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def flint_workprec(prec: int) -> Iterator[None]:
+    """``flint.ctx.workprec(prec)`` under :data:`PRECISION_LOCK` (thread-safe)."""
+    with PRECISION_LOCK, ctx.workprec(prec):
+        yield
+
+
+@contextlib.contextmanager
+def mp_workdps(dps: int) -> Iterator[None]:
+    """``mpmath.workdps(dps)`` under :data:`PRECISION_LOCK` (thread-safe)."""
+    with PRECISION_LOCK, mpmath.workdps(dps):
+        yield
+
+
+@contextlib.contextmanager
+def mp_workprec(prec: int) -> Iterator[None]:
+    """``mpmath.workprec(prec)`` under :data:`PRECISION_LOCK` (thread-safe)."""
+    with PRECISION_LOCK, mpmath.workprec(prec):
+        yield
+
+
+def prec_for_dps(dps: int, extra_bits: int = 0) -> int:
+    """Bits needed for ``dps`` decimal digits, plus guard bits."""
+    return int(math.ceil(dps * math.log2(10))) + 24 + max(0, extra_bits)
+
+
+def is_accurate(ball: arb, dps: int) -> bool:
+    """True iff the midpoint of ``ball`` is certainly within relative error ``10**-dps``.
+
+    An exact ball (radius 0) is always accurate, including an exact zero.
+    """
+    if ball.rad().is_zero() and ball.is_finite():
+        return True
+    if not ball.is_finite():
+        return False
+    # Fast path: arb's rel_accuracy_bits() = b guarantees rad < 2**-b * |mid|; with
+    # 2**-b <= 10**-dps / 4 that gives rad <= 10**-dps * (|mid| - rad).
+    if ball.rel_accuracy_bits() >= _bits_for(dps):
+        return True
+    mid = ball.mid()
+    rad = ball.rad()
+    lhs = rad * arb(10) ** dps
+    rhs = abs(mid) - rad
+    return bool(lhs < rhs)
+
+
+def _bits_for(dps: int) -> int:
+    return int(math.ceil(dps * math.log2(10))) + 2
+
+
+def ball_to_mpf(ball: arb) -> mpmath.mpf:
+    """The midpoint of ``ball`` as an ``mpmath.mpf``, exactly (no rounding)."""
+    return balls_to_mpf([ball])[0]
+
+
+def balls_to_mpf(balls: Sequence[arb]) -> list[mpmath.mpf]:
+    """Midpoints of ``balls`` as ``mpmath.mpf`` values, exactly (no rounding)."""
+    # from_man_exp without a precision is exact; make_mpf wraps it without rounding.
+    make, from_man_exp = mpmath.mp.make_mpf, mpmath.libmp.from_man_exp
+    out = []
+    for ball in balls:
+        man, exp = ball.mid().man_exp()
+        out.append(make(from_man_exp(int(man), int(exp))))
+    return out
+
+
+def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: int = 0) -> list[mpmath.mpf]:
+    """Run ``compute`` (which returns arb balls) at increasing flint precision until every
+    ball is accurate to ``dps`` digits (:func:`is_accurate`); return their midpoints as mpf.
+
+    ``extra_bits`` is a hint for cancellation or long sums (e.g. ``log2`` of the number of
+    terms) so that the first attempt usually succeeds.
+    """
+    prec = prec_for_dps(dps, extra_bits)
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            balls = list(compute())
+            if all(is_accurate(b, dps) for b in balls):
+                return balls_to_mpf(balls)
+        prec *= 2
+    raise PrecisionError(
+        "dps", dps, f"could not certify {dps} digits within {MAX_PREC} bits of working precision"
+    )
+
+
+def certify(compute: Callable[[], arb], dps: int, *, extra_bits: int = 0) -> mpmath.mpf:
+    """:func:`certify_many` for a single ball."""
+    return certify_many(lambda: [compute()], dps, extra_bits=extra_bits)[0]

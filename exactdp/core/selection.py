@@ -1,0 +1,54 @@
+"""The selection-rule interface: how a mechanism's levels become a distribution.
+
+A mechanism (docs/definitions.md §2) is an output space, an exact utility, exact level
+multiplicities and a *selection rule*.  The rule sees only the
+:class:`~exactdp.core.levels.LevelTable` (levels best first plus the
+:class:`~exactdp.core.scale.Scale` that weighs a unit of utility) and answers: the
+probability of one output of level ``a``, of the whole level, its log, an exact symbolic
+form, and an exact sample of a level index.  The output within a level is then uniform,
+which the mechanism draws by unranking a uniform integer.
+
+The rules themselves live in :mod:`exactdp.rules`: the exponential mechanism and
+permute-and-flip.
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+
+import mpmath
+
+from ._lazy import sympy
+from .levels import LevelTable
+
+__all__ = ["SelectionRule"]
+
+
+class SelectionRule(abc.ABC):
+    """How a mechanism turns levels into a distribution.  One instance serves any table."""
+
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        """Probability of one particular output of level ``a``, to ``dps`` certified digits."""
+
+    @abc.abstractmethod
+    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        """Natural log of :meth:`output_probability`, to ``dps`` certified digits."""
+
+    @abc.abstractmethod
+    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        """Probability that the output lies in each level, to ``dps`` certified digits."""
+
+    @abc.abstractmethod
+    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
+        """The exact probability of one output of level ``a`` as a sympy expression."""
+
+    @abc.abstractmethod
+    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
+        """An exact sample of a level index."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

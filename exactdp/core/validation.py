@@ -1,0 +1,470 @@
+"""Input validation shared by every mechanism (docs/definitions.md §1).
+
+Each ``as_*`` function takes what a user may pass and returns the exact value exactdp
+works with, or raises an :mod:`exactdp.errors` error naming the argument and the value.
+
+Sizes are checked *before* a number is built: a decimal string, :class:`decimal.Decimal`
+or sympy ``Float`` whose exact value would need more than :data:`MAX_NUMBER_DIGITS`
+decimal digits (numerator or denominator) is refused with
+:class:`~exactdp.errors.InputLimitError` at once, instead of spending minutes building
+``10**100000000`` (pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).
+Integers given as ``Decimal`` (counts, ``k``, ``dps``) are limited to
+:data:`MAX_INTEGER_DIGITS` digits the same way.
+
+>>> as_counts([3, 2.0, 2])
+(3, 2, 2)
+>>> as_epsilon("0.1")
+Fraction(1, 10)
+>>> as_epsilon(0.5)
+Fraction(1, 2)
+>>> as_k(2, 3)
+2
+>>> as_k(4, 3)
+Traceback (most recent call last):
+...
+exactdp.errors.InvalidParameterError: k=4: must satisfy 1 <= k <= d = 3
+>>> as_epsilon("1e100000000")
+Traceback (most recent call last):
+...
+exactdp.errors.InputLimitError: epsilon='1e100000000': the exact value would have 100000001 digits, more than the limit of 1000 for a number given as text or Decimal (exactdp.core.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int)
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import numbers
+import operator
+import random
+import re
+from fractions import Fraction
+from typing import Any, Optional, SupportsIndex
+
+from ._typing import CountsLike, IntLike, OutputLike, RationalLike, RngLike
+from ..errors import (
+    ArgumentTypeError,
+    InputLimitError,
+    InvalidCountsError,
+    InvalidOutputError,
+    InvalidParameterError,
+)
+
+__all__ = [
+    "as_counts",
+    "as_k",
+    "as_rational",
+    "as_epsilon",
+    "as_base",
+    "as_sensitivity",
+    "as_dps",
+    "as_rng",
+    "as_rho",
+    "as_sequence_output",
+    "as_set_output",
+    "as_positive_int",
+    "as_nonnegative_int",
+    "DEFAULT_DPS",
+    "MAX_NUMBER_DIGITS",
+    "MAX_INTEGER_DIGITS",
+    "random_from_seed",
+    "seed_to_nonnegative",
+    "SEED_BOUND",
+]
+
+#: Default number of certified significant decimal digits (docs/definitions.md §3).
+DEFAULT_DPS = 30
+
+#: Largest number of decimal digits the numerator or the denominator of a rational given as
+#: text (``"1e400"``, ``"0.1"``, ``"1/3"``), :class:`decimal.Decimal` or sympy ``Float``
+#: may have (a sympy ``Float`` counts its binary digits as ``bits * log10(2)``).  The
+#: check is made from the string's length and exponent, before the number is built.
+#: Past about a thousand digits the certified exponentials of the weights get slow
+#: (measured: ``exactdp dist`` with ``--epsilon 1e1000`` takes 3.5 s, ``1e4000`` 28 s).
+#: Module-level so that a caller who needs more can raise it; exact ``Fraction``/``int``
+#: arguments are not limited.
+MAX_NUMBER_DIGITS = 1000
+
+#: Largest number of decimal digits of an integer given as a :class:`decimal.Decimal`
+#: (``Decimal("1e100000000")`` as a count would build a hundred-million-digit integer).
+MAX_INTEGER_DIGITS = 1_000_000
+
+_LIMIT_HINT = "exactdp.core.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int"
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, bool) or type(x).__name__ in ("bool_", "bool")
+
+
+def _as_int(x: Any, argument: str, where: str = "") -> int:
+    """An exact Python int from an integral value; floats only if finite and integral."""
+    label = f"{argument}{where}"
+    if _is_bool(x):
+        raise ArgumentTypeError(label, x, "booleans are not accepted as integers")
+    if isinstance(x, float) or type(x).__module__ == "numpy" and "float" in type(x).__name__:
+        xf = float(x)
+        if math.isnan(xf) or math.isinf(xf):
+            raise InvalidCountsError(label, x, "must be finite") if argument == "counts" else \
+                InvalidParameterError(label, x, "must be finite")
+        if not xf.is_integer():
+            err = InvalidCountsError if argument == "counts" else InvalidParameterError
+            raise err(label, x, "must be an integer (a float is accepted only if integral)")
+        return int(xf)
+    if isinstance(x, (str, bytes)):
+        raise ArgumentTypeError(label, x, "must be an integer, not a string")
+    try:
+        return operator.index(x)
+    except TypeError:
+        pass
+    if isinstance(x, numbers.Rational) and x.denominator == 1:
+        return int(x.numerator)
+    if isinstance(x, decimal.Decimal) and x.is_finite():
+        sign, digits, exponent = x.as_tuple()
+        if any(digits) and len(digits) + exponent > MAX_INTEGER_DIGITS:
+            raise InputLimitError(
+                label, x, f"would have about {len(digits) + exponent} digits, more than the limit of "
+                f"{MAX_INTEGER_DIGITS} for an integer given as Decimal "
+                "(exactdp.core.validation.MAX_INTEGER_DIGITS; raise it, or pass an int)", MAX_INTEGER_DIGITS,
+            )
+        if exponent >= 0 or x == x.to_integral_value():
+            return int(x)
+    if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
+        err = InvalidCountsError if argument == "counts" else InvalidParameterError
+        raise err(label, x, "must be an integer")
+    raise ArgumentTypeError(label, x, f"must be an integer, not {type(x).__name__}")
+
+
+def as_counts(counts: CountsLike) -> tuple[int, ...]:
+    """Validate a count vector (docs/definitions.md §1) and return it as a tuple of Python ints.
+
+    Accepts any finite one-dimensional sequence of integers: Python ints, numpy integer
+    scalars or arrays, gmpy2 ``mpz``, and floats that are finite and integral.  Rejects
+    booleans, NaN, infinities, non-integral values, strings, nested sequences and empty
+    input, naming the offending position.
+    """
+    if counts is None or isinstance(counts, (str, bytes, dict, set, frozenset)):
+        raise ArgumentTypeError("counts", counts, "must be a sequence of integers")
+    shape = getattr(counts, "shape", None)
+    if shape is not None and len(shape) != 1:
+        raise InvalidCountsError("counts", counts, f"must be one-dimensional, got shape {tuple(shape)}")
+    try:
+        items = list(counts)
+    except TypeError:
+        raise ArgumentTypeError("counts", counts, "must be a sequence of integers") from None
+    if not items:
+        raise InvalidCountsError("counts", counts, "must not be empty")
+    out = []
+    for position, value in enumerate(items):
+        if isinstance(value, (list, tuple)) or getattr(value, "shape", ()) not in ((), None):
+            raise InvalidCountsError(f"counts[{position}]", value, "must be a scalar integer")
+        out.append(_as_int(value, "counts", f"[{position}]"))
+    return tuple(out)
+
+
+def as_positive_int(value: IntLike, argument: str) -> int:
+    """An int >= 1."""
+    n = _as_int(value, argument)
+    if n < 1:
+        raise InvalidParameterError(argument, value, "must be a positive integer")
+    return n
+
+
+def as_nonnegative_int(value: IntLike, argument: str) -> int:
+    """An int >= 0."""
+    n = _as_int(value, argument)
+    if n < 0:
+        raise InvalidParameterError(argument, value, "must be a non-negative integer")
+    return n
+
+
+def as_k(k: SupportsIndex, d: int) -> int:
+    """Validate ``k`` against the number of items ``d``: an integer with 1 <= k <= d.
+
+    ``k`` must be of an integer type (``int``, numpy integers, gmpy2 ``mpz``, anything with
+    ``__index__``): unlike counts, where an integral float such as ``2.0`` is accepted
+    (data often arrive as floats), a number of another type (``2.0``, ``Fraction(2)``,
+    ``Decimal(2)``) is refused with :class:`~exactdp.errors.InvalidParameterError`, since it
+    usually hides a computed value such as ``d / 2``; a non-number (``"2"``) with
+    :class:`~exactdp.errors.ArgumentTypeError`.
+    """
+    if _is_bool(k):
+        raise ArgumentTypeError("k", k, "booleans are not accepted as integers")
+    try:
+        kk = operator.index(k)
+    except TypeError:
+        reason = f"must be an integer (int or numpy integer), not {type(k).__name__}"
+        if isinstance(k, numbers.Number) or getattr(k, "is_Number", False) or (
+            type(k).__module__ == "numpy" and "float" in type(k).__name__
+        ):
+            raise InvalidParameterError("k", k, reason) from None
+        raise ArgumentTypeError("k", k, reason) from None
+    if not 1 <= kk <= d:
+        raise InvalidParameterError("k", k, f"must satisfy 1 <= k <= d = {d}")
+    return kk
+
+
+# A decimal number or a fraction, as Python's Fraction accepts them but without underscores
+# (``"1_0"`` is not decimal notation) and with the exponent and digits kept as text until
+# their size has been checked.
+_RATIONAL = re.compile(
+    r"""\s*(?P<sign>[-+]?)(?=\d|\.\d)(?P<num>\d*)
+    (?:\s*/\s*(?P<den>\d+)
+      |(?:\.(?P<frac>\d*))?(?:[eE](?P<exp>[-+]?\d+))?)\s*""",
+    re.VERBOSE,
+)
+_EXAMPLES = "such as '0.1', '1/2' or '2'"
+
+
+def _check_digits(value: Any, argument: str, num_digits: int, den_digits: int, shown: str = "") -> None:
+    """Refuse a number whose numerator or denominator would have too many digits."""
+    digits = max(num_digits, den_digits)
+    if digits > MAX_NUMBER_DIGITS:
+        raise InputLimitError(
+            argument, value,
+            f"the exact value would have {shown or digits} digits, more than the limit of {MAX_NUMBER_DIGITS} "
+            f"for a number given as text or Decimal ({_LIMIT_HINT})",
+            MAX_NUMBER_DIGITS,
+        )
+
+
+def _parse_rational(text: str, argument: str) -> Fraction:
+    """An exact Fraction from a decimal or ``p/q`` string, sizes checked before building it."""
+    mo = _RATIONAL.fullmatch(text)
+    if mo is None:
+        if "_" in text and _RATIONAL.fullmatch(text.replace("_", "")):
+            raise InvalidParameterError(
+                argument, text,
+                "underscores are not decimal notation: write the number without them "
+                f"({text.replace('_', '')!r})",
+            )
+        raise InvalidParameterError(argument, text, f"must be a finite number {_EXAMPLES}")
+    num, den = mo.group("num"), mo.group("den")
+    negative = mo.group("sign") == "-"
+    if den is not None:
+        _check_digits(text, argument, len(num.lstrip("0")), len(den.lstrip("0")))
+        if int(den) == 0:
+            raise InvalidParameterError(argument, text, f"division by zero: must be a finite number {_EXAMPLES}")
+        q = Fraction(int(num), int(den))
+        return -q if negative else q
+    frac = mo.group("frac") or ""
+    mantissa = (num + frac).lstrip("0")
+    if not mantissa:
+        return Fraction(0)  # "0", "0.000", "0e99999999999": zero whatever the exponent
+    exp_text = mo.group("exp") or "0"
+    if len(exp_text.lstrip("+-").lstrip("0")) > 18:  # |exponent| >= 10**18: far past any limit
+        _check_digits(text, argument, 10**18, 0, "more than 10**18")
+    shift = int(exp_text) - len(frac)  # value = int(num + frac) * 10**shift
+    # the mantissa's trailing zeros make the denominator smaller: count them exactly
+    stripped = mantissa.rstrip("0")
+    shift_after = shift + (len(mantissa) - len(stripped))
+    _check_digits(text, argument, len(stripped) + max(shift_after, 0), max(-shift_after, 0) + 1)
+    m = int(stripped)
+    q = Fraction(m * 10**shift_after) if shift_after >= 0 else Fraction(m, 10**-shift_after)
+    return -q if negative else q
+
+
+def as_rational(value: RationalLike, argument: str) -> Fraction:
+    """An exact rational from int, Fraction, decimal string, Decimal, sympy Rational or float.
+
+    A float is taken at its exact binary value (``0.1`` is not ``1/10``; pass ``"0.1"``).
+    Strings are decimal numbers (``"0.1"``, ``"-2.5e-3"``) or fractions (``"1/3"``);
+    underscores (``"1_0"``, accepted by Python's ``Fraction``) are refused, and so is a
+    string, ``Decimal`` or sympy ``Float`` whose exact value needs more than
+    :data:`MAX_NUMBER_DIGITS` digits (:class:`~exactdp.errors.InputLimitError`, raised
+    before the number is built).  NaN and infinities are rejected with :class:`~exactdp.errors.InvalidParameterError`;
+    other types with :class:`~exactdp.errors.ArgumentTypeError`.
+    """
+    if _is_bool(value):
+        raise ArgumentTypeError(argument, value, "booleans are not accepted")
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, str):
+        return _parse_rational(value, argument)
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise InvalidParameterError(argument, value, "must be finite")
+        sign, digits, exponent = value.as_tuple()
+        if any(digits):
+            _check_digits(value, argument, len(digits) + max(exponent, 0), max(-exponent, 0) + 1)
+        return Fraction(value)
+    if isinstance(value, float) or (type(value).__module__ == "numpy" and "float" in type(value).__name__):
+        f = float(value)
+        if math.isnan(f) or math.isinf(f):
+            raise InvalidParameterError(argument, value, "must be finite")
+        return Fraction(f)
+    if isinstance(value, numbers.Rational):
+        return Fraction(int(value.numerator), int(value.denominator))
+    # sympy numbers are not registered with the numbers ABCs.
+    if getattr(value, "is_Rational", False):
+        return Fraction(int(value.p), int(value.q))
+    if getattr(value, "is_Float", False):
+        if not value.is_finite:
+            raise InvalidParameterError(argument, value, "must be finite")
+        # A sympy Float is a binary number: take its exact value (its str() is rounded to
+        # decimal digits, so Fraction(str(value)) would turn Float(0.1) into 1/10).
+        sign, man, exp, bc = value._mpf_
+        if man:  # bits -> decimal digits, rounded up (log10(2) < 0.30103)
+            _check_digits(value, argument, -(-(bc + max(exp, 0)) * 30103 // 100000),
+                          -(-max(-exp, 0) * 30103 // 100000) + 1)
+        exact = Fraction(int(man) * 2**exp) if exp >= 0 else Fraction(int(man), 2**-exp)
+        return -exact if sign else exact
+    try:
+        return Fraction(operator.index(value))
+    except TypeError:
+        pass
+    sympy_nan = type(value).__name__ == "NaN" and type(value).__module__.startswith("sympy")
+    if getattr(value, "is_infinite", False) or getattr(value, "is_nan", False) or sympy_nan:
+        raise InvalidParameterError(argument, value, "must be finite")
+    raise ArgumentTypeError(
+        argument, value, f"must be an int, Fraction, decimal string or float, not {type(value).__name__}"
+    )
+
+
+def as_epsilon(epsilon: RationalLike) -> Fraction:
+    """Validate the privacy parameter: a positive, finite exact rational."""
+    eps = as_rational(epsilon, "epsilon")
+    if eps <= 0:
+        raise InvalidParameterError("epsilon", epsilon, "must be positive")
+    return eps
+
+
+def as_base(base: RationalLike) -> Fraction:
+    """Validate a weight base: an exact rational with 0 < base < 1."""
+    b = as_rational(base, "base")
+    if not 0 < b < 1:
+        raise InvalidParameterError("base", base, "must satisfy 0 < base < 1")
+    return b
+
+
+def as_sensitivity(sensitivity: RationalLike) -> Fraction:
+    """Validate the utility sensitivity: a positive, finite exact rational."""
+    s = as_rational(sensitivity, "sensitivity")
+    if s <= 0:
+        raise InvalidParameterError("sensitivity", sensitivity, "must be positive")
+    return s
+
+
+def as_rho(rho: RationalLike) -> Fraction:
+    """The canonical loss parameter: an exact rational with ``0 <= rho <= 1``."""
+    r = as_rational(rho, "rho")
+    if not 0 <= r <= 1:
+        raise InvalidParameterError("rho", rho, "must satisfy 0 <= rho <= 1")
+    return r
+
+
+def as_dps(dps: Optional[IntLike]) -> int:
+    """``None`` -> the default (30); otherwise an integer number of digits, 1 <= dps <= 10**5."""
+    if dps is None:
+        return DEFAULT_DPS
+    n = _as_int(dps, "dps")
+    if not 1 <= n <= 100_000:
+        raise InvalidParameterError("dps", dps, "must satisfy 1 <= dps <= 100000")
+    return n
+
+
+#: Seeds ``0 <= seed < SEED_BOUND`` are used as they are (``random.Random(seed)``).
+SEED_BOUND = 2**128
+
+
+def seed_to_nonnegative(seed: SupportsIndex, bound: int = SEED_BOUND) -> int:
+    """The non-negative integer exactdp seeds ``random.Random`` with for the int ``seed``.
+
+    ``random.Random(seed)`` uses ``abs(seed)``, so ``-n`` and ``n`` give the same samples.
+    This map is a bijection from all integers onto the non-negative ones that leaves every
+    seed in ``0 <= seed < bound`` (``bound = 2**128``) unchanged, so samples from those
+    seeds are exactly ``random.Random(seed)``'s:
+
+    - ``0 <= seed < bound``: ``seed``;
+    - ``seed >= bound``: ``bound + 2*(seed - bound)`` (the even numbers from ``bound`` on);
+    - ``seed < 0``: ``bound + 2*(-seed) - 1`` (the odd numbers from ``bound`` on).
+
+    >>> seed_to_nonnegative(5), seed_to_nonnegative(-1) == 2**128 + 1, seed_to_nonnegative(2**128) == 2**128
+    (5, True, True)
+    """
+    seed = operator.index(seed)
+    if 0 <= seed < bound:
+        return seed
+    if seed >= bound:
+        return bound + 2 * (seed - bound)
+    return bound + 2 * (-seed) - 1
+
+
+def random_from_seed(seed: SupportsIndex) -> random.Random:
+    """``random.Random(seed_to_nonnegative(seed))``: distinct int seeds give distinct
+    generators, and ``0 <= seed < 2**128`` gives exactly ``random.Random(seed)``.
+
+    >>> random_from_seed(5).random() == random.Random(5).random()
+    True
+    >>> random_from_seed(-5).random() == random_from_seed(5).random()
+    False
+    """
+    return random.Random(seed_to_nonnegative(seed))
+
+
+def as_rng(rng: RngLike) -> random.Random:
+    """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
+
+    An int seed goes through :func:`seed_to_nonnegative` (an injective map): a seed
+    ``0 <= n < 2**128`` gives exactly ``random.Random(n)``, and a negative seed another
+    generator (``random.Random`` itself gives the same samples for ``n`` and ``-n``).
+    Only ``getrandbits`` and ``randrange`` of the result are used: both are integer-valued,
+    so samples are reproducible bit for bit from a seed on every platform.
+    """
+    if rng is None:
+        return random.SystemRandom()
+    if isinstance(rng, random.Random):
+        return rng
+    if _is_bool(rng):
+        raise ArgumentTypeError("rng", rng, "must be None, an int seed or a random.Random")
+    try:
+        seed = operator.index(rng)
+    except TypeError:
+        raise ArgumentTypeError(
+            "rng", rng, "must be None, an int seed or a random.Random instance"
+        ) from None
+    return random_from_seed(seed)
+
+
+def _output_ids(output: Any, d: int, k: int) -> list[int]:
+    if output is None or isinstance(output, (str, bytes, dict)):
+        raise ArgumentTypeError("output", output, "must be an iterable of item ids")
+    try:
+        items = list(output)
+    except TypeError:
+        raise ArgumentTypeError("output", output, "must be an iterable of item ids") from None
+    if len(items) != k:
+        raise InvalidOutputError("output", output, f"must contain exactly k = {k} item ids, got {len(items)}")
+    ids = []
+    for position, value in enumerate(items):
+        if _is_bool(value):
+            raise ArgumentTypeError(f"output[{position}]", value, "item ids must be integers")
+        try:
+            item = operator.index(value)
+        except TypeError:
+            raise ArgumentTypeError(f"output[{position}]", value, "item ids must be integers") from None
+        if not 0 <= item < d:
+            raise InvalidOutputError(f"output[{position}]", value, f"unknown item id (items are 0..{d - 1})")
+        ids.append(item)
+    if len(set(ids)) != len(ids):
+        seen = set()
+        for position, item in enumerate(ids):
+            if item in seen:
+                raise InvalidOutputError(f"output[{position}]", item, "repeats an item id")
+            seen.add(item)
+    return ids
+
+
+def as_sequence_output(output: OutputLike, d: int, k: int) -> tuple[int, ...]:
+    """A sequence output: exactly ``k`` distinct item ids in ``0..d-1``, as a tuple.
+
+    Unordered containers (``set``, ``frozenset``) are refused: a sequence has an order.
+    """
+    if isinstance(output, (set, frozenset)):
+        raise ArgumentTypeError(
+            "output", output, "a sequence mechanism needs an ordered output (tuple or list), not a set"
+        )
+    return tuple(_output_ids(output, d, k))
+
+
+def as_set_output(output: OutputLike, d: int, k: int) -> frozenset[int]:
+    """A set output: exactly ``k`` distinct item ids in ``0..d-1``, as a frozenset."""
+    return frozenset(_output_ids(output, d, k))

@@ -1,0 +1,207 @@
+"""Joint: the joint exponential mechanism for top-k sequences.
+
+Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
+Section 3, Algorithm 1; docs/definitions.md §2.1.
+
+Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the paper):
+``u(S) = -max_i (c_(i) - c[s_i])``; the mechanism is the exponential mechanism
+``P(S) ∝ exp(eps * u(S) / (2*Δ))`` (Equation 1; Theorem 3.2).
+
+What is exact here and how it is counted:
+
+- :meth:`Joint.levels` -- the integer sweep (docs/definitions.md §2.1; docs/benchmarks.md): the number of
+  sequences with utility ``>= -M`` is ``N(M) = prod_r max(T_r(M) - (r-1), 0)`` with
+  ``T_r(M) = #{j : c_(j) >= c_(r) - M}`` (this is Lemma 3.7 with the refined scores
+  collapsed onto their ceiling, Lemma 3.5); ``m(-M) = N(M) - N(M_prev)``.
+- :meth:`Joint.mtilde` -- Lemmas 3.7 and 3.8: every entry of the refined matrix
+  ``Ũ[i][j] = -(c_(i) - c_(j)) - z_ij``, ``z_ij = (d(k-1-i) + j + 1) / (2dk)`` (0-based),
+  with ``m̃`` = number of sequences whose score ``min_r Ũ[r][rank(s_r)]`` is exactly that
+  entry, streamed in decreasing ``Ũ`` order sorted by the exact integer key ``2dk·Ũ``.
+- :meth:`Joint.sample` -- Equation 2 collapsed onto levels (a certified exact level draw),
+  then Algorithm 1 lines 21-24 realised as an exact unranking of a uniform integer.
+
+>>> m = Joint([10, 5, 1, 1], 2, epsilon=1)
+>>> m.levels()
+(Level(utility=0, multiplicity=1), Level(utility=-4, multiplicity=2), Level(utility=-5, multiplicity=3), Level(utility=-9, multiplicity=6))
+>>> m.support_size()
+12
+>>> import mpmath
+>>> print(mpmath.nstr(m.probability((0, 1), dps=20), 20))
+0.63148075214827043467
+>>> m.probability_exact((0, 1))
+1/(6*exp(-9/2) + 3*exp(-5/2) + 2*exp(-2) + 1)
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterator, Union
+
+import gmpy2
+
+from .joint_sweep import event_chunks, level_factor_chunks
+from ..errors import InvalidParameterError
+from ..core.levels import Level
+from ..core.mechanism import JointFamily
+from ..core.ranking import Ranking
+from ..rules.exponential import ExponentialMechanism
+from ..core.selection import SelectionRule
+
+__all__ = ["Joint", "joint_levels", "joint_mtilde"]
+
+
+def joint_levels(ranking: Ranking, k: int) -> list[Level]:
+    """Exact levels of Joint by the integer sweep (no enumeration of outputs).
+
+    At ``M = 0`` every factor ``T_r(0) - r`` (0-based) is ``>= 1`` and it only grows, so
+    the running product is updated by one exact division and one multiplication per
+    level (``gmpy2.divexact``), the small factors of one level being multiplied first
+    (:func:`exactdp.mechanisms.joint_sweep.level_factor_chunks`).
+    """
+    sc, cum = ranking.sorted_counts, ranking.cumulative
+    n = []
+    q = 0
+    for r in range(k):
+        while ranking.values[q] != sc[r]:
+            q += 1
+        n.append(cum[q] - r)
+    product = gmpy2.mpz(1)
+    for x in n:
+        product *= x
+    levels = [Level(0, int(product))]
+    previous = product
+    for Ms, nums, dens in level_factor_chunks(ranking, k):
+        for M, num, den in zip(Ms, nums, dens):
+            product = gmpy2.divexact(product * num, den)
+            levels.append(Level(-M, int(product - previous)))
+            previous = product
+    return levels
+
+
+def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
+    """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix, decreasing ``Ũ``.
+
+    Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based) where ``t_r`` counts
+    entries of row ``r`` that are ``>= Ũ_ij``.  Because ``z`` separates rows completely
+    within one integer level ``M = c_(i) - c_(j)`` (rows below ``i`` come first), ``t_r``
+    is ``T_r(M)`` for ``r > i`` and ``T_r(M^-)`` (counts strictly above ``c_(i) - M``)
+    for ``r < i``; entries of one tie block share ``m̃``.  Lemma 3.8's sweep then needs one
+    exact division and one multiplication per event, with zero factors tracked apart.
+    Yields ``keys=True``: the exact integer ``2dk·Ũ`` in place of the Fraction.
+    """
+    d = ranking.d
+    den = 2 * d * k
+    cum = ranking.cumulative
+    n = [0] * k
+    zeros = k  # rows whose factor is currently 0
+    nonzero = gmpy2.mpz(1)  # product of the non-zero factors
+    for Ms, rows, newTs, qs in event_chunks(ranking, k, after_own_value=False, rows_descending=True):
+        for M, i, T, q in zip(Ms, rows, newTs, qs):
+            a_i = n[i]
+            # without_i = product of the other rows' non-zero factors
+            without_i = gmpy2.divexact(nonzero, a_i) if a_i else nonzero
+            mt = 0 if zeros - (a_i == 0) else int(without_i)
+            first = cum[q - 1] if q else 0
+            base_key = -(den * M) - d * (k - 1 - i) - 1
+            for j in range(first, cum[q]):
+                key = base_key - j
+                yield (i, j, key if keys else Fraction(key, den), mt)
+            b_i = T - i if T > i else 0  # T only grows, so b_i >= a_i
+            if b_i:
+                nonzero = without_i * b_i
+                if not a_i:
+                    zeros -= 1
+            n[i] = b_i
+
+
+class Joint(JointFamily):
+    """The Joint exponential mechanism over top-k sequences (docs/definitions.md §2.1).
+
+    ``Joint(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
+    ``base`` are exclusive; with ``base`` the weight of utility ``u`` is ``base**(-u)``
+    (every probability an exact rational), otherwise ``exp(epsilon*u/(2*sensitivity))``.
+    Outputs are tuples of item ids in selection order.
+    """
+
+    output_kind = "sequence"
+    rule: SelectionRule = ExponentialMechanism()
+
+    # -- the paper's objects -----------------------------------------------------------
+    def _compute_levels(self):
+        return joint_levels(self.ranking, self.k)
+
+    def _utility(self, output: tuple[int, ...]) -> int:
+        c = self.counts
+        return -max(top - c[s] for top, s in zip(self.ranking.sorted_counts, output))
+
+    def refined_utility(self, row: int, col: int) -> Fraction:
+        """``Ũ[row][col] = -(c_(row) - c_(col)) - (d(k-1-row) + col + 1) / (2dk)``, 0-based
+        rank indices (the paper's ``z_ij`` shifted to 0-based)."""
+        if not (0 <= row < self.k and 0 <= col < self.d):
+            raise InvalidParameterError("(row, col)", (row, col), f"need 0 <= row < k = {self.k}, 0 <= col < d = {self.d}")
+        sc, d, k = self.ranking.sorted_counts, self.d, self.k
+        return Fraction(-(2 * d * k) * (sc[row] - sc[col]) - d * (k - 1 - row) - col - 1, 2 * d * k)
+
+    def mtilde(self, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
+        """All ``d*k`` entries ``(row, col, Ũ as Fraction, m̃ as int)`` in decreasing ``Ũ``
+        order, streamed (Lemmas 3.7-3.8).  ``row``/``col`` are 0-based ranks (see
+        ``self.ranking.order`` for item ids).  With ``keys=True`` the third field is the
+        exact integer ``2dk·Ũ`` instead of a Fraction (faster)."""
+        return joint_mtilde(self.ranking, self.k, keys=keys)
+
+    def _thresholds(self, M: int) -> tuple[list[int], list[int]]:
+        """``T_r(M)`` and ``T_r(M^-)`` (strictly above the threshold) for every row."""
+        at, gt, sc = self.ranking.at_least, self.ranking.greater_than, self.ranking.sorted_counts
+        return [at(sc[r] - M) for r in range(self.k)], [gt(sc[r] - M) for r in range(self.k)]
+
+    def _unrank(self, a: int, r: int) -> tuple[int, ...]:
+        """The ``r``-th sequence of utility exactly ``-M``.
+
+        Sequences of level ``M`` are split by the first row ``i`` with
+        ``c_(i) - c[s_i] = M`` (the row whose refined entry is the score): rows before
+        ``i`` pick among ``T_r(M^-)`` top ranks, row ``i`` one of the ``B_i`` items with
+        count ``c_(i) - M``, rows after ``i`` among ``T_r(M)`` top ranks, each minus the
+        ranks already used (Algorithm 1, lines 21-24; Lemma 3.6 makes every choice set
+        non-empty).  ``r`` is read as mixed-radix digits of those choices.
+        """
+        M = -self.table.utilities[a]
+        k = self.k
+        t_at, t_gt = self._thresholds(M)
+        after = [t_at[x] - x for x in range(k)]  # all >= 1 for M >= 0
+        before = [max(t_gt[x] - x, 0) for x in range(k)]
+        # suffix[i] = prod_{x >= i} after[x]
+        suffix = [1] * (k + 1)
+        for x in range(k - 1, -1, -1):
+            suffix[x] = suffix[x + 1] * after[x]
+        prefix = 1  # prod_{x < i} before[x]
+        for i in range(k):
+            block = t_at[i] - t_gt[i]
+            per_item = prefix * suffix[i + 1]
+            weight = block * per_item
+            if r < weight:
+                break
+            r -= weight
+            prefix *= before[i]
+        else:  # pragma: no cover - r out of range
+            raise AssertionError("rank beyond the level's multiplicity")
+        col, r = t_gt[i] + r // per_item, r % per_item
+        ranks = [0] * k
+        ranks[i] = col
+        used = [col]
+        for x in range(k):
+            if x == i:
+                continue
+            radix = before[x] if x < i else after[x]
+            r, digit = divmod(r, radix)
+            # the digit-th rank in [0, T) not used yet
+            pick = digit
+            for u in sorted(used):
+                if u <= pick:
+                    pick += 1
+                else:
+                    break
+            ranks[x] = pick
+            used.append(pick)
+        order = self.ranking.order
+        return tuple(order[x] for x in ranks)

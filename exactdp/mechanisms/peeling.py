@@ -1,0 +1,600 @@
+r"""Peeling: k rounds of one-item selection without replacement.
+
+Papers: the baselines of Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential
+Mechanism for Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1:
+PNF-Peel (Algorithm 2, Lemma 4.1) and CDP-Peel (Algorithm 3, Lemma 4.2); and the
+one-shot Gumbel identity of Durfee & Rogers, *Practical Differentially Private Top-k
+Selection with Pay-what-you-get Composition* (NeurIPS 2019, arXiv:1905.04273), as stated
+in the DifferentialPrivacy.org blog post *One-shot DP Top-k mechanisms* (Theorem 1).
+
+Round ``r = 1..k`` selects one item ``j`` among those not selected yet, with the per-round
+budget ``eps/k`` on the raw counts (monotone utility, so no factor 2):
+
+- ``noise="gumbel"``: the exponential mechanism ``P(j) ∝ exp((eps/k) c_j)``.  By the
+  blog's Theorem 1 (Durfee & Rogers 2019) the k rounds together have exactly the
+  distribution of *one-shot* Gumbel top-k: add ``Gumbel(k/eps)`` noise to every count once
+  and report the k largest noisy counts in order (CDP-Peel; its ``(eps, delta)``
+  accounting is :mod:`exactdp.accounting`).  The tests check this numerically to 30 digits.
+- ``noise="exponential"``: permute-and-flip with ``p_j = exp((eps/k)(c_j - max_remaining))``
+  (report-noisy-max with ``Exponential(eps/k)`` noise): PNF-Peel, ``eps``-DP by basic
+  composition (Lemma 4.1).
+
+With ``base=b`` (exact rational in (0, 1)) the per-round weight of one unit of count is
+``1/b``, i.e. ``b`` replaces ``exp(-eps/k)``; every gumbel probability is then an exact
+rational, and so is every exponential one (per-round permute-and-flip with rational
+``p_j``).
+
+**Exact probability of a sequence** ``(s_1..s_k)``: the product over rounds of the
+probability that round ``r`` picks ``s_r`` among the remaining items.
+
+*Gumbel (the weight tree).*  Let ``v_0 > v_1 > ...`` be the distinct counts,
+``e_i = w(v_i)/w(v_0)`` (at most 1, enclosed in arb at any size of the gaps: arb's
+exponents are unbounded) and ``n_i`` the number of remaining items with count ``v_i``.
+Round ``r`` picks item ``s_r`` of count ``v_a`` with probability ``1 / (1 + R_r)``,
+``R_r = (n_a - 1) + O_a / e_a``, where ``O_a = sum_{i != a} n_i e_i`` is read off a binary
+sum tree over the distinct counts (``O(log #counts)`` node sums, every one a sum of
+non-negative enclosures: no cancellation, whatever was removed before).  Removing the
+item updates one leaf and its ancestors.  So one probability costs one tree
+(``#counts`` exponentials, kept per precision) plus ``O(k log #counts)`` ball operations,
+and no per-round table is ever built.  The log-probability is
+``-sum_r log1p(R_r)``: a sum of non-positive enclosures, each with relative accuracy
+(``log1p`` of a tiny ``R_r = e^(-huge)`` is ``~R_r`` to full relative precision), so the
+sum keeps relative accuracy even when it is ``-1e-400000``.
+
+*Exponential (per-round tables).*  Round ``r`` is
+:class:`~exactdp.rules.permute_and_flip.PermuteAndFlip` on the
+:class:`~exactdp.core.levels.LevelTable` of the remaining counts (utility = count,
+multiplicity = number of remaining items with it, ``Scale(eps, divisor=k)``), built for
+that round only (tables are cached only while their total size is small).  Each round's
+value ``x_r`` is certified by the rule to ``dps + g`` digits, ``g = ceil(log10 k) + 2``,
+so the true value lies in the arb ball ``x_r (1 +- 2^-b)`` with
+``2^-b >= 2 * 10**-(dps+g)``.  The same per-round route serves the Gumbel rule as the
+brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
+
+*Certification.*  The product (resp. sum) of the per-round balls is formed in arb and
+returned by :func:`~exactdp.core.precision.certify`, which raises the working precision until
+the result's relative radius is at most ``10**-dps``: the returned value has relative
+error ``<= 10**-dps``.  No exact sum of per-round terms is ever formed (its size would be
+about ``lam * gap`` bits: a gap of ``10**10`` needed gigabytes).
+
+**Levels (documented decision).**  Peeling is not one selection rule over scalar
+utilities, but its probabilities are a function of the *count sequence*
+``(c[s_1], ..., c[s_k])``: the remaining counts at every round are determined by it.  So
+``levels()`` returns one :class:`~exactdp.core.levels.Level` per distinct count sequence, with
+``utility`` = that tuple of counts (exact ints; tuples compare lexicographically, larger
+counts first = "best first") and ``multiplicity`` = the number of item sequences having it;
+:meth:`Peeling.utility` returns the same tuple.  Every output of one level has the same
+probability, so ``level_probabilities``, ``outputs``, ``distribution`` and the CLI work as for
+any mechanism.  The number of levels can be as large as ``d!/(d-k)!`` (distinct counts):
+``levels()`` refuses past :data:`PEELING_LEVELS_LIMIT`; ``probability``,
+``log_probability``, ``probability_exact`` and ``sample`` never build the levels.  The
+per-round view is :meth:`Peeling.round_levels` and :meth:`Peeling.round_distribution`.
+
+>>> m = Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2))
+>>> m.probability_exact((0, 1))          # (1024/1060) * (32/36)
+2048/2385
+>>> m.levels()[:2]
+(Level(utility=(10, 5), multiplicity=1), Level(utility=(10, 1), multiplicity=2))
+>>> m.round_levels(prefix=(0,))
+(Level(utility=5, multiplicity=1), Level(utility=1, multiplicity=2))
+>>> big = Peeling([2**40, 3, 0], 2, epsilon=1)          # gap 2**40: about 1e-38 below 0
+>>> mpmath.nstr(big.log_probability((0, 1), dps=20), 15)
+'-0.201413277982752'
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_left
+from collections import Counter
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, SupportsIndex
+
+import mpmath
+from ..core._lazy import sympy
+from flint import arb, ctx
+
+from ..core._typing import CountsLike, Output, OutputLike, RationalLike
+from ..rules.noise import as_noise, rule_for_noise
+from ..errors import InvalidOutputError, TooManyOutputsError
+from ..core.levels import Level
+from ..core.mechanism import Mechanism, make_scale
+from ..core.precision import certify
+from ..core.sampling import choose_index
+from ..core.levels import LevelTable
+from ..core.selection import SelectionRule
+from ..core.validation import as_dps, as_sequence_output
+
+__all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
+
+#: ``levels()`` (count sequences) refuses to build more than this many levels.
+PEELING_LEVELS_LIMIT = 10**6
+#: Round tables kept per mechanism (keyed by the multiset of removed counts) ...
+_TABLE_CACHE = 4096
+#: ... as long as they hold at most this many levels in total (memory stays O(d)).
+_TABLE_CACHE_LEVELS = 200_000
+#: Weight trees kept per mechanism (one per working precision, newest first).
+_TREE_CACHE = 3
+
+
+def _times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
+    """``x * n`` exactly (an integer multiplicity: no rounding)."""
+    return mpmath.fmul(x, n, exact=True)
+
+
+def _rel_ball(x: mpmath.mpf, digits: int) -> arb:
+    """An arb ball certainly containing every ``t`` with ``|x - t| <= 10**-digits |t|``:
+    ``x (1 +- 2^-b)`` with ``2^-b >= 2 * 10**-digits`` (``|x - t| <= 10**-digits |x| /
+    (1 - 10**-digits) <= 2 * 10**-digits |x|``)."""
+    b = int(math.floor(digits * math.log2(10))) - 2
+    # arb(mpf) is exact for any exponent (arb(2)**e is not, for astronomically large e)
+    return arb(x) * arb(1, arb(2) ** -b)
+
+
+class _WeightTree:
+    """Binary sum tree over the distinct counts: leaf ``i`` holds ``n_i e_i`` (remaining
+    multiplicity times relative weight), every inner node the sum of its two children.
+
+    The numbers may be arb balls (certified) or Fractions (exact; used by the tests as
+    the exact twin).  ``nodes`` is a flat list (root at 1, leaves at ``size + i``); a copy
+    of the list is a new tree sharing the immutable numbers, so one query never changes
+    the cached tree.  Every sum read from it adds non-negative numbers only.
+    """
+
+    __slots__ = ("size", "n", "weights", "nodes", "zero")
+
+    def __init__(self, weights: Sequence[Any], mult: Sequence[int], zero: Any):
+        n = len(weights)
+        size = 1 << max(0, (n - 1).bit_length())
+        nodes = [zero] * (2 * size)
+        for i, (e, m) in enumerate(zip(weights, mult)):
+            nodes[size + i] = e * m
+        for j in range(size - 1, 0, -1):
+            nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
+        self.size, self.n, self.weights, self.nodes, self.zero = size, n, weights, nodes, zero
+
+    def copy(self) -> "_WeightTree":
+        out = object.__new__(_WeightTree)
+        out.size, out.n, out.weights, out.zero = self.size, self.n, self.weights, self.zero
+        out.nodes = list(self.nodes)
+        return out
+
+    def set_count(self, a: int, m: int) -> None:
+        """Leaf ``a`` := ``m e_a``, and its ancestors re-summed."""
+        nodes = self.nodes
+        j = self.size + a
+        nodes[j] = self.weights[a] * m if m else self.zero
+        j >>= 1
+        while j:
+            nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
+            j >>= 1
+
+    def total(self) -> Any:
+        return self.nodes[1]
+
+    def others(self, a: int) -> Any:
+        """Sum of every leaf but ``a``: the siblings along ``a``'s path to the root."""
+        nodes = self.nodes
+        j = self.size + a
+        acc = self.zero
+        while j > 1:
+            acc = acc + nodes[j ^ 1]
+            j >>= 1
+        return acc
+
+    def prefix(self, a: int) -> Any:
+        """Sum of the leaves ``0..a`` (inclusive): ``O(log size)`` disjoint nodes."""
+        nodes = self.nodes
+        lo, hi = self.size, self.size + a + 1
+        acc = self.zero
+        while lo < hi:
+            if lo & 1:
+                acc = acc + nodes[lo]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                acc = acc + nodes[hi]
+            lo >>= 1
+            hi >>= 1
+        return acc
+
+
+class _Cumulative(Sequence):
+    """The cumulative remaining weights ``C_a = sum_{i <= a} n_i e_i`` as a lazy sequence
+    over a :class:`_WeightTree` (for :func:`~exactdp.core.sampling.choose_index`)."""
+
+    def __init__(self, tree: _WeightTree):
+        self._tree = tree
+
+    def __len__(self) -> int:
+        return self._tree.n
+
+    def __getitem__(self, a):  # type: ignore[override]
+        if a < 0:
+            a += self._tree.n
+        if a == self._tree.n - 1:
+            return self._tree.total()
+        return self._tree.prefix(a)
+
+
+class _PeelingRule(SelectionRule):
+    """Adapter: Peeling's count-sequence levels seen through the SelectionRule interface.
+
+    Level ``a`` of the mechanism's table is a count sequence; the probability of one
+    output of it is the product of per-round probabilities
+    (:meth:`Peeling._values_probability`).  This lets generic code (``distribution``,
+    the CLI) treat Peeling like any mechanism; it is not a selection rule of its own.
+    """
+
+    name = "peeling"
+
+    def __init__(self, mechanism: "Peeling"):
+        self._m = mechanism
+
+    def __repr__(self) -> str:
+        return f"_PeelingRule({self._m.noise!r})"
+
+    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        return self._m._values_probability(table.utilities[a], dps)
+
+    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        return self._m._values_log_probability(table.utilities[a], dps)
+
+    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        return [_times_int(self.output_probability(table, a, dps), m) for a, m in enumerate(table.multiplicities)]
+
+    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
+        return self._m._values_probability_exact(table.utilities[a])
+
+    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
+        seq = self._m._sample(rng)
+        return table.index_of(self._m._utility(seq))
+
+
+class Peeling(Mechanism):
+    """k rounds of per-round ``eps/k`` selection without replacement.
+
+    ``Peeling(counts, k, epsilon=None, *, base=None, noise="gumbel")``: ``epsilon``
+    (default 1) is the *total* budget, each round using ``epsilon/k``; ``base`` replaces
+    ``exp(-epsilon/k)`` (exclusive with ``epsilon``); ``noise`` is ``"gumbel"``
+    (exponential mechanism per round = one-shot Gumbel top-k, CDP-Peel) or
+    ``"exponential"`` (permute-and-flip per round, PNF-Peel); the Joint paper
+    (arXiv:2201.12333), Section 4.1.  Outputs are tuples of item ids in selection order.
+    See the module docstring for the weight tree, ``levels()`` and the error bound.
+    """
+
+    output_kind = "sequence"
+
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, noise: str = "gumbel") -> None:
+        super().__init__(counts, k)
+        self.noise = as_noise(noise)
+        self.scale = make_scale(epsilon, base, Fraction(self.k))
+        self.epsilon = self.scale.epsilon
+        self.base = self.scale.base
+        #: the per-round selection rule
+        self.round_rule = rule_for_noise(self.noise)
+        #: the adapter used by generic code over count-sequence levels
+        self.rule = _PeelingRule(self)
+        values = self.ranking.values
+        cumulative = self.ranking.cumulative
+        #: number of items of each distinct count (``values`` descending)
+        self._mult: tuple[int, ...] = (cumulative[0],) + tuple(b - a for a, b in zip(cumulative, cumulative[1:]))
+        self._level_of: dict[int, int] = {v: a for a, v in enumerate(values)}
+        self._tables: dict[tuple, LevelTable] = {}
+        self._table_levels = 0
+        self._trees: dict[int, _WeightTree] = {}
+        self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
+
+    def _params(self) -> str:
+        return f"{self.scale.describe()}, noise={self.noise!r}".replace(f", divisor={self.k}", "")
+
+    def _gap_bits(self) -> int:
+        """Bits of ``lam * (max count - min count)`` (a precision hint: ``exp(-x)`` of an
+        ``x`` of ``B`` bits needs ``B`` extra bits for full relative accuracy)."""
+        gap = self.ranking.values[0] - self.ranking.values[-1]
+        if self.scale.lam is not None:
+            lam = self.scale.lam
+            return (gap * lam.numerator // lam.denominator).bit_length()
+        b = self.scale.base
+        return (gap * max(b.numerator.bit_length(), b.denominator.bit_length())).bit_length()
+
+    def _level_items(self, a: int) -> Sequence[int]:
+        """Item ids with the ``a``-th largest distinct count, ascending (a slice of the
+        ranking's order: ties are ordered by item id)."""
+        cum = self.ranking.cumulative
+        return self.ranking.order[(cum[a - 1] if a else 0):cum[a]]
+
+    # -- the weight tree (gumbel) ---------------------------------------------------------
+    def _tree(self) -> _WeightTree:
+        """The weight tree of all items at flint's current precision (cached per precision;
+        callers hold the precision lock through :func:`~exactdp.core.precision.certify` or
+        :func:`~exactdp.core.sampling.choose_index`)."""
+        prec = ctx.prec
+        tree = self._trees.get(prec)
+        if tree is None:
+            # the first round's level table holds every distinct count: its relative
+            # weights exp(lam (v - v_0)) are the leaves (one formula for both routes)
+            weights = self._round_table(()).relative_weights()
+            tree = _WeightTree(weights, self._mult, arb(0))
+            while len(self._trees) >= _TREE_CACHE:
+                del self._trees[next(iter(self._trees))]
+            self._trees[prec] = tree
+        return tree
+
+    def _exact_tree(self) -> _WeightTree:
+        """The weight tree with exact Fraction weights ``base**(v_0 - v)`` (rational base
+        only): the exact twin of :meth:`_tree` for the tests."""
+        if self.base is None:
+            raise AssertionError("the exact weight tree needs a rational base")
+        v0 = self.ranking.values[0]
+        weights = [self.base ** (v0 - v) for v in self.ranking.values]
+        return _WeightTree(weights, self._mult, Fraction(0))
+
+    def _tree_terms(self, tree: _WeightTree, values: Sequence[int]) -> list[Any]:
+        """``R_r = (n_a - 1) + O_a / e_a`` of every round (module docstring): round ``r``
+        picks its item with probability ``1 / (1 + R_r)``."""
+        t = tree.copy()
+        remaining: dict[int, int] = {}
+        out = []
+        for v in values:
+            a = self._level_of[v]
+            n = remaining.get(a, self._mult[a])
+            out.append((n - 1) + t.others(a) / t.weights[a])
+            remaining[a] = n - 1
+            t.set_count(a, n - 1)
+        return out
+
+    def _tree_probability(self, values: Sequence[int], dps: int, log: bool) -> mpmath.mpf:
+        def compute() -> arb:
+            terms = self._tree_terms(self._tree(), values)
+            if log:
+                acc = arb(0)
+                for r in terms:
+                    acc -= r.log1p()
+                return acc
+            acc = arb(1)
+            for r in terms:
+                acc = acc / (1 + r)
+            return acc
+
+        return certify(compute, dps, extra_bits=self._extra_bits)
+
+    def _values_probability_tree_exact(self, values: Sequence[int]) -> Fraction:
+        """The weight-tree computation in exact rationals (rational base): the product of
+        ``1 / (1 + R_r)``."""
+        out = Fraction(1)
+        for r in self._tree_terms(self._exact_tree(), values):
+            out /= 1 + r
+        return out
+
+    # -- rounds (per-round level tables) -----------------------------------------------------
+    def _round_table(self, removed: Iterable[int]) -> LevelTable:
+        """The level table of the remaining counts after removing the multiset ``removed``."""
+        key = tuple(sorted(removed, reverse=True))
+        table = self._tables.get(key)
+        if table is None:
+            gone = Counter(key)
+            levels = []
+            for v, m in zip(self.ranking.values, self._mult):
+                m -= gone.get(v, 0)
+                if m < 0:  # pragma: no cover - callers pass achievable prefixes
+                    raise AssertionError("removed more items than exist")
+                if m:
+                    levels.append(Level(v, m))
+            table = LevelTable(levels, self.scale)
+            if len(self._tables) >= _TABLE_CACHE or self._table_levels + len(table) > _TABLE_CACHE_LEVELS:
+                self._tables.clear()
+                self._table_levels = 0
+            if len(table) <= _TABLE_CACHE_LEVELS:
+                self._tables[key] = table
+                self._table_levels += len(table)
+        return table
+
+    def _rounds(self, values: tuple) -> Iterator[tuple[LevelTable, int]]:
+        """``(table, level index)`` of every round for the count sequence ``values``."""
+        for r, v in enumerate(values):
+            table = self._round_table(values[:r])
+            yield table, table.index_of(v)
+
+    def _guard_digits(self) -> int:
+        return len(str(self.k)) + 2  # ceil(log10 k) + 2 at least
+
+    def _values_probability_rounds(self, values: tuple, dps: int, log: bool = False,
+                                   rule: Optional[SelectionRule] = None) -> mpmath.mpf:
+        """Per-round route: every round's value certified by ``rule`` (default: the round
+        rule) to ``dps + g`` digits on its own level table, widened to a ball that
+        certainly holds the true value, multiplied (summed for ``log``) in arb and
+        certified to ``dps`` digits."""
+        rule = self.round_rule if rule is None else rule
+        digits = dps + self._guard_digits()
+        one = rule.output_log_probability if log else rule.output_probability
+        xs = [one(t, a, digits) for t, a in self._rounds(values)]
+
+        def compute() -> arb:
+            acc = arb(0) if log else arb(1)
+            for x in xs:
+                ball = _rel_ball(x, digits)
+                acc = acc + ball if log else acc * ball
+            return acc
+
+        return certify(compute, dps, extra_bits=self._extra_bits)
+
+    def _values_probability(self, values: tuple, dps: int) -> mpmath.mpf:
+        if self.noise == "gumbel":
+            return self._tree_probability(values, dps, log=False)
+        return self._values_probability_rounds(values, dps)
+
+    def _values_log_probability(self, values: tuple, dps: int) -> mpmath.mpf:
+        if self.noise == "gumbel":
+            return self._tree_probability(values, dps, log=True)
+        return self._values_probability_rounds(values, dps, log=True)
+
+    def _values_probability_exact(self, values: tuple) -> sympy.Expr:
+        out = sympy.Integer(1)
+        for t, a in self._rounds(values):
+            out = out * self.round_rule.output_probability_exact(t, a)
+        return out
+
+    def _check_prefix(self, prefix: OutputLike) -> tuple[int, ...]:
+        items = list(prefix) if not isinstance(prefix, (str, bytes)) else prefix
+        n = len(items) if isinstance(items, list) else 0
+        if n >= self.k:
+            raise InvalidOutputError("prefix", prefix, f"must hold fewer than k = {self.k} item ids, got {n}")
+        return as_sequence_output(items, self.d, n)
+
+    def round_levels(self, prefix: OutputLike = ()) -> tuple[Level, ...]:
+        """Levels of the next round's selection after the items of ``prefix`` were chosen:
+        ``Level(count, number of remaining items with that count)``, best first."""
+        p = self._check_prefix(prefix)
+        return self._round_table([self.counts[i] for i in p]).levels
+
+    def round_distribution(self, prefix: OutputLike = (), dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
+        """``(item, probability)`` of the next round for every remaining item (ids
+        ascending), each certified to ``10**-dps``, given the chosen ``prefix``."""
+        p = self._check_prefix(prefix)
+        digits = as_dps(dps)
+        table = self._round_table([self.counts[i] for i in p])
+        per = [self.round_rule.output_probability(table, a, digits) for a in range(len(table))]
+        chosen = set(p)
+        return [(i, per[table.index_of(c)]) for i, c in enumerate(self.counts) if i not in chosen]
+
+    # -- Mechanism hooks ----------------------------------------------------------------------
+    def _utility(self, output: Output) -> tuple[int, ...]:
+        return tuple(self.counts[i] for i in output)
+
+    def _compute_levels(self) -> list[Level]:
+        """Count sequences in lexicographically decreasing order with their multiplicities
+        (``prod_r`` number of remaining items with count ``c_r``)."""
+        values = self.ranking.values
+        avail = list(self._mult)
+        k, n = self.k, len(values)
+        out: list[Level] = []
+        # Iterative depth-first walk (no recursion limit for large k): choice[r] is the
+        # index of the value picked at round r, mult[r] the multiplicity so far.
+        choice: list[int] = []
+        mult = [1]
+        nxt = 0  # next value index to try at the current depth
+        while True:
+            if len(choice) == k:
+                if len(out) >= PEELING_LEVELS_LIMIT:
+                    raise TooManyOutputsError(
+                        None, None,
+                        f"Peeling has more than PEELING_LEVELS_LIMIT = {PEELING_LEVELS_LIMIT} levels "
+                        "(distinct count sequences); use probability(), sample() or round_distribution()",
+                    )
+                out.append(Level(tuple(values[i] for i in choice), mult[-1]))
+                nxt = n  # exhausted at this depth
+            while nxt < n and not avail[nxt]:
+                nxt += 1
+            if nxt < n and len(choice) < k:
+                mult.append(mult[-1] * avail[nxt])
+                avail[nxt] -= 1
+                choice.append(nxt)
+                nxt = 0
+                continue
+            if not choice:
+                return out
+            last = choice.pop()
+            mult.pop()
+            avail[last] += 1
+            nxt = last + 1
+
+    def _unrank(self, a: int, r: int) -> tuple[int, ...]:
+        """The ``r``-th sequence with count sequence ``levels()[a]``: mixed-radix digits,
+        round 1 least significant, each picking among the not-yet-used items with the
+        round's count (ids ascending)."""
+        values = self.table.utilities[a]
+        used: dict[int, list[int]] = {}
+        out = []
+        for v in values:
+            lv = self._level_of[v]
+            taken = used.setdefault(lv, [])
+            r, digit = divmod(r, self._mult[lv] - len(taken))
+            out.append(self._take(lv, digit, taken))
+        if r:  # pragma: no cover
+            raise AssertionError("rank beyond the level's multiplicity")
+        return tuple(out)
+
+    def _take(self, a: int, r: int, taken: list[int]) -> int:
+        """The ``r``-th (0-based) not yet taken item of distinct count ``a`` (ids
+        ascending); ``taken`` (sorted positions within the count's items) gains it."""
+        pos = r
+        for t in taken:  # sorted: each taken position at or before pos shifts it by one
+            if t <= pos:
+                pos += 1
+            else:
+                break
+        taken.insert(bisect_left(taken, pos), pos)
+        return self._level_items(a)[pos]
+
+    # -- probabilities and samples, computed from the sequence (no level table) ------------
+    def support_size(self) -> int:
+        """``d!/(d-k)!``: every sequence of distinct items has positive probability."""
+        return math.perm(self.d, self.k)
+
+    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
+        """Product of the per-round probabilities, certified to relative error ``10**-dps``
+        (gumbel: the weight tree; exponential: per-round permute-and-flip tables)."""
+        o = self._check_output(output)
+        return self._values_probability(self._utility(o), as_dps(dps))
+
+    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
+        """Sum of the per-round log-probabilities (arb enclosures, no cancellation: every
+        term is ``<= 0``), certified to relative error ``10**-dps``."""
+        o = self._check_output(output)
+        return self._values_log_probability(self._utility(o), as_dps(dps))
+
+    def probability_exact(self, output: OutputLike) -> sympy.Expr:
+        """Product of the rules' exact per-round probabilities (a Rational with ``base``);
+        :class:`~exactdp.errors.NoClosedFormError` when a round has no closed form."""
+        o = self._check_output(output)
+        return self._values_probability_exact(self._utility(o))
+
+    def _sample(self, gen: random.Random) -> tuple[int, ...]:
+        """Round by round: an exact draw of the picked item's count, then a uniform
+        remaining item with that count (``randrange``).  Gumbel: the count by
+        :func:`~exactdp.core.sampling.choose_index` over the weight tree's cumulative sums of the
+        remaining weights (a lazy view, ``O(log)`` node sums per entry read); exponential:
+        the round rule's exact level draw on the round's level table."""
+        taken: dict[int, list[int]] = {}
+        remaining: dict[int, int] = {}
+        out = []
+        if self.noise == "gumbel":
+            draw = self._tree_sampler(remaining)
+        else:
+            removed: list[int] = []
+
+            def draw(gen: random.Random) -> int:
+                table = self._round_table(removed)
+                v = table.utilities[self.round_rule.sample_level(table, gen)]
+                removed.append(v)
+                return self._level_of[v]
+        for _ in range(self.k):
+            a = draw(gen)
+            n = remaining.get(a, self._mult[a])
+            out.append(self._take(a, gen.randrange(n), taken.setdefault(a, [])))
+            remaining[a] = n - 1
+        return tuple(out)
+
+    def _tree_sampler(self, remaining: dict[int, int]) -> Callable[[random.Random], int]:
+        """``draw(gen)``: the index of the next round's count, drawn exactly with weights
+        ``n_a e_a`` (``n_a`` from ``remaining``, read at every draw)."""
+        states: dict[int, tuple[_WeightTree, dict[int, int]]] = {}
+        n_levels = len(self._mult)
+
+        def cumulative(prec: int) -> _Cumulative:
+            # called by choose_index inside flint_workprec(prec): one tree copy per
+            # precision, brought up to date with the removals so far
+            state = states.get(prec)
+            if state is None:
+                state = states[prec] = (self._tree().copy(), {})
+            tree, applied = state
+            for a, n in remaining.items():
+                if applied.get(a) != n:
+                    tree.set_count(a, n)
+                    applied[a] = n
+            return _Cumulative(tree)
+
+        return lambda gen: choose_index(cumulative, n_levels, gen)

@@ -1,0 +1,44 @@
+"""PNFJoint: the permute-and-flip version of the Joint mechanism for top-k sequences.
+
+Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
+Appendix D ("Permute-and-Flip Version of Joint"), Algorithm 5; docs/definitions.md §2.2.
+
+Same outputs, utility ``u(S) = -max_i (c_(i) - c[s_i])`` and exact levels as
+:class:`~exactdp.mechanisms.joint.Joint`; only the selection rule changes, from the exponential
+mechanism to permute-and-flip with acceptance probability
+``p_S = exp(eps*(u(S) - u_max)/(2*Δ))`` -- identical to report-noisy-max with
+``Exponential(eps/(2*Δ))`` noise over all sequences (Algorithm 4).  Algorithm 5 replaces
+Joint's utility-sampling step (Algorithm 1, line 20) by one ``MaxExpo`` draw per level and
+an argmax; the sequence is then uniform within the chosen level (Algorithm 1, lines
+21-24).  Probabilities, exact values and the exact sampler are those of
+:class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`.
+
+The paper's examples (Appendix D.3), P(best sequence) with k=2, eps=1:
+
+>>> import mpmath
+>>> m = PNFJoint([10, 5, 1, 1], 2, epsilon=1)
+>>> print(mpmath.nstr(m.probability((0, 1), dps=20), 20))
+0.75101630548563265287
+>>> print(mpmath.nstr(PNFJoint([30, 15] + [1] * 998, 2, epsilon=1).probability((0, 1), dps=40), 38))
+0.43746838677874339307648514368442848821
+"""
+
+from __future__ import annotations
+
+from .joint import Joint
+from ..rules.permute_and_flip import PermuteAndFlip
+
+__all__ = ["PNFJoint"]
+
+
+class PNFJoint(Joint):
+    """Permute-and-flip over top-k sequences with Joint's utility (docs/definitions.md §2.2).
+
+    ``PNFJoint(counts, k, epsilon=1, *, base=None, sensitivity=1)``, as :class:`Joint`:
+    with ``base`` the acceptance probability of a sequence of utility ``u`` is
+    ``base**(u_max - u)`` (every probability an exact rational), otherwise
+    ``exp(epsilon*(u - u_max)/(2*sensitivity))``.
+    """
+
+    rule = PermuteAndFlip()

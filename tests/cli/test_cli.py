@@ -1,0 +1,702 @@
+"""Tests of the ``exactdp`` command line (exactdp/cli/) and of the examples in docs/cli.md.
+
+Most tests call ``main([...])`` in-process with capsys; a few run the installed program
+through ``sys.executable -m exactdp``.  ``python tests/cli/test_cli.py --update-docs``
+regenerates the outputs shown in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import gmpy2
+import mpmath
+import pytest
+import sympy
+
+import exactdp
+from exactdp import cli
+from exactdp.cli import MECHANISMS, main, parse_counts
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "cli.md"
+
+SMALL = ["--counts", "10,5,1,1", "-k", "2", "--epsilon", "1"]
+BIG = ["--counts", "30,15,1x998", "-k", "2", "--epsilon", "1"]
+# The papers' check values (Joint paper, Appendix D.3), P(best sequence) of Joint, to 40 digits.
+CHECK_SMALL = "0.6314807521482704346657540926168464414723"
+CHECK_BIG = "0.3372197782751415944042076182712139472626"
+
+
+def run(capsys, *argv):
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def run_json(capsys, *argv):
+    status, out, err = run(capsys, *argv, "--json")
+    assert status == 0, err
+    assert err == ""
+    return json.loads(out)
+
+
+def nstr(x, digits):
+    return mpmath.nstr(x, digits, strip_zeros=False)
+
+
+def assert_error(status, out, err, *fragments):
+    assert status == 2
+    assert out == ""
+    assert err.startswith("exactdp: error: ")
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err
+
+
+# ---------------------------------------------------------------------------------------
+# counts parsing
+
+
+def test_parse_counts_syntax():
+    assert parse_counts("10,5,1,1") == [10, 5, 1, 1]
+    assert parse_counts(" 10, 5 ,1\t1\n") == [10, 5, 1, 1]
+    assert parse_counts("30,15,1x998") == [30, 15] + [1] * 998
+    assert parse_counts("-3,2.0,0X2,+4") == [-3, 2, 0, 0, 4]
+    assert parse_counts("# header\n1 2 # two\n3") == [1, 2, 3]
+    big = "7" * 5000  # past CPython's int/str digit limit
+    assert parse_counts(f"{big},1") == [int(gmpy2.mpz(big)), 1]
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("1,2.5", "item 1: '2.5' is not an integer"),
+        ("1,x", "item 1: 'x' is not an integer or VALUExREPEAT"),
+        ("1x0", "repeat count in '1x0' must be at least 1"),
+        ("1x2.5", "'1x2.5'"),
+        ("1e3", "'1e3' is not an integer"),
+        ("1_000", "'1_000' is not an integer"),
+        ("", "no counts given"),
+        (" # only a comment\n", "no counts given"),
+    ],
+)
+def test_parse_counts_errors(text, fragment):
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        parse_counts(text)
+
+
+@pytest.mark.parametrize("text, position", [
+    ("10,,5", 1), (",10,5", 0), ("10,5,", 2), ("10, ,5", 1), ("10,\n,5", 1), (" , ", 0), ("1x3,,2", 3),
+])
+def test_parse_counts_empty_item_is_an_error(text, position):
+    # "10,,5" used to be read as [10, 5]: every later item id silently shifted by one
+    with pytest.raises(ValueError, match=re.escape(f"item {position} is empty")):
+        parse_counts(text)
+    assert parse_counts("10 ,5 , 3\n,2") == [10, 5, 3, 2]  # one comma, any whitespace: fine
+
+
+def test_parse_counts_limits_are_checked_before_building():
+    # 1x999999999999 used to allocate ~8 GB and die with a MemoryError traceback
+    for text in ("10,5,1x999999999999", "1x" + "9" * 100, "1x10000000,1"):
+        with pytest.raises(ValueError, match=r"would make more than 10000000 counts, the command line's limit"):
+            parse_counts(text)
+    assert len(parse_counts("1x9999999,1")) == cli.MAX_COUNTS == 10_000_000  # at the limit
+    assert parse_counts("1x3", max_counts=3) == [1, 1, 1]
+    with pytest.raises(ValueError, match="more than 2 counts"):
+        parse_counts("1x3", max_counts=2)
+    with pytest.raises(ValueError, match="has 1000001 digits, more than the limit of 1000000"):
+        parse_counts("7" * 1_000_001)
+    assert parse_counts("7" * 1_000_000) == [int(gmpy2.mpz("7" * 1_000_000))]
+
+
+@pytest.mark.parametrize("token", ["0", "-12", "+7", "2.000", "-3.", "9" * 4001, "-" + "8" * 4500])
+def test_parse_integer_twin(token):
+    """Twin: the bounded parser (gmpy2 past 4000 digits) agrees with Python's int."""
+    plain = token.split(".")[0]
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        assert cli._parse_integer(token) == int(plain)
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--counts", "10,5,1x999999999999", "-k", "2"], "would make more than 10000000 counts"),
+        (["--counts", "10,,5", "-k", "2"], "item 1 is empty"),
+        (["--counts", "3,2,1", "-k", "2", "--epsilon", "1e1000000000"], "limit of 1000"),
+        (["--counts", "3,2,1", "-k", "2", "--epsilon", "1e100000000"], "epsilon='1e100000000'"),
+        (["--counts", "3,2,1", "-k", "2", "--epsilon", "1e-100000000"], "MAX_NUMBER_DIGITS"),
+        (["--counts", "3,2,1", "-k", "2", "--epsilon", "1_0"], "underscores are not decimal notation"),
+        (["--counts", "3,2,1", "-k", "2", "--base", "1e-100000000"], "base='1e-100000000'"),
+        (["--counts", "3,2,1", "-k", "2", "--sensitivity", "1e99999999"], "sensitivity="),
+        (["--counts", "3,2,1", "-k", "2", "--epsilon", "1" * 200_000], "digits, more than the limit of 1000"),
+        (["--counts", "3,2,1", "-k", "2.0"], "invalid integer '2.0'"),
+        (["--counts", "3,2,1", "-k", "1_0"], "invalid integer '1_0'"),
+        (["--counts", "3,2,1", "-k", "9" * 5000], "more than the limit of 4300"),
+        (["--counts", "3,2,1", "-k", "2", "--dps", "9" * 100_000], "more than the limit of 4300"),
+    ],
+)
+def test_inputs_that_used_to_hang_fail_at_once(capsys, argv, fragment):
+    """Each of these used to hang (minutes inside Fraction or int) or abort (MemoryError):
+    now one line on stderr, exit status 2, before any big number is built."""
+    for command in ("dist", "prob"):
+        status, out, err = run(capsys, command, "joint", *argv, *(["--output", "0,1"] if command == "prob" else []))
+        assert_error(status, out, err, fragment)
+        assert len(err) < 400
+
+
+def test_unrecognized_huge_argument_is_shortened(capsys):
+    status, out, err = run(capsys, "levels", "joint", *SMALL[:4], "--dps", "9" * 100_000)
+    assert_error(status, out, err, "unrecognized arguments: --dps '999")
+    assert len(err) < 300
+
+
+def test_rho_and_seed_limits(capsys):
+    status, out, err = run(capsys, "dist", "canonical", "--counts", "3,2,1", "-k", "2", "--rho", "1e-99999999")
+    assert_error(status, out, err, "rho='1e-99999999'", "limit of 1000")
+    status, out, err = run(capsys, "sample", "joint", *SMALL, "--seed", "9" * 10**6)
+    assert_error(status, out, err, "--seed", "more than the limit of 4300")
+
+
+def test_huge_epsilon_prints_cleanly(capsys):
+    """epsilon = 1e400 (401 digits): abbreviated wherever a table or description shows it,
+    exact in --json's parameters."""
+    eps = "1" + "0" * 400
+    long_run = re.compile(r"[0-9]{61,}")
+    for argv in (["dist", "joint", *SMALL[:4], "--epsilon", "1e400"],
+                 ["levels", "joint", *SMALL[:4], "--epsilon", "1e400"],
+                 ["prob", "joint", *SMALL[:4], "--epsilon", "1e400", "--output", "0,1"],
+                 ["audit", "joint", "--counts", "3,2,0", "-k", "2", "--epsilon", "1e400"],
+                 ["dist", "joint", *SMALL[:4], "--base", "1e-400"],
+                 ["dist", "canonical", *SMALL[:4], "--epsilon", "1e400"]):
+        status, out, err = run(capsys, *argv)
+        assert status == 0 and err == "", err
+        assert not long_run.search(out), out
+        assert "1.000\u2026e+400 (401 digits)" in out.split("mechanism:")[1], out
+    data = run_json(capsys, "levels", "joint", *SMALL[:4], "--epsilon", "1e400")
+    assert data["parameters"]["epsilon"] == eps
+    assert data["description"] == "Joint([10, 5, 1, 1], k=2, epsilon=1.000...e+400 (401 digits))"
+    data = run_json(capsys, "audit", "joint", "--counts", "3,2,0", "-k", "2", "--epsilon", "1e400")
+    assert data["epsilon"] == eps and data["verdict"] == "below"
+    data = run_json(capsys, "levels", "joint", *SMALL[:4], "--epsilon", "1e-400")
+    assert data["parameters"]["epsilon"] == "1/" + eps
+    status, out, _ = run(capsys, "audit", "joint", "--counts", "3,2,0", "-k", "2", "--epsilon", "1e400")
+    assert "epsilon:      1.000\u2026e+400 (401 digits) (claimed) = 1.00000000000000e+400" in out
+
+
+def test_counts_file_and_stdin(capsys, tmp_path, monkeypatch):
+    path = tmp_path / "counts.txt"
+    path.write_text("# the paper's second instance\n30 15\n1x998\n")
+    from_file = run_json(capsys, "levels", "joint", "--counts-file", path, "-k", 2)
+    from_arg = run_json(capsys, "levels", "joint", *BIG)
+    assert from_file["levels"] == from_arg["levels"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("10, 5, 1, 1"))
+    from_stdin = run_json(capsys, "levels", "joint", "--counts-file", "-", "-k", 2)
+    assert from_stdin["description"] == "Joint([10, 5, 1, 1], k=2, epsilon=1)"
+
+
+def test_counts_with_spaces_and_negative_first(capsys):
+    a = run_json(capsys, "levels", "joint", "--counts", "10, 5, 1, 1", "-k", 2)
+    b = run_json(capsys, "levels", "joint", *SMALL)
+    assert a["levels"] == b["levels"]
+    c = run_json(capsys, "levels", "joint", "--counts=-1,-6,-10,-10", "-k", 2)
+    assert c["levels"] == b["levels"]  # a shift of the counts changes nothing
+
+
+# ---------------------------------------------------------------------------------------
+# dist
+
+
+def test_dist_table(capsys):
+    status, out, err = run(capsys, "dist", "joint", *SMALL)
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["level", "utility", "multiplicity", "P(level)", "P(each", "output)"]
+    rows = [line.split() for line in lines[1:5]]
+    assert [r[:3] for r in rows] == [["0", "0", "1"], ["1", "-4", "2"], ["2", "-5", "3"], ["3", "-9", "6"]]
+    assert rows[0][3] == rows[0][4] == CHECK_SMALL[:17]  # 15 significant digits
+    assert "support size: 12 outputs (sequences) in 4 levels" in out
+    assert "Joint([10, 5, 1, 1], k=2, epsilon=1)" in out
+    assert "relative error 1e-30, shown to 15 significant digits" in out
+
+
+def test_dist_json_matches_api(capsys):
+    data = run_json(capsys, "dist", "joint", *SMALL, "--dps", 40)
+    m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
+    assert data["mechanism"] == "joint" and data["class"] == "Joint"
+    assert data["parameters"] == {"d": 4, "k": 2, "epsilon": "1", "base": None, "sensitivity": "1"}
+    assert data["dps"] == 40
+    assert data["support_size"] == str(m.support_size()) == "12"
+    levels = m.levels()
+    probs = m.level_probabilities(dps=40)
+    assert len(data["levels"]) == len(levels)
+    for row, level, (_, p) in zip(data["levels"], levels, probs):
+        assert row["utility"] == str(level.utility)
+        assert row["multiplicity"] == str(level.multiplicity)
+        assert row["level_probability"] == nstr(p, 40)
+    # per-output probabilities equal probability() of an output of the level
+    for row, output in zip(data["levels"], [(0, 1), (0, 2), (1, 0), (2, 0)]):
+        assert row["utility"] == str(m.utility(output))
+        assert row["output_probability"] == nstr(m.probability(output, dps=40), 40)
+    assert data["levels"][0]["output_probability"] == CHECK_SMALL
+    assert "outputs" not in data
+
+
+def test_dist_outputs(capsys):
+    m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
+    data = run_json(capsys, "dist", "joint", *SMALL, "--outputs")
+    expected = m.distribution(dps=30)
+    assert [tuple(o["output"]) for o in data["outputs"]] == [o for o, _ in expected]
+    assert [o["probability"] for o in data["outputs"]] == [nstr(p, 30) for _, p in expected]
+    status, out, err = run(capsys, "dist", "joint", *SMALL, "--outputs")
+    assert status == 0
+    listing = out.split("output  probability\n")[1].splitlines()
+    assert listing[0] == "0,1     " + nstr(expected[0][1], 15)
+    assert [line.split()[0] for line in listing] == [",".join(map(str, o)) for o, _ in expected]
+
+
+def test_dist_outputs_guard(capsys):
+    status, out, err = run(capsys, "dist", "joint", *SMALL, "--outputs", "--max-outputs", 11)
+    assert_error(status, out, err, "12 outputs", "--max-outputs")
+    status, out, err = run(capsys, "dist", "joint", *SMALL, "--outputs", "--max-outputs", 12)
+    assert status == 0
+
+
+def test_dist_rational_base(capsys):
+    data = run_json(capsys, "dist", "joint", "--counts", "10,5,1,1", "-k", 2, "--base", "1/2")
+    assert data["parameters"]["base"] == "1/2" and data["parameters"]["epsilon"] is None
+    # exact: Z = 1 + 2/16 + 3/32 + 6/512 = 315/256
+    exact = [Fraction(256, 315), Fraction(16, 315), Fraction(8, 315), Fraction(1, 630)]
+    with mpmath.workdps(50):
+        for row, q in zip(data["levels"], exact):
+            assert abs(mpmath.mpf(row["output_probability"]) / (mpmath.mpf(q.numerator) / q.denominator) - 1) < 1e-29
+
+
+def test_digits_beyond_dps_are_certified(capsys):
+    status, out, _ = run(capsys, "dist", "joint", *SMALL, "--dps", 5, "--digits", 40)
+    assert status == 0
+    assert CHECK_SMALL in out
+    assert "relative error 1e-40, shown to 40 significant digits" in out
+
+
+def test_epsilon_parsed_exactly(capsys):
+    data = run_json(capsys, "levels", "joint", "--counts", "3,1", "-k", 1, "--epsilon", "0.1")
+    assert data["parameters"]["epsilon"] == "1/10"
+    data = run_json(capsys, "prob", "joint", "--counts", "3,1", "-k", 1, "--epsilon", "0.1", "--output", 0, "--exact")
+    expected = exactdp.Joint([3, 1], 1, epsilon=Fraction(1, 10)).probability_exact([0])
+    assert sympy.simplify(sympy.sympify(data["exact"]) - expected) == 0
+
+
+# ---------------------------------------------------------------------------------------
+# levels
+
+
+def test_levels(capsys):
+    status, out, err = run(capsys, "levels", "joint", *BIG)
+    assert status == 0 and err == ""
+    assert [line.split() for line in out.splitlines()[1:5]] == [
+        ["0", "0", "1"], ["1", "-14", "998"], ["2", "-15", "999"], ["3", "-29", "997002"]
+    ]
+    assert "support size: 999000 outputs" in out
+    data = run_json(capsys, "levels", "joint", *BIG)
+    m = exactdp.Joint([30, 15] + [1] * 998, 2, epsilon=1)
+    assert [(r["utility"], r["multiplicity"]) for r in data["levels"]] == [
+        (str(lv.utility), str(lv.multiplicity)) for lv in m.levels()
+    ]
+    assert data["support_size"] == "999000"
+
+
+def test_huge_integers(capsys):
+    # 50! and 100!/50! have more than 60 digits: abbreviated in tables, exact in JSON
+    m = exactdp.Joint([5] * 50 + [1] * 50, 50, epsilon=1)
+    status, out, _ = run(capsys, "levels", "joint", "--counts", "5x50,1x50", "-k", 50)
+    assert "3.041\u2026e+64 (65 digits)" in out
+    data = run_json(capsys, "levels", "joint", "--counts", "5x50,1x50", "-k", 50)
+    assert [r["multiplicity"] for r in data["levels"]] == [str(lv.multiplicity) for lv in m.levels()]
+    # a utility of 5000 digits: a string in JSON, abbreviated in tables
+    huge = "1" + "0" * 4999  # 10**4999, written without str(int) (digit limit)
+    data = run_json(capsys, "levels", "joint", "--counts", f"{huge},0", "-k", 1)
+    assert data["levels"][1]["utility"] == "-" + huge
+    status, out, _ = run(capsys, "levels", "joint", "--counts", f"{huge},0", "-k", 1)
+    assert status == 0 and "-1.000\u2026e+4999 (5000 digits)" in out and len(out) < 1000
+    # probabilities exp(-10**69/2): the exponent of the decimal value is abbreviated too
+    status, out, _ = run(capsys, "dist", "joint", "--counts", "1" + "0" * 69 + ",0", "-k", 1)
+    assert status == 0 and "-1.000\u2026e+69 (70 digits)" in out and "e-2.171\u2026e+68 (69 digits)" in out
+    assert cli.format_int(-(10**70) - 1, ellipsis="...") == "-1.000...e+70 (71 digits)"
+
+
+# ---------------------------------------------------------------------------------------
+# prob
+
+
+def test_prob_check_values(capsys):
+    status, out, err = run(capsys, "prob", "joint", *SMALL, "--output", "0,1", "--exact")
+    assert status == 0 and err == ""
+    assert f"probability:     {CHECK_SMALL[:17]}" in out
+    assert "exact:           1/(6*exp(-9/2) + 3*exp(-5/2) + 2*exp(-2) + 1)" in out
+    assert "level 0 of 4; 1 output in the level" in out
+    data = run_json(capsys, "prob", "joint", *SMALL, "--output", "0,1", "--dps", 40)
+    assert data["probability"] == CHECK_SMALL
+    data = run_json(capsys, "prob", "joint", *BIG, "--output", "0,1", "--dps", 40)
+    assert data["probability"] == CHECK_BIG
+    m = exactdp.Joint([30, 15] + [1] * 998, 2, epsilon=1)
+    assert data["log_probability"] == nstr(m.log_probability((0, 1), dps=40), 40)
+    status, out, _ = run(capsys, "prob", "joint", *BIG, "--output", "0,1", "--dps", 40, "--digits", 40)
+    assert f"probability:     {CHECK_BIG}" in out
+
+
+def test_prob_json_matches_api(capsys):
+    m = exactdp.Joint([10, 5, 1, 1], 2, base=Fraction(1, 2))
+    for output in [(0, 1), (2, 0), (3, 2)]:
+        data = run_json(capsys, "prob", "joint", "--counts", "10,5,1,1", "-k", 2, "--base", "1/2",
+                        "--output", ",".join(map(str, output)), "--exact")
+        assert data["output"] == list(output)
+        assert data["utility"] == str(m.utility(output))
+        level = [lv.utility for lv in m.levels()].index(m.utility(output))
+        assert data["level"] == level
+        assert data["level_multiplicity"] == str(m.levels()[level].multiplicity)
+        assert data["probability"] == nstr(m.probability(output), 30)
+        assert data["log_probability"] == nstr(m.log_probability(output), 30)
+        assert sympy.Rational(data["exact"]) == m.probability_exact(output)
+    assert data["exact"] == "1/630"
+
+
+# ---------------------------------------------------------------------------------------
+# sample
+
+
+def test_sample_seeded_reproducible(capsys):
+    status, first, err = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 1)
+    assert status == 0 and err == ""
+    _, second, _ = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 1)
+    assert first == second
+    m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
+    expected = m.samples(50, rng=1)
+    assert first.splitlines() == [",".join(map(str, o)) for o in expected]
+    data = run_json(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 1)
+    assert [tuple(o) for o in data] == expected
+    _, other, _ = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 2)
+    assert other != first
+
+
+def test_sample_negative_seed_differs_from_positive(capsys):
+    # random.Random(-1) is random.Random(1); the CLI and the library map seeds injectively
+    _, plus, _ = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 1)
+    status, minus, err = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", -1)
+    assert status == 0 and err == "" and minus != plus
+    m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
+    assert minus.splitlines() == [",".join(map(str, o)) for o in m.samples(50, rng=-1)]
+
+
+def test_sample_unseeded(capsys):
+    data = run_json(capsys, "sample", "joint", *BIG, "-n", 20)
+    assert len(data) == 20
+    for o in data:
+        assert len(o) == 2 and len(set(o)) == 2 and all(0 <= i < 1000 for i in o)
+    status, out, _ = run(capsys, "sample", "joint", *SMALL)
+    assert status == 0 and len(out.splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# every registered mechanism (joint; pnf-joint once exactdp.PNFJoint exists)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_every_mechanism_json_matches_api(capsys, name):
+    m = MECHANISMS[name].factory([10, 5, 1, 1], 2, epsilon="1")
+    dist = run_json(capsys, "dist", name, *SMALL, "--outputs")
+    assert dist["class"] == type(m).__name__
+    assert [(r["utility"], r["multiplicity"]) for r in dist["levels"]] == [
+        (cli._json_utility(lv.utility), str(lv.multiplicity)) for lv in m.levels()
+    ]
+    assert [r["level_probability"] for r in dist["levels"]] == [nstr(p, 30) for _, p in m.level_probabilities()]
+    as_output = frozenset if m.output_kind == "set" else tuple
+    assert [(as_output(o["output"]), o["probability"]) for o in dist["outputs"]] == [
+        (o, nstr(p, 30)) for o, p in m.distribution()
+    ]
+    levels = run_json(capsys, "levels", name, *SMALL)
+    assert levels["levels"] == [{k: r[k] for k in ("index", "utility", "multiplicity")} for r in dist["levels"]]
+    prob = run_json(capsys, "prob", name, *SMALL, "--output", "0,1")
+    assert prob["probability"] == nstr(m.probability((0, 1)), 30)
+    sample = run_json(capsys, "sample", name, *SMALL, "-n", 5, "--seed", 7)
+    assert [as_output(o) for o in sample] == list(m.samples(5, rng=7))
+    for command in cli.COMMANDS:
+        status, out, _ = run(capsys, command, name, "--help")
+        assert status == 0 and "example:" in out and f"exactdp {command} {name}" in out
+
+
+# ---------------------------------------------------------------------------------------
+# errors, help, version, signals
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "5"], "k=5: must satisfy 1 <= k <= d = 4"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "nan"], "epsilon='nan'"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "-1"], "must be positive"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--base", "2"], "0 < base < 1"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "1", "--base", "1/2"], "not both"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "0"], "--dps"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "100001"], "dps=100001"),
+        (["dist", "joint", "--counts", "10,5,x,1", "-k", "2"], "item 2: 'x'"),
+        (["dist", "joint", "--counts-file", "/nonexistent/counts.txt", "-k", "2"], "cannot read"),
+        (["dist", "joint", "-k", "2"], "--counts"),
+        (["dist", "joint", "--counts", "1,2", "-k", "two"], "-k"),
+        (["dist", "nosuch", "--counts", "1,2", "-k", "1"], "invalid choice: 'nosuch'"),
+        (["dist"], "MECHANISM"),
+        ([], "COMMAND"),
+        (["frobnicate"], "invalid choice"),
+        (["levels", "joint", "--counts", "1,2", "-k", "1", "--bogus"], "unrecognized arguments: --bogus"),
+        (["prob", "joint", "--counts", "10,5,1,1", "-k", "2"], "--output"),
+        (["prob", "joint", "--counts", "10,5,1,1", "-k", "2", "--output", "0,0"], "repeats an item id"),
+        (["prob", "joint", "--counts", "10,5,1,1", "-k", "2", "--output", "0,9"], "unknown item id"),
+        (["prob", "joint", "--counts", "10,5,1,1", "-k", "2", "--output", "0"], "exactly k = 2"),
+        (["prob", "joint", "--counts", "10,5,1,1", "-k", "2", "--output", "a,b"], "'a' is not an integer"),
+        (["sample", "joint", "--counts", "10,5,1,1", "-k", "2", "-n", "0"], "positive integer"),
+        (["sample", "joint", "--counts", "10,5,1,1", "-k", "2", "--seed", "x"], "--seed"),
+        (["sample", "joint", "--counts", "10,5,1,1", "-k", "2", "--seed", "1.5"], "invalid integer '1.5'"),
+        (["audit", "joint", "--counts", "1,2", "-k", "1", "--relation", "bogus"], "invalid choice: 'bogus'"),
+        (["audit", "joint", "--counts", "1x20", "-k", "1", "--max-neighbours", "5"], "max_neighbours=5"),
+        (["certify", "joint", "--counts", "1,2", "-k", "1"], "--samples"),
+        (["certify", "joint", "--counts", "1,2", "-k", "1", "--samples", "/nonexistent/s.csv"], "cannot read"),
+        (["certify", "joint", "--counts", "1,2", "-k", "1", "--alpha", "2", "--samples", "-"], "0 < ALPHA < 1"),
+    ],
+)
+def test_errors_are_one_line_status_2(capsys, argv, fragment):
+    status, out, err = run(capsys, *argv)
+    assert_error(status, out, err, fragment)
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--delta", "0"], "0 < TV <= 1"),
+        (["--delta", "1.5"], "0 < TV <= 1"),
+        (["--delta", "x"], "invalid number 'x'"),
+        (["--min-power", "1"], "0 < P < 1"),
+        (["--min-power", "0"], "0 < P < 1"),
+    ],
+)
+def test_certify_power_options_checked(capsys, tmp_path, extra, fragment):
+    draws = tmp_path / "d.csv"
+    draws.write_text("0\n")
+    status, out, err = run(capsys, "certify", "joint", "--counts", "3,1,0", "-k", "1", "--samples", draws, *extra)
+    assert_error(status, out, err, fragment)
+
+
+def test_certify_exit_status_per_verdict(capsys, tmp_path):
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    constant, good = tmp_path / "constant.csv", tmp_path / "good.csv"
+    base = ["certify", "joint", "--counts", "3,1,0", "-k", "1", "--epsilon", "1"]
+    assert cli.CERTIFY_STATUS == {"pass": 0, "fail": 1, "inconclusive": 3}
+    # a constant sampler: 10 draws are 0 df (INCONCLUSIVE), 100 draws are rejected (FAIL)
+    for n, status_wanted, verdict in [(10, 3, "INCONCLUSIVE"), (100, 1, "FAIL")]:
+        constant.write_text("0\n" * n)
+        status, out, err = run(capsys, *base, "--samples", constant)
+        assert status == status_wanted and err == ""
+        line = next(x for x in out.splitlines() if x.startswith("verdict: "))
+        assert line.startswith(f"verdict: {verdict}: ") and f"n = {n}, " in line and "n needed for TV 0.05: 5,280" in line
+        data = run_json_status(capsys, status_wanted, *base, "--samples", constant)
+        assert data["verdict"] == verdict.lower() and not data["passed"] and data["n_needed"] == 5280
+    # a correct sampler at the n samples_needed recommends: PASS
+    n = exactdp.certify.samples_needed(m)
+    good.write_text("".join(f"{o[0]}\n" for o in m.samples(n, rng=3)))
+    status, out, err = run(capsys, *base, "--samples", good)
+    assert status == 0 and "verdict: PASS: no evidence against the exact distribution; n = 5280" in out
+    # the same draws, demanding power 0.999 or a smaller deviation: INCONCLUSIVE
+    assert run(capsys, *base, "--samples", good, "--min-power", "0.999")[0] == 3
+    assert run(capsys, *base, "--samples", good, "--delta", "0.03")[0] == 3
+    data = run_json_status(capsys, 0, *base, "--samples", good)
+    assert data["power"] >= 0.99 and data["delta"] == 0.05 and data["min_power"] == 0.99
+    assert data["detectable_delta"] <= 0.05 and data["plan"]["level_bins"] == 3
+
+
+def run_json_status(capsys, status_wanted, *argv):
+    status, out, err = run(capsys, *argv, "--json")
+    assert status == status_wanted and err == "", err
+    return json.loads(out)
+
+
+def test_version_and_help(capsys):
+    status, out, _ = run(capsys, "--version")
+    assert status == 0 and out == f"exactdp {exactdp.__version__}\n"
+    status, out, _ = run(capsys, "--help")
+    assert status == 0
+    for command in cli.COMMANDS:
+        assert command in out
+    for command in cli.COMMANDS:
+        status, out, _ = run(capsys, command, "--help")
+        assert status == 0 and "example:" in out and "joint" in out
+    status, out, _ = run(capsys, "dist", "joint", "--help")
+    for flag in ("--counts", "--counts-file", "-k", "--epsilon", "--base", "--sensitivity", "--dps",
+                 "--digits", "--outputs", "--max-outputs", "--json"):
+        assert flag in out
+    assert "exactdp dist joint --counts 10,5,1,1 -k 2 --epsilon 1" in out
+
+
+def test_keyboard_interrupt_exits_130(capsys, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "levels", dataclasses.replace(cli.COMMANDS["levels"], run=interrupted))
+    status, out, err = run(capsys, "levels", "joint", *SMALL)
+    assert status == 130 and out == "" and err == ""
+
+
+def test_main_leaves_int_str_limit_unchanged(capsys):
+    if not hasattr(sys, "get_int_max_str_digits"):
+        pytest.skip("no int/str digit limit in this Python")
+    before = sys.get_int_max_str_digits()
+    status, _, _ = run(capsys, "levels", "joint", "--counts", "1" + "0" * 5000 + ",0", "-k", 1)
+    assert status == 0
+    assert sys.get_int_max_str_digits() == before
+
+
+# ---------------------------------------------------------------------------------------
+# the installed program, as a subprocess
+
+
+def _exactdp(*argv, **kwargs):
+    return [sys.executable, "-m", "exactdp", *map(str, argv)]
+
+
+def test_subprocess_module_entry_point():
+    result = subprocess.run(_exactdp("prob", "joint", *BIG, "--output", "0,1", "--dps", 40, "--json"),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["probability"] == CHECK_BIG
+    result = subprocess.run(_exactdp("dist", "joint", "--counts", "1,2", "-k", 3),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "exactdp: error: k=3: must satisfy 1 <= k <= d = 2\n"
+
+
+def test_subprocess_broken_pipe_is_quiet():
+    proc = subprocess.Popen(_exactdp("sample", "joint", *SMALL, "-n", 200000, "--seed", 1),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read()
+    proc.stderr.close()
+    status = proc.wait(timeout=60)
+    assert first == b"0,1\n"
+    assert status == 141 and err == b""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_subprocess_ctrl_c_is_quiet():
+    proc = subprocess.Popen(_exactdp("sample", "joint", *SMALL, "-n", 10**8, "--seed", 1),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc.stdout.readline()  # running
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and b"Traceback" not in err and err == b""
+
+
+# ---------------------------------------------------------------------------------------
+# docs/cli.md: every example runs, with the output shown
+
+_BLOCK = re.compile(r"(<!-- output not compared -->\s*\n)?```console\n(.*?)```", re.S)
+_STATUS = re.compile(r"\[exit status (\d+)\]")
+
+
+def doc_examples(text):
+    """``(command, expected output lines, expected status, compare)`` for every ``$`` line."""
+    examples = []
+    for block in _BLOCK.finditer(text):
+        compare = block.group(1) is None
+        for line in block.group(2).splitlines():
+            if line.startswith("$ "):
+                examples.append([line[2:], [], 0, compare])
+            elif _STATUS.fullmatch(line):
+                examples[-1][2] = int(_STATUS.fullmatch(line).group(1))
+            else:
+                examples[-1][1].append(line)
+    return [(c, "".join(x + "\n" for x in out), s, cmp) for c, out, s, cmp in examples]
+
+
+def run_doc_command(command, capsys):
+    argv = shlex.split(command)
+    assert argv[0] == "exactdp" and "|" not in argv, command
+    status = main(argv[1:])
+    out, err = capsys.readouterr()
+    return status, out + err
+
+
+EXAMPLES = doc_examples(DOC.read_text(encoding="utf-8"))
+
+
+def test_docs_have_examples_of_every_command():
+    commands = {shlex.split(c)[1] for c, *_ in EXAMPLES}
+    assert set(cli.COMMANDS) <= commands
+
+
+@pytest.mark.parametrize("command, expected, expected_status, compare", EXAMPLES, ids=[e[0] for e in EXAMPLES])
+def test_docs_example(capsys, monkeypatch, command, expected, expected_status, compare):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "80")
+    status, output = run_doc_command(command, capsys)
+    assert status == expected_status, output
+    if compare:
+        assert output == expected
+
+
+def update_docs():  # pragma: no cover - a maintenance tool
+    """Rewrite the outputs of every ``console`` block of docs/cli.md by running them
+    (blocks marked ``<!-- output not compared -->`` get their output too, for reading)."""
+
+    class Buffer(io.StringIO):
+        encoding = "utf-8"  # like capsys, so tables use the same ellipsis
+
+    class Capture:
+        def readouterr(self):
+            out, err = sys.stdout.getvalue(), sys.stderr.getvalue()
+            sys.stdout.seek(0), sys.stdout.truncate(0), sys.stderr.seek(0), sys.stderr.truncate(0)
+            return out, err
+
+    os.chdir(ROOT)
+    os.environ["COLUMNS"] = "80"
+
+    def render(block):
+        lines = []
+        for line in block.group(2).splitlines():
+            if not line.startswith("$ "):
+                continue
+            saved = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = Buffer(), Buffer()
+            try:
+                status, output = run_doc_command(line[2:], Capture())
+            finally:
+                sys.stdout, sys.stderr = saved
+            lines.append(line)
+            lines.extend(output.splitlines())  # shown even where not compared
+            if status:
+                lines.append(f"[exit status {status}]")
+        return (block.group(1) or "") + "```console\n" + "".join(x + "\n" for x in lines) + "```"
+
+    text = DOC.read_text(encoding="utf-8")
+    DOC.write_text(_BLOCK.sub(render, text), encoding="utf-8")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    if sys.argv[1:] == ["--update-docs"]:
+        update_docs()
+    else:
+        sys.exit("usage: python tests/cli/test_cli.py --update-docs")

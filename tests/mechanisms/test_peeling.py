@@ -1,0 +1,669 @@
+"""Tests of exactdp.Peeling against brute force, and the one-shot Gumbel identity
+(Theorem 1 of the blog post *One-shot DP Top-k mechanisms*, due to Durfee & Rogers,
+NeurIPS 2019, arXiv:1905.04273).
+
+References never call the code under test: every sequence of distinct items is enumerated
+and its probability formed as the product over rounds of
+
+- gumbel: ``w_j / sum_{remaining} w`` with ``w_j = base**(-c_j)`` (exact Fractions) or
+  ``exp((eps/k) c_j)`` (mpmath, 50 digits);
+- exponential: permute-and-flip among the remaining *items* (one factor per item, not per
+  level): ``p_j ∫_0^1 prod_{i != j} (1 - t p_i) dt``, ``p_i = w_i / max w`` (exact).
+
+The one-shot identity integrates the order-statistics density of Gumbel(k/eps)-perturbed
+counts with mpmath quadrature at 40 digits and compares with Peeling("gumbel") to 30.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy
+
+import exactdp
+from exactdp import errors
+from exactdp.core.levels import Level
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from twins import chi2_statistic, chi2_threshold, counts_and_k
+from test_canonical import pnf_exact  # permute-and-flip over explicit outputs, exact
+
+ALPHA = 1e-6  # false-alarm probability of every goodness-of-fit test
+
+
+def sequences(d, k):
+    return list(itertools.permutations(range(d), k))
+
+
+def peel_exact(counts, k, base, noise):
+    """``{sequence: Fraction}`` by explicit rounds over items."""
+    b = Fraction(base)
+    w = [b ** (-c) for c in counts]
+    out = {}
+    for seq in sequences(len(counts), k):
+        p = Fraction(1)
+        remaining = set(range(len(counts)))
+        for j in seq:
+            if noise == "gumbel":
+                p *= w[j] / sum(w[i] for i in remaining)
+            else:
+                p *= pnf_exact({i: w[i] for i in remaining})[j]
+            remaining.discard(j)
+        out[seq] = p
+    return out
+
+
+def peel_gumbel_mp(counts, k, eps, dps=50):
+    with mpmath.workdps(dps):
+        lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
+        top = max(counts)
+        w = [mpmath.exp(lam * (c - top)) for c in counts]
+        out = {}
+        for seq in sequences(len(counts), k):
+            p = mpmath.mpf(1)
+            remaining = set(range(len(counts)))
+            for j in seq:
+                p *= w[j] / mpmath.fsum(w[i] for i in remaining)
+                remaining.discard(j)
+            out[seq] = p
+        return out
+
+
+def rel_close(num, exact, digits=30):
+    with mpmath.workdps(60):
+        w = mpmath.mpf(exact.numerator) / exact.denominator if isinstance(exact, Fraction) else mpmath.mpf(exact)
+        return abs(num - w) <= mpmath.mpf(10) ** -digits * abs(w)
+
+
+CASES = [
+    (5, 3, 1, 0),
+    (2, 2, 1, 1, 0),  # ties
+    (3, 3, 3, 0),
+    (1, 1, 1, 1),  # all equal
+    (4, -1, 2, 2, 7),  # negative count, unsorted
+]
+
+
+# --------------------------------------------------------------------------------------
+# exact probabilities
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("counts", CASES)
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+def test_exact_probabilities_match_brute_force(counts, noise):
+    d = len(counts)
+    base = Fraction(2, 3)
+    for k in range(1, min(d, 3) + 1):
+        m = exactdp.Peeling(counts, k, base=base, noise=noise)
+        want = peel_exact(counts, k, base, noise)
+        assert sum(want.values()) == 1
+        for seq, w in want.items():
+            got = m.probability_exact(seq)
+            assert isinstance(got, sympy.Rational) and got == sympy.Rational(w.numerator, w.denominator), (seq, got, w)
+            assert rel_close(m.probability(seq), w)
+        dist = m.distribution()
+        assert len(dist) == math.perm(d, k) == m.support_size()
+        assert {o for o, _ in dist} == set(want)
+        for o, p in dist:
+            assert rel_close(p, want[o])
+        with mpmath.workdps(40):
+            assert abs(mpmath.fsum(p for _, p in dist) - 1) < mpmath.mpf(10) ** -29
+
+
+@pytest.mark.parametrize("counts", CASES)
+def test_certified_gumbel_with_epsilon(counts):
+    d = len(counts)
+    eps = Fraction(3, 2)
+    for k in range(1, min(d, 3) + 1):
+        m = exactdp.Peeling(counts, k, epsilon=eps)
+        want = peel_gumbel_mp(counts, k, eps)
+        for seq, w in want.items():
+            assert rel_close(m.probability(seq, dps=30), w)
+            with mpmath.workdps(60):
+                assert rel_close(m.log_probability(seq, dps=30), mpmath.log(w)) or abs(mpmath.log(w)) < 1e-50
+        # the symbolic form evaluates to the same number
+        seq = next(iter(want))
+        with mpmath.workdps(50):
+            assert rel_close(sympy.N(m.probability_exact(seq), 50), want[seq])
+
+
+def test_certified_exponential_with_epsilon():
+    counts, k, eps = (4, 3, 3, 0), 2, Fraction(1)
+    m = exactdp.Peeling(counts, k, epsilon=eps, noise="exponential")
+    # per-round permute-and-flip by direct polynomial expansion at 80 digits
+    with mpmath.workdps(80):
+        lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
+        for seq in sequences(len(counts), k):
+            p = mpmath.mpf(1)
+            remaining = set(range(len(counts)))
+            for j in seq:
+                top = max(counts[i] for i in remaining)
+                acc = {i: mpmath.exp(lam * (counts[i] - top)) for i in remaining}
+                poly = [mpmath.mpf(1)]
+                for i in remaining:
+                    if i != j:
+                        poly = [a - acc[i] * b for a, b in zip(poly + [0], [0] + poly)]
+                p *= acc[j] * mpmath.fsum(c / (n + 1) for n, c in enumerate(poly))
+                remaining.discard(j)
+            assert rel_close(m.probability(seq, dps=30), p)
+            assert rel_close(m.log_probability(seq, dps=30), mpmath.log(p))
+
+
+def test_paper_instance():
+    """docs/peeling.md: counts (10, 5, 1, 1), k = 2, eps = 1."""
+    g = exactdp.Peeling([10, 5, 1, 1], 2, epsilon=1)
+    e = sympy.exp
+    want = 1 / ((1 + e(-5) / 2 * 0 + e(sympy.Rational(-5, 2)) + 2 * e(sympy.Rational(-9, 2))) * (1 + 2 * e(-2)))
+    assert sympy.simplify(g.probability_exact((0, 1)) - want) == 0
+    x = exactdp.Peeling([10, 5, 1, 1], 2, epsilon=1, noise="exponential")
+    assert x.probability((0, 1)) > g.probability((0, 1))
+
+
+# --------------------------------------------------------------------------------------
+# levels (count sequences), outputs, rounds
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("counts", CASES)
+def test_levels_are_count_sequences(counts):
+    d = len(counts)
+    for k in range(1, d + 1):
+        m = exactdp.Peeling(counts, k, base=Fraction(1, 2))
+        tally = Counter(tuple(counts[i] for i in seq) for seq in sequences(d, k))
+        want = sorted(tally.items(), reverse=True)
+        levels = m.levels()
+        assert [(lv.utility, lv.multiplicity) for lv in levels] == want
+        assert all(isinstance(lv, Level) for lv in levels)
+        outs = list(m.outputs())
+        assert sorted(outs) == sequences(d, k)
+        assert [m.utility(o) for o in outs] == [lv.utility for lv in levels for _ in range(lv.multiplicity)]
+        lp = m.level_probabilities()
+        with mpmath.workdps(40):
+            assert abs(mpmath.fsum(p for _, p in lp) - 1) < mpmath.mpf(10) ** -29
+        exact = peel_exact(counts, k, Fraction(1, 2), "gumbel") if k <= 3 else None
+        if exact:
+            for (lv, p) in lp:
+                w = sum(v for s, v in exact.items() if tuple(counts[i] for i in s) == lv.utility)
+                assert rel_close(p, w)
+
+
+def test_levels_limit(monkeypatch):
+    import exactdp.mechanisms.peeling as peeling
+
+    monkeypatch.setattr(peeling, "PEELING_LEVELS_LIMIT", 10)
+    m = exactdp.Peeling(list(range(6)), 2)
+    with pytest.raises(errors.TooManyOutputsError, match="PEELING_LEVELS_LIMIT"):
+        m.levels()
+    assert 0 < m.probability((5, 4)) < 1  # never needs the levels
+    assert len(m.sample(rng=1)) == 2
+
+
+def test_round_view():
+    counts = (5, 3, 3, 0)
+    m = exactdp.Peeling(counts, 3, base=Fraction(1, 2))
+    assert m.round_levels() == (Level(5, 1), Level(3, 2), Level(0, 1))
+    assert m.round_levels((1,)) == (Level(5, 1), Level(3, 1), Level(0, 1))
+    rd = m.round_distribution((0,), dps=30)
+    assert [i for i, _ in rd] == [1, 2, 3]
+    w = {1: Fraction(8), 2: Fraction(8), 3: Fraction(1)}
+    for i, p in rd:
+        assert rel_close(p, w[i] / 17)
+    with pytest.raises(errors.InvalidOutputError, match="prefix"):
+        m.round_levels((0, 1, 2))
+    with pytest.raises(errors.InvalidOutputError):
+        m.round_distribution((0, 0))
+
+
+def test_large_instance_probability():
+    counts = [10**5 // r for r in range(1, 5001)]
+    k, eps = 5, Fraction(1, 50)
+    for noise in ("gumbel", "exponential"):
+        m = exactdp.Peeling(counts, k, epsilon=eps, noise=noise)
+        seq = (0, 1, 2, 4, 3)
+        p = m.probability(seq, dps=30)
+        assert 0 < p < 1
+        if noise == "gumbel":
+            with mpmath.workdps(50):
+                lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
+                w = [mpmath.exp(lam * (c - counts[0])) for c in counts]
+                want = mpmath.mpf(1)
+                for r, j in enumerate(seq):
+                    want *= w[j] / mpmath.fsum(w[i] for i in range(len(counts)) if i not in seq[:r])
+                assert rel_close(p, want, 29)
+
+
+# --------------------------------------------------------------------------------------
+# the one-shot Gumbel identity (blog Theorem 1)
+# --------------------------------------------------------------------------------------
+def gumbel_pdf_cdf(beta):
+    def pdf(x):
+        z = x / beta
+        return mpmath.exp(-z - mpmath.exp(-z)) / beta
+
+    def cdf(x):
+        return mpmath.exp(-mpmath.exp(-x / beta))
+
+    def sf(x):  # 1 - cdf, without cancellation
+        return -mpmath.expm1(-mpmath.exp(-x / beta))
+
+    return pdf, cdf, sf
+
+
+def integration_range(counts, beta):
+    """``[lo, hi]`` outside of which every Gumbel(beta)-perturbed count lies with probability
+    below ``e**-110`` (left: ``F(x) = exp(-e^{-x/beta}) <= e^{-110}``; right:
+    ``1 - F(x) <= e^{-x/beta} = e^{-110}``): far below the 30 digits compared."""
+    lo = min(counts) - beta * mpmath.log(110)
+    hi = max(counts) + 110 * beta
+    return lo, hi, [min(counts), max(counts) + beta, max(counts) + 12 * beta]
+
+
+def one_shot_probability(counts, seq, epsilon, dps=40):
+    """P(the k largest of c_j + Gumbel(k/eps) are seq, in order), k = len(seq) <= 2, by
+    integrating the density of the k-th largest noisy value: item ``seq[-1]`` has it at
+    ``u``, the items before it are above ``u`` (``1 - F``), all other items below (``F``)."""
+    k = len(seq)
+    assert k <= 2
+    with mpmath.workdps(dps):
+        beta = mpmath.mpf(k) / (mpmath.mpf(epsilon.numerator) / epsilon.denominator)
+        pdf, cdf, sf = gumbel_pdf_cdf(beta)
+        lo, hi, breaks = integration_range(counts, beta)
+        rest = [c for j, c in enumerate(counts) if j not in seq]
+
+        def density(u):
+            out = pdf(u - counts[seq[-1]])
+            for i in seq[:-1]:
+                out *= sf(u - counts[i])
+            for c in rest:
+                out *= cdf(u - c)
+            return out
+
+        return mpmath.quad(density, [lo] + breaks + [hi])
+
+
+def one_shot_probability_nested(counts, seq, epsilon, dps=34):
+    """k = 2 by the blog's Equation (3) literally: the joint density of the two largest
+    noisy values ``u1 > u2`` integrated over ``u2 < u1`` and then ``u1`` (nested quadrature)."""
+    i1, i2 = seq
+    with mpmath.workdps(dps):
+        beta = mpmath.mpf(2) / (mpmath.mpf(epsilon.numerator) / epsilon.denominator)
+        pdf, cdf, _ = gumbel_pdf_cdf(beta)
+        lo, hi, breaks = integration_range(counts, beta)
+        rest = [c for j, c in enumerate(counts) if j not in seq]
+
+        def below(u2):
+            out = pdf(u2 - counts[i2])
+            for c in rest:
+                out *= cdf(u2 - c)
+            return out
+
+        def inner(u1):
+            pts = [lo] + [b for b in breaks if b < u1] + [u1]
+            return mpmath.quad(below, pts, method="gauss-legendre")
+
+        return mpmath.quad(lambda u1: pdf(u1 - counts[i1]) * inner(u1), [lo] + breaks + [hi], method="gauss-legendre")
+
+
+ONE_SHOT_CASES = [
+    ((3, 1, 0, 0), 2, Fraction(1)),
+    ((2, 2, 1), 2, Fraction(1, 2)),
+    ((5, 0, 0, 1), 1, Fraction(1)),
+    ((4, 2, 1, 0), 2, Fraction(3)),
+    ((1, 0), 2, Fraction(2)),
+]
+
+
+@pytest.mark.parametrize("counts, k, eps", ONE_SHOT_CASES)
+def test_one_shot_gumbel_equals_peeling(counts, k, eps):
+    m = exactdp.Peeling(counts, k, epsilon=eps, noise="gumbel")
+    for seq in sequences(len(counts), k):
+        got = m.probability(seq, dps=35)
+        want = one_shot_probability(counts, seq, eps)
+        assert rel_close(got, want, 30), (seq, got, want)
+
+
+def test_one_shot_gumbel_nested_joint_density():
+    counts, eps = (3, 1, 0, 0), Fraction(1)
+    m = exactdp.Peeling(counts, 2, epsilon=eps)
+    want = one_shot_probability_nested(counts, (1, 2), eps)
+    assert rel_close(m.probability((1, 2), dps=35), want, 30)
+
+
+# --------------------------------------------------------------------------------------
+# samplers
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+def test_sampler_goodness_of_fit(noise):
+    m = exactdp.Peeling((3, 2, 2, 0), 2, epsilon=Fraction(3, 2), noise=noise)
+    n = 4000
+    draws = Counter(m.samples(n, rng=31337))
+    expected = {o: float(p) * n for o, p in m.distribution()}
+    stat, df = chi2_statistic(draws, expected)
+    assert stat < chi2_threshold(df, ALPHA), (stat, df)
+
+
+def test_sampler_reproducible_and_valid():
+    for noise in ("gumbel", "exponential"):
+        m = exactdp.Peeling([4, 3, 3, 1, 0], 3, epsilon=1, noise=noise)
+        a = m.samples(40, rng=5)
+        assert a == m.samples(40, rng=random.Random(5))
+        assert all(isinstance(s, tuple) and len(set(s)) == 3 for s in a)
+        assert a != m.samples(40, rng=6)
+    one = exactdp.Peeling([1, 2, 3], 3)
+    assert all(sorted(s) == [0, 1, 2] for s in one.samples(10, rng=1))
+
+
+# --------------------------------------------------------------------------------------
+# bad inputs
+# --------------------------------------------------------------------------------------
+def test_bad_inputs():
+    with pytest.raises(errors.InvalidParameterError) as info:
+        exactdp.Peeling([3, 2, 1], 2, noise="foo")
+    assert info.value.argument == "noise"
+    with pytest.raises(errors.ArgumentTypeError, match="noise"):
+        exactdp.Peeling([3, 2, 1], 2, noise=None)
+    with pytest.raises(errors.InvalidParameterError, match="epsilon"):
+        exactdp.Peeling([3, 2, 1], 2, epsilon=-1)
+    with pytest.raises(errors.InvalidParameterError, match="base"):
+        exactdp.Peeling([3, 2, 1], 2, epsilon=1, base="1/2")
+    with pytest.raises(errors.InvalidParameterError, match="k=0"):
+        exactdp.Peeling([3, 2, 1], 0)
+    with pytest.raises(errors.InvalidCountsError):
+        exactdp.Peeling([], 1)
+    m = exactdp.Peeling([3, 2, 1], 2)
+    for bad in [(0,), (0, 0), (0, 5), (0, 1, 2)]:
+        with pytest.raises(errors.InvalidOutputError):
+            m.probability(bad)
+    with pytest.raises(errors.ArgumentTypeError):
+        m.probability((0, "1"))
+    with pytest.raises(errors.TooManyOutputsError):
+        m.distribution(max_outputs=2)
+
+
+# --------------------------------------------------------------------------------------
+# huge count gaps: no exact sum of per-round logs (it needed ~lam*gap bits and aborted)
+# --------------------------------------------------------------------------------------
+def run_python(code, timeout=120, limit_bytes=None):
+    """Run ``code`` in a fresh interpreter (an abort cannot kill pytest); optionally under
+    an address-space limit (``RLIMIT_AS``)."""
+    def limit():
+        if limit_bytes:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=limit)
+
+
+def test_huge_gap_log_probability_does_not_abort():
+    """Regression: the exact sum of the per-round logs needed about lam*gap bits: gmp
+    aborted the process (exit 134) at a gap of 2**40 and raised OverflowError at 10**400."""
+    proc = run_python("""
+        import exactdp, mpmath
+        for gap in (2**40, 10**400):
+            m = exactdp.Peeling([gap, 3, 0], 2, epsilon=1)
+            print(mpmath.nstr(m.log_probability((0, 1), dps=30), 40))
+    """)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    lines = proc.stdout.split()
+    assert len(lines) == 2
+    with mpmath.workdps(50):
+        want = -mpmath.log1p(mpmath.exp(mpmath.mpf(-3) / 2))  # round 2; round 1 is -e^(-huge)
+        for line in lines:
+            got = mpmath.mpf(line)
+            assert abs(got - want) <= mpmath.mpf(10) ** -29 * abs(want), (got, want)
+        assert abs(want - mpmath.mpf("-0.2014133")) < 1e-7
+
+
+def test_huge_gap_cli_does_not_abort():
+    for gap in (2**40, 10**400):
+        proc = subprocess.run(
+            [sys.executable, "-m", "exactdp", "prob", "peeling", "--counts", f"{gap},3,0", "-k", "2",
+             "--epsilon", "1", "--output", "0,1"],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0, (gap, proc.returncode, proc.stderr[-500:])
+        assert "log-probability: -0.201413277982752" in proc.stdout
+
+
+def gap_reference(gap, noise, seq):
+    """Closed forms for counts ``(gap, 3, 0)``, k = 2, eps = 1 (lam = 1/2), at 60 digits:
+    (probability, log-probability).  Gumbel: ``P = w_j / sum w``.  Exponential, three
+    items ``p_0 = 1 >= p_1 >= p_2``: ``P(0) = 1 - (p_1 + p_2)/2 + p_1 p_2/3``,
+    ``P(1) = p_1 (1/2 - p_2/6)``; two items: ``P(0) = 1 - p_1/2``, ``P(1) = p_1/2``.
+    The working precision covers the digits of the gap, so ``lam (gap - 3)`` is exact."""
+    with mpmath.workdps(60 + len(str(gap))):
+        lam = mpmath.mpf(1) / 2
+        counts = [gap, 3, 0]
+        logp = mpmath.mpf(0)
+        remaining = [0, 1, 2]
+        for j in seq:
+            rest = [i for i in remaining if i != j]
+            top = max(counts[i] for i in remaining)
+            # ln p_i = -lam (top - c_i): exact integers, so no huge float
+            lnp = {i: -lam * (top - counts[i]) for i in remaining}
+            if noise == "gumbel":  # the top item has ln p = 0: sum w = 1 + the others
+                top_item = next(i for i in remaining if lnp[i] == 0)
+                logp += lnp[j] - mpmath.log1p(mpmath.fsum(mpmath.exp(lnp[i]) for i in remaining if i != top_item))
+            else:
+                p = {i: mpmath.exp(lnp[i]) for i in remaining}
+                if len(remaining) == 3:
+                    a, b = sorted(rest, key=lambda i: -counts[i])
+                    if lnp[j] == 0:
+                        logp += mpmath.log1p(-(p[a] + p[b]) / 2 + p[a] * p[b] / 3)
+                    else:  # j is the middle item (the outputs tested)
+                        logp += lnp[j] + mpmath.log(mpmath.mpf(1) / 2 - p[b] / 6)
+                else:
+                    (o,) = rest
+                    logp += mpmath.log1p(-p[o] / 2) if lnp[j] == 0 else lnp[j] - mpmath.log(2)
+            remaining = rest
+        return mpmath.exp(logp), logp
+
+
+GAPS = [2**40, 10**10, 10**100, 10**400]
+GAP_SEQS = [(0, 1), (1, 0), (0, 2)]
+
+
+@pytest.fixture(scope="module")
+def gap_values():
+    """Every method on counts ``(gap, 3, 0)``, k = 2, eps = 1, for every gap and noise,
+    computed in one child process (a process abort must not kill pytest): ``{(gap, noise):
+    {"P": [...], "logP": [...], "levels": [...], "first": [...]}}`` as 40-digit strings, or
+    ``{"error": exception class name}``."""
+    proc = run_python(f"""
+        import json, mpmath, exactdp
+        out = {{}}
+        for gap in {GAPS!r}:
+            for noise in ("gumbel", "exponential"):
+                m = exactdp.Peeling([gap, 3, 0], 2, epsilon=1, noise=noise)
+                try:
+                    row = {{
+                        "P": [mpmath.nstr(m.probability(s, dps=30), 40) for s in {GAP_SEQS!r}],
+                        "logP": [mpmath.nstr(m.log_probability(s, dps=30), 40) for s in {GAP_SEQS!r}],
+                        "levels": [mpmath.nstr(p, 40) for _, p in m.level_probabilities(dps=30)],
+                        "first": [s[0] for s in m.samples(20, rng=3)],
+                    }}
+                except Exception as exc:
+                    row = {{"error": type(exc).__name__}}
+                out[f"{{gap}} {{noise}}"] = row
+        print(json.dumps(out))
+    """, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    import json
+
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+@pytest.mark.parametrize("gap", GAPS, ids=["2**40", "10**10", "10**100", "10**400"])
+def test_huge_gaps_every_method(gap, noise, gap_values):
+    """probability, log_probability, level_probabilities and samples at gaps up to 10**400,
+    against closed forms (computed at a precision covering the gap's digits)."""
+    row = gap_values[f"{gap} {noise}"]
+    assert "error" not in row, f"the child process raised {row['error']}"
+    with mpmath.workdps(50):
+        for i, seq in enumerate(GAP_SEQS):
+            p_want, lp_want = gap_reference(gap, noise, seq)
+            assert rel_close(mpmath.mpf(row["P"][i]), p_want, 29), (seq, noise)
+            assert rel_close(mpmath.mpf(row["logP"][i]), lp_want, 29), (seq, noise)
+        levels = [mpmath.mpf(x) for x in row["levels"]]
+        assert rel_close(levels[0], gap_reference(gap, noise, (0, 1))[0], 29)
+        assert abs(mpmath.fsum(levels) - 1) < mpmath.mpf(10) ** -29
+    assert row["first"] == [0] * 20  # P(first item is 0) = 1 - e^-huge
+
+
+def test_tiny_log_probability_keeps_relative_accuracy():
+    """log P = -log1p(e^-(2*10**6)) ~ -1e-868589 (k = 1) and a two-round sum of such terms:
+    certified *relative* accuracy, not an absolute one."""
+    with mpmath.workdps(40):
+        m = exactdp.Peeling([2 * 10**6, 0], 1, epsilon=1)
+        want = -mpmath.log1p(mpmath.exp(-2 * 10**6))
+        got = m.log_probability((0,), dps=30)
+        assert got < 0 and abs(got - want) <= mpmath.mpf(10) ** -30 * abs(want)
+        m2 = exactdp.Peeling([2 * 10**6, 10**6, 0], 2, epsilon=1)  # lam = 1/2
+        want2 = -mpmath.log1p(mpmath.exp(-(5 * 10**5)) + mpmath.exp(-(10**6))) - mpmath.log1p(mpmath.exp(-(5 * 10**5)))
+        got2 = m2.log_probability((0, 1), dps=30)
+        assert abs(got2 - want2) <= mpmath.mpf(10) ** -30 * abs(want2)
+        assert abs(m2.probability((0, 1), dps=30) - 1) <= mpmath.mpf(10) ** -30  # 1 - 2e-217147
+
+
+# --------------------------------------------------------------------------------------
+# the weight tree (gumbel fast path) and its twins
+# --------------------------------------------------------------------------------------
+def all_small_cases():
+    cases = CASES + [(7,), (0, 0), (3, 3, 3, 3, 1)]
+    for counts in cases:
+        for k in range(1, len(counts) + 1):  # k = 1 .. d (d = 1 included)
+            yield counts, k
+
+
+@pytest.mark.parametrize("counts, k", list(all_small_cases()))
+def test_tree_exact_equals_rounds_and_brute_force(counts, k):
+    """Exhaustive: the weight tree in exact rationals == per-round exact tables == explicit
+    rounds over items, for every sequence (ties, k = 1, k = d, d = 1)."""
+    base = Fraction(2, 3)
+    m = exactdp.Peeling(counts, k, base=base)
+    want = peel_exact(counts, k, base, "gumbel")
+    for seq, w in want.items():
+        tree = m._values_probability_tree_exact(m.utility(seq))
+        assert tree == w, (seq, tree, w)
+        assert m.probability_exact(seq) == sympy.Rational(w.numerator, w.denominator)
+
+
+@pytest.mark.parametrize("counts, k", list(all_small_cases()))
+def test_tree_certified_equals_rounds_route(counts, k):
+    """The certified tree (probability and log) against the per-round route (the rule on
+    per-round tables), both to 30 digits, and against exact rationals."""
+    eps = Fraction(3, 2)
+    m = exactdp.Peeling(counts, k, epsilon=eps)
+    for seq in sequences(len(counts), k):
+        values = m.utility(seq)
+        for log in (False, True):
+            fast = m._tree_probability(values, 30, log)
+            slow = m._values_probability_rounds(values, 30, log)
+            if log and slow == 0:
+                assert fast == 0
+            else:
+                assert rel_close(fast, slow, 29), (seq, log, fast, slow)
+    half = exactdp.Peeling(counts, k, base=Fraction(1, 2))
+    for seq, w in peel_exact(counts, k, Fraction(1, 2), "gumbel").items():
+        assert rel_close(half.probability(seq, dps=30), w)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts_and_k(max_d=6, max_sequences=200, values=st.integers(-20, 20)),
+       st.fractions(min_value=Fraction(1, 10), max_value=Fraction(9, 10)), st.randoms(use_true_random=False))
+def test_tree_random_instances(ck, base, rnd):
+    counts, k = ck
+    m = exactdp.Peeling(counts, k, base=base)
+    seq = tuple(rnd.sample(range(len(counts)), k))
+    want = peel_exact(counts, k, base, "gumbel")[seq] if math.perm(len(counts), k) <= 200 else None
+    tree = m._values_probability_tree_exact(m.utility(seq))
+    assert tree == want
+    assert rel_close(m.probability(seq, dps=25), want, 25)
+    with mpmath.workdps(60):
+        lw = mpmath.log(mpmath.mpf(want.numerator) / want.denominator)
+        got = m.log_probability(seq, dps=25)
+        assert (got == 0 and want == 1) or abs(got - lw) <= mpmath.mpf(10) ** -25 * abs(lw)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 5)), min_size=1, max_size=12), st.data())
+def test_weight_tree_sums(leaves, data):
+    """The tree's total, prefix and leave-one-out sums equal direct sums, after updates."""
+    from exactdp.mechanisms.peeling import _WeightTree
+
+    weights = [Fraction(w + 1, 7) for w, _ in leaves]
+    mult = [m for _, m in leaves]
+    tree = _WeightTree(weights, mult, Fraction(0))
+    copy = tree.copy()
+    for _ in range(data.draw(st.integers(0, 5))):
+        a = data.draw(st.integers(0, len(leaves) - 1))
+        mult[a] = data.draw(st.integers(0, 5))
+        copy.set_count(a, mult[a])
+    vals = [w * m for w, m in zip(weights, mult)]
+    assert copy.total() == sum(vals)
+    for a in range(len(vals)):
+        assert copy.prefix(a) == sum(vals[: a + 1])
+        assert copy.others(a) == sum(vals) - vals[a]
+    assert tree.total() == sum(w * m for w, (_, m) in zip(weights, leaves))  # the original is unchanged
+
+
+def test_large_d_certified_to_requested_digits():
+    """d = 2000 distinct counts, k = 25: tree probability and log-probability against a
+    60-digit per-round reference, to the requested 30 digits (relative)."""
+    counts = [3 * r + (r % 7) for r in range(2000, 0, -1)]
+    k, eps = 25, Fraction(1, 2)
+    m = exactdp.Peeling(counts, k, epsilon=eps)
+    seq = (0, 2, 1, 5, 3) + tuple(range(6, 26))
+    with mpmath.workdps(60):
+        lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
+        w = [mpmath.exp(lam * (c - counts[0])) for c in counts]
+        total = mpmath.fsum(w)
+        logp = mpmath.mpf(0)
+        for j in seq:
+            logp += mpmath.log(w[j] / total)
+            total -= w[j]
+        p = m.probability(seq, dps=30)
+        lp = m.log_probability(seq, dps=30)
+        assert abs(p - mpmath.exp(logp)) <= mpmath.mpf(10) ** -30 * mpmath.exp(logp)
+        assert abs(lp - logp) <= mpmath.mpf(10) ** -30 * abs(logp)
+
+
+def test_large_d_memory_bounded():
+    """d = 100,000 distinct counts, k = 200: probability, log-probability and a sample in a
+    child process limited to 1.5 GiB of address space (per-round tables needed ~10 GB)."""
+    proc = run_python("""
+        import exactdp, mpmath
+        m = exactdp.Peeling(list(range(100000, 0, -1)), 200, epsilon=1)
+        best = tuple(range(200))
+        p = m.probability(best, dps=30)
+        lp = m.log_probability(best, dps=30)
+        s = m.sample(rng=1)
+        assert len(set(s)) == 200
+        print(mpmath.nstr(p, 40), mpmath.nstr(lp, 40))
+    """, timeout=300, limit_bytes=3 << 29)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    with mpmath.workdps(40):
+        p, lp = (mpmath.mpf(x) for x in proc.stdout.split())
+        assert abs(mpmath.log(p) - lp) < mpmath.mpf(10) ** -28 * abs(lp)
+
+
+@pytest.mark.parametrize("counts, k", [((2, 2, 1, 0), 4), ((5, 5, 5), 2), ((9,), 1)])
+def test_tree_sampler_goodness_of_fit_ties_and_full_k(counts, k):
+    m = exactdp.Peeling(counts, k, epsilon=Fraction(3, 2))
+    n = 3000
+    draws = Counter(m.samples(n, rng=2024))
+    expected = {o: float(p) * n for o, p in m.distribution()}
+    assert set(draws) <= set(expected)
+    stat, df = chi2_statistic(draws, expected)
+    assert stat < chi2_threshold(df, ALPHA), (stat, df)
