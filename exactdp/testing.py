@@ -63,7 +63,7 @@ import inspect
 import os
 import random
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, SupportsIndex, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, SupportsIndex, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -76,7 +76,6 @@ from .core._typing import (
     MechanismLike,
     OutputLike,
     RationalLike,
-    SamplerLike,
     SupportsRandomise,
 )
 from .core.validation import as_positive_int
@@ -194,6 +193,12 @@ class Sampler:
 
     def __repr__(self) -> str:
         return f"Sampler({self.description})"
+
+
+#: A sampler under test: a :class:`~exactdp.testing.Sampler`, an exactdp mechanism, an
+#: object with ``.randomise``, an OpenDP measurement or any other callable returning one
+#: output per call (its raw result is converted to item ids at run time, hence ``object``).
+SamplerLike = Union["Sampler", MechanismLike, SupportsRandomise, Callable[..., object]]
 
 
 def from_mechanism(mechanism: MechanismLike) -> Sampler:

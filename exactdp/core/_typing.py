@@ -16,11 +16,10 @@ from typing import (TYPE_CHECKING, Any, Callable, FrozenSet, Iterable, Mapping, 
 if TYPE_CHECKING:  # forward references only: nothing heavy is imported at run time
     from ..mechanisms.canonical import CanonicalGamma1
     from .mechanism import Mechanism
-    from ..testing import Sampler
 
 __all__ = ["IntLike", "ExactRational", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
            "ProbabilityLike", "ClaimedTable", "ClaimedProbabilities", "SupportsProbability", "AlternativeLike",
-           "SupportsRandomise", "SamplerLike"]
+           "SupportsRandomise"]
 
 #: An integer: ``int``, numpy integer scalars, gmpy2 ``mpz`` (all ``SupportsIndex``); a
 #: ``float`` or ``Decimal`` only when finite and integral.
@@ -76,9 +75,3 @@ class SupportsRandomise(Protocol):
     ids at run time), hence ``object``."""
 
     def randomise(self, *args: object, **kwargs: object) -> object: ...
-
-
-#: A sampler under test: a :class:`~exactdp.testing.Sampler`, an exactdp mechanism, an
-#: object with ``.randomise``, an OpenDP measurement or any other callable returning one
-#: output per call (its raw result is converted to item ids at run time, hence ``object``).
-SamplerLike = Union["Sampler", MechanismLike, SupportsRandomise, Callable[..., object]]

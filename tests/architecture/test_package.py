@@ -18,7 +18,7 @@ import pytest
 import exactdp
 from exactdp import cli
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEAVY = ("sympy", "numpy", "flint")
 
 

@@ -1,0 +1,60 @@
+"""The layering of docs/architecture.md, checked by import-linter (``[tool.importlinter]``
+in pyproject.toml): errors < core < rules < mechanisms < oracle < cli, mechanisms
+independent of each other, the oracle never importing a mechanism module.
+
+Each contract gets a negative control: a copy of the package with one forbidden import
+added must be rejected, so a contract that cannot fail (a typo in a module name, a layer
+that matches nothing) is caught here.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+pytest.importorskip("importlinter", reason="import-linter is a test dependency (extra 'test')")
+
+
+def _lint(root: pathlib.Path) -> subprocess.CompletedProcess:
+    code = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
+    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+
+
+def test_contracts_are_kept():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+# (module that gets the bad import, the import, the contract that must break)
+VIOLATIONS = [
+    ("exactdp/core/levels.py", "import exactdp.rules.exponential", "layers"),
+    ("exactdp/errors.py", "import exactdp.core.levels", "layers"),
+    ("exactdp/rules/exponential.py", "import exactdp.mechanisms.joint", "layers"),
+    ("exactdp/mechanisms/joint.py", "import exactdp.audit", "layers"),
+    ("exactdp/audit.py", "import exactdp.cli", "layers"),
+    ("exactdp/certify/__init__.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
+    ("exactdp/mechanisms/peeling.py", "import exactdp.mechanisms.canonical", "mechanisms are independent"),
+    ("exactdp/mechanisms/joint.py", "import exactdp.mechanisms.pnf_joint", "mechanisms are independent"),
+    ("exactdp/rules/exponential.py", "import exactdp.rules.permute_and_flip", "the selection rules are independent"),
+]
+
+
+@pytest.mark.parametrize("module, statement, contract", VIOLATIONS)
+def test_a_forbidden_import_is_rejected(tmp_path, module, statement, contract):
+    for name in ("exactdp", "proofs_checks"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    path = tmp_path / module
+    path.write_text(path.read_text() + f"\n{statement}  # negative control\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0, result.stdout
+    broken = [line for line in result.stdout.splitlines() if " BROKEN" in line]
+    assert any(line.startswith(contract) for line in broken), result.stdout
