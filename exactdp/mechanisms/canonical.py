@@ -65,6 +65,7 @@ from flint import arb, ctx, fmpq
 
 from ..errors import ArgumentTypeError, ExactDPValueError, InvalidParameterError, NoClosedFormError
 from ..core._typing import CountsLike, ExactRational, OutputLike, RationalLike, RngLike
+from ..core.combinatorics import rank_combination, unrank_combination
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, check_output_count, make_scale
 from ..core.precision import certify, certify_many, prec_for_dps
@@ -139,33 +140,6 @@ def _check_symbolic_bits(base: Optional[Fraction], keys: Iterable[int], q: int) 
             f"exactdp.mechanisms.canonical.CANONICAL_SYMBOLIC_BITS_LIMIT to allow more); use "
             f"probability(output, dps=...), or a rho making every loss integral",
         )
-
-
-def _unrank_combination(r: int, n: int, m: int) -> list[int]:
-    """The ``r``-th ``m``-subset of ``range(n)`` in colex order (combinatorial number
-    system: ``r = sum_i C(c_i, i)`` with ``c_m > ... > c_1 >= 0``), ascending."""
-    out = []
-    hi = n  # c_i < hi
-    for i in range(m, 0, -1):
-        # largest c in [i-1, hi-1] with C(c, i) <= r
-        lo, top = i - 1, hi - 1
-        while lo < top:
-            mid = (lo + top + 1) // 2
-            if gmpy2.comb(mid, i) <= r:
-                lo = mid
-            else:
-                top = mid - 1
-        out.append(lo)
-        r -= int(gmpy2.comb(lo, i))
-        hi = lo
-    if r:  # pragma: no cover - r out of range
-        raise AssertionError("combination rank out of range")
-    return out[::-1]
-
-
-def _rank_combination(elements: Iterable[int]) -> int:
-    """Inverse of :func:`_unrank_combination` (colex rank of an ascending list)."""
-    return sum(int(gmpy2.comb(c, i)) for i, c in enumerate(sorted(elements), start=1))
 
 
 class CanonicalClasses:
@@ -255,7 +229,7 @@ class CanonicalClasses:
         ``h+2..t-1`` in colex order."""
         if t == self.k:
             return list(range(self.k))
-        body = _unrank_combination(r, t - h - 2, self.k - h - 1)
+        body = unrank_combination(r, t - h - 2, self.k - h - 1)
         return list(range(h)) + [h + 1 + c for c in body] + [t - 1]
 
     def member_rank(self, ranks: Iterable[int]) -> tuple[int, int, int]:
@@ -264,7 +238,7 @@ class CanonicalClasses:
         h, t = self.classify(rs)
         if t == self.k:
             return h, t, 0
-        return h, t, _rank_combination([x - h - 1 for x in rs[h:-1]])
+        return h, t, rank_combination([x - h - 1 for x in rs[h:-1]])
 
     def iter_classes(self) -> Iterator[tuple[int, int]]:
         """Every class: the top-k class ``(k-1, k)`` first, then ``h = 0..k-1`` and, for

@@ -67,6 +67,7 @@ from flint import arb, fmpq, fmpz_poly
 
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
+from ..core.combinatorics import unrank_combination
 from ..core.levels import Level
 from ..core.mechanism import JointFamily, make_scale
 from ..core.precision import certify_many
@@ -470,25 +471,6 @@ def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterabl
 # =====================================================================================
 # Sets of one level: counting and unranking (the sampler's second stage)
 # =====================================================================================
-def _unrank_combination(n: int, j: int, index: int) -> list[int]:
-    """The ``index``-th ``j``-subset of ``range(n)`` in colexicographic order
-    (``index = sum_t C(c_t, t)`` for the elements ``c_1 < ... < c_j``)."""
-    out = []
-    hi = n - 1
-    for t in range(j, 0, -1):
-        lo = t - 1  # C(t-1, t) = 0 <= index
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if math.comb(mid, t) <= index:
-                lo = mid
-            else:
-                hi = mid - 1
-        index -= math.comb(lo, t)
-        out.append(lo)
-        hi = lo - 1
-    return out
-
-
 class _LevelPaths:
     """The sets with utility exactly ``-M``, as rank sequences: ``r_i < T_i`` for every
     ``i`` (``T_i`` = items with count ``>= sc[i] - M``) and ``r_i >= G_i`` for at least
@@ -555,7 +537,7 @@ class _LevelPaths:
                 if r < w:
                     r, idx = divmod(r, binom[j])
                     base = bounds[s]
-                    ranks.extend(base + x for x in _unrank_combination(bounds[s + 1] - base, j, idx))
+                    ranks.extend(base + x for x in unrank_combination(idx, bounds[s + 1] - base, j))
                     n += j
                     break
                 r -= w
