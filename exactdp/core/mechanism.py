@@ -167,6 +167,21 @@ class Mechanism(abc.ABC):
         digits = as_dps(dps)
         return [(lv, self.rule.output_probability(self.table, a, digits)) for a, lv in enumerate(self.table.levels)]
 
+    # -- probability groups: what the oracle (audit, certify) works over -------------
+    def groups(self) -> tuple[Level, ...]:
+        """The probability groups: ``Level(key, size)`` where every output of one group has
+        the same probability.  Utility levels by default (``groups() == levels()``);
+        Peeling's count sequences; CanonicalGamma1's ``(h, t)`` classes."""
+        return self.levels()
+
+    def group_index(self, output: OutputLike) -> int:
+        """Index in :meth:`groups` of ``output`` (validated)."""
+        return self.table.index_of(self.utility(output))
+
+    def group_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
+        """``(group, probability of one particular output of it)`` for every group, certified."""
+        return self.level_output_probabilities(dps)
+
     def distribution(self, dps: Optional[int] = None, max_outputs: int = 10**6) -> list[tuple[Output, mpmath.mpf]]:
         """Every output with its certified probability; refuses past ``max_outputs``."""
         digits = as_dps(dps)

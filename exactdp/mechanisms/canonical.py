@@ -670,6 +670,24 @@ class CanonicalGamma1(_ClassMethods):
         size = self.classes_.size(h, t)
         return certify(lambda: self._class_output_ball(h, t) * size, as_dps(dps), extra_bits=self._extra_bits())
 
+    def groups(self) -> tuple[Level, ...]:
+        """The probability groups: one ``Level((h, t), size)`` per class, in the order of
+        :meth:`classes` (every member of a class has the same probability)."""
+        return tuple(Level((c.h, c.t), c.size) for c in self.iter_classes())
+
+    def group_index(self, output: OutputLike) -> int:
+        """Index in :meth:`groups` of the class of ``output`` (validated)."""
+        h, t = self.class_of(output)
+        return 0 if (h, t) == (self.k - 1, self.k) else 1 + h * (self.d - self.k) + (t - self.k - 1)
+
+    def group_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
+        """``(group, probability of one member of the class)`` for every class, certified."""
+        groups = self.groups()
+        digits = as_dps(dps)
+        probs = certify_many(lambda: [self._class_output_ball(*g.utility) for g in groups], digits,
+                             extra_bits=self._extra_bits())
+        return list(zip(groups, probs))
+
     def tail_probabilities(self, dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
         """``(t, P(t))`` for ``t = k..d`` (stage 1), certified."""
         vals = certify_many(lambda: [w / self._weights()["Z1"] for w in self._weights()["W1"]],
