@@ -45,7 +45,7 @@ class Groups:
         self.kind: str = getattr(mechanism, "output_kind", "sequence")
         self.groups: tuple[Level, ...] = tuple(mechanism.groups())
         self.support_size: int = sum(g.multiplicity for g in self.groups)
-        self._output_probs: Optional[list[mpmath.mpf]] = None
+        self._output_probs: dict[int, list[mpmath.mpf]] = {}
         self._group_probs: Optional[list[mpmath.mpf]] = None
 
     def index(self, output: OutputLike) -> Optional[int]:
@@ -56,20 +56,20 @@ class Groups:
         except KeyError:  # a valid output whose key is no group: probability 0
             return None
 
-    @property
-    def output_probabilities(self) -> list[mpmath.mpf]:
-        """Certified probability of one output of each group."""
-        if self._output_probs is None:
-            self._output_probs = [p for _, p in self.mechanism.group_output_probabilities(self.dps)]
-        return self._output_probs
+    def output_probabilities(self, dps: Optional[int] = None) -> list[mpmath.mpf]:
+        """Certified probability of one output of each group, to ``dps`` digits (default:
+        the ``dps`` given at construction); computed once per ``dps``."""
+        digits = self.dps if dps is None else dps
+        if digits not in self._output_probs:
+            self._output_probs[digits] = [p for _, p in self.mechanism.group_output_probabilities(digits)]
+        return self._output_probs[digits]
 
-    @property
     def group_probabilities(self) -> list[mpmath.mpf]:
-        """Certified probability of each whole group: its size times the probability of one
-        output, multiplied exactly (integer times binary mantissa), so the relative error
-        stays that of the output's probability."""
+        """Certified probability of each whole group (``dps`` digits): its size times the
+        probability of one output, multiplied exactly (integer times binary mantissa), so
+        the relative error stays that of the output's probability."""
         if self._group_probs is None:
-            self._group_probs = [_times(p, g.multiplicity) for g, p in zip(self.groups, self.output_probabilities)]
+            self._group_probs = [_times(p, g.multiplicity) for g, p in zip(self.groups, self.output_probabilities())]
         return self._group_probs
 
     def enumerate(self, max_outputs: int, what: str,

@@ -180,7 +180,7 @@ def compare_probabilities(
     lv = Groups(mechanism, digits)
     kind = lv.kind
     with mp_workdps(digits + 10):
-        out_p = lv.output_probabilities
+        out_p = lv.output_probabilities()
         if log:
             exact_level = [mpmath.log(p) for p in out_p]
             zero = -mpmath.inf

@@ -206,7 +206,7 @@ class _Design:
 
     def __init__(self, lv: Groups, min_expected: float, within: bool, max_enumerate: int):
         self.levels = lv.groups
-        self.probs = lv.group_probabilities
+        self.probs = lv.group_probabilities()
         self.support = lv.support_size
         self.min_expected, self.within, self.max_enumerate = min_expected, within, max_enumerate
 

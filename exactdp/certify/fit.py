@@ -363,7 +363,7 @@ def goodness_of_fit(
             continue
         level_obs[a] += count
         per_output[o] = (a, count)
-    probs = lv.group_probabilities
+    probs = lv.group_probabilities()
     with mp_workdps(digits + 5):
         expected_exact = [n * p for p in probs]
     design = _Design(lv, min_expected, within, max_enumerate)

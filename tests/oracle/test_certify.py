@@ -361,7 +361,7 @@ def _least_favourable(m, n, delta):
     """The explicit alternative of the docstring: move delta of mass into the heaviest level bin
     (or, failing a bin with p >= 1/2, into bins making up half the mass), proportionally."""
     plan = certify_design._Design(Groups(m, 30), certify_design.MIN_EXPECTED, True, 10**6).plan(n)
-    probs = [float(p) for p in Groups(m, 30).group_probabilities]
+    probs = [float(p) for p in Groups(m, 30).group_probabilities()]
     p_bins = [sum(probs[a] for a in g) for g in plan.level_bins]
     top = max(range(len(p_bins)), key=p_bins.__getitem__)
     assert p_bins[top] >= 0.5
