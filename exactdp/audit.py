@@ -60,7 +60,8 @@ import mpmath
 from flint import arb, fmpz
 
 from ._groups import Groups
-from ._neighbours import RELATIONS, AuditLimitError, _relation, neighbour_count, neighbours, tied_classes
+from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
+                          neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._typing import CountsLike, MechanismLike, Output, RationalLike
 from .core.formatting import change_text, number_text, output_text, table

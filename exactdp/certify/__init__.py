@@ -51,6 +51,7 @@ from .chi2 import chi2_isf, chi2_sf, ncx2_sf
 from .compare import (DEFAULT_MIN_COVERAGE, ComparisonRow, MtildeComparison, MtildeRow, ProbabilityComparison,
                       compare_mtilde, compare_probabilities)
 from .design import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_N, DEFAULT_MIN_POWER, Bin, BinPlan
+from .design import DEFAULT_MAX_ENUMERATE, MIN_EXPECTED  # noqa: F401  (module constants, as before the split)
 from .fit import GoodnessOfFit, Sensitivity, goodness_of_fit, sensitivity
 from .io import normalise_output, read_samples
 from .alternative import Power, power, samples_needed
