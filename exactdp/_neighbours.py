@@ -1,6 +1,7 @@
-"""Neighbouring count vectors: every vector one user's data can change a count vector
-into, under a neighbour relation, listed or counted, in full or up to exchanging items
-of equal count.
+"""Neighbouring count vectors under a neighbour relation, listed or counted.
+
+Every vector one user's data can change a count vector into, in full or up to
+exchanging items of equal count.
 
 The audit (:mod:`exactdp.audit`, which exports these names) takes the privacy loss over
 them; items of equal count are grouped by :func:`tied_classes`, which also gives the

@@ -1,5 +1,7 @@
-"""Power of the sampler test against a given wrong distribution (:func:`power`), and the
-number of draws that makes a power reach a target (:func:`samples_needed`).
+"""Power of the sampler test against a given wrong distribution, and the draws it needs.
+
+:func:`power` is the probability of rejecting draws from an alternative;
+:func:`samples_needed` the number of draws that makes a power reach a target.
 
 Powers are statistics, computed in floating point: the noncentral chi-square
 approximation over the bins the test uses with ``n`` draws, or a seeded Monte Carlo

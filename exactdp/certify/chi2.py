@@ -1,6 +1,7 @@
-"""Chi-square mathematics of the sampler test: the central and noncentral laws (p-values,
-critical values, power), and the power against the least favourable alternative at a
-total variation distance (:func:`exactdp.certify.sensitivity` explains the bound).
+"""Chi-square laws of the sampler test: p-values, critical values and power.
+
+The central and noncentral laws, and the power against the least favourable alternative
+at a total variation distance (:func:`exactdp.certify.sensitivity` explains the bound).
 
 P-values and powers are statistics, computed in floating point (mpmath's regularised
 incomplete gamma, then double precision where speed matters); they never decide an exact

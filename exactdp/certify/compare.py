@@ -1,6 +1,7 @@
-"""Comparing another implementation's numbers with the exact ones: claimed probabilities
-or log-probabilities of outputs (:func:`compare_probabilities`) and Joint's ``log m~``
-array (:func:`compare_mtilde`).
+"""Comparing another implementation's probability tables with the exact ones.
+
+Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`)
+and Joint's ``log m~`` array (:func:`compare_mtilde`).
 
 Exact values are certified to ``dps`` digits (default 30) before any comparison; floats
 appear only in what is reported (errors), never in an exact value.

@@ -1,5 +1,6 @@
-"""The sampler test's design: which bins it uses with ``n`` draws, chosen from ``n`` and
-the exact probabilities only (never from the draws), and what they can see.
+"""The sampler test's bins for ``n`` draws, and what they can see.
+
+The bins are chosen from ``n`` and the exact probabilities only, never from the draws.
 
 The test has two stages (see :func:`exactdp.certify.goodness_of_fit`): the levels of a
 mechanism (its probability groups: utility levels, or ``CanonicalGamma1``'s classes),

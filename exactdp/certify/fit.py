@@ -1,6 +1,8 @@
-"""Goodness of fit of a sampler: Pearson's chi-square test of draws against the exact
-distribution (by level, then uniformity within each level), its verdict PASS, FAIL or
-INCONCLUSIVE, and what the test can detect with ``n`` draws (:func:`sensitivity`).
+"""Goodness of fit of a sampler: the chi-square test of its draws and its verdict.
+
+Pearson's test against the exact distribution (by level, then uniformity within each
+level), its verdict PASS, FAIL or INCONCLUSIVE, and what the test can detect with ``n``
+draws (:func:`sensitivity`).
 
 A test that could not have failed (0 degrees of freedom) or was too weak to trust (power
 below ``min_power`` against the least favourable deviation of total variation ``delta``)

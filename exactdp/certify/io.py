@@ -1,5 +1,7 @@
-"""What a caller gives the sampler checks, read into exactdp outputs: draws in any shape,
-and sample files (CSV, JSON lines or one JSON list).
+"""Reading what a caller gives the checks: draws in any shape, numbers, sample files.
+
+Draws become exactdp outputs (:func:`normalise_output`); sample files are CSV, JSON lines
+or one JSON list (:func:`read_samples`).
 
 >>> normalise_output([3, 1], "set") == frozenset({1, 3})
 True

@@ -11,7 +11,7 @@ import io
 import json
 import math
 from fractions import Fraction
-from itertools import permutations, product
+from itertools import product
 
 import mpmath
 import pytest

@@ -11,7 +11,6 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -316,7 +315,7 @@ def test_verdict_line_states_everything():
     line = fit.verdict_line()
     n_needed = certify.samples_needed(m, delta=0.08, target=0.9, alpha=1e-4)
     d = fit.detectable_delta()
-    for part in (f"n = 3000", f"chi-square {fit.statistic:.6g} on {fit.df} df", f"p-value {number_text(fit.p_value, 4)}",
+    for part in ("n = 3000", f"chi-square {fit.statistic:.6g} on {fit.df} df", f"p-value {number_text(fit.p_value, 4)}",
                  "alpha = 0.0001", f"power {fit.power():.3g} at TV deviation 0.08 (PASS needs 0.9)",
                  f"TV detectable with power 0.9 at this n: >= {d:.3g}", f"n needed for TV 0.08: {n_needed:,}",
                  "levels: 4 in 4 bins (0 pooled); within levels: 11 outputs in 11 bins (0 grouped), 0 untested"):
