@@ -86,6 +86,13 @@ def _as_delta(delta: Any) -> Fraction:
     return d
 
 
+def _lemma_args(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex,
+                dps: Optional[int]) -> tuple[Fraction, Fraction, int, int]:
+    """Lemma 4.2's arguments validated, in the order the errors name them:
+    ``(epsilon, delta, k, dps)``."""
+    return as_epsilon(_exact(epsilon)), _as_delta(delta), as_positive_int(k, "k"), as_dps(dps)
+
+
 def _ball(q: Fraction) -> arb:
     return arb(fmpq(q.numerator, q.denominator))
 
@@ -111,10 +118,7 @@ def cdp_peel_epsilon(epsilon: RationalLike, delta: RationalLike, k: SupportsInde
     Returns an ``mpmath.mpf`` certified to relative error ``10**-dps`` (default 30), or
     with ``exact=True`` the exact sympy expression.
     """
-    eps = as_epsilon(_exact(epsilon))
-    dl = _as_delta(delta)
-    kk = as_positive_int(k, "k")
-    digits = as_dps(dps)
+    eps, dl, kk, digits = _lemma_args(epsilon, delta, k, dps)
     if exact:
         L = sympy.log(_sym(1 / dl))
         return _sym(kk * eps * eps / 8) + 2 * _sym(eps) * sympy.sqrt(sympy.Integer(kk) * L / 8)
@@ -135,10 +139,7 @@ def cdp_peel_round_epsilon(epsilon: RationalLike, delta: RationalLike, k: Suppor
     ``L = ln(1/delta)``.  Certified ``mpf`` or, with ``exact=True``, the sympy closed form.
     Use ``Peeling(counts, k, epsilon=k * eps')`` to run the corresponding mechanism.
     """
-    eps = as_epsilon(_exact(epsilon))
-    dl = _as_delta(delta)
-    kk = as_positive_int(k, "k")
-    digits = as_dps(dps)
+    eps, dl, kk, digits = _lemma_args(epsilon, delta, k, dps)
     if exact:
         L = sympy.log(_sym(1 / dl))
         return sympy.sqrt(sympy.Rational(8, kk)) * (sympy.sqrt(_sym(eps) + L) - sympy.sqrt(L))

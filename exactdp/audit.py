@@ -11,10 +11,12 @@ worst case over every neighbour of one count vector.
 
 How the maximum over outputs is found without listing every output:
 
-- Every mechanism's probability of ``o`` is a function of the *level* of ``o`` (its exact
-  utility), so ``ln P_a(o) - ln P_b(o)`` depends only on the pair (level of ``o`` under
-  ``a``, level of ``o`` under ``b``).  The levels of one output differ between
-  neighbouring datasets, so the pairs that occur must be found from outputs.
+- Every mechanism's probability of ``o`` is a function of the *level* of ``o``: its
+  probability group (``Mechanism.groups()``: the exact utility level, or
+  ``CanonicalGamma1``'s ``(h, t)`` class), so ``ln P_a(o) - ln P_b(o)`` depends only on
+  the pair (level of ``o`` under ``a``, level of ``o`` under ``b``).  The levels of one
+  output differ between neighbouring datasets, so the pairs that occur must be found
+  from outputs.
 - Every mechanism treats items alike when they have equal counts.  Two items with the
   same pair ``(c_i, c'_i)`` can therefore be exchanged without changing either
   probability, so it suffices to visit one output per *orbit* (outputs that differ only
@@ -42,6 +44,9 @@ confirmed with the exact probabilities (``probability_exact``).
 [(2, 1), (1, 2), (2, 2), (0, 1), (1, 0), (0, 0)]
 >>> audit.neighbours([1, 1], "add_remove", up_to_symmetry=True)
 [(2, 1), (2, 2), (0, 1), (0, 0)]
+
+Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
+``exactdp._neighbours`` and exported here.
 """
 
 from __future__ import annotations
@@ -49,24 +54,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import combinations, product
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import mpmath
-from .core._lazy import sympy
 from flint import arb, fmpz
 
-from .core._typing import CountsLike, Output, RationalLike
-from .errors import InvalidParameterError, PrecisionError, TooManyOutputsError
-from .core.precision import ball_to_mpf, prec_for_dps, flint_workprec, mp_workdps
+from ._groups import Groups
+from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
+                          neighbours, tied_classes)
+from .core._lazy import sympy
+from .core._typing import CountsLike, MechanismLike, Output, RationalLike
+from .core.formatting import change_text, number_text, output_text, table
+from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
 from .core.validation import as_counts, as_dps, as_positive_int, as_rational
-
-if TYPE_CHECKING:
-    from .mechanisms.canonical import CanonicalGamma1
-    from .core.mechanism import Mechanism
-
-#: Anything audited: a mechanism object (``Mechanism`` subclasses and ``CanonicalGamma1``).
-MechanismLike = Union["Mechanism", "CanonicalGamma1"]
+from .errors import InvalidParameterError, PrecisionError
 
 __all__ = [
     "AuditLimitError",
@@ -85,18 +86,10 @@ __all__ = [
     "output_orbit_count",
 ]
 
-#: The neighbour relations (see :func:`neighbours`).
-RELATIONS = ("add_remove", "swap")
 #: :func:`privacy_loss` refuses to visit more output orbits than this unless told otherwise.
 DEFAULT_MAX_OUTPUTS = 200_000
 #: :func:`worst_case` refuses more neighbours than this unless told otherwise.
 DEFAULT_MAX_NEIGHBOURS = 10_000
-#: :func:`neighbours` refuses to list more vectors than this unless told otherwise.
-NEIGHBOURS_LIMIT = 1_000_000
-
-
-class AuditLimitError(TooManyOutputsError):
-    """An audit would enumerate more outputs or neighbours than the caller's limit."""
 
 
 # =====================================================================================
@@ -104,25 +97,11 @@ class AuditLimitError(TooManyOutputsError):
 # =====================================================================================
 
 
-def _fmt(x: Any, digits: int = 15) -> str:
-    if isinstance(x, mpmath.mpf) or isinstance(x, float):
-        if mpmath.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return mpmath.nstr(x, digits)
-    return str(x)
-
-
-def _out_text(o: Any) -> str:
-    if isinstance(o, frozenset):
-        return "{" + ",".join(str(i) for i in sorted(o)) + "}"
-    return "(" + ",".join(str(i) for i in o) + ")"
-
-
 @dataclass(frozen=True)
 class PairLoss:
-    """``ln P_a(o) - ln P_b(o)`` for the outputs whose levels are ``level_a`` under ``a``
-    and ``level_b`` under ``b`` (``None``: probability 0 there; for a mechanism without
-    levels, such as ``CanonicalGamma1``, the output itself stands for its level).
+    """``ln P_a(o) - ln P_b(o)`` for the outputs whose levels (indices in the mechanism's
+    ``groups()``) are ``level_a`` under ``a`` and ``level_b`` under ``b`` (``None``:
+    probability 0 there).
 
     ``signed`` is the certified signed difference (``+-inf`` when one side is 0),
     ``witness`` one such output and ``outputs`` how many outputs share the pair.
@@ -175,19 +154,14 @@ class PrivacyLoss:
 
     def table(self, limit: int = 10, digits: int = 15) -> str:
         """The worst level pairs as an aligned text table."""
-        rows = [["level a", "level b", "ln P_a - ln P_b", "outputs", "witness"]]
-        for p in self.pairs[:limit]:
-            rows.append([
-                "-" if p.level_a is None else str(p.level_a),
-                "-" if p.level_b is None else str(p.level_b),
-                _fmt(p.signed, digits), str(p.outputs), _out_text(p.witness),
-            ])
-        return _align(rows)
+        rows = [[number_text(p.level_a, 1), number_text(p.level_b, 1), number_text(p.signed, digits), str(p.outputs),
+                 output_text(p.witness)] for p in self.pairs[:limit]]
+        return table(["level a", "level b", "ln P_a - ln P_b", "outputs", "witness"], rows)
 
     def __str__(self) -> str:
         return (
-            f"privacy loss {_fmt(self.value)} at output {_out_text(self.witness)} "
-            f"({self.direction}; ln P_a = {_fmt(self.log_p_a)}, ln P_b = {_fmt(self.log_p_b)}; "
+            f"privacy loss {number_text(self.value, 15)} at output {output_text(self.witness)} "
+            f"({self.direction}; ln P_a = {number_text(self.log_p_a, 15)}, ln P_b = {number_text(self.log_p_b, 15)}; "
             f"certified to {self.dps} digits)"
         )
 
@@ -243,38 +217,22 @@ class WorstCase:
         return self.verdict != "violated"
 
     def table(self, limit: int = 10, digits: int = 15) -> str:
-        rows = [["neighbour", "change", "privacy loss", "witness", "direction"]]
-        for r in self.results[:limit]:
-            rows.append([
-                ",".join(map(str, r.neighbour)), ",".join(f"{x:+d}" if x else "0" for x in r.change),
-                _fmt(r.loss.value, digits), _out_text(r.loss.witness), r.loss.direction,
-            ])
-        return _align(rows)
+        rows = [[",".join(map(str, r.neighbour)), change_text(r.change), number_text(r.loss.value, digits),
+                 output_text(r.loss.witness), r.loss.direction] for r in self.results[:limit]]
+        return table(["neighbour", "change", "privacy loss", "witness", "direction"], rows)
 
     def __str__(self) -> str:
         return (
-            f"worst-case privacy loss {_fmt(self.loss)} (claimed epsilon {self.epsilon} = "
-            f"{_fmt(self.epsilon_value)}): {self.verdict}; neighbour {self.neighbour}, "
-            f"output {_out_text(self.witness)} ({self.direction})"
+            f"worst-case privacy loss {number_text(self.loss, 15)} (claimed epsilon {self.epsilon} = "
+            f"{number_text(self.epsilon_value, 15)}): {self.verdict}; neighbour {self.neighbour}, "
+            f"output {output_text(self.witness)} ({self.direction})"
         )
-
-
-def _align(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
 # =====================================================================================
 # Output orbits
 # =====================================================================================
 
-
-def _classes(keys: Sequence[Any]) -> list[list[int]]:
-    """Item ids grouped by equal key, in order of first appearance."""
-    groups: dict[Any, list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
-    return list(groups.values())
 
 
 def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap: Optional[int] = None) -> int:
@@ -310,14 +268,12 @@ def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap
     return dp[k]
 
 
-def _orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Any, int]]:
+def _orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Output, int]]:
     """One representative output per orbit with the orbit's size (number of outputs)."""
     sizes = [len(c) for c in classes]
     used = [0] * len(classes)
     if kind == "set":
-        chosen: list[int] = []
-
-        def rec_set(c: int, left: int) -> Iterator[tuple[Any, int]]:
+        def rec_set(c: int, left: int) -> Iterator[tuple[Output, int]]:
             if left == 0:
                 items, size = [], 1
                 for cls, n in zip(classes, used):
@@ -336,7 +292,7 @@ def _orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Any, 
         return
     seq: list[int] = []
 
-    def rec_seq() -> Iterator[tuple[Any, int]]:
+    def rec_seq() -> Iterator[tuple[Output, int]]:
         if len(seq) == k:
             size = 1
             for s, n in zip(sizes, used):
@@ -357,39 +313,6 @@ def _orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Any, 
 # =====================================================================================
 # Privacy loss between two mechanisms
 # =====================================================================================
-
-
-class _Keys:
-    """What an output's probability depends on: its level (``levels()``), or, for a
-    mechanism that is not one rule over levels (``levels()`` raises
-    ``NotImplementedError``, e.g. ``CanonicalGamma1``), the output itself."""
-
-    def __init__(self, m: Any):
-        self.m = m
-        try:
-            self.index: Optional[dict[Any, int]] = {lv.utility: a for a, lv in enumerate(m.levels())}
-        except NotImplementedError:
-            self.index = None
-
-    def key(self, output: Any) -> Any:
-        if self.index is None:
-            self.m.probability(output, 1)  # validates the output
-            return output
-        return self.index.get(self.m.utility(output))
-
-    def probabilities(self, reps: dict[Any, Any], digits: int) -> dict[Any, mpmath.mpf]:
-        """Certified probability of one output of each key in ``reps`` (key -> output)."""
-        if self.index is not None and hasattr(self.m, "level_output_probabilities"):
-            probs = [p for _, p in self.m.level_output_probabilities(digits)]
-            return {a: probs[a] for a in reps}
-        return {a: self.m.probability(o, digits) for a, o in reps.items()}
-
-
-def _mpf_to_arb(x: mpmath.mpf) -> arb:
-    man, exp = x.man_exp
-    if exp >= 0:
-        return arb(fmpz(int(man) << int(exp)))
-    return arb(fmpz(int(man))) * arb(2) ** int(exp)
 
 
 def _log_ball(p: mpmath.mpf, digits: int) -> Optional[arb]:
@@ -439,7 +362,7 @@ def privacy_loss(
     kind = _check_same_space(mechanism_a, mechanism_b)
     k = mechanism_a.k
     if symmetric:
-        classes = _classes(list(zip(mechanism_a.counts, mechanism_b.counts)))
+        classes = tied_classes(list(zip(mechanism_a.counts, mechanism_b.counts)))
     else:
         classes = [[i] for i in range(mechanism_a.d)]
     n_orbits = output_orbit_count([len(c) for c in classes], k, kind, cap=limit)
@@ -449,12 +372,12 @@ def privacy_loss(
             f"the audit would visit more than {limit} output orbits ({len(classes)} classes of "
             f"items with equal counts, k={k}); raise max_outputs to go on",
         )
-    keys_a, keys_b = _Keys(mechanism_a), _Keys(mechanism_b)
+    groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
     pairs: dict[tuple[Any, Any], list[Any]] = {}
     visited = 0
     for output, size in _orbits(classes, k, kind):
         visited += 1
-        key = (keys_a.key(output), keys_b.key(output))
+        key = (groups_a.index(output), groups_b.index(output))
         entry = pairs.get(key)
         if entry is None:
             pairs[key] = [output, size]
@@ -467,8 +390,8 @@ def privacy_loss(
     cap = 4 * digits_wanted + 80
     tried_exact = proven_zero = False
     while True:
-        pa = keys_a.probabilities(reps_a, digits)
-        pb = keys_b.probabilities(reps_b, digits)
+        pa = {a: p for a, p in enumerate(groups_a.output_probabilities(digits)) if a in reps_a}
+        pb = {b: p for b, p in enumerate(groups_b.output_probabilities(digits)) if b in reps_b}
         prec = prec_for_dps(digits, 40)
         rows = []
         with flint_workprec(prec):
@@ -526,7 +449,7 @@ def privacy_loss(
     if not accurate:
         if proven_zero:
             (witness, w_size), = [v for v in list(pairs.values())[:1]]
-            la = keys_a.key(witness)
+            la = groups_a.index(witness)
             with mp_workdps(digits_wanted + 5):
                 lp = mpmath.log(pa[la])
             return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
@@ -562,172 +485,6 @@ def _exactly_equal(a: Any, b: Any, pairs: dict) -> bool:
 # Neighbours
 # =====================================================================================
 
-
-def _relation(relation: Any) -> str:
-    if relation not in RELATIONS:
-        raise InvalidParameterError("relation", relation, f"must be one of {', '.join(map(repr, RELATIONS))}")
-    return relation
-
-
-def _contribution(contribution: Any, d: int) -> int:
-    if contribution is None:
-        return d
-    return min(as_positive_int(contribution, "contribution"), d)
-
-
-def _blocks(counts: Sequence[int]) -> list[list[int]]:
-    """Item ids grouped by equal count, blocks ordered by first item id."""
-    return _classes(counts)
-
-
-def neighbour_count(
-    counts: CountsLike, relation: str = "add_remove", *, contribution: Optional[int] = None, up_to_symmetry: bool = False
-) -> int:
-    """The exact number of neighbours :func:`neighbours` would list (without listing them).
-
-    >>> neighbour_count([5, 3, 3], "add_remove"), neighbour_count([5, 3, 3], "swap")
-    (14, 26)
-    >>> neighbour_count([5, 3, 3], "swap", up_to_symmetry=True)
-    17
-    """
-    c = as_counts(counts)
-    rel = _relation(relation)
-    d = len(c)
-    ell = _contribution(contribution, d)
-    sizes = [len(b) for b in _blocks(c)] if up_to_symmetry else [1] * d
-
-    def choose_one_sign(s: int, n: int) -> int:
-        return 1 if up_to_symmetry else math.comb(s, n)
-
-    if rel == "add_remove":
-        if ell >= d:
-            per_sign = (math.prod(s + 1 for s in sizes) if up_to_symmetry else 2**d) - 1
-            return 2 * per_sign
-        dp = [1] + [0] * ell
-        for s in sizes:
-            new = [0] * (ell + 1)
-            for j, w in enumerate(dp):
-                if w:
-                    for n in range(0, min(s, ell - j) + 1):
-                        new[j + n] += w * choose_one_sign(s, n)
-            dp = new
-        return 2 * (sum(dp) - 1)
-    # swap: p items +1 and q items -1, p, q <= ell
-    if ell >= d:
-        if up_to_symmetry:
-            return math.prod((s + 1) * (s + 2) // 2 for s in sizes) - 1
-        return 3**d - 1
-    dp2 = {(0, 0): 1}
-    for s in sizes:
-        new2: dict[tuple[int, int], int] = {}
-        for (p, q), w in dp2.items():
-            for n_plus in range(0, min(s, ell - p) + 1):
-                for n_minus in range(0, min(s - n_plus, ell - q) + 1):
-                    ways = 1 if up_to_symmetry else math.comb(s, n_plus) * math.comb(s - n_plus, n_minus)
-                    key = (p + n_plus, q + n_minus)
-                    new2[key] = new2.get(key, 0) + w * ways
-        dp2 = new2
-    return sum(dp2.values()) - 1
-
-
-def _changes_full(d: int, rel: str, ell: int) -> Iterator[tuple[int, ...]]:
-    if rel == "add_remove":
-        for sign in (1, -1):
-            for size in range(1, ell + 1):
-                for subset in combinations(range(d), size):
-                    x = [0] * d
-                    for i in subset:
-                        x[i] = sign
-                    yield tuple(x)
-        return
-    for size in range(1, min(d, 2 * ell) + 1):
-        for subset in combinations(range(d), size):
-            for signs in product((1, -1), repeat=size):
-                plus = signs.count(1)
-                if plus > ell or size - plus > ell:
-                    continue
-                x = [0] * d
-                for i, s in zip(subset, signs):
-                    x[i] = s
-                yield tuple(x)
-
-
-def _changes_symmetric(counts: Sequence[int], rel: str, ell: int) -> Iterator[tuple[int, ...]]:
-    d = len(counts)
-    blocks = _blocks(counts)
-    if rel == "add_remove":
-        options = [[(n, 0) for n in range(len(b) + 1)] for b in blocks]
-        signs = (1, -1)
-    else:
-        options = [[(p, q) for p in range(len(b) + 1) for q in range(len(b) - p + 1)] for b in blocks]
-        signs = (1,)
-    combos = []
-    for choice in product(*options):
-        p = sum(c[0] for c in choice)
-        q = sum(c[1] for c in choice)
-        if p + q == 0 or p > ell or q > ell:
-            continue
-        combos.append((p + q, choice))
-    combos.sort(key=lambda t: t[0])
-    for sign in signs:
-        for _, choice in combos:
-            x = [0] * d
-            for block, (p, q) in zip(blocks, choice):
-                for i in block[:p]:
-                    x[i] = sign
-                for i in block[p : p + q]:
-                    x[i] = -sign
-            yield tuple(x)
-
-
-def neighbours(
-    counts: CountsLike,
-    relation: str = "add_remove",
-    *,
-    contribution: Optional[int] = None,
-    up_to_symmetry: bool = False,
-    max_neighbours: int = NEIGHBOURS_LIMIT,
-) -> list[tuple[int, ...]]:
-    """Every count vector neighbouring ``counts``, deduplicated, in a fixed order.
-
-    A *user* contributes 1 to each count of a set of items (possibly empty); counts are
-    the per-item totals.
-
-    - ``"add_remove"``: one user is added or removed: ``counts + x`` with ``x`` a non-zero
-      0/+1 vector or a non-zero 0/-1 vector (all ``2 * (2**d - 1)`` of them).  The utility
-      of Joint changes by at most 1: sensitivity 1.
-    - ``"swap"``: one user's item set ``A`` is replaced by another set ``B``: ``counts + x``
-      with ``x = 1_B - 1_A`` any non-zero vector in ``{-1, 0, +1}**d`` (``3**d - 1`` of
-      them; items in both sets are unchanged; it contains the add/remove vectors, a user
-      with an empty set).  Joint's utility changes by up to 2: the public dp_topk code's
-      ``NeighborType.SWAP`` uses sensitivity 2.
-
-    ``contribution=L`` bounds the number of items one user contributes to (e.g. 1 when
-    each user votes for one item): at most ``L`` entries of ``x`` are +1 and at most ``L``
-    are -1.  Counts may become negative (exactdp accepts any integers), which only makes
-    an audit more demanding.
-
-    ``up_to_symmetry=True`` lists one neighbour per class of neighbours that differ only
-    by exchanging items of equal count (every mechanism gives them the same privacy loss):
-    within a block of tied counts the +1s go to the smallest ids, then the -1s.
-
-    Refuses with :class:`AuditLimitError` past ``max_neighbours`` vectors (for large ``d``
-    pass ``contribution`` or ``up_to_symmetry``, or raise the limit).
-    """
-    c = as_counts(counts)
-    rel = _relation(relation)
-    limit = as_positive_int(max_neighbours, "max_neighbours")
-    ell = _contribution(contribution, len(c))
-    total = neighbour_count(c, rel, contribution=contribution, up_to_symmetry=up_to_symmetry)
-    if total > limit:
-        raise AuditLimitError(
-            "max_neighbours", limit,
-            f"counts with d={len(c)} have {total} {rel} neighbours"
-            f"{' up to symmetry' if up_to_symmetry else ''}; raise max_neighbours, bound "
-            "contribution, or use up_to_symmetry=True",
-        )
-    changes = _changes_symmetric(c, rel, ell) if up_to_symmetry else _changes_full(len(c), rel, ell)
-    return [tuple(ci + xi for ci, xi in zip(c, x)) for x in changes]
 
 
 # =====================================================================================
@@ -848,3 +605,10 @@ def _attained_exactly(a: Any, b: Any, loss: PrivacyLoss, eps: Any) -> bool:
         return bool(sympy.simplify(ratio - sympy.exp(e)) == 0)
     except Exception:
         return False
+
+
+# exactdp.audit is the documented home of the neighbour functions defined in
+# exactdp._neighbours: reprs, pickles and the API reference name it.
+for _obj in (AuditLimitError, neighbours, neighbour_count):
+    _obj.__module__ = __name__
+del _obj

@@ -1,5 +1,7 @@
-"""pytest plugin for projects that test against exactdp (registered as the ``exactdp``
-entry point of group ``pytest11``, so it is active wherever exactdp is installed).
+"""pytest plugin for projects that test against exactdp: its options and fixtures.
+
+Registered as the ``exactdp`` entry point of group ``pytest11``, so it is active wherever
+exactdp is installed.
 
 Options:
 

@@ -79,6 +79,7 @@ from .core._typing import (
     SupportsRandomise,
 )
 from .core.validation import as_positive_int
+from .errors import ArgumentTypeError, InvalidParameterError
 
 if TYPE_CHECKING:  # hypothesis is a test extra, imported only when a strategy is built
     from hypothesis.strategies import SearchStrategy
@@ -131,7 +132,7 @@ def default_samples() -> int:
         try:
             return as_positive_int(int(text), "EXACTDP_SAMPLES")
         except ValueError:
-            raise ValueError(f"EXACTDP_SAMPLES={text!r}: must be a positive integer") from None
+            raise InvalidParameterError("EXACTDP_SAMPLES", text, "must be a positive integer") from None
     return DEFAULT_SAMPLES
 
 
@@ -247,7 +248,7 @@ def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap
     (diffprivlib-style mechanisms; ``args`` are e.g. the counts), under seeded global
     generators."""
     if not callable(getattr(obj, "randomise", None)):
-        raise TypeError(f"{obj!r} has no randomise() method")
+        raise ArgumentTypeError("obj", obj, "has no randomise() method")
 
     def draw(n: int, seed: Optional[int]) -> list:
         with _GlobalSeed(seed):
@@ -261,7 +262,7 @@ def from_opendp(measurement: Callable[..., RawOutput], data: object, *, id_map: 
     ``measurement(data)``.  OpenDP samples from the operating system's randomness, so the
     seed has no effect; ``id_map`` maps released category keys to item positions."""
     if not callable(measurement):
-        raise TypeError(f"{measurement!r} is not callable (an OpenDP Measurement is)")
+        raise ArgumentTypeError("measurement", measurement, "is not callable (an OpenDP Measurement is)")
 
     def draw(n: int, seed: Optional[int]) -> list:
         return [measurement(data) for _ in range(n)]
@@ -276,7 +277,7 @@ def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[Id
     ``data``); any other callable (:func:`from_callable`, or called with ``data``)."""
     if isinstance(sampler, Sampler):
         return sampler
-    if hasattr(sampler, "levels") and hasattr(sampler, "samples"):
+    if hasattr(sampler, "groups") and hasattr(sampler, "samples"):
         return from_mechanism(sampler)  # type: ignore[arg-type]  # duck-typed by the checks above
     if callable(getattr(sampler, "randomise", None)):
         return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)  # type: ignore[arg-type]
@@ -286,8 +287,8 @@ def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[Id
         if data is not None:
             return Sampler(lambda n, seed: [sampler(data) for _ in range(n)], getattr(sampler, "__qualname__", repr(sampler)), id_map)
         return from_callable(sampler, id_map=id_map)
-    raise TypeError(f"cannot draw from {sampler!r}: give a callable, an object with randomise(), "
-                    "an OpenDP measurement or an exactdp mechanism")
+    raise ArgumentTypeError("sampler", sampler, "cannot draw from it: give a callable, an object with randomise(), "
+                            "an OpenDP measurement or an exactdp mechanism")
 
 
 # =====================================================================================
@@ -450,7 +451,7 @@ def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5
     a count vector, then a random non-zero change vector of that relation."""
     st = _st()
     if relation not in audit.RELATIONS:
-        raise ValueError(f"relation={relation!r}: must be one of {audit.RELATIONS}")
+        raise InvalidParameterError("relation", relation, f"must be one of {audit.RELATIONS}")
 
     @st.composite
     def build(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -480,5 +481,5 @@ def rational_epsilons(min_value: Fraction | int | str = Fraction(1, 10), max_val
     st = _st()
     lo, hi = Fraction(min_value), Fraction(max_value)
     if not 0 < lo <= hi:
-        raise ValueError("need 0 < min_value <= max_value")
+        raise InvalidParameterError("min_value", min_value, f"must satisfy 0 < min_value <= max_value = {max_value}")
     return st.fractions(min_value=lo, max_value=hi, max_denominator=max_denominator)

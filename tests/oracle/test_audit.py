@@ -11,7 +11,7 @@ import io
 import json
 import math
 from fractions import Fraction
-from itertools import permutations, product
+from itertools import product
 
 import mpmath
 import pytest
@@ -138,7 +138,8 @@ def test_privacy_loss_needs_same_output_space():
 class TableMechanism:
     """A stand-in mechanism over k=1 outputs given by an explicit probability rule
     ``probs(counts) -> list of Fractions``; each output's "utility" is its probability,
-    so outputs of probability 0 are in no level (the Mechanism convention)."""
+    so outputs of probability 0 are in no probability group (``group_index`` raises
+    KeyError, the Mechanism convention)."""
 
     output_kind = "sequence"
     k = 1
@@ -154,14 +155,17 @@ class TableMechanism:
         values = sorted({x for x in self.p if x}, reverse=True)
         self._levels = tuple(Level(v, sum(1 for x in self.p if x == v)) for v in values)
 
-    def levels(self):
+    def groups(self):
         return self._levels
 
     def utility(self, output):
         (i,) = output
         return self.p[i]
 
-    def level_output_probabilities(self, dps=None):
+    def group_index(self, output):  # KeyError for an output in no group (probability 0)
+        return [lv.utility for lv in self._levels].index(self.utility(output)) if self.utility(output) else {}[output]
+
+    def group_output_probabilities(self, dps=None):
         with mpmath.workdps((dps or 30) + 10):
             return [(lv, mpmath.mpf(lv.utility.numerator) / lv.utility.denominator) for lv in self._levels]
 

@@ -11,13 +11,15 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify
+from exactdp._groups import Groups
+from exactdp.certify import alternative, chi2, design as certify_design
+from exactdp.core.formatting import number_text
 from exactdp.cli import main
 from exactdp.errors import InvalidParameterError, NothingToDetectError
 
@@ -92,15 +94,17 @@ def test_compare_rational_base_exact():
 
 
 def test_compare_mechanism_without_levels():
-    gamma1 = getattr(exactdp, "CanonicalGamma1", None)
-    if gamma1 is None:  # pragma: no cover - not written yet
-        return
-    m = gamma1([3, 2, 2, 0], 2, epsilon=1)
+    # CanonicalGamma1 has no utility levels: its probability groups are its (h, t) classes,
+    # so the level stage runs over classes and the within stage tests uniformity inside them
+    m = exactdp.CanonicalGamma1([3, 2, 2, 0], 2, epsilon=1)
     claimed = {o: float(p) for o, p in m.distribution()}
     assert certify.compare_probabilities(claimed, m).passed
     n = certify.samples_needed(m)
     fit = certify.goodness_of_fit(m.samples(n, rng=4), m)
-    assert fit.verdict() == "pass" and fit.within_df == 0 and fit.plan.untested_outputs == 0
+    assert fit.verdict() == "pass" and fit.plan.untested_outputs == 0
+    sizes = [g.multiplicity for g in m.groups()]
+    assert fit.plan.levels == len(sizes) < m.support_size()
+    assert fit.within_df == sum(s - 1 for s in sizes) > 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,17 +168,17 @@ def test_chi2_functions():
 def test_fast_noncentral_sf_against_mpmath(df, nc, where):
     # fast path (double precision, Birge tail cut) against the 30-digit Poisson mixture
     x = where * (df + nc)
-    fast = certify._ncx2_sf_fast(x, df, nc)
+    fast = chi2._ncx2_sf_fast(x, df, nc)
     slow = float(certify.ncx2_sf(x, df, nc))
     assert fast == pytest.approx(slow, rel=1e-9, abs=1e-15)
 
 
 def test_fast_noncentral_sf_edge_cases():
-    assert certify._ncx2_sf_fast(3.0, 1, 5e-324) == pytest.approx(float(certify.chi2_sf(3, 1)), rel=1e-12)
-    assert certify._ncx2_sf_fast(0.0, 4, 2.0) == 1.0 and certify._ncx2_sf_fast(5.0, 0, 2.0) == 0.0
+    assert chi2._ncx2_sf_fast(3.0, 1, 5e-324) == pytest.approx(float(certify.chi2_sf(3, 1)), rel=1e-12)
+    assert chi2._ncx2_sf_fast(0.0, 4, 2.0) == 1.0 and chi2._ncx2_sf_fast(5.0, 0, 2.0) == 0.0
     # far tails (Birge's bounds) and the 30-digit mixture agree
-    assert certify._ncx2_sf_fast(60.0, 19, 1e6) == 1.0 and float(certify.ncx2_sf(60, 19, 1e6)) == 1.0
-    assert certify._ncx2_sf_fast(1e5, 19, 100.0) == 0.0 and float(certify.ncx2_sf(1e5, 19, 100)) < 1e-300
+    assert chi2._ncx2_sf_fast(60.0, 19, 1e6) == 1.0 and float(certify.ncx2_sf(60, 19, 1e6)) == 1.0
+    assert chi2._ncx2_sf_fast(1e5, 19, 100.0) == 0.0 and float(certify.ncx2_sf(1e5, 19, 100)) < 1e-300
 
 
 def test_read_samples_formats():
@@ -311,7 +315,7 @@ def test_verdict_line_states_everything():
     line = fit.verdict_line()
     n_needed = certify.samples_needed(m, delta=0.08, target=0.9, alpha=1e-4)
     d = fit.detectable_delta()
-    for part in (f"n = 3000", f"chi-square {fit.statistic:.6g} on {fit.df} df", f"p-value {certify._fmt(fit.p_value, 4)}",
+    for part in ("n = 3000", f"chi-square {fit.statistic:.6g} on {fit.df} df", f"p-value {number_text(fit.p_value, 4)}",
                  "alpha = 0.0001", f"power {fit.power():.3g} at TV deviation 0.08 (PASS needs 0.9)",
                  f"TV detectable with power 0.9 at this n: >= {d:.3g}", f"n needed for TV 0.08: {n_needed:,}",
                  "levels: 4 in 4 bins (0 pooled); within levels: 11 outputs in 11 bins (0 grouped), 0 untested"):
@@ -345,7 +349,7 @@ def test_spread_bound_against_brute_force(weights):
     probs = [w / total for w in weights]
     brute = max(sum(probs[i] for i in range(len(probs)) if mask >> i & 1) *
                 (1 - sum(probs[i] for i in range(len(probs)) if mask >> i & 1)) for mask in range(2 ** len(probs)))
-    fast = certify._spread(probs)
+    fast = chi2._spread(probs)
     assert brute <= fast + 1e-15
     if max(probs) >= 0.5 or any(2 * sum(w for i, w in enumerate(weights) if mask >> i & 1) == total
                                for mask in range(2 ** len(weights))):
@@ -355,8 +359,8 @@ def test_spread_bound_against_brute_force(weights):
 def _least_favourable(m, n, delta):
     """The explicit alternative of the docstring: move delta of mass into the heaviest level bin
     (or, failing a bin with p >= 1/2, into bins making up half the mass), proportionally."""
-    plan = certify._Design(certify._Levels(m, 30), certify.MIN_EXPECTED, True, 10**6).plan(n)
-    probs = [float(p) for p in certify._Levels(m, 30).level_probabilities]
+    plan = certify_design._Design(Groups(m, 30), certify_design.MIN_EXPECTED, True, 10**6).plan(n)
+    probs = [float(p) for p in Groups(m, 30).group_probabilities()]
     p_bins = [sum(probs[a] for a in g) for g in plan.level_bins]
     top = max(range(len(p_bins)), key=p_bins.__getitem__)
     assert p_bins[top] >= 0.5
@@ -365,9 +369,9 @@ def _least_favourable(m, n, delta):
         f = (1 + delta / p_bins[b]) if b == top else (1 - delta / (1 - p_bins[top]))
         for a in g:
             factor[a] = f
-    lv = certify._Levels(m, 30)
+    lv = Groups(m, 30)
     return {o: float(p) * factor[a] for a, (o, p) in zip(
-        (a for a, lvl in enumerate(lv.levels) for _ in range(lvl.multiplicity)), m.distribution())}
+        (a for a, lvl in enumerate(lv.groups) for _ in range(lvl.multiplicity)), m.distribution())}
 
 
 def test_least_favourable_alternative_attains_the_noncentrality():
@@ -397,11 +401,11 @@ def test_no_alternative_beats_the_least_favourable_bound(seed, n):
     q = exact * np.exp(rng.normal(0, rng.uniform(0.01, 1), len(exact)))
     q /= q.sum()
     alt = dict(zip(outs, q))
-    design = certify._Design(certify._Levels(m, 30), certify.MIN_EXPECTED, True, 10**6)
+    design = certify_design._Design(Groups(m, 30), certify_design.MIN_EXPECTED, True, 10**6)
     plan = design.plan(n)
     shape = design.shape(n)
-    lv = certify._Levels(m, 30)
-    level_of = {o: lv.level_of(o) for o in outs}
+    lv = Groups(m, 30)
+    level_of = {o: lv.index(o) for o in outs}
     tv_bins = 0.5 * sum(abs(sum(q[i] - exact[i] for i, o in enumerate(outs) if level_of[o] in g)) for g in plan.level_bins)
     lam = certify.power(m, alt, n).noncentrality
     assert lam >= n * tv_bins**2 / shape.spread * (1 - 1e-9)
@@ -413,20 +417,20 @@ def test_no_within_level_alternative_beats_the_bound(seed, n):
     # deviations inside levels only (level masses kept): noncentrality >= n TV**2 / V as well
     m = exactdp.Joint([4, 3, 3, 1, 0], 2, epsilon=1)
     rng = np.random.default_rng(seed)
-    lv = certify._Levels(m, 30)
+    lv = Groups(m, 30)
     dist = [(o, float(p)) for o, p in m.distribution()]
-    level_of = [lv.level_of(o) for o, _ in dist]
+    level_of = [lv.index(o) for o, _ in dist]
     exact = np.array([p for _, p in dist])
     q = exact * np.exp(rng.normal(0, rng.uniform(0.01, 1), len(exact)))
     for a in set(level_of):  # rescale each level back to its exact mass
         idx = [i for i, b in enumerate(level_of) if b == a]
         q[idx] *= exact[idx].sum() / q[idx].sum()
     tv = 0.5 * np.abs(q - exact).sum()
-    shape = certify._Design(lv, certify.MIN_EXPECTED, True, 10**6).shape(n)
+    shape = certify_design._Design(lv, certify_design.MIN_EXPECTED, True, 10**6).shape(n)
     lam = certify.power(m, dict(zip([o for o, _ in dist], q)), n).noncentrality
-    plan = certify._Design(lv, certify.MIN_EXPECTED, True, 10**6).plan(n)
+    plan = certify_design._Design(lv, certify_design.MIN_EXPECTED, True, 10**6).plan(n)
     # at these n every output is its own within-level bin, so no deviation hides in a bin
-    assert all(plan.within[a].mode == "outputs" for a in set(level_of) if lv.levels[a].multiplicity > 1)
+    assert all(plan.within[a].mode == "outputs" for a in set(level_of) if lv.groups[a].multiplicity > 1)
     assert lam >= n * tv**2 / shape.spread * (1 - 1e-9)
 
 
@@ -456,8 +460,8 @@ def test_samples_needed_nothing_to_detect_at_once(monkeypatch):
     m = exactdp.Joint(*EXAMPLE, epsilon=1)
     exact = {o: float(p) for o, p in m.distribution()}
     calls = []
-    original = certify._Alternative.power
-    monkeypatch.setattr(certify._Alternative, "power", lambda self, n, a: calls.append(n) or original(self, n, a))
+    original = alternative._Alternative.power
+    monkeypatch.setattr(alternative._Alternative, "power", lambda self, n, a: calls.append(n) or original(self, n, a))
     with pytest.raises(NothingToDetectError) as info:
         certify.samples_needed(m, exact)
     assert info.value.argument == "alternative" and "nothing to detect" in str(info.value)

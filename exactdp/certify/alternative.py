@@ -1,0 +1,284 @@
+"""Power of the sampler test against a given wrong distribution, and the draws it needs.
+
+:func:`power` is the probability of rejecting draws from an alternative;
+:func:`samples_needed` the number of draws that makes a power reach a target.
+
+Powers are statistics, computed in floating point: the noncentral chi-square
+approximation over the bins the test uses with ``n`` draws, or a seeded Monte Carlo
+simulation of them.
+
+>>> import exactdp
+>>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+>>> samples_needed(m)
+5280
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional
+
+import mpmath
+import numpy as np
+
+from .._groups import Groups
+from ..core._typing import AlternativeLike, MechanismLike, Output
+from ..core.validation import as_dps, as_positive_int
+from ..errors import InvalidParameterError, NothingToDetectError
+from .chi2 import _critical, _ncx2_sf_fast
+from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
+                     MIN_EXPECTED, _check_design_args, _Design, _group_size, _Plan, _search_n)
+from .io import _to_mpf, normalise_output
+
+__all__ = ["Power", "power", "samples_needed"]
+
+
+@dataclass(frozen=True)
+class Power:
+    """Result of :func:`power`: ``power`` (probability that :func:`goodness_of_fit` with
+    ``n`` draws rejects at ``alpha`` when the draws come from the alternative), the
+    ``method`` (``"noncentral"``: Pearson's statistic approximated by a noncentral
+    chi-square with noncentrality ``n * sum (q - p)**2 / p`` over the test's bins;
+    ``"monte-carlo"``: the binned counts simulated ``trials`` times, with a 95% Wilson
+    interval in ``interval``), ``df``, ``critical`` value, ``noncentrality``, and
+    ``outside``: the alternative's probability of outputs the mechanism never gives
+    (any such draw is detected)."""
+
+    power: float
+    n: int
+    alpha: float
+    method: str
+    df: int
+    critical: float
+    noncentrality: float
+    outside: float
+    trials: int = 0
+    rejections: int = 0
+    interval: tuple[float, float] = (math.nan, math.nan)
+
+    def __float__(self) -> float:
+        return self.power
+
+    def __str__(self) -> str:
+        text = (f"power {self.power:.4g} with n = {self.n} at alpha = {self.alpha:g} ({self.method}; "
+                f"df = {self.df}, critical value {self.critical:.6g}, noncentrality {self.noncentrality:.6g})")
+        if self.method == "monte-carlo":
+            text += f"; {self.rejections}/{self.trials} rejections, 95% interval [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
+        return text
+
+
+def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Output], float]:
+    if isinstance(alternative, Mapping):
+        table = {normalise_output(o, kind): float(_to_mpf(p)) for o, p in alternative.items()}
+        return lambda o: table.get(o, 0.0)
+    if hasattr(alternative, "probability") and callable(alternative.probability):
+        return lambda o: float(alternative.probability(o))
+    if callable(alternative):
+        return lambda o: float(_to_mpf(alternative(o)))
+    raise InvalidParameterError("alternative", alternative, "must be a mapping output -> probability, a callable, "
+                                "or an object with .probability(output)")
+
+
+class _Alternative:
+    """An alternative's probabilities over the mechanism's support, listed once: per level,
+    and per output position inside every level of two or more outputs (numpy arrays), so
+    that the binned probabilities for any ``n`` cost no new enumeration."""
+
+    def __init__(self, design: _Design, lv: Groups, alternative: AlternativeLike, max_enumerate: int):
+        self.design = design
+        pmf = _alternative_pmf(alternative, lv.kind)
+        if design.support > max_enumerate:
+            raise InvalidParameterError("max_enumerate", max_enumerate,
+                                        f"power() needs every output, and the mechanism has {design.support}; "
+                                        "raise max_enumerate")
+        self.q_level = [0.0] * len(lv.groups)
+        outs: dict[int, list[float]] = {}
+        for a, o in lv.enumerate(max_enumerate, "power()"):
+            q = pmf(o)
+            self.q_level[a] += q
+            if lv.groups[a].multiplicity >= 2:
+                outs.setdefault(a, []).append(q)
+        self.q_out = {a: np.array(v, dtype=float) for a, v in outs.items()}
+        total_q = sum(self.q_level)
+        if isinstance(alternative, Mapping):
+            total_claimed = math.fsum(float(_to_mpf(p)) for p in alternative.values())
+            gap = total_claimed - total_q
+            self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
+        else:
+            self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
+
+    def binned(self, plan: _Plan):
+        """Null and alternative probabilities of the level bins, and per tested level
+        ``(p_bins|a, q_bins)``."""
+        probs = self.design.probs
+        p_lb = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
+        q_lb = [sum(self.q_level[a] for a in g) for g in plan.level_bins]
+        parts = {}
+        for a, lp in plan.within.items():
+            if lp.mode == "skip":
+                continue
+            m = self.design.levels[a].multiplicity
+            q = self.q_out.get(a, np.zeros(m))
+            if lp.mode == "outputs":
+                p_cond, q_bins = [1.0 / m] * m, [float(x) for x in q]
+            else:
+                starts = np.arange(lp.groups) * lp.size
+                p_cond = [_group_size(lp, m, g) / m for g in range(lp.groups)]
+                q_bins = [float(x) for x in np.add.reduceat(q, starts)]
+            parts[a] = (p_cond, q_bins)
+        return p_lb, q_lb, parts
+
+    def noncentrality(self, n: int) -> tuple[float, int, _Plan, list, list, dict]:
+        plan = self.design.plan(n)
+        p_lb, q_lb, parts = self.binned(plan)
+        df = (len(p_lb) - 1) + sum(len(p) - 1 for p, _ in parts.values())
+        lam = sum((q - p) ** 2 / p for p, q in zip(p_lb, q_lb) if p > 0)
+        for a, (p_cond, q_bins) in parts.items():
+            qa = self.q_level[a]
+            if qa <= 0:
+                continue
+            lam += qa * sum((q / qa - p) ** 2 / p for p, q in zip(p_cond, q_bins))
+        return lam * n, df, plan, p_lb, q_lb, parts
+
+    def power(self, n: int, alpha: float) -> float:
+        lam, df, *_ = self.noncentrality(n)
+        inside = _ncx2_sf_fast(_critical(alpha, df), df, lam) if df > 0 else 0.0
+        return 1.0 - (1.0 - self.outside) ** n * (1.0 - inside)
+
+
+def power(
+    mechanism: MechanismLike,
+    alternative: AlternativeLike,
+    n: int,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    method: str = "noncentral",
+    trials: int = 1000,
+    seed: int = 0,
+    min_expected: float = MIN_EXPECTED,
+    within: bool = True,
+    dps: Optional[int] = None,
+    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
+) -> Power:
+    """The probability that :func:`goodness_of_fit` with ``n`` draws rejects at level
+    ``alpha`` when the draws come from ``alternative`` (a wrong distribution: a mapping
+    ``output -> probability``, a callable, or an object with ``.probability(output)``).
+
+    ``method="noncentral"`` (default): Pearson's statistic under a fixed alternative is
+    approximately noncentral chi-square with the test's ``df`` and noncentrality
+    ``lambda = n * [sum_levelbins (q - p)**2 / p + sum_a q_a sum_bins (q_b|a - p_b|a)**2 / p_b|a]``
+    over the bins the test uses with ``n`` draws (the classical approximation; good when
+    ``lambda`` is not tiny and bins are not sparse), evaluated in floating point.
+    ``method="monte-carlo"``: the bin counts are simulated ``trials`` times with numpy
+    (seeded) and the statistic compared with the critical value; the estimate comes with a
+    95% Wilson interval.  Either way, mass the alternative puts outside the mechanism's
+    support is detected by any draw of it: ``1 - (1 - outside)**n`` is combined in.
+    Needs the support enumerated (``max_enumerate``).  This is the power against this one
+    alternative; :func:`sensitivity` gives the power against the least favourable one at a
+    given total variation distance.
+    """
+    count = as_positive_int(n, "n")
+    if method not in ("noncentral", "monte-carlo"):
+        raise InvalidParameterError("method", method, "must be 'noncentral' or 'monte-carlo'")
+    alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
+    lv = Groups(mechanism, as_dps(dps))
+    alt = _Alternative(_Design(lv, min_expected, within, max_enumerate), lv, alternative, max_enumerate)
+    lam, df, plan, p_lb, q_lb, within_parts = alt.noncentrality(count)
+    outside = alt.outside
+    crit = _critical(alpha, df) if df > 0 else math.inf
+    miss_outside = (1.0 - outside) ** count
+    if method == "noncentral":
+        inside = _ncx2_sf_fast(crit, df, lam) if df > 0 else 0.0
+        value = 1.0 - miss_outside * (1.0 - inside)
+        return Power(value, count, alpha, method, df, crit, lam, outside)
+    rng = np.random.default_rng(seed)
+    trials = as_positive_int(trials, "trials")
+    q_arr = np.array(alt.q_level + [outside], dtype=float)
+    q_arr = q_arr / q_arr.sum()
+    rejections = 0
+    for _ in range(trials):
+        draws = rng.multinomial(count, q_arr)
+        if draws[-1] > 0:
+            rejections += 1
+            continue
+        stat = 0.0
+        for g, group in enumerate(plan.level_bins):
+            o = int(sum(draws[a] for a in group))
+            e = count * p_lb[g]
+            stat += (o - e) ** 2 / e
+        for a, (p_cond, q_bins) in within_parts.items():
+            n_a = int(draws[a])
+            if n_a == 0:
+                continue
+            qb = np.array(q_bins, dtype=float)
+            qb = qb / qb.sum() if qb.sum() > 0 else np.full(len(q_bins), 1.0 / len(q_bins))
+            obs = rng.multinomial(n_a, qb)
+            e = n_a * np.array(p_cond)
+            stat += float(((obs - e) ** 2 / e).sum())
+        if stat > crit:
+            rejections += 1
+    est = rejections / trials
+    z = 1.959963984540054
+    centre = (est + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(est * (1 - est) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return Power(est, count, alpha, method, df, crit, lam, outside, trials, rejections,
+                 (max(0.0, centre - half), min(1.0, centre + half)))
+
+
+def samples_needed(
+    mechanism: MechanismLike,
+    alternative: Optional[AlternativeLike] = None,
+    target: float = DEFAULT_MIN_POWER,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    delta: Optional[float] = None,
+    max_n: int = DEFAULT_MAX_N,
+    min_expected: float = MIN_EXPECTED,
+    within: bool = True,
+    dps: Optional[int] = None,
+    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
+) -> int:
+    """The smallest ``n`` (doubling, then bisection to within 1%) at which the sampler test
+    reaches power ``target``, with its bins re-chosen at every ``n`` as
+    :func:`goodness_of_fit` would.
+
+    With ``alternative`` (a wrong distribution, as in :func:`power`): the noncentral
+    approximation of :func:`power` against it.  Without: the least favourable alternative at
+    total variation ``delta`` (default :data:`DEFAULT_DELTA`; see :func:`sensitivity`).
+
+    Raises :class:`~exactdp.errors.NothingToDetectError` at once when the alternative
+    cannot be told from the mechanism on the test's bins even with ``max_n`` draws (e.g.
+    it is the same distribution), and :class:`~exactdp.errors.InvalidParameterError`
+    (argument ``max_n``) when the power stays below ``target`` up to ``max_n`` draws.
+    """
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
+        raise InvalidParameterError("target", target, "must satisfy 0 < target < 1")
+    target = float(target)
+    if alternative is not None and delta is not None:
+        raise InvalidParameterError("delta", delta, "give either an alternative or delta, not both")
+    alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
+    max_n = as_positive_int(max_n, "max_n")
+    lv = Groups(mechanism, as_dps(dps))
+    design = _Design(lv, min_expected, within, max_enumerate)
+    if alternative is None:
+        delta = _check_design_args(alpha, DEFAULT_DELTA if delta is None else delta, target)[1]
+        found = design.n_needed(delta, alpha, target, max_n)
+        if found is None:
+            raise InvalidParameterError("max_n", max_n, f"power at TV {delta:g} stays below {target} up to {max_n} "
+                                        "draws; raise max_n or delta")
+        return found
+    alt = _Alternative(design, lv, alternative, max_enumerate)
+    lam, df, *_ = alt.noncentrality(max_n)
+    if alt.outside <= 0 and (df <= 0 or lam <= 1e-12 * max_n):
+        raise NothingToDetectError(
+            "alternative", alternative,
+            f"has the same probabilities as {mechanism!r} on every bin the test uses (even with {max_n} draws: "
+            f"noncentrality {lam:.3g}): there is nothing to detect, so no number of draws suffices",
+        )
+    if alt.power(max_n, alpha) < target:
+        raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "
+                                    f"(noncentrality {lam:.3g} at {max_n}); raise max_n")
+    found = _search_n(lambda n: alt.power(n, alpha) >= target, max_n)
+    assert found is not None
+    return found

@@ -1,0 +1,402 @@
+"""Comparing another implementation's probability tables with the exact ones.
+
+Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`)
+and Joint's ``log m~`` array (:func:`compare_mtilde`).
+
+Exact values are certified to ``dps`` digits (default 30) before any comparison; floats
+appear only in what is reported (errors), never in an exact value.
+
+>>> import exactdp
+>>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+>>> r = compare_probabilities({(0,): 0.7112345, (1,): 0.1946, (2,): 0.0942}, m, rtol=1e-3)
+>>> r.verdict, r.worst[0].output
+('fail', (2,))
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+
+import mpmath
+import numpy as np
+import numpy.typing as npt
+from flint import arb, fmpz
+
+from .._groups import Groups
+from ..core._typing import ClaimedProbabilities, MechanismLike, Output, OutputLike
+from ..core.formatting import number_text, output_text, table
+from ..core.precision import certify as certify_ball, mp_workdps
+from ..core.validation import as_dps
+from ..errors import InvalidParameterError
+from .design import DEFAULT_MAX_ENUMERATE
+from .io import _to_mpf, normalise_output
+
+if TYPE_CHECKING:
+    from ..mechanisms.joint import Joint
+
+__all__ = ["ComparisonRow", "ProbabilityComparison", "MtildeRow", "MtildeComparison", "compare_probabilities",
+           "compare_mtilde", "DEFAULT_MIN_COVERAGE"]
+
+#: A probability comparison is inconclusive when the compared outputs carry less exact
+#: probability than this.
+DEFAULT_MIN_COVERAGE = 0.5
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One output (``None`` for a group of outputs the claim left out): the claimed and
+    exact values, absolute and relative errors, and whether it is within tolerance."""
+
+    output: Optional[Output]
+    level: Optional[int]
+    claimed: mpmath.mpf
+    exact: mpmath.mpf
+    abs_error: mpmath.mpf
+    rel_error: mpmath.mpf
+    ok: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ProbabilityComparison:
+    """Result of :func:`compare_probabilities`.
+
+    ``verdict``: ``"fail"`` when some output is out of tolerance
+    (``|claimed - exact| > atol + rtol*|exact|``); else ``"inconclusive"`` when nothing was
+    compared or the compared outputs carry exact probability ``coverage`` below
+    ``min_coverage`` (``reason`` says which); else ``"pass"``.  ``passed``: the verdict is
+    ``"pass"``;
+    ``max_abs_error``, ``max_rel_error`` over every compared output; ``worst``: the rows
+    with the largest errors (relative, then absolute); ``failures``: how many outputs are
+    out of tolerance; ``missing``: ``{level: number of outputs}`` of the support that a
+    mapping did not mention (counted as claimed probability 0); ``claimed_total``: sum of
+    the claimed probabilities (probability scale only).
+    """
+
+    passed: bool
+    log: bool
+    n_outputs: int
+    failures: int
+    max_abs_error: mpmath.mpf
+    max_rel_error: mpmath.mpf
+    worst: tuple[ComparisonRow, ...]
+    rtol: float
+    atol: float
+    missing: dict[int, int]
+    claimed_total: Optional[mpmath.mpf]
+    dps: int
+    verdict: str = "pass"
+    coverage: float = 1.0
+    min_coverage: float = DEFAULT_MIN_COVERAGE
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def table(self, limit: int = 10) -> str:
+        what = "log P" if self.log else "P"
+        rows = [[output_text(r.output) if r.output is not None else r.note, number_text(r.level, 1),
+                 number_text(r.claimed, 12), number_text(r.exact, 12), number_text(r.abs_error, 3),
+                 number_text(r.rel_error, 3), "ok" if r.ok else "FAIL"] for r in self.worst[:limit]]
+        return table(["output", "level", f"claimed {what}", f"exact {what}", "abs error", "rel error", ""], rows)
+
+    def __str__(self) -> str:
+        head = (
+            f"{self.verdict.upper()}: {self.reason + '; ' if self.reason else ''}{self.n_outputs} outputs compared "
+            f"({'log-probabilities' if self.log else 'probabilities'}), {self.failures} out of "
+            f"tolerance (rtol={self.rtol:g}, atol={self.atol:g}); max abs error "
+            f"{number_text(self.max_abs_error, 3)}, max rel error {number_text(self.max_rel_error, 3)}"
+        )
+        if self.claimed_total is not None:
+            head += f"; claimed total {number_text(self.claimed_total, 17)}"
+        head += f"; they carry {self.coverage:.6g} of the exact probability (at least {self.min_coverage:g} needed)"
+        return head + ("\n" + self.table() if self.worst else "")
+
+
+def _errors(claimed: mpmath.mpf, exact: mpmath.mpf) -> tuple[mpmath.mpf, mpmath.mpf]:
+    if mpmath.isnan(claimed):
+        return mpmath.inf, mpmath.inf
+    if mpmath.isinf(exact) or mpmath.isinf(claimed):
+        if claimed == exact:
+            return mpmath.mpf(0), mpmath.mpf(0)
+        return mpmath.inf, mpmath.inf
+    err = abs(claimed - exact)
+    if exact == 0:
+        return err, (mpmath.mpf(0) if err == 0 else mpmath.inf)
+    return err, err / abs(exact)
+
+
+
+def compare_probabilities(
+    claimed: ClaimedProbabilities,
+    mechanism: MechanismLike,
+    *,
+    log: bool = False,
+    outputs: Optional[Iterable[OutputLike]] = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    dps: Optional[int] = None,
+    worst: int = 10,
+    max_outputs: int = DEFAULT_MAX_ENUMERATE,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+) -> ProbabilityComparison:
+    """Compare claimed probabilities (or log-probabilities with ``log=True``) of outputs
+    with the exact ones.
+
+    ``claimed`` is a mapping ``output -> value`` (keys: tuples of item ids, frozensets for
+    set mechanisms, or anything :func:`normalise_output` accepts such as lists converted
+    to tuples beforehand) or a callable ``output -> value``.  A mapping is a claimed
+    distribution: outputs of the support it leaves out count as claimed probability 0 (they
+    are found per level from the multiplicities, without listing outputs).  A callable is
+    evaluated on ``outputs`` if given, else on every output (refused past
+    ``max_outputs``).
+
+    An output passes when ``|claimed - exact| <= atol + rtol * |exact|``.  Defaults:
+    ``rtol = 1e-9``; ``atol = 0`` for probabilities, ``1e-9`` for log-probabilities (an
+    absolute error ``e`` in a log is a relative error of about ``e`` in the probability).
+    Exact values are certified to ``dps`` digits (default 30), so any float error shows.
+
+    Verdict: FAIL when an output is out of tolerance; otherwise INCONCLUSIVE when the
+    comparison cannot decide: nothing was compared (an empty claim, or ``outputs``
+    selecting none), or the compared outputs carry less than ``min_coverage`` (default
+    0.5) of the exact probability (``coverage``, computed from the certified
+    probabilities: a claimed table of a few outputs, or ``outputs`` listing a few, says
+    nothing about the rest of the distribution; a mapping without ``outputs`` covers the
+    whole support, since what it omits is compared with claimed probability 0); otherwise
+    PASS.  ``min_coverage=0`` accepts any non-empty spot check.
+    """
+    digits = as_dps(dps)
+    try:
+        cover_ok = not isinstance(min_coverage, bool) and 0 <= float(min_coverage) <= 1
+    except (TypeError, ValueError):
+        cover_ok = False
+    if not cover_ok:
+        raise InvalidParameterError("min_coverage", min_coverage, "must satisfy 0 <= min_coverage <= 1")
+    min_coverage = float(min_coverage)
+    rtol = 1e-9 if rtol is None else float(rtol)
+    atol = (1e-9 if log else 0.0) if atol is None else float(atol)
+    lv = Groups(mechanism, digits)
+    kind = lv.kind
+    with mp_workdps(digits + 10):
+        out_p = lv.output_probabilities()
+        if log:
+            exact_level = [mpmath.log(p) for p in out_p]
+            zero = -mpmath.inf
+        else:
+            exact_level = list(out_p)
+            zero = mpmath.mpf(0)
+
+        items: list[tuple[Any, Any]] = []
+        if isinstance(claimed, Mapping):
+            for key, value in claimed.items():
+                items.append((normalise_output(key, kind), value))
+            if outputs is not None:
+                wanted = {normalise_output(o, kind) for o in outputs}
+                items = [(o, v) for o, v in items if o in wanted]
+        elif callable(claimed):
+            if outputs is None:
+                outs = [o for _, o in lv.enumerate(max_outputs, "compare_probabilities with a callable")]
+            else:
+                outs = [normalise_output(o, kind) for o in outputs]
+            items = [(o, claimed(o)) for o in outs]
+        else:
+            raise InvalidParameterError("claimed", claimed, "must be a mapping output -> value or a callable")
+
+        rows: list[ComparisonRow] = []
+        seen_per_level: Counter = Counter()
+        seen: set = set()
+        total = mpmath.mpf(0)
+        covered = mpmath.mpf(0)
+        for o, value in items:
+            if o in seen:
+                raise InvalidParameterError("claimed", output_text(o), "names the same output twice")
+            seen.add(o)
+            a = lv.index(o)
+            e = zero if a is None else exact_level[a]
+            if a is not None:
+                seen_per_level[a] += 1
+                covered += out_p[a]
+            c = _to_mpf(value)
+            if not log and not mpmath.isnan(c):
+                total += c
+            ae, re = _errors(c, e)
+            ok = bool(ae <= atol + rtol * (abs(e) if not mpmath.isinf(e) else 0)) if not mpmath.isinf(ae) else False
+            rows.append(ComparisonRow(o, a, c, e, ae, re, ok))
+        missing = {}
+        if isinstance(claimed, Mapping) and outputs is None:
+            for a, level in enumerate(lv.groups):
+                left = level.multiplicity - seen_per_level.get(a, 0)
+                if left:
+                    missing[a] = left
+                    covered += left * out_p[a]
+                    c = zero
+                    ae, re = _errors(c, exact_level[a])
+                    rows.append(ComparisonRow(None, a, c, exact_level[a], ae, re, False,
+                                              f"<{left} output{'s' if left != 1 else ''} not claimed>"))
+        failures = sum(1 for r in rows if not r.ok)
+        failures += sum(missing.values()) - len(missing)  # each "missing" row stands for several
+        max_abs = max((r.abs_error for r in rows), default=mpmath.mpf(0))
+        max_rel = max((r.rel_error for r in rows), default=mpmath.mpf(0))
+        ranked = sorted(rows, key=lambda r: (r.ok, -r.rel_error, -r.abs_error))
+        claimed_total = None if log or not isinstance(claimed, Mapping) else total
+        coverage = float(min(covered, mpmath.mpf(1)))
+    n_compared = len(items) + sum(missing.values())
+    if failures:
+        verdict, reason = "fail", ""
+    elif not rows:
+        verdict, reason = "inconclusive", "nothing was compared"
+    elif coverage < min_coverage:
+        verdict, reason = "inconclusive", (f"the {n_compared} compared output{'s' if n_compared != 1 else ''} carry "
+                                           f"only {coverage:.3g} of the exact probability, below "
+                                           f"min_coverage = {min_coverage:g}")
+    else:
+        verdict, reason = "pass", ""
+    return ProbabilityComparison(
+        passed=verdict == "pass", log=log, n_outputs=n_compared,
+        failures=failures, max_abs_error=max_abs, max_rel_error=max_rel, worst=tuple(ranked[:worst]),
+        rtol=rtol, atol=atol, missing=missing, claimed_total=claimed_total, dps=digits,
+        verdict=verdict, coverage=coverage, min_coverage=min_coverage, reason=reason,
+    )
+
+
+
+
+@dataclass(frozen=True)
+class MtildeRow:
+    """Entry ``position`` (0-based, in increasing refined difference = decreasing ``Ũ``):
+    its ``(row, col)`` over ranks, exact ``m̃``, exact ``ln m̃`` (certified), the claimed
+    value and the absolute error in the log."""
+
+    position: int
+    row: int
+    col: int
+    mtilde: int
+    exact_log: mpmath.mpf
+    claimed: float
+    abs_error: mpmath.mpf
+    ok: bool
+
+
+@dataclass(frozen=True)
+class MtildeComparison:
+    """Result of :func:`compare_mtilde`: ``passed``, ``max_abs_error`` of the logs,
+    ``failures``, ``zero_mismatches`` (entries where exactly one of exact ``m̃`` and the
+    claim is 0, i.e. ``-inf``), ``order_mismatches`` (positions whose claimed
+    ``(row, col)`` differs from the exact order, when positions were given) and ``worst``
+    rows."""
+
+    passed: bool
+    entries: int
+    failures: int
+    max_abs_error: mpmath.mpf
+    zero_mismatches: int
+    order_mismatches: tuple[tuple[int, tuple[int, int], tuple[int, int]], ...]
+    worst: tuple[MtildeRow, ...]
+    atol: float
+    rtol: float
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def table(self, limit: int = 10) -> str:
+        rows = [[str(r.position), str(r.row), str(r.col), str(r.mtilde), number_text(r.exact_log, 15),
+                 number_text(r.claimed, 15), number_text(r.abs_error, 3), "ok" if r.ok else "FAIL"]
+                for r in self.worst[:limit]]
+        return table(["position", "row", "col", "exact m~", "exact log", "claimed log", "abs error", ""], rows)
+
+    def __str__(self) -> str:
+        text = (
+            f"{'PASS' if self.passed else 'FAIL'}: {self.entries} log m~ entries, {self.failures} out of "
+            f"tolerance (atol={self.atol:g}, rtol={self.rtol:g}), max abs error {number_text(self.max_abs_error, 3)}, "
+            f"{self.zero_mismatches} zero mismatches, {len(self.order_mismatches)} order mismatches"
+        )
+        return text + "\n" + self.table()
+
+
+def compare_mtilde(
+    log_counts: npt.ArrayLike,
+    mechanism: Joint,
+    *,
+    rows: Optional[npt.ArrayLike] = None,
+    cols: Optional[npt.ArrayLike] = None,
+    atol: float = 1e-9,
+    rtol: float = 1e-9,
+    worst: int = 10,
+    dps: Optional[int] = None,
+) -> MtildeComparison:
+    """Compare a float array of ``log m̃`` with the exact ``m̃`` of a Joint-family mechanism.
+
+    ``log_counts[p]`` is the log of the number of sequences whose largest refined
+    difference is the ``p``-th smallest entry of the ``k x d`` matrix
+    ``diff[i][j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk)`` (0-based ranks, counts sorted
+    descending), as the public dp_topk code computes it (``compute_log_diff_counts``):
+    row-major positions sorted by the differences, i.e. decreasing ``Ũ = -diff``, the
+    order of :meth:`exactdp.Joint.mtilde`.  Entries with ``m̃ = 0`` must be ``-inf``.
+    Optional ``rows``/``cols`` (the implementation's positions, e.g. dp_topk's
+    ``diffs_to_positions``) are checked against the exact order: a float sort can
+    misorder entries once ``|c_i - c_j| * 2dk`` nears ``2**53``.
+
+    An entry passes when ``|claimed - ln m̃| <= atol + rtol * |ln m̃|``.
+    """
+    digits = as_dps(dps)
+    if not hasattr(mechanism, "mtilde"):
+        raise InvalidParameterError("mechanism", mechanism, "has no mtilde() (Joint family only)")
+    claimed = np.asarray(log_counts, dtype=float).ravel()
+    dk = mechanism.d * mechanism.k
+    if claimed.shape[0] != dk:
+        raise InvalidParameterError("log_counts", f"<{claimed.shape[0]} values>", f"must have d*k = {dk} entries")
+    pos_rows = None if rows is None else np.asarray(rows).ravel()
+    pos_cols = None if cols is None else np.asarray(cols).ravel()
+    for name, arr in (("rows", pos_rows), ("cols", pos_cols)):
+        if arr is not None and arr.shape[0] != dk:
+            raise InvalidParameterError(name, f"<{arr.shape[0]} values>", f"must have d*k = {dk} entries")
+    out: list[MtildeRow] = []
+    order_bad = []
+    zero_bad = 0
+    failures = 0
+    max_err = mpmath.mpf(0)
+    log_cache: dict[int, mpmath.mpf] = {}
+    with mp_workdps(digits + 5):
+        for p, (i, j, _, mt) in enumerate(mechanism.mtilde()):
+            if pos_rows is not None and pos_cols is not None:
+                if (int(pos_rows[p]), int(pos_cols[p])) != (i, j):
+                    order_bad.append((p, (int(pos_rows[p]), int(pos_cols[p])), (i, j)))
+            c = float(claimed[p])
+            if mt == 0:
+                exact = -mpmath.inf
+            else:
+                exact = log_cache.get(mt)
+                if exact is None:
+                    exact = certify_ball(lambda: arb(fmpz(mt)).log(), digits) if mt > 1 else mpmath.mpf(0)
+                    if len(log_cache) < 100_000:
+                        log_cache[mt] = exact
+            if math.isnan(c):
+                err = mpmath.inf
+            elif mt == 0 or math.isinf(c):
+                if mt == 0 and c == -math.inf:
+                    err = mpmath.mpf(0)
+                else:
+                    err = mpmath.inf
+                    zero_bad += 1
+            else:
+                err = abs(mpmath.mpf(c) - exact)
+            ok = (not mpmath.isinf(err)) and err <= atol + rtol * (0 if mpmath.isinf(exact) else abs(exact))
+            if not ok:
+                failures += 1
+            if err > max_err:
+                max_err = err
+            out.append(MtildeRow(p, i, j, mt, exact, c, err, bool(ok)))
+            if len(out) > 4 * worst + 64:  # keep only the worst rows
+                out.sort(key=lambda r: (r.ok, -r.abs_error))
+                del out[2 * worst:]
+    out.sort(key=lambda r: (r.ok, -r.abs_error))
+    return MtildeComparison(
+        passed=failures == 0 and not order_bad, entries=dk, failures=failures, max_abs_error=max_err,
+        zero_mismatches=zero_bad, order_mismatches=tuple(order_bad[:worst]), worst=tuple(out[:worst]),
+        atol=atol, rtol=rtol,
+    )
+
+

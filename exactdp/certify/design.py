@@ -1,0 +1,256 @@
+"""The sampler test's bins for ``n`` draws, and what they can see.
+
+The bins are chosen from ``n`` and the exact probabilities only, never from the draws.
+
+The test has two stages (see :func:`exactdp.certify.goodness_of_fit`): the levels of a
+mechanism (its probability groups: utility levels, or ``CanonicalGamma1``'s classes),
+consecutive ones pooled until each bin expects :data:`MIN_EXPECTED` draws; then, inside
+each level, the uniformity of its outputs, one bin per output or per run of consecutive
+outputs.  :class:`BinPlan` summarises what was pooled or left untested, and
+:class:`_Design` re-chooses the bins for any ``n`` (to search the ``n`` a power needs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
+import mpmath
+
+from .._groups import Groups
+from ..errors import InvalidParameterError
+from .chi2 import _lf_power, _spread
+
+if TYPE_CHECKING:
+    from ..core.levels import Level
+
+__all__ = ["Bin", "BinPlan", "DEFAULT_ALPHA", "DEFAULT_DELTA", "DEFAULT_MIN_POWER", "DEFAULT_MAX_N",
+           "DEFAULT_MAX_ENUMERATE", "MIN_EXPECTED"]
+
+#: Significance level of the sampler test unless told otherwise.
+DEFAULT_ALPHA = 1e-6
+#: Smallest deviation (total variation distance, see :func:`exactdp.certify.sensitivity`)
+#: a sampler test must be able to detect before it may say PASS.
+DEFAULT_DELTA = 0.05
+#: Power the test must have against that deviation before it may say PASS.
+DEFAULT_MIN_POWER = 0.99
+#: :func:`exactdp.certify.sensitivity` and :func:`exactdp.certify.samples_needed` search
+#: ``n`` up to this many draws.
+DEFAULT_MAX_N = 10**9
+#: Enumerating outputs (within-level bins, callables, power) is refused past this.
+DEFAULT_MAX_ENUMERATE = 1_000_000
+#: Pool bins until each expects at least this many draws (the usual chi-square rule).
+MIN_EXPECTED = 5
+
+
+@dataclass(frozen=True)
+class Bin:
+    """One bin of the test: ``stage`` ``"level"`` (a run of consecutive levels) or
+    ``"within"`` (outputs of one level); ``label`` says which; ``observed`` draws,
+    ``expected`` draws (exact expectation converted to float) and the bin's contribution
+    ``(observed - expected)**2 / expected`` to the statistic."""
+
+    stage: str
+    label: str
+    observed: int
+    expected: float
+    contribution: float
+
+
+@dataclass(frozen=True)
+class _LevelPlan:
+    """How the within-level test treats level ``a``: ``"outputs"`` (a bin per output),
+    ``"groups"`` of ``size`` consecutive outputs in enumeration order (the last group takes
+    the remainder), or ``"skip"`` with a reason."""
+
+    mode: str
+    size: int = 0
+    groups: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    level_bins: list  # list of lists of level indices
+    within: dict  # level -> _LevelPlan
+    needs_enumeration: bool
+
+
+def _pool_levels(expected: Sequence[float], min_expected: float) -> list[list[int]]:
+    """Consecutive levels (best first) pooled until each bin expects ``min_expected``;
+    a short tail is merged into the last bin."""
+    bins: list[list[int]] = []
+    cur: list[int] = []
+    acc = 0.0
+    for a, e in enumerate(expected):
+        cur.append(a)
+        acc += e
+        if acc >= min_expected:
+            bins.append(cur)
+            cur, acc = [], 0.0
+    if cur:
+        if bins:
+            bins[-1].extend(cur)
+        else:
+            bins.append(cur)
+    return bins
+
+
+def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: int, min_expected: float,
+               within: bool, support: int, max_enumerate: int) -> _Plan:
+    expected = [float(n * p) for p in level_probs]
+    plan_within: dict[int, _LevelPlan] = {}
+    needs = False
+    if within:
+        for a, (lv, e) in enumerate(zip(levels, expected)):
+            m = lv.multiplicity
+            if m < 2:
+                continue
+            if e >= min_expected * m:
+                plan_within[a] = _LevelPlan("outputs")
+                continue
+            size = max(1, math.ceil(min_expected * m / e)) if e > 0 else m
+            groups = m // size
+            if groups < 2:
+                plan_within[a] = _LevelPlan("skip", reason=f"{m} outputs, {e:.3g} draws expected: too few to test")
+                continue
+            if support > max_enumerate:
+                plan_within[a] = _LevelPlan("skip", reason=f"needs the {support} outputs enumerated (max_enumerate={max_enumerate})")
+                continue
+            plan_within[a] = _LevelPlan("groups", size=size, groups=groups)
+            needs = True
+    return _Plan(_pool_levels(expected, min_expected), plan_within, needs)
+
+
+def _group_of(plan: _LevelPlan, position: int) -> int:
+    return min(position // plan.size, plan.groups - 1)
+
+
+def _group_size(plan: _LevelPlan, m: int, g: int) -> int:
+    return plan.size if g < plan.groups - 1 else m - plan.size * (plan.groups - 1)
+
+
+# -------------------------------------------------------------------------------------
+# What the test can see with n draws, and its power against the least favourable
+# total-variation deviation
+
+
+@dataclass(frozen=True)
+class BinPlan:
+    """What the sampler test looks at with ``n`` draws (chosen from ``n`` and the exact
+    probabilities only, exactly as :func:`goodness_of_fit` chooses its bins).
+
+    ``df``: degrees of freedom; ``levels`` utility levels pooled into ``level_bins`` bins
+    (``pooled_levels`` of them share a bin with another level: mass moved between those
+    is invisible); ``within_outputs`` outputs of levels whose uniformity is tested, in
+    ``within_bins`` bins (``within_grouped`` of those outputs share a bin with other
+    outputs); ``untested_outputs`` outputs of levels of two or more outputs whose
+    uniformity is not tested at all (too few draws expected, no draw observed, the support
+    too large to list, or ``within=False``); ``spread``: the largest ``V`` of
+    :func:`sensitivity` (0 when ``df = 0``).
+    """
+
+    n: int
+    df: int
+    levels: int
+    level_bins: int
+    pooled_levels: int
+    within_outputs: int
+    within_bins: int
+    within_grouped: int
+    untested_outputs: int
+    spread: float
+
+    def describe(self) -> str:
+        """``"levels: 5 in 4 bins (2 pooled); within levels: 16 outputs in 12 bins (6
+        grouped), 4 untested"``."""
+        return (f"levels: {self.levels} in {self.level_bins} bin{'s' if self.level_bins != 1 else ''} "
+                f"({self.pooled_levels} pooled); within levels: {self.within_outputs} outputs in "
+                f"{self.within_bins} bins ({self.within_grouped} grouped), {self.untested_outputs} untested")
+
+
+def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan, n: int,
+              level_obs: Optional[Sequence[int]] = None) -> BinPlan:
+    """The :class:`BinPlan` of ``plan``; with ``level_obs`` (observed draws per level),
+    levels without a draw have no within-level test, as in :func:`goodness_of_fit`."""
+    p_bins = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
+    df = len(plan.level_bins) - 1
+    spreads = [_spread(p_bins)] if df > 0 else []
+    pooled = sum(len(g) for g in plan.level_bins if len(g) > 1)
+    tested = wbins = grouped = untested = 0
+    for a, lv in enumerate(levels):
+        m = lv.multiplicity
+        if m < 2:
+            continue
+        lp = plan.within.get(a)
+        if lp is None or lp.mode == "skip" or (level_obs is not None and level_obs[a] == 0):
+            untested += m
+            continue
+        if lp.mode == "outputs":
+            slots, cond = m, 0.25  # m >= 2 equal bins: some union holds half, or m = 2
+        else:
+            slots = lp.groups
+            cond = _spread([lp.size / m, _group_size(lp, m, lp.groups - 1) / m])
+            grouped += m
+        tested += m
+        wbins += slots
+        df += slots - 1
+        spreads.append(float(probs[a]) * cond)
+    return BinPlan(n, df, len(levels), len(plan.level_bins), pooled, tested, wbins, grouped, untested,
+                   max(spreads) if df > 0 and spreads else 0.0)
+
+
+class _Design:
+    """The test's bins as a function of ``n`` for one mechanism (exact level
+    probabilities certified once)."""
+
+    def __init__(self, lv: Groups, min_expected: float, within: bool, max_enumerate: int):
+        self.levels = lv.groups
+        self.probs = lv.group_probabilities()
+        self.support = lv.support_size
+        self.min_expected, self.within, self.max_enumerate = min_expected, within, max_enumerate
+
+    def plan(self, n: int) -> _Plan:
+        return _make_plan(self.levels, self.probs, n, self.min_expected, self.within, self.support, self.max_enumerate)
+
+    def shape(self, n: int) -> BinPlan:
+        return _bin_plan(self.levels, self.probs, self.plan(n), n)
+
+    def n_needed(self, delta: float, alpha: float, target: float, max_n: int) -> Optional[int]:
+        """The smallest ``n`` (doubling, then bisection to within 1%) whose least
+        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``."""
+        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha)[0] >= target, max_n)
+
+
+def _search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:
+    hi = 1
+    while not ok(hi):
+        if hi >= max_n:
+            return None
+        hi = min(2 * hi, max_n)
+    lo = hi // 2
+    if lo < 1:
+        return hi
+    while hi - lo > max(1, lo // 100):
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _check_design_args(alpha: float, delta: float, min_power: float) -> tuple[float, float, float]:
+    for name, value, ok, rule in (("alpha", alpha, lambda x: 0 < x < 1, "0 < alpha < 1"),
+                                  ("delta", delta, lambda x: 0 < x <= 1, "0 < delta <= 1 (a total variation distance)"),
+                                  ("min_power", min_power, lambda x: 0 < x < 1, "0 < min_power < 1")):
+        try:
+            good = not isinstance(value, bool) and ok(float(value))
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise InvalidParameterError(name, value, f"must satisfy {rule}")
+    return float(alpha), float(delta), float(min_power)
+
+

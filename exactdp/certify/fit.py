@@ -1,0 +1,453 @@
+"""Goodness of fit of a sampler: the chi-square test of its draws and its verdict.
+
+Pearson's test against the exact distribution (by level, then uniformity within each
+level), its verdict PASS, FAIL or INCONCLUSIVE, and what the test can detect with ``n``
+draws (:func:`sensitivity`).
+
+A test that could not have failed (0 degrees of freedom) or was too weak to trust (power
+below ``min_power`` against the least favourable deviation of total variation ``delta``)
+never says PASS; :meth:`GoodnessOfFit.samples_needed` says how many draws would decide.
+
+>>> import exactdp
+>>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+>>> fit = goodness_of_fit(m.samples(2000, rng=1), m)
+>>> fit.verdict(), fit.samples_needed()
+('inconclusive', 5280)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+import mpmath
+
+from .._groups import Groups
+from ..core._typing import MechanismLike, Output, OutputLike
+from ..core.formatting import number_text, output_text, table
+from ..core.precision import mp_workdps
+from ..core.validation import as_dps, as_positive_int
+from ..errors import ExactDPError, InvalidParameterError
+from .chi2 import _lf_delta, _lf_power, chi2_sf
+from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
+                     MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
+                     _LevelPlan)
+from .io import normalise_output
+
+__all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
+
+
+def _fmt_needed(n: Optional[int], max_n: int) -> str:
+    return f"more than {max_n:,}" if n is None else f"{n:,}"
+
+
+def _fmt_delta(d: float) -> str:
+    if math.isinf(d):
+        return "none (0 df)"
+    if d > 1:
+        return "none (would need TV > 1)"
+    return f">= {d:.3g}"
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Result of :func:`sensitivity`: the test's :class:`BinPlan` with ``n`` draws, its
+    ``power`` against the least favourable alternative at total variation ``delta``
+    (``noncentrality`` of that alternative), ``detectable_delta`` (smallest TV deviation
+    detected with power ``min_power`` at this ``n``) and ``n_needed`` (smallest ``n`` for
+    which the power at ``delta`` reaches ``min_power``; ``None`` past ``max_n``)."""
+
+    plan: BinPlan
+    alpha: float
+    delta: float
+    min_power: float
+    power: float
+    noncentrality: float
+    detectable_delta: float
+    n_needed: Optional[int]
+    max_n: int
+
+    @property
+    def conclusive(self) -> bool:
+        return self.plan.df > 0 and self.power >= self.min_power
+
+    def __str__(self) -> str:
+        p = self.plan
+        return (f"n = {p.n}: {p.df} df; power {self.power:.3g} against TV {self.delta:g} at alpha = {self.alpha:g} "
+                f"(PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
+                f"{_fmt_delta(self.detectable_delta)}; n needed for TV {self.delta:g}: "
+                f"{_fmt_needed(self.n_needed, self.max_n)}; {p.describe()}")
+
+
+def sensitivity(
+    mechanism: MechanismLike,
+    n: int,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    delta: float = DEFAULT_DELTA,
+    min_power: float = DEFAULT_MIN_POWER,
+    min_expected: float = MIN_EXPECTED,
+    within: bool = True,
+    dps: Optional[int] = None,
+    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
+    max_n: int = DEFAULT_MAX_N,
+) -> Sensitivity:
+    """What :func:`goodness_of_fit` with ``n`` draws can detect, before drawing anything.
+
+    **Deviation measure.**  ``delta`` is a total variation distance (default
+    :data:`DEFAULT_DELTA` = 0.05, i.e. 5% of the probability mass moved).  The test only
+    sees counts per bin, so a deviation that stays inside one bin (between pooled levels,
+    between outputs grouped in one within-level bin, or inside a level whose uniformity is
+    not tested) is invisible whatever its size: :class:`BinPlan` counts those.  The power
+    is therefore computed against the **least favourable single-stage alternative**: the
+    distribution at total variation ``delta`` from the exact one that either
+
+    * moves mass between the level bins, proportionally inside each bin (so every
+      within-level distribution is unchanged).  Pearson's noncentrality is
+      ``lambda = n * sum_b (q_b - p_b)**2 / p_b``; under ``sum |q_b - p_b| = 2 delta`` it
+      is at least ``n delta**2 / (P(S) (1 - P(S)))`` where ``S`` is the set of bins gaining
+      mass (Cauchy-Schwarz on each sign class), hence at least ``n delta**2 / V_L`` with
+      ``V_L = 1/4``, or ``p (1 - p)`` when one bin holds ``p >= 1/2``; the bound is
+      attained when the bins can be split into two halves of equal mass (or one holds
+      ``p >= 1/2``), otherwise it is a lower bound; or
+    * moves mass ``delta`` between the within-level bins of one tested level ``a`` of
+      probability ``p_a``: the same argument on the conditional distribution gives
+      ``lambda >= n delta**2 / (p_a V_a)``;
+
+    and ``lambda = n delta**2 / V`` with ``V`` the largest of these ``V_L`` and
+    ``p_a V_a`` (:attr:`BinPlan.spread`).  The constraint ``q >= 0`` is ignored, which
+    only lowers ``lambda``.  The power reported is thus a lower bound on the power against
+    every alternative whose deviation, of total variation at least ``delta``, lies in one
+    stage; it is **not** a power against every alternative at that distance: deviations
+    inside a bin have power ``alpha``, and for a deviation split across both stages the
+    same argument only guarantees the smaller noncentrality
+    ``n delta**2 / (V_L + sum_a q_a V_a)``.
+
+    **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
+    test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
+    the classical large-sample approximation of Pearson's statistic under an alternative
+    (S. K. Mitra, "On the limiting power function of the frequency chi-square test", Ann.
+    Math. Statist. 29, 1958), evaluated in floating point (mpmath incomplete gamma, then double
+    precision): p-values and powers are statistics, never exact outputs.
+
+    ``detectable_delta`` solves ``power = min_power`` for ``delta`` at this ``n``
+    (bisection on ``lambda``); ``n_needed`` searches ``n`` (doubling, then bisection to
+    within 1%) with the bins re-chosen at every ``n``, since they depend on ``n``.
+    """
+    count = as_positive_int(n, "n")
+    alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
+    design = _Design(Groups(mechanism, as_dps(dps)), min_expected, within, max_enumerate)
+    shape = design.shape(count)
+    pw, lam = _lf_power(shape, delta, alpha)
+    return Sensitivity(shape, alpha, delta, min_power, pw, lam, _lf_delta(shape, alpha, min_power),
+                       design.n_needed(delta, alpha, min_power, max_n), max_n)
+
+
+@dataclass(frozen=True)
+class GoodnessOfFit:
+    """Result of :func:`goodness_of_fit`.
+
+    ``statistic``, ``df``, ``p_value``: Pearson's chi-square over all bins (level stage plus
+    within-level stage; the multinomial splits into the level counts and, given them, the
+    counts within each level, so the two statistics add).  ``level_*`` and ``within_*`` are
+    the two stages alone.  ``bins``: every bin (unobserved single-output bins of one level
+    are summarised in one row); ``invalid``: draws that are not outputs at all;
+    ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0);
+    ``skipped``: ``{level: reason}`` for levels whose uniformity was not tested;
+    ``plan``: the :class:`BinPlan` (what was pooled or left untested).
+
+    **Verdict** (:meth:`verdict`), at level ``alpha`` (default the one given to
+    :func:`goodness_of_fit`):
+
+    * ``"fail"``: an invalid or impossible draw, or ``p_value < alpha``;
+    * ``"inconclusive"``: not rejected, but the test could not have failed (``df = 0``) or
+      was too weak to trust: its power against the least favourable alternative at total variation ``delta``
+      (see :func:`sensitivity`) is below ``min_power``;
+    * ``"pass"``: not rejected by a test that had power ``>= min_power`` at ``delta``.
+
+    :meth:`passed` is true only for ``"pass"``.
+    """
+
+    n: int
+    statistic: float
+    df: int
+    p_value: mpmath.mpf
+    level_statistic: float
+    level_df: int
+    level_p_value: mpmath.mpf
+    within_statistic: float
+    within_df: int
+    within_p_value: mpmath.mpf
+    bins: tuple[Bin, ...]
+    invalid: tuple[tuple[object, str], ...] = ()  # (the draw as given, why it is not an output)
+    impossible: tuple[Output, ...] = ()
+    skipped: dict[int, str] = field(default_factory=dict)
+    plan: Optional[BinPlan] = None
+    alpha: float = DEFAULT_ALPHA
+    delta: float = DEFAULT_DELTA
+    min_power: float = DEFAULT_MIN_POWER
+    max_n: int = DEFAULT_MAX_N
+    _design: Optional[_Design] = field(default=None, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def _alpha(self, alpha: Optional[float]) -> float:
+        return self.alpha if alpha is None else _check_design_args(alpha, self.delta, self.min_power)[0]
+
+    def rejected(self, alpha: Optional[float] = None) -> bool:
+        """True when the draws are rejected: an invalid or impossible draw, or
+        ``p_value < alpha``."""
+        return bool(self.invalid or self.impossible or self.p_value < self._alpha(alpha))
+
+    def power(self, alpha: Optional[float] = None) -> float:
+        """Power of this test (its bins and ``df``) against the least favourable
+        alternative at total variation ``delta`` (:func:`sensitivity`)."""
+        a = self._alpha(alpha)
+        key = ("power", a)
+        if key not in self._cache:
+            self._cache[key] = _lf_power(self.plan, self.delta, a)[0] if self.plan is not None else 0.0
+        return self._cache[key]
+
+    def detectable_delta(self, alpha: Optional[float] = None) -> float:
+        """The smallest total variation deviation this test detects with power
+        ``min_power`` (least favourable alternative; ``inf`` when ``df = 0``)."""
+        a = self._alpha(alpha)
+        key = ("delta", a)
+        if key not in self._cache:
+            self._cache[key] = _lf_delta(self.plan, a, self.min_power) if self.plan is not None else math.inf
+        return self._cache[key]
+
+    def samples_needed(self, alpha: Optional[float] = None) -> Optional[int]:
+        """The smallest ``n`` at which the test (its bins re-chosen for that ``n``) has
+        power ``min_power`` at ``delta``; ``None`` past ``max_n``."""
+        a = self._alpha(alpha)
+        key = ("n", a)
+        if key not in self._cache:
+            self._cache[key] = (self._design.n_needed(self.delta, a, self.min_power, self.max_n)
+                                if self._design is not None else None)
+        return self._cache[key]
+
+    def verdict(self, alpha: Optional[float] = None) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring)."""
+        if self.rejected(alpha):
+            return "fail"
+        if self.df <= 0 or self.power(alpha) < self.min_power:
+            return "inconclusive"
+        return "pass"
+
+    def passed(self, alpha: Optional[float] = None) -> bool:
+        """True only for the verdict ``"pass"``: not rejected at ``alpha`` by a test with
+        enough power (an inconclusive test is not a pass)."""
+        return self.verdict(alpha) == "pass"
+
+    def verdict_line(self, alpha: Optional[float] = None) -> str:
+        """One line with everything the verdict rests on: verdict, n, df, statistic,
+        p-value, alpha, power at ``delta``, the TV deviation detectable with power
+        ``min_power`` at this ``n``, the ``n`` needed for ``delta``, and what was pooled
+        or left untested."""
+        a = self._alpha(alpha)
+        v = self.verdict(a)
+        if v == "fail":
+            bad = len(self.invalid) + len(self.impossible)
+            why = (f"{bad} draw{'s' if bad != 1 else ''} outside the support" if bad
+                   else "the draws do not follow the exact distribution")
+        elif self.df <= 0:
+            why = "0 degrees of freedom: this test cannot reject anything"
+        elif v == "inconclusive":
+            why = "not rejected, but the test is too weak to say PASS"
+        else:
+            why = "no evidence against the exact distribution"
+        rel = "<" if self.p_value < a else ">="
+        return (
+            f"{v.upper()}: {why}; n = {self.n}, chi-square {self.statistic:.6g} on {self.df} df, "
+            f"p-value {number_text(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
+            f"{self.delta:g} (PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
+            f"{_fmt_delta(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
+            f"{_fmt_needed(self.samples_needed(a), self.max_n)}; " + (self.plan.describe() if self.plan is not None else "")
+        )
+
+    def worst_bins(self, limit: int = 10) -> list[Bin]:
+        return sorted(self.bins, key=lambda b: -b.contribution)[:limit]
+
+    def table(self, limit: int = 10) -> str:
+        rows = [[b.stage, b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"]
+                for b in self.worst_bins(limit)]
+        return table(["stage", "bin", "observed", "expected", "(O-E)^2/E"], rows)
+
+    def summary(self, verdict: bool = True) -> str:
+        """The two stages, notes on invalid draws and untested levels, then (with
+        ``verdict``) :meth:`verdict_line`."""
+        untested = self.plan.untested_outputs if self.plan is not None else 0
+        if self.within_df > 0:
+            within = f"{self.within_statistic:.6g} on {self.within_df} df, p = {number_text(self.within_p_value, 4)}"
+        elif untested:
+            within = f"not tested (0 df; {untested} outputs in levels whose uniformity is untested)"
+        else:
+            within = "nothing to test (0 df: every level has a single output)"
+        lines = [
+            f"n = {self.n} draws; chi-square {self.statistic:.6g} on {self.df} df, p-value {number_text(self.p_value, 4)}",
+            f"  by level:     {self.level_statistic:.6g} on {self.level_df} df, p = {number_text(self.level_p_value, 4)}",
+            f"  within level: {within}",
+        ]
+        for o, why in self.invalid[:5]:
+            lines.append(f"  invalid draw {o!r}: {why}")
+        for o in self.impossible[:5]:
+            lines.append(f"  impossible draw {output_text(o)}: probability 0")
+        if self.skipped:
+            lines.append(f"  uniformity not tested in {len(self.skipped)} level(s), e.g. level "
+                         f"{next(iter(self.skipped))}: {next(iter(self.skipped.values()))}")
+        if verdict:
+            lines.append(self.verdict_line())
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary() + "\nworst bins:\n" + self.table()
+
+
+def goodness_of_fit(
+    samples: Iterable[OutputLike],
+    mechanism: MechanismLike,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    delta: float = DEFAULT_DELTA,
+    min_power: float = DEFAULT_MIN_POWER,
+    dps: Optional[int] = None,
+    min_expected: float = MIN_EXPECTED,
+    within: bool = True,
+    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
+    progress: Optional[Callable[[int, int], None]] = None,
+    max_n: int = DEFAULT_MAX_N,
+) -> GoodnessOfFit:
+    """Pearson's chi-square test of draws against the exact distribution of ``mechanism``.
+
+    1. **By level**: observed draws per level against ``n * P(level)`` (exact level
+       probabilities certified to ``dps`` digits, multiplied by ``n`` exactly, then
+       converted); consecutive levels (best first) are pooled until each bin expects at
+       least ``min_expected`` draws.
+    2. **Within levels** (``within=True``): every output of a level is equally likely.
+       Given the ``n_a`` draws in level ``a`` of ``m_a`` outputs, each output expects
+       ``n_a / m_a`` when ``n P(a) >= min_expected * m_a``; otherwise the outputs are
+       grouped into runs of ``g = ceil(min_expected * m_a / (n P(a)))`` consecutive
+       outputs in the order of ``mechanism.outputs()`` (which needs the support listed,
+       refused past ``max_enumerate``: such levels are skipped and reported).  Bins are
+       chosen from ``n`` and the exact probabilities only, never from the draws.
+
+    The statistic is the sum of both stages, with degrees of freedom summed; the p-value
+    is ``Q(df/2, x/2)`` (mpmath's regularised incomplete gamma).  A draw that is not a
+    valid output, or has probability 0, makes the p-value 0.
+    """
+    alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
+    digits = as_dps(dps)
+    lv = Groups(mechanism, digits)
+    kind = lv.kind
+    tally: Counter = Counter()
+    invalid: list[tuple[object, str]] = []
+    for s in samples:
+        try:
+            tally[normalise_output(s, kind)] += 1
+        except ExactDPError as err:
+            invalid.append((s, str(err)))
+    n = sum(tally.values()) + len(invalid)
+    if n == 0:
+        raise InvalidParameterError("samples", samples, "must contain at least one draw")
+    level_obs = [0] * len(lv.groups)
+    per_output: dict[Output, tuple[int, int]] = {}  # output -> (level, count)
+    impossible = []
+    for o, count in tally.items():
+        try:
+            a = lv.index(o)
+        except ExactDPError as err:
+            invalid.append((o, str(err)))
+            continue
+        if a is None:
+            impossible.append(o)
+            continue
+        level_obs[a] += count
+        per_output[o] = (a, count)
+    probs = lv.group_probabilities()
+    with mp_workdps(digits + 5):
+        expected_exact = [n * p for p in probs]
+    design = _Design(lv, min_expected, within, max_enumerate)
+    plan = design.plan(n)
+    bins: list[Bin] = []
+    # stage 1
+    level_stat = 0.0
+    for group in plan.level_bins:
+        o = sum(level_obs[a] for a in group)
+        with mp_workdps(digits + 5):
+            e = float(mpmath.fsum(expected_exact[a] for a in group))
+        contrib = (o - e) ** 2 / e if e > 0 else (0.0 if o == 0 else math.inf)
+        level_stat += contrib
+        label = f"level {group[0]}" if len(group) == 1 else f"levels {group[0]}-{group[-1]}"
+        bins.append(Bin("level", label, o, e, contrib))
+    level_df = len(plan.level_bins) - 1
+    # stage 2
+    positions: dict[Output, int] = {}
+    if plan.needs_enumeration:
+        wanted = {o for o, (a, _) in per_output.items() if plan.within.get(a, _LevelPlan("skip")).mode == "groups"}
+        counters = [0] * len(lv.groups)
+        if wanted:
+            for a, o in lv.enumerate(max_enumerate, "the within-level test", progress):
+                if o in wanted:
+                    positions[o] = counters[a]
+                counters[a] += 1
+    within_stat, within_df = 0.0, 0
+    skipped = {}
+    by_level: dict[int, list[tuple[Output, int]]] = {}
+    for o, (a, count) in per_output.items():
+        by_level.setdefault(a, []).append((o, count))
+    for a, lp in sorted(plan.within.items()):
+        if lp.mode == "skip":
+            skipped[a] = lp.reason
+            continue
+        n_a = level_obs[a]
+        m = lv.groups[a].multiplicity
+        if n_a == 0:
+            continue  # no information about uniformity in this level
+        if lp.mode == "outputs":
+            e = n_a / m
+            seen = by_level.get(a, [])
+            for o, count in seen:
+                contrib = (count - e) ** 2 / e
+                within_stat += contrib
+                bins.append(Bin("within", f"level {a} output {output_text(o)}", count, e, contrib))
+            unseen = m - len(seen)
+            if unseen:
+                within_stat += unseen * e
+                bins.append(Bin("within", f"level {a}: {unseen} unobserved outputs", 0, unseen * e, unseen * e))
+            within_df += m - 1
+        else:
+            counts = [0] * lp.groups
+            for o, count in by_level.get(a, []):
+                counts[_group_of(lp, positions[o])] += count
+            for g, count in enumerate(counts):
+                size = _group_size(lp, m, g)
+                e = n_a * size / m
+                contrib = (count - e) ** 2 / e
+                within_stat += contrib
+                bins.append(Bin("within", f"level {a} outputs {g * lp.size}-{g * lp.size + size - 1}", count, e, contrib))
+            within_df += lp.groups - 1
+    statistic = level_stat + within_stat
+    df = level_df + within_df
+    shape = _bin_plan(lv.groups, probs, plan, n, level_obs)
+    assert shape.df == df, (shape, df)
+    bad = bool(invalid or impossible)
+    zero = mpmath.mpf(0)
+    return GoodnessOfFit(
+        n=n, statistic=math.inf if bad else statistic, df=df,
+        p_value=zero if bad else chi2_sf(statistic, df),
+        level_statistic=level_stat, level_df=level_df, level_p_value=zero if bad else chi2_sf(level_stat, level_df),
+        within_statistic=within_stat, within_df=within_df,
+        within_p_value=chi2_sf(within_stat, within_df),
+        bins=tuple(bins), invalid=tuple(invalid), impossible=tuple(impossible), skipped=skipped,
+        plan=shape, alpha=alpha, delta=delta, min_power=min_power, max_n=as_positive_int(max_n, "max_n"),
+        _design=design,
+    )
+
+
+# -------------------------------------------------------------------------------------
+# power against a given alternative
+# -------------------------------------------------------------------------------------
+
+

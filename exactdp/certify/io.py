@@ -1,0 +1,122 @@
+"""Reading what a caller gives the checks: draws in any shape, numbers, sample files.
+
+Draws become exactdp outputs (:func:`normalise_output`); sample files are CSV, JSON lines
+or one JSON list (:func:`read_samples`).
+
+>>> normalise_output([3, 1], "set") == frozenset({1, 3})
+True
+>>> read_samples("0,1\\n1 0\\n")
+[[0, 1], [1, 0]]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typing import Any
+
+import mpmath
+
+from ..core._typing import Output, OutputLike
+from ..errors import InvalidOutputError
+
+__all__ = ["normalise_output", "read_samples"]
+
+
+def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
+    """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
+    (sets).  Accepts lists, tuples, numpy arrays and numpy integers.
+
+    >>> import numpy as np
+    >>> normalise_output(np.array([3, 1]))
+    (3, 1)
+    >>> normalise_output([3, 1], "set") == frozenset({1, 3})
+    True
+    """
+    if isinstance(output, (str, bytes)) or output is None:
+        raise InvalidOutputError("output", output, "must be an iterable of item ids")
+    try:
+        items = list(output.tolist() if hasattr(output, "tolist") else output)
+    except TypeError:
+        raise InvalidOutputError("output", output, "must be an iterable of item ids") from None
+    ids = []
+    for x in items:
+        if isinstance(x, bool) or not (isinstance(x, int) or hasattr(x, "__index__")):
+            raise InvalidOutputError("output", output, f"item id {x!r} is not an integer")
+        ids.append(int(x))
+    return frozenset(ids) if kind == "set" else tuple(ids)
+
+
+
+def read_samples(text: str, source: str = "samples") -> list[list[int]]:
+    """Draws from text: one draw per line as comma/space-separated item ids (CSV), or JSON
+    lines (each a list of ids), or one JSON list of lists (``exactdp sample --json``).
+    Blank lines and ``#`` comments are ignored; errors name the line.
+
+    >>> read_samples("0,1\\n1 0\\n")
+    [[0, 1], [1, 0]]
+    >>> read_samples("[[0, 1], [2, 0]]")
+    [[0, 1], [2, 0]]
+    >>> read_samples("[\\n  [0, 1],\\n  [2, 0]\\n]")
+    [[0, 1], [2, 0]]
+    >>> read_samples("[0, 1]\\n[2, 0]\\n")
+    [[0, 1], [2, 0]]
+    """
+    stripped = text.strip()
+    data = None
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)  # one JSON document (possibly pretty-printed)
+        except json.JSONDecodeError as err:
+            if stripped.startswith("[["):
+                raise ValueError(f"{source}: invalid JSON: {err}") from None
+            data = None  # JSON lines
+        if isinstance(data, list) and data and all(isinstance(x, int) for x in data):
+            data = None  # a single JSON line
+    if data is not None:
+        if not isinstance(data, list) or not all(isinstance(x, list) for x in data):
+            raise ValueError(f"{source}: a JSON document must be a list of lists of item ids")
+        out = []
+        for i, x in enumerate(data):
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in x):
+                raise ValueError(f"{source}: draw {i}: item ids must be integers")
+            out.append(x)
+        return out
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = re.sub(r"#.*", "", line).strip()
+        if not line:
+            continue
+        if line.startswith("["):
+            try:
+                x = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{source}: line {lineno}: invalid JSON: {err.msg}") from None
+            if not isinstance(x, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in x):
+                raise ValueError(f"{source}: line {lineno}: expected a JSON list of item ids")
+            out.append(x)
+            continue
+        ids = []
+        for token in re.split(r"[,;\s]+", line):
+            if not token:
+                continue
+            try:
+                ids.append(int(token))
+            except ValueError:
+                raise ValueError(f"{source}: line {lineno}: {token!r} is not an item id") from None
+        out.append(ids)
+    if not out:
+        raise ValueError(f"{source}: no draws found")
+    return out
+
+
+def _to_mpf(x: Any) -> mpmath.mpf:
+    """A caller's number (float, Fraction, sympy number, mpf, string...) as an ``mpmath.mpf``."""
+    try:
+        return mpmath.mpf(x)
+    except (TypeError, ValueError):
+        pass
+    if hasattr(x, "numerator") and hasattr(x, "denominator"):
+        return mpmath.mpf(int(x.numerator)) / int(x.denominator)
+    return mpmath.mpf(float(x))

@@ -1,0 +1,198 @@
+"""Text of exactdp's results: numbers, outputs and tables as strings, and JSON-safe scalars.
+
+One place for what the oracle (:mod:`exactdp.audit`, :mod:`exactdp.certify`) and the
+command line print:
+
+- :func:`int_text`, :func:`format_int`, :func:`abbreviate_ints`, :func:`exact_text`: exact
+  integers and rationals, in full or with long integers abbreviated;
+- :func:`number_text`: a certified ``mpmath.mpf`` (or a float) to a given number of
+  significant digits, whatever mpmath's global precision;
+- :func:`output_ids`, :func:`output_text`, :func:`change_text`: outputs and change vectors;
+- :func:`table`, :func:`table_lines`: aligned plain-text tables;
+- :func:`json_scalar`: a value as JSON can carry it exactly (unbounded integers and exact
+  rationals as strings, so a field's JSON type never depends on its value).
+
+Floats never decide anything here: these functions only turn values into text.
+
+>>> number_text(mpmath.mpf(2) / 3, 6), number_text(-mpmath.inf, 6), number_text(None, 6)
+('0.666667', '-inf', '-')
+>>> output_text((3, 1)), output_text(frozenset({3, 1})), output_text((3, 1), brackets=False)
+('(3,1)', '{1,3}', '3,1')
+>>> print(table(["level", "P"], [["0", "0.5"], ["12", "0.25"]]))
+level     P
+    0   0.5
+   12  0.25
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Iterable, Optional, Sequence, SupportsIndex, Union
+
+import gmpy2
+import mpmath
+
+from ..errors import InvalidParameterError
+from .precision import mp_workprec
+
+__all__ = [
+    "ABBREVIATE_DIGITS",
+    "int_text",
+    "format_int",
+    "abbreviate_ints",
+    "exact_text",
+    "number_text",
+    "output_ids",
+    "output_text",
+    "change_text",
+    "table_lines",
+    "table",
+    "json_scalar",
+]
+
+#: Integers longer than this many digits are abbreviated in human-readable text.
+ABBREVIATE_DIGITS = 60
+
+#: A number :func:`number_text` shows: an ``mpmath.mpf`` (kept at its own precision), a
+#: float or anything ``mpmath.mpf`` converts, an int (shown exactly), or ``None`` (``"-"``).
+NumberLike = Union[mpmath.mpf, float, int, Fraction, str, None]
+
+_LONG_INT = re.compile(r"[0-9]{%d,}" % (ABBREVIATE_DIGITS + 1))
+
+
+def int_text(n: SupportsIndex) -> str:
+    """Every decimal digit of ``n`` (gmpy2: no CPython int/str digit limit, fast for huge ints).
+
+    >>> int_text(-12), len(int_text(10**5000))
+    ('-12', 5001)
+    """
+    return gmpy2.mpz(n).digits(10)
+
+
+def format_int(n: SupportsIndex, limit: int = ABBREVIATE_DIGITS, ellipsis: str = "\u2026") -> str:
+    """``n`` in full, or ``d.ddd…e+E (N digits)`` (truncated, not rounded) past ``limit`` digits.
+
+    >>> format_int(12345), format_int(-(10**70) - 1, ellipsis="...")
+    ('12345', '-1.000...e+70 (71 digits)')
+    """
+    text = int_text(n)
+    sign, body = ("-", text[1:]) if text.startswith("-") else ("", text)
+    if len(body) <= limit:
+        return text
+    return f"{sign}{body[0]}.{body[1:4]}{ellipsis}e+{len(body) - 1} ({len(body)} digits)"
+
+
+def abbreviate_ints(text: str, ellipsis: str = "\u2026") -> str:
+    """Every run of more than :data:`ABBREVIATE_DIGITS` digits in ``text`` abbreviated
+    like :func:`format_int`."""
+    return _LONG_INT.sub(lambda mo: format_int(int(gmpy2.mpz(mo.group())), ellipsis=ellipsis), text)
+
+
+def exact_text(value: object, ellipsis: Optional[str] = None) -> str:
+    """An exact int or Fraction as text (``"-9/2"``, ``"3"``), whatever its size; with
+    ``ellipsis``, long integers are abbreviated (:func:`format_int`).  Anything else: ``str``.
+
+    >>> exact_text(Fraction(-9, 2)), exact_text(Fraction(6, 3)), exact_text(10**61, ellipsis="...")
+    ('-9/2', '2', '1.000...e+61 (62 digits)')
+    """
+    def whole(n: int) -> str:
+        return int_text(n) if ellipsis is None else format_int(n, ellipsis=ellipsis)
+
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return whole(value.numerator)
+        return f"{whole(value.numerator)}/{whole(value.denominator)}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return whole(value)
+    return str(value)
+
+
+def number_text(x: NumberLike, digits: int, *, strip_zeros: bool = True, ellipsis: Optional[str] = None) -> str:
+    """``x`` to ``digits`` significant digits: ``"nan"``, ``"inf"``/``"-inf"``, ``"-"`` for
+    ``None``, an int exactly.  An ``mpmath.mpf`` is shown from its own bits (never rounded
+    to mpmath's global precision first, so a certified value is not rounded twice); a float
+    is converted exactly.  ``strip_zeros=False`` keeps trailing zeros; with ``ellipsis``,
+    an exponent of more than :data:`ABBREVIATE_DIGITS` digits is abbreviated.
+
+    >>> number_text(0.1, 3), number_text(mpmath.mpf(1) / 8, 4, strip_zeros=False), number_text(7, 2)
+    ('0.1', '0.1250', '7')
+    """
+    if x is None:
+        return "-"
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    if not isinstance(x, mpmath.mpf):
+        with mp_workprec(max(53, mpmath.mp.prec)):  # a float converts exactly
+            x = mpmath.mpf(x)
+    if mpmath.isnan(x):
+        return "nan"
+    if mpmath.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = mpmath.nstr(x, digits, strip_zeros=strip_zeros)
+    if ellipsis is not None:
+        mant, sep, exp = text.partition("e")
+        if sep and len(exp.lstrip("+-")) > ABBREVIATE_DIGITS:
+            return f"{mant}e{format_int(int(gmpy2.mpz(exp)), ellipsis=ellipsis)}"
+    return text
+
+
+def output_ids(output: Iterable[SupportsIndex]) -> list[int]:
+    """Item ids of an output: sequences in selection order, sets sorted."""
+    if isinstance(output, (set, frozenset)):
+        return sorted(int(i) for i in output)
+    return [int(i) for i in output]
+
+
+def output_text(output: Optional[Iterable[SupportsIndex]], *, brackets: bool = True) -> str:
+    """An output as text: ``(3,1)`` for a sequence, ``{1,3}`` for a set, ``-`` for ``None``;
+    ``brackets=False`` gives the bare ids ``3,1`` (the command line's form)."""
+    if output is None:
+        return "-"
+    ids = ",".join(str(i) for i in output_ids(output))
+    if not brackets:
+        return ids
+    return "{" + ids + "}" if isinstance(output, (set, frozenset)) else "(" + ids + ")"
+
+
+def change_text(change: Sequence[int]) -> str:
+    """A change vector (neighbour minus counts) as ``+1,0,-1``."""
+    return ",".join(f"{x:+d}" if x else "0" for x in change)
+
+
+def table_lines(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = ()) -> list[str]:
+    """The lines of an aligned text table: columns separated by two spaces, right-aligned
+    except those listed in ``left``, trailing spaces removed."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers)] + [line(row) for row in rows]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = ()) -> str:
+    """:func:`table_lines` joined with newlines."""
+    return "\n".join(table_lines(headers, rows, left))
+
+
+def json_scalar(value: object, digits: Optional[int] = None) -> Optional[Union[str, bool]]:
+    """A value as JSON carries it exactly: ``None``, bools and strings as they are; ints and
+    Fractions as their exact decimal text (unbounded integers are strings, so a field's JSON
+    type never depends on its size); an ``mpf`` or float as :func:`number_text` with
+    ``digits`` digits and trailing zeros kept.
+
+    >>> json_scalar(10**70)[:4], json_scalar(Fraction(-9, 2)), json_scalar(None), json_scalar(mpmath.mpf(0.5), 3)
+    ('1000', '-9/2', None, '0.500')
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, Fraction)):
+        return exact_text(value)
+    if digits is None:
+        raise InvalidParameterError("digits", digits, f"is needed to show the number {value!r}")
+    return number_text(value, digits, strip_zeros=False)  # type: ignore[arg-type]  # a number by now

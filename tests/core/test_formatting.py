@@ -1,0 +1,71 @@
+"""exactdp.core.formatting: the one place numbers, outputs, tables and JSON scalars become
+text (the oracle's results and, through the same functions, the command line)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+from exactdp.core.formatting import (ABBREVIATE_DIGITS, abbreviate_ints, change_text, exact_text, format_int,
+                                     int_text, json_scalar, number_text, output_ids, output_text, table,
+                                     table_lines)
+from exactdp.errors import InvalidParameterError
+
+
+def test_int_text_and_abbreviation():
+    huge = 10**5000 + 7  # past CPython's int/str digit limit
+    assert int_text(huge) == "1" + "0" * 4999 + "7" and int_text(-3) == "-3"
+    assert format_int(10**ABBREVIATE_DIGITS - 1) == "9" * ABBREVIATE_DIGITS  # at the limit: in full
+    assert format_int(-(10**70) - 1, ellipsis="...") == "-1.000...e+70 (71 digits)"  # truncated, not rounded
+    assert format_int(19999 * 10**70) == "1.999\u2026e+74 (75 digits)"
+    assert abbreviate_ints(f"Joint([{10**61}, 2], k=1)", "...") == "Joint([1.000...e+61 (62 digits), 2], k=1)"
+
+
+def test_exact_text():
+    assert exact_text(Fraction(-9, 2)) == "-9/2" and exact_text(Fraction(4, 2)) == "2" and exact_text(-4) == "-4"
+    assert exact_text(Fraction(1, 10**70), ellipsis="...") == "1/1.000...e+70 (71 digits)"
+    assert exact_text("log(2)") == "log(2)" and exact_text(True) == "True"
+
+
+def test_number_text_never_depends_on_the_global_precision():
+    x = mpmath.mpf(1) / 3
+    with mpmath.workdps(60):
+        precise = mpmath.mpf(1) / 3
+    for prec in (10, 53, 300):
+        with mpmath.workprec(prec):
+            # an mpf is shown from its own bits; a float converts exactly
+            assert number_text(precise, 40) == "0.3333333333333333333333333333333333333333"
+            assert number_text(x, 6) == "0.333333"
+            assert number_text(0.1, 20) == "0.10000000000000000555"
+
+
+def test_number_text_special_values():
+    assert [number_text(v, 6) for v in (mpmath.inf, -mpmath.inf, mpmath.nan, None, 12, 0.5)] == \
+        ["inf", "-inf", "nan", "-", "12", "0.5"]
+    assert number_text(mpmath.mpf("0.5"), 4, strip_zeros=False) == "0.5000"
+    tiny = mpmath.mpf(10) ** (-(10**70))
+    assert number_text(tiny, 3, ellipsis="...") == "1.0e-1.000...e+70 (71 digits)"
+    assert len(number_text(tiny, 3)) > 70
+
+
+def test_outputs_and_changes():
+    assert output_text((3, 1)) == "(3,1)" and output_text(frozenset({3, 1})) == "{1,3}"
+    assert output_text((3, 1), brackets=False) == "3,1" and output_text(frozenset({3, 1}), brackets=False) == "1,3"
+    assert output_text(None) == "-" and output_ids(frozenset({5, 2})) == [2, 5] and output_ids((5, 2)) == [5, 2]
+    assert change_text((1, 0, -1)) == "+1,0,-1"
+
+
+def test_table():
+    lines = table_lines(["bin", "n"], [["level 0", "12"], ["levels 1-3", "3"]], left=(0,))
+    assert lines == ["bin          n", "level 0     12", "levels 1-3   3"]
+    assert table(["a", "b"], [["1", ""]]) == "a  b\n1"  # trailing spaces removed
+
+
+def test_json_scalar():
+    assert json_scalar(10**5000) == "1" + "0" * 5000 and json_scalar(Fraction(-9, 2)) == "-9/2"
+    assert [json_scalar(v) for v in (None, True, "x")] == [None, True, "x"]
+    assert json_scalar(mpmath.mpf(1) / 4, 3) == "0.250" and json_scalar(-mpmath.inf, 3) == "-inf"
+    with pytest.raises(InvalidParameterError, match="digits"):
+        json_scalar(0.5)
