@@ -27,6 +27,8 @@ import sympy
 import exactdp
 from exactdp import cli
 from exactdp.cli import MECHANISMS, main, parse_counts
+from exactdp.cli import commands as cli_commands, parse as cli_parse, render as cli_render
+from exactdp.cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"
@@ -112,7 +114,7 @@ def test_parse_counts_limits_are_checked_before_building():
     for text in ("10,5,1x999999999999", "1x" + "9" * 100, "1x10000000,1"):
         with pytest.raises(ValueError, match=r"would make more than 10000000 counts, the command line's limit"):
             parse_counts(text)
-    assert len(parse_counts("1x9999999,1")) == cli.MAX_COUNTS == 10_000_000  # at the limit
+    assert len(parse_counts("1x9999999,1")) == cli_parse.MAX_COUNTS == 10_000_000  # at the limit
     assert parse_counts("1x3", max_counts=3) == [1, 1, 1]
     with pytest.raises(ValueError, match="more than 2 counts"):
         parse_counts("1x3", max_counts=2)
@@ -128,7 +130,7 @@ def test_parse_integer_twin(token):
     old = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
-        assert cli._parse_integer(token) == int(plain)
+        assert cli_parse._parse_integer(token) == int(plain)
     finally:
         sys.set_int_max_str_digits(old)
 
@@ -422,7 +424,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
     dist = run_json(capsys, "dist", name, *SMALL, "--outputs")
     assert dist["class"] == type(m).__name__
     assert [(r["utility"], r["multiplicity"]) for r in dist["levels"]] == [
-        (cli._json_utility(lv.utility), str(lv.multiplicity)) for lv in m.levels()
+        (cli_render._json_utility(lv.utility), str(lv.multiplicity)) for lv in m.levels()
     ]
     assert [r["level_probability"] for r in dist["levels"]] == [nstr(p, 30) for _, p in m.level_probabilities()]
     as_output = frozenset if m.output_kind == "set" else tuple
@@ -435,7 +437,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
     assert prob["probability"] == nstr(m.probability((0, 1)), 30)
     sample = run_json(capsys, "sample", name, *SMALL, "-n", 5, "--seed", 7)
     assert [as_output(o) for o in sample] == list(m.samples(5, rng=7))
-    for command in cli.COMMANDS:
+    for command in COMMANDS:
         status, out, _ = run(capsys, command, name, "--help")
         assert status == 0 and "example:" in out and f"exactdp {command} {name}" in out
 
@@ -504,7 +506,7 @@ def test_certify_exit_status_per_verdict(capsys, tmp_path):
     m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
     constant, good = tmp_path / "constant.csv", tmp_path / "good.csv"
     base = ["certify", "joint", "--counts", "3,1,0", "-k", "1", "--epsilon", "1"]
-    assert cli.CERTIFY_STATUS == {"pass": 0, "fail": 1, "inconclusive": 3}
+    assert cli_commands.CERTIFY_STATUS == {"pass": 0, "fail": 1, "inconclusive": 3}
     # a constant sampler: 10 draws are 0 df (INCONCLUSIVE), 100 draws are rejected (FAIL)
     for n, status_wanted, verdict in [(10, 3, "INCONCLUSIVE"), (100, 1, "FAIL")]:
         constant.write_text("0\n" * n)
@@ -538,9 +540,9 @@ def test_version_and_help(capsys):
     assert status == 0 and out == f"exactdp {exactdp.__version__}\n"
     status, out, _ = run(capsys, "--help")
     assert status == 0
-    for command in cli.COMMANDS:
+    for command in COMMANDS:
         assert command in out
-    for command in cli.COMMANDS:
+    for command in COMMANDS:
         status, out, _ = run(capsys, command, "--help")
         assert status == 0 and "example:" in out and "joint" in out
     status, out, _ = run(capsys, "dist", "joint", "--help")
@@ -554,7 +556,7 @@ def test_keyboard_interrupt_exits_130(capsys, monkeypatch):
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(cli.COMMANDS, "levels", dataclasses.replace(cli.COMMANDS["levels"], run=interrupted))
+    monkeypatch.setitem(COMMANDS, "levels", dataclasses.replace(COMMANDS["levels"], run=interrupted))
     status, out, err = run(capsys, "levels", "joint", *SMALL)
     assert status == 130 and out == "" and err == ""
 
@@ -645,7 +647,7 @@ EXAMPLES = doc_examples(DOC.read_text(encoding="utf-8"))
 
 def test_docs_have_examples_of_every_command():
     commands = {shlex.split(c)[1] for c, *_ in EXAMPLES}
-    assert set(cli.COMMANDS) <= commands
+    assert set(COMMANDS) <= commands
 
 
 @pytest.mark.parametrize("command, expected, expected_status, compare", EXAMPLES, ids=[e[0] for e in EXAMPLES])
