@@ -79,11 +79,11 @@ class Command:
 def _add_precision(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dps", type=_positive_int_arg, default=DEFAULT_DPS, metavar="N",
-        help=f"certified significant digits: relative error at most 1e-N (default {DEFAULT_DPS})",
+        help="certified significant digits: relative error at most 1e-N (default %(default)s)",
     )
     p.add_argument(
         "--digits", type=_positive_int_arg, default=DEFAULT_DIGITS, metavar="N",
-        help=f"significant digits shown in tables (default {DEFAULT_DIGITS}; computed "
+        help="significant digits shown in tables (default %(default)s; computed "
         "at max(--dps, --digits) so every shown digit is certified; --json shows --dps digits)",
     )
 
@@ -92,12 +92,18 @@ def _add_json(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--json", action="store_true", help=f"machine-readable output: {what}")
 
 
+def _add_required(p: argparse.ArgumentParser, flag: str, parse: Callable[[str], object], metavar: str,
+                  help: str) -> None:
+    """The one option a command cannot run without (``prob --output``, ``certify --samples``)."""
+    p.add_argument(flag, type=parse, required=True, metavar=metavar, help=help)
+
+
 def _args_dist(p: argparse.ArgumentParser) -> None:
     _add_precision(p)
     p.add_argument("--outputs", action="store_true", help="also list every output with its probability")
     p.add_argument(
         "--max-outputs", type=_positive_int_arg, default=DEFAULT_MAX_OUTPUTS, metavar="N",
-        help=f"refuse --outputs for more than N outputs (default {DEFAULT_MAX_OUTPUTS})",
+        help="refuse --outputs for more than N outputs (default %(default)s)",
     )
     _add_json(p, "a JSON object; exact integers and utilities as strings, probabilities as decimal "
               "strings of --dps digits (schema: docs/cli.md)")
@@ -108,9 +114,9 @@ def _args_levels(p: argparse.ArgumentParser) -> None:
 
 
 def _args_prob(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--output", type=_output_arg, required=True, metavar="IDS",
-        help="the output: comma-separated item ids (0-based positions in the counts), in "
+    _add_required(
+        p, "--output", _output_arg, "IDS",
+        "the output: comma-separated item ids (0-based positions in the counts), in "
         "selection order for sequence mechanisms",
     )
     p.add_argument("--exact", action="store_true", help="also print the exact probability (sympy expression)")
@@ -119,7 +125,7 @@ def _args_prob(p: argparse.ArgumentParser) -> None:
 
 
 def _args_sample(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", type=_positive_int_arg, default=1, metavar="N", help="number of samples (default 1)")
+    p.add_argument("-n", type=_positive_int_arg, default=1, metavar="N", help="number of samples (default %(default)s)")
     p.add_argument(
         "--seed", type=_seed_arg, default=None, metavar="SEED",
         help="integer seed (reproducible on every platform): 0 <= SEED < 2**128 seeds "
@@ -128,13 +134,6 @@ def _args_sample(p: argparse.ArgumentParser) -> None:
         "(random.SystemRandom)",
     )
     _add_json(p, "one JSON list of outputs (lists of item ids)")
-
-
-def _relation_arg(text: str) -> str:
-    value = text.replace("-", "_")
-    if value not in ("add_remove", "swap"):
-        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from 'add_remove', 'swap')")
-    return value
 
 
 def _args_audit(p: argparse.ArgumentParser) -> None:
@@ -149,21 +148,21 @@ def _args_audit(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-neighbours", type=_positive_int_arg, default=10_000, metavar="N",
-        help="refuse to audit more than N neighbours (default 10000)",
+        help="refuse to audit more than N neighbours (default %(default)s)",
     )
     p.add_argument(
         "--max-outputs", type=_positive_int_arg, default=200_000, metavar="N",
-        help="refuse to visit more than N output orbits per neighbour (default 200000)",
+        help="refuse to visit more than N output orbits per neighbour (default %(default)s)",
     )
-    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="neighbours shown (default 10)")
+    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="neighbours shown (default %(default)s)")
     _add_precision(p)
     _add_json(p, "a JSON object with every neighbour audited; losses as decimal strings of --dps digits")
 
 
 def _args_certify(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--samples", type=_samples_file_arg, required=True, metavar="FILE",
-        help="the draws to test: one per line as comma-separated item ids (CSV), JSON lines, "
+    _add_required(
+        p, "--samples", _samples_file_arg, "FILE",
+        "the draws to test: one per line as comma-separated item ids (CSV), JSON lines, "
         "or one JSON list of lists (the output of 'exactdp sample --json'); '-' is stdin",
     )
     p.add_argument("--alpha", type=_alpha_arg, default=1e-6, metavar="ALPHA",
@@ -176,9 +175,9 @@ def _args_certify(p: argparse.ArgumentParser) -> None:
     p.add_argument("--levels-only", action="store_true", help="test the level frequencies only, not uniformity within levels")
     p.add_argument(
         "--max-enumerate", type=_positive_int_arg, default=1_000_000, metavar="N",
-        help="list at most N outputs for the within-level bins (default 1000000)",
+        help="list at most N outputs for the within-level bins (default %(default)s)",
     )
-    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="within-level bins shown (default 10)")
+    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="within-level bins shown (default %(default)s)")
     _add_json(p, "a JSON object with the statistic, p-values and every bin")
 
 
