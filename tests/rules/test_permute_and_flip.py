@@ -272,7 +272,7 @@ def test_power_sums_dropping_matches_naive_sums():
     tight (radius below ``2**-(prec-16) P_1``, the rounding of the sums)."""
     from flint import arb, ctx
 
-    from exactdp.rules.permute_and_flip import _power_sums
+    from exactdp.rules.quadrature import _power_sums
 
     for seed, n, J, prec in [(1, 2000, 30, 140), (2, 500, 60, 300), (3, 50, 5, 64)]:
         with ctx.workprec(4 * prec):
@@ -299,7 +299,7 @@ def test_power_sums_many_tiny_levels():
     (Speed is measured in benchmarks/bench_canonical.py, not asserted here.)"""
     from flint import arb, ctx
 
-    from exactdp.rules.permute_and_flip import _power_sums
+    from exactdp.rules.quadrature import _power_sums
 
     with ctx.workprec(140):
         p = [arb(2) ** -(i // 5) for i in range(100_000)]
@@ -315,7 +315,7 @@ def test_shared_tail_factor_is_monotone():
     it must not increase as p decreases."""
     from flint import arb, ctx
 
-    from exactdp.rules.permute_and_flip import _tail_factor
+    from exactdp.rules.quadrature import _tail_factor
 
     with ctx.workprec(100):
         fact = [arb(math.factorial(k)) for k in range(40)]
@@ -333,7 +333,7 @@ def test_many_tiny_levels_table_matches_slow_path(monkeypatch):
     sums with the cut, shared tail factors) agree to 10**-dps, at two precisions, with the
     slow path: every level integrated directly (no moment expansion, so no tail factors)
     with naive power sums (nothing dropped)."""
-    import exactdp.rules.permute_and_flip as pf
+    import exactdp.rules.quadrature as quadrature
 
     rng = random.Random(11)
     us = sorted({Fraction(-rng.randint(1, 60_000), 2) for _ in range(3000)}, reverse=True)
@@ -343,7 +343,7 @@ def test_many_tiny_levels_table_matches_slow_path(monkeypatch):
         return table_of(levels, epsilon=1, divisor=1)
 
     fast = {dps: PNF.level_probabilities(fresh(), dps) for dps in (30, 60)}
-    monkeypatch.setattr(pf, "_power_sums", _naive_power_sums)
+    monkeypatch.setattr(quadrature, "_power_sums", _naive_power_sums)
     for dps in (30, 60):
         slow = PermuteAndFlip("direct").level_probabilities(fresh(), dps)
         assert max(rel_err(a, b) for a, b in zip(fast[dps], slow)) <= 2 * mpmath.mpf(10) ** -dps
