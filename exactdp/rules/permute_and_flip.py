@@ -1,9 +1,11 @@
 r"""Permute-and-flip over utility levels: exact, certified and sampled.
 
-Permute-and-flip (McKenna & Sheldon 2020) visits the outputs in a uniformly random order
-and accepts output ``o`` with probability ``p_o = w(u(o)) / w(u_max)``; it is identical in
-distribution to report-noisy-max with ``Exponential(rate = lam)`` noise (Ding et al. 2021;
-the Joint paper, Appendix D), where ``w(u) = exp(lam * u)`` (``lam = epsilon/divisor``, or
+Permute-and-flip (McKenna & Sheldon, "Permute-and-Flip: A new mechanism for differentially
+private selection", NeurIPS 2020, arXiv:2010.12603) visits the outputs in a uniformly random
+order and accepts output ``o`` with probability ``p_o = w(u(o)) / w(u_max)``; it is identical
+in distribution to report-noisy-max with ``Exponential(rate = lam)`` noise (Ding et al.,
+arXiv:2105.07260; Gillenwater et al., "A Joint Exponential Mechanism for Differentially
+Private Top-k", ICML 2022, arXiv:2201.12333, Appendix D, Algorithms 4 and 5), where ``w(u) = exp(lam * u)`` (``lam = epsilon/divisor``, or
 ``-ln(base)``; see :class:`~exactdp.core.scale.Scale`).  Over a :class:`~exactdp.core.levels.LevelTable`
 with levels ``(u_a, m_a)`` (best first) and ``p_a = w(u_a)/w(u_0)`` (so ``p_0 = 1``):
 
@@ -22,8 +24,8 @@ density of ``u_o + X`` at ``v`` becomes ``p_o dt`` and ``P(u_o' + X < v) = 1 - t
 polynomial of degree ``support - 1``; up to :data:`PNF_POLY_SUPPORT_LIMIT` outputs
 ``method="auto"`` expands it as an ``arb_poly`` product and integrates it term by term: no
 truncation at all, only rounding inside the balls, and guard bits for the (bounded)
-cancellation; see :func:`exactdp.rules.quadrature.poly_integrals`.  Its cost grows like one multiplication with
-``dps`` (measured: 12 outputs, 0.09 s at 20,000 digits, where the quadrature below needed
+cancellation; see :func:`exactdp.rules.quadrature.poly_integrals`.  Its cost grows like
+one multiplication with ``dps`` (measured: 12 outputs, 0.09 s at 20,000 digits, where the quadrature below needed
 minutes), so it is the route at high precision.  The quadrature route below needs a
 number of nodes that grows with ``dps``; it serves larger supports up to
 :data:`PNF_QUADRATURE_MAX_DPS` digits (:class:`PrecisionError` naming the limit beyond).
@@ -42,8 +44,7 @@ bounds and references there): the polynomial route for small supports, and for l
 a moment expansion of ``I_a`` over moments of ``F`` shared by all levels (levels where it
 converges slowly are integrated directly), each integral by rigorous composite
 Gauss-Legendre quadrature in ``s = sigma t`` with the Bernstein-ellipse error bound, ``F``
-evaluated through power sums with an explicit remainder bound.
-The enclosures are returned through :func:`exactdp.core.precision.certify_many`, which raises
+evaluated through power sums with an explicit remainder bound.  The enclosures are returned through :func:`exactdp.core.precision.certify_many`, which raises
 the precision until each ball has relative radius ``<= 10**-dps``: the returned value has
 relative error ``<= 10**-dps``.  Level probabilities ``m_a p_a I_a`` sum to 1 up to
 ``10**-dps`` (each is certified separately).  Measured: ``10**4`` levels with
@@ -222,10 +223,10 @@ def _use_poly(table: LevelTable, prec: int) -> bool:
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
     """Enclosures ``(P_a, m_a P_a)`` for every level at flint's current precision.
 
-    ``method="auto"``: moment expansion where it converges quickly, direct quadrature
-    elsewhere (module docstring); ``"direct"``: every level integrated directly by the same
-    Gauss-Legendre machinery (no expansion); ``"acb"``: every level by Arb's own adaptive
-    integrator ``acb.integral`` (independent of our quadrature; slow, used by the tests).
+    ``method="auto"``: the polynomial route where :func:`_use_poly` says so, else the
+    quadrature route (:mod:`exactdp.rules.quadrature`); ``"poly"``: the polynomial route;
+    ``"direct"`` and ``"acb"``: the quadrature route with every level integrated directly,
+    by our Gauss-Legendre or by Arb's ``acb.integral`` (cross-checks, used by the tests).
     """
     prec = ctx.prec
     n = len(table)

@@ -2,7 +2,7 @@ r"""Certified integrals ``I_a = int_0^1 F(t) / (1 - t p_a) dt`` of ``F(t) = prod
 
 The integrals behind permute-and-flip (:mod:`exactdp.rules.permute_and_flip`: the
 probability of one output of level ``a`` is ``p_a I_a``), computed here for any
-decreasing weights ``1 >= p_0 > p_1 > ...`` with multiplicities ``m_b`` in python-flint's
+decreasing weights ``p_0 = 1 > p_1 > ...`` with multiplicities ``m_b`` in python-flint's
 arb ball arithmetic: every rounding error is inside the balls and every mathematical
 truncation is bounded and added to them, so each result is a rigorous enclosure.  Each
 route returns ``factor(a) * I_a``: the caller's factor is applied at the route's working
@@ -40,8 +40,8 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    absolute test is silently wrong for huge multiplicities).  Composite Gauss-Legendre on
    the exact dyadic pieces ``[0,1], [1,2], [2,4], ..., [s_end/2, s_end]`` (bisected when
    needed), with the Bernstein-ellipse error bound of each piece added to the ball
-   (:func:`_gl_integrals`).  One evaluation of ``F`` per node serves every moment and
-   every direct level, so the whole table costs a few hundred evaluations of ``F``.
+   (:mod:`exactdp.rules.gauss_legendre`).  One evaluation of ``F`` per node serves every
+   moment and every direct level: the whole table costs a few hundred evaluations of ``F``.
    When ``sigma > 2L`` the range is cut at ``s_end = L`` (a power of 2, ``L >= 2n + 2``)
    and the tail is added as ``[0, L^n e^{-L} / (1 - n/L)]`` (from ``F(s/sigma) <= e^{-s}``),
    respectively ``[0, e^{-cL}/c]``, ``c = (S - p_a)/sigma``, for a direct level.
@@ -73,10 +73,10 @@ from flint import acb, acb_poly, arb, arb_poly, ctx
 
 from ..core.precision import flint_workprec
 from ..errors import PrecisionError
+from .gauss_legendre import LN2, dyadic_pieces, gl_integrals
 
 __all__ = ["poly_integrals", "quadrature_integrals", "LN2", "LN_CLAMP", "ln_int"]
 
-LN2 = math.log(2.0)
 _POW_FALLBACK_MAX = 1 << 24  # largest exponent for the integer-power form near t = 1/p
 
 
@@ -85,10 +85,6 @@ def _zero_to(bound: arb) -> arb:
     """A ball containing ``[0, upper(bound)]``."""
     h = bound.upper() * arb(0.5)
     return arb(h, h)
-
-
-def _nan() -> acb:
-    return acb(arb("nan"))
 
 
 #: Planning floats are clamped to ``[-LN_CLAMP, LN_CLAMP]`` so that no later float
@@ -216,27 +212,30 @@ class _Integrand:
             val -= (-z).log1p()
         return val, factor
 
+    def value(self, s: acb, skip: Optional[int] = None) -> Optional[acb]:
+        """``F(t)/(1 - t p_skip)^[skip]`` at ``t = s/sigma``; ``None`` when the ball is too wide."""
+        got = self.log_and_factor(s, skip)
+        if got is None:
+            return None
+        val, factor = got
+        out = val.exp()
+        return out if factor is None else out * factor
+
     def function(self, n: int = 0, skip: Optional[int] = None) -> Callable[[acb, bool], acb]:
         """The acb.integral integrand ``s^n F(s/sigma) [/ (1 - t p_skip)]``."""
 
-        def f(s, analytic):
-            got = self.log_and_factor(s, skip)
-            if got is None:
-                return _nan()
-            val, factor = got
-            out = val.exp()
-            if factor is not None:
-                out = out * factor
-            if n:
-                out = out * s**n
-            return out
+        def f(s: acb, analytic: bool) -> acb:
+            out = self.value(s, skip)
+            if out is None:
+                return acb(arb("nan"))  # outside the rigorous forms: acb.integral subdivides
+            return out * s**n if n else out
 
         return f
 
 
 def _integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
     """``int_0^{2**s_end_exp} f`` on dyadic pieces, as an arb (real part of the result)."""
-    pieces = [(arb(0), arb(1))] + [(arb(2) ** j, arb(2) ** (j + 1)) for j in range(s_end_exp)]
+    pieces = dyadic_pieces(s_end_exp)
     # Magnitude estimate (steers the absolute tolerance only).
     est = arb(0)
     for a, b in pieces:
@@ -251,186 +250,6 @@ def _integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
     for a, b in pieces:
         total += acb.integral(f, a, b, abs_tol=tol).real
     return total
-
-
-# -- rigorous composite Gauss-Legendre, one set of integrand values for many integrals ---
-#: Bernstein-ellipse parameters tried on every piece (the cheapest admissible one is used).
-_RHOS = (1.5, 2.5, 4.0, 7.0, 12.0, 20.0)  # exact binary fractions
-_GL_CACHE: dict = {}
-
-
-def _gl_rule(n: int, prec: int) -> list:
-    """Gauss-Legendre nodes and weights on (-1, 1) as rigorous arb enclosures."""
-    key = (n, prec)
-    rule = _GL_CACHE.get(key)
-    if rule is None:
-        if len(_GL_CACHE) > 256:
-            _GL_CACHE.clear()
-        rule = [arb.legendre_p_root(n, k, weight=True) for k in range(n)]
-        _GL_CACHE[key] = rule
-    return rule
-
-
-def _ln_upper(x: arb) -> float:
-    """``ln`` of an upper bound of ``|x|`` as a float (``-inf`` for 0, ``inf`` if unbounded)."""
-    if not x.is_finite():
-        return math.inf
-    u = arb(x.abs_upper())
-    if not u > 0:
-        return -math.inf
-    return float(u.log().mid())
-
-
-def _box_bounds(integrand: _Integrand, c: arb, h: arb, rho: float, moments: int,
-                direct: Sequence[int], pd: Sequence[arb]) -> Optional[list[arb]]:
-    """Upper bounds ``M`` of ``|s^k F(s/sigma)|`` (``k < moments``) and of
-    ``|F(s/sigma)/(1 - s p_a/sigma)|`` (``a`` in ``direct``) on a box containing the
-    Bernstein ellipse ``E_rho`` of the piece ``[c-h, c+h]``; ``None`` if one is unbounded."""
-    r = arb(rho)  # rho is a dyadic float: exact
-    A = (r + 1 / r) / 2  # semi-axes of E_rho in units of h
-    B = (r - 1 / r) / 2
-    box = acb(arb(c, (h * A).upper()), arb(0, (h * B).upper()))
-    got = integrand.log_and_factor(box)
-    if got is None:
-        return None
-    val, factor = got
-    MF = val.exp() if factor is None else val.exp() * factor
-    if not MF.is_finite():
-        return None
-    MF = arb(MF.abs_upper())
-    smax = (c + h * arb(rho)).upper()
-    out = []
-    M = MF
-    for _ in range(moments):
-        out.append(M.upper())
-        M = M * smax
-    tbox = box * integrand.inv_sigma
-    for a, pa in zip(direct, pd):
-        lo = (1 - tbox * pa).real.lower()
-        if lo > 0:
-            out.append((MF / lo).upper())
-            continue
-        got = integrand.log_and_factor(box, skip=a)
-        if got is None:
-            return None
-        val, factor = got
-        Ma = val.exp() if factor is None else val.exp() * factor
-        if not Ma.is_finite():
-            return None
-        out.append(arb(Ma.abs_upper()))
-    return out
-
-
-def _gl_integrals(integrand: _Integrand, s_end_exp: int, moments: int, direct: Sequence[int],
-                  p: Sequence[arb], prec: int) -> tuple[list[arb], dict[int, arb]]:
-    r"""``nu_k = int_0^{2^e} s^k F(s/sigma) ds`` for ``k < moments`` and, for ``a`` in
-    ``direct``, ``int_0^{2^e} F(s/sigma) / (1 - s p_a / sigma) ds``, as rigorous balls.
-
-    Composite Gauss-Legendre on the exact pieces ``[0,1], [1,2], ..., [2^{e-1}, 2^e]``
-    (bisected when needed).  On a piece ``[c-h, c+h]`` the ``n``-point rule has error at most
-    ``h * 64 M / (15 (1 - rho^-2) rho^(2n))`` for an integrand analytic inside the Bernstein
-    ellipse ``E_rho`` (foci ``c -+ h``) with ``|f| <= M`` there (Trefethen, *Approximation
-    Theory and Approximation Practice*, Thm 19.3, in the form used by Arb's integrator and
-    stated in Fungrim's Gaussian quadrature entry).  All our integrands are polynomials in
-    ``s`` (entire); ``M`` is the upper bound of a ball enclosure of the integrand on a box
-    containing the ellipse (:func:`_box_bounds`).  That error bound is added to every
-    integral as a ball; nodes and weights are arb enclosures (``arb.legendre_p_root``).  One
-    evaluation of ``F`` per node serves every moment and every direct level.
-    """
-    n_int = moments + len(direct)
-    pieces = [(arb(0), arb(1))] + [(arb(2) ** j, arb(2) ** (j + 1)) for j in range(s_end_exp)]
-    inv_sigma = integrand.inv_sigma
-    pd = [p[a] for a in direct]
-
-    def F_at(s: arb) -> Optional[arb]:
-        got = integrand.log_and_factor(acb(s))
-        if got is None:
-            return None
-        val, factor = got
-        out = val.exp()
-        if factor is not None:
-            out = out * factor
-        return out.real
-
-    def values(s: arb, F: arb) -> list[arb]:
-        out = []
-        v = F
-        for _ in range(moments):
-            out.append(v)
-            v = v * s
-        t = s * inv_sigma
-        for pa in pd:
-            out.append(F / (1 - t * pa))
-        return out
-
-    # -- magnitude estimates (they steer the tolerances only) -----------------------------
-    est = [arb(0)] * n_int
-    for a_, b_ in pieces:
-        c, h = (a_ + b_) * arb(0.5), (b_ - a_) * arb(0.5)
-        for x in (-0.8, -0.4, 0.0, 0.4, 0.8):
-            s = c + h * arb(x)
-            F = F_at(s)
-            if F is None or not F.is_finite():
-                continue
-            est = [e + arb(v.abs_upper()) * h * arb(0.4) for e, v in zip(est, values(s, F))]
-    ln_tol = []
-    for e in est:
-        le = _ln_upper(e)
-        if not math.isfinite(le):
-            le = -(prec + 64) * LN2
-        ln_tol.append(le - (prec + 14) * LN2 - math.log(len(pieces)))
-
-    totals = [arb(0)] * n_int
-    stack = list(reversed(pieces))
-    splits = 0
-    max_nodes = 2 * prec + 200
-    c_const = math.log(64.0 / 15.0)
-    while stack:
-        a_, b_ = stack.pop()
-        c, h = (a_ + b_) * arb(0.5), (b_ - a_) * arb(0.5)
-        ln_h = float(h.log().mid())
-        best = None  # (nodes, rho, bounds)
-        for rho in _RHOS:
-            bounds = _box_bounds(integrand, c, h, rho, moments, direct, pd)
-            if bounds is None:
-                continue
-            base = ln_h + c_const - math.log1p(-rho ** -2.0)
-            need = 1
-            for M, lt in zip(bounds, ln_tol):
-                lm = _ln_upper(M)
-                if lm == -math.inf:
-                    continue
-                x = (base + lm - lt) / (2.0 * math.log(rho))
-                if not x < 1e9:  # an astronomically large bound: this rho is useless
-                    need = None
-                    break
-                need = max(need, int(math.ceil(x)))
-            if need is None:
-                continue
-            if best is None or need < best[0]:
-                best = (need, rho, bounds)
-        if best is None or best[0] > max_nodes:
-            splits += 1
-            if splits > 4096:
-                raise PrecisionError(None, None, "permute-and-flip quadrature: too many subdivisions")
-            stack.append((c, b_))
-            stack.append((a_, c))
-            continue
-        nodes, rho, bounds = best
-        arho = arb(rho)
-        err_factor = h * arb(64) / (arb(15) * (1 - arho ** -2) * arho ** (2 * nodes))
-        acc = [arb(0)] * n_int
-        for x, wgt in _gl_rule(nodes, prec):
-            s = c + h * x
-            F = F_at(s)
-            if F is None:
-                raise PrecisionError(None, None, "permute-and-flip quadrature: node outside the domain")
-            for i, v in enumerate(values(s, F)):
-                acc[i] += wgt * v
-        totals = [tot + h * ac + arb(0, (err_factor * M).upper()) for tot, ac, M in zip(totals, acc, bounds)]
-    nus = totals[:moments]
-    directs = {a: totals[moments + i] for i, a in enumerate(direct)}
-    return nus, directs
 
 
 # -- planning: how many moments, which levels integrate directly ------------------------
@@ -597,7 +416,7 @@ def quadrature_integrals(p: Sequence[arb], mult: Sequence[int], w: Sequence[arb]
         nus = [_integrate(integrand.function(k), s_end_exp, prec) for k in range(n_star + 1)]
         direct_vals: dict = {}
     else:
-        nus, direct_vals = _gl_integrals(integrand, s_end_exp, n_star + 1, direct_levels, p, prec)
+        nus, direct_vals = gl_integrals(integrand, s_end_exp, n_star + 1, direct_levels, p, prec)
     if truncated:
         for k in range(n_star + 1):
             nus[k] = nus[k] + _zero_to(L_ball**k * (-L_ball).exp() / (1 - arb(k) / L_ball))
