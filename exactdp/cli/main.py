@@ -14,7 +14,7 @@ import os
 import sys
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NoReturn, Optional, Sequence
+from typing import Callable, Iterator, NoReturn, Optional, Sequence
 
 import exactdp
 
@@ -38,7 +38,7 @@ from .parse import (
     _short,
 )
 from .registry import MECHANISMS, OPTIONS, MechanismSpec
-from .render import PROG, _out
+from .render import PROG
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS"]
 

@@ -80,7 +80,7 @@ import math
 import random
 import weakref
 from fractions import Fraction
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import mpmath
 from flint import arb, ctx, fmpq, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
