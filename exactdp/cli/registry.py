@@ -89,11 +89,6 @@ OPTIONS: dict[str, Option] = {
 }
 
 
-def _as_typed(value: object) -> str:
-    """A default as the user would type it (``Fraction(1, 2)`` -> ``1/2``)."""
-    return str(value)
-
-
 @dataclass(frozen=True)
 class MechanismSpec:
     """How the CLI builds one mechanism: ``factory(counts, k, **options)``.
@@ -120,7 +115,7 @@ class MechanismSpec:
         default = self._parameters[name].default
         if default is None and option.library_default is not None:
             default = option.library_default()
-        return option.help.format(default=_as_typed(default))
+        return option.help.format(default=default)  # str(Fraction(1, 2)) is "1/2", as typed
 
     def build(self, counts: Sequence[int], k: int, args: argparse.Namespace) -> Mechanism:
         kwargs = {}
