@@ -1,0 +1,217 @@
+"""Command-line token parsing: counts, integers, item ids and the other option values.
+
+Every function named ``*_arg`` is an argparse ``type=``: it returns the parsed value or
+raises :class:`argparse.ArgumentTypeError` with a one-line message naming the bad token.
+Rational options (``--epsilon``, ``--base``, ...) are not parsed here: the library parses
+the string the user typed exactly (:mod:`exactdp.core.validation`).
+
+>>> parse_counts("30, 15,1x3")
+[30, 15, 1, 1, 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Callable, TypeVar
+
+import gmpy2
+
+__all__ = ["parse_counts", "MAX_COUNTS", "MAX_COUNT_DIGITS", "MAX_OPTION_DIGITS"]
+
+_T = TypeVar("_T")
+
+_SEPARATORS = re.compile(r"[,\s]+")
+# Counts: items separated by one comma (with any whitespace around it) or by whitespace.
+_COUNT_SEPARATOR = re.compile(r"\s*,\s*|\s+")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGRAL_DECIMAL = re.compile(r"([+-]?[0-9]+)\.0*")
+
+#: Most counts one command accepts (after expanding ``VALUExREPEAT``): checked before the
+#: list is built, so ``1x999999999999`` is refused at once instead of exhausting memory.
+#: Measured: ``exactdp levels joint --counts 30,15,1x10000000 -k 2`` takes 41 s and 1.3 GB.
+MAX_COUNTS = 10_000_000
+#: Most digits of one count on the command line (the Python API takes any int).
+MAX_COUNT_DIGITS = 1_000_000
+#: Most digits of an integer option (``-k``, ``--seed``, ``-n``, ``--dps``, ...): CPython's
+#: default int/str conversion limit.
+MAX_OPTION_DIGITS = 4300
+
+
+def _short(token: str, limit: int = 40) -> str:
+    """``repr(token)``, cut to ``limit`` characters (an error line stays one short line)."""
+    text = repr(token)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+class _TooManyDigits(ValueError):
+    """An integer token longer than the digit limit it was parsed under."""
+
+
+def _parse_integer(token: str, max_digits: int = MAX_COUNT_DIGITS, *, integral_decimals: bool = True) -> int:
+    """An exact integer from ``"12"`` or ``"-3"`` (ASCII digits, no underscores), and from
+    ``"2.0"`` when ``integral_decimals``; ValueError otherwise, :class:`_TooManyDigits` when
+    it has more than ``max_digits`` digits (checked before converting; long strings go
+    through gmpy2, which is not quadratic)."""
+    mo = _INTEGRAL_DECIMAL.fullmatch(token) if integral_decimals else None
+    if mo:
+        token = mo.group(1)
+    if not _INTEGER.fullmatch(token):
+        raise ValueError(f"{_short(token)} is not an integer")
+    digits = len(token.lstrip("+-"))
+    if digits > max_digits:
+        raise _TooManyDigits(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}")
+    if digits <= 4000:
+        return int(token)
+    return int(gmpy2.mpz(token))
+
+
+def parse_counts(text: str, source: str = "--counts", max_counts: int = MAX_COUNTS) -> list[int]:
+    """Counts from text: integers separated by commas and/or whitespace.
+
+    ``VALUExREPEAT`` stands for ``REPEAT`` copies of ``VALUE`` (``1x998``).  ``#`` starts a
+    comment running to the end of the line (useful in ``--counts-file``).  ``2.0`` is read
+    as 2; other non-integers are rejected, naming the item, and so is an empty item
+    (``10,,5``, or a comma at the start or end), which would shift every later item id.
+    More than ``max_counts`` counts (default :data:`MAX_COUNTS`, repeats included) or a
+    count of more than :data:`MAX_COUNT_DIGITS` digits is refused before anything is built.
+    """
+
+    def fail(message: str) -> ValueError:
+        return ValueError(f"{source}: {message}" if source else message)
+
+    text = re.sub(r"#[^\n]*", " ", text)
+    counts: list[int] = []
+    stripped = text.strip()
+    tokens = _COUNT_SEPARATOR.split(stripped) if stripped else []
+    for token in tokens:
+        if not token:
+            raise fail(f"item {len(counts)} is empty (two commas in a row, or a comma at the start or end)")
+        value_text, sep, repeat_text = token.lower().partition("x")
+        what = "an integer or VALUExREPEAT" if sep else "an integer"
+        try:
+            value = _parse_integer(value_text)
+            repeat = 1
+            if sep and len(repeat_text) > 30 and re.fullmatch(r"\+?[0-9]+", repeat_text):
+                repeat = max_counts + 1  # more than 30 digits: past any limit, do not convert it
+            elif sep:
+                repeat = _parse_integer(repeat_text, 30)
+        except _TooManyDigits as err:
+            raise fail(f"item {len(counts)}: {err}") from None
+        except ValueError:
+            raise fail(f"item {len(counts)}: {_short(token)} is not {what}") from None
+        if repeat < 1:
+            raise fail(f"item {len(counts)}: the repeat count in {_short(token)} must be at least 1")
+        if len(counts) + repeat > max_counts:
+            raise fail(
+                f"item {len(counts)}: {_short(token)} would make more than {max_counts} counts, "
+                "the command line's limit (the Python API takes any number)"
+            )
+        counts.extend([value] * repeat)
+    if not counts:
+        raise fail("no counts given")
+    return counts
+
+
+def _counts_arg(text: str) -> list[int]:
+    try:
+        return parse_counts(text, "")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _parse_file_arg(path: str, parse: Callable[[str, str], _T]) -> _T:
+    """Read ``path`` (``-`` is standard input) and ``parse(text, repr(path))``, turning read
+    and parse errors into argparse's one-line errors."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        return parse(text, repr(path))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _counts_file_arg(path: str) -> list[int]:
+    return _parse_file_arg(path, parse_counts)
+
+
+def _output_arg(text: str) -> list[int]:
+    ids = []
+    for token in _SEPARATORS.split(text.strip()):
+        if not token:
+            continue
+        try:
+            ids.append(_int_arg(token))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"item id {_short(token)} is not an integer") from None
+    if not ids:
+        raise argparse.ArgumentTypeError("no item ids given")
+    return ids
+
+
+def _positive_int_arg(text: str) -> int:
+    value = _int_arg(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _seed_arg(text: str) -> int:
+    """Any integer: :func:`exactdp.core.validation.seed_to_nonnegative` maps seeds injectively
+    (``random.Random`` alone would give ``-s`` the samples of ``s``)."""
+    return _int_arg(text)
+
+
+def _int_arg(text: str) -> int:
+    """An integer option: ASCII digits with an optional sign, at most
+    :data:`MAX_OPTION_DIGITS` digits (checked before converting)."""
+    try:
+        return _parse_integer(text.strip(), MAX_OPTION_DIGITS, integral_decimals=False)
+    except _TooManyDigits as err:
+        raise argparse.ArgumentTypeError(f"integer {err}") from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {_short(text)}") from None
+
+
+def _samples_file_arg(path: str) -> list[list[int]]:
+    """Draws to test from ``path`` (``-`` is standard input), as :func:`exactdp.certify.read_samples` reads them."""
+    from ..certify import read_samples  # the certifier loads only when the certify command runs
+
+    return _parse_file_arg(path, read_samples)
+
+
+def _unit_interval_arg(name: str, *, closed_above: bool) -> Callable[[str], float]:
+    """An argparse type for a number in ``(0, 1)`` (or ``(0, 1]``) named ``name`` in errors."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+        if not (0 < value <= 1 if closed_above else 0 < value < 1):
+            raise argparse.ArgumentTypeError(f"must satisfy 0 < {name} {'<=' if closed_above else '<'} 1, got {text}")
+        return value
+
+    return parse
+
+
+_delta_arg = _unit_interval_arg("TV", closed_above=True)  # a total variation distance
+_min_power_arg = _unit_interval_arg("P", closed_above=False)
+_alpha_arg = _unit_interval_arg("ALPHA", closed_above=False)
+
+
+def _relation_arg(text: str) -> str:
+    """A neighbour relation of :data:`exactdp.audit.RELATIONS` (``add-remove`` accepted too)."""
+    from ..audit import RELATIONS  # the auditor loads only when the audit command runs
+
+    value = text.replace("-", "_")
+    if value not in RELATIONS:
+        choices = ", ".join(repr(r) for r in RELATIONS)
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {choices})")
+    return value

@@ -1,0 +1,52 @@
+"""Tests of the command line's mechanism registry (exactdp.cli.registry) and of ``check``'s import.
+
+The registry reads options, defaults and choices from their owners: the constructors'
+signatures and :data:`exactdp.rules.noise.NOISES`.
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+
+import exactdp
+from cli_helpers import assert_error, run
+from exactdp.cli import MECHANISMS
+
+
+def test_registry_options_are_the_constructors_keywords():
+    import inspect
+
+    from exactdp.cli.registry import OPTIONS
+
+    for name, spec in MECHANISMS.items():
+        parameters = inspect.signature(spec.factory).parameters
+        assert spec.options == tuple(p for p in parameters if p in OPTIONS), name
+        assert spec.options[:2] == ("epsilon", "base"), name
+
+
+def test_registry_help_shows_the_constructors_defaults(capsys):
+    from exactdp.cli.registry import OPTIONS, MechanismSpec
+    from exactdp.rules.noise import NOISES
+
+    assert OPTIONS["noise"].choices == NOISES
+    assert MECHANISMS["canonical"].option_help("rho").endswith("(default 1/2)")
+    assert MECHANISMS["joint"].option_help("sensitivity").startswith(
+        "utility sensitivity, a positive exact rational (default 1:")
+    assert "(the library's default, 1, when neither" in MECHANISMS["joint"].option_help("epsilon")
+
+    def factory(counts, k, epsilon=None, *, rho=Fraction(1, 3)):  # another default: shown as such
+        return exactdp.Canonical(counts, k, epsilon, rho=rho)
+
+    spec = MechanismSpec(factory, "test")
+    assert spec.options == ("epsilon", "rho")
+    assert spec.option_help("rho").endswith("(default 1/3)")
+    status, out, _ = run(capsys, "dist", "canonical", "--help")
+    assert status == 0 and "(default 1/2)" in out and "'gumbel'" in out and "'exponential'" in out
+
+
+def test_check_without_proofs_checks_says_reinstall(capsys, monkeypatch):
+    """``check`` imports proofs_checks plainly; when it is missing: one line, exit status 2."""
+    monkeypatch.setitem(sys.modules, "proofs_checks", None)  # makes the import raise ImportError
+    status, out, err = run(capsys, "check")
+    assert_error(status, out, err, "proofs_checks package is not importable", "reinstall exactdp")
