@@ -40,8 +40,6 @@ from .main import build_parser, main
 from .parse import parse_counts
 from .registry import MECHANISMS, OPTIONS, MechanismSpec, Option
 from .render import format_int
-# The exact decimal digits of an integer, whatever its size: tests/architecture compare --json with it.
-from .render import _int_digits  # noqa: F401
 
 __all__ = [
     "main",

@@ -24,29 +24,27 @@ from ..core._typing import Output
 from ..core.mechanism import Mechanism
 from ..core.validation import as_rng
 from .registry import MechanismSpec
+from ..core.formatting import (
+    change_text,
+    exact_text,
+    format_int,
+    int_text,
+    number_text,
+    output_ids,
+    output_text,
+    table_lines,
+)
 from .render import (
     PROG,
     _describe,
     _ellipsis,
     _emit_json,
-    _exact_str,
-    _format_exact,
-    _json_int,
-    _json_utility,
     _larger_under,
-    _loss_text,
-    _change_text,
     _mechanism_json,
-    _num,
-    _num_table,
     _out,
-    _output_ids,
-    _output_text,
     _precision_line,
     _Progress,
     _summary_lines,
-    _table,
-    format_int,
 )
 
 __all__ = ["CommandError", "CERTIFY_STATUS", "cmd_dist", "cmd_levels", "cmd_prob", "cmd_sample",
@@ -90,21 +88,21 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         obj = _mechanism_json(name, m, spec)
         obj.update({
             "dps": dps,
-            "support_size": _json_int(m.support_size()),
+            "support_size": int_text(m.support_size()),
             "levels": [
                 {
                     "index": a,
-                    "utility": _json_utility(level.utility),
-                    "multiplicity": _json_int(level.multiplicity),
-                    "level_probability": _num(level_probs[a], dps),
-                    "output_probability": _num(output_probs[a], dps),
+                    "utility": exact_text(level.utility),
+                    "multiplicity": int_text(level.multiplicity),
+                    "level_probability": number_text(level_probs[a], dps, strip_zeros=False),
+                    "output_probability": number_text(output_probs[a], dps, strip_zeros=False),
                 }
                 for a, level in enumerate(levels)
             ],
         })
         if args.outputs:
             obj["outputs"] = [
-                {"output": _output_ids(o), "probability": _num(p, dps)} for o, p in outputs_by_level()
+                {"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)} for o, p in outputs_by_level()
             ]
         _emit_json(obj)
         return
@@ -113,14 +111,14 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     rows = [
         [
             str(a),
-            _format_exact(level.utility, ell),
+            exact_text(level.utility, ellipsis=ell),
             format_int(level.multiplicity, ellipsis=ell),
-            _num_table(level_probs[a], digits, ell),
-            _num_table(output_probs[a], digits, ell),
+            number_text(level_probs[a], digits, strip_zeros=False, ellipsis=ell),
+            number_text(output_probs[a], digits, strip_zeros=False, ellipsis=ell),
         ]
         for a, level in enumerate(levels)
     ]
-    for line in _table(["level", "utility", "multiplicity", "P(level)", "P(each output)"], rows, left=(3, 4)):
+    for line in table_lines(["level", "utility", "multiplicity", "P(level)", "P(each output)"], rows, left=(3, 4)):
         _out(line)
     _out()
     for line in _summary_lines(name, m, spec, levels):
@@ -131,7 +129,7 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         width = max(len("output"), m.k * len(str(m.d - 1)) + m.k - 1)
         _out(f"{'output'.ljust(width)}  probability")
         for o, p in outputs_by_level():
-            _out(f"{_output_text(o).ljust(width)}  {_num_table(p, digits, ell)}")
+            _out(f"{output_text(o, brackets=False).ljust(width)}  {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
 
 
 def cmd_levels(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
@@ -139,17 +137,17 @@ def cmd_levels(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Name
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
-            "support_size": _json_int(m.support_size()),
+            "support_size": int_text(m.support_size()),
             "levels": [
-                {"index": a, "utility": _json_utility(lv.utility), "multiplicity": _json_int(lv.multiplicity)}
+                {"index": a, "utility": exact_text(lv.utility), "multiplicity": int_text(lv.multiplicity)}
                 for a, lv in enumerate(levels)
             ],
         })
         _emit_json(obj)
         return
     ell = _ellipsis(sys.stdout)
-    rows = [[str(a), _format_exact(lv.utility, ell), format_int(lv.multiplicity, ellipsis=ell)] for a, lv in enumerate(levels)]
-    for line in _table(["level", "utility", "multiplicity"], rows):
+    rows = [[str(a), exact_text(lv.utility, ellipsis=ell), format_int(lv.multiplicity, ellipsis=ell)] for a, lv in enumerate(levels)]
+    for line in table_lines(["level", "utility", "multiplicity"], rows):
         _out(line)
     _out()
     for line in _summary_lines(name, m, spec, levels):
@@ -169,12 +167,12 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         obj = _mechanism_json(name, m, spec)
         obj.update({
             "output": list(output),
-            "utility": _json_utility(utility),
+            "utility": exact_text(utility),
             "level": index,
-            "level_multiplicity": _json_int(levels[index].multiplicity),
+            "level_multiplicity": int_text(levels[index].multiplicity),
             "dps": dps,
-            "probability": _num(p, dps),
-            "log_probability": _num(logp, dps),
+            "probability": number_text(p, dps, strip_zeros=False),
+            "log_probability": number_text(logp, dps, strip_zeros=False),
         })
         if exact is not None:
             obj["exact"] = exact
@@ -182,13 +180,13 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         return
     mult = levels[index].multiplicity
     ell = _ellipsis(sys.stdout)
-    _out(f"output:          {_output_text(output)}")
+    _out(f"output:          {output_text(output, brackets=False)}")
     _out(
-        f"utility:         {_format_exact(utility, ell)}  (level {index} of {len(levels)}; "
+        f"utility:         {exact_text(utility, ellipsis=ell)}  (level {index} of {len(levels)}; "
         f"{format_int(mult, ellipsis=ell)} output{'s' if mult != 1 else ''} in the level)"
     )
-    _out(f"probability:     {_num_table(p, digits, ell)}")
-    _out(f"log-probability: {_num_table(logp, digits, ell)}")
+    _out(f"probability:     {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
+    _out(f"log-probability: {number_text(logp, digits, strip_zeros=False, ellipsis=ell)}")
     if exact is not None:
         _out(f"exact:           {exact}")
     _out(f"mechanism:       {_describe(m)}")
@@ -199,10 +197,10 @@ def cmd_sample(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Name
     # One generator for all draws: identical to m.samples(n, rng=seed) for a seed.
     gen = as_rng(args.seed)  # None: random.SystemRandom; a seed: exactly as in the library
     if args.json:
-        _emit_json([_output_ids(m.sample(gen)) for _ in range(args.n)], indent=None)
+        _emit_json([output_ids(m.sample(gen)) for _ in range(args.n)], indent=None)
         return
     for _ in range(args.n):
-        _out(_output_text(m.sample(gen)))
+        _out(output_text(m.sample(gen), brackets=False))
 
 
 
@@ -235,29 +233,29 @@ def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Names
             "relation": relation,
             "contribution": args.contribution,
             "dps": dps,
-            "epsilon": _exact_str(w.epsilon) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon),
-            "epsilon_value": _num(w.epsilon_value, dps),
+            "epsilon": exact_text(w.epsilon) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon),
+            "epsilon_value": number_text(w.epsilon_value, dps, strip_zeros=False),
             "verdict": w.verdict,
             "attained_exactly": w.attained_exactly,
             "worst": {
-                "privacy_loss": _loss_text(w.loss, dps),
-                "neighbour": [_json_int(x) for x in w.neighbour],
+                "privacy_loss": number_text(w.loss, dps, strip_zeros=False),
+                "neighbour": [int_text(x) for x in w.neighbour],
                 "change": list(w.change),
-                "witness": _output_ids(w.witness),
+                "witness": output_ids(w.witness),
                 "larger_under": _larger_under(w.direction),
-                "log_probability_counts": _loss_text(detail.log_p_a, dps),
-                "log_probability_neighbour": _loss_text(detail.log_p_b, dps),
-                "outputs_with_this_loss": _json_int(detail.witness_outputs),
+                "log_probability_counts": number_text(detail.log_p_a, dps, strip_zeros=False),
+                "log_probability_neighbour": number_text(detail.log_p_b, dps, strip_zeros=False),
+                "outputs_with_this_loss": int_text(detail.witness_outputs),
             },
-            "margin": _loss_text(w.margin, dps),
-            "neighbours_total": _json_int(w.neighbours_total),
+            "margin": number_text(w.margin, dps, strip_zeros=False),
+            "neighbours_total": int_text(w.neighbours_total),
             "neighbours_audited": len(w.results),
             "results": [
                 {
-                    "neighbour": [_json_int(x) for x in r.neighbour],
+                    "neighbour": [int_text(x) for x in r.neighbour],
                     "change": list(r.change),
-                    "privacy_loss": _loss_text(r.loss.value, dps),
-                    "witness": _output_ids(r.loss.witness),
+                    "privacy_loss": number_text(r.loss.value, dps, strip_zeros=False),
+                    "witness": output_ids(r.loss.witness),
                     "larger_under": _larger_under(r.loss.direction),
                 }
                 for r in w.results
@@ -267,26 +265,26 @@ def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Names
         return
     shown = w.results[: args.rows]
     rows = [
-        [",".join(map(str, r.neighbour)), _change_text(r.change), _loss_text(r.loss.value, digits),
-         _output_text(r.loss.witness), _larger_under(r.loss.direction)]
+        [",".join(map(str, r.neighbour)), change_text(r.change), number_text(r.loss.value, digits, strip_zeros=False),
+         output_text(r.loss.witness, brackets=False), _larger_under(r.loss.direction)]
         for r in shown
     ]
-    for line in _table(["neighbour", "change", "privacy loss", "witness", "larger under"], rows, left=(0, 1, 3)):
+    for line in table_lines(["neighbour", "change", "privacy loss", "witness", "larger under"], rows, left=(0, 1, 3)):
         _out(line)
     classes = "neighbours" if len(w.results) == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
     _out(f"({len(shown)} of {len(w.results)} {classes} shown, worst first; {w.neighbours_total} {relation} neighbours in all)")
     _out()
-    _out(f"worst case:   privacy loss {_loss_text(w.loss, digits)} at neighbour {','.join(map(str, w.neighbour))}, output {_output_text(w.witness)}")
-    _out(f"              ln P(output | counts) = {_loss_text(detail.log_p_a, digits)}, "
-         f"ln P(output | neighbour) = {_loss_text(detail.log_p_b, digits)}")
-    eps_text = _format_exact(w.epsilon, _ellipsis(sys.stdout)) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon)
-    _out(f"epsilon:      {eps_text} (claimed) = {_num_table(w.epsilon_value, digits, _ellipsis(sys.stdout))}")
+    _out(f"worst case:   privacy loss {number_text(w.loss, digits, strip_zeros=False)} at neighbour {','.join(map(str, w.neighbour))}, output {output_text(w.witness, brackets=False)}")
+    _out(f"              ln P(output | counts) = {number_text(detail.log_p_a, digits, strip_zeros=False)}, "
+         f"ln P(output | neighbour) = {number_text(detail.log_p_b, digits, strip_zeros=False)}")
+    eps_text = exact_text(w.epsilon, ellipsis=_ellipsis(sys.stdout)) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon)
+    _out(f"epsilon:      {eps_text} (claimed) = {number_text(w.epsilon_value, digits, strip_zeros=False, ellipsis=_ellipsis(sys.stdout))}")
     verdict = _VERDICTS[w.verdict]
     if w.verdict == "attained" and w.attained_exactly:
         verdict += " (exactly)"
     elif w.verdict == "attained":
         verdict += f" (to {dps} digits)"
-    _out(f"verdict:      {verdict}; margin epsilon - loss = {_loss_text(w.margin, digits)}")
+    _out(f"verdict:      {verdict}; margin epsilon - loss = {number_text(w.margin, digits, strip_zeros=False)}")
     _out(f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]")
     _out(f"precision:    losses certified to relative error 1e-{dps}, shown to {digits} significant digits")
 
@@ -329,11 +327,11 @@ def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
                      "within_grouped": plan.within_grouped, "untested_outputs": plan.untested_outputs},
             "statistic": fit.statistic,
             "df": fit.df,
-            "p_value": _num(fit.p_value, 6),
-            "level_stage": {"statistic": fit.level_statistic, "df": fit.level_df, "p_value": _num(fit.level_p_value, 6)},
-            "within_stage": {"statistic": fit.within_statistic, "df": fit.within_df, "p_value": _num(fit.within_p_value, 6)},
+            "p_value": number_text(fit.p_value, 6, strip_zeros=False),
+            "level_stage": {"statistic": fit.level_statistic, "df": fit.level_df, "p_value": number_text(fit.level_p_value, 6, strip_zeros=False)},
+            "within_stage": {"statistic": fit.within_statistic, "df": fit.within_df, "p_value": number_text(fit.within_p_value, 6, strip_zeros=False)},
             "invalid": [{"draw": str(o), "reason": why} for o, why in fit.invalid],
-            "impossible": [_output_ids(o) for o in fit.impossible],
+            "impossible": [output_ids(o) for o in fit.impossible],
             "skipped_levels": {str(a): why for a, why in fit.skipped.items()},
             "bins": [
                 {"stage": b.stage, "bin": b.label, "observed": b.observed, "expected": b.expected,
@@ -346,13 +344,13 @@ def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
     level_bins = [b for b in fit.bins if b.stage == "level"]
     rows = [[b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"] for b in level_bins]
     _out("by level (consecutive levels pooled until each bin expects >= 5 draws):")
-    for line in _table(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
+    for line in table_lines(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
         _out("  " + line)
     within = sorted((b for b in fit.bins if b.stage == "within"), key=lambda b: -b.contribution)[: args.rows]
     if within:
         _out(f"within levels (the {len(within)} largest contributions):")
         rows = [[b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"] for b in within]
-        for line in _table(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
+        for line in table_lines(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
             _out("  " + line)
     _out()
     for line in fit.summary(verdict=False).splitlines():

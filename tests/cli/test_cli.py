@@ -26,7 +26,8 @@ import sympy
 import exactdp
 from exactdp import cli
 from exactdp.cli import MECHANISMS, main
-from exactdp.cli import commands as cli_commands, render as cli_render
+from exactdp.cli import commands as cli_commands
+from exactdp.core.formatting import exact_text
 from exactdp.cli.main import COMMANDS
 
 from cli_helpers import BIG, CHECK_BIG, CHECK_SMALL, SMALL, assert_error, nstr, run, run_json
@@ -238,7 +239,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
     dist = run_json(capsys, "dist", name, *SMALL, "--outputs")
     assert dist["class"] == type(m).__name__
     assert [(r["utility"], r["multiplicity"]) for r in dist["levels"]] == [
-        (cli_render._json_utility(lv.utility), str(lv.multiplicity)) for lv in m.levels()
+        (exact_text(lv.utility), str(lv.multiplicity)) for lv in m.levels()
     ]
     assert [r["level_probability"] for r in dist["levels"]] == [nstr(p, 30) for _, p in m.level_probabilities()]
     as_output = frozenset if m.output_kind == "set" else tuple
