@@ -53,6 +53,7 @@ __all__ = [
     "as_counts",
     "as_k",
     "as_rational",
+    "as_positive_rational",
     "as_epsilon",
     "as_base",
     "as_sensitivity",
@@ -319,12 +320,17 @@ def as_rational(value: RationalLike, argument: str) -> Fraction:
     )
 
 
+def as_positive_rational(value: RationalLike, argument: str) -> Fraction:
+    """A positive, finite exact rational (``argument`` names it in the error)."""
+    r = as_rational(value, argument)
+    if r <= 0:
+        raise InvalidParameterError(argument, value, "must be positive")
+    return r
+
+
 def as_epsilon(epsilon: RationalLike) -> Fraction:
     """Validate the privacy parameter: a positive, finite exact rational."""
-    eps = as_rational(epsilon, "epsilon")
-    if eps <= 0:
-        raise InvalidParameterError("epsilon", epsilon, "must be positive")
-    return eps
+    return as_positive_rational(epsilon, "epsilon")
 
 
 def as_base(base: RationalLike) -> Fraction:
@@ -337,10 +343,7 @@ def as_base(base: RationalLike) -> Fraction:
 
 def as_sensitivity(sensitivity: RationalLike) -> Fraction:
     """Validate the utility sensitivity: a positive, finite exact rational."""
-    s = as_rational(sensitivity, "sensitivity")
-    if s <= 0:
-        raise InvalidParameterError("sensitivity", sensitivity, "must be positive")
-    return s
+    return as_positive_rational(sensitivity, "sensitivity")
 
 
 def as_rho(rho: RationalLike) -> Fraction:
