@@ -62,7 +62,7 @@ from .core.precision import ball_to_mpf, prec_for_dps, flint_workprec, mp_workdp
 from .core.validation import as_counts, as_dps, as_positive_int, as_rational
 
 if TYPE_CHECKING:
-    from .mechanisms.canonical import CanonicalGamma1
+    from .mechanisms.canonical_gamma1 import CanonicalGamma1
     from .core.mechanism import Mechanism
 
 #: Anything audited: a mechanism object (``Mechanism`` subclasses and ``CanonicalGamma1``).

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp.errors import ArgumentTypeError
-from exactdp.core.sampling import choose_index, uniform_below
+from exactdp.core.sampling import choose_index
 
 from twins import chi2_sf, chi2_statistic, chi2_threshold
 
@@ -375,12 +375,3 @@ def test_choose_index_exact_decision_property(weights, prefix_length, data):
     q = (sum(weights[: boundary + 1]) / sum(weights)).denominator
     if q & (q - 1):  # a non-dyadic boundary cannot be passed before its prefix ends
         assert rng.n > prefix_length
-
-
-def test_uniform_below_is_randrange():
-    a, b = random.Random(5), random.Random(5)
-    big = 10**3500 + 17
-    assert [uniform_below(big, a) for _ in range(20)] == [b.randrange(big) for _ in range(20)]
-    gen = NoFloatRandom(9)
-    draws = Counter(uniform_below(3, gen) for _ in range(30_000))
-    assert_fits(draws, {0: 10_000, 1: 10_000, 2: 10_000}, 30_000)
