@@ -12,7 +12,7 @@ every public method is the one of :class:`~exactdp.core.mechanism.Mechanism` ove
 >>> g.groups()[:2]
 (Level(utility=(1, 2), multiplicity=1), Level(utility=(0, 3), multiplicity=1))
 >>> g.probability_exact({0, 1}), g.samples(0)
-(8/11, [])
+(16/21, [])
 """
 
 from __future__ import annotations
