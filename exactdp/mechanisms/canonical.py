@@ -399,7 +399,7 @@ class Canonical(CanonicalFamily):
       ``"exponential"`` (permute-and-flip, ``p_S = exp(-eps*loss(S))``, the best loss being 0).
 
     Outputs are ``frozenset`` s of item ids.  ``utility(S) = -loss(S)``; every method of
-    The public API (docs/definitions.md §3) is inherited from :class:`~exactdp.core.mechanism.Mechanism`, plus
+    the public API (docs/definitions.md §3) is inherited from :class:`~exactdp.core.mechanism.Mechanism`, plus
     :meth:`classes`, :meth:`class_probability`, :meth:`class_probabilities`,
     :meth:`loss`, :meth:`class_of`.
     """
