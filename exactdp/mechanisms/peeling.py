@@ -64,8 +64,10 @@ utilities, but its probabilities are a function of the *count sequence*
 ``utility`` = that tuple of counts (exact ints; tuples compare lexicographically, larger
 counts first = "best first") and ``multiplicity`` = the number of item sequences having it;
 :meth:`Peeling.utility` returns the same tuple.  Every output of one level has the same
-probability, so ``level_probabilities``, ``outputs``, ``distribution`` and the CLI work as for
-any mechanism.  The number of levels can be as large as ``d!/(d-k)!`` (distinct counts):
+probability, so these levels are Peeling's probability groups
+(:meth:`~exactdp.core.mechanism.Mechanism.groups`): the group hooks compute one count
+sequence's probability round by round, and every public method is the one of
+:class:`~exactdp.core.mechanism.Mechanism`, as for any mechanism.  The number of levels can be as large as ``d!/(d-k)!`` (distinct counts):
 ``levels()`` refuses past :data:`PEELING_LEVELS_LIMIT`; ``probability``,
 ``log_probability``, ``probability_exact`` and ``sample`` never build the levels.  The
 per-round view is :meth:`Peeling.round_levels` and :meth:`Peeling.round_distribution`.
