@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .core.mechanism import Mechanism
     from .core.scale import Scale
     from .core.selection import SelectionRule
-    from .mechanisms.canonical import Canonical, CanonicalGamma1
+    from .mechanisms.canonical import Canonical
+    from .mechanisms.canonical_gamma1 import CanonicalGamma1
     from .mechanisms.joint import Joint
     from .mechanisms.joint_set import JointSet
     from .mechanisms.peeling import Peeling
@@ -49,7 +50,7 @@ _LAZY_NAMES: dict[str, str] = {
     "ExponentialMechanism": "rules.exponential",
     "PermuteAndFlip": "rules.permute_and_flip",
     "Canonical": "mechanisms.canonical",
-    "CanonicalGamma1": "mechanisms.canonical",
+    "CanonicalGamma1": "mechanisms.canonical_gamma1",
     "Joint": "mechanisms.joint",
     "JointSet": "mechanisms.joint_set",
     "Peeling": "mechanisms.peeling",

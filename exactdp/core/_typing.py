@@ -14,7 +14,6 @@ from typing import (TYPE_CHECKING, Any, Callable, FrozenSet, Iterable, Mapping, 
                     SupportsIndex, Tuple, Union)
 
 if TYPE_CHECKING:  # forward references only: nothing heavy is imported at run time
-    from ..mechanisms.canonical import CanonicalGamma1
     from .mechanism import Mechanism
 
 __all__ = ["IntLike", "ExactRational", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
@@ -41,9 +40,9 @@ Output = Union[Tuple[int, ...], FrozenSet[int]]
 #: Randomness for ``sample``: ``None`` (the OS generator), an int seed, or a ``random.Random``.
 RngLike = Optional[Union[SupportsIndex, random.Random]]
 
-#: Any exactdp mechanism object: a :class:`~exactdp.core.mechanism.Mechanism` subclass or
-#: :class:`~exactdp.mechanisms.canonical.CanonicalGamma1` (which has no utility levels).
-MechanismLike = Union["Mechanism", "CanonicalGamma1"]
+#: Any exactdp mechanism object: a :class:`~exactdp.core.mechanism.Mechanism` subclass
+#: (CanonicalGamma1 included: it has probability groups but no utility levels).
+MechanismLike = Union["Mechanism"]
 #: A probability (or log-probability) given by the caller: a ``float``, an ``int``, a
 #: ``Fraction``/``Decimal``, numpy floats, ``mpmath.mpf``, a sympy number (all
 #: ``SupportsFloat``), or a string ``mpmath.mpf`` parses.

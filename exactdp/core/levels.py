@@ -18,8 +18,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Iterable, NamedTuple, Sequence, Tuple, Union
 
-from flint import arb, ctx, fmpq
+from flint import arb, ctx
 
+from .precision import rational_ball
 from .scale import Scale
 
 __all__ = ["Level", "LevelTable", "check_levels", "Utility"]
@@ -100,13 +101,7 @@ class LevelTable:
                 if not delta:
                     out.append(arb(1))
                     continue
-                if type(delta) is not int:
-                    delta = Fraction(delta)
-                    if delta.denominator != 1:
-                        out.append((lam * arb(fmpq(delta.numerator, delta.denominator))).exp())
-                        continue
-                    delta = delta.numerator
-                out.append((lam * delta).exp())
+                out.append((lam * rational_ball(delta)).exp())
             return out
 
         return self._cached("relative", build)

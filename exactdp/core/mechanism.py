@@ -1,16 +1,31 @@
-"""The common shape of every mechanism: output space, exact utility, levels, selection rule.
+"""The public API of every mechanism, written once over its probability groups.
 
-A concrete mechanism (one module per paper object) subclasses :class:`Mechanism` and
-provides only what is specific to it:
+A mechanism's outputs fall into *probability groups*: every output of one group has the
+same probability.  A concrete mechanism (one module per paper object) subclasses
+:class:`Mechanism`.  A mechanism that is one selection rule over utility levels (Joint,
+PNFJoint, JointSet, Canonical) provides only:
 
 - ``_compute_levels()``: the exact levels, best first, *without* enumerating outputs;
 - ``_utility(output)``: the exact utility of one validated output;
 - ``_unrank(a, r)``: the ``r``-th output (``0 <= r < m_a``) of level ``a``, a bijection,
   which gives both ``outputs()`` and exact uniform sampling within a level;
 - ``output_kind``: ``"sequence"`` (tuples) or ``"set"`` (frozensets);
-- ``rule``: the :class:`~exactdp.core.selection.SelectionRule`.
+- ``rule``: the :class:`~exactdp.core.selection.SelectionRule`;
+- ``scale``: the :class:`~exactdp.core.scale.Scale` (``epsilon``/``base`` derive from it).
 
-Everything in docs/definitions.md §3 (the public API) is then implemented here once.
+Its groups are then its levels, and the group hooks below default to ``rule`` over the
+:class:`~exactdp.core.levels.LevelTable`.  A mechanism that is not one rule over levels
+(Peeling's count sequences, CanonicalGamma1's ``(h, t)`` classes) overrides the hooks:
+
+- ``groups()``, ``group_index(output)``: the groups and where an output lies (``_unrank``
+  then takes a group index);
+- ``_group_key(output)``: what an output's probability depends on (default: its utility);
+- ``_group_probability(key, dps)``, ``_group_log_probability(key, dps)``,
+  ``_group_probability_exact(key)``: one output of the group with that key;
+- ``_group_output_probabilities(groups, dps)``: one output of each of ``groups``;
+- ``_sample(gen)``: one exact draw of an output.
+
+Everything in docs/definitions.md §3 (the public API) is implemented here once over these.
 """
 
 from __future__ import annotations
@@ -18,17 +33,16 @@ from __future__ import annotations
 import abc
 import random
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, Optional, SupportsIndex
+from typing import Any, Hashable, Iterable, Iterator, Optional, Sequence, SupportsIndex
 
 import mpmath
 from ._lazy import sympy
 
 from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import InvalidParameterError, TooManyOutputsError
-from .levels import Level, Utility
+from .levels import Level, LevelTable, Utility
 from .ranking import Ranking
 from .scale import Scale
-from .levels import LevelTable
 from .selection import SelectionRule
 from .validation import (
     as_base,
@@ -45,7 +59,6 @@ from .validation import (
 )
 
 __all__ = ["Mechanism", "JointFamily", "make_scale", "check_output_count"]
-
 
 
 def make_scale(epsilon: Optional[RationalLike], base: Optional[RationalLike], divisor: Fraction) -> Scale:
@@ -75,6 +88,8 @@ class Mechanism(abc.ABC):
 
     output_kind: str = "sequence"
     rule: SelectionRule
+    #: The weight of one unit of utility, stored once (``epsilon`` and ``base`` derive from it).
+    scale: Scale
 
     def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)
@@ -83,9 +98,17 @@ class Mechanism(abc.ABC):
         self.ranking = Ranking(self.counts)
         self._table: Optional[LevelTable] = None
 
-    # -- what subclasses provide -------------------------------------------------------
-    scale: Scale
+    @property
+    def epsilon(self) -> Optional[Fraction]:
+        """The privacy parameter as an exact rational (``None`` when built from ``base``)."""
+        return self.scale.epsilon
 
+    @property
+    def base(self) -> Optional[Fraction]:
+        """The exact rational base (``None`` when built from ``epsilon``)."""
+        return self.scale.base
+
+    # -- what level mechanisms provide ---------------------------------------------------
     @abc.abstractmethod
     def _compute_levels(self) -> Iterable[Level]:
         """Exact levels, best first (never by enumerating outputs)."""
@@ -96,7 +119,33 @@ class Mechanism(abc.ABC):
 
     @abc.abstractmethod
     def _unrank(self, a: int, r: int) -> Output:
-        """The ``r``-th output of level ``a``; a bijection from ``range(m_a)``."""
+        """The ``r``-th output of group ``a``; a bijection from ``range(size of group a)``."""
+
+    # -- group hooks: by default the rule over the level table ------------------------------
+    def _group_key(self, output: Output) -> Hashable:
+        """What the probability of a validated output depends on: by default its utility."""
+        return self._utility(output)
+
+    def _group_probability(self, key: Any, dps: int) -> mpmath.mpf:
+        """Certified probability of one output of the group with ``key``."""
+        return self.rule.output_probability(self.table, self.table.index_of(key), dps)
+
+    def _group_log_probability(self, key: Any, dps: int) -> mpmath.mpf:
+        """Certified log of :meth:`_group_probability`."""
+        return self.rule.output_log_probability(self.table, self.table.index_of(key), dps)
+
+    def _group_probability_exact(self, key: Any) -> sympy.Expr:
+        """Exact probability of one output of the group with ``key``."""
+        return self.rule.output_probability_exact(self.table, self.table.index_of(key))
+
+    def _group_output_probabilities(self, groups: Sequence[Level], dps: int) -> list[mpmath.mpf]:
+        """Certified probability of one output of each of ``groups``."""
+        return [self._group_probability(g.utility, dps) for g in groups]
+
+    def _sample(self, gen: random.Random) -> Output:
+        """One exact draw: the level by the rule, then a uniform output of it by unranking."""
+        a = self.rule.sample_level(self.table, gen)
+        return self._unrank(a, gen.randrange(self.table.multiplicities[a]))
 
     # -- shared machinery --------------------------------------------------------------
     @property
@@ -110,62 +159,24 @@ class Mechanism(abc.ABC):
             return as_set_output(output, self.d, self.k)
         return as_sequence_output(output, self.d, self.k)
 
-    def _level_of(self, output: Iterable[Any]) -> int:
-        o = self._check_output(output)
-        try:
-            return self.table.index_of(self._utility(o))
-        except KeyError:  # pragma: no cover - would be a bug in _compute_levels
-            raise AssertionError(f"utility of {o} is not a level of {self!r}") from None
+    def _key_of(self, output: Iterable[Any]) -> Hashable:
+        return self._group_key(self._check_output(output))
 
-    # -- public API (docs/definitions.md §3) ------------------------------------
+    # -- levels ------------------------------------------------------------------------
     def levels(self) -> tuple[Level, ...]:
         """Every distinct utility with its exact multiplicity, best first."""
         return self.table.levels
 
-    def support_size(self) -> int:
-        """Exact number of outputs with non-zero probability."""
-        return sum(self.table.multiplicities)
-
-    def utility(self, output: OutputLike) -> Utility:
-        """Exact utility of ``output`` (validated: length k, distinct, known ids)."""
-        return self._utility(self._check_output(output))
-
-    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
-        """Probability of ``output`` with relative error at most ``10**-dps`` (default 30),
-        certified by interval arithmetic (:mod:`exactdp.core.precision`)."""
-        return self.rule.output_probability(self.table, self._level_of(output), as_dps(dps))
-
-    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
-        """Natural log of :meth:`probability`, relative error at most ``10**-dps``."""
-        return self.rule.output_log_probability(self.table, self._level_of(output), as_dps(dps))
-
-    def probability_exact(self, output: OutputLike) -> sympy.Expr:
-        """The exact probability as a sympy expression (a Rational with a rational base).
-
-        Raises :class:`~exactdp.errors.NoClosedFormError` naming the limit when the closed
-        form would be too large to build.
-        """
-        return self.rule.output_probability_exact(self.table, self._level_of(output))
-
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability that the output lies in it)`` for every level, certified."""
-        probs = self.rule.level_probabilities(self.table, as_dps(dps))
-        return list(zip(self.table.levels, probs))
-
-    def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
-        """Every output with non-zero probability, best level first (lazily).
-
-        With ``max_outputs``, refuses at once (before yielding anything) when the
-        support is larger.
-        """
-        self._check_size(max_outputs)
-        return (self._unrank(a, r) for a, level in enumerate(self.table.levels) for r in range(level.multiplicity))
+        table = self.table
+        return list(zip(table.levels, self.rule.level_probabilities(table, as_dps(dps))))
 
     def level_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability of one particular output of that level)`` for every
         level, certified to ``dps`` digits (every output of a level is equally likely)."""
-        digits = as_dps(dps)
-        return [(lv, self.rule.output_probability(self.table, a, digits)) for a, lv in enumerate(self.table.levels)]
+        levels = self.levels()
+        return list(zip(levels, self._group_output_probabilities(levels, as_dps(dps))))
 
     # -- probability groups: what the oracle (audit, certify) works over -------------
     def groups(self) -> tuple[Level, ...]:
@@ -176,32 +187,66 @@ class Mechanism(abc.ABC):
 
     def group_index(self, output: OutputLike) -> int:
         """Index in :meth:`groups` of ``output`` (validated)."""
-        return self.table.index_of(self.utility(output))
+        return self.table.index_of(self._key_of(output))
 
     def group_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(group, probability of one particular output of it)`` for every group, certified."""
-        return self.level_output_probabilities(dps)
+        groups = self.groups()
+        return list(zip(groups, self._group_output_probabilities(groups, as_dps(dps))))
+
+    # -- public API (docs/definitions.md §3) ------------------------------------
+    def support_size(self) -> int:
+        """Exact number of outputs with non-zero probability."""
+        return sum(g.multiplicity for g in self.groups())
+
+    def utility(self, output: OutputLike) -> Utility:
+        """Exact utility of ``output`` (validated: length k, distinct, known ids)."""
+        return self._utility(self._check_output(output))
+
+    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
+        """Probability of ``output`` with relative error at most ``10**-dps`` (default 30),
+        certified by interval arithmetic (:mod:`exactdp.core.precision`)."""
+        return self._group_probability(self._key_of(output), as_dps(dps))
+
+    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
+        """Natural log of :meth:`probability`, relative error at most ``10**-dps``."""
+        return self._group_log_probability(self._key_of(output), as_dps(dps))
+
+    def probability_exact(self, output: OutputLike) -> sympy.Expr:
+        """The exact probability as a sympy expression (a Rational with a rational base).
+
+        Raises :class:`~exactdp.errors.NoClosedFormError` naming the limit when the closed
+        form would be too large to build.
+        """
+        return self._group_probability_exact(self._key_of(output))
+
+    def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
+        """Every output with non-zero probability, group by group (lazily).
+
+        With ``max_outputs``, refuses at once (before yielding anything) when the
+        support is larger.
+        """
+        self._check_size(max_outputs)
+        return (self._unrank(a, r) for a, g in enumerate(self.groups()) for r in range(g.multiplicity))
 
     def distribution(self, dps: Optional[int] = None, max_outputs: int = 10**6) -> list[tuple[Output, mpmath.mpf]]:
         """Every output with its certified probability; refuses past ``max_outputs``."""
         digits = as_dps(dps)
         self._check_size(max_outputs)
-        per_level = [p for _, p in self.level_output_probabilities(digits)]
         return [
-            (self._unrank(a, r), per_level[a])
-            for a, level in enumerate(self.table.levels)
-            for r in range(level.multiplicity)
+            (self._unrank(a, r), p)
+            for a, (g, p) in enumerate(self.group_output_probabilities(digits))
+            for r in range(g.multiplicity)
         ]
 
     def sample(self, rng: RngLike = None) -> Output:
         """One output drawn exactly from the mechanism (integer randomness only).
 
-        ``rng``: ``None`` (OS generator), an int seed, or a :class:`random.Random`.  The
-        level is chosen by :meth:`SelectionRule.sample_level`, then the output uniformly
-        within it by unranking ``rng.randrange(m)``.
+        ``rng``: ``None`` (OS generator), an int seed, or a :class:`random.Random`.  By
+        default the level is chosen by :meth:`SelectionRule.sample_level`, then the output
+        uniformly within it by unranking ``rng.randrange(m)``.
         """
-        gen = as_rng(rng)
-        return self._sample(gen)
+        return self._sample(as_rng(rng))
 
     def samples(self, n: SupportsIndex, rng: RngLike = None) -> list[Output]:
         """``n >= 0`` independent exact samples from one generator."""
@@ -209,19 +254,22 @@ class Mechanism(abc.ABC):
         gen = as_rng(rng)
         return [self._sample(gen) for _ in range(count)]
 
-    def _sample(self, gen: random.Random) -> Output:
-        a = self.rule.sample_level(self.table, gen)
-        return self._unrank(a, gen.randrange(self.table.multiplicities[a]))
-
     def _check_size(self, max_outputs: Optional[int]) -> None:
         check_output_count(self.support_size(), max_outputs)
 
-    def _params(self) -> str:
-        return self.scale.describe()
+    # -- description -------------------------------------------------------------------
+    def _parameters(self) -> dict[str, object]:
+        """The constructor's keyword arguments beyond ``counts`` and ``k``, as ``repr`` shows
+        them (``epsilon`` or ``base``; subclasses add theirs)."""
+        if self.scale.base is not None:
+            return {"base": self.scale.base}
+        return {"epsilon": self.scale.epsilon}
 
     def __repr__(self) -> str:
         counts = repr(list(self.counts)) if self.d <= 12 else f"<{self.d} counts>"
-        return f"{type(self).__name__}({counts}, k={self.k}, {self._params()})"
+        params = ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={value}"
+                           for name, value in self._parameters().items())
+        return f"{type(self).__name__}({counts}, k={self.k}, {params})"
 
 
 class JointFamily(Mechanism):
@@ -233,9 +281,9 @@ class JointFamily(Mechanism):
         super().__init__(counts, k)
         self.sensitivity = as_sensitivity(sensitivity)
         self.scale = make_scale(epsilon, base, 2 * self.sensitivity)
-        self.epsilon = self.scale.epsilon
-        self.base = self.scale.base
 
-    def _params(self) -> str:
-        s = self.scale.describe().split(", divisor")[0]
-        return s + (f", sensitivity={self.sensitivity}" if self.sensitivity != 1 else "")
+    def _parameters(self) -> dict[str, object]:
+        params = super()._parameters()
+        if self.sensitivity != 1:
+            params["sensitivity"] = self.sensitivity
+        return params

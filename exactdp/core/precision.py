@@ -31,10 +31,11 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from typing import Callable, Iterator, Sequence, TypeVar
+from fractions import Fraction
+from typing import Callable, Iterator, Sequence, TypeVar, Union
 
 import mpmath
-from flint import arb, ctx
+from flint import arb, ctx, fmpq
 
 from ..errors import PrecisionError
 
@@ -44,6 +45,9 @@ __all__ = [
     "is_accurate",
     "ball_to_mpf",
     "balls_to_mpf",
+    "rational_ball",
+    "relative_ball",
+    "times_int",
     "prec_for_dps",
     "MAX_PREC",
     "PRECISION_LOCK",
@@ -128,6 +132,31 @@ def balls_to_mpf(balls: Sequence[arb]) -> list[mpmath.mpf]:
         man, exp = ball.mid().man_exp()
         out.append(make(from_man_exp(int(man), int(exp))))
     return out
+
+
+def times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
+    """``x * n`` exactly (an integer multiplicity times a binary mantissa: no rounding)."""
+    return mpmath.fmul(x, n, exact=True)
+
+
+def rational_ball(x: Union[int, Fraction]) -> arb:
+    """An exact rational as an arb ball (exact when representable, else the tightest
+    enclosure at flint's current precision)."""
+    if type(x) is int:
+        return arb(x)
+    q = Fraction(x)
+    if q.denominator == 1:
+        return arb(q.numerator)
+    return arb(fmpq(q.numerator, q.denominator))
+
+
+def relative_ball(x: mpmath.mpf, digits: int) -> arb:
+    """An arb ball certainly containing every ``t`` with ``|x - t| <= 10**-digits |t|``:
+    ``x (1 +- 2^-b)`` with ``2^-b >= 2 * 10**-digits`` (``|x - t| <= 10**-digits |x| /
+    (1 - 10**-digits) <= 2 * 10**-digits |x|``)."""
+    b = int(math.floor(digits * math.log2(10))) - 2
+    # arb(mpf) is exact for any exponent (arb(2)**e is not, for astronomically large e)
+    return arb(x) * arb(1, arb(2) ** -b)
 
 
 def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: int = 0) -> list[mpmath.mpf]:

@@ -11,7 +11,8 @@ see e.g. Knuth & Yao 1976).  When an interval straddles a boundary, more bits ar
 and, if the enclosures are the obstacle, the precision is doubled.  The loop ends with
 probability 1; each extra round happens with probability about ``2**-32``.
 
-:func:`uniform_below` is ``rng.randrange`` (exact, rejection-based on ``getrandbits``).
+A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
+``getrandbits``).
 
 >>> import random
 >>> from flint import arb
@@ -33,14 +34,9 @@ from flint import arb
 from ..errors import PrecisionError
 from .precision import MAX_PREC, flint_workprec
 
-__all__ = ["choose_index", "uniform_below"]
+__all__ = ["choose_index"]
 
 _CHUNK = 32
-
-
-def uniform_below(n: int, rng: random.Random) -> int:
-    """A uniform integer in ``[0, n)``, exactly (Python's rejection sampler on random bits)."""
-    return rng.randrange(n)
 
 
 def _first_not_below(cumulative: Sequence[arb], target: arb) -> int:

@@ -22,7 +22,9 @@ from fractions import Fraction
 from typing import Optional
 
 from ._lazy import sympy
-from flint import arb, fmpq
+from flint import arb
+
+from .precision import rational_ball
 
 __all__ = ["Scale"]
 
@@ -50,9 +52,8 @@ class Scale:
     def lam_ball(self) -> arb:
         """An arb enclosure of ``lam`` at flint's current working precision."""
         if self.epsilon is not None:
-            q = self.epsilon / self.divisor
-            return arb(fmpq(q.numerator, q.denominator))
-        return -arb(fmpq(self.base.numerator, self.base.denominator)).log()
+            return rational_ball(self.epsilon / self.divisor)
+        return -rational_ball(self.base).log()
 
     def lam_symbolic(self) -> sympy.Expr:
         """``lam`` as an exact sympy expression."""
@@ -79,8 +80,3 @@ class Scale:
     def is_rational(self) -> bool:
         """True when weight ratios of integral utility differences are exact rationals."""
         return self.base is not None
-
-    def describe(self) -> str:
-        if self.base is not None:
-            return f"base={self.base}"
-        return f"epsilon={self.epsilon}" + (f", divisor={self.divisor}" if self.divisor != 1 else "")

@@ -64,8 +64,10 @@ utilities, but its probabilities are a function of the *count sequence*
 ``utility`` = that tuple of counts (exact ints; tuples compare lexicographically, larger
 counts first = "best first") and ``multiplicity`` = the number of item sequences having it;
 :meth:`Peeling.utility` returns the same tuple.  Every output of one level has the same
-probability, so ``level_probabilities``, ``outputs``, ``distribution`` and the CLI work as for
-any mechanism.  The number of levels can be as large as ``d!/(d-k)!`` (distinct counts):
+probability, so these levels are Peeling's probability groups
+(:meth:`~exactdp.core.mechanism.Mechanism.groups`): the group hooks compute one count
+sequence's probability round by round, and every public method is the one of
+:class:`~exactdp.core.mechanism.Mechanism`, as for any mechanism.  The number of levels can be as large as ``d!/(d-k)!`` (distinct counts):
 ``levels()`` refuses past :data:`PEELING_LEVELS_LIMIT`; ``probability``,
 ``log_probability``, ``probability_exact`` and ``sample`` never build the levels.  The
 per-round view is :meth:`Peeling.round_levels` and :meth:`Peeling.round_distribution`.
@@ -92,19 +94,18 @@ from fractions import Fraction
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, SupportsIndex
 
 import mpmath
-from ..core._lazy import sympy
 from flint import arb, ctx
 
+from ..core._lazy import sympy
 from ..core._typing import CountsLike, Output, OutputLike, RationalLike
-from ..rules.noise import as_noise, rule_for_noise
-from ..errors import InvalidOutputError, TooManyOutputsError
-from ..core.levels import Level
+from ..core.levels import Level, LevelTable
 from ..core.mechanism import Mechanism, make_scale
-from ..core.precision import certify
+from ..core.precision import certify, relative_ball, times_int
 from ..core.sampling import choose_index
-from ..core.levels import LevelTable
 from ..core.selection import SelectionRule
 from ..core.validation import as_dps, as_sequence_output
+from ..errors import InvalidOutputError, TooManyOutputsError
+from ..rules.noise import as_noise, rule_for_noise
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 
@@ -116,20 +117,6 @@ _TABLE_CACHE = 4096
 _TABLE_CACHE_LEVELS = 200_000
 #: Weight trees kept per mechanism (one per working precision, newest first).
 _TREE_CACHE = 3
-
-
-def _times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
-    """``x * n`` exactly (an integer multiplicity: no rounding)."""
-    return mpmath.fmul(x, n, exact=True)
-
-
-def _rel_ball(x: mpmath.mpf, digits: int) -> arb:
-    """An arb ball certainly containing every ``t`` with ``|x - t| <= 10**-digits |t|``:
-    ``x (1 +- 2^-b)`` with ``2^-b >= 2 * 10**-digits`` (``|x - t| <= 10**-digits |x| /
-    (1 - 10**-digits) <= 2 * 10**-digits |x|``)."""
-    b = int(math.floor(digits * math.log2(10))) - 2
-    # arb(mpf) is exact for any exponent (arb(2)**e is not, for astronomically large e)
-    return arb(x) * arb(1, arb(2) ** -b)
 
 
 class _WeightTree:
@@ -218,40 +205,6 @@ class _Cumulative(Sequence):
         return self._tree.prefix(a)
 
 
-class _PeelingRule(SelectionRule):
-    """Adapter: Peeling's count-sequence levels seen through the SelectionRule interface.
-
-    Level ``a`` of the mechanism's table is a count sequence; the probability of one
-    output of it is the product of per-round probabilities
-    (:meth:`Peeling._values_probability`).  This lets generic code (``distribution``,
-    the CLI) treat Peeling like any mechanism; it is not a selection rule of its own.
-    """
-
-    name = "peeling"
-
-    def __init__(self, mechanism: "Peeling"):
-        self._m = mechanism
-
-    def __repr__(self) -> str:
-        return f"_PeelingRule({self._m.noise!r})"
-
-    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
-        return self._m._values_probability(table.utilities[a], dps)
-
-    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
-        return self._m._values_log_probability(table.utilities[a], dps)
-
-    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        return [_times_int(self.output_probability(table, a, dps), m) for a, m in enumerate(table.multiplicities)]
-
-    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
-        return self._m._values_probability_exact(table.utilities[a])
-
-    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        seq = self._m._sample(rng)
-        return table.index_of(self._m._utility(seq))
-
-
 class Peeling(Mechanism):
     """k rounds of per-round ``eps/k`` selection without replacement.
 
@@ -271,24 +224,21 @@ class Peeling(Mechanism):
         super().__init__(counts, k)
         self.noise = as_noise(noise)
         self.scale = make_scale(epsilon, base, Fraction(self.k))
-        self.epsilon = self.scale.epsilon
-        self.base = self.scale.base
         #: the per-round selection rule
         self.round_rule = rule_for_noise(self.noise)
-        #: the adapter used by generic code over count-sequence levels
-        self.rule = _PeelingRule(self)
         values = self.ranking.values
         cumulative = self.ranking.cumulative
         #: number of items of each distinct count (``values`` descending)
         self._mult: tuple[int, ...] = (cumulative[0],) + tuple(b - a for a, b in zip(cumulative, cumulative[1:]))
-        self._level_of: dict[int, int] = {v: a for a, v in enumerate(values)}
+        #: index of each distinct count in ``values``
+        self._value_index: dict[int, int] = {v: a for a, v in enumerate(values)}
         self._tables: dict[tuple, LevelTable] = {}
         self._table_levels = 0
         self._trees: dict[int, _WeightTree] = {}
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
 
-    def _params(self) -> str:
-        return f"{self.scale.describe()}, noise={self.noise!r}".replace(f", divisor={self.k}", "")
+    def _parameters(self) -> dict[str, object]:
+        return {**super()._parameters(), "noise": self.noise}
 
     def _gap_bits(self) -> int:
         """Bits of ``lam * (max count - min count)`` (a precision hint: ``exp(-x)`` of an
@@ -339,7 +289,7 @@ class Peeling(Mechanism):
         remaining: dict[int, int] = {}
         out = []
         for v in values:
-            a = self._level_of[v]
+            a = self._value_index[v]
             n = remaining.get(a, self._mult[a])
             out.append((n - 1) + t.others(a) / t.weights[a])
             remaining[a] = n - 1
@@ -415,27 +365,39 @@ class Peeling(Mechanism):
         def compute() -> arb:
             acc = arb(0) if log else arb(1)
             for x in xs:
-                ball = _rel_ball(x, digits)
+                ball = relative_ball(x, digits)
                 acc = acc + ball if log else acc * ball
             return acc
 
         return certify(compute, dps, extra_bits=self._extra_bits)
 
-    def _values_probability(self, values: tuple, dps: int) -> mpmath.mpf:
+    # -- group hooks: a count sequence's probability, computed round by round -------------
+    def _group_probability(self, values: tuple, dps: int) -> mpmath.mpf:
+        """Product of the per-round probabilities, certified to relative error ``10**-dps``
+        (gumbel: the weight tree; exponential: per-round permute-and-flip tables)."""
         if self.noise == "gumbel":
             return self._tree_probability(values, dps, log=False)
         return self._values_probability_rounds(values, dps)
 
-    def _values_log_probability(self, values: tuple, dps: int) -> mpmath.mpf:
+    def _group_log_probability(self, values: tuple, dps: int) -> mpmath.mpf:
+        """Sum of the per-round log-probabilities (arb enclosures, no cancellation: every
+        term is ``<= 0``), certified to relative error ``10**-dps``."""
         if self.noise == "gumbel":
             return self._tree_probability(values, dps, log=True)
         return self._values_probability_rounds(values, dps, log=True)
 
-    def _values_probability_exact(self, values: tuple) -> sympy.Expr:
+    def _group_probability_exact(self, values: tuple) -> sympy.Expr:
+        """Product of the rules' exact per-round probabilities (a Rational with ``base``);
+        :class:`~exactdp.errors.NoClosedFormError` when a round has no closed form."""
         out = sympy.Integer(1)
         for t, a in self._rounds(values):
             out = out * self.round_rule.output_probability_exact(t, a)
         return out
+
+    def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
+        """``(Level, probability that the output lies in it)``: one output's probability
+        times the level's multiplicity (exact), for every count sequence."""
+        return [(lv, times_int(p, lv.multiplicity)) for lv, p in self.level_output_probabilities(dps)]
 
     def _check_prefix(self, prefix: OutputLike) -> tuple[int, ...]:
         items = list(prefix) if not isinstance(prefix, (str, bytes)) else prefix
@@ -509,7 +471,7 @@ class Peeling(Mechanism):
         used: dict[int, list[int]] = {}
         out = []
         for v in values:
-            lv = self._level_of[v]
+            lv = self._value_index[v]
             taken = used.setdefault(lv, [])
             r, digit = divmod(r, self._mult[lv] - len(taken))
             out.append(self._take(lv, digit, taken))
@@ -529,28 +491,10 @@ class Peeling(Mechanism):
         taken.insert(bisect_left(taken, pos), pos)
         return self._level_items(a)[pos]
 
-    # -- probabilities and samples, computed from the sequence (no level table) ------------
+    # -- sampling from the sequence (no level table) --------------------------------------
     def support_size(self) -> int:
         """``d!/(d-k)!``: every sequence of distinct items has positive probability."""
         return math.perm(self.d, self.k)
-
-    def probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
-        """Product of the per-round probabilities, certified to relative error ``10**-dps``
-        (gumbel: the weight tree; exponential: per-round permute-and-flip tables)."""
-        o = self._check_output(output)
-        return self._values_probability(self._utility(o), as_dps(dps))
-
-    def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
-        """Sum of the per-round log-probabilities (arb enclosures, no cancellation: every
-        term is ``<= 0``), certified to relative error ``10**-dps``."""
-        o = self._check_output(output)
-        return self._values_log_probability(self._utility(o), as_dps(dps))
-
-    def probability_exact(self, output: OutputLike) -> sympy.Expr:
-        """Product of the rules' exact per-round probabilities (a Rational with ``base``);
-        :class:`~exactdp.errors.NoClosedFormError` when a round has no closed form."""
-        o = self._check_output(output)
-        return self._values_probability_exact(self._utility(o))
 
     def _sample(self, gen: random.Random) -> tuple[int, ...]:
         """Round by round: an exact draw of the picked item's count, then a uniform
@@ -570,7 +514,7 @@ class Peeling(Mechanism):
                 table = self._round_table(removed)
                 v = table.utilities[self.round_rule.sample_level(table, gen)]
                 removed.append(v)
-                return self._level_of[v]
+                return self._value_index[v]
         for _ in range(self.k):
             a = draw(gen)
             n = remaining.get(a, self._mult[a])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import decimal
 import math
 import random
+from collections import Counter
 from fractions import Fraction
 from itertools import permutations
 
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import errors
-from exactdp.core import precision, selection, validation
+from exactdp.core import precision, validation
 from exactdp.rules import exponential
 from exactdp.core.bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
 from exactdp.core.levels import Level, check_levels
@@ -389,7 +390,6 @@ def test_scale_epsilon():
     assert s.rational_weight_ratio(-1) is None
     with ctx.workprec(200):
         assert s.lam_ball().contains(arb(1) / 2)
-    assert s.describe() == "epsilon=1, divisor=2"
 
 
 def test_scale_base():
@@ -405,7 +405,6 @@ def test_scale_base():
         ball = s.lam_ball()
         assert ball.contains(arb(2).log())
         assert ball.rad() < arb(2) ** -250
-    assert s.describe() == "base=1/2"
 
 
 def test_scale_needs_exactly_one():
@@ -452,6 +451,39 @@ def test_ball_to_mpf_is_exact():
     with mpmath.workprec(1000):
         assert x == mpmath.mpf(int(man)) * mpmath.mpf(2) ** int(exp)
         assert abs(x - mpmath.mpf(1) / 3) < mpmath.mpf(2) ** -690
+
+
+def test_times_int_is_exact():
+    x = precision.ball_to_mpf(arb(1) / 3)
+    n = 10**40 + 7
+    got = precision.times_int(x, n)
+    with mpmath.workprec(1000):
+        assert got == mpmath.mpf(x) * n  # 53-bit mantissa times a 133-bit integer: exact at 1000 bits
+    assert precision.times_int(x, 0) == 0
+
+
+def test_rational_ball_encloses_exactly():
+    assert precision.rational_ball(7).is_exact() and precision.rational_ball(Fraction(8, 4)).is_exact()
+    with ctx.workprec(200):
+        ball = precision.rational_ball(Fraction(-1, 3))
+        assert ball.contains(arb(fmpq(-1, 3))) and ball.rad() < arb(2) ** -190
+    big = 10**500 + 1  # far beyond the working precision, still exact
+    assert precision.rational_ball(big).is_exact() and precision.rational_ball(big).mid().man_exp() == (big, 0)
+
+
+@pytest.mark.parametrize("digits", [5, 30, 200])
+def test_relative_ball_holds_every_value_within_the_bound(digits):
+    """Every ``t`` with ``|x - t| <= 10**-digits |t|`` lies in the ball: check both ends."""
+    with mpmath.workdps(digits + 20):
+        x = mpmath.mpf(1) / 7
+        eta = mpmath.mpf(10) ** -digits
+        ends = [x / (1 + eta), x / (1 - eta)]  # |x - t| = eta |t| exactly at these t
+    with ctx.workprec(4 * digits + 200):
+        ball = precision.relative_ball(x, digits)
+        for t in ends:
+            assert ball.contains(arb(t))
+    huge = mpmath.mpf(2) ** (10**30)  # arb(mpf) is exact at any exponent
+    assert precision.relative_ball(huge, digits).mid() == arb(huge).mid()
 
 
 def test_certify_doubles_until_accurate():
@@ -646,3 +678,39 @@ def test_exact_bits_limit_reached_naturally():
     # with epsilon the closed form is a short symbolic expression
     expr = exactdp.Joint([10**30, 0], 1, epsilon=1).probability_exact((1,))
     assert sympy.simplify(expr - sympy.exp(-sympy.Integer(10**30) / 2) / (1 + sympy.exp(-sympy.Integer(10**30) / 2))) == 0
+
+
+# ======================================================================================
+# Mechanism: a new mechanism written with the level hooks only
+# ======================================================================================
+class _TopOne(exactdp.Mechanism):
+    """The exponential mechanism over single items with utility = count (k = 1): only the
+    level hooks, the rule and the scale are given; every public method is inherited."""
+
+    rule = ExponentialMechanism()
+
+    def __init__(self, counts, base):
+        super().__init__(counts, 1)
+        self.scale = make_scale(None, base, Fraction(1))
+
+    def _compute_levels(self):
+        return [Level(v, m) for v, m in sorted(Counter(self.counts).items(), reverse=True)]
+
+    def _utility(self, output):
+        return self.counts[output[0]]
+
+    def _unrank(self, a, r):
+        v = self.table.utilities[a]
+        return ([i for i, c in enumerate(self.counts) if c == v][r],)
+
+
+def test_a_mechanism_from_the_level_hooks_gets_the_whole_api():
+    m = _TopOne([3, 1, 1, 0], Fraction(1, 2))
+    assert m.groups() == m.levels() == (Level(3, 1), Level(1, 2), Level(0, 1))
+    brute = brute_probabilities([(i,) for i in range(4)], m.utility, m.scale)
+    assert {o: m.probability_exact(o) for o in m.outputs()} == brute
+    assert [m.group_index(o) for o in m.outputs()] == [0, 1, 1, 2]
+    assert m.support_size() == 4 and m.samples(0) == [] and m.samples(5, rng=1) == m.samples(5, rng=1)
+    assert repr(m) == "_TopOne([3, 1, 1, 0], k=1, base=1/2)" and m.epsilon is None and m.base == Fraction(1, 2)
+    with mpmath.workdps(40):
+        assert abs(sum(p for _, p in m.distribution(dps=30)) - 1) < mpmath.mpf(10) ** -29

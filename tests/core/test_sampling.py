@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp.errors import ArgumentTypeError
-from exactdp.core.sampling import choose_index, uniform_below
+from exactdp.core.sampling import choose_index
 
 from twins import chi2_sf, chi2_statistic, chi2_threshold
 
@@ -183,6 +183,7 @@ class BitStreamRandom(random.Random):
         super().__init__(seed)
         self.prefix = list(prefix_bits)
         self.bits_drawn = 0
+        self.value = 0  # every bit handed out, as one integer of bits_drawn bits
 
     def getrandbits(self, k):
         out = 0
@@ -190,6 +191,7 @@ class BitStreamRandom(random.Random):
             bit = self.prefix.pop(0) if self.prefix else super().getrandbits(1)
             out = (out << 1) | bit
         self.bits_drawn += k
+        self.value = (self.value << k) | out
         return out
 
     def random(self):  # pragma: no cover
@@ -198,15 +200,8 @@ class BitStreamRandom(random.Random):
 
 def _mp_bits(x, n):
     """First ``n`` binary digits of ``x`` in (0, 1) (``x`` an mpf with enough precision)."""
-    bits = []
     with mpmath.workprec(n + 64):
-        x = mpmath.mpf(x)
-        for _ in range(n):
-            x *= 2
-            bit = int(x >= 1)
-            bits.append(bit)
-            x -= bit
-    return bits
+        return binary_expansion(mpmath.mpf(x), n)
 
 
 @pytest.mark.parametrize("length", [10, 100, 300, 1000])
@@ -291,31 +286,8 @@ def test_choose_index_single_entry_draws_nothing():
     assert gen.bits_drawn == 0
 
 
-class BitStream:
-    """An rng whose bits are a prescribed prefix (most significant first) followed by a
-    seeded Mersenne Twister stream; records every bit it hands out."""
-
-    def __init__(self, prefix_bits: list[int], seed: int):
-        self.prefix = list(prefix_bits)
-        self.tail = random.Random(seed)
-        self.value = 0
-        self.n = 0
-
-    def getrandbits(self, k: int) -> int:
-        out = 0
-        for _ in range(k):
-            bit = self.prefix.pop(0) if self.prefix else self.tail.getrandbits(1)
-            out = (out << 1) | bit
-        self.value = (self.value << k) | out
-        self.n += k
-        return out
-
-    def random(self):  # pragma: no cover
-        raise AssertionError("float randomness used")
-
-
-def binary_expansion(t: Fraction, n: int) -> list[int]:
-    """First ``n`` bits of ``t`` in [0, 1)."""
+def binary_expansion(t, n: int) -> list[int]:
+    """First ``n`` bits of ``t`` in [0, 1) (a Fraction, or an mpf at enough precision)."""
     bits = []
     for _ in range(n):
         t *= 2
@@ -332,10 +304,10 @@ def check_decision(weights, prefix_length, boundary, seed):
     cumulative, sums, calls = exact_cumulative(weights)
     z = sums[-1]
     target = sums[boundary] / z
-    rng = BitStream(binary_expansion(target, prefix_length), seed)
+    rng = BitStreamRandom(binary_expansion(target, prefix_length), seed)
     a = choose_index(cumulative, len(weights), rng)
-    lo = Fraction(rng.value, 2**rng.n) * z
-    hi = Fraction(rng.value + 1, 2**rng.n) * z
+    lo = Fraction(rng.value, 2**rng.bits_drawn) * z
+    hi = Fraction(rng.value + 1, 2**rng.bits_drawn) * z
     below = sums[a - 1] if a else Fraction(0)
     assert below <= lo and hi <= sums[a], (weights, prefix_length, boundary, a)
     return rng, calls
@@ -348,7 +320,7 @@ def test_choose_index_refines_precision_near_a_boundary():
     weights = [Fraction(1, 3), Fraction(1, 3) + Fraction(1, 2**200)]
     for seed in range(6):
         rng, calls = check_decision(weights, 600, 0, seed)
-        assert rng.n > 600
+        assert rng.bits_drawn > 600
         assert max(calls) > 600
         assert calls[0] < 200  # it started cheap and refined
 
@@ -374,13 +346,4 @@ def test_choose_index_exact_decision_property(weights, prefix_length, data):
     rng, _ = check_decision(weights, prefix_length, boundary, data.draw(st.integers(0, 2**32)))
     q = (sum(weights[: boundary + 1]) / sum(weights)).denominator
     if q & (q - 1):  # a non-dyadic boundary cannot be passed before its prefix ends
-        assert rng.n > prefix_length
-
-
-def test_uniform_below_is_randrange():
-    a, b = random.Random(5), random.Random(5)
-    big = 10**3500 + 17
-    assert [uniform_below(big, a) for _ in range(20)] == [b.randrange(big) for _ in range(20)]
-    gen = NoFloatRandom(9)
-    draws = Counter(uniform_below(3, gen) for _ in range(30_000))
-    assert_fits(draws, {0: 10_000, 1: 10_000, 2: 10_000}, 30_000)
+        assert rng.bits_drawn > prefix_length
