@@ -48,7 +48,7 @@ def event_chunks(
     (``M > 0``: the level sweep starts from the known state at ``M = 0``); otherwise every
     distinct value (including negative ``M``, needed for all ``d*k`` entries of m-tilde).
     """
-    values, cumulative = ranking.values, ranking.cumulative
+    values = ranking.values
     qrows = value_index_of_rows(ranking, k)
     starts = [q + 1 if after_own_value else 0 for q in qrows]
     big = max(abs(values[0]), abs(values[-1]))
