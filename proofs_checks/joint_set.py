@@ -682,12 +682,12 @@ def algorithm_1_privacy(ctx):
 
 
 @check("set.algorithm_1_library", PAPER,
-       "exactdp.mechanisms.joint_set.paper_algorithm1_distribution(strict=False) is the entry-weighted "
+       "exactdp.mechanisms.joint_set_paper.paper_algorithm1_distribution(strict=False) is the entry-weighted "
        "Algorithm 1 of set.algorithm_1 exactly; with strict=True it differs from the EM too",
-       needs=[("exactdp.mechanisms.joint_set", "paper_algorithm1_distribution")],
+       needs=[("exactdp.mechanisms.joint_set_paper", "paper_algorithm1_distribution")],
        control="the library's entry reading compared with the value reading (the EM): they must differ somewhere")
 def algorithm_1_library(ctx):
-    from exactdp.mechanisms.joint_set import paper_algorithm1_distribution
+    from exactdp.mechanisms.joint_set_paper import paper_algorithm1_distribution
 
     D, C = ctx.pick((4, 4), (5, 5))
     s = Search(f"strictly decreasing count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, base 1/2")
