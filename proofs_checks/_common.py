@@ -240,6 +240,13 @@ def brute_mtilde(c: Sequence[int], k: int, U: Optional[list] = None) -> Counter:
     return out
 
 
+def set_entries(c: Sequence[int], k: int) -> list[tuple[int, int, int]]:
+    """The JointSet paper's non-⊥ entries ``(i, j, M_ij)`` of Algorithm 1's line 1 (1-based, distinct counts)."""
+    d = len(c)
+    return [(i, j, c[i - 1] - c[j - 1]) for i in range(1, k + 1) for j in range(1, d + 1)
+            if c[i - 1] - c[j - 1] >= 0 and d - j >= k - i]
+
+
 # =====================================================================================
 # Exact selection rules over explicit outputs
 # =====================================================================================

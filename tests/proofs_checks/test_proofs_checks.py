@@ -104,7 +104,7 @@ def test_withdrawn_errata_are_gone():
 def test_true_maxima_not_first_violations():
     """E6's privacy losses are maxima over the whole space (the first violating neighbour of
     (9, 6, 3, 0) gives less than the maximum)."""
-    from proofs_checks.joint_set import algorithm1_privacy_max
+    from proofs_checks.joint_set_algorithm import algorithm1_privacy_max
 
     loss, base, c, k, n, _, viol, n_inst = algorithm1_privacy_max(4, 4, per_entry=True)
     assert (c, k, base) == ((9, 6, 3, 0), 3, Fraction(9, 10)) and viol == 11 and n_inst == 86
