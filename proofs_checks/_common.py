@@ -449,12 +449,14 @@ def _privacy_at(ctx, c, k, base, div, make_dist, nb, worst):
     return bad, worst
 
 
-def privacy_check(ctx, sizes, space: Callable[[int, int], str], make_dist, nb, divisor, label: str = "largest loss / eps",
+def privacy_check(ctx, sizes, space: str, make_dist, nb, divisor, label: str = "largest loss / eps",
                   **kwargs) -> Outcome:
-    """:func:`privacy_search` over ``instances(D, C)`` with ``(D, C) = ctx.pick(*sizes)``,
-    reported as the largest loss with its witness."""
+    """:func:`privacy_search` over ``instances(D, C)`` with ``(D, C) = ctx.pick(*sizes)``
+    (``space``: the rest of the words after the sorted count vectors and ``k``), reported as
+    the largest loss with its witness."""
     D, C = ctx.pick(*sizes)
-    s, worst = privacy_search(ctx, space(D, C), make_dist, nb, divisor, D=D, C=C, **kwargs)
+    words = f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d" + space
+    s, worst = privacy_search(ctx, words, make_dist, nb, divisor, D=D, C=C, **kwargs)
     return s.outcome(f"{label} = {worst[0]:.6f} at {worst[1]}")
 
 

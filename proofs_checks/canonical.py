@@ -18,6 +18,7 @@ check says so.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from fractions import Fraction
@@ -378,20 +379,15 @@ def _dp(ctx, noise):
     return s.outcome("largest loss / eps per rho: " + ", ".join(f"{rho}: {worst[rho][0]:.4f}" for rho in RHOS if rho in worst))
 
 
-@check("canonical.dp_gumbel", PAPER,
-       "Theorem 4.1 with Gumbel noise: the canonical mechanism P(S) ∝ exp(-eps loss_rho(S)) is eps-DP over "
-       "add/remove counts for every rho (exact ratios)",
-       control='the mechanism run with twice the privacy parameter (beta^2) against the same bound')
-def dp_gumbel(ctx):
-    return _dp(ctx, "gumbel")
-
-
-@check("canonical.dp_exponential", PAPER,
-       "Theorem 4.1 with Exponential noise: permute-and-flip with p_S = exp(-eps loss_rho(S)) is eps-DP over "
-       "add/remove counts for every rho (exact permute-and-flip probabilities)",
-       control='the mechanism run with twice the privacy parameter (beta^2) against the same bound')
-def dp_exponential(ctx):
-    return _dp(ctx, "exponential")
+DP_CONTROL = "the mechanism run with twice the privacy parameter (beta^2) against the same bound"
+for _noise, _statement in (
+    ("gumbel", "Theorem 4.1 with Gumbel noise: the canonical mechanism P(S) ∝ exp(-eps loss_rho(S)) is eps-DP over "
+               "add/remove counts for every rho (exact ratios)"),
+    ("exponential", "Theorem 4.1 with Exponential noise: permute-and-flip with p_S = exp(-eps loss_rho(S)) is eps-DP "
+                    "over add/remove counts for every rho (exact permute-and-flip probabilities)"),
+):
+    # one check per noise, the same search
+    check(f"canonical.dp_{_noise}", PAPER, _statement, control=DP_CONTROL)(functools.partial(_dp, noise=_noise))
 
 
 @check("canonical.dp_library", PAPER,

@@ -451,8 +451,7 @@ def _footnote_4(c, k):
 def theorem_3_2(ctx):
     return privacy_check(
         ctx, ((4, 3), (5, 4)),
-        lambda D, C: f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every add/remove "
-                     "neighbour, every sequence; base = exp(-eps/2) in {1/2, 9/10}: exact rational ratios vs base^-2",
+        ", every add/remove neighbour, every sequence; base = exp(-eps/2) in {1/2, 9/10}: exact rational ratios vs base^-2",
         joint_em, add_remove, 2, "largest privacy loss / eps", rnd=(3, 12, 5, 6, 9, 3, 32))
 
 
@@ -463,8 +462,7 @@ def theorem_3_2(ctx):
 def theorem_3_2_swap(ctx):
     return privacy_check(
         ctx, ((3, 3), (4, 3)),
-        lambda D, C: f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every swap neighbour; "
-                     "base = exp(-eps/4) in {1/2, 9/10}: exact ratios vs base^-4",
+        ", every swap neighbour; base = exp(-eps/4) in {1/2, 9/10}: exact ratios vs base^-4",
         joint_em, swaps, 4, "largest privacy loss / eps")
 
 
@@ -579,7 +577,7 @@ def _utility_tails(ctx, part):
 def theorem_3_3(ctx):
     s, worst = _utility_tails(ctx, "3.3")
     return s.outcome(f"largest tail / (1/100) = {worst[0]:.3g} at {worst[1]} (the bound is loose: the tail is at "
-                     "most e^-5 < 1/100 by Lemma A.1, since ln|R| <= k ln d)")
+        "most e^-5 < 1/100 by Lemma A.1, since ln|R| <= k ln d)")
 
 
 @check("joint.lemma_a_1", PAPER,

@@ -61,8 +61,7 @@ def lemma_2_7(ctx):
 
     return privacy_check(
         ctx, ((4, 3), (5, 4)),
-        lambda D, C: f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d (k = 1: u = c_j), every "
-                     "add/remove neighbour; base = exp(-eps/2) in {1/2, 9/10}, bound eps/2 = -ln(base)",
+        " (k = 1: u = c_j), every add/remove neighbour; base = exp(-eps/2) in {1/2, 9/10}, bound eps/2 = -ln(base)",
         dist, add_remove, 1, "largest loss / (eps/2)")
 
 
@@ -109,8 +108,7 @@ def lemma_2_7_not_joint(ctx):
 def lemma_4_1(ctx):
     return privacy_check(
         ctx, ((3, 3), (4, 3)),
-        lambda D, C: f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every add/remove "
-                     "neighbour; base = exp(-eps/k) in {1/2, 9/10}: exact rationals",
+        ", every add/remove neighbour; base = exp(-eps/k) in {1/2, 9/10}: exact rationals",
         lambda c, k, b: peel_distribution(c, k, b, "pnf"), add_remove, lambda k: k, rnd=(2, 8, 5, 5, 9, 2, 41))
 
 
@@ -300,8 +298,7 @@ def joint_pnf(c, k, base):
 def appendix_d_pnf_privacy(ctx):
     return privacy_check(
         ctx, ((3, 3), (4, 3)),
-        lambda D, C: f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every add/remove neighbour, "
-                     "every sequence; base = exp(-eps/2) in {1/2, 9/10}: exact rationals",
+        ", every add/remove neighbour, every sequence; base = exp(-eps/2) in {1/2, 9/10}: exact rationals",
         joint_pnf, add_remove, 2)
 
 
