@@ -31,7 +31,7 @@ import gmpy2
 import mpmath
 
 from . import registry
-from .registry import Outcome
+from .registry import Context, Outcome
 
 mpq = gmpy2.mpq
 
@@ -397,7 +397,7 @@ def inst(c: Sequence[int], k: int, extra: str = "") -> str:
     return f"counts={list(c)}, k={k}" + (f", {extra}" if extra else "")
 
 
-def with_random(ctx, exhaustive: Iterable, seed: int, rnd: tuple, distinct: bool = False) -> tuple[str, Iterator]:
+def with_random(ctx: Context, exhaustive: Iterable, seed: int, rnd: tuple, distinct: bool = False) -> tuple[str, Iterator]:
     """``(words, instances)``: ``exhaustive`` followed by the random instances of ``rnd =
     (n_fast, n_full, d_lo, d_hi, max_count, k_max)`` (fixed ``seed``)."""
     R = ctx.pick(rnd[0], rnd[1])
@@ -405,7 +405,10 @@ def with_random(ctx, exhaustive: Iterable, seed: int, rnd: tuple, distinct: bool
     return words, itertools.chain(exhaustive, random_instances(seed, R, *rnd[2:5], k_max=rnd[5], distinct=distinct))
 
 
-def privacy_search(ctx, space, make_dist, nb, divisor, bases=BASES, D=None, C=None, ks=None, rnd=None):
+def privacy_search(ctx: Context, space: str, make_dist: Callable[[tuple, int, Any], dict],
+                   nb: Callable[[Sequence[int]], list], divisor: int | Callable[[int], int], bases: Sequence = BASES,
+                   D: Optional[int] = None, C: Optional[int] = None, ks: Optional[Callable[[int], Iterable[int]]] = None,
+                   rnd: Optional[tuple] = None) -> tuple[Search, tuple[float, Optional[str]]]:
     """Exact privacy: every ratio ``P(o|D)/P(o|D') <= base**-divisor``, i.e. loss <= eps
     where ``eps = -divisor * ln(base)``.  ``divisor`` is an int or a function of ``k``.
     ``rnd = (n_fast, n_full, d_lo, d_hi, max_count, k_max, seed)`` adds random instances.
@@ -429,7 +432,8 @@ def privacy_search(ctx, space, make_dist, nb, divisor, bases=BASES, D=None, C=No
     return s, worst
 
 
-def _privacy_at(ctx, c, k, base, div, make_dist, nb, worst):
+def _privacy_at(ctx: Context, c: tuple, k: int, base, div: int, make_dist: Callable, nb: Callable,
+                worst: tuple) -> tuple[Optional[str], tuple]:
     """One (instance, base) of :func:`privacy_search`: the first violation and the largest loss."""
     mech_base = base * base if ctx.control else base
     P = make_dist(c, k, mech_base)
@@ -449,7 +453,7 @@ def _privacy_at(ctx, c, k, base, div, make_dist, nb, worst):
     return bad, worst
 
 
-def privacy_check(ctx, sizes, space: str, make_dist, nb, divisor, label: str = "largest loss / eps",
+def privacy_check(ctx: Context, sizes: tuple, space: str, make_dist, nb, divisor, label: str = "largest loss / eps",
                   **kwargs) -> Outcome:
     """:func:`privacy_search` over ``instances(D, C)`` with ``(D, C) = ctx.pick(*sizes)``
     (``space``: the rest of the words after the sorted count vectors and ``k``), reported as

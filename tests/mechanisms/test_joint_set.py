@@ -469,6 +469,10 @@ def test_bad_inputs_raise_exactdp_errors():
         count_at_least_matrix_paths([1, 2], 1, "1")
     with pytest.raises(errors.InvalidParameterError):
         count_at_least([1, 2], 1, 0, method="fft")
+    with pytest.raises(errors.InvalidParameterError, match="method"):
+        count_exactly([1, 2], 1, 0, method="fft")
+    with pytest.raises(errors.InvalidParameterError, match=r"M=0\.5"):
+        count_exactly([1, 2], 1, 0.5, method="brute")
     with pytest.raises(errors.InvalidParameterError):
         count_at_least_brute([1, 2], 3, 0)
     with pytest.raises(errors.TooManyOutputsError):

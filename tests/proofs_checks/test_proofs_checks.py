@@ -325,3 +325,26 @@ def test_cli_check_without_proofs_checks(monkeypatch, tmp_path, capsys):
 def test_cli_check_help(capsys):
     assert cli.main(["check", "--help"]) == 0
     assert "exactdp check --only" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------
+# the package's structure
+
+
+def test_each_paper_registers_its_checks_together_in_report_order():
+    """Importing the package imports the paper modules in report order; each paper's
+    checks are contiguous (the registry itself knows no paper)."""
+    prefixes = [c.name.split(".")[0] for c in CHECKS]
+    runs = [p for i, p in enumerate(prefixes) if i == 0 or prefixes[i - 1] != p]
+    assert runs == ["joint", "set", "canonical", "blog", "public"]
+    source = (ROOT / "proofs_checks" / "registry.py").read_text(encoding="utf-8")
+    for module in ("joint_sequence", "joint_variants", "joint_set", "joint_set_algorithm", "canonical", "blog",
+                   "public_code"):
+        assert f"import {module}" not in source and f".{module} import" not in source
+
+
+def test_proofs_checks_ships_in_the_wheel_with_its_report():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    packages = re.search(r"^packages = \[(.*)\]$", text, re.M).group(1)
+    assert '"proofs_checks"' in packages
+    assert 'proofs_checks = ["REPORT.md"]' in text
