@@ -2,7 +2,8 @@
 
 import sys
 
-from .registry import main
+# the package (not the registry alone) so that every paper module has registered its checks
+from . import main
 
 if __name__ == "__main__":
     sys.exit(main())

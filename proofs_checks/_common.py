@@ -1,7 +1,8 @@
-"""Shared exact machinery of the checks: instance spaces, neighbours, brute-force twins.
+"""Shared exact machinery of the checks: instance spaces, neighbours, brute-force twins, searches.
 
 Everything here is independent of exactdp's fast paths: the checks compare the papers'
-statements (and exactdp) against these plain enumerations.
+statements (and exactdp) against these plain enumerations.  The paper modules import this
+module and the registry, never each other.
 
 - Instance spaces: count vectors in a fixed order, smallest first (``d``, then the
   largest count, then the counts lexicographically); with ``k`` inside.
@@ -12,7 +13,10 @@ statements (and exactdp) against these plain enumerations.
 - Exact exponential mechanism and permute-and-flip over an explicit output list with a
   rational ``base`` (the weight of one unit of utility), as ``Fraction`` / ``gmpy2.mpq``.
 - Exact privacy-loss comparison: with ``base = exp(-eps/D)``, ``loss <= eps`` iff every
-  probability ratio is ``<= base**-D`` -- a comparison of rationals.
+  probability ratio is ``<= base**-D`` -- a comparison of rationals (:func:`privacy_search`).
+- Distances between datasets: breadth-first search over user moves (:func:`bfs_distances`).
+- The Joint paper's refined matrix ``Ũ`` and ``m̃`` by enumeration, and the brute-force
+  twins of Joint, JointSet, PNFJoint and the peeling mechanisms.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import gmpy2
 import mpmath
 
 from . import registry
-from .registry import Outcome
+from .registry import Context, Outcome
 
 mpq = gmpy2.mpq
 
@@ -102,20 +106,77 @@ def random_space(n: int, d_lo: int, d_hi: int, max_count: int, k_max: Optional[i
             f"{'distinct ' if distinct else ''}counts <= {max_count}" + (f", k <= {k_max}" if k_max else ""))
 
 
+def add_remove_moves(d: int) -> list[tuple[int, ...]]:
+    """One user added or removed: every count changes by 0 or +1 together, or 0 or -1."""
+    return [tuple(sign * b for b in v) for v in itertools.product((0, 1), repeat=d) if any(v) for sign in (1, -1)]
+
+
+def swap_moves(d: int) -> list[tuple[int, ...]]:
+    """One user's item set replaced: every count changes by -1, 0 or +1."""
+    return [x for x in itertools.product((-1, 0, 1), repeat=d) if any(x)]
+
+
+def _moved(c: Sequence[int], moves: Iterable[Sequence[int]]) -> list[tuple[int, ...]]:
+    return [tuple(a + b for a, b in zip(c, v)) for v in moves]
+
+
 def add_remove(c: Sequence[int]) -> list[tuple[int, ...]]:
     """Every add/remove neighbour ``c + v``, ``c - v`` (``v`` non-zero in ``{0,1}^d``)."""
-    out = []
-    for v in itertools.product((0, 1), repeat=len(c)):
-        if any(v):
-            out.append(tuple(a + b for a, b in zip(c, v)))
-            out.append(tuple(a - b for a, b in zip(c, v)))
-    return out
+    return _moved(c, add_remove_moves(len(c)))
 
 
 def swaps(c: Sequence[int]) -> list[tuple[int, ...]]:
     """Every swap neighbour ``c + x``, ``x`` non-zero in ``{-1,0,1}^d`` (one user's item
     set replaced by another; includes add/remove)."""
-    return [tuple(a + b for a, b in zip(c, x)) for x in itertools.product((-1, 0, 1), repeat=len(c)) if any(x)]
+    return _moved(c, swap_moves(len(c)))
+
+
+def is_top_set(c: Sequence[int], S: Sequence[int]) -> bool:
+    """``S`` is a top-k set of ``c`` (TOP-K as an argmin: ties allowed)."""
+    inside = [c[i] for i in S]
+    outside = [c[i] for i in range(len(c)) if i not in S]
+    return not outside or min(inside) >= max(outside)
+
+
+def is_top_sequence(c: Sequence[int], S: Sequence[int]) -> bool:
+    """``S`` is a top-k sequence of ``c``: ``c_{s_1} >= ... >= c_{s_k} >= every other count``."""
+    vals = [c[i] for i in S]
+    outside = [c[i] for i in range(len(c)) if i not in S]
+    return all(a >= b for a, b in zip(vals, vals[1:])) and (not outside or vals[-1] >= max(outside))
+
+
+def bfs_distances(c: Sequence[int], outputs: Iterable, satisfied: Callable[[tuple, Any], bool], max_depth: int,
+                  moves: Optional[list] = None, nonnegative: bool = True) -> dict:
+    """Fewest moves (default: user additions/removals, :func:`add_remove_moves`; with
+    ``nonnegative`` counts kept >= 0) after which each output satisfies
+    ``satisfied(counts, output)``; outputs not reached within ``max_depth`` are absent."""
+    if moves is None:
+        moves = add_remove_moves(len(c))
+    dist = {}
+    todo = set(outputs)
+    seen = {tuple(c)}
+    frontier = [tuple(c)]
+    depth = 0
+    while todo and depth <= max_depth:
+        for state, o in itertools.product(frontier, list(todo)):
+            if o in todo and satisfied(state, o):
+                dist[o] = depth
+                todo.discard(o)
+        if not todo or depth == max_depth:
+            break
+        nxt = []
+        for n in _moved_all(frontier, moves):
+            if (not nonnegative or min(n) >= 0) and n not in seen:
+                seen.add(n)
+                nxt.append(n)
+        frontier = nxt
+        depth += 1
+    return dist
+
+
+def _moved_all(states: Iterable[Sequence[int]], moves: list) -> Iterator[tuple[int, ...]]:
+    for state in states:
+        yield from _moved(state, moves)
 
 
 # =====================================================================================
@@ -151,14 +212,44 @@ def subsets(d: int, k: int) -> list[tuple[int, ...]]:
     return list(itertools.combinations(range(d), k))
 
 
+def refined_matrix(c: Sequence[int], k: int, zero_based: bool = False) -> list[list[Fraction]]:
+    """The Joint paper's ``U[i-1][j-1] = Ũ_ij = -(c_(i) - c_(j)) - (d(k-i) + j)/(2dk)``
+    (Algorithm 1, line 3).  ``zero_based``: the same formula evaluated at 0-based ``i, j``
+    (an off-by-one, used as a negative control)."""
+    sc = sorted_counts(c)
+    d = len(c)
+    den = 2 * d * k
+    off = 1 if zero_based else 0
+    return [[Fraction(-(sc[i - 1] - sc[j - 1])) - Fraction(d * (k - i + off) + j - off, den) for j in range(1, d + 1)]
+            for i in range(1, k + 1)]
+
+
+def brute_mtilde(c: Sequence[int], k: int, U: Optional[list] = None) -> Counter:
+    """The Joint paper's ``m̃`` by its definition: the number of sequences of distinct items
+    whose score ``min_r Ũ_{r,rank(s_r)}`` is exactly each entry; keys ``(i, j)`` 1-based."""
+    U = refined_matrix(c, k) if U is None else U
+    rank_of = {item: r for r, item in enumerate(order_of(c))}
+    out: Counter = Counter()
+    for seq in itertools.permutations(range(len(c)), k):
+        best = None
+        for r, s in enumerate(seq):
+            v = U[r][rank_of[s]]
+            if best is None or v < best[0]:
+                best = (v, (r + 1, rank_of[s] + 1))
+        out[best[1]] += 1
+    return out
+
+
+def set_entries(c: Sequence[int], k: int) -> list[tuple[int, int, int]]:
+    """The JointSet paper's non-⊥ entries ``(i, j, M_ij)`` of Algorithm 1's line 1 (1-based, distinct counts)."""
+    d = len(c)
+    return [(i, j, c[i - 1] - c[j - 1]) for i in range(1, k + 1) for j in range(1, d + 1)
+            if c[i - 1] - c[j - 1] >= 0 and d - j >= k - i]
+
+
 # =====================================================================================
 # Exact selection rules over explicit outputs
 # =====================================================================================
-def rational_power(base, e: int):
-    """``base**e`` for an integer ``e`` (``Fraction`` or ``mpq``)."""
-    return base ** e
-
-
 def em_distribution(utils: dict, base) -> dict:
     """Exponential mechanism: ``P(o) ∝ base**(-u(o))`` (``u`` integral utilities).
     Exact rationals of the type of ``base``."""
@@ -203,6 +294,51 @@ def pnf_distribution(utils: dict, base) -> dict:
     return {o: per[u] for o, u in utils.items()}
 
 
+def joint_em(c: Sequence[int], k: int, base) -> dict:
+    """Joint: the exponential mechanism with utility ``u*`` over all sequences (brute force)."""
+    sc = sorted_counts(c)
+    return em_distribution({s: joint_utility(c, s, sc) for s in sequences(len(c), k)}, base)
+
+
+def set_em(c: Sequence[int], k: int, base) -> dict:
+    """JointSet: the exponential mechanism with Lemma 5's utility over all k-sets (brute force)."""
+    sc = sorted_counts(c)
+    return em_distribution({S: set_utility(c, S, sc) for S in subsets(len(c), k)}, base)
+
+
+def peel_distribution(c: Sequence[int], k: int, base, rule: str) -> dict:
+    """k rounds over the remaining items: ``rule = "pnf"`` (permute-and-flip with
+    ``p_j = base**(max - c_j)``) or ``"em"`` (``P(j) ∝ base**(-c_j)``); exact."""
+    def round_dist(remaining):
+        utils = {i: c[i] for i in remaining}
+        return pnf_distribution(utils, base) if rule == "pnf" else em_distribution(utils, mpq(base))
+
+    out = {}
+
+    def rec(prefix, prob):
+        if len(prefix) == k:
+            out[tuple(prefix)] = prob
+            return
+        rem = [i for i in range(len(c)) if i not in prefix]
+        for i, p in round_dist(rem).items():
+            rec(prefix + [i], prob * p)
+
+    rec([], mpq(1))
+    return out
+
+
+def as_fraction(x) -> Fraction:
+    """An exact rational (``Fraction``, ``gmpy2.mpq`` or ``flint.fmpq``) as a ``Fraction``."""
+    if hasattr(x, "p"):  # flint.fmpq
+        return Fraction(int(x.p), int(x.q))
+    return Fraction(int(x.numerator), int(x.denominator))
+
+
+def matches_twin(mechanism, twin: dict, output: Callable[[Any], Any] = lambda o: o) -> bool:
+    """Every output's exact probability under the exactdp ``mechanism`` equals the twin's."""
+    return all(as_fraction(mechanism.probability_exact(output(o))) == as_fraction(p) for o, p in twin.items())
+
+
 def max_ratio(P: dict, Q: dict):
     """``max_o max(P/Q, Q/P)`` over the common support (``None`` if the supports differ)."""
     worst = None
@@ -217,12 +353,6 @@ def max_ratio(P: dict, Q: dict):
         if worst is None or r > worst:
             worst, worst_o = r, o
     return worst, worst_o
-
-
-def log_ratio_over_eps(ratio, base, divisor: int) -> float:
-    """``ln(ratio) / eps`` with ``eps = -divisor * ln(base)`` (a float, for reporting)."""
-    return float(mpmath.log(mpmath.mpf(ratio.numerator) / ratio.denominator) /
-                 (-divisor * mpmath.log(mpmath.mpf(base.numerator) / base.denominator)))
 
 
 # =====================================================================================
@@ -256,10 +386,82 @@ class Search:
                        counterexample=self.first, failures=self.failures, detail=extra)
 
 
-def fmt_q(x) -> str:
-    """A rational as ``p/q`` text."""
-    x = Fraction(int(x.numerator), int(x.denominator)) if not isinstance(x, (int, Fraction)) else Fraction(x)
-    return str(x)
+BASES = (Fraction(1, 2), Fraction(9, 10))
+
+PRIVACY_CONTROL = ("the mechanism run with twice the privacy parameter (every weight base^x replaced by base^(2x), "
+                   "i.e. the factor 1/2 or the sensitivity dropped) against the same bound")
+
+
+def inst(c: Sequence[int], k: int, extra: str = "") -> str:
+    """An instance in words, as counterexamples name it."""
+    return f"counts={list(c)}, k={k}" + (f", {extra}" if extra else "")
+
+
+def with_random(ctx: Context, exhaustive: Iterable, seed: int, rnd: tuple, distinct: bool = False) -> tuple[str, Iterator]:
+    """``(words, instances)``: ``exhaustive`` followed by the random instances of ``rnd =
+    (n_fast, n_full, d_lo, d_hi, max_count, k_max)`` (fixed ``seed``)."""
+    R = ctx.pick(rnd[0], rnd[1])
+    words = random_space(R, *rnd[2:], distinct=distinct)
+    return words, itertools.chain(exhaustive, random_instances(seed, R, *rnd[2:5], k_max=rnd[5], distinct=distinct))
+
+
+def privacy_search(ctx: Context, space: str, make_dist: Callable[[tuple, int, Any], dict],
+                   nb: Callable[[Sequence[int]], list], divisor: int | Callable[[int], int], bases: Sequence = BASES,
+                   D: Optional[int] = None, C: Optional[int] = None, ks: Optional[Callable[[int], Iterable[int]]] = None,
+                   rnd: Optional[tuple] = None) -> tuple[Search, tuple[float, Optional[str]]]:
+    """Exact privacy: every ratio ``P(o|D)/P(o|D') <= base**-divisor``, i.e. loss <= eps
+    where ``eps = -divisor * ln(base)``.  ``divisor`` is an int or a function of ``k``.
+    ``rnd = (n_fast, n_full, d_lo, d_hi, max_count, k_max, seed)`` adds random instances.
+    Every neighbour of every instance is visited: ``worst`` is the true maximum of the loss
+    over the space, not the first violation.  Negative control (``ctx.control``): the
+    mechanism is evaluated at ``base**2`` (twice the privacy parameter) against the same
+    bound."""
+    extra = iter(())
+    if rnd:
+        R = ctx.pick(rnd[0], rnd[1])
+        space += random_space(R, *rnd[2:6])
+        extra = random_instances(rnd[6], R, *rnd[2:5], k_max=rnd[5])
+    s = Search(space)
+    worst = (0.0, None)
+    for c, k in itertools.chain(instances(D, C, ks=ks), extra):
+        div = divisor(k) if callable(divisor) else divisor
+        bad = None
+        for base in bases:
+            bad, worst = _privacy_at(ctx, c, k, base, div, make_dist, nb, worst)
+            s.record(bad is None, lambda: inst(c, k, bad))
+    return s, worst
+
+
+def _privacy_at(ctx: Context, c: tuple, k: int, base, div: int, make_dist: Callable, nb: Callable,
+                worst: tuple) -> tuple[Optional[str], tuple]:
+    """One (instance, base) of :func:`privacy_search`: the first violation and the largest loss."""
+    mech_base = base * base if ctx.control else base
+    P = make_dist(c, k, mech_base)
+    bound = base ** (-div)
+    lnb = -div * mpmath.log(mpmath.mpf(base.numerator) / base.denominator)
+    bad = None
+    for n in nb(c):
+        r, o = max_ratio(P, make_dist(n, k, mech_base))
+        if r is None:
+            bad = bad or f"neighbour {list(n)}: supports differ at {o}"
+            continue
+        frac = float(mpmath.log(mpmath.mpf(int(r.numerator)) / int(r.denominator)) / lnb)
+        if frac > worst[0]:
+            worst = (frac, inst(c, k, f"base={base}, neighbour={list(n)}, output={o}"))
+        if r > bound and bad is None:
+            bad = f"base={base}, neighbour={list(n)}, output={o}: ratio {r} > {bound} (loss {frac:.4f} eps)"
+    return bad, worst
+
+
+def privacy_check(ctx: Context, sizes: tuple, space: str, make_dist, nb, divisor, label: str = "largest loss / eps",
+                  **kwargs) -> Outcome:
+    """:func:`privacy_search` over ``instances(D, C)`` with ``(D, C) = ctx.pick(*sizes)``
+    (``space``: the rest of the words after the sorted count vectors and ``k``), reported as
+    the largest loss with its witness."""
+    D, C = ctx.pick(*sizes)
+    words = f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d" + space
+    s, worst = privacy_search(ctx, words, make_dist, nb, divisor, D=D, C=C, **kwargs)
+    return s.outcome(f"{label} = {worst[0]:.6f} at {worst[1]}")
 
 
 def num(x, digits: int = 6) -> str:

@@ -1,5 +1,6 @@
-"""Checks of the blog post "One-shot DP Top-k mechanisms" (Durfee & Rogers,
-DifferentialPrivacy.org).
+"""Checks of the one-shot top-k blog post: Theorem 1 (Gumbel = peeling), Equation 1, permute-and-flip, Laplace.
+
+Post: "One-shot DP Top-k mechanisms" (Durfee & Rogers, DifferentialPrivacy.org).
 
 Notation: counts ``h_1..h_d``, one-shot Gumbel: add ``Gumbel(1/eps)`` noise to every count
 once and report the ``k`` largest noisy counts in order; peeling ``M^(k)``: ``k`` rounds of the
@@ -16,7 +17,7 @@ import mpmath
 from exactdp.core.precision import mp_workdps
 import sympy
 
-from ._common import Search, sequences
+from ._common import Search, instances, matches_twin, peel_distribution, sequences
 from .registry import check
 
 PAPER = "Blog (one-shot top-k)"
@@ -46,8 +47,6 @@ def theorem_1_symbolic(ctx):
     s = Search("d in {1,2,3}, k <= min(d, 2), plus d = k = 3; every ordered tuple; symbolic h_j, eps (a_j = e^{eps h_j} > 0)")
     cases = [(d, k) for d in (1, 2, 3) for k in range(1, min(d, 2) + 1)] + [(3, 3)]
     for d, k in cases:
-        hs = sympy.symbols(f"h1:{d + 1}", real=True)
-        a = [sympy.exp(eps * h) for h in hs]
         A = sympy.symbols(f"a1:{d + 1}", positive=True)
         # Step 1: the Gumbel density of u = h + X and its CDF, in w = e^{-eps u}, are
         # a w e^{-a w} |du/dw| = a e^{-a w} and exp(-a w): verify the change of variables.
@@ -145,17 +144,11 @@ def theorem_1_numeric(ctx):
 def theorem_1_library(ctx):
     from exactdp.mechanisms.peeling import Peeling
 
-    from ._common import instances
-    from .joint_sequence import peel_distribution
-
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, base 1/2")
     for c, k in instances(D, C):
         mine = peel_distribution(c, k, Fraction(1, 2), ctx.ctl("em", "pnf"))
-        m = Peeling(c, k, base=Fraction(1, 2))
-        ok = all(Fraction(int(x.p), int(x.q)) == Fraction(int(v.numerator), int(v.denominator))
-                 for S, v in mine.items() for x in [m.probability_exact(S)])
-        s.record(ok, f"counts={list(c)}, k={k}")
+        s.record(matches_twin(Peeling(c, k, base=Fraction(1, 2)), mine), f"counts={list(c)}, k={k}")
     return s.outcome()
 
 
@@ -167,8 +160,6 @@ def theorem_1_library(ctx):
 def equation_1_as_printed(ctx):
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0) with 3 <= d <= {D}, counts <= {C}, 3 <= k <= d, base e^-eps = 1/2; exact")
-    from ._common import instances
-
     for c, k in instances(D, C, min_d=3, ks=lambda d: range(3, d + 1)):
         a = [Fraction(2) ** x for x in c]
         total = Fraction(0)

@@ -1,5 +1,6 @@
-"""Checks of the canonical paper: "Differentially Private Top-k Selection via Canonical
-Lipschitz Mechanism".
+"""Checks of the canonical Lipschitz paper: classes, sensitivity (Theorem 3.5), eps-DP, Lemmas A.24 and 5.1.
+
+Paper: "Differentially Private Top-k Selection via Canonical Lipschitz Mechanism".
 
 The formulas of the text at hand were lost in extraction; these checks use exactdp's
 definitions (docs/canonical.md), which the prose describes (1-based ranks, sorted scores
@@ -17,6 +18,7 @@ check says so.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from fractions import Fraction
@@ -27,28 +29,31 @@ from exactdp.core.precision import mp_workdps
 
 from ._common import (
     Search,
-    random_instances,
-    random_space,
     add_remove,
+    bfs_distances,
     comb,
+    em_distribution,
+    inst,
     instances,
+    is_top_set,
+    matches_twin,
     max_ratio,
     mpq,
+    num,
     order_of,
-    pnf_level_probabilities,
+    pnf_distribution,
+    random_instances,
+    random_space,
     set_utility,
     sorted_counts,
     subsets,
+    swap_moves,
     swaps,
 )
 from .registry import check
 
 PAPER = "Canonical Lipschitz"
 RHOS = (Fraction(0), Fraction(1, 4), Fraction(1, 3), Fraction(1, 2), Fraction(2, 3), Fraction(3, 4), Fraction(1))
-
-
-def _inst(c, k, extra=""):
-    return f"counts={list(c)}, k={k}" + (f", {extra}" if extra else "")
 
 
 def classify(x, S):
@@ -79,7 +84,7 @@ def losses(x, k, rhos):
         h = 0
         while R[h] == h + 1:
             h += 1
-        a, b, c = xs[h] - xs[k - 1], xs[k - 1] - xs[R[-1] - 1], None
+        a, b = xs[h] - xs[k - 1], xs[k - 1] - xs[R[-1] - 1]
         for rho in rhos:
             out[rho][S] = (1 - rho) * a + rho * b
     return out
@@ -162,7 +167,7 @@ def classes_library(ctx):
             lib = {(u.h, u.t): (u.size, Fraction(u.loss)) for u in m.classes()}
             ok = lib == {key: (mine[key], losses[key]) for key in mine}
             ok = ok and all(Fraction(m.loss(S)) == loss(c, S, ctx.ctl(rho, 1 - rho)) for S in subsets(len(c), k))
-            s.record(ok, lambda: _inst(c, k, f"rho={rho}"))
+            s.record(ok, lambda: inst(c, k, f"rho={rho}"))
     return s.outcome()
 
 
@@ -199,16 +204,13 @@ def lemma_3_1(ctx):
         outs = subsets(len(c), k)
         dist0 = {S: canonical_distance(c, S) for S in outs}
         bad = None
-        for n in swaps(c):
-            for S in outs:
-                dn = canonical_distance(n, S)
-                dd = abs(dn - dist0[S])
-                dc = abs(-(-dn // 1) - (-(-dist0[S] // 1)))
-                worst = (max(worst[0], dd), max(worst[1], dc))
-                if dd > ctx.ctl(1, Fraction(1, 2)) or dc > 1:
-                    bad = f"perturbed {list(n)}, set {S}: |Δ dist| = {dd}, |Δ ceil| = {dc}"
-                    break
-            if bad:
+        for n, S in itertools.product(swaps(c), outs):
+            dn = canonical_distance(n, S)
+            dd = abs(dn - dist0[S])
+            dc = abs(-(-dn // 1) - (-(-dist0[S] // 1)))
+            worst = (max(worst[0], dd), max(worst[1], dc))
+            if dd > ctx.ctl(1, Fraction(1, 2)) or dc > 1:
+                bad = f"perturbed {list(n)}, set {S}: |Δ dist| = {dd}, |Δ ceil| = {dc}"
                 break
         if bad is None and len(c) <= ctx.pick(3, 4):
             users = _swap_bfs(c, outs, max(c) + 1)
@@ -216,14 +218,12 @@ def lemma_3_1(ctx):
                 if users.get(S) != -(-dist0[S] // 1):
                     bad = f"set {S}: {users.get(S)} users needed, ceil(dist) = {-(-dist0[S] // 1)}"
                     break
-        s.record(bad is None, lambda: _inst(c, k, bad))
+        s.record(bad is None, lambda: inst(c, k, bad))
     return s.outcome(f"max |Δ dist| = {worst[0]}, max |Δ ceil(dist)| = {worst[1]}")
 
 
 def _swap_bfs(c, outs, depth):
     """BFS distances with swap moves (every score +-1 or 0 per user)."""
-    from .joint_set import bfs_distances, is_top_set, swap_moves
-
     return bfs_distances(c, outs, is_top_set, depth, swap_moves(len(c)), nonnegative=False)
 
 
@@ -264,7 +264,7 @@ def _loss_search(ctx, relation, bad_if, describe):
     for c, k, rho, m, mw, w, ww in rows:
         raw[rho] = max(raw[rho], m)
         width[rho] = max(width[rho], w)
-        s.record(not bad_if(rho, m, w), lambda: _inst(c, k, describe(rho, m, mw, w, ww)))
+        s.record(not bad_if(rho, m, w), lambda: inst(c, k, describe(rho, m, mw, w, ww)))
     return s, raw, width
 
 
@@ -291,7 +291,7 @@ def theorem_3_5(ctx):
                     worst[rho] = max(worst[rho], dl)
                     if dl > bound and bad is None:
                         bad = f"rho={rho}, perturbed {list(n)}, set {set(S)}: |Δloss| = {dl} > {bound}"
-            s.record(bad is None, lambda: _inst(c, k, bad))
+            s.record(bad is None, lambda: inst(c, k, bad))
     out = s.outcome("max |Δloss| per rho: " + ", ".join(f"{rho}: {worst[rho]}" for rho in RHOS))
     if out.holds and any(worst[rho] != 1 for rho in RHOS):
         out.holds = False
@@ -349,16 +349,8 @@ def canonical_distribution(c, k, rho, beta, q, noise):
     ``base = beta**q = exp(-eps)``."""
     L = {S: v * q for S, v in losses(c, k, (rho,))[rho].items()}
     assert all(v.denominator == 1 for v in L.values())
-    if noise == "gumbel":
-        w = {S: mpq(beta) ** int(v) for S, v in L.items()}
-        z = sum(w.values())
-        return {S: x / z for S, x in w.items()}
-    best = min(L.values())
-    tally = Counter(L.values())
-    levels = sorted(tally)
-    probs = pnf_level_probabilities([(mpq(beta) ** int(v - best), tally[v]) for v in levels])
-    per = dict(zip(levels, probs))
-    return {S: per[v] for S, v in L.items()}
+    utils = {S: -int(v) for S, v in L.items()}  # utility = -loss: the twins rank by utility
+    return em_distribution(utils, mpq(beta)) if noise == "gumbel" else pnf_distribution(utils, beta)
 
 
 def _dp(ctx, noise):
@@ -370,38 +362,32 @@ def _dp(ctx, noise):
     worst = {}
     for c, k in itertools.chain(instances(D, C), random_instances(91 if noise == "gumbel" else 92, R, 6, 6, 12, k_max=3)):
         bad = None
-        for rho in RHOS:
+        for rho, beta in itertools.product(RHOS, (Fraction(1, 2), Fraction(9, 10))):
             q = rho.denominator
-            for beta in (Fraction(1, 2), Fraction(9, 10)):
-                base = beta ** q
-                mb = beta * beta if ctx.control else beta
-                P = canonical_distribution(c, k, rho, mb, q, noise)
-                for n in add_remove(c):
-                    r, o = max_ratio(P, canonical_distribution(n, k, rho, mb, q, noise))
-                    frac = float(mpmath.log(mpmath.mpf(int(r.numerator)) / int(r.denominator)) /
-                                 -mpmath.log(mpmath.mpf(base.numerator) / base.denominator))
-                    if frac > worst.get(rho, (0,))[0]:
-                        worst[rho] = (frac, _inst(c, k, f"beta={beta}, neighbour={list(n)}"))
-                    if r > 1 / base and bad is None:
-                        bad = f"rho={rho}, base={base}, neighbour={list(n)}, set={o}: loss {frac:.4f} eps"
-        s.record(bad is None, lambda: _inst(c, k, bad))
+            base = beta ** q
+            mb = beta * beta if ctx.control else beta
+            P = canonical_distribution(c, k, rho, mb, q, noise)
+            for n in add_remove(c):
+                r, o = max_ratio(P, canonical_distribution(n, k, rho, mb, q, noise))
+                frac = float(mpmath.log(mpmath.mpf(int(r.numerator)) / int(r.denominator)) /
+                             -mpmath.log(mpmath.mpf(base.numerator) / base.denominator))
+                if frac > worst.get(rho, (0,))[0]:
+                    worst[rho] = (frac, inst(c, k, f"beta={beta}, neighbour={list(n)}"))
+                if r > 1 / base and bad is None:
+                    bad = f"rho={rho}, base={base}, neighbour={list(n)}, set={o}: loss {frac:.4f} eps"
+        s.record(bad is None, lambda: inst(c, k, bad))
     return s.outcome("largest loss / eps per rho: " + ", ".join(f"{rho}: {worst[rho][0]:.4f}" for rho in RHOS if rho in worst))
 
 
-@check("canonical.dp_gumbel", PAPER,
-       "Theorem 4.1 with Gumbel noise: the canonical mechanism P(S) ∝ exp(-eps loss_rho(S)) is eps-DP over "
-       "add/remove counts for every rho (exact ratios)",
-       control='the mechanism run with twice the privacy parameter (beta^2) against the same bound')
-def dp_gumbel(ctx):
-    return _dp(ctx, "gumbel")
-
-
-@check("canonical.dp_exponential", PAPER,
-       "Theorem 4.1 with Exponential noise: permute-and-flip with p_S = exp(-eps loss_rho(S)) is eps-DP over "
-       "add/remove counts for every rho (exact permute-and-flip probabilities)",
-       control='the mechanism run with twice the privacy parameter (beta^2) against the same bound')
-def dp_exponential(ctx):
-    return _dp(ctx, "exponential")
+DP_CONTROL = "the mechanism run with twice the privacy parameter (beta^2) against the same bound"
+for _noise, _statement in (
+    ("gumbel", "Theorem 4.1 with Gumbel noise: the canonical mechanism P(S) ∝ exp(-eps loss_rho(S)) is eps-DP over "
+               "add/remove counts for every rho (exact ratios)"),
+    ("exponential", "Theorem 4.1 with Exponential noise: permute-and-flip with p_S = exp(-eps loss_rho(S)) is eps-DP "
+                    "over add/remove counts for every rho (exact permute-and-flip probabilities)"),
+):
+    # one check per noise, the same search
+    check(f"canonical.dp_{_noise}", PAPER, _statement, control=DP_CONTROL)(functools.partial(_dp, noise=_noise))
 
 
 @check("canonical.dp_library", PAPER,
@@ -421,10 +407,8 @@ def dp_library(ctx):
             for noise in ("gumbel", "exponential"):
                 other = {"gumbel": "exponential", "exponential": "gumbel"}[noise]
                 mine = canonical_distribution(c, k, rho, Fraction(1, 2), q, ctx.ctl(noise, other))
-                m = Canonical(c, k, base=Fraction(1, 2) ** q, rho=rho, noise=noise)
-                ok = all(Fraction(int(x.p), int(x.q)) == Fraction(int(v.numerator), int(v.denominator))
-                         for S, v in mine.items() for x in [m.probability_exact(set(S))])
-                s.record(ok, lambda: _inst(c, k, f"rho={rho}, noise={noise}"))
+                ok = matches_twin(Canonical(c, k, base=Fraction(1, 2) ** q, rho=rho, noise=noise), mine, set)
+                s.record(ok, lambda: inst(c, k, f"rho={rho}, noise={noise}"))
     return s.outcome()
 
 
@@ -453,10 +437,10 @@ def lemma_a_24(ctx):
             elif can < joint:
                 bad = f"set {S}: canonical {can} < joint {joint}"
             elif can > joint and strict is None:
-                strict = _inst(c, k, f"set {set(S)}: canonical {can} > joint {joint}")
+                strict = inst(c, k, f"set {set(S)}: canonical {can} > joint {joint}")
             if bad:
                 break
-        s.record(bad is None, lambda: _inst(c, k, bad))
+        s.record(bad is None, lambda: inst(c, k, bad))
     out = s.outcome(f"first strict inequality: {strict}")
     out.holds = out.holds and strict is not None
     return out
@@ -482,42 +466,35 @@ def lemma_5_1(ctx):
     with mp_workdps(40):
         for c, k in instances(D, C, ks=lambda d: range(1, d)):
             outs = subsets(len(c), k)
-            bad = None
-            for rho, rho2 in pairs:
-                for eps in eps_grid:
-                    eps2 = eps * rho / rho2 if not ctx.control else eps * rho2 / rho
-                    for S in outs:
-                        h, t = classify(c, S)
-                        if eps2 * loss(c, S, rho2) < eps * loss(c, S, rho):
-                            bad = f"(a) rho={rho}, rho'={rho2}, eps={eps}, set {S}"
-                            break
-                    if bad:
-                        break
-
-                    def tdist(r, e):
-                        ev = mpmath.mpf(e.numerator) / e.denominator
-                        w = {S: mpmath.exp(-ev * (lambda q: mpmath.mpf(q.numerator) / q.denominator)(loss(c, S, r))) for S in outs}
-                        z = mpmath.fsum(w.values())
-                        P = Counter()
-                        for S in outs:
-                            P[classify(c, S)[1]] += w[S] / z
-                        return P
-
-                    P1, P2 = tdist(rho, eps), tdist(rho2, eps2)
-                    a = b = mpmath.mpf(0)
-                    for tau in sorted(set(P1) | set(P2)):
-                        a += P1.get(tau, 0)
-                        b += P2.get(tau, 0)
-                        if b < a - mpmath.mpf(10) ** -30:
-                            bad = f"(b) rho={rho}, rho'={rho2}, eps={eps}, tau={tau}: {num_(b)} < {num_(a)}"
-                            break
-                    if bad:
-                        break
-                if bad:
-                    break
-            s.record(bad is None, lambda: _inst(c, k, bad))
+            bad = next(filter(None, (_lemma_5_1_failure(c, outs, rho, rho2, eps, ctx.control)
+                                     for (rho, rho2), eps in itertools.product(pairs, eps_grid))), None)
+            s.record(bad is None, lambda: inst(c, k, bad))
     return s.outcome()
 
 
-def num_(x):
-    return mpmath.nstr(x, 8)
+def _tail_distribution(c, outs, rho, eps):
+    """``tau -> P[t = tau]`` under Gumbel noise, ``P(S) ∝ exp(-eps loss_rho(S))`` (working precision)."""
+    ev = mpmath.mpf(eps.numerator) / eps.denominator
+    w = {S: mpmath.exp(-ev * (lambda q: mpmath.mpf(q.numerator) / q.denominator)(loss(c, S, rho))) for S in outs}
+    z = mpmath.fsum(w.values())
+    P = Counter()
+    for S in outs:
+        P[classify(c, S)[1]] += w[S] / z
+    return P
+
+
+def _lemma_5_1_failure(c, outs, rho, rho2, eps, inverted):
+    """Lemma 5.1 at one ``(rho, rho', eps)``: the first set where (a) fails, or the first
+    ``tau`` where (b) fails, else ``None``; ``inverted``: the control's ``eps' = eps rho'/rho``."""
+    eps2 = eps * rho / rho2 if not inverted else eps * rho2 / rho
+    for S in outs:
+        if eps2 * loss(c, S, rho2) < eps * loss(c, S, rho):
+            return f"(a) rho={rho}, rho'={rho2}, eps={eps}, set {S}"
+    P1, P2 = _tail_distribution(c, outs, rho, eps), _tail_distribution(c, outs, rho2, eps2)
+    a = b = mpmath.mpf(0)
+    for tau in sorted(set(P1) | set(P2)):
+        a += P1.get(tau, 0)
+        b += P2.get(tau, 0)
+        if b < a - mpmath.mpf(10) ** -30:
+            return f"(b) rho={rho}, rho'={rho2}, eps={eps}, tau={tau}: {num(b, 8)} < {num(a, 8)}"
+    return None

@@ -1,5 +1,6 @@
-"""Checks of public code used by the field: the dp_topk reference implementation of the Joint
-paper (google-research, ``dp_topk/joint.py`` and ``dp_topk/joint_test.py``).
+"""Checks of public code used by the field: dp_topk, the Joint paper's reference implementation.
+
+The code: google-research, ``dp_topk/joint.py`` and ``dp_topk/joint_test.py``.
 
 - ``make_diff_matrix`` adds the uniquifying term ``(d(k-i-1) + j + 1) / (2dk)`` with 0-based
   ``i, j``: it is the paper's ``z_ij`` in 0-based form, and its diff matrix is ``-Ũ``.
@@ -23,8 +24,7 @@ import sympy
 
 import exactdp
 
-from ._common import Search, add_remove, instances, order_of, sequences
-from .joint_sequence import brute_mtilde, refined_matrix
+from ._common import Search, add_remove, brute_mtilde, instances, order_of, refined_matrix, sequences
 from .registry import check
 
 PAPER = "Public code (dp_topk)"

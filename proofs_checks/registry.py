@@ -1,4 +1,8 @@
-"""The check registry, the runner and the report.
+"""The check registry (declaration and collection of checks), the runner and the report.
+
+The registry imports no paper module: each paper module registers its checks with
+:func:`check` when it is imported, and the package's ``__init__`` imports them in report
+order.
 
 A *check* is one statement of one paper turned into an executable test over an explicit
 instance space.  It is a plain function ``fn(ctx) -> Outcome`` registered with
@@ -43,7 +47,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import platform
 import sys
 import time
 import traceback
@@ -182,15 +185,10 @@ def check(name: str, paper: str, statement: str, *, expect: bool = True,
     return deco
 
 
-def load_all() -> None:
-    """Import every paper module (each registers its checks)."""
-    from . import joint_sequence, joint_set, canonical, blog, public_code  # noqa: F401  (report order)
-
-
 def select(only: Optional[Iterable[str]] = None) -> list[Check]:
     """The registered checks, optionally those whose name equals or starts with (or
-    contains) one of ``only``.  Unknown names raise ``KeyError`` listing the names."""
-    load_all()
+    contains) one of ``only``.  Unknown names raise ``KeyError`` listing the names.  The
+    paper modules register their checks when the package is imported (``__init__``)."""
     checks = list(CHECKS.values())
     if not only:
         return checks
@@ -299,7 +297,8 @@ def run_check(chk: Check, full: bool = False, controls: bool = True) -> Result:
 
 
 def _run_by_name(name: str, full: bool, controls: bool = True) -> Result:
-    load_all()
+    # a worker process imports this module through the package, whose __init__ has
+    # registered every check
     return run_check(CHECKS[name], full, controls)
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "as_rho",
     "as_sequence_output",
     "as_set_output",
+    "as_int",
     "as_positive_int",
     "as_nonnegative_int",
     "DEFAULT_DPS",
@@ -159,6 +160,11 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
             raise InvalidCountsError(f"counts[{position}]", value, "must be a scalar integer")
         out.append(_as_int(value, "counts", f"[{position}]"))
     return tuple(out)
+
+
+def as_int(value: IntLike, argument: str) -> int:
+    """An int of any sign (a threshold, an offset): integral values only."""
+    return _as_int(value, argument)
 
 
 def as_positive_int(value: IntLike, argument: str) -> int:

@@ -4,7 +4,8 @@ Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanis
 Differentially Private Top-k Set" (workshop version,
 NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7,
 Theorem 8; docs/definitions.md §2.3.  The guide with the paper-as-printed analysis is
-``docs/joint_set.md``.
+``docs/joint_set.md``; Algorithm 1 as printed and its readings are in
+:mod:`exactdp.mechanisms.joint_set_paper`.
 
 Definitions (0-based ranks: items sorted by count descending, ties by smaller id; ``sc`` the
 sorted counts).  A k-subset ``S`` is an increasing rank sequence ``r_0 < ... < r_{k-1}``;
@@ -28,18 +29,12 @@ The number ``N(M)`` of sets with utility ``>= -M`` is counted three ways, all ex
   ``T_i(M) = #{items with count >= sc[i] - M}``, by prefix sums row after row.
 - :func:`count_at_least_brute` -- enumeration of all ``C(d, k)`` subsets.
 
-``count_exactly_*`` give the number of sets with utility exactly ``-M``
-(``N(M) - N(M - 1)``; utilities are integers).  :meth:`JointSet.levels` runs the
-matrix-path count once per candidate value ``M`` (the distinct entries of ``M̂``).  The
-sampler draws a level exactly and then a uniform set of that level by unranking a
+:func:`count_exactly` gives the number of sets with utility exactly ``-M``
+(``N(M) - N(M - 1)``; utilities are integers) by any of the three.  :meth:`JointSet.levels`
+runs the matrix-path count once per candidate value ``M`` (the distinct entries of ``M̂``).
+The sampler draws a level exactly and then a uniform set of that level by unranking a
 uniform integer through the path counts of the level (a dynamic programme over the same
 zero-free column blocks, walked backwards).
-
-:func:`paper_algorithm1_distribution` computes the output distribution of Algorithm 1
-*exactly as printed* (it samples matrix entries, several of which share a value), under
-the strict (``<``, as in the definition of ``A``) and non-strict (``<=``, as in the
-paper's own example) readings; :func:`total_variation` and :func:`privacy_loss` measure
-it against the exponential mechanism.
 
 >>> m = JointSet([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()
@@ -56,24 +51,19 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections import Counter, defaultdict
-from fractions import Fraction
-from itertools import accumulate, combinations, product
-from typing import Any, Iterable, NamedTuple, Optional, SupportsIndex
+from itertools import accumulate, combinations
+from typing import Any, Callable, Iterable, Optional, SupportsIndex
 
-import mpmath
-from ..core._lazy import sympy
-from flint import arb, fmpq, fmpz_poly
+from flint import fmpz_poly
 
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
 from ..core.combinatorics import unrank_combination
 from ..core.levels import Level
-from ..core.mechanism import JointFamily, make_scale
-from ..core.precision import certify_many
+from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
-from ..core.validation import _as_int, as_counts, as_dps, as_k
+from ..core.validation import as_counts, as_int, as_k
 
 __all__ = [
     "JointSet",
@@ -85,21 +75,8 @@ __all__ = [
     "count_at_least_matrix_paths",
     "count_at_least_dp",
     "count_at_least_brute",
-    "count_exactly_matrix_paths",
-    "count_exactly_dp",
-    "count_exactly_brute",
-    "paper_matrix",
     "matrix_hat",
     "matrix_a",
-    "paper_algorithm1_terms",
-    "paper_algorithm1_distribution",
-    "em_terms",
-    "READINGS",
-    "reading_terms",
-    "total_variation",
-    "privacy_loss",
-    "PrivacyLoss",
-    "add_remove_neighbours",
     "METHODS",
     "BRUTE_FORCE_LIMIT",
 ]
@@ -118,10 +95,6 @@ def _setup(counts: Any, k: Any) -> tuple[Ranking, int]:
     return Ranking(c), as_k(k, len(c))
 
 
-def _as_threshold(M: Any) -> int:
-    return _as_int(M, "M")
-
-
 def _check_brute_size(d: int, k: int, max_subsets: Optional[int]) -> None:
     limit = BRUTE_FORCE_LIMIT if max_subsets is None else max_subsets
     size = math.comb(d, k)
@@ -132,30 +105,8 @@ def _check_brute_size(d: int, k: int, max_subsets: Optional[int]) -> None:
 
 
 # =====================================================================================
-# The paper's matrices
+# Lemma 6: the matrices M̂ and A
 # =====================================================================================
-def paper_matrix(counts: CountsLike, k: SupportsIndex) -> list[list[Optional[int]]]:
-    """Algorithm 1, line 1, as printed: the ``k x d`` matrix over the sorted counts with
-    ``M[i][j] = c_i - c_j`` if ``c_i - c_j >= 0`` and ``d - j >= k - i`` (1-based ``i, j``),
-    ``None`` (⊥) otherwise.  Returned 0-based.
-
-    With distinct counts row ``i`` has exactly ``d - k + 1`` entries, on columns
-    ``i .. d-k+i``.  With ties, ``c_i - c_j = 0`` also for ``j < i`` in the tie block, so a
-    row can have more entries and cannot be left-aligned into ``d - k + 1`` columns.
-
-    >>> paper_matrix([3, 2, 1, 0], 2)
-    [[0, 1, 2, None], [None, 0, 1, 2]]
-    >>> paper_matrix([1, 1, 0], 2)
-    [[0, 0, None], [0, 0, 1]]
-    """
-    ranking, kk = _setup(counts, k)
-    sc, d = ranking.sorted_counts, ranking.d
-    return [
-        [sc[i] - sc[j] if sc[i] - sc[j] >= 0 and (d - 1 - j) >= (kk - 1 - i) else None for j in range(d)]
-        for i in range(kk)
-    ]
-
-
 def _mhat_rows(ranking: Ranking, k: int) -> list[list[int]]:
     sc, W = ranking.sorted_counts, ranking.d - k + 1
     return [[sc[l] - sc[l + c] for c in range(W)] for l in range(k)]
@@ -187,7 +138,7 @@ def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: 
     [[1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 1, 1]]
     """
     ranking, kk = _setup(counts, k)
-    MM = _as_threshold(M)
+    MM = as_int(M, "M")
     rows = _mhat_rows(ranking, kk)
     if strict:
         out = [[1 if x < MM else 0 for x in row] for row in rows]
@@ -284,21 +235,6 @@ def _profile_from_ranking(ranking: Ranking, k: int, M: int, strict: bool = False
 # =====================================================================================
 # The three counting methods
 # =====================================================================================
-def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
-    """Number of k-subsets with utility ``>= -M`` (``> -M`` with ``strict=True``), by the
-    paper's method: build ``M̂``, read ``A``'s rows as prefixes of ones (bisection in the
-    nondecreasing rows of ``M̂``), count right/down paths through the zero-free blocks with
-    Pascal/Toeplitz transfers (Lemmas 6-7).  Exact integer.
-
-    >>> count_at_least_matrix_paths([10, 5, 1, 1], 2, 0), count_at_least_matrix_paths([10, 5, 1, 1], 2, 9)
-    (1, 6)
-    """
-    ranking, kk = _setup(counts, k)
-    MM = _as_threshold(M)
-    rows = _mhat_rows(ranking, kk)
-    return _staircase_paths(_profile_from_rows(rows, MM, strict), kk, ranking.d - kk + 1)
-
-
 def _dp_count(T: list[int], k: int) -> int:
     """Increasing sequences ``r_0 < ... < r_{k-1}`` with ``r_i < T[i]`` (``T``
     nondecreasing): ``f_i[x]`` = number of valid prefixes ending with ``r_i = x``,
@@ -317,6 +253,53 @@ def _dp_count(T: list[int], k: int) -> int:
     return sum(f)
 
 
+def _brute_maxdiff(counts: tuple[int, ...], sc: tuple[int, ...], subset: Iterable[int]) -> int:
+    """``-u(S)``: sort the subset's counts descending and compare with the top-k counts."""
+    mine = sorted((counts[i] for i in subset), reverse=True)
+    return max(a - b for a, b in zip(sc, mine))
+
+
+def _counter(ranking: Ranking, k: int, method: str, strict: bool = False) -> Callable[[int], int]:
+    """``M -> N(M)`` on one validated instance, by ``method``: one of :data:`METHODS`, or
+    ``"ranking-paths"`` (the matrix-path count with the rows of ``A`` read from the ranking
+    instead of from ``M̂``: the sweep of :meth:`JointSet.levels`).  The matrix-path counters
+    keep their Pascal series across calls, so a sweep over thresholds builds each once."""
+    W = ranking.d - k + 1
+    cache: dict = {}
+    if method == "matrix-paths":
+        rows = _mhat_rows(ranking, k)
+        return lambda M: _staircase_paths(_profile_from_rows(rows, M, strict), k, W, cache)
+    if method == "ranking-paths":
+        return lambda M: _staircase_paths(_profile_from_ranking(ranking, k, M, strict), k, W, cache)
+    if method == "dp":
+        sc = ranking.sorted_counts
+        return lambda M: _dp_count([ranking.at_least(sc[i] - M) for i in range(k)], k)
+    c, top = ranking.counts, ranking.sorted_counts[:k]
+    return lambda M: sum(1 for s in combinations(range(ranking.d), k) if _brute_maxdiff(c, top, s) <= M)
+
+
+def _instance_counter(counts: Any, k: Any, method: str, *, strict: bool = False,
+                      max_subsets: Optional[int] = None) -> Callable[[int], int]:
+    """:func:`_counter` on validated ``counts`` and ``k`` (brute force checks its size first)."""
+    ranking, kk = _setup(counts, k)
+    if method == "brute":
+        _check_brute_size(ranking.d, kk, max_subsets)
+    return _counter(ranking, kk, method, strict)
+
+
+def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
+    """Number of k-subsets with utility ``>= -M`` (``> -M`` with ``strict=True``), by the
+    paper's method: build ``M̂``, read ``A``'s rows as prefixes of ones (bisection in the
+    nondecreasing rows of ``M̂``), count right/down paths through the zero-free blocks with
+    Pascal/Toeplitz transfers (Lemmas 6-7).  Exact integer.
+
+    >>> count_at_least_matrix_paths([10, 5, 1, 1], 2, 0), count_at_least_matrix_paths([10, 5, 1, 1], 2, 9)
+    (1, 6)
+    """
+    count = _instance_counter(counts, k, "matrix-paths", strict=strict)
+    return count(as_int(M, "M"))
+
+
 def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
     """Number of k-subsets with utility ``>= -M`` by a plain dynamic programme over rank
     positions: increasing ``r_0 < ... < r_{k-1}`` with ``r_i < T_i(M)``,
@@ -325,16 +308,8 @@ def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) ->
     >>> count_at_least_dp([10, 5, 1, 1], 2, 5)
     5
     """
-    ranking, kk = _setup(counts, k)
-    MM = _as_threshold(M)
-    sc = ranking.sorted_counts
-    return _dp_count([ranking.at_least(sc[i] - MM) for i in range(kk)], kk)
-
-
-def _brute_maxdiff(counts: tuple[int, ...], sc: tuple[int, ...], subset: Iterable[int]) -> int:
-    """``-u(S)``: sort the subset's counts descending and compare with the top-k counts."""
-    mine = sorted((counts[i] for i in subset), reverse=True)
-    return max(a - b for a, b in zip(sc, mine))
+    count = _instance_counter(counts, k, "dp")
+    return count(as_int(M, "M"))
 
 
 def count_at_least_brute(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, max_subsets: Optional[int] = None) -> int:
@@ -344,32 +319,8 @@ def count_at_least_brute(counts: CountsLike, k: SupportsIndex, M: SupportsIndex,
     >>> count_at_least_brute([10, 5, 1, 1], 2, 4)
     3
     """
-    ranking, kk = _setup(counts, k)
-    MM = _as_threshold(M)
-    _check_brute_size(ranking.d, kk, max_subsets)
-    c, sc = ranking.counts, ranking.sorted_counts[:kk]
-    return sum(1 for s in combinations(range(ranking.d), kk) if _brute_maxdiff(c, sc, s) <= MM)
-
-
-def count_exactly_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
-    """Number of k-subsets with utility exactly ``-M``: ``N(M) - N(M - 1)`` by matrix paths."""
-    MM = _as_threshold(M)
-    return count_at_least_matrix_paths(counts, k, MM) - count_at_least_matrix_paths(counts, k, MM - 1)
-
-
-def count_exactly_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
-    """Number of k-subsets with utility exactly ``-M``: ``N(M) - N(M - 1)`` by the DP."""
-    MM = _as_threshold(M)
-    return count_at_least_dp(counts, k, MM) - count_at_least_dp(counts, k, MM - 1)
-
-
-def count_exactly_brute(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, max_subsets: Optional[int] = None) -> int:
-    """Number of k-subsets with utility exactly ``-M`` by enumeration."""
-    ranking, kk = _setup(counts, k)
-    MM = _as_threshold(M)
-    _check_brute_size(ranking.d, kk, max_subsets)
-    c, sc = ranking.counts, ranking.sorted_counts[:kk]
-    return sum(1 for s in combinations(range(ranking.d), kk) if _brute_maxdiff(c, sc, s) == MM)
+    count = _instance_counter(counts, k, "brute", max_subsets=max_subsets)
+    return count(as_int(M, "M"))
 
 
 def _method(method: Any) -> str:
@@ -381,16 +332,20 @@ def _method(method: Any) -> str:
 def count_at_least(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method: str = "matrix-paths") -> int:
     """``N(M)``, the number of k-subsets with utility ``>= -M``, by ``method`` in
     :data:`METHODS`."""
-    fn = {"matrix-paths": count_at_least_matrix_paths, "dp": count_at_least_dp,
-          "brute": count_at_least_brute}[_method(method)]
-    return fn(counts, k, M)
+    count = _instance_counter(counts, k, _method(method))
+    return count(as_int(M, "M"))
 
 
 def count_exactly(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method: str = "matrix-paths") -> int:
-    """The number of k-subsets with utility exactly ``-M``, by ``method`` in :data:`METHODS`."""
-    fn = {"matrix-paths": count_exactly_matrix_paths, "dp": count_exactly_dp,
-          "brute": count_exactly_brute}[_method(method)]
-    return fn(counts, k, M)
+    """The number of k-subsets with utility exactly ``-M``, ``N(M) - N(M - 1)``, by
+    ``method`` in :data:`METHODS`.
+
+    >>> [count_exactly([10, 5, 1, 1], 2, M, method) for method in METHODS for M in (4, 6)]
+    [2, 0, 2, 0, 2, 0]
+    """
+    count = _instance_counter(counts, k, _method(method))
+    MM = as_int(M, "M")
+    return count(MM) - count(MM - 1)
 
 
 # =====================================================================================
@@ -413,26 +368,33 @@ def _candidate_thresholds(ranking: Ranking, k: int) -> list[int]:
     return sorted({sc[l] - sc[l + c] for l in range(k) for c in range(W)})
 
 
-def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
-    """Exact levels of JointSet: for each candidate threshold ``M`` ascending, ``N(M)`` by
-    the matrix-path count (rows of ``A`` read from the ranking) and ``m(-M) = N(M) - N(prev)``;
-    values with ``m = 0`` (entries of ``M̂`` that no set attains) are dropped.  Stops once
-    all ``C(d, k)`` sets are counted."""
-    d = ranking.d
-    W = d - k + 1
-    total = math.comb(d, k)
-    cache: dict = {}
+
+
+def _sweep(thresholds: Iterable[int], count: Callable[[int], int], total: int) -> list[Level]:
+    """Levels from ``N(M)`` at ascending thresholds: a level ``-M`` of multiplicity
+    ``N(M) - N(previous)`` wherever the count grows (values no set attains are dropped);
+    stops once all ``total = C(d, k)`` sets are counted."""
     levels: list[Level] = []
     previous = 0
-    for M in _candidate_thresholds(ranking, k):
-        n = _staircase_paths(_profile_from_ranking(ranking, k, M), k, W, cache)
+    for M in thresholds:
+        n = count(M)
         if n != previous:
             levels.append(Level(-M, n - previous))
             previous = n
             if n == total:
                 break
-    if previous != total:  # pragma: no cover - would be a bug
-        raise AssertionError(f"levels count {previous} sets, expected C({d}, {k}) = {total}")
+    return levels
+
+
+def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
+    """Exact levels of JointSet: for each candidate threshold ``M`` ascending, ``N(M)`` by
+    the matrix-path count (rows of ``A`` read from the ranking) and ``m(-M) = N(M) - N(prev)``;
+    values with ``m = 0`` (entries of ``M̂`` that no set attains) are dropped."""
+    total = math.comb(ranking.d, k)
+    levels = _sweep(_candidate_thresholds(ranking, k), _counter(ranking, k, "ranking-paths"), total)
+    counted = sum(level.multiplicity for level in levels)
+    if counted != total:  # pragma: no cover - would be a bug
+        raise AssertionError(f"levels count {counted} sets, expected C({ranking.d}, {k}) = {total}")
     return levels
 
 
@@ -440,16 +402,7 @@ def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
     """All levels by the paper's method as stated: ``M̂`` built once, ``A`` read from its
     rows by bisection for every candidate threshold, paths by Lemma 7."""
     ranking, kk = _setup(counts, k)
-    rows = _mhat_rows(ranking, kk)
-    W = ranking.d - kk + 1
-    cache: dict = {}
-    levels, previous = [], 0
-    for M in _candidate_thresholds(ranking, kk):
-        n = _staircase_paths(_profile_from_rows(rows, M, False), kk, W, cache)
-        if n != previous:
-            levels.append(Level(-M, n - previous))
-            previous = n
-    return levels
+    return _sweep(_candidate_thresholds(ranking, kk), _counter(ranking, kk, "matrix-paths"), math.comb(ranking.d, kk))
 
 
 def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
@@ -457,15 +410,8 @@ def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterabl
     restricts the sweep to some candidate values (used by the benchmark to time a sample);
     the multiplicities are then differences between consecutive given thresholds."""
     ranking, kk = _setup(counts, k)
-    sc = ranking.sorted_counts
     Ms = _candidate_thresholds(ranking, kk) if thresholds is None else sorted(thresholds)
-    levels, previous = [], 0
-    for M in Ms:
-        n = _dp_count([ranking.at_least(sc[i] - M) for i in range(kk)], kk)
-        if n != previous:
-            levels.append(Level(-M, n - previous))
-            previous = n
-    return levels
+    return _sweep(Ms, _counter(ranking, kk, "dp"), math.comb(ranking.d, kk))
 
 
 # =====================================================================================
@@ -601,322 +547,3 @@ class JointSet(JointFamily):
         return frozenset(order[x] for x in self._level_paths(a).unrank(r))
 
 
-# =====================================================================================
-# Algorithm 1 as printed
-# =====================================================================================
-#: ``"em"`` the exponential mechanism (JointSet); ``"nonstrict"`` Algorithm 1 with ``A``
-#: defined by ``<=``; ``"strict"`` Algorithm 1 with ``<`` as printed (line 4 as printed: a
-#: uniform set *with utility* ``-M_ij``); ``"strict-paths"`` the strict reading with line 4
-#: drawing from the sets its own path counts counted.
-READINGS = ("em", "nonstrict", "strict", "strict-paths")
-
-Terms = dict  # outcome -> {exponent V: Fraction coefficient}; P(o) ∝ sum coef * x**V
-
-
-def _sets_by_maxdiff(ranking: Ranking, k: int, max_subsets: Optional[int]) -> dict[int, list[frozenset]]:
-    _check_brute_size(ranking.d, k, 10**6 if max_subsets is None else max_subsets)
-    c, sc = ranking.counts, ranking.sorted_counts[:k]
-    out: dict[int, list[frozenset]] = defaultdict(list)
-    for s in combinations(range(ranking.d), k):
-        out[_brute_maxdiff(c, sc, s)].append(frozenset(s))
-    return out
-
-
-def em_terms(counts: CountsLike, k: SupportsIndex, *, max_subsets: Optional[int] = None) -> Terms:
-    """The exponential mechanism as terms: every set ``S`` has weight ``x**(-u(S))``
-    (``x = exp(-eps/2)``), by enumeration (independent of the path counts)."""
-    ranking, kk = _setup(counts, k)
-    by = _sets_by_maxdiff(ranking, kk, max_subsets)
-    return {s: {V: Fraction(1)} for V in sorted(by) for s in sorted(by[V], key=sorted)}
-
-
-def paper_algorithm1_terms(
-    counts: CountsLike, k: SupportsIndex, *, strict: bool, line4: str = "utility", max_subsets: Optional[int] = None
-) -> Terms:
-    """Algorithm 1 exactly as printed, as exact terms ``outcome -> {V: coefficient}``
-    meaning ``P(outcome) ∝ sum coefficient * exp(-eps*V/2)``.
-
-    - Line 1: the entries of :func:`paper_matrix` (sorted counts, ``c_i - c_j >= 0`` and
-      ``d - j >= k - i``); ``e(V)`` = number of entries with value ``V``.
-    - Line 2: for each distinct value ``V_0 < V_1 < ...``, the path count
-      ``P(V) = paths of A^{ij}`` (``A`` with ``<`` if ``strict`` else ``<=``, bottom row of
-      ones), taken to be the number of sets "with utility at least ``-V``"; the number
-      "with utility ``-V``" is the difference ``U(V_t) = P(V_t) - P(V_{t-1})``.
-    - Line 3: entry ``(i, j)`` with probability ``∝ U_ij exp(-eps M_ij/2)``: value ``V`` has
-      weight ``e(V) U(V) x^V``.
-    - Line 4 (``line4="utility"``, as printed): a uniform set with utility ``-V``; when no
-      set has that utility the algorithm has nothing to output: outcome ``None``.  (Also
-      ``None`` with probability 1 when every weight of line 3 is 0, which the strict
-      reading gives when all sets have utility 0.)  With
-      ``line4="paths"``: a uniform set among the ``U(V)`` sets the difference counted.
-
-    Under the non-strict reading ``U(V)`` is the exact level size and both line-4 readings
-    agree.  Sets are enumerated (small instances only: at most ``max_subsets``, default
-    ``10**6``).
-    """
-    if line4 not in ("utility", "paths"):
-        raise InvalidParameterError("line4", line4, "must be 'utility' or 'paths'")
-    ranking, kk = _setup(counts, k)
-    by = _sets_by_maxdiff(ranking, kk, max_subsets)
-    entries = Counter(v for row in paper_matrix(ranking.counts, kk) for v in row if v is not None)
-    values = sorted(entries)
-    rows = _mhat_rows(ranking, kk)
-    W = ranking.d - kk + 1
-    at_least = [_staircase_paths(_profile_from_rows(rows, V, strict), kk, W) for V in values]
-    terms: Terms = {}
-    for t, V in enumerate(values):
-        U = at_least[t] - (at_least[t - 1] if t else 0)
-        weight = entries[V] * U
-        if not weight:
-            continue
-        if line4 == "utility":
-            chosen = by.get(V, [])
-        else:  # the sets the difference of path counts counted
-            lo = values[t - 1] if t else None
-            chosen = [
-                s for D, sets in by.items()
-                if (lo is None or (D >= lo if strict else D > lo)) and (D < V if strict else D <= V)
-                for s in sets
-            ]
-            if len(chosen) != U:  # pragma: no cover - path counts disagree with enumeration
-                raise AssertionError(f"value {V}: {U} sets by paths, {len(chosen)} by enumeration")
-        if not chosen:
-            terms.setdefault(None, {})
-            terms[None][V] = terms[None].get(V, Fraction(0)) + weight
-            continue
-        share = Fraction(weight, len(chosen))
-        for s in chosen:
-            d = terms.setdefault(s, {})
-            d[V] = d.get(V, Fraction(0)) + share
-    if not terms:  # every weight of line 3 is 0 (strict, one value): nothing to sample
-        return {None: {0: Fraction(1)}}
-    order = sorted((o for o in terms if o is not None), key=lambda o: (min(terms[o]), sorted(o)))
-    out = {o: terms[o] for o in order}
-    if None in terms:
-        out[None] = terms[None]
-    return out
-
-
-def reading_terms(counts: CountsLike, k: SupportsIndex, reading: str, *, max_subsets: Optional[int] = None) -> Terms:
-    """Terms of one of :data:`READINGS`."""
-    if reading == "em":
-        return em_terms(counts, k, max_subsets=max_subsets)
-    if reading == "nonstrict":
-        return paper_algorithm1_terms(counts, k, strict=False, max_subsets=max_subsets)
-    if reading == "strict":
-        return paper_algorithm1_terms(counts, k, strict=True, max_subsets=max_subsets)
-    if reading == "strict-paths":
-        return paper_algorithm1_terms(counts, k, strict=True, line4="paths", max_subsets=max_subsets)
-    raise InvalidParameterError("reading", reading, f"must be one of {', '.join(READINGS)}")
-
-
-def _ball(poly: dict, lam: arb) -> arb:
-    total = arb(0)
-    for V, coef in poly.items():
-        total += arb(fmpq(coef.numerator, coef.denominator)) * (-(lam * V)).exp()
-    return total
-
-
-def _probability_balls(terms: Terms, lam: arb) -> dict:
-    vals = {o: _ball(p, lam) for o, p in terms.items()}
-    z = sum(vals.values(), arb(0))
-    return {o: v / z for o, v in vals.items()}
-
-
-def paper_algorithm1_distribution(
-    counts: CountsLike,
-    k: SupportsIndex,
-    epsilon: Optional[RationalLike] = None,
-    *,
-    strict: bool,
-    base: Optional[RationalLike] = None,
-    line4: str = "utility",
-    exact: bool = False,
-    dps: Optional[int] = None,
-    max_subsets: Optional[int] = None,
-) -> dict:
-    """The output distribution of the paper's Algorithm 1 exactly as printed (see
-    :func:`paper_algorithm1_terms` for the readings), keyed by ``frozenset`` (and
-    ``None`` for "line 4 has no set with the sampled utility", only when that has
-    positive probability).
-
-    Values: with ``base`` (replacing ``exp(-eps/2)``), exact ``Fraction``; with
-    ``epsilon`` and ``exact=True``, exact sympy expressions; otherwise ``mpmath.mpf``
-    certified to relative error ``10**-dps`` (default 30).
-
-    >>> p = paper_algorithm1_distribution([2, 1, 0], 1, base="1/2", strict=False)
-    >>> p == {frozenset({0}): Fraction(4, 7), frozenset({1}): Fraction(2, 7), frozenset({2}): Fraction(1, 7)}
-    True
-    >>> paper_algorithm1_distribution([1, 0, 0], 1, base="1/2", strict=False)[frozenset({1})]
-    Fraction(1, 3)
-    """
-    terms = paper_algorithm1_terms(counts, k, strict=strict, line4=line4, max_subsets=max_subsets)
-    return _distribution(terms, epsilon, base, exact, dps)
-
-
-def _distribution(terms: Terms, epsilon: Any, base: Any, exact: bool, dps: Any) -> dict:
-    scale = make_scale(epsilon, base, Fraction(2))
-    if scale.base is not None:
-        b = scale.base
-        w = {o: sum(c * b**V for V, c in p.items()) for o, p in terms.items()}
-        z = sum(w.values())
-        return {o: x / z for o, x in w.items()}
-    if exact:
-        w = {
-            o: sympy.Add(*[sympy.Rational(c.numerator, c.denominator) * scale.symbolic_weight(-V) for V, c in p.items()])
-            for o, p in terms.items()
-        }
-        z = sympy.Add(*w.values())
-        return {o: x / z for o, x in w.items()}
-    digits = as_dps(dps)
-    keys = list(terms)
-
-    def compute():
-        probs = _probability_balls(terms, scale.lam_ball())
-        return [probs[o] for o in keys]
-
-    return dict(zip(keys, certify_many(compute, digits, extra_bits=2 * len(keys).bit_length() + 8)))
-
-
-# =====================================================================================
-# Distances to the exponential mechanism
-# =====================================================================================
-def _poly_mul(a: dict, b: dict) -> dict:
-    out: dict = {}
-    for x, p in a.items():
-        for y, q in b.items():
-            out[x + y] = out.get(x + y, 0) + p * q
-    return {e: c for e, c in out.items() if c}
-
-
-def _poly_sum(polys: Iterable[dict]) -> dict:
-    out: dict = {}
-    for p in polys:
-        for e, c in p.items():
-            out[e] = out.get(e, 0) + c
-    return {e: c for e, c in out.items() if c}
-
-
-def _same_probability(p: dict, zp: dict, q: dict, zq: dict) -> bool:
-    """``p/Zp == q/Zq`` exactly.  Both sides are Laurent polynomials with rational
-    coefficients in ``x = exp(-eps/2)``, which is transcendental for rational ``eps != 0``
-    (Lindemann), so equality of the values is equality of ``p*Zq`` and ``q*Zp``."""
-    return _poly_mul(p, zq) == _poly_mul(q, zp)
-
-
-def _as_terms(t: Any, k: Any, reading: Any) -> Terms:
-    return reading_terms(t, k, reading) if not isinstance(t, dict) else t
-
-
-def total_variation(counts: CountsLike, k: SupportsIndex, epsilon: RationalLike = 1, *, reading: str, against: str = "em", dps: Optional[int] = None) -> mpmath.mpf:
-    """Total variation distance ``(1/2) sum_o |P(o) - Q(o)|`` between ``reading`` and
-    ``against`` (two of :data:`READINGS`) on the same counts, certified to ``dps`` digits
-    (exactly 0 when the two distributions are identical).
-
-    >>> print(total_variation([2, 1, 0], 2, 1, reading="nonstrict"))
-    0.0
-    >>> print(mpmath.nstr(total_variation([0, 1, 3], 2, 1, reading="nonstrict"), 15))
-    0.165921844065033
-    """
-    digits = as_dps(dps)
-    scale = make_scale(epsilon, None, Fraction(2))
-    P, Q = reading_terms(counts, k, reading), reading_terms(counts, k, against)
-    zp, zq = _poly_sum(P.values()), _poly_sum(Q.values())
-    outcomes = [o for o in dict.fromkeys(list(P) + list(Q)) if not _same_probability(P.get(o, {}), zp, Q.get(o, {}), zq)]
-    if not outcomes:
-        return mpmath.mpf(0)
-
-    def compute():
-        lam = scale.lam_ball()
-        bp, bq = _probability_balls(P, lam), _probability_balls(Q, lam)
-        return [sum((abs(bp.get(o, arb(0)) - bq.get(o, arb(0))) for o in outcomes), arb(0)) / 2]
-
-    return certify_many(compute, digits, extra_bits=16)[0]
-
-
-class PrivacyLoss(NamedTuple):
-    """Worst privacy loss over the neighbours tried: ``loss = |ln P(o|D) - ln P(o|D')|``
-    (``mpmath.inf`` when one side is 0), with the witness neighbour ``D'`` and outcome
-    ``o``, and the number of neighbours examined."""
-
-    loss: mpmath.mpf
-    neighbour: Optional[tuple]
-    output: Any
-    neighbours: int
-
-
-def add_remove_neighbours(counts: CountsLike) -> list[tuple[int, ...]]:
-    """Every add/remove neighbour: ``D + v`` and ``D - v`` for ``v`` in ``{0,1}^d``,
-    ``v != 0`` (one user with items ``v`` added or removed; removal needs ``D - v >= 0``)."""
-    c = as_counts(counts)
-    out = []
-    for v in product((0, 1), repeat=len(c)):
-        if not any(v):
-            continue
-        out.append(tuple(a + b for a, b in zip(c, v)))
-        down = tuple(a - b for a, b in zip(c, v))
-        if min(down) >= 0:
-            out.append(down)
-    return out
-
-
-def privacy_loss(
-    counts: CountsLike,
-    k: SupportsIndex,
-    epsilon: RationalLike = 1,
-    *,
-    reading: str = "em",
-    neighbours: Optional[Iterable[CountsLike]] = None,
-    dps: Optional[int] = None,
-    _cache: Optional[dict] = None,
-) -> PrivacyLoss:
-    """The exact privacy loss ``max_{D', o} |ln P(o|D) - ln P(o|D')|`` of ``reading`` (one
-    of :data:`READINGS`) at ``counts`` over its add/remove neighbours
-    (:func:`add_remove_neighbours`, or the given ``neighbours``), certified to ``dps``
-    digits; ``mpmath.inf`` when some outcome has probability 0 on one side only.
-
-    >>> r = privacy_loss([1, 0], 1, 1, reading="em")
-    >>> print(mpmath.nstr(r.loss, 12), r.neighbour, sorted(r.output))
-    0.339184703338 (2, 0) [1]
-    """
-    digits = as_dps(dps)
-    kk = as_k(k, len(as_counts(counts)))
-    scale = make_scale(epsilon, None, Fraction(2))
-    cache = {} if _cache is None else _cache
-
-    def terms_of(c):
-        key = (tuple(c), kk, reading)
-        if key not in cache:
-            cache[key] = reading_terms(c, kk, reading)
-        return cache[key]
-
-    P = terms_of(as_counts(counts))
-    zp = _poly_sum(P.values())
-    others = add_remove_neighbours(counts) if neighbours is None else [as_counts(n) for n in neighbours]
-    candidates = []  # (neighbour, outcome, p-poly, zp, q-poly, zq)
-    for nb in others:
-        Q = terms_of(nb)
-        zq = _poly_sum(Q.values())
-        for o in dict.fromkeys(list(P) + list(Q)):
-            p, q = P.get(o, {}), Q.get(o, {})
-            if not p and not q:
-                continue
-            if not p or not q:
-                return PrivacyLoss(mpmath.inf, tuple(nb), o, len(others))
-            if not _same_probability(p, zp, q, zq):
-                candidates.append((tuple(nb), o, p, q, zq))
-    if not candidates:
-        return PrivacyLoss(mpmath.mpf(0), None, None, len(others))
-
-    def compute():
-        lam = scale.lam_ball()
-        lzp = _ball(zp, lam).log()
-        return [
-            abs((_ball(p, lam).log() - lzp) - (_ball(q, lam).log() - _ball(zq, lam).log()))
-            for _, _, p, q, zq in candidates
-        ]
-
-    # Every |ln ratio| is certified to relative 10**-dps, so their maximum is too.
-    values = certify_many(compute, digits, extra_bits=16)
-    best = max(range(len(values)), key=lambda i: values[i])
-    return PrivacyLoss(values[best], candidates[best][0], candidates[best][1], len(others))

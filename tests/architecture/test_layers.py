@@ -1,6 +1,8 @@
 """The layering of docs/architecture.md, checked by import-linter (``[tool.importlinter]``
 in pyproject.toml): errors < core < rules < mechanisms < oracle < cli, mechanisms
-independent of each other, the oracle never importing a mechanism module.
+independent of each other, the oracle never importing a mechanism module; and for
+proofs_checks: paper modules independent of each other, the registry and the shared
+machinery importing no paper module, exactdp (except its CLI) never importing the checks.
 
 Each contract gets a negative control: a copy of the package with one forbidden import
 added must be rejected, so a contract that cannot fail (a typo in a module name, a layer
@@ -44,6 +46,11 @@ VIOLATIONS = [
     ("exactdp/mechanisms/peeling.py", "import exactdp.mechanisms.canonical", "mechanisms are independent"),
     ("exactdp/mechanisms/joint.py", "import exactdp.mechanisms.pnf_joint", "mechanisms are independent"),
     ("exactdp/rules/exponential.py", "import exactdp.rules.permute_and_flip", "the selection rules are independent"),
+    ("exactdp/mechanisms/joint_set.py", "import exactdp.mechanisms.joint_set_paper", "mechanisms are independent"),
+    ("proofs_checks/blog.py", "import proofs_checks.joint_variants", "proofs_checks paper modules are independent"),
+    ("proofs_checks/registry.py", "import proofs_checks.canonical", "proofs_checks.registry and proofs_checks._common import no paper module"),
+    ("proofs_checks/_common.py", "import proofs_checks.joint_sequence", "proofs_checks.registry and proofs_checks._common import no paper module"),
+    ("exactdp/core/levels.py", "import proofs_checks.registry", "exactdp (except exactdp.cli) does not import proofs_checks"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Tests of exactdp.JointSet and exactdp.mechanisms.joint_set (docs/definitions.md §1, §2.3 and §3).
+"""Tests of exactdp.JointSet, exactdp.mechanisms.joint_set and joint_set_paper (docs/definitions.md §1, §2.3 and §3).
 
 Reference values are computed here from the definitions (docs/definitions.md §2.3, the workshop paper's
 Lemma 5 and Algorithm 1), never by calling the code under test: every k-subset is
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import exactdp
 from exactdp import errors
 from exactdp.mechanisms import joint_set as js
+from exactdp.mechanisms import joint_set_paper as jsp
 from exactdp.mechanisms.joint_set import (
     JointSet,
     count_at_least,
@@ -29,11 +30,10 @@ from exactdp.mechanisms.joint_set import (
     count_at_least_dp,
     count_at_least_matrix_paths,
     count_exactly,
-    count_exactly_brute,
-    count_exactly_dp,
-    count_exactly_matrix_paths,
     levels_dp,
     levels_matrix_paths,
+)
+from exactdp.mechanisms.joint_set_paper import (
     paper_algorithm1_distribution,
     privacy_loss,
     total_variation,
@@ -164,15 +164,12 @@ def test_counting_methods_agree_exhaustive(d):
                 previous = want
 
 
-def test_count_exactly_functions():
+def test_count_exactly_every_method():
     for counts in [(3, 2, 2, 0, 1), (0, 0, 0, 0), (5, 1, 4, 1, 1, 3)]:
         for k in range(1, len(counts) + 1):
             tally = brute_tally(counts, k)
             for M in range(-1, 7):
                 want = tally.get(M, 0)
-                assert count_exactly_matrix_paths(counts, k, M) == want
-                assert count_exactly_dp(counts, k, M) == want
-                assert count_exactly_brute(counts, k, M) == want
                 for method in js.METHODS:
                     assert count_exactly(counts, k, M, method) == want
                     assert count_at_least(counts, k, M, method) == brute_at_least(tally, M)
@@ -224,7 +221,7 @@ def test_matrix_paths_equals_brute_random(inst):
     counts, k, M = inst
     tally = brute_tally(counts, k)
     assert count_at_least_matrix_paths(counts, k, M) == brute_at_least(tally, M)
-    assert count_exactly_matrix_paths(counts, k, M) == tally.get(M, 0)
+    assert count_exactly(counts, k, M, "matrix-paths") == tally.get(M, 0)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -263,12 +260,12 @@ def test_paper_matrix_examples():
     assert strict[2] == [1, 0, 0] and grid_paths(strict) == 1
     Mh = js.matrix_hat(counts, 3)
     assert Mh == [[0, 3, 5], [0, 2, 3], [0, 1, 5], [1, 1, 1]]
-    M = js.paper_matrix(counts, 3)
+    M = jsp.paper_matrix(counts, 3)
     assert M == [[0, 3, 5, None, None], [None, 0, 2, 3, None], [None, None, 0, 1, 5]]
     # left-aligning the printed M gives M̂ (distinct counts)
     assert [[x for x in row if x is not None] for row in M] == Mh[:3]
     # with ties the printed rule keeps extra zeros left of the diagonal
-    assert js.paper_matrix([2, 2, 2], 2) == [[0, 0, None], [0, 0, 0]]
+    assert jsp.paper_matrix([2, 2, 2], 2) == [[0, 0, None], [0, 0, 0]]
     # Lemma 6 on every threshold of a small instance: grid paths through A == brute force
     for counts in [(3, 1, 4, 1, 5), (2, 2, 0, 2, 1, 1)]:
         for k in range(1, len(counts) + 1):
@@ -472,14 +469,18 @@ def test_bad_inputs_raise_exactdp_errors():
         count_at_least_matrix_paths([1, 2], 1, "1")
     with pytest.raises(errors.InvalidParameterError):
         count_at_least([1, 2], 1, 0, method="fft")
+    with pytest.raises(errors.InvalidParameterError, match="method"):
+        count_exactly([1, 2], 1, 0, method="fft")
+    with pytest.raises(errors.InvalidParameterError, match=r"M=0\.5"):
+        count_exactly([1, 2], 1, 0.5, method="brute")
     with pytest.raises(errors.InvalidParameterError):
         count_at_least_brute([1, 2], 3, 0)
     with pytest.raises(errors.TooManyOutputsError):
         count_at_least_brute(range(40), 20, 0)
     with pytest.raises(errors.InvalidParameterError):
-        js.paper_algorithm1_terms([1, 2], 1, strict=False, line4="other")
+        jsp.paper_algorithm1_terms([1, 2], 1, strict=False, line4="other")
     with pytest.raises(errors.InvalidParameterError):
-        js.reading_terms([1, 2], 1, "lenient")
+        jsp.reading_terms([1, 2], 1, "lenient")
     with pytest.raises(errors.InvalidParameterError):
         paper_algorithm1_distribution([1, 2], 1, 0, strict=False)
     assert issubclass(errors.InvalidParameterError, ValueError)

@@ -104,7 +104,7 @@ def test_withdrawn_errata_are_gone():
 def test_true_maxima_not_first_violations():
     """E6's privacy losses are maxima over the whole space (the first violating neighbour of
     (9, 6, 3, 0) gives less than the maximum)."""
-    from proofs_checks.joint_set import algorithm1_privacy_max
+    from proofs_checks.joint_set_algorithm import algorithm1_privacy_max
 
     loss, base, c, k, n, _, viol, n_inst = algorithm1_privacy_max(4, 4, per_entry=True)
     assert (c, k, base) == ((9, 6, 3, 0), 3, Fraction(9, 10)) and viol == 11 and n_inst == 86
@@ -325,3 +325,26 @@ def test_cli_check_without_proofs_checks(monkeypatch, tmp_path, capsys):
 def test_cli_check_help(capsys):
     assert cli.main(["check", "--help"]) == 0
     assert "exactdp check --only" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------
+# the package's structure
+
+
+def test_each_paper_registers_its_checks_together_in_report_order():
+    """Importing the package imports the paper modules in report order; each paper's
+    checks are contiguous (the registry itself knows no paper)."""
+    prefixes = [c.name.split(".")[0] for c in CHECKS]
+    runs = [p for i, p in enumerate(prefixes) if i == 0 or prefixes[i - 1] != p]
+    assert runs == ["joint", "set", "canonical", "blog", "public"]
+    source = (ROOT / "proofs_checks" / "registry.py").read_text(encoding="utf-8")
+    for module in ("joint_sequence", "joint_variants", "joint_set", "joint_set_algorithm", "canonical", "blog",
+                   "public_code"):
+        assert f"import {module}" not in source and f".{module} import" not in source
+
+
+def test_proofs_checks_ships_in_the_wheel_with_its_report():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    packages = re.search(r"^packages = \[(.*)\]$", text, re.M).group(1)
+    assert '"proofs_checks"' in packages
+    assert 'proofs_checks = ["REPORT.md"]' in text
