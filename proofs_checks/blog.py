@@ -139,7 +139,6 @@ def theorem_1_numeric(ctx):
 @check("blog.theorem_1_library", PAPER,
        "exactdp.Peeling(noise='gumbel') is Equation (1): exact probabilities with a rational base "
        "equal the brute-force product over rounds",
-       needs=[("exactdp.mechanisms.peeling", "Peeling")],
        control='the twin computed with permute-and-flip rounds in place of the exponential mechanism')
 def theorem_1_library(ctx):
     from exactdp.mechanisms.peeling import Peeling

@@ -148,7 +148,6 @@ def classes(ctx):
 @check("canonical.classes_library", PAPER,
        "exactdp.Canonical has the same classes, sizes and losses as the definition, for every rho in "
        "a grid and counts with ties",
-       needs=[("exactdp.mechanisms.canonical", "Canonical")],
        control="the definition's loss evaluated at 1 - rho in place of rho")
 def classes_library(ctx):
     from exactdp.mechanisms.canonical import Canonical
@@ -393,7 +392,6 @@ for _noise, _statement in (
 @check("canonical.dp_library", PAPER,
        "exactdp.Canonical with base = beta^q gives exactly the twin's probabilities (gumbel and "
        "exponential noise)",
-       needs=[("exactdp.mechanisms.canonical", "Canonical")],
        control='the twin computed with the other noise (gumbel <-> exponential)')
 def dp_library(ctx):
     from exactdp.mechanisms.canonical import Canonical

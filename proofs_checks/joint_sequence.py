@@ -501,7 +501,6 @@ def theorem_3_2_certified(ctx):
 @check("joint.theorem_3_2_audit", PAPER,
        "Theorem 3.2 through exactdp.audit.worst_case: no add/remove neighbour violates "
        "eps = 1 for Joint",
-       needs=[("exactdp.audit", "worst_case")],
        control="exactdp.Joint built with epsilon = 2, audited against the claim epsilon = 1")
 def theorem_3_2_audit(ctx):
     from exactdp import audit

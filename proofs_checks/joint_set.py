@@ -340,7 +340,6 @@ def brute_block(A, r_in, r_out, c0, c1):
 @check("set.lemma_6_library", PAPER,
        "exactdp.mechanisms.joint_set: count_at_least_matrix_paths (both readings), count_at_least_dp and "
        "count_at_least_brute equal the independent path count of set.lemma_6 and the enumeration",
-       needs=[("exactdp.mechanisms.joint_set", "count_at_least_matrix_paths")],
        control="the library's count_at_least_matrix_paths compared across readings (strict against the non-strict path count)")
 def lemma_6_library(ctx):
     from exactdp.mechanisms import joint_set as js

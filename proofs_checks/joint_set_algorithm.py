@@ -65,7 +65,6 @@ def theorem_8(ctx):
 @check("set.theorem_8_library", PAPER,
        "exactdp.JointSet is JOINT: its exact probabilities with a rational base equal the "
        "brute-force exponential mechanism over k-sets",
-       needs=[("exactdp.mechanisms.joint_set", "JointSet")],
        control="the twin with every utility shifted by one level for the sets outside the top level (u - 1 when u < 0)")
 def theorem_8_library(ctx):
     from exactdp.mechanisms.joint_set import JointSet
@@ -212,7 +211,6 @@ def algorithm_1_privacy(ctx):
 @check("set.algorithm_1_library", PAPER,
        "exactdp.mechanisms.joint_set_paper.paper_algorithm1_distribution(strict=False) is the entry-weighted "
        "Algorithm 1 of set.algorithm_1 exactly; with strict=True it differs from the EM too",
-       needs=[("exactdp.mechanisms.joint_set_paper", "paper_algorithm1_distribution")],
        control="the library's entry reading compared with the value reading (the EM): they must differ somewhere")
 def algorithm_1_library(ctx):
     from exactdp.mechanisms.joint_set_paper import paper_algorithm1_distribution

@@ -115,7 +115,6 @@ def lemma_4_1(ctx):
 @check("joint.lemma_4_1_library", PAPER,
        "Lemma 4.1's mechanism in exactdp: Peeling(noise='exponential', base=b) gives exactly the PNF-Peel "
        "probabilities of the independent twin",
-       needs=[("exactdp.mechanisms.peeling", "Peeling")],
        control="the twin computed with the exponential mechanism per round (rule 'em') in place of permute-and-flip")
 def lemma_4_1_library(ctx):
     from exactdp.mechanisms.peeling import Peeling
@@ -216,7 +215,6 @@ def algorithm_3_scale(ctx):
 @check("joint.lemma_4_2_accounting", PAPER,
        "exactdp.accounting.cdp_peel_epsilon is Lemma 4.2's formula exactly (sympy), and "
        "cdp_peel_round_epsilon inverts it",
-       needs=[("exactdp.accounting", "cdp_peel_epsilon")],
        control="the library compared with the formula with 2 eps' sqrt(k ln(1/delta)/4) (a wrong constant: /4 for /8)")
 def lemma_4_2_accounting(ctx):
     from exactdp import accounting
@@ -305,7 +303,6 @@ def appendix_d_pnf_privacy(ctx):
 @check("joint.appendix_d_pnfjoint", PAPER,
        "Appendix D: PNFJoint is permute-and-flip over all sequences with u*: exactdp.PNFJoint(base=b) "
        "probabilities equal the brute-force permute-and-flip probabilities exactly",
-       needs=[("exactdp.mechanisms.pnf_joint", "PNFJoint")],
        control='the twin computed with the exponential mechanism in place of permute-and-flip')
 def appendix_d_pnfjoint(ctx):
     from exactdp.mechanisms.pnf_joint import PNFJoint

@@ -235,7 +235,6 @@ def unfloored_privacy(ctx):
        "exactdp.certify on the dp_topk test instance: a sampler drawing from the unfloored weights passes "
        "its goodness-of-fit test at 10^4 draws with power < 0.99 (alpha = 1e-6), and samples_needed gives the draws "
        "at which the power reaches 0.99",
-       needs=[("exactdp.certify", "samples_needed")],
        control='the inequality swapped: power >= 0.99 already at 10^4 draws')
 def unfloored_certify(ctx):
     from exactdp import certify

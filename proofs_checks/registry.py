@@ -14,8 +14,6 @@ instance space.  It is a plain function ``fn(ctx) -> Outcome`` registered with
   ``False`` for a documented **erratum**: the statement is false *as printed* and the check
   finds (and reports) the smallest counterexample.  ``erratum`` names the entry of
   ``docs/errata.md``;
-- ``needs``: modules/attributes of exactdp written by other parts of the package; when one
-  is missing the check is reported as ``not run: needs exactdp.X``;
 - ``control``: the **control** of the check, in words.  The check function reads
   ``ctx.control``; when it is true, it evaluates a deliberately altered statement with the
   same code on the same instance space.  For a check expected to hold the control is a
@@ -38,13 +36,12 @@ Result of a check (:class:`Result.status`):
   the report and in ``docs/errata.md``), and the corrected statement (the control) held;
 - ``illustration``: a witness or worked example (not a pass);
 - ``FAIL``: the outcome differs from the expectation, the control had the wrong outcome
-  (or is missing), or the check raised;
-- ``not run``: a dependency is absent (named).
+  (or is missing), or the check raised (a missing module of exactdp included: no check is
+  ever silently skipped).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -66,7 +63,6 @@ __all__ = [
     "render_markdown",
     "render_table",
     "results_json",
-    "MissingDependency",
 ]
 
 
@@ -105,15 +101,6 @@ class Context:
         return full if self.full else fast
 
 
-class MissingDependency(Exception):
-    """Raised (or detected before running) when a module of exactdp is absent."""
-
-    def __init__(self, what: str, issue: str = ""):
-        super().__init__(f"needs {what}")
-        self.what = what
-        self.issue = issue
-
-
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -122,20 +109,8 @@ class Check:
     fn: Callable[[Context], Outcome]
     expect: bool = True
     erratum: Optional[str] = None
-    needs: tuple = ()  # of (module, attribute or None[, anything])
     control: Optional[str] = None
     illustration: bool = False
-
-    def missing(self) -> Optional[str]:
-        """The first absent dependency as ``"needs exactdp.X"``, else ``None``."""
-        for module, attr, *_ in self.needs:
-            try:
-                mod = importlib.import_module(module)
-            except Exception:  # ImportError, or a half-written module that fails to import
-                return f"needs {module}"
-            if attr is not None and not hasattr(mod, attr):
-                return f"needs {module}.{attr}"
-        return None
 
 
 @dataclass
@@ -143,13 +118,13 @@ class Result:
     name: str
     paper: str
     statement: str
-    status: str  # "pass" | "erratum" | "illustration" | "FAIL" | "not run"
+    status: str  # "pass" | "erratum" | "illustration" | "FAIL"
     space: str = ""
     instances: int = 0
     failures: int = 0
     counterexample: Optional[str] = None
     detail: str = ""
-    reason: str = ""  # why not run / why FAIL
+    reason: str = ""  # why FAIL
     erratum: Optional[str] = None
     expect: bool = True
     seconds: float = 0.0
@@ -159,8 +134,8 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        """True for pass, erratum (a documented expected result), illustration and not run."""
-        return self.status in ("pass", "erratum", "illustration", "not run")
+        """True for pass, erratum (a documented expected result) and illustration."""
+        return self.status in ("pass", "erratum", "illustration")
 
 
 #: The registry, in registration order (= report order).
@@ -168,7 +143,7 @@ CHECKS: dict[str, Check] = {}
 
 
 def check(name: str, paper: str, statement: str, *, expect: bool = True,
-          erratum: Optional[str] = None, needs: Sequence = (), control: Optional[str] = None,
+          erratum: Optional[str] = None, control: Optional[str] = None,
           illustration: bool = False) -> Callable:
     """Register ``fn(ctx) -> Outcome`` as a check (see the module docstring)."""
     if not expect and not erratum:
@@ -179,7 +154,7 @@ def check(name: str, paper: str, statement: str, *, expect: bool = True,
     def deco(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
         if name in CHECKS:
             raise ValueError(f"duplicate check name {name!r}")
-        CHECKS[name] = Check(name, paper, statement, fn, expect, erratum, tuple(needs), control, illustration)
+        CHECKS[name] = Check(name, paper, statement, fn, expect, erratum, control, illustration)
         return fn
 
     return deco
@@ -245,14 +220,9 @@ def run_check(chk: Check, full: bool = False, controls: bool = True) -> Result:
     """Run one check (and, with ``controls``, its control) and classify the outcome."""
     base = dict(name=chk.name, paper=chk.paper, statement=chk.statement, erratum=chk.erratum, expect=chk.expect,
                 control=chk.control)
-    missing = chk.missing()
-    if missing:
-        return Result(status="not run", reason=missing, **base)
     t0 = time.perf_counter()
     try:
         out = chk.fn(Context(full=full))
-    except MissingDependency as err:
-        return Result(status="not run", reason=str(err), seconds=time.perf_counter() - t0, **base)
     except Exception as err:  # a crash is a failure, reported with its cause
         tb = traceback.format_exception_only(type(err), err)[-1].strip()
         return Result(status="FAIL", reason=f"error: {tb}", seconds=time.perf_counter() - t0, **base)
@@ -345,20 +315,18 @@ def _result_text(r: Result) -> str:
         return "illustration (not counted as a pass)"
     if r.status == "erratum":
         return f"erratum ({r.erratum}): false as printed, {r.failures} of {r.instances} instances fail"
-    if r.status == "not run":
-        return f"not run: {r.reason}"
     return f"FAIL: {r.reason}"
 
 
 def _control_text(r: Result) -> str:
     if not r.control:
-        return "—" if r.status in ("illustration", "not run") else "none"
+        return "—" if r.status == "illustration" else "none"
     if not r.control_result:
         return "not run"
     return r.control_result
 
 
-STATUSES = ("pass", "erratum", "illustration", "FAIL", "not run")
+STATUSES = ("pass", "erratum", "illustration", "FAIL")
 
 
 def summary_counts(results: Sequence[Result]) -> dict:
@@ -371,8 +339,7 @@ def summary_counts(results: Sequence[Result]) -> dict:
 def _summary_line(results: Sequence[Result]) -> str:
     counts = summary_counts(results)
     return (f"{len(results)} checks: {counts['pass']} pass, {counts['erratum']} errata confirmed, "
-            f"{counts['illustration']} illustrations (not counted as passes), {counts['FAIL']} FAIL, "
-            f"{counts['not run']} not run")
+            f"{counts['illustration']} illustrations (not counted as passes), {counts['FAIL']} FAIL")
 
 
 def render_markdown(results: Sequence[Result], *, full: bool, seconds: Optional[float] = None) -> str:
@@ -394,7 +361,7 @@ def render_markdown(results: Sequence[Result], *, full: bool, seconds: Optional[
         "statement is false as printed, as documented in `docs/errata.md`, with the smallest counterexample "
         "below, **and** the corrected statement (the control) held; `illustration`: a witness or worked "
         "example, which could not fail in a meaningful way and is not counted as a pass; `FAIL`: unexpected "
-        "outcome, or a control with the wrong outcome; `not run`: a module of exactdp is absent.",
+        "outcome, a control with the wrong outcome, or an error.",
         "- Exact arithmetic (integers, `Fraction`, sympy) wherever the quantity is exact; "
         "the instance-space column says where certified or high-precision floats are used.",
         "- `instances`: the number of instance records visited, one per (counts, k) -- or per "
@@ -441,9 +408,6 @@ def render_markdown(results: Sequence[Result], *, full: bool, seconds: Optional[
     for r in results:
         if r.status == "pass" and r.detail:
             lines.append(f"- `{r.name}`: {r.detail}")
-    not_run = [r for r in results if r.status == "not run"]
-    lines += ["", "## Not run", ""]
-    lines += [f"- `{r.name}`: {r.reason}" for r in not_run] or ["None."]
     lines.append("")
     return "\n".join(lines)
 

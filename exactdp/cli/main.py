@@ -306,7 +306,7 @@ def _add_check_parser(subs: "argparse._SubParsersAction[argparse.ArgumentParser]
             "variant that must be rejected, or for an erratum the corrected statement, which "
             "must hold), and print one row per check (pass, erratum = the statement is false "
             "as printed and documented in docs/errata.md, illustration = a worked example, not "
-            "a pass, FAIL, or not run).  Exit status 1 when a check FAILs, 2 when proofs_checks "
+            "a pass, or FAIL).  Exit status 1 when a check FAILs, 2 when proofs_checks "
             "is not importable (it is installed with exactdp: reinstall exactdp)."
         ),
         epilog=f"example:\n  {PROG} check --only joint.lemma_3_4\n  {PROG} check --full --report REPORT.md",

@@ -48,7 +48,7 @@ __all__ = [
     "reading_terms",
     "total_variation",
     "privacy_loss",
-    "PrivacyLoss",
+    "ReadingPrivacyLoss",
     "add_remove_neighbours",
 ]
 
@@ -306,8 +306,10 @@ def total_variation(counts: CountsLike, k: SupportsIndex, epsilon: RationalLike 
     return certify_many(compute, digits, extra_bits=16)[0]
 
 
-class PrivacyLoss(NamedTuple):
-    """Worst privacy loss over the neighbours tried: ``loss = |ln P(o|D) - ln P(o|D')|``
+class ReadingPrivacyLoss(NamedTuple):
+    """Worst privacy loss of one reading of Algorithm 1 over the neighbours tried (the
+    general audit result between two mechanisms is :class:`exactdp.audit.PrivacyLoss`):
+    ``loss = |ln P(o|D) - ln P(o|D')|``
     (``mpmath.inf`` when one side is 0), with the witness neighbour ``D'`` and outcome
     ``o``, and the number of neighbours examined."""
 
@@ -341,7 +343,7 @@ def privacy_loss(
     neighbours: Optional[Iterable[CountsLike]] = None,
     dps: Optional[int] = None,
     _cache: Optional[dict] = None,
-) -> PrivacyLoss:
+) -> ReadingPrivacyLoss:
     """The exact privacy loss ``max_{D', o} |ln P(o|D) - ln P(o|D')|`` of ``reading`` (one
     of :data:`READINGS`) at ``counts`` over its add/remove neighbours
     (:func:`add_remove_neighbours`, or the given ``neighbours``), certified to ``dps``
@@ -374,11 +376,11 @@ def privacy_loss(
             if not p and not q:
                 continue
             if not p or not q:
-                return PrivacyLoss(mpmath.inf, tuple(nb), o, len(others))
+                return ReadingPrivacyLoss(mpmath.inf, tuple(nb), o, len(others))
             if not _same_probability(p, zp, q, zq):
                 candidates.append((tuple(nb), o, p, q, zq))
     if not candidates:
-        return PrivacyLoss(mpmath.mpf(0), None, None, len(others))
+        return ReadingPrivacyLoss(mpmath.mpf(0), None, None, len(others))
 
     def compute():
         lam = scale.lam_ball()
@@ -391,4 +393,4 @@ def privacy_loss(
     # Every |ln ratio| is certified to relative 10**-dps, so their maximum is too.
     values = certify_many(compute, digits, extra_bits=16)
     best = max(range(len(values)), key=lambda i: values[i])
-    return PrivacyLoss(values[best], candidates[best][0], candidates[best][1], len(others))
+    return ReadingPrivacyLoss(values[best], candidates[best][0], candidates[best][1], len(others))

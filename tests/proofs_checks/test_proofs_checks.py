@@ -5,10 +5,10 @@ module-level run shared by the tests below).  A check passes when the paper's st
 on every instance **and** its negative control -- a deliberately wrong variant evaluated by
 the same code on the same space -- was rejected; an erratum check reproduces a *documented
 erratum* (a statement false as printed, whose smallest counterexample is recorded and which
-docs/errata.md lists) **and** its positive control (the corrected statement) holds.  A check
-whose dependency (a module of exactdp) is absent reports ``not run`` and names it.  Anything
+docs/errata.md lists) **and** its positive control (the corrected statement) holds.  Anything
 else -- an unexpected counterexample, an erratum that no longer reproduces, a control with
-the wrong outcome, a crash -- fails here.  The committed ``proofs_checks/REPORT.md`` must be
+the wrong outcome, a crash (a missing module included: no check is ever skipped) -- fails
+here.  The committed ``proofs_checks/REPORT.md`` must be
 exactly what ``python -m proofs_checks --write`` (the default, fast run) produces.
 """
 
@@ -23,7 +23,6 @@ from fractions import Fraction
 
 import pytest
 
-import exactdp
 from exactdp import cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -50,11 +49,8 @@ def results() -> dict:
 @pytest.mark.parametrize("chk", CHECKS, ids=[c.name for c in CHECKS])
 def test_check_passes_or_reproduces_its_documented_erratum(chk):
     r = results()[chk.name]
-    assert r.status in ("pass", "erratum", "illustration", "not run"), (
+    assert r.status in ("pass", "erratum", "illustration"), (
         f"{r.status}: {r.reason}; counterexample: {r.counterexample}; control: {r.control_result} {r.control_detail}")
-    if r.status == "not run":
-        assert re.fullmatch(r"needs exactdp\.\S+", r.reason), r.reason
-        return
     assert r.instances > 0 and r.space
     if r.status == "illustration":
         assert chk.illustration and not r.control
@@ -131,7 +127,7 @@ def test_names_and_statements():
             assert not re.search("S" "PEC|NUM" "ERICS|sha" "red/|issue \\d", text), (c.name, text)
 
 
-def _fake(outcome=None, raises=None, expect=True, needs=(), control="a wrong variant of the statement",
+def _fake(outcome=None, raises=None, expect=True, control="a wrong variant of the statement",
           control_outcome=None, control_raises=None, illustration=False):
     def fn(ctx):
         if ctx.control:
@@ -143,7 +139,7 @@ def _fake(outcome=None, raises=None, expect=True, needs=(), control="a wrong var
         return outcome
 
     return Check("test.fake", "Test", "a statement in words, long enough to read", fn, expect,
-                 None if expect else "E0", tuple(needs), control, illustration)
+                 None if expect else "E0", control, illustration)
 
 
 HELD = Outcome(holds=True, instances=3, space="three instances")
@@ -225,15 +221,6 @@ def test_theorem_3_5_unshifted_loss_has_sensitivity_exactly_one():
     assert r.status == "pass" and "2/3: 4/3" in r.detail
 
 
-def test_missing_dependency_is_not_run_and_named():
-    r = run_check(_fake(needs=[("exactdp.no_such_module", None)]))
-    assert (r.status, r.reason) == ("not run", "needs exactdp.no_such_module")
-    r = run_check(_fake(needs=[("exactdp", "NoSuchMechanism")]))
-    assert (r.status, r.reason) == ("not run", "needs exactdp.NoSuchMechanism")
-    r = run_check(_fake(raises=registry.MissingDependency("exactdp.x")))
-    assert r.status == "not run" and r.reason == "needs exactdp.x"
-
-
 def test_context_picks_by_mode():
     assert Context(full=False).pick(1, 2) == 1 and Context(full=True).pick(1, 2) == 2
     assert Context().ctl("right", "wrong") == "right" and Context(control=True).ctl("right", "wrong") == "wrong"
@@ -307,7 +294,7 @@ def test_cli_check_bad_arguments(capsys):
 
 
 def test_cli_check_without_proofs_checks(monkeypatch, tmp_path, capsys):
-    """Installed without the repository: one clear line, exit status 2."""
+    """proofs_checks missing from the installation: one clear line, exit status 2."""
     real = importlib.import_module
 
     def fake(name, *args, **kwargs):
@@ -316,7 +303,6 @@ def test_cli_check_without_proofs_checks(monkeypatch, tmp_path, capsys):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib, "import_module", fake)
-    monkeypatch.setattr(exactdp, "__file__", str(tmp_path / "site-packages" / "exactdp" / "__init__.py"))
     assert cli.main(["check"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "proofs_checks package is not importable" in err
