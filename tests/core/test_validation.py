@@ -1,0 +1,320 @@
+"""Tests of exactdp.errors and exactdp.core.validation: every bad input gets a clear error
+naming the argument and value; every accepted input type is normalised exactly."""
+
+from __future__ import annotations
+
+import decimal
+import random
+from fractions import Fraction
+
+import gmpy2
+import mpmath
+import numpy as np
+import pytest
+import sympy
+from hypothesis import given
+from hypothesis import strategies as st
+
+import exactdp
+from exactdp import errors
+from exactdp.core import validation
+from exactdp.core.validation import (
+    DEFAULT_DPS,
+    MAX_NUMBER_DIGITS,
+    as_base,
+    as_counts,
+    as_dps,
+    as_epsilon,
+    as_k,
+    as_positive_int,
+    as_rational,
+    as_rng,
+    as_sensitivity,
+    as_sequence_output,
+    as_set_output,
+)
+
+
+
+# ======================================================================================
+# errors
+# ======================================================================================
+def test_error_message_and_attributes():
+    err = errors.InvalidParameterError("k", 7, "must satisfy 1 <= k <= d = 4")
+    assert str(err) == "k=7: must satisfy 1 <= k <= d = 4"
+    assert (err.argument, err.value, err.reason) == ("k", 7, "must satisfy 1 <= k <= d = 4")
+    assert isinstance(err, ValueError) and isinstance(err, errors.ExactDPError)
+    long = errors.InvalidCountsError("counts", list(range(1000)), "bad")
+    assert len(str(long)) < 100 and str(long).endswith("...: bad")
+    free = errors.NoClosedFormError(None, None, "limit LIMIT = 3 exceeded")
+    assert str(free) == "limit LIMIT = 3 exceeded"
+    assert isinstance(errors.ArgumentTypeError("x", 1, "r"), TypeError)
+    assert isinstance(errors.PrecisionError("dps", 5, "r"), ArithmeticError)
+
+
+# ======================================================================================
+# validation
+# ======================================================================================
+@given(st.lists(st.integers(-(10**40), 10**40), min_size=1, max_size=20))
+def test_as_counts_roundtrip(counts):
+    assert as_counts(counts) == tuple(counts)
+    assert as_counts(tuple(counts)) == tuple(counts)
+    assert as_counts([gmpy2.mpz(c) for c in counts]) == tuple(counts)
+    assert all(type(c) is int for c in as_counts([gmpy2.mpz(c) for c in counts]))
+
+
+@given(st.lists(st.integers(-(2**53), 2**53), min_size=1, max_size=20))
+def test_as_counts_integral_floats_and_numpy(counts):
+    assert as_counts([float(c) for c in counts]) == tuple(counts)
+    assert as_counts(np.array(counts, dtype=np.int64)) == tuple(counts)
+    assert as_counts(np.array(counts, dtype=np.float64)) == tuple(counts)
+
+
+def test_as_counts_large_integral_float_is_exact():
+    assert as_counts([1e20, 2.0**70]) == (10**20, 2**70)
+
+
+def test_as_k():
+    assert as_k(1, 1) == 1 and as_k(3, 3) == 3 and as_k(np.int32(2), 5) == 2 and as_k(gmpy2.mpz(2), 3) == 2
+    for bad in (0, 4, -1):
+        with pytest.raises(errors.InvalidParameterError, match=r"^k="):
+            as_k(bad, 3)
+    with pytest.raises(errors.ArgumentTypeError):
+        as_k(np.bool_(True), 3)
+
+
+@pytest.mark.parametrize("bad, error", [
+    (2.0, errors.InvalidParameterError), (np.float64(2.0), errors.InvalidParameterError),
+    (Fraction(2), errors.InvalidParameterError), (decimal.Decimal(2), errors.InvalidParameterError),
+    (sympy.Float(2), errors.InvalidParameterError), (1.5, errors.InvalidParameterError),
+    ("2", errors.ArgumentTypeError), ([2], errors.ArgumentTypeError),
+])
+def test_as_k_refuses_non_integer_types(bad, error):
+    # Counts accept integral floats (data often arrive as floats); k must be an int.
+    with pytest.raises(error, match=r"^k=.*must be an integer \(int or numpy integer\), not") as info:
+        as_k(bad, 3)
+    assert info.value.argument == "k"
+    with pytest.raises(error, match=r"^k="):
+        exactdp.Joint([3, 2, 1], bad)
+    assert as_counts([2.0, np.float64(3.0)]) == (2, 3)  # the counts contract is unchanged
+
+
+@given(st.fractions())
+def test_as_rational_fractions_and_strings(q):
+    assert as_rational(q, "x") == q
+    assert as_rational(str(q), "x") == q
+    assert as_rational(sympy.Rational(q.numerator, q.denominator), "x") == q
+    assert as_rational(gmpy2.mpq(q.numerator, q.denominator), "x") == q
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_as_rational_float_exact_binary_value(x):
+    assert as_rational(x, "x") == Fraction(x)
+    assert as_rational(np.float64(x), "x") == Fraction(x)
+    assert as_rational(sympy.Float(x), "x") == Fraction(x)
+
+
+@given(st.decimals(allow_nan=False, allow_infinity=False))
+def test_as_rational_decimal_strings_exact(x):
+    assert as_rational(str(x), "x") == Fraction(x)
+    assert as_rational(x, "x") == Fraction(x)
+
+
+_DIGITS = st.text("0123456789", max_size=12)
+
+
+@given(st.sampled_from(["", "+", "-"]), _DIGITS, st.none() | _DIGITS, st.none() | st.integers(-400, 400),
+       st.sampled_from(["e", "E"]), st.sampled_from(["", " ", "\t"]))
+def test_rational_string_parser_matches_fraction(sign, num, frac, exp, e, pad):
+    """Brute-force twin: the size-checked parser agrees with Python's Fraction on every
+    decimal string within the limit, and refuses exactly the strings Fraction refuses."""
+    text = pad + sign + num + ("" if frac is None else "." + frac) + ("" if exp is None else f"{e}{exp}") + pad
+    try:
+        expected = Fraction(text)
+    except ValueError:
+        with pytest.raises(errors.InvalidParameterError, match=r"^x="):
+            as_rational(text, "x")
+        return
+    assert as_rational(text, "x") == expected
+
+
+@given(st.integers(-10**30, 10**30), st.integers(1, 10**30))
+def test_rational_string_parser_fractions(p, q):
+    assert as_rational(f"{p}/{q}", "x") == Fraction(p, q)
+    assert as_rational(f" {p} / {q} ", "x") == Fraction(p, q)
+
+
+@pytest.mark.parametrize("text", ["1_0", "0.000_1", "1_0/3", "1e1_0", "_1"])
+def test_as_rational_refuses_underscores(text):
+    # Python's Fraction reads "1_0" as 10; underscores are not decimal notation.
+    with pytest.raises(errors.InvalidParameterError, match="underscores are not decimal notation|finite number"):
+        as_rational(text, "epsilon")
+    with pytest.raises(errors.InvalidParameterError, match=r"^epsilon="):
+        exactdp.Joint([3, 2, 1], 2, epsilon=text)
+
+
+_TOO_LARGE = ["1e100000000", "1e-100000000", "-1e1000000000", "1e" + "9" * 40, "0.5e1000000000",
+              "1" * 100_000, "1/" + "3" * 100_000, "0." + "0" * 100_000 + "1",
+              decimal.Decimal("1e100000000"), decimal.Decimal("1e-100000000"),
+              # sympy.Float("1e100000000") itself takes minutes to parse: build it from bits
+              sympy.Float(mpmath.mpf((1, 332_192_810)), 15), sympy.Float(mpmath.mpf((1, -332_192_810)), 15)]
+
+
+@pytest.mark.parametrize("value", _TOO_LARGE, ids=lambda v: f"{type(v).__name__}-{str(v)[:14]}")
+@pytest.mark.parametrize("argument", ["epsilon", "base", "sensitivity", "rho", "delta", "x"])
+def test_numbers_past_the_digit_limit_fail_before_being_built(argument, value):
+    """Each of these used to build a number of 10**8 digits or more (minutes, or memory
+    exhaustion): now an InputLimitError naming the argument and the limit, at once."""
+    build = {
+        "epsilon": lambda v: exactdp.Joint([3, 2, 1], 2, epsilon=v),
+        "base": lambda v: exactdp.Joint([3, 2, 1], 2, base=v),
+        "sensitivity": lambda v: exactdp.Joint([3, 2, 1], 2, sensitivity=v),
+        "rho": lambda v: exactdp.Canonical([3, 2, 1], 2, rho=v),
+        "delta": lambda v: exactdp.accounting.cdp_peel_epsilon(Fraction(1, 10), v, 10),
+        "x": lambda v: as_rational(v, "x"),
+    }[argument]
+    with pytest.raises(errors.InputLimitError) as info:
+        build(value)
+    assert info.value.argument == argument and info.value.limit == MAX_NUMBER_DIGITS == 1000
+    assert isinstance(info.value, errors.InvalidParameterError)
+    message = str(info.value)
+    assert "MAX_NUMBER_DIGITS" in message and "limit of 1000" in message and len(message) < 400
+
+
+def test_digit_limit_boundary_and_raising_it(monkeypatch):
+    assert as_rational("1e999", "x") == 10**999  # 1000 digits: at the limit
+    assert as_rational("1e-999", "x") == Fraction(1, 10**999)
+    assert as_rational("1000e996", "x") == 10**999
+    assert as_rational("0e99999999999999999999", "x") == 0  # zero whatever the exponent
+    for text in ("1e1000", "1e-1000", "1" * 1001, "1/" + "1" * 1001, "12.5e999"):
+        with pytest.raises(errors.InputLimitError, match="would have 10"):
+            as_rational(text, "x")
+    assert as_epsilon(Fraction(10**5000)) == 10**5000  # exact values are not limited
+    monkeypatch.setattr(validation, "MAX_NUMBER_DIGITS", 5000)
+    assert as_rational("1e4000", "x") == 10**4000
+
+
+def test_decimal_counts_past_the_digit_limit():
+    assert as_counts([decimal.Decimal("1e5"), decimal.Decimal("3.000")]) == (10**5, 3)
+    with pytest.raises(errors.InputLimitError, match=r"^counts\[1\]=.*MAX_INTEGER_DIGITS") as info:
+        as_counts([1, decimal.Decimal("1e100000000")])
+    assert info.value.limit == validation.MAX_INTEGER_DIGITS
+    with pytest.raises(errors.InvalidCountsError, match=r"^counts\[0\]="):
+        as_counts([decimal.Decimal("1e-100000000")])  # not integral; refused without building it
+
+
+def test_as_rational_high_precision_sympy_float():
+    f = sympy.Float("0.1", 50)
+    assert as_rational(f, "x") == Fraction(int(sympy.Rational(f).p), int(sympy.Rational(f).q))
+    assert as_rational(f, "x") != Fraction(1, 10)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), "nan", "inf", "1/0", "x",
+                                 decimal.Decimal("NaN"), decimal.Decimal("-Infinity"), sympy.oo, sympy.nan, sympy.zoo])
+def test_as_rational_rejects_non_finite(bad):
+    with pytest.raises(errors.InvalidParameterError) as info:
+        as_rational(bad, "rho")
+    assert info.value.argument == "rho"
+
+
+@pytest.mark.parametrize("bad", [None, [1], 1j, True, np.bool_(False), object(), sympy.pi, sympy.Symbol("x")])
+def test_as_rational_rejects_types(bad):
+    with pytest.raises(errors.ArgumentTypeError) as info:
+        as_rational(bad, "rho")
+    assert info.value.argument == "rho"
+
+
+def test_as_epsilon_base_sensitivity():
+    assert as_epsilon("0.1") == Fraction(1, 10)
+    assert as_epsilon(0.5) == Fraction(1, 2)
+    assert as_base("0.999") == Fraction(999, 1000)
+    assert as_sensitivity(2) == 2
+    for fn, arg in ((as_epsilon, "epsilon"), (as_sensitivity, "sensitivity")):
+        for bad in (0, -1, "-0.5", -0.0):
+            with pytest.raises(errors.InvalidParameterError) as info:
+                fn(bad)
+            assert info.value.argument == arg
+    for bad in (0, 1, 2, -Fraction(1, 2), "1.0"):
+        with pytest.raises(errors.InvalidParameterError, match=r"^base="):
+            as_base(bad)
+
+
+def test_as_dps_and_positive_int():
+    assert as_dps(None) == DEFAULT_DPS == 30
+    assert as_dps(1) == 1 and as_dps(100_000) == 100_000 and as_dps(np.int64(7)) == 7
+    for bad in (0, -1, 100_001):
+        with pytest.raises(errors.InvalidParameterError, match=r"^dps="):
+            as_dps(bad)
+    with pytest.raises(errors.ArgumentTypeError, match=r"^dps="):
+        as_dps("30")
+    assert as_positive_int(5, "n") == 5
+    with pytest.raises(errors.InvalidParameterError, match=r"^n="):
+        as_positive_int(0, "n")
+
+
+@pytest.mark.parametrize("bound", [1, 2, 5, 8])
+def test_seed_map_is_injective_and_keeps_small_seeds_exhaustive(bound):
+    """Exhaustive check of the seed map with small bounds: injective, non-negative, the
+    identity below the bound, and onto an initial segment of the non-negative integers."""
+    images = [validation.seed_to_nonnegative(s, bound) for s in range(-60, 61)]
+    assert len(set(images)) == len(images) and min(images) == 0
+    assert all(validation.seed_to_nonnegative(s, bound) == s for s in range(bound))
+    top = bound + 2 * (60 - bound)  # image of the largest seed, 60
+    assert {x for x in images if x <= top} == set(range(top + 1))
+
+
+@given(st.integers(), st.integers())
+def test_seed_map_injective_random(a, b):
+    assert (validation.seed_to_nonnegative(a) == validation.seed_to_nonnegative(b)) == (a == b)
+    assert validation.seed_to_nonnegative(a) >= 0
+
+
+def test_negative_seeds_give_other_samples():
+    """random.Random(-n) is random.Random(n); exactdp's seeds are injective, and seeds
+    0 <= n < 2**128 give exactly random.Random(n)'s samples (documented outputs unchanged)."""
+    assert random.Random(-7).random() == random.Random(7).random()  # why the mapping exists
+    states = {validation.random_from_seed(s).getstate() for s in range(-300, 301)}
+    assert len(states) == 601
+    for s in (0, 1, 7, 2**32, 2**127):
+        assert validation.random_from_seed(s).getstate() == random.Random(s).getstate()
+    for s in (1, 7, 2**32, 2**70 + 3, 2**128):
+        assert as_rng(-s).getrandbits(64) != as_rng(s).getrandbits(64)
+        assert as_rng(-s).getrandbits(64) == as_rng(-s).getrandbits(64)  # reproducible
+    m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
+    assert m.samples(30, rng=-3) != m.samples(30, rng=3)
+    assert m.samples(30, rng=3) == m.samples(30, rng=random.Random(3))
+
+
+def test_as_rng():
+    gen = random.Random(3)
+    assert as_rng(gen) is gen
+    assert isinstance(as_rng(None), random.SystemRandom)
+    a, b = as_rng(42), random.Random(42)
+    assert [a.getrandbits(64) for _ in range(5)] == [b.getrandbits(64) for _ in range(5)]
+    assert as_rng(np.int64(42)).getrandbits(32) == random.Random(42).getrandbits(32)
+    for bad in (True, 1.0, "1", [1]):
+        with pytest.raises(errors.ArgumentTypeError, match=r"^rng="):
+            as_rng(bad)
+
+
+def test_as_outputs():
+    assert as_sequence_output([2, 0], 3, 2) == (2, 0)
+    assert as_sequence_output(np.array([2, 0]), 3, 2) == (2, 0)
+    assert as_set_output([2, 0], 3, 2) == frozenset({0, 2})
+    assert type(as_set_output((1,), 3, 1)) is frozenset
+    cases = [
+        (([0], 3, 2), errors.InvalidOutputError, "output"),
+        (([0, 0], 3, 2), errors.InvalidOutputError, "output[1]"),
+        (([0, 1, 0], 3, 3), errors.InvalidOutputError, "output[2]"),
+        (([0, 3], 3, 2), errors.InvalidOutputError, "output[1]"),
+        (([0, -1], 3, 2), errors.InvalidOutputError, "output[1]"),
+        (([0.0, 1], 3, 2), errors.ArgumentTypeError, "output[0]"),
+        (([False, 1], 3, 2), errors.ArgumentTypeError, "output[0]"),
+        (("01", 3, 2), errors.ArgumentTypeError, "output"),
+        ((7, 3, 1), errors.ArgumentTypeError, "output"),
+    ]
+    for args, cls, argument in cases:
+        for fn in (as_sequence_output, as_set_output):
+            with pytest.raises(cls) as info:
+                fn(*args)
+            assert info.value.argument == argument, (args, str(info.value))
