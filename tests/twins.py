@@ -578,6 +578,16 @@ def canon_gamma1_exact(counts: Sequence[int], k: int, rho: Fraction) -> dict[fro
 # --------------------------------------------------------------------------------------
 # Peeling by explicit rounds, and the one-shot Gumbel identity (Durfee & Rogers, NeurIPS 2019)
 # --------------------------------------------------------------------------------------
+#: Count vectors of the Peeling tests (ties, all equal, a negative count, unsorted).
+PEELING_CASES = [
+    (5, 3, 1, 0),
+    (2, 2, 1, 1, 0),  # ties
+    (3, 3, 3, 0),
+    (1, 1, 1, 1),  # all equal
+    (4, -1, 2, 2, 7),  # negative count, unsorted
+]
+
+
 def peel_exact(counts: Sequence[int], k: int, base, noise: str) -> dict[tuple, Fraction]:
     """``{sequence: Fraction}`` by explicit rounds over items: gumbel ``w_j / sum w``,
     exponential permute-and-flip among the remaining items (``w_i = base**(-c_i)``)."""
