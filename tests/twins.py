@@ -1,20 +1,18 @@
-"""The brute-force twins and shared helpers of the exactdp test suite (imported explicitly:
-``from twins import ...``; ``pythonpath = ["tests"]`` in pyproject.toml makes it importable).
+"""The brute-force twins of the exactdp test suite, one section per definition (imported
+explicitly: ``from twins import ...``; ``pythonpath = ["tests"]`` in pyproject.toml).
 
-Everything here is written out independently from docs/definitions.md (§1 and §2.1), never by
-calling the code under test, so that the tests compare two implementations:
+Everything here is written out independently from docs/definitions.md, never by calling the
+code under test, so that the tests compare two implementations:
 
-- :func:`ranks_of` / :func:`sorted_counts` -- the tie rule of docs/definitions.md §1 (count descending,
-  smaller item id first);
-- :func:`joint_utility` -- ``u(S) = -max_r (c_(r) - c[s_r])``;
-- :func:`brute_levels` -- every sequence of k distinct items enumerated;
-- :func:`refined_matrix` / :func:`brute_mtilde` -- the k x d matrix
-  ``Ũ[i][j] = -(c_(i+1) - c_(j+1)) - (d(k-1-i) + j + 1) / (2dk)`` (0-based, Fractions) and
-  the number of sequences whose score ``min_r Ũ[r][rank(s_r)]`` is each entry;
-- :func:`brute_probabilities_base` -- exact Fraction probabilities with a rational base;
-- :func:`chi2_threshold` -- the chi-square quantile from mpmath's regularized incomplete
-  gamma function (no scipy), and :func:`chi2_statistic` with pooling of small bins;
-- hypothesis strategies for count vectors with ties, negative and huge counts.
+- Joint (§1, §2.1): the tie rule (:func:`ranks_of`), ``u(S) = -max_r (c_(r) - c[s_r])``,
+  levels, the refined matrix ``Ũ`` and its tallies, exact and mpmath probabilities;
+- permute-and-flip (§2.2): by random orders (:func:`pnf_by_permutations`), by exact
+  integration (:func:`pnf_by_integral`), report-noisy-max with exponential noise, PNFJoint;
+- JointSet (§2.3): ``set_*`` over every k-subset, grid paths, Algorithm 1 as printed;
+- Canonical (§2.4): ``canon_*`` classes, losses, gumbel/exponential and gamma1 probabilities;
+- Peeling: explicit rounds over items, and the one-shot Gumbel order-statistics integrals;
+- chi-square goodness of fit from mpmath's incomplete gamma function (no scipy), hypothesis
+  strategies for counts with ties, negative and huge values, and small shared helpers.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ from hypothesis import strategies as st
 
 
 # --------------------------------------------------------------------------------------
-# Joint by brute force (docs/definitions.md §2.1)
+# Joint by brute force (docs/definitions.md §1 and §2.1)
 # --------------------------------------------------------------------------------------
 def ranks_of(counts: Sequence[int]) -> tuple[list[int], list[int]]:
     """``(order, rank)``: item id of each 0-based rank, and the rank of each item id."""
@@ -57,7 +55,6 @@ def joint_utility(counts: Sequence[int], seq: Sequence[int]) -> int:
     """``-max_r (c_(r) - c[s_r])`` with 1-based ``r`` over the sorted counts."""
     top = sorted_counts(counts)
     return -max(top[r] - counts[s] for r, s in enumerate(seq))
-
 
 
 def brute_levels(counts: Sequence[int], k: int) -> list[tuple[int, int]]:
@@ -148,106 +145,7 @@ def mp_probabilities_eps(counts: Sequence[int], k: int, epsilon: Fraction, dps: 
 
 
 # --------------------------------------------------------------------------------------
-# Chi-square goodness of fit without scipy
-# --------------------------------------------------------------------------------------
-def chi2_sf(x, df: int):
-    """Upper tail ``P(X > x)`` of the chi-square law with ``df`` degrees of freedom."""
-    with mpmath.workdps(40):
-        return mpmath.gammainc(mpmath.mpf(df) / 2, mpmath.mpf(x) / 2, mpmath.inf, regularized=True)
-
-
-def chi2_threshold(df: int, alpha: float = 1e-6) -> float:
-    """``x`` with ``P(X > x) = alpha`` for chi-square(df), by bisection on the regularized
-    lower incomplete gamma function ``P(X <= x) = gammainc(df/2, 0, x/2, regularized=True)``."""
-    with mpmath.workdps(40):
-        target = 1 - mpmath.mpf(alpha)
-
-        def cdf(x):
-            return mpmath.gammainc(mpmath.mpf(df) / 2, 0, mpmath.mpf(x) / 2, regularized=True)
-
-        lo, hi = mpmath.mpf(0), mpmath.mpf(df) + 10
-        while cdf(hi) < target:
-            hi *= 2
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if cdf(mid) < target:
-                lo = mid
-            else:
-                hi = mid
-        return float(hi)
-
-
-def chi2_statistic(observed: dict, expected: dict) -> tuple[float, int]:
-    """Pearson's statistic and degrees of freedom over the keys of ``expected``, pooling
-    (in increasing expected order) the bins with expected count < 5 until each pooled bin
-    reaches 5.  ``observed`` must have no key outside ``expected``."""
-    stray = set(observed) - set(expected)
-    assert not stray, f"draws outside the support: {sorted(stray)[:5]}"
-    bins: list[tuple[float, int]] = []
-    pool_e, pool_o = 0.0, 0
-    for key in sorted(expected, key=lambda o: expected[o]):
-        pool_e += float(expected[key])
-        pool_o += observed.get(key, 0)
-        if pool_e >= 5:
-            bins.append((pool_e, pool_o))
-            pool_e, pool_o = 0.0, 0
-    if pool_e > 0:  # a small remainder (only when the total is < 5): merge it
-        if bins:
-            e, o = bins.pop()
-            bins.append((e + pool_e, o + pool_o))
-        else:
-            bins.append((pool_e, pool_o))
-    stat = sum((o - e) ** 2 / e for e, o in bins)
-    return stat, len(bins) - 1
-
-
-def assert_fits(draws: Sequence, expected_probs: dict, alpha: float = 1e-6) -> None:
-    """Chi-square goodness of fit of ``draws`` to the probabilities ``expected_probs``
-    (false-alarm probability ``alpha``)."""
-    n = len(draws)
-    expected = {o: float(p) * n for o, p in expected_probs.items()}
-    stat, df = chi2_statistic(Counter(draws), expected)
-    assert df >= 1
-    threshold = chi2_threshold(df, alpha)
-    assert stat < threshold, (stat, threshold, df)
-
-
-# --------------------------------------------------------------------------------------
-# hypothesis strategies
-# --------------------------------------------------------------------------------------
-#: Values that exercise exactdp's numpy event path (|c| < 2**60), its boundary, and the
-#: pure-Python path (|c| up to 10**30).
-count_values = st.one_of(
-    st.integers(-3, 6),
-    st.integers(-10**6, 10**6),
-    st.integers(2**60 - 3, 2**60 + 2),
-    st.integers(-(2**60) - 2, -(2**60) + 3),
-    st.integers(-(10**30), 10**30),
-)
-
-
-@st.composite
-def tied_counts(draw, min_d: int = 1, max_d: int = 8, values=count_values):
-    """A count vector of length ``min_d..max_d`` drawn from a small pool of distinct values,
-    so that ties are common."""
-    d = draw(st.integers(min_d, max_d))
-    pool = draw(st.lists(values, min_size=1, max_size=d, unique=True))
-    counts = draw(st.lists(st.sampled_from(pool), min_size=d, max_size=d))
-    return counts
-
-
-@st.composite
-def counts_and_k(draw, min_d: int = 1, max_d: int = 8, max_sequences: int = 1700, values=count_values):
-    """``(counts, k)`` with at most ``max_sequences`` sequences (brute force stays cheap)."""
-    counts = draw(tied_counts(min_d, max_d, values))
-    d = len(counts)
-    k_max = max(k for k in range(1, d + 1) if math.perm(d, k) <= max_sequences or k == 1)
-    k = draw(st.integers(1, k_max))
-    return counts, k
-
-
-# --------------------------------------------------------------------------------------
-# permute-and-flip by its definition, and report-noisy-max with exponential noise
+# permute-and-flip by its definition, report-noisy-max with exponential noise, PNFJoint (docs/definitions.md §2.2)
 # --------------------------------------------------------------------------------------
 #: False-alarm rate of the permute-and-flip goodness-of-fit tests.
 ALPHA = 1e-7
@@ -339,31 +237,6 @@ def pnf_joint_brute(counts: Sequence[int], k: int) -> dict[tuple, Fraction]:
     return dict(zip(outs, a))
 
 
-def _mp(x):
-    """x as an mpf at the current (raised) precision; sympy numbers via their decimal."""
-    if isinstance(x, sympy.Rational):
-        return mpmath.mpf(int(x.p)) / int(x.q)
-    if isinstance(x, sympy.Basic):
-        return mpmath.mpf(str(sympy.N(x, mpmath.mp.dps + 5)))
-    if isinstance(x, Fraction):
-        return mpmath.mpf(x.numerator) / x.denominator
-    return mpmath.mpf(x)
-
-
-def rel_err(x, y):
-    """Relative error of x against the reference y, computed at 80 digits."""
-    with mpmath.workdps(80):
-        return abs(_mp(x) - _mp(y)) / abs(_mp(y))
-
-
-#: ``x`` with ``P(chi2_df > x) = alpha`` (the name the permute-and-flip tests use).
-chi2_quantile = chi2_threshold
-
-
-def chi2_stat(counts, probs, n):
-    return sum((c - n * p) ** 2 / (n * p) for c, p in zip(counts, probs))
-
-
 class NoFloatRandom(random.Random):
     """A generator whose float methods fail: the sampler may use integer bits only.
     (``getrandbits`` is overridden too, so that ``randrange`` keeps using it.)"""
@@ -379,7 +252,7 @@ class NoFloatRandom(random.Random):
 
 
 # --------------------------------------------------------------------------------------
-# JointSet by brute force (docs/definitions.md §2.3; the workshop paper's Lemma 5 and Algorithm 1)
+# JointSet by brute force (docs/definitions.md §2.3; the workshop paper's Lemma 5 and Algorithm 1 as printed)
 # --------------------------------------------------------------------------------------
 def k_subsets(d: int, k: int) -> list[frozenset]:
     return [frozenset(c) for c in combinations(range(d), k)]
@@ -489,6 +362,8 @@ def printed_strict_reference(counts: Sequence[int], k: int, base: Fraction, line
 # --------------------------------------------------------------------------------------
 #: Rhos and count vectors (ties, all equal, a negative count) of the Canonical tests.
 CANONICAL_RHOS = [Fraction(0), Fraction(1, 3), Fraction(1, 2), Fraction(1)]
+
+
 CANONICAL_CASES = [
     (5, 3, 1, 0),
     (2, 2, 1, 1, 0),  # ties
@@ -695,8 +570,132 @@ def one_shot_probability_nested(counts: Sequence[int], seq: tuple, epsilon: Frac
 
 
 # --------------------------------------------------------------------------------------
+# Chi-square goodness of fit without scipy
+# --------------------------------------------------------------------------------------
+def chi2_sf(x, df: int):
+    """Upper tail ``P(X > x)`` of the chi-square law with ``df`` degrees of freedom."""
+    with mpmath.workdps(40):
+        return mpmath.gammainc(mpmath.mpf(df) / 2, mpmath.mpf(x) / 2, mpmath.inf, regularized=True)
+
+
+def chi2_threshold(df: int, alpha: float = 1e-6) -> float:
+    """``x`` with ``P(X > x) = alpha`` for chi-square(df), by bisection on the regularized
+    lower incomplete gamma function ``P(X <= x) = gammainc(df/2, 0, x/2, regularized=True)``."""
+    with mpmath.workdps(40):
+        target = 1 - mpmath.mpf(alpha)
+
+        def cdf(x):
+            return mpmath.gammainc(mpmath.mpf(df) / 2, 0, mpmath.mpf(x) / 2, regularized=True)
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(df) + 10
+        while cdf(hi) < target:
+            hi *= 2
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if cdf(mid) < target:
+                lo = mid
+            else:
+                hi = mid
+        return float(hi)
+
+
+#: ``x`` with ``P(chi2_df > x) = alpha`` (the name the permute-and-flip tests use).
+chi2_quantile = chi2_threshold
+
+
+def chi2_statistic(observed: dict, expected: dict) -> tuple[float, int]:
+    """Pearson's statistic and degrees of freedom over the keys of ``expected``, pooling
+    (in increasing expected order) the bins with expected count < 5 until each pooled bin
+    reaches 5.  ``observed`` must have no key outside ``expected``."""
+    stray = set(observed) - set(expected)
+    assert not stray, f"draws outside the support: {sorted(stray)[:5]}"
+    bins: list[tuple[float, int]] = []
+    pool_e, pool_o = 0.0, 0
+    for key in sorted(expected, key=lambda o: expected[o]):
+        pool_e += float(expected[key])
+        pool_o += observed.get(key, 0)
+        if pool_e >= 5:
+            bins.append((pool_e, pool_o))
+            pool_e, pool_o = 0.0, 0
+    if pool_e > 0:  # a small remainder (only when the total is < 5): merge it
+        if bins:
+            e, o = bins.pop()
+            bins.append((e + pool_e, o + pool_o))
+        else:
+            bins.append((pool_e, pool_o))
+    stat = sum((o - e) ** 2 / e for e, o in bins)
+    return stat, len(bins) - 1
+
+
+def chi2_stat(counts, probs, n):
+    return sum((c - n * p) ** 2 / (n * p) for c, p in zip(counts, probs))
+
+
+def assert_fits(draws: Sequence, expected_probs: dict, alpha: float = 1e-6) -> None:
+    """Chi-square goodness of fit of ``draws`` to the probabilities ``expected_probs``
+    (false-alarm probability ``alpha``)."""
+    n = len(draws)
+    expected = {o: float(p) * n for o, p in expected_probs.items()}
+    stat, df = chi2_statistic(Counter(draws), expected)
+    assert df >= 1
+    threshold = chi2_threshold(df, alpha)
+    assert stat < threshold, (stat, threshold, df)
+
+
+# --------------------------------------------------------------------------------------
+# hypothesis strategies
+# --------------------------------------------------------------------------------------
+#: Values that exercise exactdp's numpy event path (|c| < 2**60), its boundary, and the
+#: pure-Python path (|c| up to 10**30).
+count_values = st.one_of(
+    st.integers(-3, 6),
+    st.integers(-10**6, 10**6),
+    st.integers(2**60 - 3, 2**60 + 2),
+    st.integers(-(2**60) - 2, -(2**60) + 3),
+    st.integers(-(10**30), 10**30),
+)
+
+
+@st.composite
+def tied_counts(draw, min_d: int = 1, max_d: int = 8, values=count_values):
+    """A count vector of length ``min_d..max_d`` drawn from a small pool of distinct values,
+    so that ties are common."""
+    d = draw(st.integers(min_d, max_d))
+    pool = draw(st.lists(values, min_size=1, max_size=d, unique=True))
+    counts = draw(st.lists(st.sampled_from(pool), min_size=d, max_size=d))
+    return counts
+
+
+@st.composite
+def counts_and_k(draw, min_d: int = 1, max_d: int = 8, max_sequences: int = 1700, values=count_values):
+    """``(counts, k)`` with at most ``max_sequences`` sequences (brute force stays cheap)."""
+    counts = draw(tied_counts(min_d, max_d, values))
+    d = len(counts)
+    k_max = max(k for k in range(1, d + 1) if math.perm(d, k) <= max_sequences or k == 1)
+    k = draw(st.integers(1, k_max))
+    return counts, k
+
+
+# --------------------------------------------------------------------------------------
 # Shared helpers: exact/mpmath conversions, relative closeness, a child interpreter
 # --------------------------------------------------------------------------------------
+def _mp(x):
+    """x as an mpf at the current (raised) precision; sympy numbers via their decimal."""
+    if isinstance(x, sympy.Rational):
+        return mpmath.mpf(int(x.p)) / int(x.q)
+    if isinstance(x, sympy.Basic):
+        return mpmath.mpf(str(sympy.N(x, mpmath.mp.dps + 5)))
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+def rel_err(x, y):
+    """Relative error of x against the reference y, computed at 80 digits."""
+    with mpmath.workdps(80):
+        return abs(_mp(x) - _mp(y)) / abs(_mp(y))
+
+
 def rel_close(num, exact, digits: int = 30) -> bool:
     """``|num - exact| <= 10**-digits * |exact|``, compared at 80 digits."""
     with mpmath.workdps(80):
