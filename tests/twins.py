@@ -254,6 +254,11 @@ class NoFloatRandom(random.Random):
 # --------------------------------------------------------------------------------------
 # JointSet by brute force (docs/definitions.md §2.3; the workshop paper's Lemma 5 and Algorithm 1 as printed)
 # --------------------------------------------------------------------------------------
+def all_k(d: int) -> range:
+    """Every ``k`` of ``d`` items: ``1, ..., d``."""
+    return range(1, d + 1)
+
+
 def k_subsets(d: int, k: int) -> list[frozenset]:
     return [frozenset(c) for c in combinations(range(d), k)]
 

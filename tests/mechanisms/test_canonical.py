@@ -34,6 +34,7 @@ from exactdp.core.levels import Level
 from twins import (
     CANONICAL_CASES,
     CANONICAL_RHOS,
+    all_k,
     as_fraction,
     assert_fits,
     canon_class,
@@ -50,10 +51,6 @@ from twins import (
 
 ALPHA = 1e-6  # false-alarm probability of every goodness-of-fit test
 
-
-def ks(d):
-    return range(1, d + 1)
-
 # --------------------------------------------------------------------------------------
 # classes: exhaustive partition, sizes, losses, members
 # --------------------------------------------------------------------------------------
@@ -61,7 +58,7 @@ def ks(d):
 def test_classes_partition_all_subsets(d):
     counts_list = [tuple(range(d, 0, -1)), tuple((3 * i) % 4 for i in range(d)), tuple([2] * d)]
     for counts in counts_list:
-        for k in ks(d):
+        for k in all_k(d):
             for rho in (Fraction(1, 2), Fraction(1, 3)):
                 m = exactdp.Canonical(counts, k, rho=rho)
                 cls = m.classes()
@@ -90,7 +87,7 @@ def test_classes_partition_all_subsets(d):
 @pytest.mark.parametrize("rho", CANONICAL_RHOS)
 def test_levels_match_brute_force(counts, rho):
     d = len(counts)
-    for k in ks(d):
+    for k in all_k(d):
         m = exactdp.Canonical(counts, k, rho=rho)
         tally = Counter(-canon_loss(counts, k, rho, S) for S in k_subsets(d, k))
         want = sorted(tally.items(), reverse=True)
@@ -115,7 +112,7 @@ def test_levels_match_brute_force(counts, rho):
 def test_gumbel_exact_probabilities(counts, rho):
     d = len(counts)
     base = Fraction(1, 2 ** rho.denominator)  # base**loss = 2**-(q*loss): rational
-    for k in ks(d):
+    for k in all_k(d):
         m = exactdp.Canonical(counts, k, base=base, rho=rho)
         want = canon_em_exact(counts, k, rho)
         got = {S: as_fraction(m.probability_exact(S)) for S in want}
@@ -133,7 +130,7 @@ def test_gumbel_certified_probabilities(counts, rho):
     d = len(counts)
     eps = Fraction(7, 10)
     tol = mpmath.mpf(10) ** -30
-    for k in ks(d):
+    for k in all_k(d):
         m = exactdp.Canonical(counts, k, epsilon=eps, rho=rho)
         want = canon_em_mp(counts, k, rho, eps)
         with mpmath.workdps(50):
@@ -162,7 +159,7 @@ def test_exponential_exact_probabilities(counts, rho):
     d = len(counts)
     q = rho.denominator
     base = Fraction(1, 2**q)
-    for k in ks(d):
+    for k in all_k(d):
         m = exactdp.Canonical(counts, k, base=base, rho=rho, noise="exponential")
         want = pnf_by_integral(canon_weights(counts, k, rho))
         assert sum(want.values()) == 1

@@ -22,6 +22,7 @@ from exactdp.mechanisms.canonical import NotSingleRuleError
 from twins import (
     CANONICAL_CASES,
     CANONICAL_RHOS,
+    all_k,
     as_fraction,
     assert_fits,
     canon_class,
@@ -35,16 +36,12 @@ from twins import (
 ALPHA = 1e-6  # false-alarm probability of the goodness-of-fit test
 
 
-def ks(d):
-    return range(1, d + 1)
-
-
 def test_gamma1_with_rho_1_is_canonical_gumbel():
     """With rho = 1 the loss is x_(k) - x_(t) and stage 2 is uniform: gamma1 is exactly the
     gumbel canonical mechanism (Section 3.2 of the paper: one loss value per tail t)."""
     for counts in CANONICAL_CASES:
         d = len(counts)
-        for k in ks(d):
+        for k in all_k(d):
             g = exactdp.CanonicalGamma1(counts, k, base=Fraction(1, 3), rho=1)
             c = exactdp.Canonical(counts, k, base=Fraction(1, 3), rho=1)
             for S in k_subsets(d, k):
@@ -77,7 +74,7 @@ def test_gamma1_depends_on_the_tie_rule_when_rho_below_1():
 def test_gamma1_exact_probabilities(counts, rho):
     d = len(counts)
     base = Fraction(1, 2 ** rho.denominator)
-    for k in ks(d):
+    for k in all_k(d):
         g = exactdp.CanonicalGamma1(counts, k, base=base, rho=rho)
         want = canon_gamma1_exact(counts, k, rho)
         assert sum(want.values()) == 1
