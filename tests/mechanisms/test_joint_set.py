@@ -1,8 +1,9 @@
-"""Tests of exactdp.JointSet, exactdp.mechanisms.joint_set and joint_set_paper (docs/definitions.md §1, §2.3 and §3).
+"""Tests of exactdp.JointSet and exactdp.mechanisms.joint_set (docs/definitions.md §1, §2.3 and §3).
 
-Reference values are computed here from the definitions (docs/definitions.md §2.3, the workshop paper's
-Lemma 5 and Algorithm 1), never by calling the code under test: every k-subset is
-enumerated, its counts sorted descending and compared with the top-k counts.
+Reference values (tests/twins.py, JointSet section) are computed from the definitions
+(docs/definitions.md §2.3, the workshop paper's Lemma 5), never by calling the code under
+test: every k-subset is enumerated, its counts sorted descending and compared with the top-k
+counts.  The paper's Algorithm 1 as printed is tested in test_joint_set_paper.py.
 """
 
 from __future__ import annotations
@@ -33,110 +34,21 @@ from exactdp.mechanisms.joint_set import (
     levels_dp,
     levels_matrix_paths,
 )
-from exactdp.mechanisms.joint_set_paper import (
-    paper_algorithm1_distribution,
-    privacy_loss,
-    total_variation,
-)
+from exactdp.mechanisms.joint_set_paper import paper_algorithm1_distribution
 from exactdp.core.levels import Level
 
-
-# ======================================================================================
-# Independent reference (docs/definitions.md §2.3)
-# ======================================================================================
-def maxdiff(counts, subset) -> int:
-    """``-u(S)``: ``max_i (c_(i) - c_{j_i})`` with both sides sorted descending."""
-    top = sorted(counts, reverse=True)
-    mine = sorted((counts[i] for i in subset), reverse=True)
-    return max(a - b for a, b in zip(top, mine))
-
-
-def brute_tally(counts, k) -> Counter:
-    """``maxdiff -> number of k-subsets``."""
-    return Counter(maxdiff(counts, s) for s in itertools.combinations(range(len(counts)), k))
-
-
-def brute_levels(counts, k) -> list[tuple[int, int]]:
-    return sorted(((-D, m) for D, m in brute_tally(counts, k).items()), reverse=True)
-
-
-def brute_at_least(tally: Counter, M: int) -> int:
-    return sum(m for D, m in tally.items() if D <= M)
-
-
-def brute_probabilities(counts, k, base: Fraction) -> dict:
-    """Exact ``P(S) = base**(-u(S)) / Z`` (rational base) for every subset."""
-    subsets = [frozenset(s) for s in itertools.combinations(range(len(counts)), k)]
-    w = {s: Fraction(base) ** maxdiff(counts, s) for s in subsets}
-    z = sum(w.values())
-    return {s: x / z for s, x in w.items()}
-
-
-def mp_probabilities(counts, k, epsilon: Fraction, dps: int, sensitivity=Fraction(1)) -> dict:
-    subsets = [frozenset(s) for s in itertools.combinations(range(len(counts)), k)]
-    with mpmath.workdps(dps):
-        lam = mpmath.mpf(epsilon.numerator) / (2 * epsilon.denominator) / (mpmath.mpf(sensitivity.numerator) / sensitivity.denominator)
-        w = {s: mpmath.exp(-lam * maxdiff(counts, s)) for s in subsets}
-        z = mpmath.fsum(w.values())
-        return {s: +(x / z) for s, x in w.items()}
-
-
-def grid_paths(A) -> int:
-    """Right/down paths from the top-left to the bottom-right corner through ones (naive)."""
-    rows, cols = len(A), len(A[0])
-    ways = [[0] * cols for _ in range(rows)]
-    for r in range(rows):
-        for c in range(cols):
-            if not A[r][c]:
-                continue
-            if r == 0 and c == 0:
-                ways[r][c] = 1
-            else:
-                ways[r][c] = (ways[r - 1][c] if r else 0) + (ways[r][c - 1] if c else 0)
-    return ways[-1][-1]
-
-
-def chi2_threshold(df: int, alpha) -> mpmath.mpf:
-    """``x`` with ``P(chi2_df > x) = alpha``: bisection on the regularized lower incomplete
-    gamma function ``P(chi2_df <= x) = gammainc(df/2, 0, x/2, regularized=True)``."""
-    with mpmath.workdps(40):
-        target = 1 - mpmath.mpf(alpha.numerator) / alpha.denominator
-        cdf = lambda x: mpmath.gammainc(mpmath.mpf(df) / 2, 0, x / 2, regularized=True)
-        lo, hi = mpmath.mpf(0), mpmath.mpf(df + 10)
-        while cdf(hi) < target:
-            hi *= 2
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if cdf(mid) < target else (lo, mid)
-        return hi
-
-
-def chi2_statistic(observed: Counter, expected: dict, n: int) -> tuple[float, int]:
-    """Pearson's statistic over the keys of ``expected`` (probabilities), pooling bins with
-    expected count < 5 (smallest first) into one."""
-    assert not set(observed) - set(expected), "draw outside the support"
-    bins, pool_e, pool_o = [], 0.0, 0
-    for key in sorted(expected, key=lambda o: float(expected[o])):
-        e = float(expected[key]) * n
-        if e < 5 or pool_e and pool_e < 5:
-            pool_e += e
-            pool_o += observed.get(key, 0)
-            if pool_e >= 5:
-                bins.append((pool_e, pool_o))
-                pool_e, pool_o = 0.0, 0
-        else:
-            bins.append((e, observed.get(key, 0)))
-    if pool_e:
-        e, o = bins.pop()
-        bins.append((e + pool_e, o + pool_o))
-    return sum((o - e) ** 2 / e for e, o in bins), len(bins) - 1
-
-
-SMALL = range(4)
-
-
-def all_vectors(d):
-    return itertools.product(SMALL, repeat=d)
+from twins import (
+    chi2_statistic,
+    chi2_threshold,
+    grid_paths,
+    set_at_least,
+    set_brute_levels,
+    set_brute_probabilities,
+    set_maxdiff,
+    set_mp_probabilities,
+    set_tally,
+    small_vectors,
+)
 
 
 # ======================================================================================
@@ -146,12 +58,12 @@ def all_vectors(d):
 def test_counting_methods_agree_exhaustive(d):
     """Every vector of {0..3}^d, every k, every M in -1..4 (beyond 3 every subset counts):
     matrix paths == DP == brute force == reference tally, at least and exactly."""
-    for counts in all_vectors(d):
+    for counts in small_vectors(d):
         for k in range(1, d + 1):
-            tally = brute_tally(counts, k)
+            tally = set_tally(counts, k)
             previous = 0
             for M in range(-1, 5):
-                want = brute_at_least(tally, M)
+                want = set_at_least(tally, M)
                 got = (
                     count_at_least_matrix_paths(counts, k, M),
                     count_at_least_dp(counts, k, M),
@@ -167,23 +79,23 @@ def test_counting_methods_agree_exhaustive(d):
 def test_count_exactly_every_method():
     for counts in [(3, 2, 2, 0, 1), (0, 0, 0, 0), (5, 1, 4, 1, 1, 3)]:
         for k in range(1, len(counts) + 1):
-            tally = brute_tally(counts, k)
+            tally = set_tally(counts, k)
             for M in range(-1, 7):
                 want = tally.get(M, 0)
                 for method in js.METHODS:
                     assert count_exactly(counts, k, M, method) == want
-                    assert count_at_least(counts, k, M, method) == brute_at_least(tally, M)
+                    assert count_at_least(counts, k, M, method) == set_at_least(tally, M)
                 assert JointSet(counts, k).count_exactly(M, "dp") == want
 
 
 def test_strict_matrix_paths_counts_strictly_greater():
     """With the strict reading of A, the paths count the sets with utility > -M."""
     for d in range(1, 6):
-        for counts in all_vectors(d):
+        for counts in small_vectors(d):
             for k in range(1, d + 1):
-                tally = brute_tally(counts, k)
+                tally = set_tally(counts, k)
                 for M in range(0, 5):
-                    assert count_at_least_matrix_paths(counts, k, M, strict=True) == brute_at_least(tally, M - 1)
+                    assert count_at_least_matrix_paths(counts, k, M, strict=True) == set_at_least(tally, M - 1)
 
 
 # -- larger random instances ---------------------------------------------------------
@@ -219,8 +131,8 @@ def test_matrix_paths_equals_dp_random(inst):
 @given(big_instance(max_d=11))
 def test_matrix_paths_equals_brute_random(inst):
     counts, k, M = inst
-    tally = brute_tally(counts, k)
-    assert count_at_least_matrix_paths(counts, k, M) == brute_at_least(tally, M)
+    tally = set_tally(counts, k)
+    assert count_at_least_matrix_paths(counts, k, M) == set_at_least(tally, M)
     assert count_exactly(counts, k, M, "matrix-paths") == tally.get(M, 0)
 
 
@@ -269,9 +181,9 @@ def test_paper_matrix_examples():
     # Lemma 6 on every threshold of a small instance: grid paths through A == brute force
     for counts in [(3, 1, 4, 1, 5), (2, 2, 0, 2, 1, 1)]:
         for k in range(1, len(counts) + 1):
-            tally = brute_tally(counts, k)
+            tally = set_tally(counts, k)
             for M in range(-1, 6):
-                assert grid_paths(js.matrix_a(counts, k, M)) == brute_at_least(tally, M)
+                assert grid_paths(js.matrix_a(counts, k, M)) == set_at_least(tally, M)
 
 
 # ======================================================================================
@@ -279,11 +191,11 @@ def test_paper_matrix_examples():
 # ======================================================================================
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_levels_exhaustive(d):
-    for counts in all_vectors(d):
+    for counts in small_vectors(d):
         for k in range(1, d + 1):
             m = JointSet(counts, k, base=Fraction(1, 2))
             levels = m.levels()
-            assert [(lv.utility, lv.multiplicity) for lv in levels] == brute_levels(counts, k), (counts, k)
+            assert [(lv.utility, lv.multiplicity) for lv in levels] == set_brute_levels(counts, k), (counts, k)
             assert all(isinstance(lv, Level) and type(lv.utility) is int and type(lv.multiplicity) is int for lv in levels)
             assert levels[0].utility == 0
             assert m.support_size() == math.comb(d, k)
@@ -291,17 +203,17 @@ def test_levels_exhaustive(d):
 
 def test_levels_d6_sorted_vectors():
     """d = 6: every sorted vector of {0..3}^6 (levels depend only on the multiset), every k."""
-    for counts in itertools.combinations_with_replacement(SMALL, 6):
+    for counts in itertools.combinations_with_replacement(range(4), 6):
         counts = counts[::-1]
         for k in range(1, 7):
             got = [(lv.utility, lv.multiplicity) for lv in JointSet(counts, k).levels()]
-            assert got == brute_levels(counts, k)
+            assert got == set_brute_levels(counts, k)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_outputs_bijection_exhaustive(d):
     """outputs() (the unranking) lists every k-subset exactly once, each at its level."""
-    for counts in all_vectors(d):
+    for counts in small_vectors(d):
         for k in range(1, d + 1):
             m = JointSet(counts, k)
             outs = list(m.outputs())
@@ -310,7 +222,7 @@ def test_outputs_bijection_exhaustive(d):
             pos = 0
             for lv in m.levels():
                 for o in outs[pos : pos + lv.multiplicity]:
-                    assert -maxdiff(counts, o) == lv.utility == m.utility(o)
+                    assert -set_maxdiff(counts, o) == lv.utility == m.utility(o)
                 pos += lv.multiplicity
 
 
@@ -325,17 +237,17 @@ def test_unranking_bijection_medium(counts, k):
     for a, lv in enumerate(m.levels()):
         got = [m._unrank(a, r) for r in range(lv.multiplicity)]
         assert len(set(got)) == lv.multiplicity
-        assert all(-maxdiff(counts, o) == lv.utility and len(o) == k for o in got)
+        assert all(-set_maxdiff(counts, o) == lv.utility and len(o) == k for o in got)
     assert sum(lv.multiplicity for lv in m.levels()) == math.comb(len(counts), k)
 
 
 @pytest.mark.parametrize("base", [Fraction(1, 2), Fraction(2, 3)])
 def test_probability_exact_rational_base_exhaustive(base):
     for d in range(1, 5):
-        for counts in all_vectors(d):
+        for counts in small_vectors(d):
             for k in range(1, d + 1):
                 m = JointSet(counts, k, base=base)
-                want = brute_probabilities(counts, k, base)
+                want = set_brute_probabilities(counts, k, base)
                 for o, p in want.items():
                     got = m.probability_exact(o)
                     assert isinstance(got, sympy.Rational)
@@ -353,7 +265,7 @@ def test_probabilities_certified_epsilon(counts, k, epsilon, sensitivity):
     dps = 40
     m = JointSet(counts, k, epsilon=epsilon, sensitivity=sensitivity)
     # 100 guard digits: log(p) for p near 1 cancels ~30 digits in the reference
-    want = mp_probabilities(counts, k, epsilon, dps + 100, sensitivity)
+    want = set_mp_probabilities(counts, k, epsilon, dps + 100, sensitivity)
     for o, p in want.items():
         got = m.probability(o, dps=dps)
         with mpmath.workdps(dps + 100):
@@ -489,7 +401,7 @@ def test_bad_inputs_raise_exactdp_errors():
 # ======================================================================================
 # Sampling
 # ======================================================================================
-ALPHA = Fraction(1, 10**6)  # false-alarm probability of each chi-square test
+ALPHA = 1e-6  # false-alarm probability of each chi-square test
 
 
 @pytest.mark.parametrize("counts,k,kw,n", [
@@ -504,7 +416,7 @@ def test_sampler_goodness_of_fit(counts, k, kw, n):
     m = JointSet(counts, k, **kw)
     expected = dict(m.distribution(dps=20))
     draws = Counter(m.samples(n, rng=20260))
-    stat, df = chi2_statistic(draws, expected, n)
+    stat, df = chi2_statistic(draws, {o: float(p) * n for o, p in expected.items()})
     assert df >= 3
     assert stat < chi2_threshold(df, ALPHA), (stat, df)
 
@@ -518,7 +430,7 @@ def test_sampler_deep_levels_uniform():
     draws = Counter(m.samples(n, rng=7))
     expected = dict(m.distribution(dps=20))
     assert set(draws) == set(expected)
-    stat, df = chi2_statistic(draws, expected, n)
+    stat, df = chi2_statistic(draws, {o: float(p) * n for o, p in expected.items()})
     assert stat < chi2_threshold(df, ALPHA)
 
 
@@ -542,133 +454,6 @@ def test_sampler_large_instance_runs():
     for o in m.samples(20, rng=3):
         a = m.table.index_of(m.utility(o))
         assert len(o) == 10 and 0 <= a < len(m.levels())
-
-
-# ======================================================================================
-# The paper's Algorithm 1 as printed
-# ======================================================================================
-def printed_entries(counts, k) -> Counter:
-    """Line 1 as printed (1-based i, j over the sorted counts): value -> number of entries."""
-    c = sorted(counts, reverse=True)
-    d = len(c)
-    return Counter(c[i - 1] - c[j - 1] for i in range(1, k + 1) for j in range(1, d + 1)
-                   if c[i - 1] - c[j - 1] >= 0 and d - j >= k - i)
-
-
-def printed_nonstrict_reference(counts, k, base: Fraction) -> dict:
-    """Non-strict reading from the definitions: value V has weight e(V) * m(V) * base**V,
-    shared uniformly by the m(V) sets of utility -V."""
-    e = printed_entries(counts, k)
-    tally = brute_tally(counts, k)
-    subsets = [frozenset(s) for s in itertools.combinations(range(len(counts)), k)]
-    w = {s: e[maxdiff(counts, s)] * Fraction(base) ** maxdiff(counts, s) for s in subsets}
-    assert all(tally[maxdiff(counts, s)] for s in subsets)
-    z = sum(w.values())
-    return {s: x / z for s, x in w.items() if x}
-
-
-def printed_strict_reference(counts, k, base: Fraction, line4: str) -> dict:
-    """Strict reading: U(V_t) = #{maxdiff < V_t} - #{maxdiff < V_{t-1}}."""
-    e = printed_entries(counts, k)
-    tally = brute_tally(counts, k)
-    values = sorted(e)
-    subsets = [frozenset(s) for s in itertools.combinations(range(len(counts)), k)]
-    out: dict = Counter()
-    for t, V in enumerate(values):
-        lo = values[t - 1] if t else -math.inf
-        U = sum(m for D, m in tally.items() if lo <= D < V)
-        weight = e[V] * U * Fraction(base) ** V
-        if not weight:
-            continue
-        if line4 == "utility":
-            chosen = [s for s in subsets if maxdiff(counts, s) == V]
-        else:
-            chosen = [s for s in subsets if lo <= maxdiff(counts, s) < V]
-        if not chosen:
-            out[None] += weight
-        for s in chosen:
-            out[s] += weight / len(chosen)
-    z = sum(out.values())
-    if not z:  # every weight of line 3 is 0: the printed algorithm outputs nothing
-        return {None: 1}
-    return {s: x / z for s, x in out.items() if x}
-
-
-def test_paper_algorithm1_against_reference_exhaustive():
-    base = Fraction(1, 2)
-    for d in range(1, 5):
-        for counts in all_vectors(d):
-            for k in range(1, d + 1):
-                got = paper_algorithm1_distribution(counts, k, base=base, strict=False)
-                assert got == printed_nonstrict_reference(counts, k, base), (counts, k)
-                for line4 in ("utility", "paths"):
-                    got = paper_algorithm1_distribution(counts, k, base=base, strict=True, line4=line4)
-                    assert got == printed_strict_reference(counts, k, base, line4), (counts, k, line4)
-                    assert sum(got.values()) == 1
-
-
-def test_paper_algorithm1_value_forms_agree():
-    counts, k = (10, 5, 1, 1), 2
-    for strict in (False, True):
-        exact = paper_algorithm1_distribution(counts, k, 1, strict=strict, exact=True)
-        numeric = paper_algorithm1_distribution(counts, k, 1, strict=strict, dps=40)
-        assert list(exact) == list(numeric)
-        for o in exact:
-            with mpmath.workdps(50):
-                assert abs(mpmath.mpf(sympy.N(exact[o], 50)) - numeric[o]) <= mpmath.mpf(10) ** -40 * numeric[o]
-
-
-def test_paper_algorithm1_worked_example_values():
-    """docs/joint_set.md: counts (10, 5, 1, 1), k = 2, base 1/2 (= exp(-eps/2))."""
-    F = Fraction
-    s = lambda *ids: frozenset(ids)
-    assert paper_algorithm1_distribution([10, 5, 1, 1], 2, base="1/2", strict=False) == {
-        s(0, 1): F(1024, 1185), s(0, 2): F(64, 1185), s(0, 3): F(64, 1185),
-        s(1, 2): F(16, 1185), s(1, 3): F(16, 1185), s(2, 3): F(1, 1185)}
-    assert paper_algorithm1_distribution([10, 5, 1, 1], 2, base="1/2", strict=True) == {
-        s(0, 2): F(16, 49), s(0, 3): F(16, 49), s(1, 2): F(8, 49), s(1, 3): F(8, 49), s(2, 3): F(1, 49)}
-    em = JointSet([10, 5, 1, 1], 2, base="1/2")
-    assert {o: em.probability_exact(o) for o in em.outputs()}[s(0, 1)] == F(512, 609)
-
-
-def test_paper_algorithm1_k1_distinct_is_em_and_smallest_counterexamples():
-    """k = 1 with distinct counts: one entry per item, so the non-strict reading is the
-    EM.  Smallest differences (docs/joint_set.md)."""
-    for counts in itertools.permutations(range(5)):
-        assert total_variation(counts, 1, 1, reading="nonstrict") == 0
-    assert total_variation((2, 1, 0), 2, 1, reading="nonstrict") == 0
-    assert total_variation((0, 0, 1), 1, 1, reading="nonstrict") > 0
-    assert total_variation((0, 1, 3), 2, 1, reading="nonstrict") > 0
-    # no vector of {0..3}^d with d <= 2, nor distinct one with d = 3 and max < 3, differs
-    for d in (1, 2):
-        for counts in all_vectors(d):
-            for k in range(1, d + 1):
-                assert total_variation(counts, k, 1, reading="nonstrict") == 0
-    # strict: on (0, 1), k = 1 the printed algorithm always outputs the worse item
-    assert paper_algorithm1_distribution((0, 1), 1, base="1/2", strict=True) == {frozenset({0}): 1}
-    # strict, line 4 as printed: on (0, 2, 3), k = 2 no set has the sampled utility
-    assert paper_algorithm1_distribution((0, 2, 3), 2, base="1/2", strict=True) == {None: 1}
-
-
-def test_privacy_loss_em_within_epsilon_and_printed_violation():
-    # the EM is eps-DP: exhaustive small check
-    for d in (2, 3):
-        for counts in all_vectors(d):
-            for k in range(1, d + 1):
-                assert privacy_loss(counts, k, 1, reading="em", dps=10).loss <= 1
-    # the non-strict printed algorithm is not: (0,1,2,3) -> (0,1,2,4), k = 3, distinct counts.
-    # Independent closed form: P(S|D) = x/(1+3x), P(S|D') = x^2/(3+4x+x^2), x = e^(-1/2).
-    r = privacy_loss((0, 1, 2, 3), 3, 1, reading="nonstrict", neighbours=[(0, 1, 2, 4)], dps=30)
-    with mpmath.workdps(40):
-        x = mpmath.exp(-mpmath.mpf(1) / 2)
-        want = mpmath.log((x / (1 + 3 * x)) / (x**2 / (3 + 4 * x + x**2)))
-        assert abs(r.loss - want) < mpmath.mpf(10) ** -29
-    assert r.loss > 1 and r.output == frozenset({0, 1, 2})
-    # the strict readings put probability 0 on some sets: infinite loss
-    assert privacy_loss((0, 0), 1, 1, reading="strict").loss == mpmath.inf
-    assert privacy_loss((0, 0), 1, 1, reading="strict-paths").loss == mpmath.inf
-    # identical distributions give exactly 0 (adding one user to every item)
-    assert privacy_loss((3, 1, 0), 2, 1, neighbours=[(4, 2, 1)]).loss == 0
 
 
 def test_exported():

@@ -2,7 +2,7 @@
 (Theorem 1 of the blog post *One-shot DP Top-k mechanisms*, due to Durfee & Rogers,
 NeurIPS 2019, arXiv:1905.04273).
 
-References never call the code under test: every sequence of distinct items is enumerated
+References (tests/twins.py, Peeling section) never call the code under test: every sequence of distinct items is enumerated
 and its probability formed as the product over rounds of
 
 - gumbel: ``w_j / sum_{remaining} w`` with ``w_j = base**(-c_j)`` (exact Fractions) or
@@ -12,18 +12,18 @@ and its probability formed as the product over rounds of
 
 The one-shot identity integrates the order-statistics density of Gumbel(k/eps)-perturbed
 counts with mpmath quadrature at 40 digits and compares with Peeling("gumbel") to 30.
+The weight tree (the gumbel fast path) is tested in test_peeling_weight_tree.py.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 import subprocess
 import sys
-import textwrap
 from collections import Counter
 from fractions import Fraction
+from itertools import permutations
 
 import mpmath
 import pytest
@@ -33,72 +33,27 @@ import exactdp
 from exactdp import errors
 from exactdp.core.levels import Level
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from twins import chi2_statistic, chi2_threshold, counts_and_k
-from test_canonical import pnf_exact  # permute-and-flip over explicit outputs, exact
+from twins import (
+    PEELING_CASES,
+    chi2_statistic,
+    chi2_threshold,
+    one_shot_probability,
+    one_shot_probability_nested,
+    peel_exact,
+    peel_gumbel_mp,
+    rel_close,
+    run_python,
+)
 
 ALPHA = 1e-6  # false-alarm probability of every goodness-of-fit test
 
 
-def sequences(d, k):
-    return list(itertools.permutations(range(d), k))
-
-
-def peel_exact(counts, k, base, noise):
-    """``{sequence: Fraction}`` by explicit rounds over items."""
-    b = Fraction(base)
-    w = [b ** (-c) for c in counts]
-    out = {}
-    for seq in sequences(len(counts), k):
-        p = Fraction(1)
-        remaining = set(range(len(counts)))
-        for j in seq:
-            if noise == "gumbel":
-                p *= w[j] / sum(w[i] for i in remaining)
-            else:
-                p *= pnf_exact({i: w[i] for i in remaining})[j]
-            remaining.discard(j)
-        out[seq] = p
-    return out
-
-
-def peel_gumbel_mp(counts, k, eps, dps=50):
-    with mpmath.workdps(dps):
-        lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
-        top = max(counts)
-        w = [mpmath.exp(lam * (c - top)) for c in counts]
-        out = {}
-        for seq in sequences(len(counts), k):
-            p = mpmath.mpf(1)
-            remaining = set(range(len(counts)))
-            for j in seq:
-                p *= w[j] / mpmath.fsum(w[i] for i in remaining)
-                remaining.discard(j)
-            out[seq] = p
-        return out
-
-
-def rel_close(num, exact, digits=30):
-    with mpmath.workdps(60):
-        w = mpmath.mpf(exact.numerator) / exact.denominator if isinstance(exact, Fraction) else mpmath.mpf(exact)
-        return abs(num - w) <= mpmath.mpf(10) ** -digits * abs(w)
-
-
-CASES = [
-    (5, 3, 1, 0),
-    (2, 2, 1, 1, 0),  # ties
-    (3, 3, 3, 0),
-    (1, 1, 1, 1),  # all equal
-    (4, -1, 2, 2, 7),  # negative count, unsorted
-]
 
 
 # --------------------------------------------------------------------------------------
 # exact probabilities
 # --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("counts", CASES)
+@pytest.mark.parametrize("counts", PEELING_CASES)
 @pytest.mark.parametrize("noise", ["gumbel", "exponential"])
 def test_exact_probabilities_match_brute_force(counts, noise):
     d = len(counts)
@@ -120,7 +75,7 @@ def test_exact_probabilities_match_brute_force(counts, noise):
             assert abs(mpmath.fsum(p for _, p in dist) - 1) < mpmath.mpf(10) ** -29
 
 
-@pytest.mark.parametrize("counts", CASES)
+@pytest.mark.parametrize("counts", PEELING_CASES)
 def test_certified_gumbel_with_epsilon(counts):
     d = len(counts)
     eps = Fraction(3, 2)
@@ -143,7 +98,7 @@ def test_certified_exponential_with_epsilon():
     # per-round permute-and-flip by direct polynomial expansion at 80 digits
     with mpmath.workdps(80):
         lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
-        for seq in sequences(len(counts), k):
+        for seq in permutations(range(len(counts)), k):
             p = mpmath.mpf(1)
             remaining = set(range(len(counts)))
             for j in seq:
@@ -172,18 +127,18 @@ def test_paper_instance():
 # --------------------------------------------------------------------------------------
 # levels (count sequences), outputs, rounds
 # --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("counts", CASES)
+@pytest.mark.parametrize("counts", PEELING_CASES)
 def test_levels_are_count_sequences(counts):
     d = len(counts)
     for k in range(1, d + 1):
         m = exactdp.Peeling(counts, k, base=Fraction(1, 2))
-        tally = Counter(tuple(counts[i] for i in seq) for seq in sequences(d, k))
+        tally = Counter(tuple(counts[i] for i in seq) for seq in list(permutations(range(d), k)))
         want = sorted(tally.items(), reverse=True)
         levels = m.levels()
         assert [(lv.utility, lv.multiplicity) for lv in levels] == want
         assert all(isinstance(lv, Level) for lv in levels)
         outs = list(m.outputs())
-        assert sorted(outs) == sequences(d, k)
+        assert sorted(outs) == list(permutations(range(d), k))
         assert [m.utility(o) for o in outs] == [lv.utility for lv in levels for _ in range(lv.multiplicity)]
         lp = m.level_probabilities()
         with mpmath.workdps(40):
@@ -243,75 +198,6 @@ def test_large_instance_probability():
 # --------------------------------------------------------------------------------------
 # the one-shot Gumbel identity (blog Theorem 1)
 # --------------------------------------------------------------------------------------
-def gumbel_pdf_cdf(beta):
-    def pdf(x):
-        z = x / beta
-        return mpmath.exp(-z - mpmath.exp(-z)) / beta
-
-    def cdf(x):
-        return mpmath.exp(-mpmath.exp(-x / beta))
-
-    def sf(x):  # 1 - cdf, without cancellation
-        return -mpmath.expm1(-mpmath.exp(-x / beta))
-
-    return pdf, cdf, sf
-
-
-def integration_range(counts, beta):
-    """``[lo, hi]`` outside of which every Gumbel(beta)-perturbed count lies with probability
-    below ``e**-110`` (left: ``F(x) = exp(-e^{-x/beta}) <= e^{-110}``; right:
-    ``1 - F(x) <= e^{-x/beta} = e^{-110}``): far below the 30 digits compared."""
-    lo = min(counts) - beta * mpmath.log(110)
-    hi = max(counts) + 110 * beta
-    return lo, hi, [min(counts), max(counts) + beta, max(counts) + 12 * beta]
-
-
-def one_shot_probability(counts, seq, epsilon, dps=40):
-    """P(the k largest of c_j + Gumbel(k/eps) are seq, in order), k = len(seq) <= 2, by
-    integrating the density of the k-th largest noisy value: item ``seq[-1]`` has it at
-    ``u``, the items before it are above ``u`` (``1 - F``), all other items below (``F``)."""
-    k = len(seq)
-    assert k <= 2
-    with mpmath.workdps(dps):
-        beta = mpmath.mpf(k) / (mpmath.mpf(epsilon.numerator) / epsilon.denominator)
-        pdf, cdf, sf = gumbel_pdf_cdf(beta)
-        lo, hi, breaks = integration_range(counts, beta)
-        rest = [c for j, c in enumerate(counts) if j not in seq]
-
-        def density(u):
-            out = pdf(u - counts[seq[-1]])
-            for i in seq[:-1]:
-                out *= sf(u - counts[i])
-            for c in rest:
-                out *= cdf(u - c)
-            return out
-
-        return mpmath.quad(density, [lo] + breaks + [hi])
-
-
-def one_shot_probability_nested(counts, seq, epsilon, dps=34):
-    """k = 2 by the blog's Equation (3) literally: the joint density of the two largest
-    noisy values ``u1 > u2`` integrated over ``u2 < u1`` and then ``u1`` (nested quadrature)."""
-    i1, i2 = seq
-    with mpmath.workdps(dps):
-        beta = mpmath.mpf(2) / (mpmath.mpf(epsilon.numerator) / epsilon.denominator)
-        pdf, cdf, _ = gumbel_pdf_cdf(beta)
-        lo, hi, breaks = integration_range(counts, beta)
-        rest = [c for j, c in enumerate(counts) if j not in seq]
-
-        def below(u2):
-            out = pdf(u2 - counts[i2])
-            for c in rest:
-                out *= cdf(u2 - c)
-            return out
-
-        def inner(u1):
-            pts = [lo] + [b for b in breaks if b < u1] + [u1]
-            return mpmath.quad(below, pts, method="gauss-legendre")
-
-        return mpmath.quad(lambda u1: pdf(u1 - counts[i1]) * inner(u1), [lo] + breaks + [hi], method="gauss-legendre")
-
-
 ONE_SHOT_CASES = [
     ((3, 1, 0, 0), 2, Fraction(1)),
     ((2, 2, 1), 2, Fraction(1, 2)),
@@ -324,7 +210,7 @@ ONE_SHOT_CASES = [
 @pytest.mark.parametrize("counts, k, eps", ONE_SHOT_CASES)
 def test_one_shot_gumbel_equals_peeling(counts, k, eps):
     m = exactdp.Peeling(counts, k, epsilon=eps, noise="gumbel")
-    for seq in sequences(len(counts), k):
+    for seq in permutations(range(len(counts)), k):
         got = m.probability(seq, dps=35)
         want = one_shot_probability(counts, seq, eps)
         assert rel_close(got, want, 30), (seq, got, want)
@@ -391,19 +277,6 @@ def test_bad_inputs():
 # --------------------------------------------------------------------------------------
 # huge count gaps: no exact sum of per-round logs (it needed ~lam*gap bits and aborted)
 # --------------------------------------------------------------------------------------
-def run_python(code, timeout=120, limit_bytes=None):
-    """Run ``code`` in a fresh interpreter (an abort cannot kill pytest); optionally under
-    an address-space limit (``RLIMIT_AS``)."""
-    def limit():
-        if limit_bytes:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
-
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=limit)
-
-
 def test_huge_gap_log_probability_does_not_abort():
     """Regression: the exact sum of the per-round logs needed about lam*gap bits: gmp
     aborted the process (exit 134) at a gap of 2**40 and raised OverflowError at 10**400."""
@@ -534,136 +407,3 @@ def test_tiny_log_probability_keeps_relative_accuracy():
         got2 = m2.log_probability((0, 1), dps=30)
         assert abs(got2 - want2) <= mpmath.mpf(10) ** -30 * abs(want2)
         assert abs(m2.probability((0, 1), dps=30) - 1) <= mpmath.mpf(10) ** -30  # 1 - 2e-217147
-
-
-# --------------------------------------------------------------------------------------
-# the weight tree (gumbel fast path) and its twins
-# --------------------------------------------------------------------------------------
-def all_small_cases():
-    cases = CASES + [(7,), (0, 0), (3, 3, 3, 3, 1)]
-    for counts in cases:
-        for k in range(1, len(counts) + 1):  # k = 1 .. d (d = 1 included)
-            yield counts, k
-
-
-@pytest.mark.parametrize("counts, k", list(all_small_cases()))
-def test_tree_exact_equals_rounds_and_brute_force(counts, k):
-    """Exhaustive: the weight tree in exact rationals == per-round exact tables == explicit
-    rounds over items, for every sequence (ties, k = 1, k = d, d = 1)."""
-    base = Fraction(2, 3)
-    m = exactdp.Peeling(counts, k, base=base)
-    want = peel_exact(counts, k, base, "gumbel")
-    for seq, w in want.items():
-        tree = m._values_probability_tree_exact(m.utility(seq))
-        assert tree == w, (seq, tree, w)
-        assert m.probability_exact(seq) == sympy.Rational(w.numerator, w.denominator)
-
-
-@pytest.mark.parametrize("counts, k", list(all_small_cases()))
-def test_tree_certified_equals_rounds_route(counts, k):
-    """The certified tree (probability and log) against the per-round route (the rule on
-    per-round tables), both to 30 digits, and against exact rationals."""
-    eps = Fraction(3, 2)
-    m = exactdp.Peeling(counts, k, epsilon=eps)
-    for seq in sequences(len(counts), k):
-        values = m.utility(seq)
-        for log in (False, True):
-            fast = m._tree_probability(values, 30, log)
-            slow = m._values_probability_rounds(values, 30, log)
-            if log and slow == 0:
-                assert fast == 0
-            else:
-                assert rel_close(fast, slow, 29), (seq, log, fast, slow)
-    half = exactdp.Peeling(counts, k, base=Fraction(1, 2))
-    for seq, w in peel_exact(counts, k, Fraction(1, 2), "gumbel").items():
-        assert rel_close(half.probability(seq, dps=30), w)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(counts_and_k(max_d=6, max_sequences=200, values=st.integers(-20, 20)),
-       st.fractions(min_value=Fraction(1, 10), max_value=Fraction(9, 10)), st.randoms(use_true_random=False))
-def test_tree_random_instances(ck, base, rnd):
-    counts, k = ck
-    m = exactdp.Peeling(counts, k, base=base)
-    seq = tuple(rnd.sample(range(len(counts)), k))
-    want = peel_exact(counts, k, base, "gumbel")[seq] if math.perm(len(counts), k) <= 200 else None
-    tree = m._values_probability_tree_exact(m.utility(seq))
-    assert tree == want
-    assert rel_close(m.probability(seq, dps=25), want, 25)
-    with mpmath.workdps(60):
-        lw = mpmath.log(mpmath.mpf(want.numerator) / want.denominator)
-        got = m.log_probability(seq, dps=25)
-        assert (got == 0 and want == 1) or abs(got - lw) <= mpmath.mpf(10) ** -25 * abs(lw)
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 5)), min_size=1, max_size=12), st.data())
-def test_weight_tree_sums(leaves, data):
-    """The tree's total, prefix and leave-one-out sums equal direct sums, after updates."""
-    from exactdp.mechanisms.peeling import _WeightTree
-
-    weights = [Fraction(w + 1, 7) for w, _ in leaves]
-    mult = [m for _, m in leaves]
-    tree = _WeightTree(weights, mult, Fraction(0))
-    copy = tree.copy()
-    for _ in range(data.draw(st.integers(0, 5))):
-        a = data.draw(st.integers(0, len(leaves) - 1))
-        mult[a] = data.draw(st.integers(0, 5))
-        copy.set_count(a, mult[a])
-    vals = [w * m for w, m in zip(weights, mult)]
-    assert copy.total() == sum(vals)
-    for a in range(len(vals)):
-        assert copy.prefix(a) == sum(vals[: a + 1])
-        assert copy.others(a) == sum(vals) - vals[a]
-    assert tree.total() == sum(w * m for w, (_, m) in zip(weights, leaves))  # the original is unchanged
-
-
-def test_large_d_certified_to_requested_digits():
-    """d = 2000 distinct counts, k = 25: tree probability and log-probability against a
-    60-digit per-round reference, to the requested 30 digits (relative)."""
-    counts = [3 * r + (r % 7) for r in range(2000, 0, -1)]
-    k, eps = 25, Fraction(1, 2)
-    m = exactdp.Peeling(counts, k, epsilon=eps)
-    seq = (0, 2, 1, 5, 3) + tuple(range(6, 26))
-    with mpmath.workdps(60):
-        lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
-        w = [mpmath.exp(lam * (c - counts[0])) for c in counts]
-        total = mpmath.fsum(w)
-        logp = mpmath.mpf(0)
-        for j in seq:
-            logp += mpmath.log(w[j] / total)
-            total -= w[j]
-        p = m.probability(seq, dps=30)
-        lp = m.log_probability(seq, dps=30)
-        assert abs(p - mpmath.exp(logp)) <= mpmath.mpf(10) ** -30 * mpmath.exp(logp)
-        assert abs(lp - logp) <= mpmath.mpf(10) ** -30 * abs(logp)
-
-
-def test_large_d_memory_bounded():
-    """d = 100,000 distinct counts, k = 200: probability, log-probability and a sample in a
-    child process limited to 1.5 GiB of address space (per-round tables needed ~10 GB)."""
-    proc = run_python("""
-        import exactdp, mpmath
-        m = exactdp.Peeling(list(range(100000, 0, -1)), 200, epsilon=1)
-        best = tuple(range(200))
-        p = m.probability(best, dps=30)
-        lp = m.log_probability(best, dps=30)
-        s = m.sample(rng=1)
-        assert len(set(s)) == 200
-        print(mpmath.nstr(p, 40), mpmath.nstr(lp, 40))
-    """, timeout=300, limit_bytes=3 << 29)
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
-    with mpmath.workdps(40):
-        p, lp = (mpmath.mpf(x) for x in proc.stdout.split())
-        assert abs(mpmath.log(p) - lp) < mpmath.mpf(10) ** -28 * abs(lp)
-
-
-@pytest.mark.parametrize("counts, k", [((2, 2, 1, 0), 4), ((5, 5, 5), 2), ((9,), 1)])
-def test_tree_sampler_goodness_of_fit_ties_and_full_k(counts, k):
-    m = exactdp.Peeling(counts, k, epsilon=Fraction(3, 2))
-    n = 3000
-    draws = Counter(m.samples(n, rng=2024))
-    expected = {o: float(p) * n for o, p in m.distribution()}
-    assert set(draws) <= set(expected)
-    stat, df = chi2_statistic(draws, expected)
-    assert stat < chi2_threshold(df, ALPHA), (stat, df)

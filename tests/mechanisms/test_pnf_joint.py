@@ -3,8 +3,8 @@
 The exhaustive tests enumerate every count vector in {0,1,2,3}^d for d <= 4 and every k,
 and compare PNFJoint's exact probabilities (base 1/2) for *every output* with two
 independent brute-force computations over all sequences: the permute-and-flip definition
-(random order, flip coins) and report-noisy-max with Exponential noise (see
-tests/test_permute_and_flip.py for both).  Goodness-of-fit tests use a fixed seed and a
+(random order, flip coins) and report-noisy-max with Exponential noise (both in
+tests/twins.py, ``pnf_joint_brute``).  Goodness-of-fit tests use a fixed seed and a
 chi-square threshold at false-alarm probability 1e-7 each (fewer than 10 in this file, so
 below 1e-6 in total).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
-from itertools import permutations, product
+from itertools import product
 
 import mpmath
 import pytest
@@ -22,34 +22,9 @@ import sympy
 import exactdp
 from exactdp.errors import InvalidOutputError, NoClosedFormError, TooManyOutputsError
 
-from twins import (
-    ALPHA,
-    NoFloatRandom,
-    chi2_quantile,
-    chi2_stat,
-    pnf_by_permutations,
-    rel_err,
-    rnm_exponential,
-)
+from twins import ALPHA, NoFloatRandom, chi2_quantile, chi2_stat, pnf_joint_brute, rel_err
 
 HALF = Fraction(1, 2)
-
-
-def brute_utility(counts, k):
-    sc = sorted(counts, reverse=True)
-    return lambda s: -max(sc[i] - counts[x] for i, x in enumerate(s))
-
-
-def brute_pnf(counts, k):
-    """{sequence: exact probability} over all sequences, both references checked equal."""
-    outs = list(permutations(range(len(counts)), k))
-    util = brute_utility(counts, k)
-    us = [util(o) for o in outs]
-    u_max = max(us)
-    a = pnf_by_permutations([HALF ** (u_max - u) for u in us])
-    b = rnm_exponential(us)
-    assert a == b
-    return dict(zip(outs, a))
 
 
 # ---------------------------------------------------------------------------------------
@@ -65,11 +40,10 @@ def _instances(max_d=4):
 def test_exhaustive_exact_equals_brute_force():
     """All counts in {0..3}^d, d <= 4, all k (1,252 instances): exact probability of every
     output equals permute-and-flip by definition and report-noisy-max (exact rationals)."""
-    cache = {}
     n = 0
     for counts, k in _instances():
         m = exactdp.PNFJoint(counts, k, base=HALF)
-        brute = brute_pnf(counts, k)
+        brute = pnf_joint_brute(counts, k)
         assert m.support_size() == len(brute)
         assert sum(lv.multiplicity for lv in m.levels()) == len(brute)
         per_level = {}
@@ -104,7 +78,7 @@ def test_distribution_over_outputs_and_tie_rule():
     permuting the input counts only relabels items (the tie rule does not matter)."""
     for counts, k in [([3, 1, 1, 0], 2), ([2, 2, 2, 1], 3), ([1, 3, 3, 0], 4), ([0, 0, 0], 2)]:
         m = exactdp.PNFJoint(counts, k, base=HALF)
-        brute = brute_pnf(counts, k)
+        brute = pnf_joint_brute(counts, k)
         dist = m.distribution(dps=25)
         assert len(dist) == len(brute) and {o for o, _ in dist} == set(brute)
         for o, p in dist:
@@ -209,7 +183,7 @@ def test_sample_goodness_of_fit_over_outputs():
 
 def test_sample_goodness_of_fit_base_half_exhaustive_instance():
     m = exactdp.PNFJoint([3, 2, 2, 0], 3, base=HALF)
-    brute = brute_pnf([3, 2, 2, 0], 3)
+    brute = pnf_joint_brute([3, 2, 2, 0], 3)
     outs = sorted(brute)
     n = 24_000
     rng = NoFloatRandom(5)
@@ -245,10 +219,6 @@ def test_cli_dist_pnf_joint():
 # extreme valid inputs (used to raise OverflowError / math domain error)
 # ---------------------------------------------------------------------------------------
 def test_extreme_inputs_reported():
-    from fractions import Fraction
-
-    import mpmath
-
     from exactdp import PNFJoint
     from exactdp.mechanisms.peeling import Peeling
 
@@ -277,6 +247,4 @@ def test_extreme_inputs_reported():
 
 
 def sympy_rational(f):
-    import sympy
-
     return sympy.Rational(f.numerator, f.denominator)
