@@ -3,7 +3,7 @@ boundary refinement of exactdp.core.sampling.choose_index.
 
 Every statistical test uses a fixed seed (so it is deterministic) and a rejection threshold
 whose false-alarm probability under the null hypothesis is at most 1e-6 (chi-square
-quantile computed with mpmath's regularized incomplete gamma function, see tests/twins.py).
+quantile computed with mpmath's regularized incomplete gamma function, see tests/twins/chi2.py).
 """
 
 from __future__ import annotations

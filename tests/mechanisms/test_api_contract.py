@@ -4,7 +4,7 @@ Every mechanism is a :class:`~exactdp.core.mechanism.Mechanism` whose public met
 written once over its probability groups, so the same contract must hold for all of them:
 Joint, PNFJoint, JointSet, Canonical (both noises), CanonicalGamma1 and Peeling (both
 noises), with ``epsilon`` and with a rational ``base``, on small instances with ties,
-``k = 1``, ``k = d`` and ``d = 1``.  Where tests/twins.py has a brute-force twin (Joint and
+``k = 1``, ``k = d`` and ``d = 1``.  Where tests/twins/ has a brute-force twin (Joint and
 PNFJoint with a rational base) the exact probabilities are compared with it too.
 """
 

@@ -1,6 +1,6 @@
 """Tests of exactdp.Canonical (docs/definitions.md §2.4 and §3) against brute force.
 
-The references (tests/twins.py, Canonical section) never call the code under test: every
+The references (tests/twins/canonical.py) never call the code under test: every
 k-subset is enumerated, its class ``(h, t)`` read off its 1-based ranks (leading run of top
 ranks, lowest rank), its loss computed from the formula of docs/definitions.md §2.4, and
 probabilities formed directly:

@@ -1,6 +1,6 @@
 """Tests of exactdp.Joint (docs/definitions.md §1, §2.1 and §3) against independent brute force.
 
-The reference values come from ``tests/twins.py``: every sequence of k distinct items is
+The reference values come from ``tests/twins/joint.py``: every sequence of k distinct items is
 enumerated and its utility / refined score computed from the formulas of docs/definitions.md directly.
 """
 

@@ -1,6 +1,6 @@
 """Tests of exactdp.JointSet and exactdp.mechanisms.joint_set (docs/definitions.md §1, §2.3 and §3).
 
-Reference values (tests/twins.py, JointSet section) are computed from the definitions
+Reference values (tests/twins/joint_set.py) are computed from the definitions
 (docs/definitions.md §2.3, the workshop paper's Lemma 5), never by calling the code under
 test: every k-subset is enumerated, its counts sorted descending and compared with the top-k
 counts.  The paper's Algorithm 1 as printed is tested in test_joint_set_paper.py.

@@ -1,7 +1,7 @@
 """Tests of exactdp.mechanisms.joint_set_paper: the workshop paper's Algorithm 1 as printed
 (docs/definitions.md §2.3 and docs/joint_set.md), its readings and their privacy loss.
 
-The references (tests/twins.py, JointSet section: ``printed_entries``,
+The references (tests/twins/joint_set.py: ``printed_entries``,
 ``printed_nonstrict_reference``, ``printed_strict_reference``) are written from the printed
 lines and the definitions, never by calling the code under test.
 """

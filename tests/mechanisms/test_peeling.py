@@ -2,7 +2,7 @@
 (Theorem 1 of the blog post *One-shot DP Top-k mechanisms*, due to Durfee & Rogers,
 NeurIPS 2019, arXiv:1905.04273).
 
-References (tests/twins.py, Peeling section) never call the code under test: every sequence of distinct items is enumerated
+References (tests/twins/peeling.py) never call the code under test: every sequence of distinct items is enumerated
 and its probability formed as the product over rounds of
 
 - gumbel: ``w_j / sum_{remaining} w`` with ``w_j = base**(-c_j)`` (exact Fractions) or

@@ -1,5 +1,5 @@
 """Tests of Peeling's weight tree (the gumbel fast path of exactdp.mechanisms.peeling) against
-the per-round route and the explicit-rounds twins of tests/twins.py (Peeling section).
+the per-round route and the explicit-rounds twins of tests/twins/peeling.py.
 
 The references never call the code under test: ``peel_exact`` forms every sequence's
 probability as the product over rounds of ``w_j / sum_{remaining} w`` with

@@ -4,7 +4,7 @@ The exhaustive tests enumerate every count vector in {0,1,2,3}^d for d <= 4 and 
 and compare PNFJoint's exact probabilities (base 1/2) for *every output* with two
 independent brute-force computations over all sequences: the permute-and-flip definition
 (random order, flip coins) and report-noisy-max with Exponential noise (both in
-tests/twins.py, ``pnf_joint_brute``).  Goodness-of-fit tests use a fixed seed and a
+tests/twins/pnf.py, ``pnf_joint_brute``).  Goodness-of-fit tests use a fixed seed and a
 chi-square threshold at false-alarm probability 1e-7 each (fewer than 10 in this file, so
 below 1e-6 in total).
 """

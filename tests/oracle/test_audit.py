@@ -1,7 +1,7 @@
 """Tests of exactdp.audit (privacy loss, neighbours, worst case) and of `exactdp audit`.
 
 Reference values are computed independently: every output enumerated, probabilities from
-the brute-force helpers of tests/twins.py (mpmath at 60 digits, or exact Fractions with a
+the brute-force helpers of tests/twins/ (mpmath at 60 digits, or exact Fractions with a
 rational base), and neighbour sets from their definition over {-1, 0, 1}**d.
 """
 
