@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import mpmath
-from mpmath.libmp import from_man_exp
+from .core.precision import times_int
 
 from .core._typing import MechanismLike, Output, OutputLike
 from .errors import InvalidParameterError
@@ -69,7 +69,7 @@ class Groups:
         probability of one output, multiplied exactly (integer times binary mantissa), so
         the relative error stays that of the output's probability."""
         if self._group_probs is None:
-            self._group_probs = [_times(p, g.multiplicity) for g, p in zip(self.groups, self.output_probabilities())]
+            self._group_probs = [times_int(p, g.multiplicity) for g, p in zip(self.groups, self.output_probabilities())]
         return self._group_probs
 
     def enumerate(self, max_outputs: int, what: str,
@@ -95,11 +95,3 @@ class Groups:
         if progress is not None:
             progress(size, size)
 
-
-def _times(p: mpmath.mpf, n: int) -> mpmath.mpf:
-    """``n * p`` exactly (no rounding to the working precision)."""
-    sign, man, exp, _ = p._mpf_
-    if not man:
-        return p
-    prod = int(man) * int(n)
-    return mpmath.mp.make_mpf(from_man_exp(-prod if sign else prod, exp))
