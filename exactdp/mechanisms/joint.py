@@ -177,8 +177,9 @@ class Joint(JointFamily):
         ranks already used (Algorithm 1, lines 21-24; Lemma 3.6 makes every choice set
         non-empty).  ``r`` is read as mixed-radix digits of those choices.
 
-        Per call: one bisection for ``i``, then for each row one division of ``r`` and one
-        list removal, ``O(k log d)`` word operations plus ``O(k)`` list moves.
+        Per call: one bisection for ``i``, then for each row one division of ``r`` and
+        one pick (:func:`_free_list_picks` or :func:`_bisect_picks`), ``O(k log k)``
+        operations beyond the divisions.
         """
         plan = self._plan(a)
         k = self.k
@@ -192,29 +193,86 @@ class Joint(JointFamily):
         ranks = [col] * k
         rows = list(range(k))
         del rows[i]
-        # Every rank a row may pick lies below its T, and the unused ranks below T come
-        # first among all unused ranks, so the digit-th unused rank is free[digit] where
-        # free lists the unused ranks in increasing order, extended only as far as needed.
-        free: list[int] = []
-        top = 0  # free holds every unused rank below top
-        for x, radix in zip(rows, plan.before[:i] + plan.after[i + 1:]):
-            if radix == 1:
-                digit = 0
-            else:
-                r, digit = divmod(r, radix)
-            if digit >= len(free):
-                new_top = top + digit + 1 - len(free)
-                if top <= col < new_top:  # skip row i's rank
-                    new_top += 1
-                    free.extend(range(top, col))
-                    free.extend(range(col + 1, new_top))
-                else:
-                    free.extend(range(top, new_top))
-                top = new_top
-            ranks[x] = free.pop(digit)
+        radices = plan.before[:i] + plan.after[i + 1:]
+        picks = _bisect_picks if plan.top > _FREE_LIST_LIMIT * k else _free_list_picks
+        for x, pick in zip(rows, picks(radices, r, col)):
+            ranks[x] = pick
         order = self.ranking.order
         return tuple([order[x] for x in ranks])
 
+
+def _free_list_picks(radices: list[int], r: int, col: int) -> list[int]:
+    """The ranks picked by the mixed-radix digits of ``r`` (least significant first), each
+    the digit-th rank not used yet, ``col`` used from the start.
+
+    Every rank a row may pick lies below its ``T``, and the unused ranks below ``T`` come
+    first among all unused ranks, so the digit-th unused rank is ``free[digit]`` where
+    ``free`` lists the unused ranks in increasing order, extended only as far as needed
+    (cheap while the picks stay among the first few ranks).
+    """
+    picks = []
+    free: list[int] = []
+    top = 0  # free holds every unused rank below top
+    for radix in radices:
+        if radix == 1:
+            digit = 0
+        else:
+            r, digit = divmod(r, radix)
+        if digit >= len(free):
+            new_top = top + digit + 1 - len(free)
+            if top <= col < new_top:  # skip row i's rank
+                new_top += 1
+                free.extend(range(top, col))
+                free.extend(range(col + 1, new_top))
+            else:
+                free.extend(range(top, new_top))
+            top = new_top
+        picks.append(free.pop(digit))
+    return picks
+
+
+def _bisect_picks(radices: list[int], r: int, col: int) -> list[int]:
+    """:func:`_free_list_picks` over the sorted used ranks, ``O(log k)`` comparisons per
+    pick whatever the ranks (for levels whose choice sets reach far down the ranking).
+
+    The digit-th unused rank is the least fixed point ``p = digit + #{used <= p}``; from
+    ``digit + f`` (``[0, f)`` all used) a few C bisections usually reach it, and a
+    bisection over ``used[j] - j`` (nondecreasing) settles the rare longer chains.
+    """
+    picks = []
+    used = [col]  # sorted
+    f = 0  # [0, f) are all used
+    for radix in radices:
+        if radix == 1:
+            digit = 0
+        else:
+            r, digit = divmod(r, radix)
+        p = digit + f
+        c = bisect_right(used, p)
+        for _ in range(3):
+            if digit + c == p:
+                break
+            p = digit + c
+            c = bisect_right(used, p)
+        if digit + c != p:  # a long chain of used ranks
+            lo, hi = c, len(used)  # the answer's count is at least c
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if used[mid] - mid <= digit:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            c, p = lo, digit + lo
+        used.insert(c, p)
+        picks.append(p)
+        while f < len(used) and used[f] == f:
+            f += 1
+    return picks
+
+
+#: Levels whose deepest choice set ``T_{k-1}(M)`` is at most this many times ``k`` are
+#: unranked with :func:`_free_list_picks`, deeper ones with :func:`_bisect_picks`.
+_FREE_LIST_LIMIT = 4
 
 #: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers).
 _PLAN_CACHE = 1024
@@ -229,13 +287,14 @@ class _LevelPlan:
     of row ``i``).  Only small integers and the ``k`` running ends are kept.
     """
 
-    __slots__ = ("t_gt", "before", "after", "ends")
+    __slots__ = ("t_gt", "before", "after", "ends", "top")
 
     def __init__(self, mech: Joint, a: int):
         M = -mech.table.utilities[a]
         k = mech.k
         t_at, t_gt = mech._thresholds(M)
         self.t_gt = t_gt
+        self.top = t_at[-1]  # the deepest choice set
         self.after = after = [t_at[x] - x for x in range(k)]  # all >= 1 for M >= 0
         self.before = before = [max(t_gt[x] - x, 0) for x in range(k)]
         # suffix[i] = prod_{x >= i} after[x]

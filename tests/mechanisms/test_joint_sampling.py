@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
+from exactdp.mechanisms import joint as joint_module
 
 
 def _unrank_reference(m: exactdp.Joint, a: int, r: int) -> tuple[int, ...]:
@@ -66,6 +67,16 @@ def _sample_reference(m: exactdp.Joint, gen: random.Random) -> tuple[int, ...]:
     return _unrank_reference(m, a, gen.randrange(m.table.multiplicities[a]))
 
 
+@pytest.fixture(params=["as shipped", "free list", "bisection"])
+def picks(request, monkeypatch):
+    """Run a test with the shipped choice of pick method, then with each one forced."""
+    if request.param == "free list":
+        monkeypatch.setattr(joint_module, "_FREE_LIST_LIMIT", 10**9)
+    elif request.param == "bisection":
+        monkeypatch.setattr(joint_module, "_FREE_LIST_LIMIT", 0)
+    return request.param
+
+
 def _ranks_to_check(multiplicity: int, rng: random.Random, limit: int = 40) -> list[int]:
     """Every rank of a small level; the ends and random ranks of a large one."""
     if multiplicity <= limit:
@@ -75,7 +86,7 @@ def _ranks_to_check(multiplicity: int, rng: random.Random, limit: int = 40) -> l
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
-def test_unrank_matches_reference_exhaustive(d):
+def test_unrank_matches_reference_exhaustive(d, picks):
     """Every count vector in {0..3}^d, every k, every level, every rank."""
     for counts in itertools.product(range(4), repeat=d):
         for k in range(1, d + 1):
@@ -92,9 +103,9 @@ _counts = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(counts=_counts, data=st.data())
-def test_unrank_matches_reference_random(counts, data):
+def test_unrank_matches_reference_random(counts, data, picks):
     """Random larger instances (ties, k = 1, k = d, d = 1, huge counts)."""
     d = len(counts)
     k = data.draw(st.sampled_from(sorted({1, d, (d + 1) // 2})) | st.integers(1, d))
@@ -107,7 +118,7 @@ def test_unrank_matches_reference_random(counts, data):
             assert m._unrank(a, r) == _unrank_reference(m, a, r), (counts, k, a, r)
 
 
-def test_unrank_matches_reference_many_levels():
+def test_unrank_matches_reference_many_levels(picks):
     """More levels than the plan cache holds: evicted plans are rebuilt identically."""
     counts = random.Random(7).sample(range(5000), 300)
     m = exactdp.Joint(counts, 6, epsilon=1)
@@ -132,7 +143,7 @@ INSTANCES = [
 
 @pytest.mark.parametrize("counts, k, kwargs", INSTANCES)
 @pytest.mark.parametrize("n", [0, 1, 5, 1000])
-def test_samples_same_as_reference_draws(counts, k, kwargs, n):
+def test_samples_same_as_reference_draws(counts, k, kwargs, n, picks):
     """samples(n, seed) is n reference draws from one generator, in order."""
     m = exactdp.Joint(counts, k, **kwargs)
     gen = random.Random(99)
