@@ -126,7 +126,8 @@ SAMPLES_HEADER = ("counts", "d", "k", "N", "levels + first draw s", "exact draws
 
 def print_samples_row(row):
     name, d, k, n, setup, rate, one_float = row
-    print(f"| {name:8} | {d:7,} | {k:3} | {n:,} | {setup:7.2f} | {rate:9,.0f} | {1e6 / rate:7,.0f} | {"-" if one_float is None else f"{one_float:7.2f}"} |", flush=True)
+    shown = "-" if one_float is None else f"{one_float:7.2f}"
+    print(f"| {name:8} | {d:7,} | {k:3} | {n:,} | {setup:7.2f} | {rate:9,.0f} | {1e6 / rate:7,.0f} | {shown} |", flush=True)
 
 
 HEADER = ("counts", "d", "k", "levels", "max m digits", "levels() s", "probs(30) s", "peak MiB", "m~ entries/s (keys)")
