@@ -190,13 +190,10 @@ class Joint(JointFamily):
         per_item = (plan.ends[i] - start) // (plan.after[i] + i - plan.t_gt[i])
         quotient, r = divmod(r - start, per_item)
         col = plan.t_gt[i] + quotient
-        ranks = [col] * k
-        rows = list(range(k))
-        del rows[i]
-        radices = plan.before[:i] + plan.after[i + 1:]
+        radices = plan.before[:i] + plan.after[i + 1:]  # rows other than i, in order
         picks = _bisect_picks if plan.top > _FREE_LIST_LIMIT * k else _free_list_picks
-        for x, pick in zip(rows, picks(radices, r, col)):
-            ranks[x] = pick
+        ranks = picks(radices, r, col)
+        ranks.insert(i, col)
         order = self.ranking.order
         return tuple([order[x] for x in ranks])
 
