@@ -35,6 +35,7 @@ What is exact here and how it is counted:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from fractions import Fraction
 from typing import Iterator, Union
 
@@ -155,6 +156,17 @@ class Joint(JointFamily):
         at, gt, sc = self.ranking.at_least, self.ranking.greater_than, self.ranking.sorted_counts
         return [at(sc[r] - M) for r in range(self.k)], [gt(sc[r] - M) for r in range(self.k)]
 
+    def _plan(self, a: int) -> _LevelPlan:
+        """The unranking data of level ``a``, kept for the next draws of the same level
+        (repeated draws concentrate on a few levels; at most ``_PLAN_CACHE`` are kept)."""
+        plans = self.__dict__.setdefault("_plans", {})
+        plan = plans.get(a)
+        if plan is None:
+            if len(plans) >= _PLAN_CACHE:
+                del plans[next(iter(plans))]  # the oldest plan
+            plan = plans[a] = _LevelPlan(self, a)
+        return plan
+
     def _unrank(self, a: int, r: int) -> tuple[int, ...]:
         """The ``r``-th sequence of utility exactly ``-M``.
 
@@ -164,44 +176,131 @@ class Joint(JointFamily):
         count ``c_(i) - M``, rows after ``i`` among ``T_r(M)`` top ranks, each minus the
         ranks already used (Algorithm 1, lines 21-24; Lemma 3.6 makes every choice set
         non-empty).  ``r`` is read as mixed-radix digits of those choices.
+
+        Per call: one bisection for ``i``, then for each row one division of ``r`` and
+        one pick (:func:`_free_list_picks` or :func:`_bisect_picks`), ``O(k log k)``
+        operations beyond the divisions.
         """
-        M = -self.table.utilities[a]
+        plan = self._plan(a)
         k = self.k
-        t_at, t_gt = self._thresholds(M)
-        after = [t_at[x] - x for x in range(k)]  # all >= 1 for M >= 0
-        before = [max(t_gt[x] - x, 0) for x in range(k)]
+        i = bisect_right(plan.ends, r)
+        if i == k:  # pragma: no cover - r out of range
+            raise AssertionError("rank beyond the level's multiplicity")
+        start = plan.ends[i - 1] if i else 0
+        per_item = (plan.ends[i] - start) // (plan.after[i] + i - plan.t_gt[i])
+        quotient, r = divmod(r - start, per_item)
+        col = plan.t_gt[i] + quotient
+        radices = plan.before[:i] + plan.after[i + 1:]  # rows other than i, in order
+        picks = _bisect_picks if plan.top > _FREE_LIST_LIMIT * k else _free_list_picks
+        ranks = picks(radices, r, col)
+        ranks.insert(i, col)
+        order = self.ranking.order
+        return tuple([order[x] for x in ranks])
+
+
+def _free_list_picks(radices: list[int], r: int, col: int) -> list[int]:
+    """The ranks picked by the mixed-radix digits of ``r`` (least significant first), each
+    the digit-th rank not used yet, ``col`` used from the start.
+
+    Every rank a row may pick lies below its ``T``, and the unused ranks below ``T`` come
+    first among all unused ranks, so the digit-th unused rank is ``free[digit]`` where
+    ``free`` lists the unused ranks in increasing order, extended only as far as needed
+    (cheap while the picks stay among the first few ranks).
+    """
+    picks = []
+    free: list[int] = []
+    top = 0  # free holds every unused rank below top
+    for radix in radices:
+        if radix == 1:
+            digit = 0
+        else:
+            r, digit = divmod(r, radix)
+        if digit >= len(free):
+            new_top = top + digit + 1 - len(free)
+            if top <= col < new_top:  # skip row i's rank
+                new_top += 1
+                free.extend(range(top, col))
+                free.extend(range(col + 1, new_top))
+            else:
+                free.extend(range(top, new_top))
+            top = new_top
+        picks.append(free.pop(digit))
+    return picks
+
+
+def _bisect_picks(radices: list[int], r: int, col: int) -> list[int]:
+    """:func:`_free_list_picks` over the sorted used ranks, ``O(log k)`` comparisons per
+    pick whatever the ranks (for levels whose choice sets reach far down the ranking).
+
+    The digit-th unused rank is the least fixed point ``p = digit + #{used <= p}``; from
+    ``digit + f`` (``[0, f)`` all used) a few C bisections usually reach it, and a
+    bisection over ``used[j] - j`` (nondecreasing) settles the rare longer chains.
+    """
+    picks = []
+    used = [col]  # sorted
+    f = 0  # [0, f) are all used
+    for radix in radices:
+        if radix == 1:
+            digit = 0
+        else:
+            r, digit = divmod(r, radix)
+        p = digit + f
+        c = bisect_right(used, p)
+        for _ in range(3):
+            if digit + c == p:
+                break
+            p = digit + c
+            c = bisect_right(used, p)
+        if digit + c != p:  # a long chain of used ranks
+            lo, hi = c, len(used)  # the answer's count is at least c
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if used[mid] - mid <= digit:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            c, p = lo, digit + lo
+        used.insert(c, p)
+        picks.append(p)
+        while f < len(used) and used[f] == f:
+            f += 1
+    return picks
+
+
+#: Levels whose deepest choice set ``T_{k-1}(M)`` is at most this many times ``k`` are
+#: unranked with :func:`_free_list_picks`, deeper ones with :func:`_bisect_picks`.
+_FREE_LIST_LIMIT = 4
+
+#: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers).
+_PLAN_CACHE = 1024
+
+
+class _LevelPlan:
+    """What unranking level ``a`` of a Joint needs, computed once per level.
+
+    ``before[x] = max(T_x(M^-) - x, 0)`` and ``after[x] = T_x(M) - x`` are the radices of
+    rows before and after the score row ``i``; sequences whose score row is ``i`` have
+    ranks ``ends[i-1] <= r < ends[i]`` (``T_i(M) - T_i(M^-)`` equal shares, one per item
+    of row ``i``).  Only small integers and the ``k`` running ends are kept.
+    """
+
+    __slots__ = ("t_gt", "before", "after", "ends", "top")
+
+    def __init__(self, mech: Joint, a: int):
+        M = -mech.table.utilities[a]
+        k = mech.k
+        t_at, t_gt = mech._thresholds(M)
+        self.t_gt = t_gt
+        self.top = t_at[-1]  # the deepest choice set
+        self.after = after = [t_at[x] - x for x in range(k)]  # all >= 1 for M >= 0
+        self.before = before = [max(t_gt[x] - x, 0) for x in range(k)]
         # suffix[i] = prod_{x >= i} after[x]
         suffix = [1] * (k + 1)
         for x in range(k - 1, -1, -1):
             suffix[x] = suffix[x + 1] * after[x]
-        prefix = 1  # prod_{x < i} before[x]
+        self.ends = []
+        prefix, total = 1, 0  # prefix = prod_{x < i} before[x]
         for i in range(k):
-            block = t_at[i] - t_gt[i]
-            per_item = prefix * suffix[i + 1]
-            weight = block * per_item
-            if r < weight:
-                break
-            r -= weight
+            total += (t_at[i] - t_gt[i]) * prefix * suffix[i + 1]
+            self.ends.append(total)
             prefix *= before[i]
-        else:  # pragma: no cover - r out of range
-            raise AssertionError("rank beyond the level's multiplicity")
-        col, r = t_gt[i] + r // per_item, r % per_item
-        ranks = [0] * k
-        ranks[i] = col
-        used = [col]
-        for x in range(k):
-            if x == i:
-                continue
-            radix = before[x] if x < i else after[x]
-            r, digit = divmod(r, radix)
-            # the digit-th rank in [0, T) not used yet
-            pick = digit
-            for u in sorted(used):
-                if u <= pick:
-                    pick += 1
-                else:
-                    break
-            ranks[x] = pick
-            used.append(pick)
-        order = self.ranking.order
-        return tuple(order[x] for x in ranks)
