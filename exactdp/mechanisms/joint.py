@@ -163,7 +163,7 @@ class Joint(JointFamily):
         plan = plans.get(a)
         if plan is None:
             if len(plans) >= _PLAN_CACHE:
-                del plans[next(iter(plans))]  # the oldest plan
+                plans.pop(next(iter(plans), None), None)  # the oldest plan (pop: safe if another thread took it)
             plan = plans[a] = _LevelPlan(self, a)
         return plan
 
@@ -271,8 +271,9 @@ def _bisect_picks(radices: list[int], r: int, col: int) -> list[int]:
 #: unranked with :func:`_free_list_picks`, deeper ones with :func:`_bisect_picks`.
 _FREE_LIST_LIMIT = 4
 
-#: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers).
-_PLAN_CACHE = 1024
+#: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers of up to the
+#: level multiplicity's size: at k = 200 and 1,000-digit multiplicities about 80 KiB a level).
+_PLAN_CACHE = 256
 
 
 class _LevelPlan:
