@@ -35,8 +35,10 @@ How it differs from the public reference (the distribution is the same):
 - step 5's "not used yet" is ``np.setdiff1d`` per row instead of a Python list scan over
   the whole row, so a sample costs ``O(k d log d)`` instead of ``O(d k^2)``;
 - memory: the same ``k x d`` float64 matrix, plus the sorted positions, sorted
-  differences, ``log m̃`` and log-weights (``dk`` each) kept on the object for the
-  certification helpers below (``probabilities``, ``score_position``).
+  differences, ``log m̃`` and log-weights (``dk`` each) kept on the object, and the
+  per-sequence log-weights and the log normaliser computed up front for the
+  certification helpers below (``probabilities``, ``score_position``): a little more
+  work and memory per instance than the reference's one-shot ``joint()``.
 
 ``FloatPNFJoint`` replaces the entry draw by Algorithm 5: one ``MaxExpo`` draw per entry
 (the largest of ``m̃`` Exponential(eps/(2Δ)) noises, by inversion in log space) added to
@@ -115,18 +117,22 @@ class FloatJoint:
         return np.where(others_filled, running - before, -np.inf)
 
     # -- probabilities ----------------------------------------------------------------
+    def _rank(self) -> np.ndarray:
+        """Position of each item id in the sorted order (the inverse of ``order``)."""
+        rank = np.empty(self.d, dtype=np.int64)
+        rank[self.order] = np.arange(self.d)
+        return rank
+
     def score_position(self, sequence: Sequence[int]) -> int:
         """Position (in sorted order) of the entry that is the sequence's largest
         refined difference."""
-        rank = np.empty(self.d, dtype=np.int64)
-        rank[self.order] = np.arange(self.d)
+        rank = self._rank()
         where = {(int(i), int(j)): p for p, (i, j) in enumerate(zip(self.rows, self.cols))}
         return max(where[(r, int(rank[s]))] for r, s in enumerate(sequence))
 
     def probabilities(self) -> dict[tuple[int, ...], float]:
         """``{sequence: probability}`` for every sequence (small ``d`` only)."""
-        rank = np.empty(self.d, dtype=np.int64)
-        rank[self.order] = np.arange(self.d)
+        rank = self._rank()
         where = np.empty((self.k, self.d), dtype=np.int64)
         where[self.rows, self.cols] = np.arange(self.rows.shape[0])
         out = {}
