@@ -181,18 +181,26 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple["np.ndarray", "np.ndarray"]:
     (raising a lower bound to 0 and lowering one to ``2**64 - 1`` keep it a lower bound;
     an upper bound capped at ``2**64 - 1`` is allowed for by :func:`inverse_cdf_words`).
     A ball too wide to give an integer (never at the precision the callers use) gives the
-    trivial bounds.
+    trivial bounds.  Once a lower bound reaches ``2**64 - 1`` the remaining boundaries are
+    all at least that, and are filled in without arithmetic.
     """
     import numpy as np
 
     scale = arb(2) ** WORD_BITS / cumulative[-1]
     lo, hi = [], []
+    size = len(cumulative) - 1
     for c in cumulative[:-1]:
         q = c * scale
         f = q.lower().floor().unique_fmpz()
         g = q.upper().ceil().unique_fmpz()
         lo.append(0 if f is None else min(max(int(f), 0), _WORD_MAX))
         hi.append(_WORD_MAX if g is None else min(max(int(g), 0), _WORD_MAX))
+        if lo[-1] == _WORD_MAX:
+            # 2**64 F_a >= 2**64 - 1, so every later boundary is too: the rest are capped
+            # (a long tail of levels holding less than 2**-64 of the mass costs nothing)
+            lo.extend([_WORD_MAX] * (size - len(lo)))
+            hi.extend([_WORD_MAX] * (size - len(hi)))
+            break
     lo_a, hi_a = _as_words(lo), _as_words(hi)
     if len(lo):
         lo_a = np.minimum.accumulate(lo_a[::-1])[::-1].copy()

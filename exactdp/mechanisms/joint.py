@@ -180,7 +180,11 @@ class Joint(JointFamily):
         return unrank(self._plan(a), r, self.ranking.order)
 
     def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
-        return [tuple(row) for row in self._samples_array(n, gen).tolist()]
+        draws = self._samples_array(n, gen)
+        out: list[tuple[int, ...]] = []
+        for start in range(0, n, _TUPLE_CHUNK):  # chunks: no list of lists of all n draws
+            out.extend(map(tuple, draws[start:start + _TUPLE_CHUNK].tolist()))
+        return out
 
     def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
         """``n`` exact draws as an ``(n, k)`` array: the levels by the rule's
@@ -210,3 +214,6 @@ class Joint(JointFamily):
 #: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers of up to the
 #: level multiplicity's size: at k = 200 and 1,000-digit multiplicities about 80 KiB a level).
 _PLAN_CACHE = 256
+
+#: ``samples`` turns this many rows of the draws array into tuples at a time.
+_TUPLE_CHUNK = 8192
