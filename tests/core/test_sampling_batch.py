@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from flint import arb, fmpq
+from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
