@@ -123,12 +123,17 @@ FIRST_10_HUGE_SEED_12345 = [(1, 0), (2, 0), (0, 1), (2, 1), (0, 1), (0, 2), (1, 
 #: And for (30, 15, 1 x 998), k = 2, epsilon = 1 (huge level 2 unranked from randrange).
 FIRST_10_LARGE_SEED_12345 = [(1, 11), (1, 823), (388, 694), (0, 1), (0, 167), (0, 1), (0, 644),
                              (0, 568), (0, 757), (1, 94)]
-#: ``samples(10, rng=12345)`` of the same three: the batched path (the level words from one
-#: ``getrandbits(640)``, then numpy's PCG64 seeded from the generator: integer draws only).
-BATCH_10_SEED_12345 = [(0, 2), (1, 2), (1, 2), (1, 2), (1, 2), (0, 1), (0, 1), (0, 1), (1, 0), (0, 1)]
-BATCH_10_HUGE_SEED_12345 = [(1, 2), (1, 2), (1, 0), (2, 1), (2, 0), (0, 1), (0, 1), (0, 1), (2, 0), (0, 2)]
-BATCH_10_LARGE_SEED_12345 = [(1, 493), (1, 566), (1, 760), (937, 840), (401, 638), (0, 1), (0, 309),
-                             (0, 182), (968, 625), (0, 1)]
+#: ``samples(10, rng=12345)`` of the same three (the level words from one
+#: ``getrandbits(640)``; levels drawn fewer than 16 times unranked from ``randrange``).
+BATCH_10_SEED_12345 = [(0, 2), (1, 0), (1, 0), (1, 3), (1, 0), (0, 1), (0, 1), (0, 1), (1, 0), (0, 1)]
+BATCH_10_HUGE_SEED_12345 = [(1, 2), (1, 2), (1, 2), (1, 0), (1, 2), (0, 1), (0, 2), (0, 1), (2, 0), (0, 2)]
+BATCH_10_LARGE_SEED_12345 = [(1, 751), (1, 94), (1, 544), (773, 884), (434, 571), (0, 1), (0, 757),
+                             (0, 983), (616, 85), (0, 1)]
+#: The first 8 of ``samples(2000, rng=12345)``: levels drawn in numpy (PCG64 seeded from
+#: the generator, integer draws only).
+BATCH_2000_SEED_12345 = [(0, 2), (1, 2), (1, 2), (1, 3), (1, 3), (0, 1), (0, 1), (0, 1)]
+BATCH_2000_LARGE_SEED_12345 = [(1, 201), (1, 786), (1, 260), (579, 302), (884, 286), (0, 1), (0, 923),
+                               (0, 323)]
 
 
 def test_regression_anchor_first_samples():
@@ -141,6 +146,8 @@ def test_regression_anchor_first_samples():
         gen = random.Random(12345)
         assert [mech.sample(gen) for _ in range(10)] == one_at_a_time
         assert mech.samples(10, rng=12345) == batch
+    assert m.samples(2000, rng=12345)[:8] == BATCH_2000_SEED_12345
+    assert large.samples(2000, rng=12345)[:8] == BATCH_2000_LARGE_SEED_12345
 
 
 def test_same_seed_same_samples():

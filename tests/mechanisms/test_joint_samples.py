@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp.errors import ArgumentTypeError
+from exactdp.mechanisms import joint as joint_module
 from exactdp.mechanisms import joint_unrank
 from exactdp.mechanisms.joint_unrank import digit_ranges, draw_level_ranks, ranks_from_digits
 
@@ -36,6 +37,20 @@ ALPHA = 1e-6
 def shuffle_store(request, monkeypatch):
     """The shipped dense store, then every position past k tracked as a deep position."""
     if request.param == "deep":
+        monkeypatch.setattr(joint_unrank, "_DENSE_LIMIT", 0)
+    return request.param
+
+
+@pytest.fixture(params=["shipped", "all batched", "all one at a time", "deep store"])
+def samples_path(request, monkeypatch):
+    """samples() as shipped, then every level through numpy (even with one draw), every
+    level through _unrank, and numpy with every position past k a deep position."""
+    if request.param == "all batched":
+        monkeypatch.setattr(joint_module, "_BATCH_FROM", 1)
+    elif request.param == "all one at a time":
+        monkeypatch.setattr(joint_module, "_BATCH_FROM", 10**12)
+    elif request.param == "deep store":
+        monkeypatch.setattr(joint_module, "_BATCH_FROM", 1)
         monkeypatch.setattr(joint_unrank, "_DENSE_LIMIT", 0)
     return request.param
 
@@ -180,7 +195,7 @@ def _assert_fits(observed: Counter, expected: dict, n: int):
     ((6, 1), 1, {"base": Fraction(1, 3)}, 13),  # k = 1
     ((3,), 1, {"epsilon": 1}, 14),  # d = 1
 ])
-def test_samples_goodness_of_fit_every_output(counts, k, params, seed, shuffle_store):
+def test_samples_goodness_of_fit_every_output(counts, k, params, seed, samples_path):
     """Pearson chi-square over every output (expected < 5 pooled), 60,000 draws of
     samples(n): false-alarm probability <= 1e-6 for a correct sampler."""
     n = 60_000
@@ -204,7 +219,7 @@ def test_goodness_of_fit_rejects_a_wrong_law():
     assert stat > chi2_threshold(df, ALPHA)
 
 
-def test_samples_level_frequencies_many_levels():
+def test_samples_level_frequencies_many_levels(samples_path):
     """A distinct-count instance with hundreds of levels and deep choice sets: level
     frequencies of 50,000 draws (false alarm <= 1e-6)."""
     n = 50_000
@@ -217,7 +232,7 @@ def test_samples_level_frequencies_many_levels():
     _assert_fits(observed, expected, n)
 
 
-def test_as_array_is_the_list_as_an_array():
+def test_as_array_is_the_list_as_an_array(samples_path):
     m = exactdp.Joint([10, 5, 5, 1, 0], 3, epsilon=1)
     arr = m.samples(300, rng=3, as_array=True)
     assert arr.dtype == np.int64 and arr.shape == (300, 3)
@@ -237,7 +252,7 @@ def test_as_array_default_path_sets_and_sequences():
     assert p.samples(20, rng=4, as_array=True).tolist() == [list(o) for o in p.samples(20, rng=4)]
 
 
-def test_pnf_joint_samples_use_the_batched_unranking():
+def test_pnf_joint_samples_use_the_batched_unranking(samples_path):
     """PNFJoint keeps the scalar level draws (its rule's default sample_levels) and the
     batched sequences: same law (level frequencies, false alarm <= 1e-6)."""
     n = 30_000
