@@ -34,9 +34,10 @@ from __future__ import annotations
 import abc
 import random
 from fractions import Fraction
-from typing import Any, Hashable, Iterable, Iterator, Optional, Sequence, SupportsIndex
+from typing import Any, Hashable, Iterable, Iterator, Optional, Sequence, SupportsIndex, Union
 
 import mpmath
+import numpy as np
 from ._lazy import sympy
 
 from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
@@ -157,11 +158,9 @@ class Mechanism(abc.ABC):
         """
         return [self._sample(gen) for _ in range(n)]
 
-    def _samples_array(self, n: int, gen: random.Random) -> Any:
+    def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
         """:meth:`_samples` as an ``(n, k)`` ``numpy.int64`` array of item ids (a set output
         as its ids in increasing order); a batching mechanism builds the array directly."""
-        import numpy as np
-
         draws = self._samples(n, gen)
         if self.output_kind == "set":
             draws = [sorted(o) for o in draws]
@@ -268,7 +267,8 @@ class Mechanism(abc.ABC):
         """
         return self._sample(as_rng(rng))
 
-    def samples(self, n: SupportsIndex, rng: RngLike = None, *, as_array: bool = False) -> Any:
+    def samples(self, n: SupportsIndex, rng: RngLike = None, *,
+                as_array: bool = False) -> Union[list[Output], np.ndarray]:
         """``n >= 0`` independent exact samples from one generator (integer randomness only).
 
         A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` ``numpy.int64`` array

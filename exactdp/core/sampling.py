@@ -40,15 +40,13 @@ A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+import numpy as np
 from flint import arb
 
 from ..errors import PrecisionError
 from .precision import MAX_PREC, flint_workprec
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = [
     "choose_index",
@@ -127,36 +125,30 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
     raise PrecisionError(None, None, f"sampler could not separate a boundary within {MAX_PREC} bits")
 
 
-def random_words(rng: random.Random, n: int) -> "np.ndarray":
+def random_words(rng: random.Random, n: int) -> np.ndarray:
     """``n`` independent uniform 64-bit words (``numpy.uint64``) from ``rng.getrandbits``.
 
     One call ``rng.getrandbits(64 * n)`` read as little-endian words: word ``t`` is what the
     ``t``-th of ``n`` successive ``rng.getrandbits(64)`` calls would return (CPython fills
     ``getrandbits`` 32 bits at a time, least significant first), on every platform.
     """
-    import numpy as np
-
     if n <= 0:
         return np.zeros(0, dtype=np.uint64)
     raw = rng.getrandbits(WORD_BITS * n).to_bytes(8 * n, "little")
     return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 
-def numpy_generator(rng: random.Random) -> "np.random.Generator":
+def numpy_generator(rng: random.Random) -> np.random.Generator:
     """A numpy ``Generator`` (PCG64) seeded with 128 bits of ``rng``: its integer draws
     (``integers``, ``bit_generator.random_raw``) are exact, and reproducible from ``rng``."""
-    import numpy as np
-
     return np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
 
 
-def _as_words(values: list[int]) -> "np.ndarray":
-    import numpy as np
-
+def _as_words(values: list[int]) -> np.ndarray:
     return np.fromiter(values, dtype=np.uint64, count=len(values))
 
 
-def cdf_bounds_exact(ends: Sequence[int]) -> tuple["np.ndarray", "np.ndarray"]:
+def cdf_bounds_exact(ends: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """``lo_a = floor(2**64 E_a / E_last)`` and ``hi_a = ceil(...)`` for ``a < len - 1``,
     exact (integer division) for nondecreasing non-negative integers ``ends`` (the last
     positive); both are capped at ``2**64 - 1`` (a lower bound stays one; a capped upper
@@ -170,7 +162,7 @@ def cdf_bounds_exact(ends: Sequence[int]) -> tuple["np.ndarray", "np.ndarray"]:
     return _as_words(lo), _as_words(hi)
 
 
-def cdf_bounds(cumulative: Sequence[arb]) -> tuple["np.ndarray", "np.ndarray"]:
+def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
     """Exact integers ``lo_a <= 2**64 C_a / Z <= hi_a`` (``Z = C_last``, ``a < len - 1``)
     from enclosures of the cumulative sums, at flint's current precision.
 
@@ -184,8 +176,6 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple["np.ndarray", "np.ndarray"]:
     trivial bounds.  Once a lower bound reaches ``2**64 - 1`` the remaining boundaries are
     all at least that, and are filled in without arithmetic.
     """
-    import numpy as np
-
     scale = arb(2) ** WORD_BITS / cumulative[-1]
     lo, hi = [], []
     size = len(cumulative) - 1
@@ -208,7 +198,7 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple["np.ndarray", "np.ndarray"]:
     return lo_a, hi_a
 
 
-def inverse_cdf_words(lo: "np.ndarray", hi: "np.ndarray", words: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it.
 
     ``lo``/``hi``: nondecreasing ``uint64`` bounds ``lo_a <= 2**64 F_a <= hi_a`` of the
@@ -221,8 +211,6 @@ def inverse_cdf_words(lo: "np.ndarray", hi: "np.ndarray", words: "np.ndarray") -
     Returns ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to
     finish with :func:`choose_index` from the prefix ``(u, 64)``.
     """
-    import numpy as np
-
     index = np.searchsorted(lo, words, side="right").astype(np.int64)
     below = np.zeros(len(words), dtype=np.uint64)
     has_below = index > 0

@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
-from typing import TYPE_CHECKING, Iterator, Union
+from typing import Iterator, Union
 
 import gmpy2
+import numpy as np
 
 from .joint_sweep import event_chunks, level_factor_chunks
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
@@ -52,9 +53,6 @@ from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
@@ -194,8 +192,6 @@ class Joint(JointFamily):
         increasing index, draws of one level in draw order.  A level drawn fewer than
         ``_BATCH_FROM`` times is unranked one draw at a time from ``gen.randrange(m)``
         instead (the same uniform law, without the fixed cost of ``k`` numpy steps)."""
-        import numpy as np
-
         levels = np.asarray(self.rule.sample_levels(self.table, gen, n), dtype=np.int64).reshape(n)
         npgen = numpy_generator(gen)
         out = np.empty((n, self.k), dtype=np.int64)

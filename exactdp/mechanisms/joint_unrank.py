@@ -34,13 +34,12 @@ import random
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+import numpy as np
 from flint import arb
 
 from ..core.sampling import WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .joint import Joint
 
 __all__ = ["LevelPlan", "unrank", "ranks_from_digits", "digit_ranges", "draw_level_ranks"]
@@ -180,14 +179,12 @@ def _bisect_picks(radices: list[int], r: int, col: int) -> list[int]:
 
 
 # -- many draws of one level at once ----------------------------------------------------
-def digit_ranges(plan: LevelPlan, rows: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+def digit_ranges(plan: LevelPlan, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(low, width)``, ``(k, n)`` int64 arrays: draw ``t`` with score row ``rows[t]``
     swaps, at row ``x``, position ``x`` with position ``low[x, t] + digit``,
     ``0 <= digit < width[x, t]``: ``low = x`` and width ``before[x]`` (``x < i``) or
     ``after[x]`` (``x > i``); at ``x = i``, ``low = T_i(M^-)`` and width the number of
     items with count ``c_(i) - M``."""
-    import numpy as np
-
     k, n = len(plan.ends), len(rows)
     xs = np.arange(k, dtype=np.int64)[:, None]
     after = np.asarray(plan.after, dtype=np.int64)
@@ -200,7 +197,7 @@ def digit_ranges(plan: LevelPlan, rows: "np.ndarray") -> tuple["np.ndarray", "np
     return low, width
 
 
-def ranks_from_digits(plan: LevelPlan, rows: "np.ndarray", digits: "np.ndarray") -> "np.ndarray":
+def ranks_from_digits(plan: LevelPlan, rows: np.ndarray, digits: np.ndarray) -> np.ndarray:
     """The ranks, ``(k, n)``, of the sequences with score rows ``rows`` and shuffle digits
     ``digits`` (``(k, n)``, within :func:`digit_ranges`): a bijection from the digits of
     score row ``i`` onto the level's sequences whose score row is ``i``."""
@@ -208,7 +205,7 @@ def ranks_from_digits(plan: LevelPlan, rows: "np.ndarray", digits: "np.ndarray")
     return _shuffle_picks(low + digits, plan.top)
 
 
-def _shuffle_picks(target: "np.ndarray", top: int) -> "np.ndarray":
+def _shuffle_picks(target: np.ndarray, top: int) -> np.ndarray:
     """Fisher-Yates over positions ``[0, top)`` for every column at once: row ``x`` swaps
     positions ``x`` and ``target[x]`` (``>= x``) and picks what lands at ``x``.
 
@@ -218,8 +215,6 @@ def _shuffle_picks(target: "np.ndarray", top: int) -> "np.ndarray":
     a row reading ``p`` takes the deposit of the latest earlier row that swapped with
     ``p``, found by one sort of each draw's targets (rare for deep ``p``).
     """
-    import numpy as np
-
     k, n = target.shape
     width = min(top, max(k, _DENSE_LIMIT))
     shuffle = np.empty((width + 1, n), dtype=np.int64)  # the last row absorbs deep targets
@@ -251,11 +246,9 @@ def _shuffle_picks(target: "np.ndarray", top: int) -> "np.ndarray":
     return out
 
 
-def _previous_visits(target: "np.ndarray", deep: "np.ndarray") -> "np.ndarray":
+def _previous_visits(target: np.ndarray, deep: np.ndarray) -> np.ndarray:
     """``previous[x, t]``: the latest row ``y < x`` of draw ``t`` with the same deep target
     (``-1`` if none), by sorting each draw's keys ``target * k + row``."""
-    import numpy as np
-
     k, n = target.shape
     xs = np.arange(k, dtype=np.int64)[:, None]
     keys = np.sort(np.where(deep, target * k + xs, -1 - xs).T, axis=1)  # (n, k); shallow rows < 0
@@ -266,8 +259,8 @@ def _previous_visits(target: "np.ndarray", deep: "np.ndarray") -> "np.ndarray":
     return previous
 
 
-def draw_level_ranks(plan: LevelPlan, count: int, npgen: "np.random.Generator",
-                     rng: random.Random) -> Iterator["np.ndarray"]:
+def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
+                     rng: random.Random) -> Iterator[np.ndarray]:
     """``count`` independent uniform sequences of the level as ranks, in chunks of
     ``(k, chunk)`` arrays (draw order).
 
