@@ -2,7 +2,8 @@
 
 Run:  python benchmarks/bench_joint.py              (full table, a few minutes on 2 cores)
       python benchmarks/bench_joint.py --quick      (d = 10,000 only)
-      python benchmarks/bench_joint.py --samples N  (sampling table instead, k = 200)
+      python benchmarks/bench_joint.py --samples N  (sampling table instead: runs
+                                                   benchmarks/bench_samples.py with k = 200)
 
 Instances: d in {10,000, 166,000}, k in {10, 50, 200};
 - "zipf": counts floor(10**5 / rank**1.1), rank = 1..d (exact integer arithmetic:
@@ -14,10 +15,8 @@ seconds for all level probabilities certified to 30 digits, peak RSS (MiB) of th
 instance's own process after levels and probabilities, and m-tilde throughput (entries per second over the first 2,000,000 entries, Fractions;
 ``keys=True`` integer keys in parentheses).
 
-``--samples N``: for each instance at k = 200, seconds for levels and the first draw
-(level enclosures, first plan), exact draws per second over ``Joint.samples(N, rng=2026)``
-after it, the time 10**6 draws would take at that rate, and the float reference: seconds
-for one draw of ``examples/float_joint.py``'s ``FloatJoint`` including its own setup.
+``--samples N``: ``python benchmarks/bench_samples.py --k 200 --n N --d D`` for each ``D``
+(exact ``Joint.samples`` beside the float64 ``FloatJoint`` sampler; see that script).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ import mpmath
 
 import exactdp
 
-EXAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "examples"
 
 
 def zipf_counts(d: int) -> list[int]:
@@ -100,36 +98,6 @@ def run(ds, ks, mtilde_limit):
     return rows
 
 
-def run_samples(name: str, d: int, k: int, n: int, float_max_d: int):
-    """Exact draws per second (after levels and the first draw) and one float draw."""
-    counts = {"zipf": zipf_counts, "distinct": distinct_counts}[name](d)
-    m = exactdp.Joint(counts, k, epsilon=1)
-    t0 = time.perf_counter()
-    m.levels()
-    m.sample(2025)
-    t1 = time.perf_counter()
-    m.samples(n, rng=2026)
-    t2 = time.perf_counter()
-    if d > float_max_d:  # its setup walks all d*k entries in Python
-        return (name, d, k, n, t1 - t0, n / (t2 - t1), None)
-    sys.path.insert(0, str(EXAMPLES))
-    from float_joint import FloatJoint
-
-    t3 = time.perf_counter()
-    FloatJoint(counts, k, epsilon=1.0).sample(2026)
-    t4 = time.perf_counter()
-    return (name, d, k, n, t1 - t0, n / (t2 - t1), t4 - t3)
-
-
-SAMPLES_HEADER = ("counts", "d", "k", "N", "levels + first draw s", "exact draws/s", "10^6 draws s", "float: 1 draw incl. setup s")
-
-
-def print_samples_row(row):
-    name, d, k, n, setup, rate, one_float = row
-    shown = "-" if one_float is None else f"{one_float:7.2f}"
-    print(f"| {name:8} | {d:7,} | {k:3} | {n:,} | {setup:7.2f} | {rate:9,.0f} | {1e6 / rate:7,.0f} | {shown} |", flush=True)
-
-
 HEADER = ("counts", "d", "k", "levels", "max m digits", "levels() s", "probs(30) s", "peak MiB", "m~ entries/s (keys)")
 
 
@@ -143,17 +111,13 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="only d = 10,000")
     p.add_argument("--mtilde-entries", type=int, default=2_000_000)
     p.add_argument("--samples", type=int, metavar="N", help="time N exact draws per instance (k = 200)")
-    p.add_argument("--float-max-d", type=int, default=10_000, help="with --samples: time the float reference only up to this d")
     p.add_argument("--one", nargs=3, metavar=("COUNTS", "D", "K"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.samples is not None:
-        ds = [10_000] if args.quick else [10_000, 166_000]
-        print(f"python {sys.version.split()[0]}, exactdp {exactdp.__version__}")
-        print("| " + " | ".join(SAMPLES_HEADER) + " |")
-        print("|" + "---|" * len(SAMPLES_HEADER))
-        for name in ("zipf", "distinct"):
-            for d in ds:
-                print_samples_row(run_samples(name, d, 200, args.samples, args.float_max_d))
+        import bench_samples
+
+        for d in [10_000] if args.quick else [10_000, 166_000]:
+            bench_samples.main(["--k", "200", "--n", str(args.samples), "--d", str(d)])
         return
     if args.one:
         name, d, k = args.one

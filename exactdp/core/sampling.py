@@ -11,6 +11,15 @@ see e.g. Knuth & Yao 1976).  When an interval straddles a boundary, more bits ar
 and, if the enclosures are the obstacle, the precision is doubled.  The loop ends with
 probability 1; each extra round happens with probability about ``2**-32``.
 
+Many draws at once (:func:`inverse_cdf_words`) use the same inverse-CDF law: the
+boundaries ``2**64 C_a / Z`` are turned once into exact integer bounds
+``lo_a <= 2**64 C_a / Z <= hi_a`` (:func:`cdf_bounds` from enclosures,
+:func:`cdf_bounds_exact` from exact integers), then each draw's first 64 bits ``u``
+(:func:`random_words`) decide it by one ``numpy.searchsorted`` when
+``hi_{a-1} <= u`` and ``u + 1 <= lo_a``, i.e. when ``[u, u + 1)`` certainly lies between
+the two boundaries.  The few undecided draws (probability about ``L * 2**-64`` each for
+``L`` boundaries) go on exactly in :func:`choose_index` from the prefix ``u``.
+
 A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 ``getrandbits``).
 
@@ -22,21 +31,38 @@ A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 >>> draws = [choose_index(cumulative, 3, rng) for _ in range(4000)]
 >>> [draws.count(i) for i in range(3)]
 [1018, 1983, 999]
+>>> lo, hi = cdf_bounds_exact([1, 3, 4])       # the same weights, all draws at once
+>>> index, undecided = inverse_cdf_words(lo, hi, random_words(random.Random(7), 4000))
+>>> int(undecided.sum()), index.tolist() == draws  # the same 64-bit prefixes: the same draws
+(0, True)
 """
 
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
+import numpy as np
 from flint import arb
 
 from ..errors import PrecisionError
 from .precision import MAX_PREC, flint_workprec
 
-__all__ = ["choose_index"]
+__all__ = [
+    "choose_index",
+    "initial_prec",
+    "random_words",
+    "numpy_generator",
+    "cdf_bounds",
+    "cdf_bounds_exact",
+    "inverse_cdf_words",
+    "WORD_BITS",
+]
 
 _CHUNK = 32
+#: Bits of ``U`` that the batched draws read at once (one unsigned 64-bit word per draw).
+WORD_BITS = 64
+_WORD_MAX = (1 << WORD_BITS) - 1
 
 
 def _first_not_below(cumulative: Sequence[arb], target: arb) -> int:
@@ -52,18 +78,31 @@ def _first_not_below(cumulative: Sequence[arb], target: arb) -> int:
     return lo
 
 
-def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: random.Random) -> int:
+def initial_prec(size: int) -> int:
+    """The first working precision of a draw among ``size`` entries (64 bits of ``U`` and
+    room for the rounding of ``size`` cumulative sums)."""
+    return 64 + 2 * size.bit_length() + 16
+
+
+def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: random.Random,
+                 prefix: Optional[tuple[int, int]] = None) -> int:
     """Index ``a`` with probability ``(C_a - C_{a-1}) / C_last``, decided exactly.
 
     ``cumulative(prec)`` must return enclosures of the nondecreasing cumulative weights at
     ``prec`` bits (it is called inside ``flint.ctx.workprec(prec)``; callers may cache).
     ``size`` is the number of entries, used for the first precision guess.
+    ``prefix=(u, n)``: the first ``n`` bits of ``U`` are already drawn (``U`` lies in
+    ``[u/2**n, (u+1)/2**n)``; the batched draws pass their undecided 64-bit words here);
+    without it the first 64 bits are ``rng.getrandbits(64)``.
     """
     if size == 1:
         return 0
-    prec = 64 + 2 * size.bit_length() + 16
-    u = rng.getrandbits(2 * _CHUNK)
-    n = 2 * _CHUNK
+    prec = initial_prec(size)
+    if prefix is None:
+        u, n = rng.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    else:
+        u, n = prefix
+        prec = max(prec, n + 2 * size.bit_length() + 32)
     while prec <= MAX_PREC:
         with flint_workprec(prec):
             cum = cumulative(prec)
@@ -84,3 +123,97 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
         n += _CHUNK
         prec = max(prec, n + 2 * size.bit_length() + 32)
     raise PrecisionError(None, None, f"sampler could not separate a boundary within {MAX_PREC} bits")
+
+
+def random_words(rng: random.Random, n: int) -> np.ndarray:
+    """``n`` independent uniform 64-bit words (``numpy.uint64``) from ``rng.getrandbits``.
+
+    One call ``rng.getrandbits(64 * n)`` read as little-endian words: word ``t`` is what the
+    ``t``-th of ``n`` successive ``rng.getrandbits(64)`` calls would return (CPython fills
+    ``getrandbits`` 32 bits at a time, least significant first), on every platform.
+    """
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    raw = rng.getrandbits(WORD_BITS * n).to_bytes(8 * n, "little")
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+
+
+def numpy_generator(rng: random.Random) -> np.random.Generator:
+    """A numpy ``Generator`` (PCG64) seeded with 128 bits of ``rng``: its integer draws
+    (``integers``, ``bit_generator.random_raw``) are exact, and reproducible from ``rng``."""
+    return np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+
+
+def _as_words(values: list[int]) -> np.ndarray:
+    return np.fromiter(values, dtype=np.uint64, count=len(values))
+
+
+def cdf_bounds_exact(ends: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``lo_a = floor(2**64 E_a / E_last)`` and ``hi_a = ceil(...)`` for ``a < len - 1``,
+    exact (integer division) for nondecreasing non-negative integers ``ends`` (the last
+    positive); both are capped at ``2**64 - 1`` (a lower bound stays one; a capped upper
+    bound is allowed for by :func:`inverse_cdf_words`)."""
+    total = ends[-1]
+    lo, hi = [], []
+    for e in ends[:-1]:
+        q, r = divmod(e << WORD_BITS, total)
+        lo.append(min(q, _WORD_MAX))
+        hi.append(min(q + (r != 0), _WORD_MAX))
+    return _as_words(lo), _as_words(hi)
+
+
+def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integers ``lo_a <= 2**64 C_a / Z <= hi_a`` (``Z = C_last``, ``a < len - 1``)
+    from enclosures of the cumulative sums, at flint's current precision.
+
+    Each bound is the floor of the lower end (ceiling of the upper end) of the ball
+    ``C_a * (2**64 / Z)``: an exact integer, since the ball contains the true value.  They
+    are then made monotone (``lo`` by suffix minima, ``hi`` by prefix maxima, both still
+    bounds because ``C_a / Z`` is nondecreasing) and clipped to ``[0, 2**64 - 1]``
+    (raising a lower bound to 0 and lowering one to ``2**64 - 1`` keep it a lower bound;
+    an upper bound capped at ``2**64 - 1`` is allowed for by :func:`inverse_cdf_words`).
+    A ball too wide to give an integer (never at the precision the callers use) gives the
+    trivial bounds.  Once a lower bound reaches ``2**64 - 1`` the remaining boundaries are
+    all at least that, and are filled in without arithmetic.
+    """
+    scale = arb(2) ** WORD_BITS / cumulative[-1]
+    lo, hi = [], []
+    size = len(cumulative) - 1
+    for c in cumulative[:-1]:
+        q = c * scale
+        f = q.lower().floor().unique_fmpz()
+        g = q.upper().ceil().unique_fmpz()
+        lo.append(0 if f is None else min(max(int(f), 0), _WORD_MAX))
+        hi.append(_WORD_MAX if g is None else min(max(int(g), 0), _WORD_MAX))
+        if lo[-1] == _WORD_MAX:
+            # 2**64 F_a >= 2**64 - 1, so every later boundary is too: the rest are capped
+            # (a long tail of levels holding less than 2**-64 of the mass costs nothing)
+            lo.extend([_WORD_MAX] * (size - len(lo)))
+            hi.extend([_WORD_MAX] * (size - len(hi)))
+            break
+    lo_a, hi_a = _as_words(lo), _as_words(hi)
+    if len(lo):
+        lo_a = np.minimum.accumulate(lo_a[::-1])[::-1].copy()
+        hi_a = np.maximum.accumulate(hi_a)
+    return lo_a, hi_a
+
+
+def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it.
+
+    ``lo``/``hi``: nondecreasing ``uint64`` bounds ``lo_a <= 2**64 F_a <= hi_a`` of the
+    boundaries ``F_0 <= ... <= F_{L-2}`` (``F_{L-1} = 1`` is implicit), as
+    :func:`cdf_bounds` gives them.  With ``U`` in ``[u/2**64, (u+1)/2**64)``, ``a`` is
+    the first index with ``lo_a > u``; the draw is decided (its index is ``a`` for every
+    continuation of ``u``) when ``hi_{a-1} <= u`` (so ``F_{a-1} <= U``; nothing below
+    ``a`` when ``a = 0``) and ``u < 2**64 - 1`` (a capped ``hi`` cannot then mislead;
+    ``U < F_a`` holds since ``u + 1 <= lo_a``, or ``F_a = 1`` for the last index).
+    Returns ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to
+    finish with :func:`choose_index` from the prefix ``(u, 64)``.
+    """
+    index = np.searchsorted(lo, words, side="right").astype(np.int64)
+    below = np.zeros(len(words), dtype=np.uint64)
+    has_below = index > 0
+    below[has_below] = hi[index[has_below] - 1]
+    decided = (below <= words) & (words != np.uint64(_WORD_MAX))
+    return index, ~decided

@@ -50,5 +50,13 @@ class SelectionRule(abc.ABC):
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
         """An exact sample of a level index."""
 
+    def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
+        """``n`` independent exact samples of a level index, in draw order.
+
+        By default ``n`` calls of :meth:`sample_level`; a rule may batch them (reading
+        ``rng`` in another order) as long as each draw keeps the same law.
+        """
+        return [self.sample_level(table, rng) for _ in range(n)]
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -19,7 +19,9 @@ What is exact here and how it is counted:
   with ``m̃`` = number of sequences whose score ``min_r Ũ[r][rank(s_r)]`` is exactly that
   entry, streamed in decreasing ``Ũ`` order sorted by the exact integer key ``2dk·Ũ``.
 - :meth:`Joint.sample` -- Equation 2 collapsed onto levels (a certified exact level draw),
-  then Algorithm 1 lines 21-24 realised as an exact unranking of a uniform integer.
+  then Algorithm 1 lines 21-24 realised as an exact unranking of a uniform integer;
+  :meth:`Joint.samples` -- the same law for many draws at once: batched level draws, then
+  every draw of one level together in numpy (:mod:`exactdp.mechanisms.joint_unrank`).
 
 >>> m = Joint([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()
@@ -35,18 +37,21 @@ What is exact here and how it is counted:
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import random
 from fractions import Fraction
 from typing import Iterator, Union
 
 import gmpy2
+import numpy as np
 
 from .joint_sweep import event_chunks, level_factor_chunks
+from .joint_unrank import LevelPlan, draw_level_ranks, unrank
 from ..errors import InvalidParameterError
 from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
+from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
@@ -156,7 +161,7 @@ class Joint(JointFamily):
         at, gt, sc = self.ranking.at_least, self.ranking.greater_than, self.ranking.sorted_counts
         return [at(sc[r] - M) for r in range(self.k)], [gt(sc[r] - M) for r in range(self.k)]
 
-    def _plan(self, a: int) -> _LevelPlan:
+    def _plan(self, a: int) -> LevelPlan:
         """The unranking data of level ``a``, kept for the next draws of the same level
         (repeated draws concentrate on a few levels; at most ``_PLAN_CACHE`` are kept)."""
         plans = self.__dict__.setdefault("_plans", {})
@@ -164,144 +169,60 @@ class Joint(JointFamily):
         if plan is None:
             if len(plans) >= _PLAN_CACHE:
                 plans.pop(next(iter(plans), None), None)  # the oldest plan (pop: safe if another thread took it)
-            plan = plans[a] = _LevelPlan(self, a)
+            plan = plans[a] = LevelPlan(self, a)
         return plan
 
     def _unrank(self, a: int, r: int) -> tuple[int, ...]:
-        """The ``r``-th sequence of utility exactly ``-M``.
+        """The ``r``-th sequence of utility exactly ``-M`` (Algorithm 1, lines 21-24, as a
+        bijection; :func:`exactdp.mechanisms.joint_unrank.unrank`)."""
+        return unrank(self._plan(a), r, self.ranking.order)
 
-        Sequences of level ``M`` are split by the first row ``i`` with
-        ``c_(i) - c[s_i] = M`` (the row whose refined entry is the score): rows before
-        ``i`` pick among ``T_r(M^-)`` top ranks, row ``i`` one of the ``B_i`` items with
-        count ``c_(i) - M``, rows after ``i`` among ``T_r(M)`` top ranks, each minus the
-        ranks already used (Algorithm 1, lines 21-24; Lemma 3.6 makes every choice set
-        non-empty).  ``r`` is read as mixed-radix digits of those choices.
+    def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
+        draws = self._samples_array(n, gen)
+        out: list[tuple[int, ...]] = []
+        for start in range(0, n, _TUPLE_CHUNK):  # chunks: no list of lists of all n draws
+            out.extend(map(tuple, draws[start:start + _TUPLE_CHUNK].tolist()))
+        return out
 
-        Per call: one bisection for ``i``, then for each row one division of ``r`` and
-        one pick (:func:`_free_list_picks` or :func:`_bisect_picks`), ``O(k log k)``
-        operations beyond the divisions.
-        """
-        plan = self._plan(a)
-        k = self.k
-        i = bisect_right(plan.ends, r)
-        if i == k:  # pragma: no cover - r out of range
-            raise AssertionError("rank beyond the level's multiplicity")
-        start = plan.ends[i - 1] if i else 0
-        per_item = (plan.ends[i] - start) // (plan.after[i] + i - plan.t_gt[i])
-        quotient, r = divmod(r - start, per_item)
-        col = plan.t_gt[i] + quotient
-        radices = plan.before[:i] + plan.after[i + 1:]  # rows other than i, in order
-        picks = _bisect_picks if plan.top > _FREE_LIST_LIMIT * k else _free_list_picks
-        ranks = picks(radices, r, col)
-        ranks.insert(i, col)
-        order = self.ranking.order
-        return tuple([order[x] for x in ranks])
+    def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
+        """``n`` exact draws as an ``(n, k)`` array: the levels by the rule's
+        :meth:`~exactdp.core.selection.SelectionRule.sample_levels` (the words of ``gen``),
+        then a numpy generator seeded from ``gen`` draws the sequences of each level
+        together (:func:`exactdp.mechanisms.joint_unrank.draw_level_ranks`), levels in
+        increasing index, draws of one level in draw order.  A level drawn fewer than
+        ``_BATCH_FROM`` times is unranked one draw at a time from ``gen.randrange(m)``
+        instead (the same uniform law, without the fixed cost of ``k`` numpy steps)."""
+        levels = np.asarray(self.rule.sample_levels(self.table, gen, n), dtype=np.int64).reshape(n)
+        npgen = numpy_generator(gen)
+        out = np.empty((n, self.k), dtype=np.int64)
+        if n == 0:
+            return out
+        order = np.asarray(self.ranking.order, dtype=np.int64)
+        by_level = np.argsort(levels, kind="stable")
+        firsts = np.flatnonzero(np.diff(levels[by_level], prepend=-1))
+        for first, last in zip(firsts.tolist(), [*firsts[1:].tolist(), n]):
+            positions = by_level[first:last]
+            a = int(levels[positions[0]])
+            if last - first < _BATCH_FROM:  # a few draws: k numpy steps would cost more
+                multiplicity = self.table.multiplicities[a]
+                for t in positions.tolist():
+                    out[t] = self._unrank(a, gen.randrange(multiplicity))
+                continue
+            done = 0
+            for ranks in draw_level_ranks(self._plan(a), last - first, npgen, gen):
+                out[positions[done:done + ranks.shape[1]]] = order[ranks.T]
+                done += ranks.shape[1]
+        return out
 
-
-def _free_list_picks(radices: list[int], r: int, col: int) -> list[int]:
-    """The ranks picked by the mixed-radix digits of ``r`` (least significant first), each
-    the digit-th rank not used yet, ``col`` used from the start.
-
-    Every rank a row may pick lies below its ``T``, and the unused ranks below ``T`` come
-    first among all unused ranks, so the digit-th unused rank is ``free[digit]`` where
-    ``free`` lists the unused ranks in increasing order, extended only as far as needed
-    (cheap while the picks stay among the first few ranks).
-    """
-    picks = []
-    free: list[int] = []
-    top = 0  # free holds every unused rank below top
-    for radix in radices:
-        if radix == 1:
-            digit = 0
-        else:
-            r, digit = divmod(r, radix)
-        if digit >= len(free):
-            new_top = top + digit + 1 - len(free)
-            if top <= col < new_top:  # skip row i's rank
-                new_top += 1
-                free.extend(range(top, col))
-                free.extend(range(col + 1, new_top))
-            else:
-                free.extend(range(top, new_top))
-            top = new_top
-        picks.append(free.pop(digit))
-    return picks
-
-
-def _bisect_picks(radices: list[int], r: int, col: int) -> list[int]:
-    """:func:`_free_list_picks` over the sorted used ranks, ``O(log k)`` comparisons per
-    pick whatever the ranks (for levels whose choice sets reach far down the ranking).
-
-    The digit-th unused rank is the least fixed point ``p = digit + #{used <= p}``; from
-    ``digit + f`` (``[0, f)`` all used) a few C bisections usually reach it, and a
-    bisection over ``used[j] - j`` (nondecreasing) settles the rare longer chains.
-    """
-    picks = []
-    used = [col]  # sorted
-    f = 0  # [0, f) are all used
-    for radix in radices:
-        if radix == 1:
-            digit = 0
-        else:
-            r, digit = divmod(r, radix)
-        p = digit + f
-        c = bisect_right(used, p)
-        for _ in range(3):
-            if digit + c == p:
-                break
-            p = digit + c
-            c = bisect_right(used, p)
-        if digit + c != p:  # a long chain of used ranks
-            lo, hi = c, len(used)  # the answer's count is at least c
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if used[mid] - mid <= digit:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            c, p = lo, digit + lo
-        used.insert(c, p)
-        picks.append(p)
-        while f < len(used) and used[f] == f:
-            f += 1
-    return picks
-
-
-#: Levels whose deepest choice set ``T_{k-1}(M)`` is at most this many times ``k`` are
-#: unranked with :func:`_free_list_picks`, deeper ones with :func:`_bisect_picks`.
-_FREE_LIST_LIMIT = 4
 
 #: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers of up to the
 #: level multiplicity's size: at k = 200 and 1,000-digit multiplicities about 80 KiB a level).
 _PLAN_CACHE = 256
 
+#: Levels drawn at least this many times in one ``samples`` call are drawn in numpy, the
+#: others one ``_unrank`` at a time (at k = 200 one batched level costs a few ms, one
+#: ``_unrank`` about 0.2 ms).
+_BATCH_FROM = 16
 
-class _LevelPlan:
-    """What unranking level ``a`` of a Joint needs, computed once per level.
-
-    ``before[x] = max(T_x(M^-) - x, 0)`` and ``after[x] = T_x(M) - x`` are the radices of
-    rows before and after the score row ``i``; sequences whose score row is ``i`` have
-    ranks ``ends[i-1] <= r < ends[i]`` (``T_i(M) - T_i(M^-)`` equal shares, one per item
-    of row ``i``).  Only small integers and the ``k`` running ends are kept.
-    """
-
-    __slots__ = ("t_gt", "before", "after", "ends", "top")
-
-    def __init__(self, mech: Joint, a: int):
-        M = -mech.table.utilities[a]
-        k = mech.k
-        t_at, t_gt = mech._thresholds(M)
-        self.t_gt = t_gt
-        self.top = t_at[-1]  # the deepest choice set
-        self.after = after = [t_at[x] - x for x in range(k)]  # all >= 1 for M >= 0
-        self.before = before = [max(t_gt[x] - x, 0) for x in range(k)]
-        # suffix[i] = prod_{x >= i} after[x]
-        suffix = [1] * (k + 1)
-        for x in range(k - 1, -1, -1):
-            suffix[x] = suffix[x + 1] * after[x]
-        self.ends = []
-        prefix, total = 1, 0  # prefix = prod_{x < i} before[x]
-        for i in range(k):
-            total += (t_at[i] - t_gt[i]) * prefix * suffix[i + 1]
-            self.ends.append(total)
-            prefix *= before[i]
+#: ``samples`` turns this many rows of the draws array into tuples at a time.
+_TUPLE_CHUNK = 8192

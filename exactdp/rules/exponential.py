@@ -17,6 +17,7 @@ paper's Equation 1: ``P(o) = w(u(o)) / Z`` with ``Z = sum_a m_a w(u_a)``.
 from __future__ import annotations
 
 import random
+import weakref
 from fractions import Fraction
 
 import gmpy2
@@ -25,8 +26,8 @@ from flint import arb
 
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
-from ..core.precision import certify, certify_many
-from ..core.sampling import choose_index
+from ..core.precision import certify, certify_many, flint_workprec
+from ..core.sampling import WORD_BITS, cdf_bounds, choose_index, initial_prec, inverse_cdf_words, random_words
 from ..core.selection import SelectionRule
 from ..errors import NoClosedFormError
 
@@ -89,6 +90,36 @@ class ExponentialMechanism(SelectionRule):
 
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
         return choose_index(lambda prec: table.cumulative(), len(table), rng)
+
+    def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
+        """``n`` inverse-CDF draws at once: ``n`` 64-bit words of ``rng`` (one
+        ``getrandbits(64 * n)``) against exact integer bounds of ``2**64 C_a / Z``, built once
+        per table (:func:`exactdp.core.sampling.cdf_bounds`); the rare undecided word goes on
+        in :func:`~exactdp.core.sampling.choose_index` from that prefix.  Each draw has
+        exactly the law of :meth:`sample_level` (the inverse CDF of its own uniform ``U``)."""
+        words = random_words(rng, n)
+        if len(table) == 1:
+            return [0] * n
+        lo, hi = _word_bounds(table)
+        index, undecided = inverse_cdf_words(lo, hi, words)
+        draws = index.tolist()
+        for t in undecided.nonzero()[0].tolist():
+            draws[t] = choose_index(lambda prec: table.cumulative(), len(table), rng, prefix=(int(words[t]), WORD_BITS))
+        return draws
+
+
+#: Integer bounds of the level CDF per table (kept while the table lives).
+_BOUNDS: "weakref.WeakKeyDictionary[LevelTable, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _word_bounds(table: LevelTable) -> tuple:
+    """``cdf_bounds`` of the table's cumulative weights at the first precision of a draw."""
+    bounds = _BOUNDS.get(table)
+    if bounds is None:
+        with flint_workprec(initial_prec(len(table))):
+            bounds = cdf_bounds(table.cumulative())
+        _BOUNDS[table] = bounds
+    return bounds
 
 
 def _exact_rational_em(table: LevelTable, a: int) -> sympy.Rational | None:

@@ -114,24 +114,40 @@ def test_samples_by_level_goodness_of_fit_many_outputs():
 # --------------------------------------------------------------------------------------
 # Reproducibility and integer-only randomness
 # --------------------------------------------------------------------------------------
-#: The first 10 samples of Joint((10, 5, 1, 1), 2, epsilon=1) from seed 12345.  They depend
-#: only on Python's Mersenne Twister integer stream (getrandbits/randrange), never on a
-#: platform float, so they are the same on every machine.
+#: The first 10 samples of Joint((10, 5, 1, 1), 2, epsilon=1) from seed 12345, one
+#: ``sample(gen)`` at a time.  They depend only on Python's Mersenne Twister integer stream
+#: (getrandbits/randrange), never on a platform float, so they are the same on every machine.
 FIRST_10_SEED_12345 = [(0, 2), (1, 2), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1), (0, 2), (3, 2)]
 #: Same for huge counts (pure-Python event path) with base 1/2.
 FIRST_10_HUGE_SEED_12345 = [(1, 0), (2, 0), (0, 1), (2, 1), (0, 1), (0, 2), (1, 2), (1, 2), (1, 0), (2, 1)]
 #: And for (30, 15, 1 x 998), k = 2, epsilon = 1 (huge level 2 unranked from randrange).
 FIRST_10_LARGE_SEED_12345 = [(1, 11), (1, 823), (388, 694), (0, 1), (0, 167), (0, 1), (0, 644),
                              (0, 568), (0, 757), (1, 94)]
+#: ``samples(10, rng=12345)`` of the same three (the level words from one
+#: ``getrandbits(640)``; levels drawn fewer than 16 times unranked from ``randrange``).
+BATCH_10_SEED_12345 = [(0, 2), (1, 0), (1, 0), (1, 3), (1, 0), (0, 1), (0, 1), (0, 1), (1, 0), (0, 1)]
+BATCH_10_HUGE_SEED_12345 = [(1, 2), (1, 2), (1, 2), (1, 0), (1, 2), (0, 1), (0, 2), (0, 1), (2, 0), (0, 2)]
+BATCH_10_LARGE_SEED_12345 = [(1, 751), (1, 94), (1, 544), (773, 884), (434, 571), (0, 1), (0, 757),
+                             (0, 983), (616, 85), (0, 1)]
+#: The first 8 of ``samples(2000, rng=12345)``: levels drawn in numpy (PCG64 seeded from
+#: the generator, integer draws only).
+BATCH_2000_SEED_12345 = [(0, 2), (1, 2), (1, 2), (1, 3), (1, 3), (0, 1), (0, 1), (0, 1)]
+BATCH_2000_LARGE_SEED_12345 = [(1, 201), (1, 786), (1, 260), (579, 302), (884, 286), (0, 1), (0, 923),
+                               (0, 323)]
 
 
 def test_regression_anchor_first_samples():
     m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
-    assert m.samples(10, rng=12345) == FIRST_10_SEED_12345
     huge = exactdp.Joint([10**30 + 1, 10**30, 10**30, 0], 2, base=Fraction(1, 2))
-    assert huge.samples(10, rng=12345) == FIRST_10_HUGE_SEED_12345
     large = exactdp.Joint([30, 15] + [1] * 998, 2, epsilon=1)
-    assert large.samples(10, rng=12345) == FIRST_10_LARGE_SEED_12345
+    for mech, one_at_a_time, batch in [(m, FIRST_10_SEED_12345, BATCH_10_SEED_12345),
+                                       (huge, FIRST_10_HUGE_SEED_12345, BATCH_10_HUGE_SEED_12345),
+                                       (large, FIRST_10_LARGE_SEED_12345, BATCH_10_LARGE_SEED_12345)]:
+        gen = random.Random(12345)
+        assert [mech.sample(gen) for _ in range(10)] == one_at_a_time
+        assert mech.samples(10, rng=12345) == batch
+    assert m.samples(2000, rng=12345)[:8] == BATCH_2000_SEED_12345
+    assert large.samples(2000, rng=12345)[:8] == BATCH_2000_LARGE_SEED_12345
 
 
 def test_same_seed_same_samples():
@@ -140,11 +156,14 @@ def test_same_seed_same_samples():
     b = exactdp.Joint([7, 7, 3, 2, 2, 0], 3, epsilon=Fraction(2, 3)).samples(500, rng=99)
     assert a == b
     assert m.samples(500, rng=random.Random(99)) == a
-    gen = random.Random(99)
-    assert [m.sample(gen) for _ in range(500)] == a
     assert m.samples(500, rng=100) != a
+    # one sample at a time is reproducible too (another stream order than samples)
+    gen = random.Random(99)
+    one = [m.sample(gen) for _ in range(500)]
+    gen = random.Random(99)
+    assert [m.sample(gen) for _ in range(500)] == one
     # an int seed creates a fresh generator each call
-    assert m.sample(rng=99) == m.sample(rng=99) == a[0]
+    assert m.sample(rng=99) == m.sample(rng=99) == one[0]
 
 
 class NoFloatRandom(random.Random):

@@ -3,7 +3,7 @@
 ``_unrank_reference`` is the unranking exactdp shipped before the per-level plans: it
 re-derives the thresholds on every call and finds each digit-th unused rank by walking the
 sorted used ranks.  The fast ``Joint._unrank`` must be the same bijection, bit for bit, so
-every seeded sample stays what it was.
+every seeded ``sample`` stays what it was.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp.mechanisms import joint as joint_module
+from exactdp.mechanisms import joint_unrank as unrank_module
 
 
 def _unrank_reference(m: exactdp.Joint, a: int, r: int) -> tuple[int, ...]:
@@ -71,9 +71,9 @@ def _sample_reference(m: exactdp.Joint, gen: random.Random) -> tuple[int, ...]:
 def picks(request, monkeypatch):
     """Run a test with the shipped choice of pick method, then with each one forced."""
     if request.param == "free list":
-        monkeypatch.setattr(joint_module, "_FREE_LIST_LIMIT", 10**9)
+        monkeypatch.setattr(unrank_module, "_FREE_LIST_LIMIT", 10**9)
     elif request.param == "bisection":
-        monkeypatch.setattr(joint_module, "_FREE_LIST_LIMIT", 0)
+        monkeypatch.setattr(unrank_module, "_FREE_LIST_LIMIT", 0)
     return request.param
 
 
@@ -143,13 +143,16 @@ INSTANCES = [
 
 @pytest.mark.parametrize("counts, k, kwargs", INSTANCES)
 @pytest.mark.parametrize("n", [0, 1, 5, 1000])
-def test_samples_same_as_reference_draws(counts, k, kwargs, n, picks):
-    """samples(n, seed) is n reference draws from one generator, in order."""
+def test_sample_same_as_reference_draws(counts, k, kwargs, n, picks):
+    """sample(gen), n times from one generator, is n reference draws in order (seeded single
+    samples never changed); samples(n, seed) is reproducible, in the support and of the
+    same length (its law: tests/mechanisms/test_joint_samples.py)."""
     m = exactdp.Joint(counts, k, **kwargs)
     gen = random.Random(99)
     expected = [_sample_reference(m, gen) for _ in range(n)]
-    assert m.samples(n, rng=99) == expected
-    assert m.samples(n, rng=random.Random(99)) == expected
-    # one sample at a time from one generator is the same stream
     gen = random.Random(99)
     assert [m.sample(gen) for _ in range(n)] == expected
+    batch = m.samples(n, rng=99)
+    assert batch == m.samples(n, rng=random.Random(99)) and len(batch) == n
+    levels = {lv.utility for lv in m.levels()}
+    assert all(len(set(o)) == m.k and m.utility(o) in levels for o in batch)
