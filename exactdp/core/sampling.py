@@ -27,7 +27,7 @@ A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from flint import arb
 
@@ -52,16 +52,19 @@ def _first_not_below(cumulative: Sequence[arb], target: arb) -> int:
     return lo
 
 
-def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: random.Random) -> int:
+def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: random.Random,
+                 prec: Optional[int] = None) -> int:
     """Index ``a`` with probability ``(C_a - C_{a-1}) / C_last``, decided exactly.
 
     ``cumulative(prec)`` must return enclosures of the nondecreasing cumulative weights at
     ``prec`` bits (it is called inside ``flint.ctx.workprec(prec)``; callers may cache).
-    ``size`` is the number of entries, used for the first precision guess.
+    ``size`` is the number of entries, used for the first precision guess unless ``prec``
+    gives it.
     """
     if size == 1:
         return 0
-    prec = 64 + 2 * size.bit_length() + 16
+    if prec is None:
+        prec = 64 + 2 * size.bit_length() + 16
     u = rng.getrandbits(2 * _CHUNK)
     n = 2 * _CHUNK
     while prec <= MAX_PREC:
@@ -71,7 +74,9 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
             scale = arb(2) ** (-n)
             lo = arb(u) * scale * total
             hi = arb(u + 1) * scale * total
-            a = _first_not_below(cum, lo)
+            # a block table's running sums search block ends first (one block computed)
+            finder = getattr(cum, "first_not_below", None)
+            a = finder(lo.lower()) if finder is not None else _first_not_below(cum, lo)
             below_ok = a == 0 or cum[a - 1].upper() <= lo.lower()
             if below_ok and hi.upper() <= cum[a].lower():
                 return a
