@@ -104,6 +104,12 @@ class BlockSource(abc.ABC):
         """Enclosures at flint's current precision of ``e_a`` and ``m_a e_a`` for the
         levels of block ``b``; a pure function of ``b`` and the precision."""
 
+    def remaining_after(self, b: int) -> Optional[int]:
+        """The exact number of outputs in the blocks after ``b``, when the relative
+        weights never increase from level to level (then the running sum may stop early);
+        ``None`` (the default): always sum every block."""
+        return None
+
 
 class _View(Sequence):
     """All levels' values of one kind, computed block by block on access."""
@@ -149,16 +155,9 @@ class _CumulativeView(_View):
         the same answer as a binary search over all levels (the uppers of a running sum
         of non-negative balls never decrease), touching one block."""
         table = self._table
-        starts, total = table._pass()
-        ends = starts[1:] + [total]
-        lo, hi = 0, len(ends) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ends[mid].upper() <= lower:
-                lo = mid + 1
-            else:
-                hi = mid
-        block = self._block(lo)
+        run = table._pass()
+        b = run.first_block_not_below(lower)
+        block = self._block(b)
         i, j = 0, len(block) - 1
         while i < j:
             mid = (i + j) // 2
@@ -166,7 +165,77 @@ class _CumulativeView(_View):
                 i = mid + 1
             else:
                 j = mid
-        return table._starts[lo] + i
+        return table._starts[b] + i
+
+    def __getitem__(self, a):  # type: ignore[override]
+        # The last running sum is the total: its enclosure needs no pass to the end.
+        if isinstance(a, int) and a in (-1, len(self) - 1):
+            return self._table.total()
+        return super().__getitem__(a)
+
+
+class _Pass:
+    """The running sum over the blocks at one precision, as far as it is needed.
+
+    The sum is formed block by block in level order.  It stops after block ``b`` once
+    the rest is certainly negligible: with ``R_b`` outputs after block ``b`` (the source's
+    exact :meth:`BlockSource.remaining_after`) and weights never increasing, the rest is
+    at most ``R_b * e_last`` (``e_last`` the relative weight of block ``b``'s last
+    level); when that is below ``2**-prec`` of the sum so far, ``total`` is the sum plus a
+    ball of that radius.  So sampling and single probabilities of fast-decaying weights
+    (heavy-tailed counts) touch a few blocks, not millions of levels.  Running sums
+    beyond that point are extended on demand by the same additions; ``total`` never
+    changes, so no value depends on what was asked before.
+    """
+
+    def __init__(self, table: "BlockLevelTable", prec: int):
+        self.table = table
+        self.starts: list[arb] = []
+        self.run = arb(0)
+        n = len(table._sizes)
+        while len(self.starts) < n:
+            b = self._extend()
+            remaining = table.source.remaining_after(b)
+            if remaining is None or b == n - 1:
+                continue
+            tail = arb(remaining) * table._block_weights(b)[0][-1]
+            if tail.upper() <= (self.run * arb(2) ** -prec).lower():
+                self.total = self.run + arb(0, tail.upper())
+                return
+        self.total = self.run
+
+    def _extend(self) -> int:
+        """Add the next block's weights to the running sum; return its index."""
+        b = len(self.starts)
+        self.starts.append(self.run)
+        weights = self.table._block_weights(b)[1]
+        run = self.run
+        with gc_paused():
+            for w in weights:
+                run = run + w
+        self.run = run
+        return b
+
+    def start(self, b: int) -> arb:
+        """The running sum before block ``b``."""
+        while len(self.starts) <= b:
+            self._extend()
+        return self.starts[b]
+
+    def first_block_not_below(self, lower: Any) -> int:
+        """First block whose last running sum's upper bound is not ``<= lower``."""
+        n = len(self.table._sizes)
+        while len(self.starts) < n and self.run.upper() <= lower:
+            self._extend()  # the target lies beyond the blocks summed so far
+        ends = self.starts[1:] + [self.run]
+        lo, hi = 0, len(ends) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ends[mid].upper() <= lower:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 class BlockLevelTable:
@@ -188,7 +257,7 @@ class BlockLevelTable:
             self._starts.append(self._starts[-1] + n)
         self._length = self._starts[-1] + self._sizes[-1]
         self._first_utilities = list(source.block_first_utilities())
-        self._passes: dict[int, tuple[list[arb], arb]] = {}
+        self._passes: dict[int, _Pass] = {}
         self._levels: Optional[tuple[Level, ...]] = None
         self.extra_bits = 2 * self._length.bit_length() + 8
         #: Working precision of exact sampling's first attempt: that of 30-digit
@@ -228,7 +297,9 @@ class BlockLevelTable:
         prec = ctx.prec
         for key in [key for key in self._cache if key[:2] == ("rule", name) and key[2] != prec]:
             self._cached_bytes -= self._cache.pop(key)[1]
-        return self._keep(("rule", name, prec), self._length * 2 * (_BALL_BYTES + prec // 4), build)
+        size = self._length * 2 * (_BALL_BYTES + prec // 4)
+        self.check_fits(size, f"the selection rule's {name} enclosures", None)
+        return self._keep(("rule", name, prec), size, build)
 
     def _block_levels(self, b: int) -> list[Level]:
         size = level_list_bytes(self._sizes[b], self.source.level_bytes)
@@ -243,7 +314,7 @@ class BlockLevelTable:
         prec = ctx.prec
 
         def build() -> list[arb]:
-            run = self._pass()[0][b]
+            run = self._pass().start(b)
             out = []
             for w in self._block_weights(b)[1]:
                 run = run + w
@@ -252,20 +323,13 @@ class BlockLevelTable:
 
         return self._keep(("cumulative", b, prec), self._sizes[b] * (_BALL_BYTES + prec // 8), build)
 
-    def _pass(self) -> tuple[list[arb], arb]:
-        """Running sum at each block start and the total, at flint's current precision
-        (one pass over every block; the newest two precisions are kept)."""
+    def _pass(self) -> "_Pass":
+        """Running sums at block starts and the total at flint's current precision (the
+        newest two precisions are kept)."""
         prec = ctx.prec
         done = self._passes.get(prec)
         if done is None:
-            starts, run = [], arb(0)
-            for b in range(len(self._sizes)):
-                starts.append(run)
-                weights = self._block_weights(b)[1]
-                with gc_paused():
-                    for w in weights:
-                        run = run + w
-            done = (starts, run)
+            done = _Pass(self, prec)
             if len(self._passes) >= 2:
                 self._passes.pop(next(iter(self._passes)))
             self._passes[prec] = done
@@ -280,15 +344,17 @@ class BlockLevelTable:
             self._levels = tuple(self.iter_levels())
         return self._levels
 
-    def check_fits(self, size: int, what: str, instead: str) -> None:
+    def check_fits(self, size: int, what: str, instead: Optional[str]) -> None:
         """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) an operation needing about
-        ``size`` bytes at once past the memory budget."""
+        ``size`` bytes at once past the memory budget, naming ``instead`` (a streamed
+        method) when there is one."""
         if size > self.memory_budget:
+            use = f"use {instead} (streamed, within the budget) or " if instead else ""
             raise MemoryBudgetError(
                 "memory_budget", self.memory_budget,
                 f"{what} would hold {self._length} levels at once, about {_bytes_text(size)}, "
-                f"more than memory_budget = {self.memory_budget} bytes; use {instead} (streamed, "
-                f"within the budget) or raise memory_budget (for example memory_budget={_round_up(size)})",
+                f"more than memory_budget = {self.memory_budget} bytes; {use}raise "
+                f"memory_budget (for example memory_budget={_round_up(size)})",
                 limit=self.memory_budget,
             )
 
@@ -322,7 +388,7 @@ class BlockLevelTable:
 
     def total(self) -> arb:
         """Enclosure of ``sum_a m_a e_a`` at flint's current precision."""
-        return self._pass()[1]
+        return self._pass().total
 
 
 def _bytes_text(size: int) -> str:

@@ -41,6 +41,7 @@ Per block:
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any, Callable, Optional
 
 import gmpy2
@@ -220,6 +221,12 @@ class JointLevelSource(BlockSource):
     def block_first_utilities(self) -> list[int]:
         self._plan()
         return list(self._firsts)
+
+    def remaining_after(self, b: int) -> int:
+        """Sequences of the later blocks: ``d!/(d-k)! - N(end of block b)`` (the weights
+        ``exp(-lam*M)`` decrease with ``M``)."""
+        assert self._his is not None
+        return math.perm(self.ranking.d, self.k) - self.count_at_least(self._his[b])
 
     def _start(self, b: int) -> int:
         assert self._his is not None

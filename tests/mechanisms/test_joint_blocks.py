@@ -157,3 +157,49 @@ def test_pnf_joint_streams_levels_too(monkeypatch):
     got = [p for _, p in full.iter_level_probabilities(20)]
     want = [p for _, p in full.level_probabilities(20)]
     assert got == want
+
+
+class _Bits(random.Random):
+    """A generator whose first ``ones`` bits are all 1 (a uniform just below 1, deep in
+    the tail), then seeded random bits."""
+
+    def __init__(self, ones: int, seed: int):
+        super().__init__(seed)
+        self.ones = ones
+
+    def getrandbits(self, n: int) -> int:
+        take = min(n, self.ones)
+        self.ones -= take
+        rest = n - take
+        return (((1 << take) - 1) << rest) | (super().getrandbits(rest) if rest else 0)
+
+
+@pytest.mark.parametrize("ones", [0, 60, 150, 260, 400])
+def test_truncated_running_sum_samples_the_tail_exactly(monkeypatch, ones):
+    """Fast-decaying weights: the running sum stops after a few blocks (the rest is below
+    2**-prec of it); a uniform drawn deep in the tail extends it block by block and gets
+    the same level as the plain inverse-CDF sampler over every level in memory."""
+    from exactdp.core.sampling import choose_index
+
+    monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 1)
+    m = exactdp.Joint([400, 200, 100, 50, 0], 2, epsilon=2)
+    table = m.table
+    with flint_workprec(table.sampling_prec):
+        run = table._pass()
+        assert len(run.starts) < len(table._sizes)  # stopped early
+    generic = LevelTable(m.levels(), m.scale)
+    for seed in range(3):
+        got = ExponentialMechanism().sample_level(table, _Bits(ones, seed))
+        want = choose_index(lambda prec: generic.cumulative(), len(generic), _Bits(ones, seed))
+        assert got == want
+    if ones >= 260:
+        assert got >= 2  # beyond the one block the running sum stopped after
+
+
+def test_pnf_joint_refuses_past_the_budget():
+    """Permute-and-flip needs whole-table enclosures: past the budget a clear error, not
+    an exhausted machine."""
+    m = exactdp.PNFJoint([9, 7, 7, 4, 2, 1, 0], 3, memory_budget=500)
+    with pytest.raises(MemoryBudgetError, match=r"selection rule's .* enclosures .* memory_budget = 500"):
+        m.probability((0, 1, 2))
+    assert exactdp.PNFJoint([9, 7, 7, 4, 2, 1, 0], 3).probability((0, 1, 2)) > 0
