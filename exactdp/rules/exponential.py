@@ -27,7 +27,7 @@ from flint import arb
 from ..core._gc import gc_paused
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
-from ..core.precision import MAX_PREC, balls_to_mpf, certify, certify_many, flint_workprec, is_accurate, prec_for_dps
+from ..core.precision import MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, flint_workprec, is_accurate, prec_for_dps
 from ..core.sampling import choose_index
 from ..core.selection import SelectionRule
 from ..errors import NoClosedFormError, PrecisionError
@@ -81,6 +81,7 @@ class ExponentialMechanism(SelectionRule):
         doubled precisions.  Nothing is held beyond one block, and the values do not
         depend on how many blocks the table keeps."""
         prec = prec_for_dps(dps, table.extra_bits)
+        bits = accuracy_bits(dps)
         for start, stop in table.block_ranges():
             # compute under the precision lock, yield outside it
             with flint_workprec(prec):
@@ -88,7 +89,8 @@ class ExponentialMechanism(SelectionRule):
                 weights = table.level_weights()[start:stop]
             with flint_workprec(prec), gc_paused():
                 balls = [w / total for w in weights]
-                late = [i for i, ball in enumerate(balls) if not is_accurate(ball, dps)]
+                late = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
+                        if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
                 values = balls_to_mpf(balls)
             for i in late:
                 values[i] = _refine_level(table, start + i, dps, 2 * prec)
