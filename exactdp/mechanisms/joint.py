@@ -54,7 +54,7 @@ from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.selection import SelectionRule
 from ..core._typing import CountsLike, RationalLike
-from ..core.validation import as_dps, as_positive_int
+from ..core.validation import as_dps, as_memory_budget
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
@@ -116,10 +116,10 @@ class Joint(JointFamily):
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, sensitivity: RationalLike = 1,
-                 memory_budget: Optional[int] = None):
+                 memory_budget: Optional[Union[int, str]] = None):
         super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
         #: Bytes of exact levels and enclosures the level table may keep at once.
-        self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_positive_int(memory_budget, "memory_budget")
+        self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
 
     def _parameters(self) -> dict[str, object]:
         params = super()._parameters()

@@ -203,3 +203,17 @@ def test_pnf_joint_refuses_past_the_budget():
     with pytest.raises(MemoryBudgetError, match=r"selection rule's .* enclosures .* memory_budget = 500"):
         m.probability((0, 1, 2))
     assert exactdp.PNFJoint([9, 7, 7, 4, 2, 1, 0], 3).probability((0, 1, 2)) > 0
+
+
+def test_memory_budget_from_text_and_the_command_line(capsys):
+    """The command line passes ``--memory-budget`` as text: digits (underscores allowed)."""
+    from exactdp.cli import main
+
+    assert exactdp.Joint([3, 2, 1], 2, memory_budget="1_000").memory_budget == 1000
+    for bad in ("1e9", "-3", "", "0"):
+        with pytest.raises(InvalidParameterError, match="memory_budget"):
+            exactdp.Joint([3, 2, 1], 2, memory_budget=bad)
+    assert main(["levels", "joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100"]) == 2
+    assert "memory_budget=100" in capsys.readouterr().err
+    assert main(["levels", "joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100000"]) == 0
+    assert "memory_budget=100000" in capsys.readouterr().out
