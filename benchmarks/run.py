@@ -18,14 +18,18 @@ Every floor is certified in integers: ``c = floor(S / r**1.1)`` iff
 What is timed (imports, building the counts and a warm-up run on counts ``(2, 1, 0)``,
 ``k = 2``, which triggers one-time lazy set-up, are not):
 
-- exactdp, Joint and PNFJoint: ``levels()``, every level probability certified to 30
-  digits (``level_probabilities(dps=30)``) and one exact ``sample(rng=1)``;
+- exactdp, Joint and PNFJoint: every level with its probability certified to 30 digits,
+  streamed (``iter_level_probabilities(dps=30)``, within the default memory budget), and
+  one exact ``sample(rng=1)``;
   Peeling (no small level table): one exact ``sample(rng=1)`` and its probability
   certified to 30 digits;
 - float64: one sample from the same counts, building everything it needs:
   ``FloatJoint`` / ``FloatPNFJoint`` from ``examples/float_joint.py`` (the published Joint
   pipeline: k x d difference matrix, sorted dk entries, log m~, one draw), and the numpy
-  Gumbel peeling sampler of ``benchmarks/bench_peeling_memory.py``.
+  Gumbel peeling sampler of ``benchmarks/bench_peeling_memory.py``; for Joint also
+  ``PublishedLoopsFloatJoint``, the same pipeline with the published code's two Python
+  loops (the ``log m~`` running sum over the ``dk`` entries, the list-scan choices), i.e.
+  the reference as it runs.
 
 Columns: seconds of CPU (``ru_utime + ru_stime`` of the child over the timed part) and of
 wall clock, their ratio exactdp/float (CPU), and peak resident memory in MiB
@@ -97,13 +101,14 @@ def exact_run(mechanism: str, counts: list[int], k: int) -> str:
         out = m.sample(rng=1)
         m.probability(out, dps=DPS)
         return "1 sample"
-    levels = m.levels()
-    m.level_probabilities(dps=DPS)
+    # every level with its probability certified to DPS digits, streamed (the list
+    # methods hold every level at once, past the memory budget at the largest sizes)
+    levels = sum(1 for _ in m.iter_level_probabilities(dps=DPS))
     m.sample(rng=1)
-    return f"{len(levels):,} levels"
+    return f"{levels:,} levels"
 
 
-def float_run(mechanism: str, counts: list[int], k: int) -> str:
+def float_run(mechanism: str, counts: list[int], k: int, published: bool = False) -> str:
     if mechanism == "peeling":
         from bench_peeling_memory import FLOAT_LIB
 
@@ -111,9 +116,10 @@ def float_run(mechanism: str, counts: list[int], k: int) -> str:
         exec(FLOAT_LIB, space)  # the float peeling sampler, defined once in that benchmark
         space["float_sample"](counts, k, 1.0)
         return "1 sample"
-    from float_joint import FloatJoint, FloatPNFJoint
+    from float_joint import FloatJoint, FloatPNFJoint, PublishedLoopsFloatJoint
 
-    impl = {"joint": FloatJoint, "pnf": FloatPNFJoint}[mechanism](counts, k)
+    cls = PublishedLoopsFloatJoint if published else {"joint": FloatJoint, "pnf": FloatPNFJoint}[mechanism]
+    impl = cls(counts, k)
     impl.sample(1)
     return "1 sample"
 
@@ -121,7 +127,13 @@ def float_run(mechanism: str, counts: list[int], k: int) -> str:
 def child(side: str, mechanism: str, shape: str, d: int, k: int) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "examples"), str(HERE)]
     counts = make_counts(shape, d)
-    run = exact_run if side == "exact" else float_run
+    if side == "exact":
+        run = exact_run
+    elif side == "published":
+        def run(mechanism: str, counts: list[int], k: int) -> str:
+            return float_run(mechanism, counts, k, published=True)
+    else:
+        run = float_run
     run(mechanism, [2, 1, 0], 2)  # warm-up, not timed: imports and one-time lazy set-up
     cpu, wall = cpu_seconds(), time.perf_counter()
     try:
@@ -185,17 +197,24 @@ def ratio(a: dict, b: dict) -> str:
 
 
 def table(mechanism: str, shapes: list[str], ds: list[int], ks: list[int], cap: float, timeout: float) -> None:
+    # Joint has two float references: the vectorised port and the published code's loops
+    published = mechanism == "joint"
     print(f"\n### {MECHANISMS[mechanism]}\n")
+    extra = " published-loops float CPU s | exactdp/published (CPU) |" if published else ""
     print("| counts | d | k | exactdp CPU s | exactdp wall s | float CPU s | float wall s "
-          "| exactdp/float (CPU) | exactdp peak MiB | float peak MiB | note |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          f"| exactdp/float (CPU) |{extra} exactdp peak MiB | float peak MiB | note |")
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if published else "") + "---|---|---|")
     for shape in shapes:
         for d in ds:
             for k in ks:
                 e = measure("exact", mechanism, shape, d, k, cap, timeout)
                 f = measure("float", mechanism, shape, d, k, cap, timeout)
+                more = ""
+                if published:
+                    g = measure("published", mechanism, shape, d, k, cap, timeout)
+                    more = f" {cell(g, 'cpu')} | {ratio(e, g)} |"
                 print(f"| {shape} | {d:,} | {k} | {cell(e, 'cpu')} | {cell(e, 'wall')} | {cell(f, 'cpu')} "
-                      f"| {cell(f, 'wall')} | {ratio(e, f)} | {e['peak']:,.0f} | {f['peak']:,.0f} "
+                      f"| {cell(f, 'wall')} | {ratio(e, f)} |{more} {e['peak']:,.0f} | {f['peak']:,.0f} "
                       f"| {e.get('note', '')} |", flush=True)
 
 

@@ -435,8 +435,11 @@ def privacy_loss(
                 break
         digits *= 2
 
-    with mp_workdps(2 * digits + 20):  # abs() rounds to the working precision
-        signed_rows.sort(key=lambda p: abs(p.signed), reverse=True)
+    # Largest |loss| first.  Losses that are equal in truth (common: symmetric outputs)
+    # differ only in rounding noise, so compare them rounded to dps - 3 digits and break
+    # ties by the level indices: the order is then reproducible.
+    with mp_workdps(max(digits_wanted - 3, 5)):
+        signed_rows.sort(key=lambda p: (-(+abs(p.signed)), _level_key(p.level_a), _level_key(p.level_b)))
     table = tuple(signed_rows)
     if infinite:
         la, lb, _, inf_sign, witness, w_size = infinite[0]
@@ -463,6 +466,11 @@ def privacy_loss(
     with mp_workdps(digits_wanted + 5):
         log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
     return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
+
+
+def _level_key(level: Optional[int]) -> tuple[int, int]:
+    """Sort key of a level index that may be None (no such level): None last."""
+    return (1, 0) if level is None else (0, level)
 
 
 def _exactly_equal(a: Any, b: Any, pairs: dict) -> bool:

@@ -112,3 +112,12 @@ class InputLimitError(InvalidParameterError):
 
 
 __all__ += ["InputLimitError"]
+
+
+class MemoryBudgetError(InputLimitError):
+    """An operation would hold more exact data in memory at once than the mechanism's
+    ``memory_budget`` allows.  The message names the budget, the size needed, and the
+    streamed alternative (for example ``iter_levels()`` instead of ``levels()``)."""
+
+
+__all__ += ["MemoryBudgetError"]

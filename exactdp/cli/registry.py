@@ -22,6 +22,7 @@ from typing import Callable, Optional, Sequence
 
 import exactdp
 
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ..core.mechanism import Mechanism, make_scale
 from ..rules.noise import NOISES
 
@@ -45,6 +46,9 @@ class Option:
     metavar: Optional[str] = None
     choices: Optional[tuple[str, ...]] = None
     library_default: Optional[Callable[[], object]] = None
+    #: A resource setting (memory), not a parameter of the distribution: left out of the
+    #: JSON "parameters".
+    resource: bool = False
 
 
 # What each report-noisy-max noise is, for --help; the accepted names are NOISES.
@@ -86,6 +90,14 @@ OPTIONS: dict[str, Option] = {
         metavar="RHO",
     ),
     "noise": Option(("--noise",), "noise", _noise_help(), metavar="NOISE", choices=NOISES),
+    "memory_budget": Option(
+        ("--memory-budget",), "memory_budget",
+        "bytes of exact levels the level table may keep at once (default {default}); past "
+        "it, levels are streamed and recomputed, and whole lists are refused with an error",
+        metavar="BYTES",
+        library_default=lambda: DEFAULT_MEMORY_BUDGET,
+        resource=True,
+    ),
 }
 
 

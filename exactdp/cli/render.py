@@ -102,6 +102,8 @@ def _out(line: str = "") -> None:
 def _mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, Any]:
     params: dict[str, Any] = {"d": int(m.d), "k": int(m.k)}
     for option in spec.options:
+        if OPTIONS[option].resource:
+            continue
         dest = OPTIONS[option].dest
         params[dest] = json_scalar(getattr(m, dest, None))
     return {

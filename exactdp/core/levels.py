@@ -16,7 +16,7 @@ utility, and caches their certified weight enclosures per precision.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterable, NamedTuple, Sequence, Tuple, Union
+from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 from flint import arb, ctx
 
@@ -72,6 +72,8 @@ class LevelTable:
         self._index = {u: a for a, u in enumerate(self.utilities)}
         self._cache: dict[tuple[str, int], object] = {}
         self.extra_bits = 2 * len(self.levels).bit_length() + 8
+        #: First working precision of exact sampling (None: the sampler's own guess).
+        self.sampling_prec: Optional[int] = None
 
     def __len__(self) -> int:
         return len(self.levels)
@@ -79,6 +81,14 @@ class LevelTable:
     def index_of(self, utility: Utility) -> int:
         """Level index of an exact utility value (KeyError when no output has it)."""
         return self._index[utility]
+
+    def iter_levels(self) -> Iterator[Level]:
+        """Every level, best first."""
+        return iter(self.levels)
+
+    def block_ranges(self) -> list[tuple[int, int]]:
+        """One block: every level (see :class:`~exactdp.core.level_blocks.BlockLevelTable`)."""
+        return [(0, len(self.levels))]
 
     def _cached(self, name: str, build):
         key = (name, ctx.prec)

@@ -170,8 +170,12 @@ class Mechanism(abc.ABC):
     @property
     def table(self) -> LevelTable:
         if self._table is None:
-            self._table = LevelTable(tuple(self._compute_levels()), self.scale)
+            self._table = self._make_table()
         return self._table
+
+    def _make_table(self) -> LevelTable:
+        """The level table the rule acts on: by default every level in memory."""
+        return LevelTable(tuple(self._compute_levels()), self.scale)
 
     def _check_output(self, output: Iterable[Any]) -> Output:
         if self.output_kind == "set":
@@ -190,6 +194,17 @@ class Mechanism(abc.ABC):
         """``(Level, probability that the output lies in it)`` for every level, certified."""
         table = self.table
         return list(zip(table.levels, self.rule.level_probabilities(table, as_dps(dps))))
+
+    def iter_levels(self) -> Iterator[Level]:
+        """The levels of :meth:`levels`, best first, one at a time.  Joint and PNFJoint
+        stream them from a block table without holding them all (see their
+        ``memory_budget``); the other mechanisms iterate over :meth:`levels`."""
+        return iter(self.levels())
+
+    def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
+        """The pairs of :meth:`level_probabilities`, best level first, one at a time
+        (streamed where :meth:`iter_levels` is)."""
+        return iter(self.level_probabilities(dps))
 
     def level_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability of one particular output of that level)`` for every

@@ -49,6 +49,7 @@ __all__ = [
     "relative_ball",
     "times_int",
     "prec_for_dps",
+    "accuracy_bits",
     "MAX_PREC",
     "PRECISION_LOCK",
     "flint_workprec",
@@ -105,7 +106,7 @@ def is_accurate(ball: arb, dps: int) -> bool:
         return False
     # Fast path: arb's rel_accuracy_bits() = b guarantees rad < 2**-b * |mid|; with
     # 2**-b <= 10**-dps / 4 that gives rad <= 10**-dps * (|mid| - rad).
-    if ball.rel_accuracy_bits() >= _bits_for(dps):
+    if ball.rel_accuracy_bits() >= accuracy_bits(dps):
         return True
     mid = ball.mid()
     rad = ball.rad()
@@ -114,7 +115,9 @@ def is_accurate(ball: arb, dps: int) -> bool:
     return bool(lhs < rhs)
 
 
-def _bits_for(dps: int) -> int:
+def accuracy_bits(dps: int) -> int:
+    """Relative accuracy bits (arb's ``rel_accuracy_bits``) that certify ``dps`` digits:
+    ``2**-b <= 10**-dps / 4`` (see :func:`is_accurate`)."""
     return int(math.ceil(dps * math.log2(10))) + 2
 
 
@@ -125,12 +128,18 @@ def ball_to_mpf(ball: arb) -> mpmath.mpf:
 
 def balls_to_mpf(balls: Sequence[arb]) -> list[mpmath.mpf]:
     """Midpoints of ``balls`` as ``mpmath.mpf`` values, exactly (no rounding)."""
-    # from_man_exp without a precision is exact; make_mpf wraps it without rounding.
-    make, from_man_exp = mpmath.mp.make_mpf, mpmath.libmp.from_man_exp
+    # from_man_exp without a precision is exact; make_mpf wraps it without rounding.  A
+    # positive odd mantissa (arb's midpoints are stored so) is already mpmath's normal
+    # form (sign, odd mantissa, exponent, bit count): built directly, several times faster.
+    make, from_man_exp, mpz = mpmath.mp.make_mpf, mpmath.libmp.from_man_exp, mpmath.libmp.MPZ
     out = []
     for ball in balls:
         man, exp = ball.mid().man_exp()
-        out.append(make(from_man_exp(int(man), int(exp))))
+        m = int(man)
+        if m > 0 and m & 1:
+            out.append(make((0, mpz(m), int(exp), m.bit_length())))
+        else:
+            out.append(make(from_man_exp(m, int(exp))))
     return out
 
 

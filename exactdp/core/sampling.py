@@ -85,19 +85,21 @@ def initial_prec(size: int) -> int:
 
 
 def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: random.Random,
-                 prefix: Optional[tuple[int, int]] = None) -> int:
+                 prefix: Optional[tuple[int, int]] = None, prec: Optional[int] = None) -> int:
     """Index ``a`` with probability ``(C_a - C_{a-1}) / C_last``, decided exactly.
 
     ``cumulative(prec)`` must return enclosures of the nondecreasing cumulative weights at
     ``prec`` bits (it is called inside ``flint.ctx.workprec(prec)``; callers may cache).
-    ``size`` is the number of entries, used for the first precision guess.
+    ``size`` is the number of entries, used for the first precision guess unless ``prec``
+    gives it (a table that already holds enclosures at some precision passes it).
     ``prefix=(u, n)``: the first ``n`` bits of ``U`` are already drawn (``U`` lies in
     ``[u/2**n, (u+1)/2**n)``; the batched draws pass their undecided 64-bit words here);
     without it the first 64 bits are ``rng.getrandbits(64)``.
     """
     if size == 1:
         return 0
-    prec = initial_prec(size)
+    if prec is None:
+        prec = initial_prec(size)
     if prefix is None:
         u, n = rng.getrandbits(2 * _CHUNK), 2 * _CHUNK
     else:
@@ -110,7 +112,9 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
             scale = arb(2) ** (-n)
             lo = arb(u) * scale * total
             hi = arb(u + 1) * scale * total
-            a = _first_not_below(cum, lo)
+            # a block table's running sums search block ends first (one block computed)
+            finder = getattr(cum, "first_not_below", None)
+            a = finder(lo.lower()) if finder is not None else _first_not_below(cum, lo)
             below_ok = a == 0 or cum[a - 1].upper() <= lo.lower()
             if below_ok and hi.upper() <= cum[a].lower():
                 return a

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import random
+from typing import Iterator
 
 import mpmath
 
@@ -41,6 +42,12 @@ class SelectionRule(abc.ABC):
     @abc.abstractmethod
     def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
         """Probability that the output lies in each level, to ``dps`` certified digits."""
+
+    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+        """:meth:`level_probabilities` one at a time, best level first.  Rules that can
+        work block by block (:class:`~exactdp.core.level_blocks.BlockLevelTable`) stream
+        without holding every value; this default computes the list first."""
+        return iter(self.level_probabilities(table, dps))
 
     @abc.abstractmethod
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:

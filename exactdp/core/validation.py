@@ -38,7 +38,7 @@ import operator
 import random
 import re
 from fractions import Fraction
-from typing import Any, Optional, SupportsIndex
+from typing import Any, Optional, SupportsIndex, Union
 
 from ._typing import CountsLike, IntLike, OutputLike, RationalLike, RngLike
 from ..errors import (
@@ -173,6 +173,17 @@ def as_positive_int(value: IntLike, argument: str) -> int:
     if n < 1:
         raise InvalidParameterError(argument, value, "must be a positive integer")
     return n
+
+
+def as_memory_budget(value: Union[IntLike, str]) -> int:
+    """A memory budget in bytes: a positive integer, or its decimal digits as a string
+    (as the command line gives it, ``"2000000000"`` or ``"2_000_000_000"``)."""
+    if isinstance(value, str):
+        text = value.strip().replace("_", "")
+        if not text.isdigit() or len(text) > 30:
+            raise InvalidParameterError("memory_budget", value, "must be a positive integer number of bytes")
+        value = int(text)
+    return as_positive_int(value, "memory_budget")
 
 
 def as_nonnegative_int(value: IntLike, argument: str) -> int:

@@ -37,52 +37,37 @@ What is exact here and how it is counted:
 
 from __future__ import annotations
 
+import math
 import random
 from fractions import Fraction
-from typing import Iterator, Union
+from typing import Iterator, Optional, SupportsIndex, Union
 
 import gmpy2
+import mpmath
 import numpy as np
 
-from .joint_sweep import event_chunks, level_factor_chunks
+from .joint_blocks import JointLevelSource
+from .joint_sweep import event_chunks
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
 from ..errors import InvalidParameterError
 from ..core.levels import Level
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
+from ..core._typing import CountsLike, RationalLike
+from ..core.validation import as_dps, as_memory_budget
 
 __all__ = ["Joint", "joint_levels", "joint_mtilde"]
 
 
 def joint_levels(ranking: Ranking, k: int) -> list[Level]:
-    """Exact levels of Joint by the integer sweep (no enumeration of outputs).
-
-    At ``M = 0`` every factor ``T_r(0) - r`` (0-based) is ``>= 1`` and it only grows, so
-    the running product is updated by one exact division and one multiplication per
-    level (``gmpy2.divexact``), the small factors of one level being multiplied first
-    (:func:`exactdp.mechanisms.joint_sweep.level_factor_chunks`).
-    """
-    sc, cum = ranking.sorted_counts, ranking.cumulative
-    n = []
-    q = 0
-    for r in range(k):
-        while ranking.values[q] != sc[r]:
-            q += 1
-        n.append(cum[q] - r)
-    product = gmpy2.mpz(1)
-    for x in n:
-        product *= x
-    levels = [Level(0, int(product))]
-    previous = product
-    for Ms, nums, dens in level_factor_chunks(ranking, k):
-        for M, num, den in zip(Ms, nums, dens):
-            product = gmpy2.divexact(product * num, den)
-            levels.append(Level(-M, int(product - previous)))
-            previous = product
-    return levels
+    """Exact levels of Joint by the integer sweep (no enumeration of outputs), all at once:
+    the blocks of :class:`~exactdp.mechanisms.joint_blocks.JointLevelSource` in order."""
+    source = JointLevelSource(ranking, k)
+    return [lv for b in range(len(source.block_sizes())) for lv in source.block_levels(b)]
 
 
 def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
@@ -133,10 +118,55 @@ class Joint(JointFamily):
     output_kind = "sequence"
     rule: SelectionRule = ExponentialMechanism()
 
-    # -- the paper's objects -----------------------------------------------------------
-    def _compute_levels(self):
-        return joint_levels(self.ranking, self.k)
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, sensitivity: RationalLike = 1,
+                 memory_budget: Optional[Union[int, str]] = None):
+        super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
+        #: Bytes of exact levels and enclosures the level table may keep at once.
+        self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
 
+    def _parameters(self) -> dict[str, object]:
+        params = super()._parameters()
+        if self.memory_budget != DEFAULT_MEMORY_BUDGET:
+            params["memory_budget"] = self.memory_budget
+        return params
+
+    # -- the levels, in blocks within the memory budget --------------------------------
+    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+        return BlockLevelTable(JointLevelSource(self.ranking, self.k), self.scale, self.memory_budget)
+
+    def _compute_levels(self) -> Iterator[Level]:
+        return self.table.iter_levels()
+
+    def levels(self) -> tuple[Level, ...]:
+        """Every level at once (about ``k*d`` of them for counts with few ties, each with a
+        multiplicity of up to ``k*log10(d)`` digits).  Past ``memory_budget`` this raises
+        :class:`~exactdp.errors.MemoryBudgetError`; :meth:`iter_levels` streams them."""
+        return self.table.levels
+
+    def iter_levels(self) -> Iterator[Level]:
+        """Every level, best first, computed block by block within ``memory_budget``."""
+        return self.table.iter_levels()
+
+    def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
+        """``(Level, certified probability of the level)``, best first, block by block
+        within ``memory_budget``; the same values as :meth:`level_probabilities`."""
+        table = self.table
+        return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
+
+    def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
+        """Every ``(Level, probability)`` at once (:meth:`iter_level_probabilities` as a
+        list); past ``memory_budget``, :class:`~exactdp.errors.MemoryBudgetError`."""
+        table = self.table
+        table.check_fits(level_list_bytes(len(table), table.source.level_bytes + 160),
+                         "level_probabilities()", "iter_level_probabilities()")
+        return list(self.iter_level_probabilities(dps))
+
+    def support_size(self) -> int:
+        """``d!/(d-k)!``: every sequence of k distinct items has positive probability."""
+        return math.perm(self.d, self.k)
+
+    # -- the paper's objects -----------------------------------------------------------
     def _utility(self, output: tuple[int, ...]) -> int:
         c = self.counts
         return -max(top - c[s] for top, s in zip(self.ranking.sorted_counts, output))

@@ -19,17 +19,20 @@ from __future__ import annotations
 import random
 import weakref
 from fractions import Fraction
+from typing import Iterator
 
 import gmpy2
 import mpmath
 from flint import arb
 
+from ..core._gc import gc_paused
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
-from ..core.precision import certify, certify_many, flint_workprec
+from ..core.precision import (MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, flint_workprec,
+                              is_accurate, prec_for_dps)
 from ..core.sampling import WORD_BITS, cdf_bounds, choose_index, initial_prec, inverse_cdf_words, random_words
 from ..core.selection import SelectionRule
-from ..errors import NoClosedFormError
+from ..errors import NoClosedFormError, PrecisionError
 
 __all__ = ["ExponentialMechanism", "SYMBOLIC_LEVELS_LIMIT", "EXACT_BITS_LIMIT", "EXACT_LEVELS_LIMIT"]
 
@@ -73,6 +76,28 @@ class ExponentialMechanism(SelectionRule):
             lambda: [w / table.total() for w in table.level_weights()], dps, extra_bits=table.extra_bits
         )
 
+    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+        """Level probabilities block by block (one block for an in-memory table), each
+        certified on its own: ``m_a e_a / Z`` at the working precision of ``dps`` digits
+        plus guard bits, and only a level whose ball is not yet accurate is recomputed at
+        doubled precisions.  Nothing is held beyond one block, and the values do not
+        depend on how many blocks the table keeps."""
+        prec = prec_for_dps(dps, table.extra_bits)
+        bits = accuracy_bits(dps)
+        for start, stop in table.block_ranges():
+            # compute under the precision lock, yield outside it
+            with flint_workprec(prec):
+                total = table.total()
+                weights = table.level_weights()[start:stop]
+            with flint_workprec(prec), gc_paused():
+                balls = [w / total for w in weights]
+                late = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
+                        if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
+                values = balls_to_mpf(balls)
+            for i in late:
+                values[i] = _refine_level(table, start + i, dps, 2 * prec)
+            yield from values
+
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
         exact = _exact_rational_em(table, a)
         if exact is not None:
@@ -89,7 +114,7 @@ class ExponentialMechanism(SelectionRule):
         return table.scale.symbolic_weight(table.utilities[a] - u0) / z
 
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        return choose_index(lambda prec: table.cumulative(), len(table), rng)
+        return choose_index(lambda prec: table.cumulative(), len(table), rng, prec=table.sampling_prec)
 
     def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
         """``n`` inverse-CDF draws at once: ``n`` 64-bit words of ``rng`` (one
@@ -104,8 +129,20 @@ class ExponentialMechanism(SelectionRule):
         index, undecided = inverse_cdf_words(lo, hi, words)
         draws = index.tolist()
         for t in undecided.nonzero()[0].tolist():
-            draws[t] = choose_index(lambda prec: table.cumulative(), len(table), rng, prefix=(int(words[t]), WORD_BITS))
+            draws[t] = choose_index(lambda prec: table.cumulative(), len(table), rng,
+                                    prefix=(int(words[t]), WORD_BITS), prec=table.sampling_prec)
         return draws
+
+
+def _refine_level(table: LevelTable, a: int, dps: int, prec: int) -> mpmath.mpf:
+    """Level ``a``'s probability at doubled precisions from ``prec`` until accurate."""
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            ball = table.level_weights()[a] / table.total()
+            if is_accurate(ball, dps):
+                return balls_to_mpf([ball])[0]
+        prec *= 2
+    raise PrecisionError("dps", dps, f"could not certify {dps} digits within {MAX_PREC} bits of working precision")
 
 
 #: Integer bounds of the level CDF per table (kept while the table lives).
@@ -116,7 +153,7 @@ def _word_bounds(table: LevelTable) -> tuple:
     """``cdf_bounds`` of the table's cumulative weights at the first precision of a draw."""
     bounds = _BOUNDS.get(table)
     if bounds is None:
-        with flint_workprec(initial_prec(len(table))):
+        with flint_workprec(table.sampling_prec or initial_prec(len(table))):
             bounds = cdf_bounds(table.cumulative())
         _BOUNDS[table] = bounds
     return bounds

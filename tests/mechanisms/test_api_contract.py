@@ -22,6 +22,7 @@ import pytest
 
 import exactdp
 from exactdp import errors
+from exactdp.mechanisms.canonical import NotSingleRuleError
 from twins import brute_probabilities_base, joint_utility, pnf_by_permutations
 
 DPS = 30
@@ -131,6 +132,22 @@ def _bad_outputs(d: int, k: int) -> list[tuple[object, type]]:
     if k >= 2:
         bad.append(([0] * k, errors.InvalidOutputError))  # repeated item id
     return bad
+
+
+def test_streamed_levels_equal_the_lists(case):
+    """``iter_levels()`` / ``iter_level_probabilities()`` give exactly ``levels()`` /
+    ``level_probabilities()`` (CanonicalGamma1: the same error from both)."""
+    name, m = case
+    if name == "CanonicalGamma1":
+        for method in (m.iter_levels, m.iter_level_probabilities):
+            with pytest.raises(NotSingleRuleError):
+                list(method())
+        return
+    assert list(m.iter_levels()) == list(m.levels())
+    streamed = list(m.iter_level_probabilities(DPS))
+    listed = m.level_probabilities(DPS)
+    assert [lv for lv, _ in streamed] == [lv for lv, _ in listed]
+    assert [p for _, p in streamed] == [p for _, p in listed]
 
 
 def test_bad_outputs_raise_the_same_errors(case):

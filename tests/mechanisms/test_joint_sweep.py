@@ -1,5 +1,5 @@
-"""The three event paths of the Joint sweeps (numpy packed, numpy unpacked, pure Python)
-give identical levels and m-tilde on random instances, including d = 1 and k = d."""
+"""The event paths of the Joint sweeps (numpy windows of every size, pure Python) give
+identical levels and m-tilde on random instances, including d = 1 and k = d."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import random
 import pytest
 
 import exactdp
+from exactdp.mechanisms import joint_blocks as _blocks
 from exactdp.mechanisms import joint_sweep as _events
 
 
@@ -23,7 +24,7 @@ def test_paths_agree(monkeypatch, seed):
     k = rng.randint(1, d)
     counts = [rng.randint(-4, 6) for _ in range(d)]
     reference = _results(counts, k)
-    monkeypatch.setattr(_events, "_ALLOW_PACKED", False)
+    monkeypatch.setattr(_blocks, "BLOCK_EVENTS", 1)
     assert _results(counts, k) == reference
     monkeypatch.setattr(_events, "_NUMPY_LIMIT", 0)
     assert _results(counts, k) == reference
@@ -36,7 +37,7 @@ def test_chunk_boundaries_never_split_a_level(monkeypatch):
     reference = exactdp.Joint(counts, 6).levels()
     monkeypatch.setattr(_events, "_CHUNK", 3)
     assert exactdp.Joint(counts, 6).levels() == reference
-    monkeypatch.setattr(_events, "_ALLOW_PACKED", False)
+    monkeypatch.setattr(_blocks, "BLOCK_EVENTS", 2)
     assert exactdp.Joint(counts, 6).levels() == reference
     monkeypatch.setattr(_events, "_NUMPY_LIMIT", 0)
     assert exactdp.Joint(counts, 6).levels() == reference

@@ -1,0 +1,400 @@
+"""A level table held in independent blocks, within a memory budget.
+
+Heavy-tailed counts give Joint millions of levels whose exact multiplicities run to
+thousands of digits (about ``k*d`` levels; at ``d = 166,000``, ``k = 200`` some 33 million
+levels and 14 GiB of integers).  :class:`BlockLevelTable` never needs them all at once: a
+:class:`BlockSource` cuts the levels (best first) into *blocks* that it can compute on their
+own, in any order, from nothing but the block's index:
+
+- ``block_levels(b)``: the block's exact :class:`~exactdp.core.levels.Level` objects;
+- ``block_weights(b, scale)``: certified enclosures of the block's relative weights
+  ``e_a = w(u_a)/w(u_0)`` and level weights ``m_a e_a`` at flint's current precision.
+
+The table keeps computed blocks in a least-recently-used cache whose estimated size stays
+within ``memory_budget`` bytes; a block that was dropped is computed again, *identically*
+(every block is a pure function of its index and the precision), so a small budget changes
+speed, never a value, a certified digit or a sample.  When everything fits, every block
+stays and the table behaves as an in-memory one.
+
+The running sums ``C_a = sum_{b <= a} m_b e_b`` (for exact sampling) are formed in one pass
+per precision, in level order, storing only ``C`` at each block start; a block's own sums
+continue from there with the same additions in the same order as one global running sum.
+
+Views (:attr:`BlockLevelTable.utilities`, ``multiplicities``, ``relative_weights()``,
+``level_weights()``, ``cumulative()``) are sequences over all levels that compute the block
+they are read in, so every selection rule works on this table unchanged; ``levels`` (all
+levels at once) raises :class:`~exactdp.errors.MemoryBudgetError` when they would not fit.
+
+>>> from exactdp.core.levels import Level
+>>> from exactdp.core.scale import Scale
+>>> from flint import arb
+>>> class Two(BlockSource):       # two blocks: utilities 0, -1 | -2
+...     def block_sizes(self): return [2, 1]
+...     def block_levels(self, b): return [[Level(0, 1), Level(-1, 2)], [Level(-2, 3)]][b]
+...     def block_weights(self, b, scale):
+...         es = [arb(1), arb(1) / 2] if b == 0 else [arb(1) / 4]
+...         return es, [lv.multiplicity * e for lv, e in zip(self.block_levels(b), es)]
+...     def block_first_utilities(self): return [0, -2]
+...     level_bytes = 64
+>>> t = BlockLevelTable(Two(), Scale(base=2), memory_budget=1 << 20)
+>>> len(t), t.multiplicities[2], list(t.utilities)
+(3, 3, [0, -1, -2])
+>>> t.index_of(-1)
+1
+"""
+
+from __future__ import annotations
+
+import abc
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from itertools import chain
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from flint import arb, ctx
+
+from ..errors import MemoryBudgetError
+from ._gc import gc_paused
+from .precision import prec_for_dps
+from .levels import Level, Utility
+from .scale import Scale
+
+__all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_list_bytes"]
+
+#: Default ``memory_budget`` (bytes) of a block table: the estimated size of the exact
+#: levels and enclosures it may keep at once.  Raise it with the mechanism's
+#: ``memory_budget=`` argument to keep more in memory (faster repeated queries).
+DEFAULT_MEMORY_BUDGET = 1 << 30
+
+#: Estimated bytes of one cached ball (the object and a few limbs beyond ``prec`` bits).
+_BALL_BYTES = 96
+
+
+def level_list_bytes(count: int, level_bytes: int) -> int:
+    """Estimated bytes of ``count`` Level objects in a list (tuple, ints and list slot)."""
+    return count * (136 + level_bytes)
+
+
+class BlockSource(abc.ABC):
+    """What a :class:`BlockLevelTable` needs from a mechanism: blocks of its levels, each
+    computable on its own (see the module docstring)."""
+
+    #: Estimated bytes of one exact multiplicity (an upper bound is fine).
+    level_bytes: int = 32
+
+    def attach_cache(self, keep: Callable[[tuple, int, Callable[[], Any]], Any]) -> None:
+        """Called by the table first: ``keep(key, size_in_bytes, build)`` returns a cached
+        value or builds and caches it within the table's memory budget, so a source can
+        keep its own intermediate results (the default keeps none)."""
+
+    @abc.abstractmethod
+    def block_sizes(self) -> list[int]:
+        """Number of levels in each block (every block non-empty)."""
+
+    @abc.abstractmethod
+    def block_first_utilities(self) -> list[Utility]:
+        """Utility of each block's first (best) level, strictly decreasing."""
+
+    @abc.abstractmethod
+    def block_levels(self, b: int) -> list[Level]:
+        """The exact levels of block ``b``, best first."""
+
+    @abc.abstractmethod
+    def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
+        """Enclosures at flint's current precision of ``e_a`` and ``m_a e_a`` for the
+        levels of block ``b``; a pure function of ``b`` and the precision."""
+
+    def remaining_after(self, b: int) -> Optional[int]:
+        """The exact number of outputs in the blocks after ``b``, when the relative
+        weights never increase from level to level (then the running sum may stop early);
+        ``None`` (the default): always sum every block."""
+        return None
+
+
+class _View(Sequence):
+    """All levels' values of one kind, computed block by block on access."""
+
+    def __init__(self, table: "BlockLevelTable", block: Callable[[int], list]):
+        self._table, self._block = table, block
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __getitem__(self, a):  # type: ignore[override]
+        if isinstance(a, slice):
+            start, stop, step = a.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            out: list = []
+            starts = self._table._starts
+            b = bisect_right(starts, start) - 1
+            while start < stop:  # whole blocks at a time
+                block = self._block(b)
+                end = min(stop, starts[b] + len(block))
+                out.extend(block[start - starts[b]:end - starts[b]])
+                start, b = end, b + 1
+            return out
+        n = len(self._table)
+        if a < 0:
+            a += n
+        if not 0 <= a < n:
+            raise IndexError(a)
+        b = bisect_right(self._table._starts, a) - 1
+        return self._block(b)[a - self._table._starts[b]]
+
+    def __iter__(self) -> Iterator:
+        for b in range(len(self._table._sizes)):
+            yield from self._block(b)
+
+
+class _CumulativeView(_View):
+    """The running sums, with a block-first search for exact sampling."""
+
+    def first_not_below(self, lower: Any) -> int:
+        """First index ``a`` whose upper bound is not ``<= lower`` (last index if none):
+        the same answer as a binary search over all levels (the uppers of a running sum
+        of non-negative balls never decrease), touching one block."""
+        table = self._table
+        run = table._pass()
+        b = run.first_block_not_below(lower)
+        block = self._block(b)
+        i, j = 0, len(block) - 1
+        while i < j:
+            mid = (i + j) // 2
+            if block[mid].upper() <= lower:
+                i = mid + 1
+            else:
+                j = mid
+        return table._starts[b] + i
+
+    def __getitem__(self, a):  # type: ignore[override]
+        # The last running sum is the total: its enclosure needs no pass to the end.
+        if isinstance(a, int) and a in (-1, len(self) - 1):
+            return self._table.total()
+        return super().__getitem__(a)
+
+
+class _Pass:
+    """The running sum over the blocks at one precision, as far as it is needed.
+
+    The sum is formed block by block in level order.  It stops after block ``b`` once
+    the rest is certainly negligible: with ``R_b`` outputs after block ``b`` (the source's
+    exact :meth:`BlockSource.remaining_after`) and weights never increasing, the rest is
+    at most ``R_b * e_last`` (``e_last`` the relative weight of block ``b``'s last
+    level); when that is below ``2**-prec`` of the sum so far, ``total`` is the sum plus a
+    ball of that radius.  So sampling and single probabilities of fast-decaying weights
+    (heavy-tailed counts) touch a few blocks, not millions of levels.  Running sums
+    beyond that point are extended on demand by the same additions; ``total`` never
+    changes, so no value depends on what was asked before.
+    """
+
+    def __init__(self, table: "BlockLevelTable", prec: int):
+        self.table = table
+        self.starts: list[arb] = []
+        self.run = arb(0)
+        n = len(table._sizes)
+        while len(self.starts) < n:
+            b = self._extend()
+            remaining = table.source.remaining_after(b)
+            if remaining is None or b == n - 1:
+                continue
+            tail = arb(remaining) * table._block_weights(b)[0][-1]
+            if tail.upper() <= (self.run * arb(2) ** -prec).lower():
+                self.total = self.run + arb(0, tail.upper())
+                return
+        self.total = self.run
+
+    def _extend(self) -> int:
+        """Add the next block's weights to the running sum; return its index."""
+        b = len(self.starts)
+        self.starts.append(self.run)
+        weights = self.table._block_weights(b)[1]
+        run = self.run
+        with gc_paused():
+            for w in weights:
+                run = run + w
+        self.run = run
+        return b
+
+    def start(self, b: int) -> arb:
+        """The running sum before block ``b``."""
+        while len(self.starts) <= b:
+            self._extend()
+        return self.starts[b]
+
+    def first_block_not_below(self, lower: Any) -> int:
+        """First block whose last running sum's upper bound is not ``<= lower``."""
+        n = len(self.table._sizes)
+        while len(self.starts) < n and self.run.upper() <= lower:
+            self._extend()  # the target lies beyond the blocks summed so far
+        ends = self.starts[1:] + [self.run]
+        lo, hi = 0, len(ends) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ends[mid].upper() <= lower:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+
+class BlockLevelTable:
+    """A :class:`~exactdp.core.levels.LevelTable` look-alike over a :class:`BlockSource`
+    (see the module docstring); ``memory_budget`` bounds the bytes of cached blocks."""
+
+    def __init__(self, source: BlockSource, scale: Scale, memory_budget: int = DEFAULT_MEMORY_BUDGET):
+        self.source = source
+        self.scale = scale
+        self.memory_budget = memory_budget
+        self._cache: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._cached_bytes = 0
+        source.attach_cache(self._keep)
+        self._sizes = list(source.block_sizes())
+        if not self._sizes or min(self._sizes) <= 0:
+            raise AssertionError("a block source has at least one block and no empty block")
+        self._starts = [0]
+        for n in self._sizes[:-1]:
+            self._starts.append(self._starts[-1] + n)
+        self._length = self._starts[-1] + self._sizes[-1]
+        self._first_utilities = list(source.block_first_utilities())
+        self._passes: dict[int, _Pass] = {}
+        self._levels: Optional[tuple[Level, ...]] = None
+        self.extra_bits = 2 * self._length.bit_length() + 8
+        #: Working precision of exact sampling's first attempt: that of 30-digit
+        #: probabilities, so one pass over the blocks serves both (and never depends on
+        #: what was computed before).
+        self.sampling_prec = prec_for_dps(30, self.extra_bits)
+        self.utilities: Sequence[Utility] = _View(self, lambda b: [lv.utility for lv in self._block_levels(b)])
+        self.multiplicities: Sequence[int] = _View(self, lambda b: [lv.multiplicity for lv in self._block_levels(b)])
+
+    def __len__(self) -> int:
+        return self._length
+
+    def block_ranges(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` level indices of each block, in order."""
+        return [(s, s + n) for s, n in zip(self._starts, self._sizes)]
+
+    # -- the cache ---------------------------------------------------------------------
+    def _keep(self, key: tuple, size: int, build: Callable[[], Any]) -> Any:
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit[0]
+        with gc_paused():
+            value = build()
+        self._cache[key] = (value, size)
+        self._cached_bytes += size
+        # Keep the newest two entries whatever their size: a block being read must stay.
+        while self._cached_bytes > self.memory_budget and len(self._cache) > 2:
+            _, (_, dropped) = self._cache.popitem(last=False)
+            self._cached_bytes -= dropped
+        return value
+
+    def _cached(self, name: str, build: Callable[[], Any]) -> Any:
+        """A rule's own whole-table values at flint's current precision (the
+        :class:`~exactdp.core.levels.LevelTable` interface), counted in the budget as two
+        balls per level."""
+        prec = ctx.prec
+        for key in [key for key in self._cache if key[:2] == ("rule", name) and key[2] != prec]:
+            self._cached_bytes -= self._cache.pop(key)[1]
+        size = self._length * 2 * (_BALL_BYTES + prec // 4)
+        self.check_fits(size, f"the selection rule's {name} enclosures", None)
+        return self._keep(("rule", name, prec), size, build)
+
+    def _block_levels(self, b: int) -> list[Level]:
+        size = level_list_bytes(self._sizes[b], self.source.level_bytes)
+        return self._keep(("levels", b), size, lambda: self.source.block_levels(b))
+
+    def _block_weights(self, b: int) -> tuple[list[arb], list[arb]]:
+        prec = ctx.prec
+        size = self._sizes[b] * 2 * (_BALL_BYTES + prec // 4)
+        return self._keep(("weights", b, prec), size, lambda: list(self.source.block_weights(b, self.scale)))  # type: ignore[return-value]
+
+    def _block_cumulative(self, b: int) -> list[arb]:
+        prec = ctx.prec
+
+        def build() -> list[arb]:
+            run = self._pass().start(b)
+            out = []
+            for w in self._block_weights(b)[1]:
+                run = run + w
+                out.append(run)
+            return out
+
+        return self._keep(("cumulative", b, prec), self._sizes[b] * (_BALL_BYTES + prec // 8), build)
+
+    def _pass(self) -> "_Pass":
+        """Running sums at block starts and the total at flint's current precision (the
+        newest two precisions are kept)."""
+        prec = ctx.prec
+        done = self._passes.get(prec)
+        if done is None:
+            done = _Pass(self, prec)
+            if len(self._passes) >= 2:
+                self._passes.pop(next(iter(self._passes)))
+            self._passes[prec] = done
+        return done
+
+    # -- the LevelTable interface ------------------------------------------------------
+    @property
+    def levels(self) -> tuple[Level, ...]:
+        """Every level at once; :class:`~exactdp.errors.MemoryBudgetError` past the budget."""
+        if self._levels is None:
+            self.check_fits(level_list_bytes(self._length, self.source.level_bytes), "levels()", "iter_levels()")
+            self._levels = tuple(self.iter_levels())
+        return self._levels
+
+    def check_fits(self, size: int, what: str, instead: Optional[str]) -> None:
+        """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) an operation needing about
+        ``size`` bytes at once past the memory budget, naming ``instead`` (a streamed
+        method) when there is one."""
+        if size > self.memory_budget:
+            use = f"use {instead} (streamed, within the budget) or " if instead else ""
+            raise MemoryBudgetError(
+                "memory_budget", self.memory_budget,
+                f"{what} would hold {self._length} levels at once, about {_bytes_text(size)}, "
+                f"more than memory_budget = {self.memory_budget} bytes; {use}raise "
+                f"memory_budget (for example memory_budget={_round_up(size)})",
+                limit=self.memory_budget,
+            )
+
+    def iter_levels(self) -> Iterator[Level]:
+        """Every level, best first, one block at a time."""
+        if self._levels is not None:
+            return iter(self._levels)
+        return chain.from_iterable(self._block_levels(b) for b in range(len(self._sizes)))
+
+    def index_of(self, utility: Utility) -> int:
+        """Level index of an exact utility value (KeyError when no output has it)."""
+        # blocks are ordered by decreasing utility: the last block whose first utility >= it
+        neg = [-u for u in self._first_utilities]  # type: ignore[operator]
+        b = bisect_right(neg, -utility) - 1  # type: ignore[operator]
+        if b < 0:
+            raise KeyError(utility)
+        utils = [lv.utility for lv in self._block_levels(b)]
+        i = bisect_left([-u for u in utils], -utility)  # type: ignore[operator]
+        if i == len(utils) or utils[i] != utility:
+            raise KeyError(utility)
+        return self._starts[b] + i
+
+    def relative_weights(self) -> Sequence[arb]:
+        return _View(self, lambda b: self._block_weights(b)[0])
+
+    def level_weights(self) -> Sequence[arb]:
+        return _View(self, lambda b: self._block_weights(b)[1])
+
+    def cumulative(self) -> Sequence[arb]:
+        return _CumulativeView(self, self._block_cumulative)
+
+    def total(self) -> arb:
+        """Enclosure of ``sum_a m_a e_a`` at flint's current precision."""
+        return self._pass().total
+
+
+def _bytes_text(size: int) -> str:
+    return f"{size} bytes" if size < 1 << 20 else f"{size / 2**20:,.0f} MiB"
+
+
+def _round_up(size: int) -> int:
+    """A budget comfortably above ``size``: the next power of two times 2."""
+    return 1 << (size.bit_length() + 1)

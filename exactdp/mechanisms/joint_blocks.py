@@ -1,0 +1,337 @@
+"""Joint's levels in independent blocks: exact multiplicities and certified weights.
+
+Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Lemma 3.5, with Lemma 3.7's
+counts collapsed onto integer levels; docs/definitions.md §2.1.
+
+The number of sequences with utility ``>= -M`` is
+
+    ``N(M) = prod_{r<k} (T_r(M) - r)``,  ``T_r(M) = #{j : c_(j) >= c_(r) - M}``  (0-based)
+
+and the levels are ``M = 0`` and every ``M > 0`` at which some ``T_r`` jumps (a *threshold
+event*: ``c_(r) - M`` meets a distinct count), with ``m(-M) = N(M) - N(M_prev)``.
+``N`` at any ``M`` costs ``k`` bisections and one product (:meth:`JointLevelSource.count_at_least`),
+so the sweep can start anywhere: the events are cut into windows of ``M`` of about
+:data:`BLOCK_EVENTS` events (*blocks*, never splitting a level), and each block is computed
+from ``N`` at its start alone (:class:`~exactdp.core.level_blocks.BlockLevelTable` keeps
+as many blocks as its memory budget allows).
+
+Per block:
+
+- events, counts below ``2**60``: generated row by row with ``numpy.searchsorted`` (row
+  ``r``'s events in the window are one slice of the distinct counts) and sorted by ``M``
+  in ``int64`` (exact; the order of events within one level does not change a product);
+  per level the product of the new row factors ``T - r`` over the old ones, in ``int64``
+  groups and then Python ints.  Larger counts: a pure-Python merge, one block.
+- exact levels: ``N <- N * num / den`` (exact divisions, GMP), ``m = N - N_prev``;
+- certified weights (arb, flint's current precision): the same recurrence on a ball seeded
+  with the exact ``N`` at the block start, ``m = N - N_prev`` (relative cancellation at
+  most ``d + 1``: one factor grows from ``f <= d`` to ``f + 1`` or more), times
+  ``e = exp(-lam*M)``, itself updated by ``exp(-lam*gap)`` (cached for small gaps).  No
+  multiplicity is ever converted to a ball, so the weights need no big-integer work.
+
+>>> from exactdp.core.ranking import Ranking
+>>> src = JointLevelSource(Ranking((10, 5, 1, 1)), 2)
+>>> src.block_sizes(), src.block_levels(0)
+([4], [Level(utility=0, multiplicity=1), Level(utility=-4, multiplicity=2), Level(utility=-5, multiplicity=3), Level(utility=-9, multiplicity=6)])
+>>> src.count_at_least(4)      # sequences with utility >= -4
+3
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Any, Callable, Optional
+
+import gmpy2
+from flint import arb
+
+from . import joint_sweep
+from .joint_sweep import value_index_of_rows
+from ..core.level_blocks import BlockSource
+from ..core.levels import Level
+from ..core.ranking import Ranking
+from ..core.scale import Scale
+
+__all__ = ["JointLevelSource", "BLOCK_EVENTS"]
+
+#: Threshold events per block (tests lower it to put block boundaries everywhere).
+BLOCK_EVENTS = 1 << 17
+
+#: ``exp(-lam*gap)`` is cached for gaps below this (levels of dense counts differ by 1, 2, ...).
+_DIGIT_BITS = 12
+_GAP_CACHE = 1 << _DIGIT_BITS
+_DIGIT_MASK = _GAP_CACHE - 1
+
+
+class JointLevelSource(BlockSource):
+    """Blocks of Joint's levels for :class:`~exactdp.core.level_blocks.BlockLevelTable`."""
+
+    def __init__(self, ranking: Ranking, k: int):
+        self.ranking, self.k = ranking, k
+        sc = ranking.sorted_counts
+        # every multiplicity is below d!/(d-k)! <= d**k
+        self.level_bytes = (k * ranking.d.bit_length()) // 8 + 8
+        values = ranking.values
+        self._numpy = max(abs(values[0]), abs(values[-1]), abs(sc[0])) < joint_sweep._NUMPY_LIMIT // 2
+        self._his: Optional[list[int]] = None  # block b covers levels (his[b-1], his[b]]
+        self._sizes: list[int] = []
+        self._firsts: list[int] = []
+        self._python_blocks: Optional[tuple[list[int], list[int], list[int]]] = None
+
+    # -- exact N(M) --------------------------------------------------------------------
+    def count_at_least(self, M: int) -> int:
+        """``N(M)``: the exact number of sequences with utility ``>= -M`` (``M >= 0``)."""
+        at, sc = self.ranking.at_least, self.ranking.sorted_counts
+        product = 1
+        for r in range(self.k):
+            product *= at(sc[r] - M) - r
+        return product
+
+    # -- the blocks --------------------------------------------------------------------
+    def _plan(self) -> None:
+        if self._his is not None:
+            return
+        if not self._numpy:
+            Ms, nums, dens = _python_factors(self.ranking, self.k)
+            self._python_blocks = (Ms, nums, dens)
+            self._his = [Ms[-1] if Ms else 0]
+            self._sizes, self._firsts = [len(Ms) + 1], [0]
+            return
+        np = _np()
+        a = self._arrays()
+        neg, sc = a["neg"], a["sc"]
+        below = int(a["own"].sum())  # events with M <= 0 (not events)
+
+        def events_upto(x: int) -> int:
+            return int(np.searchsorted(neg, x - sc, side="right").sum()) - below
+
+        top = int(sc[0]) + int(neg[-1])  # the largest M: c_(1) - c_min
+        total = events_upto(top)
+        his: list[int] = []
+        done, lo = 0, 0
+        while done < total:
+            target = done + BLOCK_EVENTS
+            if target >= total:
+                hi = top
+            else:  # the least M with at least `target` events up to it
+                x, y = lo + 1, top
+                while x < y:
+                    mid = (x + y) // 2
+                    if events_upto(mid) >= target:
+                        y = mid
+                    else:
+                        x = mid + 1
+                hi = x
+            his.append(hi)
+            done, lo = events_upto(hi), hi
+        if not his:
+            his = [0]
+        self._his = his
+        sizes, firsts = [], []
+        keep = self.__dict__.get("_keep")
+        for b in range(len(his)):
+            factors = self._compute_factors(b)
+            Ms = factors[0]
+            if keep is not None:
+                keep(("factors", b), self._factor_bytes(len(Ms)), lambda: factors)
+            if b == 0:
+                sizes.append(len(Ms) + 1)
+                firsts.append(0)
+            else:
+                sizes.append(len(Ms))
+                firsts.append(-Ms[0])
+        self._sizes, self._firsts = sizes, firsts
+
+    def _arrays(self) -> dict[str, Any]:
+        arrays = self.__dict__.get("_arr")
+        if arrays is None:
+            np = _np()
+            r = self.ranking
+            vals = np.array(r.values, dtype=np.int64)
+            qrows = np.array(value_index_of_rows(r, self.k), dtype=np.int64)
+            arrays = self._arr = {
+                "vals": vals,
+                "neg": -vals,
+                "cum": np.array(r.cumulative, dtype=np.int64),
+                "sc": np.array(r.sorted_counts[: self.k], dtype=np.int64),
+                "own": qrows + 1,
+                "group": max(1, 62 // max(1, r.d.bit_length())),
+            }
+        return arrays
+
+    def attach_cache(self, keep: Callable[[tuple, int, Callable[[], Any]], Any]) -> None:
+        self._keep = keep
+
+    def _factors(self, b: int) -> tuple[list[int], list[int], list[int]]:
+        """Levels ``M > 0`` of block ``b`` (increasing) with the exact factor ``num/den``
+        by which ``N`` changes at each (kept by the table's cache when one is attached)."""
+        if self._python_blocks is not None:
+            return self._python_blocks
+        keep = self.__dict__.get("_keep")
+        if keep is None or not self._sizes:
+            return self._compute_factors(b)
+        return keep(("factors", b), self._factor_bytes(self._sizes[b]), lambda: self._compute_factors(b))
+
+    def _factor_bytes(self, levels: int) -> int:
+        # M, num, den per level: three ints and list slots; num and den together are at
+        # most as long as one multiplicity
+        return levels * (150 + self.level_bytes)
+
+    def _compute_factors(self, b: int) -> tuple[list[int], list[int], list[int]]:
+        np = _np()
+        a = self._arrays()
+        assert self._his is not None
+        lo = self._his[b - 1] if b else 0
+        hi = self._his[b]
+        neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]
+        first = np.searchsorted(neg, lo - sc, side="right")  # row r's events: q in [first, last)
+        last = np.searchsorted(neg, hi - sc, side="right")
+        sizes = last - first
+        n = int(sizes.sum())
+        if n == 0:
+            return [], [], []
+        rows = np.repeat(np.arange(self.k, dtype=np.int64), sizes)
+        offsets = np.cumsum(sizes) - sizes
+        q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
+        M = sc[rows] - vals[q]
+        order = np.argsort(M)  # within one level the order of factors does not matter
+        M, q, rows = M[order], q[order], rows[order]
+        new = cum[q] - rows
+        old = cum[q - 1] - rows  # q > own index >= 0: the row's previous threshold
+        starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
+        if len(starts) == n:  # one event per level (distinct differences)
+            return M.tolist(), new.tolist(), old.tolist()
+        # Multiply up to `group` consecutive factors of one level in int64 (each is <= d,
+        # so the product stays below 2**62), then the groups as Python ints.
+        group = a["group"]
+        lengths = np.diff(np.append(starts, n))
+        within = np.arange(n) - np.repeat(starts, lengths)
+        group_starts = np.flatnonzero(within % group == 0)
+        seg = np.searchsorted(group_starts, starts)
+        nums = np.multiply.reduceat(np.multiply.reduceat(new, group_starts).astype(object), seg)
+        dens = np.multiply.reduceat(np.multiply.reduceat(old, group_starts).astype(object), seg)
+        return M[starts].tolist(), nums.tolist(), dens.tolist()
+
+    def block_sizes(self) -> list[int]:
+        self._plan()
+        return list(self._sizes)
+
+    def block_first_utilities(self) -> list[int]:
+        self._plan()
+        return list(self._firsts)
+
+    def remaining_after(self, b: int) -> int:
+        """Sequences of the later blocks: ``d!/(d-k)! - N(end of block b)`` (the weights
+        ``exp(-lam*M)`` decrease with ``M``)."""
+        assert self._his is not None
+        return math.perm(self.ranking.d, self.k) - self.count_at_least(self._his[b])
+
+    def _start(self, b: int) -> int:
+        assert self._his is not None
+        return self._his[b - 1] if b else 0
+
+    def block_levels(self, b: int) -> list[Level]:
+        self._plan()
+        Ms, nums, dens = self._factors(b)
+        product = gmpy2.mpz(self.count_at_least(self._start(b)))
+        out = [Level(0, int(product))] if b == 0 else []
+        previous = product
+        divexact = gmpy2.divexact  # GMP's exact division: several times Python's //
+        for M, num, den in zip(Ms, nums, dens):
+            product = divexact(product * num, den)
+            out.append(Level(-M, int(product - previous)))
+            previous = product
+        return out
+
+    def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
+        self._plan()
+        Ms, nums, dens = self._factors(b)
+        lam = scale.lam_ball()
+        start = self._start(b)
+        product = arb(self.count_at_least(start))  # exact
+        es: list[arb] = []
+        ws: list[arb] = []
+        digits = _ExpDigits(lam)
+        if b == 0:
+            e = arb(1)
+            es.append(e)
+            ws.append(product)
+        else:
+            e = digits(Ms[0])
+            start = Ms[0]
+        gaps: dict[int, arb] = {}
+        previous, M_prev = product, start
+        for M, num, den in zip(Ms, nums, dens):
+            product = product * num / den
+            gap = M - M_prev
+            if gap >= _GAP_CACHE:
+                e = digits(M)  # afresh: far apart levels (heavy tails)
+            elif gap:
+                g = gaps.get(gap)
+                if g is None:
+                    g = gaps[gap] = (-lam * gap).exp()
+                e = e * g
+            es.append(e)
+            ws.append((product - previous) * e)
+            previous, M_prev = product, M
+        return es, ws
+
+
+class _ExpDigits:
+    """``exp(-lam*M)`` for ``M >= 0`` as a product over the base-``2**12`` digits of ``M``
+    of ``exp(-lam * digit * 2**(12 j))``, each factor computed once (a few ball products per
+    level instead of one exponential of a huge argument)."""
+
+    __slots__ = ("lam", "tables")
+
+    def __init__(self, lam: arb):
+        self.lam = lam
+        self.tables: list[dict[int, arb]] = []
+
+    def __call__(self, M: int) -> arb:
+        out = None
+        j = 0
+        tables = self.tables
+        while M:
+            digit = M & _DIGIT_MASK
+            M >>= _DIGIT_BITS
+            if digit:
+                while len(tables) <= j:
+                    tables.append({})
+                f = tables[j].get(digit)
+                if f is None:
+                    f = tables[j][digit] = (-self.lam * (digit << (_DIGIT_BITS * j))).exp()
+                out = f if out is None else out * f
+            j += 1
+        return arb(1) if out is None else out
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _python_factors(ranking: Ranking, k: int) -> tuple[list[int], list[int], list[int]]:
+    """All levels ``M > 0`` with their factors, by a k-way merge of the rows' events in
+    Python ints (counts too large for ``int64``)."""
+    values, cumulative, sc = ranking.values, ranking.cumulative, ranking.sorted_counts
+    qrows = value_index_of_rows(ranking, k)
+
+    def row_events(r: int):
+        for q in range(qrows[r] + 1, len(values)):
+            yield sc[r] - values[q], r, q
+
+    Ms: list[int] = []
+    nums: list[int] = []
+    dens: list[int] = []
+    for M, r, q in heapq.merge(*(row_events(r) for r in range(k))):
+        if not Ms or Ms[-1] != M:
+            Ms.append(M)
+            nums.append(1)
+            dens.append(1)
+        nums[-1] *= cumulative[q] - r
+        dens[-1] *= cumulative[q - 1] - r
+    return Ms, nums, dens
