@@ -39,6 +39,7 @@ A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Callable, Optional, Sequence
 
@@ -183,7 +184,9 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
     scale = arb(2) ** WORD_BITS / cumulative[-1]
     lo, hi = [], []
     size = len(cumulative) - 1
-    for c in cumulative[:-1]:
+    # islice, not a slice: a streamed table (BlockLevelTable) then computes only the
+    # blocks read before the break below
+    for c in itertools.islice(cumulative, size):
         q = c * scale
         f = q.lower().floor().unique_fmpz()
         g = q.upper().ceil().unique_fmpz()
@@ -192,10 +195,10 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
         if lo[-1] == _WORD_MAX:
             # 2**64 F_a >= 2**64 - 1, so every later boundary is too: the rest are capped
             # (a long tail of levels holding less than 2**-64 of the mass costs nothing)
-            lo.extend([_WORD_MAX] * (size - len(lo)))
-            hi.extend([_WORD_MAX] * (size - len(hi)))
             break
-    lo_a, hi_a = _as_words(lo), _as_words(hi)
+    lo_a = np.full(size, _WORD_MAX, dtype=np.uint64)
+    hi_a = np.full(size, _WORD_MAX, dtype=np.uint64)
+    lo_a[: len(lo)], hi_a[: len(hi)] = _as_words(lo), _as_words(hi)
     if len(lo):
         lo_a = np.minimum.accumulate(lo_a[::-1])[::-1].copy()
         hi_a = np.maximum.accumulate(hi_a)
