@@ -10,8 +10,8 @@ own, in any order, from nothing but the block's index:
 - ``block_weights(b, scale)``: certified enclosures of the block's relative weights
   ``e_a = w(u_a)/w(u_0)`` and level weights ``m_a e_a`` at flint's current precision.
 
-The table keeps computed blocks in a least-recently-used cache whose estimated size stays
-within ``memory_budget`` bytes; a block that was dropped is computed again, *identically*
+The table keeps computed blocks while their estimated size fits in ``memory_budget`` bytes
+(the first computed stay), plus the last few read; any other block is computed again, *identically*
 (every block is a pure function of its index and the precision), so a small budget changes
 speed, never a value, a certified digit or a sample.  When everything fits, every block
 stays and the table behaves as an in-memory one.
@@ -65,6 +65,9 @@ __all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_lis
 #: levels and enclosures it may keep at once.  Raise it with the mechanism's
 #: ``memory_budget=`` argument to keep more in memory (faster repeated queries).
 DEFAULT_MEMORY_BUDGET = 1 << 30
+
+#: Values kept beyond the budget: the last few read (a block, its factors, its sums).
+_RECENT = 4
 
 #: Estimated bytes of one cached ball (the object and a few limbs beyond ``prec`` bits).
 _BALL_BYTES = 96
@@ -246,8 +249,9 @@ class BlockLevelTable:
         self.source = source
         self.scale = scale
         self.memory_budget = memory_budget
-        self._cache: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._cache: dict[tuple, tuple[Any, int]] = {}
         self._cached_bytes = 0
+        self._recent: OrderedDict[tuple, Any] = OrderedDict()
         source.attach_cache(self._keep)
         self._sizes = list(source.block_sizes())
         if not self._sizes or min(self._sizes) <= 0:
@@ -276,18 +280,27 @@ class BlockLevelTable:
 
     # -- the cache ---------------------------------------------------------------------
     def _keep(self, key: tuple, size: int, build: Callable[[], Any]) -> Any:
+        """The cached value of ``key``, or ``build()`` kept while the budget allows.
+
+        What fits stays (first come, first kept): a pass over more blocks than fit, which
+        an LRU cache would miss entirely the next time, still finds the first ones.  What
+        does not fit goes to a small LRU of the last :data:`_RECENT` values, so the block
+        being read (and the factors two kinds of block share) are not recomputed."""
         hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
             return hit[0]
+        if key in self._recent:
+            self._recent.move_to_end(key)
+            return self._recent[key]
         with gc_paused():
             value = build()
-        self._cache[key] = (value, size)
-        self._cached_bytes += size
-        # Keep the newest two entries whatever their size: a block being read must stay.
-        while self._cached_bytes > self.memory_budget and len(self._cache) > 2:
-            _, (_, dropped) = self._cache.popitem(last=False)
-            self._cached_bytes -= dropped
+        if self._cached_bytes + size <= self.memory_budget:
+            self._cache[key] = (value, size)
+            self._cached_bytes += size
+        else:
+            self._recent[key] = value
+            while len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
         return value
 
     def _cached(self, name: str, build: Callable[[], Any]) -> Any:
@@ -297,6 +310,8 @@ class BlockLevelTable:
         prec = ctx.prec
         for key in [key for key in self._cache if key[:2] == ("rule", name) and key[2] != prec]:
             self._cached_bytes -= self._cache.pop(key)[1]
+        for key in [key for key in self._recent if key[:2] == ("rule", name) and key[2] != prec]:
+            del self._recent[key]
         size = self._length * 2 * (_BALL_BYTES + prec // 4)
         self.check_fits(size, f"the selection rule's {name} enclosures", None)
         return self._keep(("rule", name, prec), size, build)
