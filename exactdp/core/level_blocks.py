@@ -203,8 +203,11 @@ class _Pass:
                 continue
             tail = arb(remaining) * table._block_weights(b)[0][-1]
             if tail.upper() <= (self.run * arb(2) ** -prec).lower():
-                self.total = self.run + arb(0, tail.upper())
+                self.stop, self.tail = b + 1, arb(0, tail.upper())
+                self.total = self.run + self.tail
                 return
+        #: blocks summed before the rest was bounded, and the ball bounding that rest
+        self.stop, self.tail = n, arb(0)
         self.total = self.run
 
     def _extend(self) -> int:
@@ -404,6 +407,19 @@ class BlockLevelTable:
     def total(self) -> arb:
         """Enclosure of ``sum_a m_a e_a`` at flint's current precision."""
         return self._pass().total
+
+    def sum_except(self, a: int) -> arb:
+        """Enclosure of ``sum_{b != a} m_b e_b``: the blocks the running sum first summed,
+        without level ``a``, plus its bound on the rest (which still holds without ``a``)."""
+        run = self._pass()
+        others = run.tail
+        with gc_paused():
+            for b in range(run.stop):
+                start = self._starts[b]
+                for i, w in enumerate(self._block_weights(b)[1]):
+                    if start + i != a:
+                        others += w
+        return others
 
 
 def _bytes_text(size: int) -> str:

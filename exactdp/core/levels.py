@@ -131,6 +131,15 @@ class LevelTable:
 
         return self._cached("cumulative", build)
 
+    def sum_except(self, a: int) -> arb:
+        """Enclosure of ``sum_{b != a} m_b e_b`` (a sum of non-negative balls: no
+        cancellation, unlike ``total() - m_a e_a`` when level ``a`` holds nearly all)."""
+        others = arb(0)
+        for b, w in enumerate(self.level_weights()):
+            if b != a:
+                others += w
+        return others
+
     def total(self) -> arb:
         """Enclosure of ``sum_a m_a e_a`` (the normaliser relative to the best level)."""
         return self.cumulative()[-1]

@@ -60,12 +60,8 @@ class ExponentialMechanism(SelectionRule):
 
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         def compute():
-            weights = table.level_weights()
             e_a = table.relative_weights()[a]
-            others = arb(0)
-            for b, w in enumerate(weights):
-                if b != a:
-                    others += w
+            others = table.sum_except(a)
             r = (table.multiplicities[a] - 1) + others / e_a
             return -(r.log1p()) if not (r.is_exact() and r.is_zero()) else arb(0)
 

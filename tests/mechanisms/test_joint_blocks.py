@@ -217,3 +217,17 @@ def test_memory_budget_from_text_and_the_command_line(capsys):
     assert "memory_budget=100" in capsys.readouterr().err
     assert main(["levels", "joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100000"]) == 0
     assert "memory_budget=100000" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("block_events", [1, 3, 1 << 17])
+def test_log_probability_with_a_truncated_running_sum(monkeypatch, block_events):
+    """``log_probability`` sums the other levels over the blocks summed first plus the
+    bound on the rest: certified digits agree with the generic table's for every level."""
+    monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", block_events)
+    m = exactdp.Joint([400, 200, 100, 50, 0], 2, epsilon=2)
+    generic = LevelTable(m.levels(), m.scale)
+    rule = ExponentialMechanism()
+    for a in range(len(generic)):
+        got = rule.output_log_probability(m.table, a, 30)
+        want = rule.output_log_probability(generic, a, 30)
+        assert abs(got - want) <= 2 * mpmath.mpf(10) ** -30 * abs(want), a
