@@ -56,7 +56,7 @@ def child_exact(shape: str, d: int, k: int, ns: list[int], form: str) -> None:
     import exactdp
 
     counts = COUNTS[shape](d)
-    m = exactdp.Joint(counts, k, epsilon=1)
+    m = exactdp.Joint(counts, k, epsilon=1, memory_budget=16 << 30)  # levels() below holds every level
     t0 = time.perf_counter()
     m.levels()
     m.samples(1, rng=1, as_array=True)
