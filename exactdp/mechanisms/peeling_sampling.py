@@ -1,0 +1,477 @@
+r"""Peeling's exact samplers: k rounds per draw over one weight tree, no per-round table.
+
+Papers: Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential Mechanism for
+Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1: CDP-Peel
+(Algorithm 3) and PNF-Peel (Algorithm 2); permute-and-flip is McKenna & Sheldon,
+*Permute-and-Flip* (NeurIPS 2020, arXiv:2010.12603); the exact ``Bernoulli(exp(-x))``
+coin is Algorithms 1 and 2 of Canonne, Kamath, Steinke, *The Discrete Gaussian for
+Differential Privacy* (NeurIPS 2020, arXiv:2004.00010).
+
+**The weight tree.**  :class:`WeightTree` is a binary sum tree over the distinct counts
+``v_0 > v_1 > ...``: leaf ``a`` holds ``n_a e_a`` (remaining items with count ``v_a`` times
+``e_a = w(v_a)/w(v_0)``, an arb ball), every inner node the sum of its children.  One tree
+is built per working precision and cached on the mechanism (a bounded number of
+precisions).  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
+additions each) and restores the original multiplicities when it ends (:class:`DrawState`):
+nothing is copied per draw and nothing grows with the number of draws or rounds.  Peak
+memory is ``O(d)``: the ranking, the level table of all counts, and at most
+:data:`~exactdp.mechanisms.peeling._TREE_CACHE` trees of ``O(#counts)`` balls.
+
+**Gumbel (CDP-Peel).**  Round ``r`` picks count ``v_a`` with probability ``n_a e_a /
+sum_b n_b e_b``: a lazily refined uniform ``U`` (``rng.getrandbits``: 64 bits, then 32 at a
+time) walks down the tree; at every node the target ``U * total`` is compared with the
+left subtree's sum, and a branch is taken only when the comparison is certain for the
+whole dyadic interval of ``U`` (arb balls); otherwise more bits are drawn (and the
+precision raised when the balls, not ``U``, are the obstacle).  The leaf reached is the
+exact inverse-CDF index of the infinite-precision ``U``: the same index, from the same
+bits, as :func:`~exactdp.core.sampling.choose_index` over the tree's cumulative sums, in
+``O(log #counts)`` ball operations instead of ``O(log^2)``.  The item is then a uniform
+remaining item with that count (``rng.randrange``).
+
+**Exponential (PNF-Peel).**  Round ``r`` is permute-and-flip over the remaining items
+``j`` with ``p_j = exp(-lam (c_max - c_j))``: visit the items in a uniformly random order
+and accept item ``j`` with probability ``p_j``.  The coins are independent of the order, so
+the output is a uniform member of the set ``A`` of items whose coin is heads (``A`` holds
+the top item: ``p = 1``).  A round splits the remaining counts into a *head* (the top count
+and the next counts while the tail behind them is heavy, see :func:`_plan_head`) and a
+*tail* (the rest), and draws ``A`` in two independent parts:
+
+- *Tail, by Poisson thinning.*  ``j in A`` iff a Poisson(``mu_j``) count is positive,
+  ``mu_j = -ln(1 - p_j)``.  With ``q`` the largest ``p`` in the tail (``q < 1``) and
+  ``g = -ln(1 - q)/q``, ``mu_j <= g p_j`` (``-ln(1 - p)/p`` increases with ``p``), so the
+  tail's points are a Poisson process of total mean ``g sum_tail p_j`` (the tree's suffix
+  sum over ``e_top``), each point on item ``j`` with probability proportional to ``p_j``
+  (a tree descent over the tail, then a uniform item of that count), kept with
+  probability ``mu_j / (g p_j) <= 1``.  The kept points form independent Poisson(``mu_j``)
+  counts, so the items with a kept point are exactly ``A`` restricted to the tail.
+  Expected cost: ``g sum_tail p_j`` descents (the head is chosen so that this is at most
+  about :data:`_TAIL_POINTS`).
+- *Head, by permute-and-flip itself* over the head items and the tail members of ``A``
+  (accepted with probability 1): a uniformly random not-yet-visited one is drawn
+  (``rng.randrange``), accepted with probability ``p_j`` (an exact coin:
+  :func:`bernoulli_exp` with ``x = lam (c_max - c_j)`` rational, or :func:`bernoulli_power`
+  ``base**(c_max - c_j)`` with a rational base), otherwise marked visited.  Rejected
+  items of one count are exchangeable, so only the number visited per count is kept, and an
+  accepted head item is a uniform remaining item of its count.  Expected number of trials
+  at most about ``#head items / sum_head p_j`` (the head is grown only while this stays
+  below :data:`_HEAD_TRIALS`); on flat counts (all equal) it is 1: every ``p_j = 1``.
+
+The Poisson count is drawn by the inverse CDF with a lazily refined uniform against arb
+enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare a lazy
+uniform with an enclosure of ``mu_j / (g p_j)``.  Every decision is certain for the whole
+dyadic interval of its uniform (more bits, and more precision, when it is not), so the
+round has exactly the law of permute-and-flip over the remaining items.  Floats only plan
+the head (which counts go where): any split gives the same law.
+
+``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would (same
+draws), and shares one lock section and the mechanism's trees between them.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+from flint import arb
+
+from ..core.precision import MAX_PREC, PRECISION_LOCK, flint_workprec
+from ..errors import PrecisionError
+
+if TYPE_CHECKING:  # annotations only
+    from .peeling import Peeling
+
+__all__ = ["WeightTree", "DrawState", "bernoulli_exp", "bernoulli_power", "draw_round"]
+
+_CHUNK = 32  # random bits per refinement of a lazy uniform (the first draw takes two chunks)
+#: The head grows while the expected number of permute-and-flip trials stays below this...
+_HEAD_TRIALS = 16.0
+#: ...and while the tail behind it would still carry more than this many Poisson points.
+_TAIL_POINTS = 2.0
+#: At most this many distinct counts in a round's head (planning cost per round).
+_HEAD_LEVELS = 4096
+
+
+class WeightTree:
+    """Binary sum tree over the distinct counts: leaf ``i`` holds ``n_i e_i`` (remaining
+    multiplicity times relative weight), every inner node the sum of its two children.
+
+    The numbers may be arb balls (certified) or Fractions (exact; the tests' twin).
+    ``nodes`` is a flat list (root at 1, leaves at ``size + i``).  Every sum read from it
+    adds non-negative numbers only, so nothing cancels.
+    """
+
+    __slots__ = ("size", "n", "weights", "nodes", "zero")
+
+    def __init__(self, weights: Sequence[Any], mult: Sequence[int], zero: Any):
+        n = len(weights)
+        size = 1 << max(0, (n - 1).bit_length())
+        nodes = [zero] * (2 * size)
+        for i, (e, m) in enumerate(zip(weights, mult)):
+            nodes[size + i] = e * m
+        for j in range(size - 1, 0, -1):
+            nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
+        self.size, self.n, self.weights, self.nodes, self.zero = size, n, weights, nodes, zero
+
+    def set_count(self, a: int, m: int) -> None:
+        """Leaf ``a`` := ``m e_a``, and its ancestors re-summed (the same operations as the
+        constructor, so restoring ``m`` restores the very same balls)."""
+        nodes = self.nodes
+        j = self.size + a
+        nodes[j] = self.weights[a] * m if m else self.zero
+        j >>= 1
+        while j:
+            nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
+            j >>= 1
+
+    def total(self) -> Any:
+        return self.nodes[1]
+
+    def others(self, a: int) -> Any:
+        """Sum of every leaf but ``a``: the siblings along ``a``'s path to the root."""
+        nodes = self.nodes
+        j = self.size + a
+        acc = self.zero
+        while j > 1:
+            acc = acc + nodes[j ^ 1]
+            j >>= 1
+        return acc
+
+    def parts(self, first: int) -> list[int]:
+        """The ``O(log size)`` disjoint nodes covering the leaves ``first..`` (left to right)."""
+        lo, hi = self.size + first, 2 * self.size
+        left: list[int] = []
+        right: list[int] = []
+        while lo < hi:
+            if lo & 1:
+                left.append(lo)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                right.append(hi)
+            lo >>= 1
+            hi >>= 1
+        return left + right[::-1]
+
+    def suffix(self, first: int) -> Any:
+        """Sum of the leaves ``first..`` (non-negative node sums only)."""
+        acc = self.zero
+        for j in self.parts(first):
+            acc = acc + self.nodes[j]
+        return acc
+
+    def locate(self, first: int, u: int, nbits: int) -> Optional[int]:
+        """The leaf ``a >= first`` with ``C_{a-1} <= U * S < C_a`` (cumulative sums from
+        ``first``, ``S`` their total) for every ``U`` in ``[u/2**nbits, (u+1)/2**nbits)``,
+        or ``None`` when that interval is not certainly inside one leaf's range."""
+        nodes = self.nodes
+        parts = self.parts(first)
+        total = self.zero
+        for j in parts:
+            total = total + nodes[j]
+        scale = arb(2) ** (-nbits)
+        lo = arb(u) * scale * total
+        hi = arb(u + 1) * scale * total
+        offset = self.zero
+        node = parts[-1]
+        for j in parts[:-1]:  # which part holds the target (the last one needs no check)
+            bound = offset + nodes[j]
+            if hi < bound:
+                node = j
+                break
+            if not lo >= bound:
+                return None
+            offset = bound
+        while node < self.size:
+            bound = offset + nodes[2 * node]
+            if hi < bound:
+                node = 2 * node
+            elif lo >= bound:
+                offset = bound
+                node = 2 * node + 1
+            else:
+                return None
+        return node - self.size
+
+
+class DrawState:
+    """One draw's removals, applied to the mechanism's tree at every precision the draw
+    uses and undone by :meth:`undo` (callers hold :data:`PRECISION_LOCK` throughout)."""
+
+    def __init__(self, mech: "Peeling"):
+        self.mech = mech
+        self.mult = mech._mult
+        self.remaining: dict[int, int] = {}
+        self.trees: dict[int, WeightTree] = {}
+        self.top = 0  # first count with a remaining item (only moves down within a draw)
+        self.prec0 = 64 + 2 * len(self.mult).bit_length() + 16
+
+    def left(self, a: int) -> int:
+        """Remaining items with the ``a``-th distinct count."""
+        return self.remaining.get(a, self.mult[a])
+
+    def tree(self, prec: int) -> WeightTree:
+        """The tree at ``prec`` bits with this draw's removals (inside ``flint_workprec(prec)``)."""
+        t = self.trees.get(prec)
+        if t is None:
+            t = self.mech._tree()
+            for a, n in self.remaining.items():
+                t.set_count(a, n)
+            self.trees[prec] = t
+        return t
+
+    def remove(self, a: int) -> None:
+        n = self.left(a) - 1
+        self.remaining[a] = n
+        for prec, t in self.trees.items():
+            with flint_workprec(prec):
+                t.set_count(a, n)
+        while self.top < len(self.mult) - 1 and not self.left(self.top):
+            self.top += 1
+
+    def undo(self) -> None:
+        """Restore every touched tree (the same ball operations as when it was built)."""
+        for prec, t in self.trees.items():
+            with flint_workprec(prec):
+                for a in self.remaining:
+                    t.set_count(a, self.mult[a])
+        self.remaining.clear()
+        self.trees.clear()
+        self.top = 0
+
+
+# -- lazily refined uniforms -------------------------------------------------------------
+def _refine(u: int, nbits: int, gen: random.Random) -> tuple[int, int]:
+    return (u << _CHUNK) | gen.getrandbits(_CHUNK), nbits + _CHUNK
+
+
+def descend(state: DrawState, first: int, gen: random.Random) -> int:
+    """Index ``a >= first`` of a distinct count with probability ``n_a e_a / sum_{b >= first}
+    n_b e_b`` (current multiplicities), decided exactly by a tree walk (module docstring)."""
+    n_levels = len(state.mult)
+    if first == 0 and n_levels == 1:
+        return 0  # as choose_index: one count, no randomness
+    prec = state.prec0
+    u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            a = state.tree(prec).locate(first, u, nbits)
+        if a is not None:
+            return a
+        u, nbits = _refine(u, nbits, gen)
+        # the balls hold about prec - log2(#counts) correct bits: keep them ahead of U's bits
+        prec = max(prec, nbits + 2 * n_levels.bit_length() + 32)
+    raise PrecisionError(None, None, f"sampler could not separate a boundary within {MAX_PREC} bits")
+
+
+def lazy_coin(prob: Callable[[int], arb], gen: random.Random, prec: int) -> bool:
+    """True with probability exactly ``prob``: a lazy uniform ``U`` against the enclosure
+    ``prob(prec)`` (computed inside ``flint_workprec(prec)``), refined until certain."""
+    u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            p = prob(prec)
+            scale = arb(2) ** (-nbits)
+            if arb(u + 1) * scale <= p:
+                return True
+            if arb(u) * scale >= p:
+                return False
+            if not p.rad() * 4 < scale:
+                prec *= 2
+        u, nbits = _refine(u, nbits, gen)
+        prec = max(prec, nbits + 32)
+    raise PrecisionError(None, None, f"sampler could not decide a coin within {MAX_PREC} bits")
+
+
+def poisson(mean: Callable[[int], arb], gen: random.Random, prec: int) -> int:
+    """A Poisson count of mean ``mean(prec)`` (an enclosure, computed inside
+    ``flint_workprec(prec)``), by the inverse CDF with a lazily refined uniform."""
+    u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            lam = mean(prec)
+            scale = arb(2) ** (-nbits)
+            lo, hi = arb(u) * scale, arb(u + 1) * scale
+            term = (-lam).exp()
+            cdf = term
+            i = 0
+            while True:
+                if hi <= cdf:
+                    return i
+                if not lo >= cdf:
+                    break
+                i += 1
+                term = term * lam / i
+                cdf = cdf + term
+            if not cdf.rad() * 4 < scale:
+                prec *= 2
+        u, nbits = _refine(u, nbits, gen)
+        prec = max(prec, nbits + 32)
+    raise PrecisionError(None, None, f"sampler could not decide a Poisson count within {MAX_PREC} bits")
+
+
+# -- exact coins from integer randomness -------------------------------------------------
+def _bernoulli_exp_unit(num: int, den: int, gen: random.Random) -> bool:
+    """``Bernoulli(exp(-num/den))`` for ``0 <= num/den <= 1`` (Canonne, Kamath, Steinke
+    2020, Algorithm 1): ``K`` grows while ``Bernoulli(x/K)`` coins come up heads; heads
+    iff the final ``K`` is odd."""
+    k = 1
+    while gen.randrange(den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def bernoulli_exp(x: Fraction, gen: random.Random) -> bool:
+    """True with probability exactly ``exp(-x)``, ``x >= 0`` rational (Canonne, Kamath,
+    Steinke 2020, Algorithm 2: ``floor(x)`` coins of ``exp(-1)``, stopping at the first
+    tails, then one of ``exp(-(x - floor(x)))``).  Expected cost ``O(1)`` whatever ``x``."""
+    whole, rest = divmod(x.numerator, x.denominator)
+    for _ in range(whole):
+        if not _bernoulli_exp_unit(1, 1, gen):
+            return False
+    return _bernoulli_exp_unit(rest, x.denominator, gen)
+
+
+def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
+    """True with probability exactly ``base**m`` (``0 < base < 1`` rational, ``m >= 0``):
+    independent exact rational coins ``base**t`` over chunks of ``t`` factors (about 64
+    bits of denominator each), stopping at the first tails."""
+    num, den = base.numerator, base.denominator
+    step = max(1, 64 // den.bit_length())
+    while m > 0:
+        t = min(step, m)
+        if gen.randrange(den**t) >= num**t:
+            return False
+        m -= t
+    return True
+
+
+# -- one round ---------------------------------------------------------------------------
+def draw_round(state: DrawState, gen: random.Random) -> tuple[int, int]:
+    """``(a, i)``: the next round picks the ``i``-th remaining item (ids ascending) of the
+    ``a``-th distinct count, with the law of the mechanism's per-round rule."""
+    if state.mech.noise == "gumbel":
+        a = descend(state, 0, gen)
+    else:
+        a, i = _pnf_round(state, gen)
+        if i is not None:
+            return a, i
+    return a, gen.randrange(state.left(a))
+
+
+def _plan_head(state: DrawState) -> tuple[list[int], int]:
+    """``(head counts, first tail count)``: the head grows from the top count while the
+    tail behind it carries more than :data:`_TAIL_POINTS` expected Poisson points and the
+    expected permute-and-flip trials stay below :data:`_HEAD_TRIALS` (floats from the
+    tree's balls: planning only, any split has the same law)."""
+    n_levels = len(state.mult)
+    top = state.top
+    head = [top]
+    n_head, mass = state.left(top), float(state.left(top))
+    b = top + 1
+    with flint_workprec(state.prec0):
+        tree = state.tree(state.prec0)
+        w = tree.weights
+        w_top = w[top]
+        while b < n_levels and len(head) < _HEAD_LEVELS:
+            n = state.left(b)
+            if n:
+                q = w[b] / w_top
+                tail = tree.suffix(b) / w_top
+                g = -(-q).log1p() / q
+                if float((g * tail).mid()) <= _TAIL_POINTS:
+                    break
+                p = float(q.mid())
+                if n_head + n > _HEAD_TRIALS * (mass + n * p):
+                    break
+                head.append(b)
+                n_head += n
+                mass += n * p
+            b += 1
+    return head, b
+
+
+def _pnf_round(state: DrawState, gen: random.Random) -> tuple[int, Optional[int]]:
+    """Permute-and-flip over the remaining items (module docstring): ``(a, i)`` for a tail
+    member of ``A``, ``(a, None)`` for a head count (the item is then uniform in it)."""
+    head, first_tail = _plan_head(state)
+    tail = _tail_members(state, first_tail, gen) if first_tail < len(state.mult) else []
+    unvisited = [state.left(b) for b in head]
+    mech = state.mech
+    values = mech.ranking.values
+    v_top = values[state.top]
+    while True:
+        r = gen.randrange(len(tail) + sum(unvisited))
+        if r < len(tail):
+            return tail[r]
+        r -= len(tail)
+        h = 0
+        while r >= unvisited[h]:
+            r -= unvisited[h]
+            h += 1
+        b = head[h]
+        gap = v_top - values[b]
+        if not gap:
+            return b, None  # p = 1
+        if mech.scale.lam is not None:
+            heads = bernoulli_exp(mech.scale.lam * gap, gen)
+        else:
+            heads = bernoulli_power(mech.scale.base, gap, gen)
+        if heads:
+            return b, None
+        unvisited[h] -= 1
+
+
+def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tuple[int, int]]:
+    """The tail's members of ``A`` (counts ``first..``) as ``(a, i)`` pairs, distinct, by
+    Poisson thinning (module docstring)."""
+    top = state.top
+
+    def ratios(prec: int, a: int) -> tuple[arb, arb]:
+        w = state.tree(prec).weights
+        return w[a] / w[top], w[first] / w[top]  # p_a, q
+
+    def g_of(q: arb) -> arb:
+        return -(-q).log1p() / q  # -ln(1 - q)/q
+
+    def mean(prec: int) -> arb:
+        tree = state.tree(prec)
+        _, q = ratios(prec, first)
+        return g_of(q) * tree.suffix(first) / tree.weights[top]
+
+    points = poisson(mean, gen, state.prec0)
+    out: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for _ in range(points):
+        a = descend(state, first, gen)
+        i = gen.randrange(state.left(a))
+
+        def keep(prec: int, a: int = a) -> arb:
+            p, q = ratios(prec, a)
+            return g_of(p) / g_of(q)  # mu_a / (g p_a)
+
+        if lazy_coin(keep, gen, state.prec0) and (a, i) not in seen:
+            seen.add((a, i))
+            out.append((a, i))
+    return out
+
+
+def sample_many(mech: "Peeling", n: int, gen: random.Random,
+                take: Callable[[int, int, list[int]], int]) -> list[tuple[int, ...]]:
+    """``n`` draws of ``k`` rounds each; ``take(a, i, taken)`` maps a round's ``(a, i)`` to an
+    item id.  One lock section for all draws; every draw's removals are undone at its end."""
+    out = []
+    with PRECISION_LOCK:
+        state = DrawState(mech)
+        for _ in range(n):
+            taken: dict[int, list[int]] = {}
+            seq = []
+            try:
+                for _ in range(mech.k):
+                    a, i = draw_round(state, gen)
+                    seq.append(take(a, i, taken.setdefault(a, [])))
+                    state.remove(a)
+            finally:
+                state.undo()
+            out.append(tuple(seq))
+    return out
