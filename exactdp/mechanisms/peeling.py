@@ -149,6 +149,8 @@ class Peeling(Mechanism):
         self._tables: dict[tuple, LevelTable] = {}
         self._table_levels = 0
         self._trees: dict[int, WeightTree] = {}
+        #: planning floats of the exponential sampler (built on its first draw)
+        self._plan: Optional[tuple[list[float], list[float]]] = None
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
 
     def _parameters(self) -> dict[str, object]:

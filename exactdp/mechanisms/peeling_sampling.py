@@ -53,8 +53,9 @@ and the next counts while the tail behind them is heavy, see :func:`_plan_head`)
   ``base**(c_max - c_j)`` with a rational base), otherwise marked visited.  Rejected
   items of one count are exchangeable, so only the number visited per count is kept, and an
   accepted head item is a uniform remaining item of its count.  Expected number of trials
-  at most about ``#head items / sum_head p_j`` (the head is grown only while this stays
-  below :data:`_HEAD_TRIALS`); on flat counts (all equal) it is 1: every ``p_j = 1``.
+  at most about ``#head items / sum_head p_j`` (the head grows only while that costs less
+  than the tail points it saves, :func:`_plan_head`); on flat counts (all equal) it is 1:
+  every ``p_j = 1``.
 
 The Poisson count is drawn by the inverse CDF with a lazily refined uniform against arb
 enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare a lazy
@@ -69,13 +70,14 @@ draws), and shares one lock section and the mechanism's trees between them.
 
 from __future__ import annotations
 
+import math
 import random
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from flint import arb
+from flint import arb, ctx
 
-from ..core.precision import MAX_PREC, PRECISION_LOCK, flint_workprec
+from ..core.precision import MAX_PREC, flint_workprec
 from ..errors import PrecisionError
 
 if TYPE_CHECKING:  # annotations only
@@ -84,10 +86,12 @@ if TYPE_CHECKING:  # annotations only
 __all__ = ["WeightTree", "DrawState", "bernoulli_exp", "bernoulli_power", "draw_round"]
 
 _CHUNK = 32  # random bits per refinement of a lazy uniform (the first draw takes two chunks)
-#: The head grows while the expected number of permute-and-flip trials stays below this...
-_HEAD_TRIALS = 16.0
-#: ...and while the tail behind it would still carry more than this many Poisson points.
+#: The head grows while the tail behind it would carry more than this many Poisson points...
 _TAIL_POINTS = 2.0
+#: ...and while a count moved into the head adds fewer expected trials than this many
+#: times the Poisson points it removes from the tail (set to 0 to keep the head to the top
+#: count, to infinity to keep the whole round in the head: the law is the same).
+_POINT_COST = 20.0
 #: At most this many distinct counts in a round's head (planning cost per round).
 _HEAD_LEVELS = 4096
 
@@ -113,16 +117,28 @@ class WeightTree:
             nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
         self.size, self.n, self.weights, self.nodes, self.zero = size, n, weights, nodes, zero
 
-    def set_count(self, a: int, m: int) -> None:
+    def set_count(self, a: int, m: int, log: Optional[list] = None) -> None:
         """Leaf ``a`` := ``m e_a``, and its ancestors re-summed (the same operations as the
-        constructor, so restoring ``m`` restores the very same balls)."""
+        constructor, so restoring ``m`` restores the very same balls).  With ``log``, every
+        replaced ``(node, value)`` is appended to it, for :meth:`restore`."""
         nodes = self.nodes
         j = self.size + a
+        if log is not None:
+            log.append((j, nodes[j]))
         nodes[j] = self.weights[a] * m if m else self.zero
         j >>= 1
         while j:
+            if log is not None:
+                log.append((j, nodes[j]))
             nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
             j >>= 1
+
+    def restore(self, log: list) -> None:
+        """Undo the logged changes (latest first): the tree holds its old balls again."""
+        nodes = self.nodes
+        for j, value in reversed(log):
+            nodes[j] = value
+        log.clear()
 
     def total(self) -> Any:
         return self.nodes[1]
@@ -160,28 +176,41 @@ class WeightTree:
             acc = acc + self.nodes[j]
         return acc
 
-    def locate(self, first: int, u: int, nbits: int) -> Optional[int]:
-        """The leaf ``a >= first`` with ``C_{a-1} <= U * S < C_a`` (cumulative sums from
-        ``first``, ``S`` their total) for every ``U`` in ``[u/2**nbits, (u+1)/2**nbits)``,
-        or ``None`` when that interval is not certainly inside one leaf's range."""
+    def locate_from_top(self, top: int, u: int, nbits: int) -> Optional[int]:
+        """:meth:`locate` over all leaves when every leaf before ``top`` is exactly zero: a
+        finger search from leaf ``top`` (climb while the target is certainly beyond the
+        range so far, then descend), ``O(log)`` of the distance to the leaf found, so one
+        comparison when the top count is picked."""
         nodes = self.nodes
-        parts = self.parts(first)
-        total = self.zero
-        for j in parts:
-            total = total + nodes[j]
-        scale = arb(2) ** (-nbits)
-        lo = arb(u) * scale * total
-        hi = arb(u + 1) * scale * total
-        offset = self.zero
-        node = parts[-1]
-        for j in parts[:-1]:  # which part holds the target (the last one needs no check)
-            bound = offset + nodes[j]
-            if hi < bound:
-                node = j
-                break
-            if not lo >= bound:
+        for coarse in (True, False):
+            lo, hi = _target(nodes[1], u, nbits, coarse)
+            a = self._finger(top, lo, hi)
+            if a is not None or nbits <= _COARSE:
+                return a
+        return None
+
+    def _finger(self, top: int, lo: arb, hi: arb) -> Optional[int]:
+        nodes = self.nodes
+        j = self.size + top
+        end = nodes[j]  # the sum of the leaves up to the end of node j (those before are 0)
+        if hi < end:
+            return top
+        if not lo >= end:
+            return None
+        while True:
+            while j > 1 and j & 1:  # a right child: its parent's range ends where j's does
+                j >>= 1
+            if j == 1:  # pragma: no cover - the target is certainly below the total
                 return None
-            offset = bound
+            j += 1  # the right sibling extends the range
+            offset, end = end, end + nodes[j]
+            if hi < end:
+                return self._descend(j, offset, lo, hi)
+            if not lo >= end:
+                return None
+
+    def _descend(self, node: int, offset: Any, lo: arb, hi: arb) -> Optional[int]:
+        nodes = self.nodes
         while node < self.size:
             bound = offset + nodes[2 * node]
             if hi < bound:
@@ -193,16 +222,66 @@ class WeightTree:
                 return None
         return node - self.size
 
+    def locate(self, first: int, u: int, nbits: int) -> Optional[int]:
+        """The leaf ``a >= first`` with ``C_{a-1} <= U * S < C_a`` (cumulative sums from
+        ``first``, ``S`` their total) for every ``U`` in ``[u/2**nbits, (u+1)/2**nbits)``,
+        or ``None`` when that interval is not certainly inside one leaf's range."""
+        nodes = self.nodes
+        parts = self.parts(first)
+        total = self.zero
+        for j in parts:
+            total = total + nodes[j]
+        for coarse in (True, False):
+            lo, hi = _target(total, u, nbits, coarse)
+            a = self._from_parts(parts, lo, hi)
+            if a is not None or nbits <= _COARSE:
+                return a
+        return None
+
+    def _from_parts(self, parts: list[int], lo: arb, hi: arb) -> Optional[int]:
+        nodes = self.nodes
+        offset = self.zero
+        node = parts[-1]
+        for j in parts[:-1]:  # which part holds the target (the last one needs no check)
+            bound = offset + nodes[j]
+            if hi < bound:
+                node = j
+                break
+            if not lo >= bound:
+                return None
+            offset = bound
+        return self._descend(node, offset, lo, hi)
+
+
+_COARSE = 62  # bits of U in the first try: arb() of an int below 2**62 is fast
+_SCALES: dict[int, arb] = {}
+
+
+def _target(total: arb, u: int, nbits: int, coarse: bool) -> tuple[arb, arb]:
+    """Balls ``lo``, ``hi`` with ``lo <= U * total`` and ``(U + 2**-nbits) * total <= hi``
+    certainly for the true ``total``, ``U = u / 2**nbits``.  ``coarse``: from ``U``'s first
+    :data:`_COARSE` bits only, a larger interval holding the exact one (so every decision
+    taken from it holds for ``U``)."""
+    if coarse and nbits > _COARSE:
+        u, nbits = u >> (nbits - _COARSE), _COARSE
+    scale = _SCALES.get(nbits)
+    if scale is None:
+        scale = _SCALES[nbits] = arb(2) ** (-nbits)  # exact at any precision
+    step = scale * total
+    lo = arb(u) * step
+    return lo, lo + step
+
 
 class DrawState:
     """One draw's removals, applied to the mechanism's tree at every precision the draw
-    uses and undone by :meth:`undo` (callers hold :data:`PRECISION_LOCK` throughout)."""
+    uses and undone by :meth:`undo` (callers hold :data:`~exactdp.core.precision.PRECISION_LOCK` throughout, and
+    flint's precision at :attr:`prec0`)."""
 
     def __init__(self, mech: "Peeling"):
         self.mech = mech
         self.mult = mech._mult
         self.remaining: dict[int, int] = {}
-        self.trees: dict[int, WeightTree] = {}
+        self.trees: dict[int, tuple[WeightTree, list]] = {}  # prec -> (tree, undo log)
         self.top = 0  # first count with a remaining item (only moves down within a draw)
         self.prec0 = 64 + 2 * len(self.mult).bit_length() + 16
 
@@ -212,29 +291,30 @@ class DrawState:
 
     def tree(self, prec: int) -> WeightTree:
         """The tree at ``prec`` bits with this draw's removals (inside ``flint_workprec(prec)``)."""
-        t = self.trees.get(prec)
-        if t is None:
-            t = self.mech._tree()
+        entry = self.trees.get(prec)
+        if entry is None:
+            t, log = self.mech._tree(), []
             for a, n in self.remaining.items():
-                t.set_count(a, n)
-            self.trees[prec] = t
-        return t
+                t.set_count(a, n, log)
+            self.trees[prec] = entry = (t, log)
+        return entry[0]
 
     def remove(self, a: int) -> None:
         n = self.left(a) - 1
         self.remaining[a] = n
-        for prec, t in self.trees.items():
-            with flint_workprec(prec):
-                t.set_count(a, n)
+        for prec, (t, log) in self.trees.items():
+            if prec == ctx.prec:
+                t.set_count(a, n, log)
+            else:
+                with flint_workprec(prec):
+                    t.set_count(a, n, log)
         while self.top < len(self.mult) - 1 and not self.left(self.top):
             self.top += 1
 
     def undo(self) -> None:
-        """Restore every touched tree (the same ball operations as when it was built)."""
-        for prec, t in self.trees.items():
-            with flint_workprec(prec):
-                for a in self.remaining:
-                    t.set_count(a, self.mult[a])
+        """Restore every touched tree to its very balls before the draw."""
+        for t, log in self.trees.values():
+            t.restore(log)
         self.remaining.clear()
         self.trees.clear()
         self.top = 0
@@ -254,8 +334,13 @@ def descend(state: DrawState, first: int, gen: random.Random) -> int:
     prec = state.prec0
     u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
     while prec <= MAX_PREC:
-        with flint_workprec(prec):
-            a = state.tree(prec).locate(first, u, nbits)
+        if prec == ctx.prec:  # the usual case: no context switch
+            tree = state.tree(prec)
+            a = tree.locate_from_top(state.top, u, nbits) if first == 0 else tree.locate(first, u, nbits)
+        else:
+            with flint_workprec(prec):
+                tree = state.tree(prec)
+                a = tree.locate_from_top(state.top, u, nbits) if first == 0 else tree.locate(first, u, nbits)
         if a is not None:
             return a
         u, nbits = _refine(u, nbits, gen)
@@ -359,35 +444,68 @@ def draw_round(state: DrawState, gen: random.Random) -> tuple[int, int]:
     return a, gen.randrange(state.left(a))
 
 
+def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
+    """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
+    every distinct count (clamped at ``-inf``; never used in a decision, only to split the
+    rounds into head and tail)."""
+    values, mult = mech.ranking.values, mech._mult
+    if mech.scale.lam is not None:
+        lam = mech.scale.lam
+        try:
+            rate = lam.numerator / lam.denominator
+        except OverflowError:
+            rate = math.inf
+    else:
+        b = mech.scale.base
+        rate = _ln(b.denominator) - _ln(b.numerator)
+    logw = []
+    for v in values:
+        gap = values[0] - v
+        logw.append(-rate * gap if gap < 10**300 and rate < math.inf else -math.inf)
+    logs = [-math.inf] * (len(values) + 1)
+    for a in range(len(values) - 1, -1, -1):
+        x, y = math.log(mult[a]) + logw[a], logs[a + 1]
+        hi, lo = max(x, y), min(x, y)
+        logs[a] = hi if lo == -math.inf else hi + math.log1p(math.exp(lo - hi))
+    return logw, logs
+
+
+def _ln(n: int) -> float:
+    """``ln n`` of a positive integer of any size (planning only)."""
+    shift = max(0, n.bit_length() - 1000)
+    return math.log(n >> shift) + shift * math.log(2)
+
+
 def _plan_head(state: DrawState) -> tuple[list[int], int]:
-    """``(head counts, first tail count)``: the head grows from the top count while the
-    tail behind it carries more than :data:`_TAIL_POINTS` expected Poisson points and the
-    expected permute-and-flip trials stay below :data:`_HEAD_TRIALS` (floats from the
-    tree's balls: planning only, any split has the same law)."""
+    """``(head counts, first tail count)``, from planning floats only (any split has the
+    same law).  The head grows from the top count while the tail behind it carries more
+    than :data:`_TAIL_POINTS` expected Poisson points and taking the next count into the
+    head adds fewer expected permute-and-flip trials than :data:`_POINT_COST` times the
+    Poisson points it removes from the tail (a tail point costs a tree descent and a
+    thinning coin, a head trial one exact coin)."""
+    mech = state.mech
+    if mech._plan is None:
+        mech._plan = plan_logs(mech)
+    logw, logs = mech._plan
     n_levels = len(state.mult)
     top = state.top
     head = [top]
-    n_head, mass = state.left(top), float(state.left(top))
+    n_head = state.left(top)
+    mass = float(n_head)
     b = top + 1
-    with flint_workprec(state.prec0):
-        tree = state.tree(state.prec0)
-        w = tree.weights
-        w_top = w[top]
-        while b < n_levels and len(head) < _HEAD_LEVELS:
-            n = state.left(b)
-            if n:
-                q = w[b] / w_top
-                tail = tree.suffix(b) / w_top
-                g = -(-q).log1p() / q
-                if float((g * tail).mid()) <= _TAIL_POINTS:
-                    break
-                p = float(q.mid())
-                if n_head + n > _HEAD_TRIALS * (mass + n * p):
-                    break
-                head.append(b)
-                n_head += n
-                mass += n * p
-            b += 1
+    while b < n_levels and len(head) < _HEAD_LEVELS:
+        n = state.left(b)
+        if n:
+            p = math.exp(logw[b] - logw[top])
+            g = -math.log1p(-p) / p if 0.0 < p < 1.0 else (1.0 if p == 0.0 else math.inf)
+            if g * math.exp(min(logs[b] - logw[top], 700.0)) <= _TAIL_POINTS:
+                break
+            if (n_head + n) / (mass + n * p) - n_head / mass > _POINT_COST * g * n * p:
+                break
+            head.append(b)
+            n_head += n
+            mass += n * p
+        b += 1
     return head, b
 
 
@@ -461,8 +579,8 @@ def sample_many(mech: "Peeling", n: int, gen: random.Random,
     """``n`` draws of ``k`` rounds each; ``take(a, i, taken)`` maps a round's ``(a, i)`` to an
     item id.  One lock section for all draws; every draw's removals are undone at its end."""
     out = []
-    with PRECISION_LOCK:
-        state = DrawState(mech)
+    state = DrawState(mech)
+    with flint_workprec(state.prec0):
         for _ in range(n):
             taken: dict[int, list[int]] = {}
             seq = []
