@@ -105,7 +105,7 @@ from ..core.selection import SelectionRule
 from ..core.validation import as_dps, as_nonnegative_int, as_rng, as_sequence_output
 from ..errors import InvalidOutputError, TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
-from .peeling_sampling import WeightTree, sample_many
+from .peeling_sampling import WeightTree, nth_free, sample_many
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 
@@ -403,12 +403,7 @@ class Peeling(Mechanism):
     def _take(self, a: int, r: int, taken: list[int]) -> int:
         """The ``r``-th (0-based) not yet taken item of distinct count ``a`` (ids
         ascending); ``taken`` (sorted positions within the count's items) gains it."""
-        pos = r
-        for t in taken:  # sorted: each taken position at or before pos shifts it by one
-            if t <= pos:
-                pos += 1
-            else:
-                break
+        pos = nth_free(taken, r)
         taken.insert(bisect_left(taken, pos), pos)
         # index the ranking directly: a slice would copy the whole count's items per pick
         return self.ranking.order[(self.ranking.cumulative[a - 1] if a else 0) + pos]
@@ -424,11 +419,11 @@ class Peeling(Mechanism):
         exact tree descent for the count; exponential, permute-and-flip over the remaining
         items run exactly (Poisson thinning for the light tail, exact ``Bernoulli(exp(-x))``
         coins for the head).  Then a uniform remaining item with that count."""
-        return sample_many(self, 1, gen, self._take)[0]
+        return sample_many(self, 1, gen)[0]
 
     def samples(self, n: SupportsIndex, rng: RngLike = None) -> list[tuple[int, ...]]:
         """``n >= 0`` independent exact samples from one generator: the same draws, reading
         the generator in the same order, as ``n`` calls of :meth:`sample` with it, with the
         set-up (lock, trees, level table) shared by all of them."""
         count = as_nonnegative_int(n, "n")
-        return sample_many(self, count, as_rng(rng), self._take)
+        return sample_many(self, count, as_rng(rng))

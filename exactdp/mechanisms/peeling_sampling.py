@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_right, insort
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
@@ -86,14 +87,10 @@ if TYPE_CHECKING:  # annotations only
 __all__ = ["WeightTree", "DrawState", "bernoulli_exp", "bernoulli_power", "draw_round"]
 
 _CHUNK = 32  # random bits per refinement of a lazy uniform (the first draw takes two chunks)
-#: The head grows while the tail behind it would carry more than this many Poisson points...
-_TAIL_POINTS = 2.0
-#: ...and while a count moved into the head adds fewer expected trials than this many
-#: times the Poisson points it removes from the tail (set to 0 to keep the head to the top
-#: count, to infinity to keep the whole round in the head: the law is the same).
-_POINT_COST = 20.0
-#: At most this many distinct counts in a round's head (planning cost per round).
-_HEAD_LEVELS = 4096
+#: The cost of one tail point (a tree descent and a thinning coin) in head trials (one
+#: exact coin each), for planning the split.  0 keeps the head to the top count, infinity
+#: puts the whole round in the head: the law is the same whatever the split.
+_POINT_COST = 5.0
 
 
 class WeightTree:
@@ -274,13 +271,18 @@ def _target(total: arb, u: int, nbits: int, coarse: bool) -> tuple[arb, arb]:
 
 class DrawState:
     """One draw's removals, applied to the mechanism's tree at every precision the draw
-    uses and undone by :meth:`undo` (callers hold :data:`~exactdp.core.precision.PRECISION_LOCK` throughout, and
-    flint's precision at :attr:`prec0`)."""
+    uses and undone by :meth:`undo` (callers hold
+    :data:`~exactdp.core.precision.PRECISION_LOCK` throughout, and flint's precision at
+    :attr:`prec0`).  Items are *positions* in the ranking's order (count descending, ties
+    by id), so the items of one count are a contiguous range of positions."""
 
     def __init__(self, mech: "Peeling"):
         self.mech = mech
         self.mult = mech._mult
+        self.ends = mech.ranking.cumulative  # end position of every distinct count
         self.remaining: dict[int, int] = {}
+        self.taken: dict[int, list[int]] = {}  # count -> sorted offsets taken in this draw
+        self.gone: set[int] = set()  # positions taken in this draw
         self.trees: dict[int, tuple[WeightTree, list]] = {}  # prec -> (tree, undo log)
         self.top = 0  # first count with a remaining item (only moves down within a draw)
         self.prec0 = 64 + 2 * len(self.mult).bit_length() + 16
@@ -288,6 +290,9 @@ class DrawState:
     def left(self, a: int) -> int:
         """Remaining items with the ``a``-th distinct count."""
         return self.remaining.get(a, self.mult[a])
+
+    def start(self, a: int) -> int:
+        return self.ends[a - 1] if a else 0
 
     def tree(self, prec: int) -> WeightTree:
         """The tree at ``prec`` bits with this draw's removals (inside ``flint_workprec(prec)``)."""
@@ -299,7 +304,15 @@ class DrawState:
             self.trees[prec] = entry = (t, log)
         return entry[0]
 
-    def remove(self, a: int) -> None:
+    def position(self, a: int, i: int) -> int:
+        """The position of the ``i``-th remaining item (ids ascending) of count ``a``."""
+        return self.start(a) + nth_free(self.taken.get(a, ()), i)
+
+    def remove(self, pos: int) -> int:
+        """Take the item at position ``pos`` out of this draw's remaining items; its count."""
+        a = bisect_right(self.ends, pos)
+        insort(self.taken.setdefault(a, []), pos - self.start(a))
+        self.gone.add(pos)
         n = self.left(a) - 1
         self.remaining[a] = n
         for prec, (t, log) in self.trees.items():
@@ -310,14 +323,28 @@ class DrawState:
                     t.set_count(a, n, log)
         while self.top < len(self.mult) - 1 and not self.left(self.top):
             self.top += 1
+        return a
 
     def undo(self) -> None:
         """Restore every touched tree to its very balls before the draw."""
         for t, log in self.trees.values():
             t.restore(log)
         self.remaining.clear()
+        self.taken.clear()
+        self.gone.clear()
         self.trees.clear()
         self.top = 0
+
+
+def nth_free(taken: Sequence[int], r: int) -> int:
+    """The ``r``-th (0-based) offset not in the sorted ``taken``."""
+    pos = r
+    for t in taken:  # sorted: each taken offset at or before pos shifts it by one
+        if t <= pos:
+            pos += 1
+        else:
+            break
+    return pos
 
 
 # -- lazily refined uniforms -------------------------------------------------------------
@@ -410,11 +437,16 @@ def bernoulli_exp(x: Fraction, gen: random.Random) -> bool:
     """True with probability exactly ``exp(-x)``, ``x >= 0`` rational (Canonne, Kamath,
     Steinke 2020, Algorithm 2: ``floor(x)`` coins of ``exp(-1)``, stopping at the first
     tails, then one of ``exp(-(x - floor(x)))``).  Expected cost ``O(1)`` whatever ``x``."""
-    whole, rest = divmod(x.numerator, x.denominator)
+    return _bernoulli_exp_ratio(x.numerator, x.denominator, gen)
+
+
+def _bernoulli_exp_ratio(num: int, den: int, gen: random.Random) -> bool:
+    """:func:`bernoulli_exp` of ``num/den`` (integers: no Fraction on the hot path)."""
+    whole, rest = divmod(num, den)
     for _ in range(whole):
         if not _bernoulli_exp_unit(1, 1, gen):
             return False
-    return _bernoulli_exp_unit(rest, x.denominator, gen)
+    return _bernoulli_exp_unit(rest, den, gen)
 
 
 def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
@@ -432,16 +464,13 @@ def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
 
 
 # -- one round ---------------------------------------------------------------------------
-def draw_round(state: DrawState, gen: random.Random) -> tuple[int, int]:
-    """``(a, i)``: the next round picks the ``i``-th remaining item (ids ascending) of the
-    ``a``-th distinct count, with the law of the mechanism's per-round rule."""
+def draw_round(state: DrawState, gen: random.Random) -> int:
+    """The position (in the ranking's order) of the item the next round picks, with the law
+    of the mechanism's per-round rule."""
     if state.mech.noise == "gumbel":
         a = descend(state, 0, gen)
-    else:
-        a, i = _pnf_round(state, gen)
-        if i is not None:
-            return a, i
-    return a, gen.randrange(state.left(a))
+        return state.position(a, gen.randrange(state.left(a)))
+    return _pnf_round(state, gen)
 
 
 def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
@@ -476,68 +505,71 @@ def _ln(n: int) -> float:
     return math.log(n >> shift) + shift * math.log(2)
 
 
-def _plan_head(state: DrawState) -> tuple[list[int], int]:
-    """``(head counts, first tail count)``, from planning floats only (any split has the
-    same law).  The head grows from the top count while the tail behind it carries more
-    than :data:`_TAIL_POINTS` expected Poisson points and taking the next count into the
-    head adds fewer expected permute-and-flip trials than :data:`_POINT_COST` times the
-    Poisson points it removes from the tail (a tail point costs a tree descent and a
-    thinning coin, a head trial one exact coin)."""
+def _plan_head(state: DrawState) -> int:
+    """The first tail count ``h``: the head is the counts ``top..h-1``.  Planning floats only
+    (any split has the same law): among ``h = top+1, top+2, top+4, ..., #counts`` the one
+    of least estimated cost ``#head items / sum_head p + _POINT_COST * g * sum_tail p``
+    (expected trials plus tail points), ignoring this draw's removals."""
     mech = state.mech
     if mech._plan is None:
         mech._plan = plan_logs(mech)
     logw, logs = mech._plan
     n_levels = len(state.mult)
     top = state.top
-    head = [top]
-    n_head = state.left(top)
-    mass = float(n_head)
-    b = top + 1
-    while b < n_levels and len(head) < _HEAD_LEVELS:
-        n = state.left(b)
-        if n:
-            p = math.exp(logw[b] - logw[top])
+    lt = logw[top]
+    first = state.start(top)
+    head_mass = math.exp(min(logs[top] - lt, 700.0))
+    best, best_cost = n_levels, math.inf
+    step = 1
+    h = top + 1
+    while True:
+        h = min(h, n_levels)
+        tail = math.exp(min(logs[h] - lt, 700.0)) if h < n_levels else 0.0
+        trials = (state.start(h) - first) / max(1.0, head_mass - tail)
+        if tail > 0.0:
+            p = math.exp(logw[h] - lt)
             g = -math.log1p(-p) / p if 0.0 < p < 1.0 else (1.0 if p == 0.0 else math.inf)
-            if g * math.exp(min(logs[b] - logw[top], 700.0)) <= _TAIL_POINTS:
-                break
-            if (n_head + n) / (mass + n * p) - n_head / mass > _POINT_COST * g * n * p:
-                break
-            head.append(b)
-            n_head += n
-            mass += n * p
-        b += 1
-    return head, b
+            trials += _POINT_COST * g * tail
+        if trials < best_cost:
+            best, best_cost = h, trials
+        if h == n_levels:
+            return best
+        h = top + 1 + step
+        step *= 2
 
 
-def _pnf_round(state: DrawState, gen: random.Random) -> tuple[int, Optional[int]]:
-    """Permute-and-flip over the remaining items (module docstring): ``(a, i)`` for a tail
-    member of ``A``, ``(a, None)`` for a head count (the item is then uniform in it)."""
-    head, first_tail = _plan_head(state)
-    tail = _tail_members(state, first_tail, gen) if first_tail < len(state.mult) else []
-    unvisited = [state.left(b) for b in head]
+def _pnf_round(state: DrawState, gen: random.Random) -> int:
+    """Permute-and-flip over the remaining items (module docstring): the position picked.
+    The head's items are the positions ``start(top)..start(h)-1``; a uniformly random
+    not-yet-visited one of them or of the tail's members of ``A`` is drawn by rejection
+    (positions taken earlier in the draw or visited in this round are drawn again)."""
+    h = _plan_head(state)
+    tail = _tail_members(state, h, gen) if h < len(state.mult) else []
     mech = state.mech
     values = mech.ranking.values
     v_top = values[state.top]
+    lo = state.start(state.top)
+    span = state.start(h) - lo
+    visited: set[int] = set()
+    gone = state.gone
+    lam = mech.scale.lam
     while True:
-        r = gen.randrange(len(tail) + sum(unvisited))
+        r = gen.randrange(len(tail) + span)
         if r < len(tail):
-            return tail[r]
-        r -= len(tail)
-        h = 0
-        while r >= unvisited[h]:
-            r -= unvisited[h]
-            h += 1
-        b = head[h]
-        gap = v_top - values[b]
+            return state.position(*tail[r])
+        pos = lo + r - len(tail)
+        if pos in gone or pos in visited:
+            continue
+        gap = v_top - values[bisect_right(state.ends, pos)]
         if not gap:
-            return b, None  # p = 1
-        if mech.scale.lam is not None:
-            heads = bernoulli_exp(mech.scale.lam * gap, gen)
+            return pos  # p = 1
+        if lam is not None:
+            heads = _bernoulli_exp_ratio(lam.numerator * gap, lam.denominator, gen)
         else:
             heads = bernoulli_power(mech.scale.base, gap, gen)
         if heads:
-            return b, None
-        unvisited[h] -= 1
+            return pos
+        visited.add(pos)
 
 
 def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tuple[int, int]]:
@@ -545,17 +577,18 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
     Poisson thinning (module docstring)."""
     top = state.top
 
-    def ratios(prec: int, a: int) -> tuple[arb, arb]:
-        w = state.tree(prec).weights
-        return w[a] / w[top], w[first] / w[top]  # p_a, q
+    per_prec: dict[int, tuple[arb, arb]] = {}  # prec -> (w_top, g(q)), once per round
 
-    def g_of(q: arb) -> arb:
-        return -(-q).log1p() / q  # -ln(1 - q)/q
+    def fixed(prec: int) -> tuple[arb, arb]:
+        if prec not in per_prec:
+            w = state.tree(prec).weights
+            q = w[first] / w[top]  # the largest p in the tail (q < 1)
+            per_prec[prec] = (w[top], -(-q).log1p() / q)  # g = -ln(1 - q)/q
+        return per_prec[prec]
 
     def mean(prec: int) -> arb:
-        tree = state.tree(prec)
-        _, q = ratios(prec, first)
-        return g_of(q) * tree.suffix(first) / tree.weights[top]
+        w_top, g = fixed(prec)
+        return g * state.tree(prec).suffix(first) / w_top
 
     points = poisson(mean, gen, state.prec0)
     out: list[tuple[int, int]] = []
@@ -565,8 +598,9 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
         i = gen.randrange(state.left(a))
 
         def keep(prec: int, a: int = a) -> arb:
-            p, q = ratios(prec, a)
-            return g_of(p) / g_of(q)  # mu_a / (g p_a)
+            w_top, g = fixed(prec)
+            p = state.tree(prec).weights[a] / w_top
+            return -(-p).log1p() / (g * p)  # mu_a / (g p_a)
 
         if lazy_coin(keep, gen, state.prec0) and (a, i) not in seen:
             seen.add((a, i))
@@ -574,21 +608,20 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
     return out
 
 
-def sample_many(mech: "Peeling", n: int, gen: random.Random,
-                take: Callable[[int, int, list[int]], int]) -> list[tuple[int, ...]]:
-    """``n`` draws of ``k`` rounds each; ``take(a, i, taken)`` maps a round's ``(a, i)`` to an
-    item id.  One lock section for all draws; every draw's removals are undone at its end."""
+def sample_many(mech: "Peeling", n: int, gen: random.Random) -> list[tuple[int, ...]]:
+    """``n`` draws of ``k`` rounds each, under one lock section; every draw's removals are
+    undone at its end."""
     out = []
+    order = mech.ranking.order
     state = DrawState(mech)
     with flint_workprec(state.prec0):
         for _ in range(n):
-            taken: dict[int, list[int]] = {}
             seq = []
             try:
                 for _ in range(mech.k):
-                    a, i = draw_round(state, gen)
-                    seq.append(take(a, i, taken.setdefault(a, [])))
-                    state.remove(a)
+                    pos = draw_round(state, gen)
+                    state.remove(pos)
+                    seq.append(order[pos])
             finally:
                 state.undo()
             out.append(tuple(seq))

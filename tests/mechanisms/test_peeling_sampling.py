@@ -42,10 +42,15 @@ def small_cases(max_support=60):
 #: the exponential round's routes: the planner's split, the top count alone in the head
 #: (everything else by Poisson thinning), and the whole round in the head
 ROUTES = {
-    "planned": {},
-    "tail": {"_POINT_COST": 0.0, "_TAIL_POINTS": -1.0},
-    "head": {"_POINT_COST": math.inf, "_TAIL_POINTS": -1.0},
+    "planned": None,
+    "tail": lambda state: state.top + 1,
+    "head": lambda state: len(state.mult),
 }
+
+
+def force_route(monkeypatch, route):
+    if ROUTES[route] is not None:
+        monkeypatch.setattr(ps, "_plan_head", ROUTES[route])
 
 
 def assert_fits(draws, expected, n):
@@ -58,8 +63,7 @@ def assert_fits(draws, expected, n):
 def test_sampler_law_exhaustive_small(counts, k, noise, route, monkeypatch):
     """Every small instance, rational base (the twin's exact Fractions) and epsilon (the
     mechanism's certified distribution, computed by per-round tables, not by the sampler)."""
-    for name, value in ROUTES[route].items():
-        monkeypatch.setattr(ps, name, value)
+    force_route(monkeypatch, route)
     n = 2000
     exact = peel_exact(counts, k, Fraction(2, 3), noise)
     m = exactdp.Peeling(counts, k, base=Fraction(2, 3), noise=noise)
@@ -71,8 +75,7 @@ def test_sampler_law_exhaustive_small(counts, k, noise, route, monkeypatch):
 @pytest.mark.parametrize("route", list(ROUTES))
 def test_exponential_large_gaps_and_many_ties(route, monkeypatch):
     """A count far above the rest, a wide tie and a light tail: all routes, one law."""
-    for name, value in ROUTES[route].items():
-        monkeypatch.setattr(ps, name, value)
+    force_route(monkeypatch, route)
     counts, k, n = (40, 3, 3, 3, 2, 0), 2, 3000
     m = exactdp.Peeling(counts, k, epsilon=Fraction(1, 2), noise="exponential")
     assert_fits(m.samples(n, rng=11), dict(m.distribution()), n)
@@ -86,12 +89,10 @@ def test_goodness_of_fit_catches_a_wrong_round(broken, monkeypatch):
     removed, or with the head's exact coin replaced by heads."""
     counts, k, n, base = (10, 9, 0, 0, 0, 0), 2, 3000, Fraction(9, 10)
     if broken == "no thinning":
-        for name, value in ROUTES["tail"].items():
-            monkeypatch.setattr(ps, name, value)
+        force_route(monkeypatch, "tail")
         monkeypatch.setattr(ps, "lazy_coin", lambda prob, gen, prec: True)
     else:
-        for name, value in ROUTES["head"].items():
-            monkeypatch.setattr(ps, name, value)
+        force_route(monkeypatch, "head")
         monkeypatch.setattr(ps, "bernoulli_power", lambda base, m, gen: True)
     m = exactdp.Peeling(counts, k, base=base, noise="exponential")
     with pytest.raises(AssertionError):
