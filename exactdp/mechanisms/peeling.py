@@ -51,6 +51,13 @@ so the true value lies in the arb ball ``x_r (1 +- 2^-b)`` with
 ``2^-b >= 2 * 10**-(dps+g)``.  The same per-round route serves the Gumbel rule as the
 brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
 
+**Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling_sampling`): every
+draw applies its removals to the weight tree in place and undoes them when it ends (the
+tree is built once per precision, at most :data:`_TREE_CACHE` precisions kept); gumbel
+rounds are an exact tree descent, exponential rounds permute-and-flip over the remaining
+items run exactly (exact ``Bernoulli(exp(-x))`` coins, Poisson thinning for the light
+tail).  Memory is ``O(d)``, whatever the number of draws or rounds.
+
 *Certification.*  The product (resp. sum) of the per-round balls is formed in arb and
 returned by :func:`~exactdp.core.precision.certify`, which raises the working precision until
 the result's relative radius is at most ``10**-dps``: the returned value has relative

@@ -22,8 +22,12 @@ sum_b n_b e_b``: a lazily refined uniform ``U`` (``rng.getrandbits``: 64 bits, t
 time) walks down the tree; at every node the target ``U * total`` is compared with the
 left subtree's sum, and a branch is taken only when the comparison is certain for the
 whole dyadic interval of ``U`` (arb balls); otherwise more bits are drawn (and the
-precision raised when the balls, not ``U``, are the obstacle).  The leaf reached is the
-exact inverse-CDF index of the infinite-precision ``U``: the same index, from the same
+precision raised when the balls, not ``U``, are the obstacle).  The walk is a finger
+search from the top remaining count (every count before it is exactly zero): one
+comparison when the top count is picked, ``O(log)`` of the distance otherwise; the target
+is first bounded from ``U``'s leading 62 bits (a wider interval holding ``U``'s, so its
+decisions hold for ``U``; converting a 62-bit integer to arb is fast).  The leaf reached is
+the exact inverse-CDF index of the infinite-precision ``U``: the same index, from the same
 bits, as :func:`~exactdp.core.sampling.choose_index` over the tree's cumulative sums, in
 ``O(log #counts)`` ball operations instead of ``O(log^2)``.  The item is then a uniform
 remaining item with that count (``rng.randrange``).
@@ -32,9 +36,9 @@ remaining item with that count (``rng.randrange``).
 ``j`` with ``p_j = exp(-lam (c_max - c_j))``: visit the items in a uniformly random order
 and accept item ``j`` with probability ``p_j``.  The coins are independent of the order, so
 the output is a uniform member of the set ``A`` of items whose coin is heads (``A`` holds
-the top item: ``p = 1``).  A round splits the remaining counts into a *head* (the top count
-and the next counts while the tail behind them is heavy, see :func:`_plan_head`) and a
-*tail* (the rest), and draws ``A`` in two independent parts:
+the top item: ``p = 1``).  A round splits the counts into a *head* (the top remaining count
+and the next ones, :func:`_plan_head`) and a *tail* (the rest), and draws ``A`` in two
+independent parts:
 
 - *Tail, by Poisson thinning.*  ``j in A`` iff a Poisson(``mu_j``) count is positive,
   ``mu_j = -ln(1 - p_j)``.  With ``q`` the largest ``p`` in the tail (``q < 1``) and
@@ -44,18 +48,19 @@ and the next counts while the tail behind them is heavy, see :func:`_plan_head`)
   (a tree descent over the tail, then a uniform item of that count), kept with
   probability ``mu_j / (g p_j) <= 1``.  The kept points form independent Poisson(``mu_j``)
   counts, so the items with a kept point are exactly ``A`` restricted to the tail.
-  Expected cost: ``g sum_tail p_j`` descents (the head is chosen so that this is at most
-  about :data:`_TAIL_POINTS`).
+  Expected cost: ``g sum_tail p_j`` descents.
 - *Head, by permute-and-flip itself* over the head items and the tail members of ``A``
-  (accepted with probability 1): a uniformly random not-yet-visited one is drawn
-  (``rng.randrange``), accepted with probability ``p_j`` (an exact coin:
-  :func:`bernoulli_exp` with ``x = lam (c_max - c_j)`` rational, or :func:`bernoulli_power`
-  ``base**(c_max - c_j)`` with a rational base), otherwise marked visited.  Rejected
-  items of one count are exchangeable, so only the number visited per count is kept, and an
-  accepted head item is a uniform remaining item of its count.  Expected number of trials
-  at most about ``#head items / sum_head p_j`` (the head grows only while that costs less
-  than the tail points it saves, :func:`_plan_head`); on flat counts (all equal) it is 1:
-  every ``p_j = 1``.
+  (accepted with probability 1).  The head's items are one contiguous range of positions
+  in the ranking's order; a uniformly random not-yet-visited item of the range or of the
+  tail members is drawn by rejection (``rng.randrange``; positions taken earlier in the
+  draw or rejected earlier in the round are drawn again), accepted with probability
+  ``p_j`` (an exact coin: :func:`bernoulli_exp` with ``x = lam (c_max - c_j)`` rational, or
+  :func:`bernoulli_power` ``base**(c_max - c_j)`` with a rational base), otherwise marked
+  visited.  Expected number of trials about ``#head items / sum_head p_j`` (on flat
+  counts, all equal, it is 1: every ``p_j = 1``), each ``O(1)`` expected (the coins stop at
+  the first tails) unless most of the range was taken earlier in the draw (at most
+  ``k - 1`` positions).  :func:`_plan_head` picks the split of least estimated cost
+  (trials plus :data:`_POINT_COST` per tail point) from planning floats.
 
 The Poisson count is drawn by the inverse CDF with a lazily refined uniform against arb
 enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare a lazy
@@ -475,8 +480,8 @@ def draw_round(state: DrawState, gen: random.Random) -> int:
 
 def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
     """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
-    every distinct count (clamped at ``-inf``; never used in a decision, only to split the
-    rounds into head and tail)."""
+    every distinct count (clamped; never used in a decision, only to split the rounds into
+    head and tail)."""
     values, mult = mech.ranking.values, mech._mult
     if mech.scale.lam is not None:
         lam = mech.scale.lam
@@ -490,7 +495,8 @@ def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
     logw = []
     for v in values:
         gap = values[0] - v
-        logw.append(-rate * gap if gap < 10**300 and rate < math.inf else -math.inf)
+        # clamped at -1e300, not -inf: differences of two clamped logs stay numbers (0)
+        logw.append(-min(rate * min(gap, 10**300), 1e300) if gap else 0.0)
     logs = [-math.inf] * (len(values) + 1)
     for a in range(len(values) - 1, -1, -1):
         x, y = math.log(mult[a]) + logw[a], logs[a + 1]
