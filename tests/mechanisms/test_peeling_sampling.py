@@ -206,3 +206,37 @@ def test_large_d_samples_memory_bounded():
     """, timeout=600, limit_bytes=3 << 29)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
     assert proc.stdout.strip() == "ok"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 300), st.integers(0, 3)), min_size=1, max_size=20),
+       st.integers(0, 19), st.integers(0, 2**64 - 1), st.sampled_from([8, 64, 96]), st.booleans())
+def test_tree_walk_is_the_exact_inverse_cdf(leaves, first, u, nbits, from_top):
+    """The tree walks against the inverse CDF in exact rationals (dyadic weights, exact in
+    arb): a leaf is returned only when the whole interval ``[u, u+1) / 2**nbits`` of ``U``
+    maps into it, and whenever it maps strictly inside one leaf's range."""
+    from flint import arb
+
+    u >>= 64 - nbits if nbits < 64 else 0
+    if nbits > 64:
+        u = (u << (nbits - 64)) | 12345
+    weights = [Fraction(w, 2**9) for w, _ in leaves]
+    mult = [m for _, m in leaves]
+    first = min(first, len(leaves) - 1)
+    if from_top:  # the finger search needs the leaves before ``first`` empty
+        mult[:first] = [0] * first
+    if not any(mult[first:]):
+        mult[-1] = 1
+    with flint_workprec(200):
+        tree = ps.WeightTree([arb(w.numerator) / w.denominator for w in weights], mult, arb(0))
+        got = tree.locate_from_top(first, u, nbits) if from_top else tree.locate(first, u, nbits)
+    cum, acc = [], Fraction(0)
+    for w, m in list(zip(weights, mult))[first:]:
+        acc += w * m
+        cum.append(acc)
+    lo, hi = Fraction(u, 2**nbits) * acc, Fraction(u + 1, 2**nbits) * acc
+    inside = [a for a in range(len(cum)) if (a == 0 or cum[a - 1] <= lo) and hi <= cum[a]]
+    strict = [a for a in inside if hi < cum[a]]
+    if got is not None:
+        assert inside == [got - first]
+    assert not strict or got == strict[0] + first
