@@ -19,7 +19,8 @@ zipf ``floor(10**5 / r**1.1)``, distinct ``Random(2026).sample(range(10 d), d)``
   report-noisy-max with ``Exponential(scale = k/eps)`` noise on the remaining counts
   (``d`` exponentials and one ``argmax`` per round).  *first* = building the array and one
   draw; *steady* = seconds per draw over the same number of draws as exactdp, or the budget.
-- ratio = exactdp steady / float steady.  Peak = ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of
+- Times are CPU seconds of the run's process (``time.process_time``: less sensitive than
+  wall clock to other work on the machine).  ratio = exactdp steady / float steady.  Peak = ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of
   a fresh helper process whose only child is that run (MiB; the float run's includes numpy).
 
 Each (instance, side) runs ``--repeats`` times, the sides alternating (exactdp, float,
@@ -92,15 +93,15 @@ def child(side: str, shape: str, d: int, k: int, noise: str, draws: int, budget:
             return [one(c, k, 1.0, seed + i) if noise == "gumbel" else one(c, k, 1.0, rng) for i in range(n)]
 
         one(np.array([2.0, 1.0, 0.0]), 2, 1.0, 0 if noise == "gumbel" else np.random.default_rng(0))  # warm-up
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     state = setup()
-    first = time.perf_counter() - t0
+    first = time.process_time() - t0
     done, spent, chunk = 0, 0.0, 1
     while done < draws and spent < budget:
         n = min(chunk, draws - done)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out = run(state, n, 2 + done)
-        spent += time.perf_counter() - t0
+        spent += time.process_time() - t0
         assert len(out) == n and all(len(set(s)) == k for s in out)
         done += n
         chunk = min(2 * chunk, 100)
@@ -157,7 +158,7 @@ def main() -> None:
           f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min); cap {args.cap_gib:g} GiB; "
           f"steady state over up to {args.draws} draws or {args.budget:g} s; fastest of {args.repeats} alternating runs")
     print()
-    print("| counts | d | k | noise | exactdp first s | exactdp s/draw | float first s | float s/draw "
+    print("| counts | d | k | noise | exactdp first CPU s | exactdp CPU s/draw | float first CPU s | float CPU s/draw "
           "| exactdp/float (steady) | draws | exactdp peak MiB | float peak MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape in args.shapes:

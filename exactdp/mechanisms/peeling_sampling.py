@@ -126,12 +126,18 @@ class WeightTree:
         nodes = self.nodes
         j = self.size + a
         if log is not None:
-            log.append((j, nodes[j]))
+            keep = log.append
+            keep((j, nodes[j]))
+            nodes[j] = self.weights[a] * m if m else self.zero
+            j >>= 1
+            while j:
+                keep((j, nodes[j]))
+                nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
+                j >>= 1
+            return
         nodes[j] = self.weights[a] * m if m else self.zero
         j >>= 1
         while j:
-            if log is not None:
-                log.append((j, nodes[j]))
             nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
             j >>= 1
 
@@ -318,16 +324,19 @@ class DrawState:
         a = bisect_right(self.ends, pos)
         insort(self.taken.setdefault(a, []), pos - self.start(a))
         self.gone.add(pos)
-        n = self.left(a) - 1
+        n = self.remaining.get(a, self.mult[a]) - 1
         self.remaining[a] = n
-        for prec, (t, log) in self.trees.items():
-            if prec == ctx.prec:
-                t.set_count(a, n, log)
-            else:
+        if len(self.trees) == 1 and self.prec0 in self.trees:  # the usual case: no switch
+            t, log = self.trees[self.prec0]
+            t.set_count(a, n, log)
+        else:
+            for prec, (t, log) in self.trees.items():
                 with flint_workprec(prec):
                     t.set_count(a, n, log)
-        while self.top < len(self.mult) - 1 and not self.left(self.top):
-            self.top += 1
+        if not n and a == self.top:
+            last = len(self.mult) - 1
+            while self.top < last and not self.left(self.top):
+                self.top += 1
         return a
 
     def undo(self) -> None:
