@@ -112,7 +112,8 @@ from ..core.selection import SelectionRule
 from ..core.validation import as_dps, as_nonnegative_int, as_rng, as_sequence_output
 from ..errors import InvalidOutputError, TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
-from .peeling_sampling import WeightTree, nth_free, sample_many
+from .peeling_sampling import nth_free, sample_many
+from .peeling_tree import WeightTree
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 

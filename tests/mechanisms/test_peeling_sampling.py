@@ -15,7 +15,6 @@ import math
 import zlib
 from collections import Counter
 from fractions import Fraction
-from itertools import permutations
 
 import mpmath
 import pytest
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 
 import exactdp
 import exactdp.mechanisms.peeling_sampling as ps
+from exactdp.mechanisms.peeling_tree import WeightTree
 from exactdp.core.precision import flint_workprec
 
 from twins import PEELING_CASES, NoFloatRandom, chi2_statistic, chi2_threshold, counts_and_k, peel_exact, pnf_by_integral
@@ -120,7 +120,7 @@ def test_random_instances_valid_deterministic_and_restored(ck, noise, seed):
     assert all(len(set(s)) == k and all(0 <= i < len(counts) for i in s) for s in first)
     for prec, tree in m._trees.items():
         with flint_workprec(prec):
-            fresh = ps.WeightTree(tree.weights, m._mult, tree.zero)
+            fresh = WeightTree(tree.weights, m._mult, tree.zero)
         assert [(x.mid(), x.rad()) for x in tree.nodes] == [(x.mid(), x.rad()) for x in fresh.nodes]
 
 
@@ -228,7 +228,7 @@ def test_tree_walk_is_the_exact_inverse_cdf(leaves, first, u, nbits, from_top):
     if not any(mult[first:]):
         mult[-1] = 1
     with flint_workprec(200):
-        tree = ps.WeightTree([arb(w.numerator) / w.denominator for w in weights], mult, arb(0))
+        tree = WeightTree([arb(w.numerator) / w.denominator for w in weights], mult, arb(0))
         got = tree.locate_from_top(first, u, nbits) if from_top else tree.locate(first, u, nbits)
     cum, acc = [], Fraction(0)
     for w, m in list(zip(weights, mult))[first:]:
