@@ -51,6 +51,13 @@ so the true value lies in the arb ball ``x_r (1 +- 2^-b)`` with
 ``2^-b >= 2 * 10**-(dps+g)``.  The same per-round route serves the Gumbel rule as the
 brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
 
+**Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling_sampling`): every
+draw applies its removals to the weight tree in place and undoes them when it ends (the
+tree is built once per precision, at most :data:`_TREE_CACHE` precisions kept); gumbel
+rounds are an exact tree descent, exponential rounds permute-and-flip over the remaining
+items run exactly (exact ``Bernoulli(exp(-x))`` coins, Poisson thinning for the light
+tail).  Memory is ``O(d)``, whatever the number of draws or rounds.
+
 *Certification.*  The product (resp. sum) of the per-round balls is formed in arb and
 returned by :func:`~exactdp.core.precision.certify`, which raises the working precision until
 the result's relative radius is at most ``10**-dps``: the returned value has relative
@@ -91,21 +98,22 @@ import random
 from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, SupportsIndex
+from typing import Any, Iterable, Iterator, Optional, Sequence, SupportsIndex
 
 import mpmath
 from flint import arb, ctx
 
 from ..core._lazy import sympy
-from ..core._typing import CountsLike, Output, OutputLike, RationalLike
+from ..core._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..core.levels import Level, LevelTable
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
-from ..core.sampling import choose_index
 from ..core.selection import SelectionRule
-from ..core.validation import as_dps, as_sequence_output
+from ..core.validation import as_dps, as_nonnegative_int, as_rng, as_sequence_output
 from ..errors import InvalidOutputError, TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
+from .peeling_sampling import nth_free, sample_many
+from .peeling_tree import WeightTree
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 
@@ -117,92 +125,6 @@ _TABLE_CACHE = 4096
 _TABLE_CACHE_LEVELS = 200_000
 #: Weight trees kept per mechanism (one per working precision, newest first).
 _TREE_CACHE = 3
-
-
-class _WeightTree:
-    """Binary sum tree over the distinct counts: leaf ``i`` holds ``n_i e_i`` (remaining
-    multiplicity times relative weight), every inner node the sum of its two children.
-
-    The numbers may be arb balls (certified) or Fractions (exact; used by the tests as
-    the exact twin).  ``nodes`` is a flat list (root at 1, leaves at ``size + i``); a copy
-    of the list is a new tree sharing the immutable numbers, so one query never changes
-    the cached tree.  Every sum read from it adds non-negative numbers only.
-    """
-
-    __slots__ = ("size", "n", "weights", "nodes", "zero")
-
-    def __init__(self, weights: Sequence[Any], mult: Sequence[int], zero: Any):
-        n = len(weights)
-        size = 1 << max(0, (n - 1).bit_length())
-        nodes = [zero] * (2 * size)
-        for i, (e, m) in enumerate(zip(weights, mult)):
-            nodes[size + i] = e * m
-        for j in range(size - 1, 0, -1):
-            nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
-        self.size, self.n, self.weights, self.nodes, self.zero = size, n, weights, nodes, zero
-
-    def copy(self) -> "_WeightTree":
-        out = object.__new__(_WeightTree)
-        out.size, out.n, out.weights, out.zero = self.size, self.n, self.weights, self.zero
-        out.nodes = list(self.nodes)
-        return out
-
-    def set_count(self, a: int, m: int) -> None:
-        """Leaf ``a`` := ``m e_a``, and its ancestors re-summed."""
-        nodes = self.nodes
-        j = self.size + a
-        nodes[j] = self.weights[a] * m if m else self.zero
-        j >>= 1
-        while j:
-            nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
-            j >>= 1
-
-    def total(self) -> Any:
-        return self.nodes[1]
-
-    def others(self, a: int) -> Any:
-        """Sum of every leaf but ``a``: the siblings along ``a``'s path to the root."""
-        nodes = self.nodes
-        j = self.size + a
-        acc = self.zero
-        while j > 1:
-            acc = acc + nodes[j ^ 1]
-            j >>= 1
-        return acc
-
-    def prefix(self, a: int) -> Any:
-        """Sum of the leaves ``0..a`` (inclusive): ``O(log size)`` disjoint nodes."""
-        nodes = self.nodes
-        lo, hi = self.size, self.size + a + 1
-        acc = self.zero
-        while lo < hi:
-            if lo & 1:
-                acc = acc + nodes[lo]
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                acc = acc + nodes[hi]
-            lo >>= 1
-            hi >>= 1
-        return acc
-
-
-class _Cumulative(Sequence):
-    """The cumulative remaining weights ``C_a = sum_{i <= a} n_i e_i`` as a lazy sequence
-    over a :class:`_WeightTree` (for :func:`~exactdp.core.sampling.choose_index`)."""
-
-    def __init__(self, tree: _WeightTree):
-        self._tree = tree
-
-    def __len__(self) -> int:
-        return self._tree.n
-
-    def __getitem__(self, a):  # type: ignore[override]
-        if a < 0:
-            a += self._tree.n
-        if a == self._tree.n - 1:
-            return self._tree.total()
-        return self._tree.prefix(a)
 
 
 class Peeling(Mechanism):
@@ -234,7 +156,9 @@ class Peeling(Mechanism):
         self._value_index: dict[int, int] = {v: a for a, v in enumerate(values)}
         self._tables: dict[tuple, LevelTable] = {}
         self._table_levels = 0
-        self._trees: dict[int, _WeightTree] = {}
+        self._trees: dict[int, WeightTree] = {}
+        #: planning floats of the exponential sampler (built on its first draw)
+        self._plan: Optional[tuple[list[float], list[float]]] = None
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
 
     def _parameters(self) -> dict[str, object]:
@@ -257,43 +181,48 @@ class Peeling(Mechanism):
         return self.ranking.order[(cum[a - 1] if a else 0):cum[a]]
 
     # -- the weight tree (gumbel) ---------------------------------------------------------
-    def _tree(self) -> _WeightTree:
+    def _tree(self) -> WeightTree:
         """The weight tree of all items at flint's current precision (cached per precision;
         callers hold the precision lock through :func:`~exactdp.core.precision.certify` or
-        :func:`~exactdp.core.sampling.choose_index`)."""
+        the sampler's lock section, and undo whatever they change in it)."""
         prec = ctx.prec
         tree = self._trees.get(prec)
         if tree is None:
             # the first round's level table holds every distinct count: its relative
             # weights exp(lam (v - v_0)) are the leaves (one formula for both routes)
             weights = self._round_table(()).relative_weights()
-            tree = _WeightTree(weights, self._mult, arb(0))
+            tree = WeightTree(weights, self._mult, arb(0))
             while len(self._trees) >= _TREE_CACHE:
                 del self._trees[next(iter(self._trees))]
             self._trees[prec] = tree
         return tree
 
-    def _exact_tree(self) -> _WeightTree:
+    def _exact_tree(self) -> WeightTree:
         """The weight tree with exact Fraction weights ``base**(v_0 - v)`` (rational base
         only): the exact twin of :meth:`_tree` for the tests."""
         if self.base is None:
             raise AssertionError("the exact weight tree needs a rational base")
         v0 = self.ranking.values[0]
         weights = [self.base ** (v0 - v) for v in self.ranking.values]
-        return _WeightTree(weights, self._mult, Fraction(0))
+        return WeightTree(weights, self._mult, Fraction(0))
 
-    def _tree_terms(self, tree: _WeightTree, values: Sequence[int]) -> list[Any]:
+    def _tree_terms(self, tree: WeightTree, values: Sequence[int]) -> list[Any]:
         """``R_r = (n_a - 1) + O_a / e_a`` of every round (module docstring): round ``r``
-        picks its item with probability ``1 / (1 + R_r)``."""
-        t = tree.copy()
+        picks its item with probability ``1 / (1 + R_r)``.  The removals are applied to
+        ``tree`` in place and undone before returning (no copy; callers hold the precision
+        lock, so no other computation sees the tree meanwhile)."""
         remaining: dict[int, int] = {}
         out = []
-        for v in values:
-            a = self._value_index[v]
-            n = remaining.get(a, self._mult[a])
-            out.append((n - 1) + t.others(a) / t.weights[a])
-            remaining[a] = n - 1
-            t.set_count(a, n - 1)
+        try:
+            for v in values:
+                a = self._value_index[v]
+                n = remaining.get(a, self._mult[a])
+                out.append((n - 1) + tree.others(a) / tree.weights[a])
+                remaining[a] = n - 1
+                tree.set_count(a, n - 1)
+        finally:
+            for a in remaining:
+                tree.set_count(a, self._mult[a])
         return out
 
     def _tree_probability(self, values: Sequence[int], dps: int, log: bool) -> mpmath.mpf:
@@ -482,14 +411,10 @@ class Peeling(Mechanism):
     def _take(self, a: int, r: int, taken: list[int]) -> int:
         """The ``r``-th (0-based) not yet taken item of distinct count ``a`` (ids
         ascending); ``taken`` (sorted positions within the count's items) gains it."""
-        pos = r
-        for t in taken:  # sorted: each taken position at or before pos shifts it by one
-            if t <= pos:
-                pos += 1
-            else:
-                break
+        pos = nth_free(taken, r)
         taken.insert(bisect_left(taken, pos), pos)
-        return self._level_items(a)[pos]
+        # index the ranking directly: a slice would copy the whole count's items per pick
+        return self.ranking.order[(self.ranking.cumulative[a - 1] if a else 0) + pos]
 
     # -- sampling from the sequence (no level table) --------------------------------------
     def support_size(self) -> int:
@@ -497,48 +422,16 @@ class Peeling(Mechanism):
         return math.perm(self.d, self.k)
 
     def _sample(self, gen: random.Random) -> tuple[int, ...]:
-        """Round by round: an exact draw of the picked item's count, then a uniform
-        remaining item with that count (``randrange``).  Gumbel: the count by
-        :func:`~exactdp.core.sampling.choose_index` over the weight tree's cumulative sums of the
-        remaining weights (a lazy view, ``O(log)`` node sums per entry read); exponential:
-        the round rule's exact level draw on the round's level table."""
-        taken: dict[int, list[int]] = {}
-        remaining: dict[int, int] = {}
-        out = []
-        if self.noise == "gumbel":
-            draw = self._tree_sampler(remaining)
-        else:
-            removed: list[int] = []
+        """Round by round over the weight tree, with the round's removals applied in place
+        and undone after the draw (:mod:`~exactdp.mechanisms.peeling_sampling`): gumbel, an
+        exact tree descent for the count; exponential, permute-and-flip over the remaining
+        items run exactly (Poisson thinning for the light tail, exact ``Bernoulli(exp(-x))``
+        coins for the head).  Then a uniform remaining item with that count."""
+        return sample_many(self, 1, gen)[0]
 
-            def draw(gen: random.Random) -> int:
-                table = self._round_table(removed)
-                v = table.utilities[self.round_rule.sample_level(table, gen)]
-                removed.append(v)
-                return self._value_index[v]
-        for _ in range(self.k):
-            a = draw(gen)
-            n = remaining.get(a, self._mult[a])
-            out.append(self._take(a, gen.randrange(n), taken.setdefault(a, [])))
-            remaining[a] = n - 1
-        return tuple(out)
-
-    def _tree_sampler(self, remaining: dict[int, int]) -> Callable[[random.Random], int]:
-        """``draw(gen)``: the index of the next round's count, drawn exactly with weights
-        ``n_a e_a`` (``n_a`` from ``remaining``, read at every draw)."""
-        states: dict[int, tuple[_WeightTree, dict[int, int]]] = {}
-        n_levels = len(self._mult)
-
-        def cumulative(prec: int) -> _Cumulative:
-            # called by choose_index inside flint_workprec(prec): one tree copy per
-            # precision, brought up to date with the removals so far
-            state = states.get(prec)
-            if state is None:
-                state = states[prec] = (self._tree().copy(), {})
-            tree, applied = state
-            for a, n in remaining.items():
-                if applied.get(a) != n:
-                    tree.set_count(a, n)
-                    applied[a] = n
-            return _Cumulative(tree)
-
-        return lambda gen: choose_index(cumulative, n_levels, gen)
+    def samples(self, n: SupportsIndex, rng: RngLike = None) -> list[tuple[int, ...]]:
+        """``n >= 0`` independent exact samples from one generator: the same draws, reading
+        the generator in the same order, as ``n`` calls of :meth:`sample` with it, with the
+        set-up (lock, trees, level table) shared by all of them."""
+        count = as_nonnegative_int(n, "n")
+        return sample_many(self, count, as_rng(rng))

@@ -94,23 +94,27 @@ def test_tree_random_instances(ck, base, rnd):
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 5)), min_size=1, max_size=12), st.data())
 def test_weight_tree_sums(leaves, data):
-    """The tree's total, prefix and leave-one-out sums equal direct sums, after updates."""
-    from exactdp.mechanisms.peeling import _WeightTree
+    """The tree's total, suffix and leave-one-out sums equal direct sums after updates, and
+    restoring the original counts restores every node (the sampler's undo)."""
+    from exactdp.mechanisms.peeling_tree import WeightTree
 
     weights = [Fraction(w + 1, 7) for w, _ in leaves]
-    mult = [m for _, m in leaves]
-    tree = _WeightTree(weights, mult, Fraction(0))
-    copy = tree.copy()
+    original = [m for _, m in leaves]
+    mult = list(original)
+    tree = WeightTree(weights, mult, Fraction(0))
+    before = list(tree.nodes)
     for _ in range(data.draw(st.integers(0, 5))):
         a = data.draw(st.integers(0, len(leaves) - 1))
         mult[a] = data.draw(st.integers(0, 5))
-        copy.set_count(a, mult[a])
+        tree.set_count(a, mult[a])
     vals = [w * m for w, m in zip(weights, mult)]
-    assert copy.total() == sum(vals)
+    assert tree.total() == sum(vals)
     for a in range(len(vals)):
-        assert copy.prefix(a) == sum(vals[: a + 1])
-        assert copy.others(a) == sum(vals) - vals[a]
-    assert tree.total() == sum(w * m for w, (_, m) in zip(weights, leaves))  # the original is unchanged
+        assert tree.suffix(a) == sum(vals[a:])
+        assert tree.others(a) == sum(vals) - vals[a]
+    for a, m in enumerate(original):
+        tree.set_count(a, m)
+    assert tree.nodes == before
 
 
 def test_large_d_certified_to_requested_digits():

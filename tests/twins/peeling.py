@@ -132,3 +132,26 @@ def one_shot_probability_nested(counts: Sequence[int], seq: tuple, epsilon: Frac
             return mpmath.quad(below, pts, method="gauss-legendre")
 
         return mpmath.quad(lambda u1: pdf(u1 - counts[i1]) * inner(u1), [lo] + breaks + [hi], method="gauss-legendre")
+
+
+def pnf_by_accepted_set(weights: dict) -> dict:
+    """Permute-and-flip as a uniform member of the set ``A`` of items whose independent
+    coin ``Bernoulli(p_o)`` (``p_o = weights[o] / max(weights)``) comes up heads, by
+    enumerating every subset ``A`` (exact Fractions): ``P(o) = sum_{A ∋ o} P(A) / |A|``.
+    The identity the exact Peeling sampler is built on (the coins do not depend on the
+    visiting order, so its first accepted item is uniform in ``A``)."""
+    from itertools import combinations
+
+    top = max(weights.values())
+    p = {o: Fraction(w) / top for o, w in weights.items()}
+    items = list(p)
+    out = {o: Fraction(0) for o in items}
+    for size in range(1, len(items) + 1):
+        for chosen in combinations(items, size):
+            inside = set(chosen)
+            prob = Fraction(1)
+            for o in items:
+                prob *= p[o] if o in inside else 1 - p[o]
+            for o in chosen:
+                out[o] += prob / size
+    return out

@@ -1,0 +1,462 @@
+r"""Peeling's exact samplers: k rounds per draw over one weight tree, no per-round table.
+
+Papers: Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential Mechanism for
+Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1: CDP-Peel
+(Algorithm 3) and PNF-Peel (Algorithm 2); permute-and-flip is McKenna & Sheldon,
+*Permute-and-Flip* (NeurIPS 2020, arXiv:2010.12603); the exact ``Bernoulli(exp(-x))``
+coin is Algorithms 1 and 2 of Canonne, Kamath, Steinke, *The Discrete Gaussian for
+Differential Privacy* (NeurIPS 2020, arXiv:2004.00010).
+
+**The weight tree.**  :class:`WeightTree` is a binary sum tree over the distinct counts
+``v_0 > v_1 > ...``: leaf ``a`` holds ``n_a e_a`` (remaining items with count ``v_a`` times
+``e_a = w(v_a)/w(v_0)``, an arb ball), every inner node the sum of its children.  One tree
+is built per working precision and cached on the mechanism (a bounded number of
+precisions).  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
+additions each) and restores the original multiplicities when it ends (:class:`DrawState`):
+nothing is copied per draw and nothing grows with the number of draws or rounds.  Peak
+memory is ``O(d)``: the ranking, the level table of all counts, and at most
+:data:`~exactdp.mechanisms.peeling._TREE_CACHE` trees of ``O(#counts)`` balls.
+
+**Gumbel (CDP-Peel).**  Round ``r`` picks count ``v_a`` with probability ``n_a e_a /
+sum_b n_b e_b``: a lazily refined uniform ``U`` (``rng.getrandbits``: 64 bits, then 32 at a
+time) walks down the tree; at every node the target ``U * total`` is compared with the
+left subtree's sum, and a branch is taken only when the comparison is certain for the
+whole dyadic interval of ``U`` (arb balls); otherwise more bits are drawn (and the
+precision raised when the balls, not ``U``, are the obstacle).  The walk is a finger
+search from the top remaining count (every count before it is exactly zero): one
+comparison when the top count is picked, ``O(log)`` of the distance otherwise; the target
+is first bounded from ``U``'s leading 62 bits (a wider interval holding ``U``'s, so its
+decisions hold for ``U``; converting a 62-bit integer to arb is fast).  The leaf reached is
+the exact inverse-CDF index of the infinite-precision ``U``: the same index, from the same
+bits, as :func:`~exactdp.core.sampling.choose_index` over the tree's cumulative sums, in
+``O(log #counts)`` ball operations instead of ``O(log^2)``.  The item is then a uniform
+remaining item with that count (``rng.randrange``).
+
+**Exponential (PNF-Peel).**  Round ``r`` is permute-and-flip over the remaining items
+``j`` with ``p_j = exp(-lam (c_max - c_j))``: visit the items in a uniformly random order
+and accept item ``j`` with probability ``p_j``.  The coins are independent of the order, so
+the output is a uniform member of the set ``A`` of items whose coin is heads (``A`` holds
+the top item: ``p = 1``).  A round splits the counts into a *head* (the top remaining count
+and the next ones, :func:`_plan_head`) and a *tail* (the rest), and draws ``A`` in two
+independent parts:
+
+- *Tail, by Poisson thinning.*  ``j in A`` iff a Poisson(``mu_j``) count is positive,
+  ``mu_j = -ln(1 - p_j)``.  With ``q`` the largest ``p`` in the tail (``q < 1``) and
+  ``g = -ln(1 - q)/q``, ``mu_j <= g p_j`` (``-ln(1 - p)/p`` increases with ``p``), so the
+  tail's points are a Poisson process of total mean ``g sum_tail p_j`` (the tree's suffix
+  sum over ``e_top``), each point on item ``j`` with probability proportional to ``p_j``
+  (a tree descent over the tail, then a uniform item of that count), kept with
+  probability ``mu_j / (g p_j) <= 1``.  The kept points form independent Poisson(``mu_j``)
+  counts, so the items with a kept point are exactly ``A`` restricted to the tail.
+  Expected cost: ``g sum_tail p_j`` descents.
+- *Head, by permute-and-flip itself* over the head items and the tail members of ``A``
+  (accepted with probability 1).  The head's items are one contiguous range of positions
+  in the ranking's order; a uniformly random not-yet-visited item of the range or of the
+  tail members is drawn by rejection (``rng.randrange``; positions taken earlier in the
+  draw or rejected earlier in the round are drawn again), accepted with probability
+  ``p_j`` (an exact coin: :func:`bernoulli_exp` with ``x = lam (c_max - c_j)`` rational, or
+  :func:`bernoulli_power` ``base**(c_max - c_j)`` with a rational base), otherwise marked
+  visited.  Expected number of trials about ``#head items / sum_head p_j`` (on flat
+  counts, all equal, it is 1: every ``p_j = 1``), each ``O(1)`` expected (the coins stop at
+  the first tails) unless most of the range was taken earlier in the draw (at most
+  ``k - 1`` positions).  :func:`_plan_head` picks the split of least estimated cost
+  (trials plus :data:`_POINT_COST` per tail point) from planning floats.
+
+The Poisson count is drawn by the inverse CDF with a lazily refined uniform against arb
+enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare a lazy
+uniform with an enclosure of ``mu_j / (g p_j)``.  Every decision is certain for the whole
+dyadic interval of its uniform (more bits, and more precision, when it is not), so the
+round has exactly the law of permute-and-flip over the remaining items.  Floats only plan
+the head (which counts go where): any split gives the same law.
+
+``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would (same
+draws), and shares one lock section and the mechanism's trees between them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_right, insort
+from fractions import Fraction
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from flint import arb, ctx
+
+from ..core.precision import MAX_PREC, flint_workprec
+from ..errors import PrecisionError
+from .peeling_tree import WeightTree
+
+if TYPE_CHECKING:  # annotations only
+    from .peeling import Peeling
+
+__all__ = ["DrawState", "bernoulli_exp", "bernoulli_power", "draw_round", "sample_many"]
+
+_CHUNK = 32  # random bits per refinement of a lazy uniform (the first draw takes two chunks)
+#: The cost of one tail point (a tree descent and a thinning coin) in head trials (one
+#: exact coin each), for planning the split.  0 keeps the head to the top count, infinity
+#: puts the whole round in the head: the law is the same whatever the split.
+_POINT_COST = 5.0
+
+
+class DrawState:
+    """One draw's removals, applied to the mechanism's tree at every precision the draw
+    uses and undone by :meth:`undo` (callers hold
+    :data:`~exactdp.core.precision.PRECISION_LOCK` throughout, and flint's precision at
+    :attr:`prec0`).  Items are *positions* in the ranking's order (count descending, ties
+    by id), so the items of one count are a contiguous range of positions."""
+
+    def __init__(self, mech: "Peeling"):
+        self.mech = mech
+        self.mult = mech._mult
+        self.ends = mech.ranking.cumulative  # end position of every distinct count
+        self.remaining: dict[int, int] = {}
+        self.taken: dict[int, list[int]] = {}  # count -> sorted offsets taken in this draw
+        self.gone: set[int] = set()  # positions taken in this draw
+        self.trees: dict[int, tuple[WeightTree, list]] = {}  # prec -> (tree, undo log)
+        self.top = 0  # first count with a remaining item (only moves down within a draw)
+        self.prec0 = 64 + 2 * len(self.mult).bit_length() + 16
+
+    def left(self, a: int) -> int:
+        """Remaining items with the ``a``-th distinct count."""
+        return self.remaining.get(a, self.mult[a])
+
+    def start(self, a: int) -> int:
+        return self.ends[a - 1] if a else 0
+
+    def tree(self, prec: int) -> WeightTree:
+        """The tree at ``prec`` bits with this draw's removals (inside ``flint_workprec(prec)``)."""
+        entry = self.trees.get(prec)
+        if entry is None:
+            t, log = self.mech._tree(), []
+            for a, n in self.remaining.items():
+                t.set_count(a, n, log)
+            self.trees[prec] = entry = (t, log)
+        return entry[0]
+
+    def position(self, a: int, i: int) -> int:
+        """The position of the ``i``-th remaining item (ids ascending) of count ``a``."""
+        return self.start(a) + nth_free(self.taken.get(a, ()), i)
+
+    def remove(self, pos: int) -> int:
+        """Take the item at position ``pos`` out of this draw's remaining items; its count."""
+        a = bisect_right(self.ends, pos)
+        insort(self.taken.setdefault(a, []), pos - self.start(a))
+        self.gone.add(pos)
+        n = self.remaining.get(a, self.mult[a]) - 1
+        self.remaining[a] = n
+        if len(self.trees) == 1 and self.prec0 in self.trees:  # the usual case: no switch
+            t, log = self.trees[self.prec0]
+            t.set_count(a, n, log)
+        else:
+            for prec, (t, log) in self.trees.items():
+                with flint_workprec(prec):
+                    t.set_count(a, n, log)
+        if not n and a == self.top:
+            last = len(self.mult) - 1
+            while self.top < last and not self.left(self.top):
+                self.top += 1
+        return a
+
+    def undo(self) -> None:
+        """Restore every touched tree to its very balls before the draw."""
+        for t, log in self.trees.values():
+            t.restore(log)
+        self.remaining.clear()
+        self.taken.clear()
+        self.gone.clear()
+        self.trees.clear()
+        self.top = 0
+
+
+def nth_free(taken: Sequence[int], r: int) -> int:
+    """The ``r``-th (0-based) offset not in the sorted ``taken``."""
+    pos = r
+    for t in taken:  # sorted: each taken offset at or before pos shifts it by one
+        if t <= pos:
+            pos += 1
+        else:
+            break
+    return pos
+
+
+# -- lazily refined uniforms -------------------------------------------------------------
+def _refine(u: int, nbits: int, gen: random.Random) -> tuple[int, int]:
+    return (u << _CHUNK) | gen.getrandbits(_CHUNK), nbits + _CHUNK
+
+
+def descend(state: DrawState, first: int, gen: random.Random) -> int:
+    """Index ``a >= first`` of a distinct count with probability ``n_a e_a / sum_{b >= first}
+    n_b e_b`` (current multiplicities), decided exactly by a tree walk (module docstring)."""
+    n_levels = len(state.mult)
+    if first == 0 and n_levels == 1:
+        return 0  # as choose_index: one count, no randomness
+    prec = state.prec0
+    u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    while prec <= MAX_PREC:
+        if prec == ctx.prec:  # the usual case: no context switch
+            tree = state.tree(prec)
+            a = tree.locate_from_top(state.top, u, nbits) if first == 0 else tree.locate(first, u, nbits)
+        else:
+            with flint_workprec(prec):
+                tree = state.tree(prec)
+                a = tree.locate_from_top(state.top, u, nbits) if first == 0 else tree.locate(first, u, nbits)
+        if a is not None:
+            return a
+        u, nbits = _refine(u, nbits, gen)
+        # the balls hold about prec - log2(#counts) correct bits: keep them ahead of U's bits
+        prec = max(prec, nbits + 2 * n_levels.bit_length() + 32)
+    raise PrecisionError(None, None, f"sampler could not separate a boundary within {MAX_PREC} bits")
+
+
+def lazy_coin(prob: Callable[[int], arb], gen: random.Random, prec: int) -> bool:
+    """True with probability exactly ``prob``: a lazy uniform ``U`` against the enclosure
+    ``prob(prec)`` (computed inside ``flint_workprec(prec)``), refined until certain."""
+    u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            p = prob(prec)
+            scale = arb(2) ** (-nbits)
+            if arb(u + 1) * scale <= p:
+                return True
+            if arb(u) * scale >= p:
+                return False
+            if not p.rad() * 4 < scale:
+                prec *= 2
+        u, nbits = _refine(u, nbits, gen)
+        prec = max(prec, nbits + 32)
+    raise PrecisionError(None, None, f"sampler could not decide a coin within {MAX_PREC} bits")
+
+
+def poisson(mean: Callable[[int], arb], gen: random.Random, prec: int) -> int:
+    """A Poisson count of mean ``mean(prec)`` (an enclosure, computed inside
+    ``flint_workprec(prec)``), by the inverse CDF with a lazily refined uniform."""
+    u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    while prec <= MAX_PREC:
+        with flint_workprec(prec):
+            lam = mean(prec)
+            scale = arb(2) ** (-nbits)
+            lo, hi = arb(u) * scale, arb(u + 1) * scale
+            term = (-lam).exp()
+            cdf = term
+            i = 0
+            while True:
+                if hi <= cdf:
+                    return i
+                if not lo >= cdf:
+                    break
+                i += 1
+                term = term * lam / i
+                cdf = cdf + term
+            if not cdf.rad() * 4 < scale:
+                prec *= 2
+        u, nbits = _refine(u, nbits, gen)
+        prec = max(prec, nbits + 32)
+    raise PrecisionError(None, None, f"sampler could not decide a Poisson count within {MAX_PREC} bits")
+
+
+# -- exact coins from integer randomness -------------------------------------------------
+def _bernoulli_exp_unit(num: int, den: int, gen: random.Random) -> bool:
+    """``Bernoulli(exp(-num/den))`` for ``0 <= num/den <= 1`` (Canonne, Kamath, Steinke
+    2020, Algorithm 1): ``K`` grows while ``Bernoulli(x/K)`` coins come up heads; heads
+    iff the final ``K`` is odd."""
+    k = 1
+    while gen.randrange(den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def bernoulli_exp(x: Fraction, gen: random.Random) -> bool:
+    """True with probability exactly ``exp(-x)``, ``x >= 0`` rational (Canonne, Kamath,
+    Steinke 2020, Algorithm 2: ``floor(x)`` coins of ``exp(-1)``, stopping at the first
+    tails, then one of ``exp(-(x - floor(x)))``).  Expected cost ``O(1)`` whatever ``x``."""
+    return _bernoulli_exp_ratio(x.numerator, x.denominator, gen)
+
+
+def _bernoulli_exp_ratio(num: int, den: int, gen: random.Random) -> bool:
+    """:func:`bernoulli_exp` of ``num/den`` (integers: no Fraction on the hot path)."""
+    whole, rest = divmod(num, den)
+    for _ in range(whole):
+        if not _bernoulli_exp_unit(1, 1, gen):
+            return False
+    return _bernoulli_exp_unit(rest, den, gen)
+
+
+def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
+    """True with probability exactly ``base**m`` (``0 < base < 1`` rational, ``m >= 0``):
+    independent exact rational coins ``base**t`` over chunks of ``t`` factors (about 64
+    bits of denominator each), stopping at the first tails."""
+    num, den = base.numerator, base.denominator
+    step = max(1, 64 // den.bit_length())
+    while m > 0:
+        t = min(step, m)
+        if gen.randrange(den**t) >= num**t:
+            return False
+        m -= t
+    return True
+
+
+# -- one round ---------------------------------------------------------------------------
+def draw_round(state: DrawState, gen: random.Random) -> int:
+    """The position (in the ranking's order) of the item the next round picks, with the law
+    of the mechanism's per-round rule."""
+    if state.mech.noise == "gumbel":
+        a = descend(state, 0, gen)
+        return state.position(a, gen.randrange(state.left(a)))
+    return _pnf_round(state, gen)
+
+
+def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
+    """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
+    every distinct count (clamped; never used in a decision, only to split the rounds into
+    head and tail)."""
+    values, mult = mech.ranking.values, mech._mult
+    if mech.scale.lam is not None:
+        lam = mech.scale.lam
+        try:
+            rate = lam.numerator / lam.denominator
+        except OverflowError:
+            rate = math.inf
+    else:
+        b = mech.scale.base
+        rate = _ln(b.denominator) - _ln(b.numerator)
+    logw = []
+    for v in values:
+        gap = values[0] - v
+        # clamped at -1e300, not -inf: differences of two clamped logs stay numbers (0)
+        logw.append(-min(rate * min(gap, 10**300), 1e300) if gap else 0.0)
+    logs = [-math.inf] * (len(values) + 1)
+    for a in range(len(values) - 1, -1, -1):
+        x, y = math.log(mult[a]) + logw[a], logs[a + 1]
+        hi, lo = max(x, y), min(x, y)
+        logs[a] = hi if lo == -math.inf else hi + math.log1p(math.exp(lo - hi))
+    return logw, logs
+
+
+def _ln(n: int) -> float:
+    """``ln n`` of a positive integer of any size (planning only)."""
+    shift = max(0, n.bit_length() - 1000)
+    return math.log(n >> shift) + shift * math.log(2)
+
+
+def _plan_head(state: DrawState) -> int:
+    """The first tail count ``h``: the head is the counts ``top..h-1``.  Planning floats only
+    (any split has the same law): among ``h = top+1, top+2, top+4, ..., #counts`` the one
+    of least estimated cost ``#head items / sum_head p + _POINT_COST * g * sum_tail p``
+    (expected trials plus tail points), ignoring this draw's removals."""
+    mech = state.mech
+    if mech._plan is None:
+        mech._plan = plan_logs(mech)
+    logw, logs = mech._plan
+    n_levels = len(state.mult)
+    top = state.top
+    lt = logw[top]
+    first = state.start(top)
+    head_mass = math.exp(min(logs[top] - lt, 700.0))
+    best, best_cost = n_levels, math.inf
+    step = 1
+    h = top + 1
+    while True:
+        h = min(h, n_levels)
+        tail = math.exp(min(logs[h] - lt, 700.0)) if h < n_levels else 0.0
+        trials = (state.start(h) - first) / max(1.0, head_mass - tail)
+        if tail > 0.0:
+            p = math.exp(logw[h] - lt)
+            g = -math.log1p(-p) / p if 0.0 < p < 1.0 else (1.0 if p == 0.0 else math.inf)
+            trials += _POINT_COST * g * tail
+        if trials < best_cost:
+            best, best_cost = h, trials
+        if h == n_levels:
+            return best
+        h = top + 1 + step
+        step *= 2
+
+
+def _pnf_round(state: DrawState, gen: random.Random) -> int:
+    """Permute-and-flip over the remaining items (module docstring): the position picked.
+    The head's items are the positions ``start(top)..start(h)-1``; a uniformly random
+    not-yet-visited one of them or of the tail's members of ``A`` is drawn by rejection
+    (positions taken earlier in the draw or visited in this round are drawn again)."""
+    h = _plan_head(state)
+    tail = _tail_members(state, h, gen) if h < len(state.mult) else []
+    mech = state.mech
+    values = mech.ranking.values
+    v_top = values[state.top]
+    lo = state.start(state.top)
+    span = state.start(h) - lo
+    visited: set[int] = set()
+    gone = state.gone
+    lam = mech.scale.lam
+    while True:
+        r = gen.randrange(len(tail) + span)
+        if r < len(tail):
+            return state.position(*tail[r])
+        pos = lo + r - len(tail)
+        if pos in gone or pos in visited:
+            continue
+        gap = v_top - values[bisect_right(state.ends, pos)]
+        if not gap:
+            return pos  # p = 1
+        if lam is not None:
+            heads = _bernoulli_exp_ratio(lam.numerator * gap, lam.denominator, gen)
+        else:
+            heads = bernoulli_power(mech.scale.base, gap, gen)
+        if heads:
+            return pos
+        visited.add(pos)
+
+
+def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tuple[int, int]]:
+    """The tail's members of ``A`` (counts ``first..``) as ``(a, i)`` pairs, distinct, by
+    Poisson thinning (module docstring)."""
+    top = state.top
+
+    per_prec: dict[int, tuple[arb, arb]] = {}  # prec -> (w_top, g(q)), once per round
+
+    def fixed(prec: int) -> tuple[arb, arb]:
+        if prec not in per_prec:
+            w = state.tree(prec).weights
+            q = w[first] / w[top]  # the largest p in the tail (q < 1)
+            per_prec[prec] = (w[top], -(-q).log1p() / q)  # g = -ln(1 - q)/q
+        return per_prec[prec]
+
+    def mean(prec: int) -> arb:
+        w_top, g = fixed(prec)
+        return g * state.tree(prec).suffix(first) / w_top
+
+    points = poisson(mean, gen, state.prec0)
+    out: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for _ in range(points):
+        a = descend(state, first, gen)
+        i = gen.randrange(state.left(a))
+
+        def keep(prec: int, a: int = a) -> arb:
+            w_top, g = fixed(prec)
+            p = state.tree(prec).weights[a] / w_top
+            return -(-p).log1p() / (g * p)  # mu_a / (g p_a)
+
+        if lazy_coin(keep, gen, state.prec0) and (a, i) not in seen:
+            seen.add((a, i))
+            out.append((a, i))
+    return out
+
+
+def sample_many(mech: "Peeling", n: int, gen: random.Random) -> list[tuple[int, ...]]:
+    """``n`` draws of ``k`` rounds each, under one lock section; every draw's removals are
+    undone at its end."""
+    out = []
+    order = mech.ranking.order
+    state = DrawState(mech)
+    with flint_workprec(state.prec0):
+        for _ in range(n):
+            seq = []
+            try:
+                for _ in range(mech.k):
+                    pos = draw_round(state, gen)
+                    state.remove(pos)
+                    seq.append(order[pos])
+            finally:
+                state.undo()
+            out.append(tuple(seq))
+    return out
