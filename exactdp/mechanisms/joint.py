@@ -96,11 +96,13 @@ def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tu
     Two paths, the same entries (tested against each other and brute force):
 
     - windows (whenever the keys fit ``int64``): events come window by window from
-      :func:`~exactdp.mechanisms.joint_sweep.mtilde_windows`, and the events of one
-      level are taken in groups (:func:`~exactdp.mechanisms.joint_sweep.mtilde_groups`):
+      :func:`~exactdp.mechanisms.joint_sweep.mtilde_windows`, and consecutive events are
+      taken in groups of up to 4 (:func:`~exactdp.mechanisms.joint_sweep.mtilde_groups`):
       one exact ``gmpy2.divexact`` and one conversion to ``int`` per group, then each
       member's ``m̃`` is one multiplication of that ``int`` by a small exact integer, so
-      no per-entry big division and no per-entry ``mpz`` conversion;
+      no per-entry big division and no per-entry ``mpz`` conversion (about 3 times the
+      entries per second of the events path at distinct d = 166,000, k = 200;
+      docs/benchmarks.md);
     - events (huge counts): one ``divexact`` and one multiplication per event.
     """
     if mtilde_windows_fit(ranking, k):
@@ -124,17 +126,16 @@ def _mtilde_windows(ranking: Ranking, k: int, keys: bool) -> Iterator[tuple[int,
             product = quotient * (u * v)
             extend(repeat(int(quotient), g))  # one conversion to int per group
         heads = (-win.key).tolist()  # 2dk·Ũ of each event's first entry
-        if not keys:
-            heads = [Fraction(x, den) for x in heads]
         rows, firsts = win.row.tolist(), win.first.tolist()
         if int((win.last - win.first).max()) == 1:  # one entry per event (distinct counts)
             # m̃ = Q * mult is made lazily, in C, as each entry is consumed: the consumer
             # drops each big int before the next is made, so memory stays hot in the cache
-            yield from zip(rows, firsts, heads, map(mul, quotients, groups.mult))
+            us = heads if keys else map(Fraction, heads, repeat(den))
+            yield from zip(rows, firsts, us, map(mul, quotients, groups.mult))
             continue
         for i, j0, j1, head, q, m in zip(rows, firsts, win.last.tolist(), heads, quotients, groups.mult):
-            ks = range(head, head - (j1 - j0), -1) if keys else [head - Fraction(t, den) for t in range(j1 - j0)]
-            yield from zip(repeat(i), range(j0, j1), ks, repeat(q * m))
+            ks = range(head, head - (j1 - j0), -1)
+            yield from zip(repeat(i), range(j0, j1), ks if keys else map(Fraction, ks, repeat(den)), repeat(q * m))
 
 
 def _mtilde_events(ranking: Ranking, k: int, keys: bool) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
