@@ -233,3 +233,28 @@ def test_pnf_joint_samples_fit_with_both_samplers():
         for o in draws:
             c[m.table.index_of(m.utility(o))] += 1
         assert chi2_stat(c, [float(p) for p in law], n) < chi2_quantile(len(law) - 1, ALPHA)
+
+
+@pytest.mark.parametrize(
+    "levels, kwargs",
+    [
+        ([(0, 1), (-(10**400), 1)], dict(epsilon=1)),
+        ([(0, 1), (-1, 1), (-3, 1)], dict(epsilon=10**400)),
+        ([(0, 1), (-1, 2), (-3, 1)], dict(base=Fraction(1, 10**400))),
+        ([(0, 10**1000), (-3322, 10**1000 * 2**3322 // 3), (-10**6, 10**1500)], dict(base=Fraction(1, 2))),
+    ],
+)
+def test_both_samplers_on_extreme_tables(levels, kwargs):
+    """Gaps of 10**400, epsilon or 1/base of 10**400, multiplicities of 10**1500: both
+    samplers return the top level whenever every other level has probability below
+    10**-100 (here all but the last table), and a valid level otherwise."""
+    scale = Scale(base=kwargs["base"]) if "base" in kwargs else Scale(epsilon=Fraction(kwargs["epsilon"]), divisor=Fraction(1))
+    t = LevelTable([Level(u, m) for u, m in levels], scale)
+    probs = CDF.level_probabilities(t, 20)
+    top_sure = all(p < 10**-100 for p in probs[1:])
+    for rule in (CDF, RACE):
+        for seed in range(3):
+            level = rule.sample_level(t, NoFloatRandom(seed))
+            assert level in range(len(t))
+            if top_sure:
+                assert level == 0
