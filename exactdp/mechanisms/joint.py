@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from fractions import Fraction
-from itertools import repeat
+from itertools import chain, repeat
 from operator import mul
 from typing import Iterator, Union
 
@@ -111,6 +111,13 @@ def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tu
 
 
 def _mtilde_windows(ranking: Ranking, k: int, keys: bool) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
+    # chained in C: the consumer's next() reaches the zip of the current window without
+    # resuming a Python frame, which runs once per window (or per tied event) only
+    return chain.from_iterable(_window_streams(ranking, k, keys))
+
+
+def _window_streams(ranking: Ranking, k: int, keys: bool) -> Iterator[Iterator[tuple[int, int, Union[Fraction, int], int]]]:
+    """One iterator of entries per window (per event where counts tie)."""
     den = 2 * ranking.d * k
     g = group_size(ranking.d)
     product = gmpy2.mpz(1)  # product of the non-zero row factors
@@ -131,11 +138,11 @@ def _mtilde_windows(ranking: Ranking, k: int, keys: bool) -> Iterator[tuple[int,
             # m̃ = Q * mult is made lazily, in C, as each entry is consumed: the consumer
             # drops each big int before the next is made, so memory stays hot in the cache
             us = heads if keys else map(Fraction, heads, repeat(den))
-            yield from zip(rows, firsts, us, map(mul, quotients, groups.mult))
+            yield zip(rows, firsts, us, map(mul, quotients, groups.mult))
             continue
         for i, j0, j1, head, q, m in zip(rows, firsts, win.last.tolist(), heads, quotients, groups.mult):
             ks = range(head, head - (j1 - j0), -1)
-            yield from zip(repeat(i), range(j0, j1), ks if keys else map(Fraction, ks, repeat(den)), repeat(q * m))
+            yield zip(repeat(i), range(j0, j1), ks if keys else map(Fraction, ks, repeat(den)), repeat(q * m))
 
 
 def _mtilde_events(ranking: Ranking, k: int, keys: bool) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
