@@ -319,6 +319,14 @@ class BlockLevelTable:
         self.check_fits(size, f"the selection rule's {name} enclosures", None)
         return self._keep(("rule", name, prec), size, build)
 
+    def cached_at_least(self, name: str, prec: int) -> Any:
+        """What :meth:`_cached` keeps for ``name`` at ``prec`` bits or more, or ``None``."""
+        held = [key[2] for key in chain(self._cache, self._recent) if key[:2] == ("rule", name) and key[2] >= prec]
+        if not held:
+            return None
+        key = ("rule", name, min(held))
+        return self._cache[key][0] if key in self._cache else self._recent[key]
+
     def _block_levels(self, b: int) -> list[Level]:
         size = level_list_bytes(self._sizes[b], self.source.level_bytes)
         return self._keep(("levels", b), size, lambda: self.source.block_levels(b))

@@ -101,6 +101,12 @@ class LevelTable:
             self._cache[key] = value
         return value
 
+    def cached_at_least(self, name: str, prec: int) -> Any:
+        """What :meth:`_cached` keeps for ``name`` at ``prec`` bits or more (the lowest such
+        precision), or ``None``: a more precise enclosure serves any lower precision."""
+        held = [p for (n, p) in self._cache if n == name and p >= prec]
+        return self._cache[(name, min(held))] if held else None
+
     def relative_weights(self) -> list[arb]:
         def build():
             lam = self.scale.lam_ball()

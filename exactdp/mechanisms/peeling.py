@@ -104,12 +104,12 @@ import mpmath
 from flint import arb, ctx
 
 from ..core._lazy import sympy
-from ..core._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
+from ..core._typing import CountsLike, Output, OutputLike, RationalLike
 from ..core.levels import Level, LevelTable
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
 from ..core.selection import SelectionRule
-from ..core.validation import as_dps, as_nonnegative_int, as_rng, as_sequence_output
+from ..core.validation import as_dps, as_sequence_output
 from ..errors import InvalidOutputError, TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
 from .peeling_sampling import nth_free, sample_many
@@ -429,9 +429,8 @@ class Peeling(Mechanism):
         coins for the head).  Then a uniform remaining item with that count."""
         return sample_many(self, 1, gen)[0]
 
-    def samples(self, n: SupportsIndex, rng: RngLike = None) -> list[tuple[int, ...]]:
-        """``n >= 0`` independent exact samples from one generator: the same draws, reading
-        the generator in the same order, as ``n`` calls of :meth:`sample` with it, with the
-        set-up (lock, trees, level table) shared by all of them."""
-        count = as_nonnegative_int(n, "n")
-        return sample_many(self, count, as_rng(rng))
+    def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
+        """The draws of :meth:`samples`: the same draws, reading the generator in the same
+        order, as ``n`` calls of :meth:`sample` with it, with the set-up (lock, trees, level
+        table) shared by all of them."""
+        return sample_many(self, n, gen)

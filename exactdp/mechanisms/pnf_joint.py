@@ -11,8 +11,11 @@ mechanism to permute-and-flip with acceptance probability
 ``Exponential(eps/(2*Δ))`` noise over all sequences (Algorithm 4).  Algorithm 5 replaces
 Joint's utility-sampling step (Algorithm 1, line 20) by one ``MaxExpo`` draw per level and
 an argmax; the sequence is then uniform within the chosen level (Algorithm 1, lines
-21-24).  Probabilities, exact values and the exact sampler are those of
-:class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`.
+21-24).  Probabilities, exact values and the exact level draw are those of
+:class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`: by default (``sampler="cdf"``) the
+level is drawn from its certified level distribution (the law Algorithm 5 induces on levels,
+``O(log L)`` per draw once the enclosures are kept); ``sampler="algorithm5"`` runs
+Algorithm 5 itself, one ``MaxExpo`` draw per level (``O(L)`` per draw), exactly.
 
 The paper's examples (Appendix D.3), P(best sequence) with k=2, eps=1:
 
@@ -26,7 +29,10 @@ The paper's examples (Appendix D.3), P(best sequence) with k=2, eps=1:
 
 from __future__ import annotations
 
+from typing import Optional, SupportsIndex, Union
+
 from .joint import Joint
+from ..core._typing import CountsLike, RationalLike
 from ..rules.permute_and_flip import PermuteAndFlip
 
 __all__ = ["PNFJoint"]
@@ -38,7 +44,24 @@ class PNFJoint(Joint):
     ``PNFJoint(counts, k, epsilon=1, *, base=None, sensitivity=1)``, as :class:`Joint`:
     with ``base`` the acceptance probability of a sequence of utility ``u`` is
     ``base**(u_max - u)`` (every probability an exact rational), otherwise
-    ``exp(epsilon*(u - u_max)/(2*sensitivity))``.
+    ``exp(epsilon*(u - u_max)/(2*sensitivity))``.  ``sampler``: ``"cdf"`` (default, the
+    level from the certified level probabilities) or ``"algorithm5"`` (Appendix D's race of
+    one ``MaxExpo`` draw per level); both exact, with the same distribution.  ``memory_budget``:
+    as for :class:`Joint` (bytes of levels kept at once).
     """
 
     rule = PermuteAndFlip()
+
+    def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
+                 base: Optional[RationalLike] = None, sensitivity: RationalLike = 1, sampler: str = "cdf",
+                 memory_budget: Optional[Union[int, str]] = None):
+        rule = PermuteAndFlip(sampler=sampler)  # validates sampler first
+        super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity, memory_budget=memory_budget)
+        if sampler != "cdf":
+            self.rule = rule
+
+    def _parameters(self) -> dict[str, object]:
+        params = super()._parameters()
+        if self.rule.sampler != "cdf":
+            params["sampler"] = self.rule.sampler
+        return params

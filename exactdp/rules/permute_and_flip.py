@@ -59,8 +59,15 @@ up to :data:`PNF_EXACT_BITS_LIMIT` bits.  With ``epsilon`` the same polynomial i
 ``z = exp(-lam/D)`` gives a sympy sum of exponentials for supports up to
 :data:`PNF_SYMBOLIC_SUPPORT_LIMIT`.  Beyond the limits: :class:`NoClosedFormError`.
 
-**Sampling.**  Algorithm 5 of the Joint paper (Appendix D): ``v_a = u_a + MaxExpo(lam, m_a)``
-per level and the argmax; see :meth:`PermuteAndFlip.sample_level`.
+**Sampling.**  By default (``sampler="cdf"``) the level is drawn from the certified level
+distribution itself: :func:`exactdp.core.sampling.choose_index` over cumulative enclosures of
+the level probabilities ``m_a P_a``, computed at the precision it asks for and kept per
+precision (a few per table), so a draw after the first costs ``O(log L)`` ball comparisons
+over ``L`` levels.  It is exact because the enclosures are rigorous at every precision and
+the uniform is refined lazily until it certainly falls between two enclosed boundaries.
+``sampler="algorithm5"`` keeps Algorithm 5 of the Joint paper (Appendix D):
+``v_a = u_a + MaxExpo(lam, m_a)`` per level and the argmax, decided exactly, ``O(L)`` per
+draw; both are tested equal in distribution.  See :meth:`PermuteAndFlip.sample_level`.
 
 >>> from fractions import Fraction
 >>> from exactdp.core.levels import Level
@@ -87,7 +94,8 @@ from flint import arb, ctx, fmpq, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
-from ..core.precision import MAX_PREC, certify, certify_many, flint_workprec
+from ..core.precision import MAX_PREC, PRECISION_LOCK, certify, certify_many, flint_workprec
+from ..core.sampling import choose_index
 from ..core.scale import Scale
 from ..core.selection import SelectionRule
 from ..errors import InvalidParameterError, NoClosedFormError, PrecisionError
@@ -104,6 +112,8 @@ __all__ = [
     "PNF_POLY_MIN_PREC",
     "PNF_POLY_WORK_LIMIT_HIGH_PREC",
     "PNF_QUADRATURE_MAX_DPS",
+    "PNF_SAMPLERS",
+    "PNF_SAMPLER_PRECISIONS",
     "pnf_enclosures",
 ]
 
@@ -134,7 +144,14 @@ PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
 #: (set ``exactdp.rules.permute_and_flip.PNF_QUADRATURE_MAX_DPS`` higher to allow slower runs).
 PNF_QUADRATURE_MAX_DPS = 500
 
-_CHUNK = 32  # random bits drawn per refinement of one uniform in the sampler
+_CHUNK = 32  # random bits drawn per refinement of one uniform in the Algorithm 5 sampler
+
+#: The samplers of :class:`PermuteAndFlip` (``sampler=``).
+PNF_SAMPLERS = ("cdf", "algorithm5")
+#: The ``"cdf"`` sampler keeps the cumulative level enclosures of this many precisions per
+#: table (each is one arb ball per level; draws almost always need only the first).
+PNF_SAMPLER_PRECISIONS = 2
+_sampler_cache: "weakref.WeakKeyDictionary[LevelTable, dict]" = weakref.WeakKeyDictionary()
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,17 +368,30 @@ class PermuteAndFlip(SelectionRule):
     ``method="auto"`` (default), ``"direct"`` or ``"acb"`` (cross-checks: every level by its
     own quadrature, ours or Arb's ``acb.integral``; see :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
     the rigorous error bound; every returned value has relative error ``<= 10**-dps``.
+    ``sampler="cdf"`` (default) draws a level from the certified level probabilities,
+    ``sampler="algorithm5"`` by the Joint paper's Algorithm 5 (the same distribution; see
+    :meth:`sample_level`).
     """
 
     name = "permute-and-flip"
 
-    def __init__(self, method: str = "auto") -> None:
+    def __init__(self, method: str = "auto", sampler: str = "cdf") -> None:
         if method not in ("auto", "direct", "acb", "poly"):
             raise InvalidParameterError("method", method, "must be 'auto', 'direct', 'acb' or 'poly'")
+        if sampler not in PNF_SAMPLERS:
+            raise InvalidParameterError(
+                "sampler", sampler,
+                "must be 'cdf' (a level from the certified level probabilities) or 'algorithm5' "
+                "(the Joint paper's Appendix D race of MaxExpo draws)",
+            )
         self.method = method
+        self.sampler = sampler
 
     def __repr__(self) -> str:
-        return "PermuteAndFlip()" if self.method == "auto" else f"PermuteAndFlip(method={self.method!r})"
+        args = [] if self.method == "auto" else [f"method={self.method!r}"]
+        if self.sampler != "cdf":
+            args.append(f"sampler={self.sampler!r}")
+        return f"PermuteAndFlip({', '.join(args)})"
 
     # -- certified numbers -------------------------------------------------------------
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
@@ -426,6 +456,49 @@ class PermuteAndFlip(SelectionRule):
 
     # -- sampling -----------------------------------------------------------------------
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
+        """An exact draw of a level index, by the rule's ``sampler``.
+
+        ``"cdf"``: :func:`~exactdp.core.sampling.choose_index` over the cumulative sums of
+        the certified level probabilities ``m_a P_a`` (:meth:`level_probabilities`'
+        enclosures).  ``choose_index`` returns ``a`` only once the lazily refined uniform,
+        scaled by the enclosed total, certainly lies between the enclosures of ``C_{a-1}``
+        and ``C_a``, so the draw has exactly the law ``P(a) = m_a P_a`` (the enclosures
+        contain the true values at every precision; only the number of refinements
+        depends on their width).  The enclosures of each precision it asks for are
+        computed once and kept (at most :data:`PNF_SAMPLER_PRECISIONS` per table), so
+        repeated draws cost a bisection over the levels.  ``"algorithm5"``:
+        :meth:`sample_level_algorithm5`.  Integer randomness only (``rng.getrandbits``).
+        """
+        if self.sampler == "algorithm5":
+            return self.sample_level_algorithm5(table, rng)
+        if len(table) == 1:
+            return 0
+        return choose_index(lambda prec: self._sampler_cumulative(table, prec), len(table), rng)
+
+    def _sampler_cumulative(self, table: LevelTable, prec: int) -> list[arb]:
+        """Enclosures of ``C_a = sum_{b <= a} m_b P_b`` at ``prec`` bits or more: a kept
+        list of at least that precision, else the level enclosures the table already
+        holds at such a precision, else new ones (not stored in the table, so that the
+        precision of :meth:`level_probabilities`' cache is left alone)."""
+        with PRECISION_LOCK:  # one thread builds; the cache is per table and method
+            kept = _sampler_cache.get(table)
+            if kept is None:
+                kept = _sampler_cache[table] = {}
+            fits = [p for (m, p) in kept if m == self.method and p >= prec]
+            if fits:
+                return kept[(self.method, min(fits))]
+            held = table.cached_at_least(f"pnf-{self.method}", prec)
+            levels = held[1] if held is not None else pnf_enclosures(table, self.method)[1]
+            out, run = [], arb(0)
+            for w in levels:
+                run = run + w
+                out.append(run)
+            while len(kept) >= PNF_SAMPLER_PRECISIONS:
+                del kept[next(iter(kept))]  # the oldest
+            kept[(self.method, prec)] = out
+            return out
+
+    def sample_level_algorithm5(self, table: LevelTable, rng: random.Random) -> int:
         r"""Algorithm 5 of the Joint paper (Appendix D), decided exactly.
 
         For every level ``a`` draw ``v_a = u_a + MaxExpo(lam, m_a)``, the maximum of
