@@ -56,6 +56,7 @@ from flint import arb, ctx
 from ..errors import MemoryBudgetError
 from ._gc import gc_paused
 from .precision import prec_for_dps
+from .sampling import first_not_below
 from .levels import Level, Utility
 from .scale import Scale
 
@@ -158,17 +159,8 @@ class _CumulativeView(_View):
         the same answer as a binary search over all levels (the uppers of a running sum
         of non-negative balls never decrease), touching one block."""
         table = self._table
-        run = table._pass()
-        b = run.first_block_not_below(lower)
-        block = self._block(b)
-        i, j = 0, len(block) - 1
-        while i < j:
-            mid = (i + j) // 2
-            if block[mid].upper() <= lower:
-                i = mid + 1
-            else:
-                j = mid
-        return table._starts[b] + i
+        b = table._pass().first_block_not_below(lower)
+        return table._starts[b] + first_not_below(self._block(b), lower)
 
     def __getitem__(self, a):  # type: ignore[override]
         # The last running sum is the total: its enclosure needs no pass to the end.
@@ -233,15 +225,7 @@ class _Pass:
         n = len(self.table._sizes)
         while len(self.starts) < n and self.run.upper() <= lower:
             self._extend()  # the target lies beyond the blocks summed so far
-        ends = self.starts[1:] + [self.run]
-        lo, hi = 0, len(ends) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ends[mid].upper() <= lower:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return first_not_below(self.starts[1:] + [self.run], lower)
 
 
 class BlockLevelTable:

@@ -58,6 +58,7 @@ __all__ = [
     "cdf_bounds_exact",
     "inverse_cdf_words",
     "WORD_BITS",
+    "first_not_below",
 ]
 
 _CHUNK = 32
@@ -66,13 +67,14 @@ WORD_BITS = 64
 _WORD_MAX = (1 << WORD_BITS) - 1
 
 
-def _first_not_below(cumulative: Sequence[arb], target: arb) -> int:
-    """First index ``a`` whose upper bound is not ``<=`` the lower bound of ``target``."""
-    lo_t = target.lower()
-    lo, hi = 0, len(cumulative) - 1
+def first_not_below(balls: Sequence[arb], lower: arb) -> int:
+    """First index ``a`` whose upper bound is not ``<= lower`` (the last index if none), by
+    bisection: ``balls`` enclose nondecreasing values with nondecreasing upper bounds (as
+    running sums of non-negative balls have)."""
+    lo, hi = 0, len(balls) - 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if cumulative[mid].upper() <= lo_t:
+        if balls[mid].upper() <= lower:
             lo = mid + 1
         else:
             hi = mid
@@ -115,7 +117,7 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
             hi = arb(u + 1) * scale * total
             # a block table's running sums search block ends first (one block computed)
             finder = getattr(cum, "first_not_below", None)
-            a = finder(lo.lower()) if finder is not None else _first_not_below(cum, lo)
+            a = finder(lo.lower()) if finder is not None else first_not_below(cum, lo.lower())
             below_ok = a == 0 or cum[a - 1].upper() <= lo.lower()
             if below_ok and hi.upper() <= cum[a].lower():
                 return a
