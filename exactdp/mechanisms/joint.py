@@ -62,14 +62,7 @@ from ..core.selection import SelectionRule
 from ..core._typing import CountsLike, RationalLike
 from ..core.validation import as_dps, as_memory_budget
 
-__all__ = ["Joint", "joint_levels", "joint_mtilde"]
-
-
-def joint_levels(ranking: Ranking, k: int) -> list[Level]:
-    """Exact levels of Joint by the integer sweep (no enumeration of outputs), all at once:
-    the blocks of :class:`~exactdp.mechanisms.joint_blocks.JointLevelSource` in order."""
-    source = JointLevelSource(ranking, k)
-    return [lv for b in range(len(source.block_sizes())) for lv in source.block_levels(b)]
+__all__ = ["Joint", "joint_mtilde"]
 
 
 def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
