@@ -269,7 +269,7 @@ def _balls(view: Union[Groups, MappingDistribution], digits: int) -> list[arb]:
     out = []
     widen = arb(1) + arb(10) ** (-digits) * arb(0, 1)
     for p in view.output_probabilities(digits):
-        man, exp = mpmath.mpf(p).man_exp
+        man, exp = p.man_exp  # exact: mpmath.mpf(p) would round to the current precision
         out.append(arb(fmpz(int(man))) * arb(2) ** int(exp) * widen)
     return out
 
