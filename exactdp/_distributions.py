@@ -279,7 +279,10 @@ def _exact(view: Union[Groups, MappingDistribution], g: Optional[int], witness: 
         return Fraction(0)
     if isinstance(view, MappingDistribution):
         return view.probabilities[g]
-    return view.mechanism.probability_exact(witness)
+    p = view.mechanism.probability_exact(witness)
+    if getattr(p, "is_Rational", False):  # a rational base gives rational probabilities
+        return Fraction(int(p.p), int(p.q))
+    return p
 
 
 def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = True) -> Pair:

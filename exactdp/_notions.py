@@ -103,6 +103,12 @@ class ZcdpBracket:
         return f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"
 
 
+def _rational(value: Any, argument: str) -> Fraction:
+    """``as_rational`` with plain int parts (flint refuses gmpy integers)."""
+    q = as_rational(value, argument)
+    return Fraction(int(q.numerator), int(q.denominator))
+
+
 def _pos(x: arb) -> arb:
     """A ball containing ``max(0, t)`` for every ``t`` in ``x``."""
     if x > 0:
@@ -145,7 +151,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     every term is decided ``<= 0`` by the balls or, for equal terms, by the exact values.
     """
     digits_wanted = as_dps(dps)
-    eps = as_rational(epsilon, "epsilon")
+    eps = _rational(epsilon, "epsilon")
     if eps < 0:
         raise InvalidParameterError("epsilon", epsilon, "must be >= 0")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
@@ -202,6 +208,17 @@ def _exact_mass(pair: Pair, cells: list[int], direction: str) -> Optional[Fracti
     return total
 
 
+def _exact_tv(pair: Pair, direction: str) -> Optional[Fraction]:
+    """Exact ``sum max(0, P - Q)`` when every probability is a Fraction (mappings)."""
+    total = Fraction(0)
+    for cell in pair.cells:
+        p, q = pair.exact(cell) if direction == "a>b" else pair.exact(cell)[::-1]
+        if not (isinstance(p, Fraction) and isinstance(q, Fraction)):
+            return None
+        total += max(Fraction(0), p - q) * cell.outputs
+    return total
+
+
 def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
     """The least eps >= 0 with delta_{P||Q}(eps) <= delta (see the module docstring)."""
     digits = digits_wanted + 10
@@ -210,12 +227,13 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
     exact_zero_mass = _exact_mass(pair, zero_mass, direction) if zero_mass else Fraction(0)
     if exact_zero_mass is not None and exact_zero_mass > delta:
         return mpmath.inf
+    tried, equal = False, set()
     while digits <= _cap(digits_wanted):
         with flint_workprec(prec_for_dps(digits, 40)):
             d = rational_ball(delta)
             balls = _oriented(pair.balls(digits), direction)
             mass = arb(0)
-            finite = []
+            finite, finite_cells = [], []
             for i, (p, q) in enumerate(balls):
                 if p is None:
                     continue
@@ -224,6 +242,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                     mass += p * m
                 else:
                     finite.append((p.log() - q.log(), p * m, q * m))
+                    finite_cells.append(i)
             if mass.lower() > d:
                 return mpmath.inf
 
@@ -234,10 +253,19 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                     total += _pos(pm - x.exp() * qm)
                 return total
 
-            rest0 = excess(arb(0))
+            rest0 = arb(0)
+            for i, (_, pm, qm) in zip(finite_cells, finite):
+                if i not in equal:
+                    rest0 += _pos(pm - qm)
             if (exact_zero_mass is not None and (rest0 + rational_ball(exact_zero_mass)).upper() <= d) or (
                     (mass + rest0).upper() <= d):
                 return mpmath.mpf(0)
+            if not tried and (mass + rest0).lower() <= d:  # delta(0) <= delta undecided: decide exactly
+                tried = True
+                tv = _exact_tv(pair, direction)
+                if tv is not None and tv <= delta:
+                    return mpmath.mpf(0)
+                equal = {i for i in finite_cells if _exact_equal(pair, pair.cells[i], direction, Fraction(0))}
             finite.sort(key=lambda t: t[0].mid(), reverse=True)
             sp, sq, lo, hi = mass, arb(0), arb(0), arb(0)
             for _, pm, qm in finite:
@@ -272,7 +300,7 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     ``delta(eps) <= delta`` there with balls.
     """
     digits_wanted = as_dps(dps)
-    d = as_rational(delta, "delta")
+    d = _rational(delta, "delta")
     if d < 0:
         raise InvalidParameterError("delta", delta, "must be >= 0")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
@@ -309,7 +337,7 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
     (each term as ``P * exp((alpha-1) ln(P/Q))``); ``mpmath.inf`` when some output has
     ``Q = 0 < P``; exactly 0 when the distributions are equal (decided exactly)."""
     digits_wanted = as_dps(dps)
-    al = as_rational(alpha, "alpha")
+    al = _rational(alpha, "alpha")
     if al <= 1:
         raise InvalidParameterError("alpha", alpha, "must be > 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
