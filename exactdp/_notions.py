@@ -453,3 +453,47 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
                 new = [mid]
         lo_mpf, hi_mpf = ball_to_mpf(lower), ball_to_mpf(upper.upper())
     return ZcdpBracket(lo_mpf, hi_mpf, best, converged, steps, digits_wanted)
+
+
+def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpmath.mpf], list[tuple[Any, Any]], bool]:
+    """``max_o |ln P(o) - ln Q(o)|`` over the cells of ``pair``: (value, index of the
+    attaining cell, signed ``ln P - ln Q`` per cell (``+-inf`` when one side is 0), the
+    two log-probabilities per cell, exactly zero?), certified to ``digits_wanted`` digits;
+    equal distributions (decided exactly) give an exact 0."""
+    digits, tried = digits_wanted + 10, False
+    while digits <= _cap(digits_wanted):
+        with flint_workprec(prec_for_dps(digits, 40)):
+            signed, logs, best, lo, hi = [], [], -1, arb(0), arb(0)
+            for i, (p, q) in enumerate(pair.balls(digits)):
+                lp = None if p is None else p.log()
+                lq = None if q is None else q.log()
+                logs.append((lp, lq))
+                if lp is None or lq is None:
+                    signed.append(mpmath.inf if lq is None else -mpmath.inf)
+                    continue
+                s = lp - lq
+                signed.append(s)
+                if abs(s).upper() > hi:
+                    hi = abs(s).upper()
+                if not s.contains(0) and abs(s).lower() > lo:
+                    lo, best = abs(s).lower(), i
+            infinite = [i for i, s in enumerate(signed) if isinstance(s, mpmath.mpf)]
+            if infinite:
+                i = infinite[0]
+                return mpmath.inf, i, _signed_mpf(signed), _log_mpf(logs), False
+            if best >= 0 and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+                return ball_to_mpf((lo + hi) / 2), best, _signed_mpf(signed), _log_mpf(logs), False
+        if best < 0 and not tried:
+            tried = True
+            if _identical(pair):
+                return mpmath.mpf(0), 0, [mpmath.mpf(0)] * len(signed), _log_mpf(logs), True
+        digits *= 2
+    raise PrecisionError("dps", digits_wanted, f"could not certify the privacy loss to {digits_wanted} digits")
+
+
+def _signed_mpf(signed: list) -> list[mpmath.mpf]:
+    return [s if isinstance(s, mpmath.mpf) else ball_to_mpf(s) for s in signed]
+
+
+def _log_mpf(logs: list) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    return [tuple(-mpmath.inf if x is None else ball_to_mpf(x) for x in pair) for pair in logs]

@@ -58,15 +58,16 @@ from typing import Any, Callable, Optional, Union
 import mpmath
 from flint import arb, fmpz
 
-from ._distributions import _check_same_space, mechanism_pairs, output_orbit_count  # noqa: F401
+from ._distributions import _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
 from ._groups import Groups
 from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for_delta, privacy_profile,  # noqa: F401
-                       renyi_divergence, zcdp_rho)
+                       pure_loss, renyi_divergence, zcdp_rho)
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._typing import CountsLike, MechanismLike, Output, RationalLike
-from .core.formatting import change_text, number_text, output_text, table
+from .core.formatting import change_text, number_text, table
+from .core.formatting import output_text as _sequence_text
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
 from .core.validation import as_counts, as_dps, as_positive_int, as_rational
 from .errors import InvalidParameterError, PrecisionError
@@ -99,6 +100,14 @@ __all__ = [
 DEFAULT_MAX_OUTPUTS = 200_000
 #: :func:`worst_case` refuses more neighbours than this unless told otherwise.
 DEFAULT_MAX_NEIGHBOURS = 10_000
+
+
+def output_text(output: Any) -> str:
+    """A mechanism's output as ``(1,0)``/``{0,3}``; any other mapping output by its repr."""
+    try:
+        return _sequence_text(output)
+    except (TypeError, ValueError):
+        return repr(output)
 
 
 # =====================================================================================
@@ -281,6 +290,8 @@ def privacy_loss(
     """
     digits_wanted = as_dps(dps)
     limit = as_positive_int(max_outputs, "max_outputs")
+    if not all(hasattr(m, "groups") for m in (mechanism_a, mechanism_b)):
+        return _loss_with_mapping(mechanism_a, mechanism_b, digits_wanted, limit)
     _check_same_space(mechanism_a, mechanism_b)
     pairs, visited = mechanism_pairs(mechanism_a, mechanism_b, limit, symmetric)
     groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
@@ -367,6 +378,22 @@ def privacy_loss(
     with mp_workdps(digits_wanted + 5):
         log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
     return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
+
+
+def _loss_with_mapping(a: Any, b: Any, digits: int, limit: int) -> PrivacyLoss:
+    """:func:`privacy_loss` when a side is a mapping ``output -> probability``: over the
+    cells of the two supports (levels are then positions in the mapping's outputs)."""
+    pair = pair_cells(a, b, digits, limit)
+    value, best, signed, logs, zero = pure_loss(pair, digits)
+    rows = [PairLoss(c.ga, c.gb, s, c.witness, c.outputs) for c, s in zip(pair.cells, signed)]
+    with mp_workdps(max(digits - 3, 5)):
+        rows.sort(key=lambda p: (-(+abs(p.signed)), _level_key(p.level_a), _level_key(p.level_b)))
+    cell = pair.cells[best]
+    s = signed[best]
+    direction = "equal" if zero else ("a>b" if s > 0 else "b>a")
+    log_a, log_b = logs[best]
+    return PrivacyLoss(value, cell.witness, direction, log_a, log_b, digits, cell.outputs, tuple(rows),
+                       len(pair.cells), zero)
 
 
 def _level_key(level: Optional[int]) -> tuple[int, int]:
