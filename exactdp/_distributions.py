@@ -30,8 +30,6 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from flint import arb, fmpz
 
-import mpmath
-
 from ._groups import Groups
 from ._neighbours import AuditLimitError, tied_classes
 from .core._lazy import sympy
@@ -64,7 +62,8 @@ class MappingDistribution:
 
     def __init__(self, mapping: Mapping[Any, Any], argument: str):
         if not isinstance(mapping, Mapping):
-            raise ArgumentTypeError(argument, mapping, "must be an exactdp mechanism or a mapping output -> probability")
+            raise ArgumentTypeError(argument, mapping,
+                                    "must be an exactdp mechanism or a mapping output -> probability")
         if not mapping:
             raise InvalidParameterError(argument, mapping, "is empty: a distribution needs at least one output")
         values: dict[Any, Fraction] = {}
@@ -79,7 +78,8 @@ class MappingDistribution:
                                             "float probabilities must sum to 1 within 2**-40")
             values = {o: p / total for o, p in values.items()}
         elif total != 1:
-            raise InvalidParameterError(argument, f"<mapping summing to {total}>", "probabilities must sum to exactly 1")
+            raise InvalidParameterError(argument, f"<mapping summing to {total}>",
+                                        "probabilities must sum to exactly 1")
         self.outputs: tuple[Any, ...] = tuple(o for o, p in values.items() if p)
         self.probabilities: tuple[Fraction, ...] = tuple(values[o] for o in self.outputs)
         self._index = {o: i for i, o in enumerate(self.outputs)}

@@ -1,5 +1,9 @@
 """Exact privacy audits: the privacy loss between two datasets, neighbours, worst cases.
 
+The other notions of a pair of distributions (privacy profile ``delta(epsilon)``, the tight
+epsilon for a delta, Rényi divergence, zCDP) live in ``exactdp._notions`` and are exported
+here; every function takes exactdp mechanisms or mappings ``output -> probability``.
+
 The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
 
     ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
