@@ -257,7 +257,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
             for i, (_, pm, qm) in zip(finite_cells, finite):
                 if i not in equal:
                     rest0 += _pos(pm - qm)
-            if (exact_zero_mass is not None and (rest0 + rational_ball(exact_zero_mass)).upper() <= d) or (
+            if (exact_zero_mass is not None and rest0.upper() <= rational_ball(delta - exact_zero_mass)) or (
                     (mass + rest0).upper() <= d):
                 return mpmath.mpf(0)
             if not tried and (mass + rest0).lower() <= d:  # delta(0) <= delta undecided: decide exactly
@@ -279,8 +279,8 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                 # (delta = 0 at the pure loss) cannot be certified by balls
                 hi = hi + hi * arb(10) ** (-digits_wanted - 2)
                 rest = excess(hi)
-                if exact_zero_mass is not None:
-                    fits = (rest + rational_ball(exact_zero_mass)).upper() <= d
+                if exact_zero_mass is not None:  # exact: delta may equal the zero-Q mass
+                    fits = rest.upper() <= rational_ball(delta - exact_zero_mass)
                 else:
                     fits = (mass + rest).upper() <= d
                 if fits and lo > 0 and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:

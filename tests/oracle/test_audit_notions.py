@@ -281,3 +281,14 @@ def test_privacy_loss_of_mappings_against_twins():
     same = audit.privacy_loss(a, P)
     assert same.exact_zero and same.value == 0 and same.direction == "equal"
     assert audit.privacy_loss({"x": HALF, "y": HALF}, {"x": Fraction(1)}).value == mpmath.inf
+
+
+def test_delta_equal_to_the_mass_where_q_is_zero():
+    """delta equals P(Q = 0) exactly: the answer is the largest log-ratio, certified with
+    the exact mass (found by hypothesis)."""
+    P = {3: Fraction(1, 4), 4: Fraction(1, 4), 5: HALF}
+    Q = {2: Fraction(1, 5), 3: Fraction(2, 15), 4: Fraction(1, 3), 5: Fraction(1, 3)}
+    got = audit.epsilon_for_delta(P, Q, Fraction(1, 5), dps=25)
+    assert got.direction == "b>a" and close(got.epsilon, epsilon_for_delta_brute(P, Q, Fraction(1, 5)), 25)
+    with mpmath.workdps(40):
+        assert close(got.epsilon, mpmath.log(mpmath.mpf(4) / 3), 25)
