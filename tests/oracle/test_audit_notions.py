@@ -292,3 +292,31 @@ def test_delta_equal_to_the_mass_where_q_is_zero():
     assert got.direction == "b>a" and close(got.epsilon, epsilon_for_delta_brute(P, Q, Fraction(1, 5)), 25)
     with mpmath.workdps(40):
         assert close(got.epsilon, mpmath.log(mpmath.mpf(4) / 3), 25)
+
+
+@pytest.mark.parametrize("counts_a, counts_b, k", [([3, 2, 2, 0], [3, 3, 2, 0], 2), ([5, 1, 0], [4, 1, 1], 1),
+                                                   ([2, 2, 2], [2, 3, 2], 3)])
+def test_irrational_probabilities_against_mpmath_enumeration(counts_a, counts_b, k):
+    """epsilon = 1: transcendental probabilities, compared with every sequence enumerated
+    at 60 digits (twins.mp_probabilities_eps)."""
+    from twins import mp_probabilities_eps
+    a, b = exactdp.Joint(counts_a, k, epsilon=1), exactdp.Joint(counts_b, k, epsilon=1)
+    P = mp_probabilities_eps(counts_a, k, Fraction(1), 60)
+    Q = mp_probabilities_eps(counts_b, k, Fraction(1), 60)
+    with mpmath.workdps(60):
+        g = mpmath.exp(mpmath.mpf(1) / 3)
+        want = max(mpmath.fsum(max(0, x[o] - g * y[o]) for o in P) for x, y in ((P, Q), (Q, P)))
+        ren = mpmath.log(mpmath.fsum(P[o] ** 3 / Q[o] ** 2 for o in P)) / 2
+        assert close(audit.privacy_profile(a, b, Fraction(1, 3), dps=40).delta, want, 40)
+        assert close(audit.renyi_divergence(a, b, 3, dps=40), ren, 40)
+        e = audit.epsilon_for_delta(a, b, Fraction(1, 100), dps=40).epsilon
+        for sign in (-1, 1):
+            x = mpmath.exp(e + sign * mpmath.mpf(10) ** -30)
+            at = max(mpmath.fsum(max(0, p[o] - x * q[o]) for o in P) for p, q in ((P, Q), (Q, P)))
+            assert (at > mpmath.mpf(1) / 100) == (sign < 0)
+
+
+def test_a_mechanism_against_a_mapping_is_refused_past_max_outputs():
+    m = exactdp.Joint([3, 2, 1, 0], 2, epsilon=1)
+    with pytest.raises(InvalidParameterError, match="max_outputs"):
+        audit.privacy_profile(m, {(0, 1): 1}, 0, max_outputs=5)
