@@ -383,9 +383,6 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
     digits_wanted = 6 if dps is None else as_dps(dps)
     steps_cap = as_positive_int(max_steps, "max_steps")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    if _identical(pair):
-        zero = mpmath.mpf(0)
-        return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
     digits = digits_wanted + 20
     with flint_workprec(prec_for_dps(digits, 40)):
         balls = pair.balls(digits)
@@ -417,6 +414,9 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
         if kl is None:
             inf = mpmath.inf
             return ZcdpBracket(inf, inf, Fraction(1), True, 0, digits_wanted)
+        if not (kl[0][0] > 0 or kl[1][0] > 0) and _identical(pair):  # KL = 0 possible: decide exactly
+            zero = mpmath.mpf(0)
+            return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
         d_inf = max(((p.log() - q.log()).upper() for bs in both for p, q in bs if p is not None and q is not None),
                     key=lambda x: x.mid())
         points = {Fraction(1): kl}
