@@ -1,5 +1,9 @@
 """Exact privacy audits: the privacy loss between two datasets, neighbours, worst cases.
 
+The other notions of a pair of distributions (privacy profile ``delta(epsilon)``, the tight
+epsilon for a delta, Rényi divergence, zCDP) live in ``exactdp._notions`` and are exported
+here; every function takes exactdp mechanisms or mappings ``output -> probability``.
+
 The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
 
     ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
@@ -51,20 +55,23 @@ Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Union
 
 import mpmath
 from flint import arb, fmpz
 
+from ._distributions import _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
 from ._groups import Groups
+from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for_delta, privacy_profile,  # noqa: F401
+                       pure_loss, renyi_divergence, zcdp_rho)
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._typing import CountsLike, MechanismLike, Output, RationalLike
-from .core.formatting import change_text, number_text, output_text, table
+from .core.formatting import change_text, number_text, table
+from .core.formatting import output_text as _sequence_text
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
 from .core.validation import as_counts, as_dps, as_positive_int, as_rational
 from .errors import InvalidParameterError, PrecisionError
@@ -84,12 +91,27 @@ __all__ = [
     "worst_case",
     "claimed_epsilon",
     "output_orbit_count",
+    "PrivacyProfile",
+    "EpsilonForDelta",
+    "ZcdpBracket",
+    "privacy_profile",
+    "epsilon_for_delta",
+    "renyi_divergence",
+    "zcdp_rho",
 ]
 
 #: :func:`privacy_loss` refuses to visit more output orbits than this unless told otherwise.
 DEFAULT_MAX_OUTPUTS = 200_000
 #: :func:`worst_case` refuses more neighbours than this unless told otherwise.
 DEFAULT_MAX_NEIGHBOURS = 10_000
+
+
+def output_text(output: Any) -> str:
+    """A mechanism's output as ``(1,0)``/``{0,3}``; any other mapping output by its repr."""
+    try:
+        return _sequence_text(output)
+    except (TypeError, ValueError):
+        return repr(output)
 
 
 # =====================================================================================
@@ -235,81 +257,6 @@ class WorstCase:
 
 
 
-def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap: Optional[int] = None) -> int:
-    """Number of output orbits for classes of the given sizes (exact; saturates at
-    ``cap + 1`` when ``cap`` is given, which keeps the count cheap for large inputs).
-
-    Sequences: words of length ``k`` over the classes using class ``c`` at most
-    ``sizes[c]`` times.  Sets: ways to take ``n_c <= sizes[c]`` items of each class with
-    ``sum n_c = k``.
-
-    >>> output_orbit_count([1, 1, 2], 2)      # counts like (3, 2, 2): 9 words but AA, BB
-    7
-    >>> output_orbit_count([1, 1, 2], 2, "set")
-    4
-    """
-    C = len(sizes)
-    if cap is not None and kind == "sequence" and C >= k and math.perm(C, k) > cap:
-        return cap + 1
-    if cap is not None and kind == "set" and C >= k and math.comb(C, k) > cap:
-        return cap + 1
-    dp = [1] + [0] * k
-    for s in sizes:
-        new = [0] * (k + 1)
-        for j, ways in enumerate(dp):
-            if not ways:
-                continue
-            for n in range(0, min(s, k - j) + 1):
-                factor = math.comb(j + n, n) if kind == "sequence" else 1
-                new[j + n] += ways * factor
-        if cap is not None:
-            new = [min(v, cap + 1) for v in new]
-        dp = new
-    return dp[k]
-
-
-def _orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Output, int]]:
-    """One representative output per orbit with the orbit's size (number of outputs)."""
-    sizes = [len(c) for c in classes]
-    used = [0] * len(classes)
-    if kind == "set":
-        def rec_set(c: int, left: int) -> Iterator[tuple[Output, int]]:
-            if left == 0:
-                items, size = [], 1
-                for cls, n in zip(classes, used):
-                    items.extend(cls[:n])
-                    size *= math.comb(len(cls), n)
-                yield frozenset(items), size
-                return
-            if c == len(classes):
-                return
-            for n in range(min(sizes[c], left), -1, -1):
-                used[c] = n
-                yield from rec_set(c + 1, left - n)
-            used[c] = 0
-
-        yield from rec_set(0, k)
-        return
-    seq: list[int] = []
-
-    def rec_seq() -> Iterator[tuple[Output, int]]:
-        if len(seq) == k:
-            size = 1
-            for s, n in zip(sizes, used):
-                size *= math.perm(s, n)
-            yield tuple(seq), size
-            return
-        for c, cls in enumerate(classes):
-            if used[c] < sizes[c]:
-                seq.append(cls[used[c]])
-                used[c] += 1
-                yield from rec_seq()
-                used[c] -= 1
-                seq.pop()
-
-    yield from rec_seq()
-
-
 # =====================================================================================
 # Privacy loss between two mechanisms
 # =====================================================================================
@@ -325,18 +272,6 @@ def _log_ball(p: mpmath.mpf, digits: int) -> Optional[arb]:
     man, exp = p.man_exp
     return (arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2()
             + arb(2) * arb(10) ** (-digits) * arb(0, 1))
-
-
-def _check_same_space(a: Any, b: Any) -> str:
-    kind_a = getattr(a, "output_kind", "sequence")
-    kind_b = getattr(b, "output_kind", "sequence")
-    if (a.d, a.k, kind_a) != (b.d, b.k, kind_b):
-        raise InvalidParameterError(
-            "mechanism_b", b,
-            f"must have the output space of mechanism_a (d={a.d}, k={a.k}, {kind_a}s); "
-            f"got d={b.d}, k={b.k}, {kind_b}s",
-        )
-    return kind_a
 
 
 def privacy_loss(
@@ -359,30 +294,11 @@ def privacy_loss(
     """
     digits_wanted = as_dps(dps)
     limit = as_positive_int(max_outputs, "max_outputs")
-    kind = _check_same_space(mechanism_a, mechanism_b)
-    k = mechanism_a.k
-    if symmetric:
-        classes = tied_classes(list(zip(mechanism_a.counts, mechanism_b.counts)))
-    else:
-        classes = [[i] for i in range(mechanism_a.d)]
-    n_orbits = output_orbit_count([len(c) for c in classes], k, kind, cap=limit)
-    if n_orbits > limit:
-        raise AuditLimitError(
-            "max_outputs", limit,
-            f"the audit would visit more than {limit} output orbits ({len(classes)} classes of "
-            f"items with equal counts, k={k}); raise max_outputs to go on",
-        )
+    if not all(hasattr(m, "groups") for m in (mechanism_a, mechanism_b)):
+        return _loss_with_mapping(mechanism_a, mechanism_b, digits_wanted, limit)
+    _check_same_space(mechanism_a, mechanism_b)
+    pairs, visited = mechanism_pairs(mechanism_a, mechanism_b, limit, symmetric)
     groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
-    pairs: dict[tuple[Any, Any], list[Any]] = {}
-    visited = 0
-    for output, size in _orbits(classes, k, kind):
-        visited += 1
-        key = (groups_a.index(output), groups_b.index(output))
-        entry = pairs.get(key)
-        if entry is None:
-            pairs[key] = [output, size]
-        else:
-            entry[1] += size
     reps_a = {la: o for (la, _), (o, _) in pairs.items() if la is not None}
     reps_b = {lb: o for (_, lb), (o, _) in pairs.items() if lb is not None}
 
@@ -466,6 +382,22 @@ def privacy_loss(
     with mp_workdps(digits_wanted + 5):
         log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
     return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
+
+
+def _loss_with_mapping(a: Any, b: Any, digits: int, limit: int) -> PrivacyLoss:
+    """:func:`privacy_loss` when a side is a mapping ``output -> probability``: over the
+    cells of the two supports (levels are then positions in the mapping's outputs)."""
+    pair = pair_cells(a, b, digits, limit)
+    value, best, signed, logs, zero = pure_loss(pair, digits)
+    rows = [PairLoss(c.ga, c.gb, s, c.witness, c.outputs) for c, s in zip(pair.cells, signed)]
+    with mp_workdps(max(digits - 3, 5)):
+        rows.sort(key=lambda p: (-(+abs(p.signed)), _level_key(p.level_a), _level_key(p.level_b)))
+    cell = pair.cells[best]
+    s = signed[best]
+    direction = "equal" if zero else ("a>b" if s > 0 else "b>a")
+    log_a, log_b = logs[best]
+    return PrivacyLoss(value, cell.witness, direction, log_a, log_b, digits, cell.outputs, tuple(rows),
+                       len(pair.cells), zero)
 
 
 def _level_key(level: Optional[int]) -> tuple[int, int]:

@@ -10,6 +10,8 @@ code under test, so that the tests compare two implementations:
   integration (:func:`pnf_by_integral`), report-noisy-max with exponential noise, PNFJoint;
 - JointSet (§2.3): ``set_*`` over every k-subset, grid paths, Algorithm 1 as printed;
 - Canonical (§2.4): ``canon_*`` classes, losses, gumbel/exponential and gamma1 probabilities;
+- privacy notions of two distributions (notions.py): delta(eps), the tight epsilon for a
+  delta, the pure loss and integer-order Rényi divergences, from exact rationals;
 - Peeling: explicit rounds over items, and the one-shot Gumbel order-statistics integrals;
 - chi-square goodness of fit from mpmath's incomplete gamma function (no scipy), hypothesis
   strategies for counts with ties, negative and huge values, and small shared helpers.
@@ -39,6 +41,14 @@ from .pnf import (  # noqa: F401  (re-exported: from twins import ...)
     poly_div_linear,
     poly_mul_linear,
     rnm_exponential,
+)
+from .notions import (  # noqa: F401  (re-exported: from twins import ...)
+    delta_brute,
+    epsilon_for_delta_brute,
+    pure_loss_brute,
+    renyi_brute,
+    renyi_sum_exact,
+    total_variation_exact,
 )
 from .joint_set import (  # noqa: F401  (re-exported: from twins import ...)
     all_k,

@@ -1,0 +1,316 @@
+"""Two finite distributions side by side, as cells of outputs with one probability pair each.
+
+The privacy notions of :mod:`exactdp.audit` (privacy profile, tight epsilon for a delta,
+Rényi divergence, zCDP) compare two distributions ``P`` and ``Q`` output by output.  Each
+side is either an exactdp mechanism or a *mapping* ``output -> probability`` given by
+anyone (:class:`MappingDistribution`).  :func:`pair_cells` splits the union of the two
+supports into *cells*: outputs with the same (group under ``a``, group under ``b``), so
+every output of a cell has the same ``P(o)`` and the same ``Q(o)``.  A cell carries one
+witness output and its number of outputs.
+
+- Two mechanisms: the cells are the pairs of probability groups, found from one output per
+  orbit of interchangeable items (the way :func:`exactdp.audit.privacy_loss` finds them):
+  no output is listed one by one.
+- A mapping on either side: every output of the mapping, and every output of a mechanism
+  side (listed through its groups, refused past ``max_outputs``).
+
+:meth:`Pair.balls` gives, per cell, arb balls containing the true ``P(o)`` and ``Q(o)``
+(``None`` for probability exactly 0): exact rationals for a mapping; for a mechanism the
+certified probability ``p`` (relative error ``<= 10**-D``) widened to ``p(1 +- 10**-D)``.
+:meth:`Pair.exact` gives the exact values (Fractions, or the mechanism's sympy
+``probability_exact``) for the few decisions balls cannot make (an exactly zero result).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+from flint import arb, fmpz
+
+from ._groups import Groups
+from ._neighbours import AuditLimitError, tied_classes
+from .core._lazy import sympy
+from .core._typing import Output
+from .core.precision import rational_ball
+from .errors import ArgumentTypeError, InvalidParameterError
+
+__all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "output_orbit_count",
+           "orbits", "FLOAT_SUM_TOLERANCE"]
+
+#: Float probabilities (taken at their exact binary values) must sum to within this of 1.
+FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
+
+
+class MappingDistribution:
+    """A finite distribution given as a mapping ``output -> probability``.
+
+    Probabilities are exact: ints, Fractions, sympy Rationals, or Python floats taken at
+    their exact binary value (``Fraction(0.1)``, not 1/10).  They must be non-negative.
+    Exact values must sum to exactly 1; when any value is a float the sum must be within
+    ``2**-40`` of 1 and the probabilities are divided by their exact sum (floats rarely sum
+    to exactly 1).  Outputs are any hashables; outputs of probability 0 are dropped.
+
+    >>> m = MappingDistribution({"x": Fraction(1, 3), "y": Fraction(2, 3), "z": 0}, "a")
+    >>> m.outputs, m.index("y"), m.index("z")
+    (('x', 'y'), 1, None)
+    """
+
+    is_mapping = True
+
+    def __init__(self, mapping: Mapping[Any, Any], argument: str):
+        if not isinstance(mapping, Mapping):
+            raise ArgumentTypeError(argument, mapping,
+                                    "must be an exactdp mechanism or a mapping output -> probability")
+        if not mapping:
+            raise InvalidParameterError(argument, mapping, "is empty: a distribution needs at least one output")
+        values: dict[Any, Fraction] = {}
+        floats = False
+        for o, p in mapping.items():
+            values[o] = self._exact(p, argument, o)
+            floats = floats or isinstance(p, float)
+        total = sum(values.values(), Fraction(0))
+        if floats:
+            if abs(total - 1) > FLOAT_SUM_TOLERANCE:
+                raise InvalidParameterError(argument, f"<mapping summing to {float(total)!r}>",
+                                            "float probabilities must sum to 1 within 2**-40")
+            values = {o: p / total for o, p in values.items()}
+        elif total != 1:
+            raise InvalidParameterError(argument, f"<mapping summing to {total}>",
+                                        "probabilities must sum to exactly 1")
+        self.outputs: tuple[Any, ...] = tuple(o for o, p in values.items() if p)
+        self.probabilities: tuple[Fraction, ...] = tuple(values[o] for o in self.outputs)
+        self._index = {o: i for i, o in enumerate(self.outputs)}
+        self.support_size = len(self.outputs)
+
+    @staticmethod
+    def _exact(p: Any, argument: str, output: Any) -> Fraction:
+        if isinstance(p, bool):
+            raise ArgumentTypeError(argument, p, f"probability of {output!r}: booleans are not accepted")
+        if isinstance(p, float):
+            if not math.isfinite(p):
+                raise InvalidParameterError(argument, p, f"probability of {output!r} must be finite")
+            q = Fraction(p)
+        elif isinstance(p, (int, Fraction)):
+            q = Fraction(p)
+        elif isinstance(p, sympy.Basic) and getattr(p, "is_Rational", False):
+            q = Fraction(int(p.p), int(p.q))
+        else:
+            raise ArgumentTypeError(argument, p, f"probability of {output!r} must be an int, Fraction, "
+                                                 "sympy Rational or float")
+        if q < 0:
+            raise InvalidParameterError(argument, p, f"probability of {output!r} must be non-negative")
+        return q
+
+    def index(self, output: Any) -> Optional[int]:
+        """Position of ``output`` among the outputs of positive probability, else None."""
+        try:
+            return self._index.get(output)
+        except TypeError:  # unhashable: not an output of the mapping
+            return None
+
+
+def as_distribution(x: Any, argument: str, dps: int) -> Union[Groups, MappingDistribution]:
+    """The oracle's view of one side: :class:`Groups` of a mechanism, or a mapping."""
+    if hasattr(x, "groups") and hasattr(x, "group_index"):
+        return Groups(x, dps)
+    return MappingDistribution(x, argument)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Outputs with group ``ga`` under ``a`` and ``gb`` under ``b`` (None: probability 0)."""
+
+    ga: Optional[int]
+    gb: Optional[int]
+    witness: Output
+    outputs: int
+
+
+def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap: Optional[int] = None) -> int:
+    """Number of output orbits for classes of the given sizes (exact; saturates at
+    ``cap + 1`` when ``cap`` is given, which keeps the count cheap for large inputs).
+
+    Sequences: words of length ``k`` over the classes using class ``c`` at most
+    ``sizes[c]`` times.  Sets: ways to take ``n_c <= sizes[c]`` items of each class with
+    ``sum n_c = k``.
+
+    >>> output_orbit_count([1, 1, 2], 2)      # counts like (3, 2, 2): 9 words but AA, BB
+    7
+    >>> output_orbit_count([1, 1, 2], 2, "set")
+    4
+    """
+    C = len(sizes)
+    if cap is not None and kind == "sequence" and C >= k and math.perm(C, k) > cap:
+        return cap + 1
+    if cap is not None and kind == "set" and C >= k and math.comb(C, k) > cap:
+        return cap + 1
+    dp = [1] + [0] * k
+    for s in sizes:
+        new = [0] * (k + 1)
+        for j, ways in enumerate(dp):
+            if not ways:
+                continue
+            for n in range(0, min(s, k - j) + 1):
+                factor = math.comb(j + n, n) if kind == "sequence" else 1
+                new[j + n] += ways * factor
+        if cap is not None:
+            new = [min(v, cap + 1) for v in new]
+        dp = new
+    return dp[k]
+
+
+def orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Output, int]]:
+    """One representative output per orbit with the orbit's size (number of outputs)."""
+    sizes = [len(c) for c in classes]
+    used = [0] * len(classes)
+    if kind == "set":
+        def rec_set(c: int, left: int) -> Iterator[tuple[Output, int]]:
+            if left == 0:
+                items, size = [], 1
+                for cls, n in zip(classes, used):
+                    items.extend(cls[:n])
+                    size *= math.comb(len(cls), n)
+                yield frozenset(items), size
+                return
+            if c == len(classes):
+                return
+            for n in range(min(sizes[c], left), -1, -1):
+                used[c] = n
+                yield from rec_set(c + 1, left - n)
+            used[c] = 0
+
+        yield from rec_set(0, k)
+        return
+    seq: list[int] = []
+
+    def rec_seq() -> Iterator[tuple[Output, int]]:
+        if len(seq) == k:
+            size = 1
+            for s, n in zip(sizes, used):
+                size *= math.perm(s, n)
+            yield tuple(seq), size
+            return
+        for c, cls in enumerate(classes):
+            if used[c] < sizes[c]:
+                seq.append(cls[used[c]])
+                used[c] += 1
+                yield from rec_seq()
+                used[c] -= 1
+                seq.pop()
+
+    yield from rec_seq()
+
+
+def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True) -> tuple[dict[tuple[Any, Any], list[Any]], int]:
+    """The occurring (group under ``a``, group under ``b``) pairs of two mechanisms of one
+    output space, each with ``[witness, number of outputs]``, and the orbits visited.
+
+    ``symmetric`` visits one output per orbit of items with equal (count under a, count
+    under b); refuses with :class:`AuditLimitError` past ``limit`` orbits."""
+    ga, gb = Groups(a, 1), Groups(b, 1)
+    kind, k = ga.kind, a.k
+    if symmetric:
+        classes = tied_classes(list(zip(a.counts, b.counts)))
+    else:
+        classes = [[i] for i in range(a.d)]
+    n_orbits = output_orbit_count([len(c) for c in classes], k, kind, cap=limit)
+    if n_orbits > limit:
+        raise AuditLimitError(
+            "max_outputs", limit,
+            f"the audit would visit more than {limit} output orbits ({len(classes)} classes of "
+            f"items with equal counts, k={k}); raise max_outputs to go on",
+        )
+    pairs: dict[tuple[Any, Any], list[Any]] = {}
+    visited = 0
+    for output, size in orbits(classes, k, kind):
+        visited += 1
+        key = (ga.index(output), gb.index(output))
+        entry = pairs.get(key)
+        if entry is None:
+            pairs[key] = [output, size]
+        else:
+            entry[1] += size
+    return pairs, visited
+
+
+def _listed(view: Union[Groups, MappingDistribution], max_outputs: int, what: str) -> Iterator[tuple[int, Any]]:
+    if isinstance(view, MappingDistribution):
+        return iter(enumerate(view.outputs))
+    return view.enumerate(max_outputs, what)
+
+
+class Pair:
+    """Two distributions over one output space, split into :class:`Cell` s."""
+
+    def __init__(self, a: Union[Groups, MappingDistribution], b: Union[Groups, MappingDistribution],
+                 cells: Sequence[Cell]):
+        self.a, self.b = a, b
+        self.cells = tuple(c for c in cells if c.ga is not None or c.gb is not None)
+
+    def balls(self, digits: int) -> list[tuple[Optional[arb], Optional[arb]]]:
+        """Per cell, balls containing the true ``P(o)`` and ``Q(o)`` of one of its outputs
+        (None: exactly 0), at flint's current precision; ``digits`` is the precision of a
+        mechanism's certified probabilities."""
+        pa, pb = _balls(self.a, digits), _balls(self.b, digits)
+        return [(None if c.ga is None else pa[c.ga], None if c.gb is None else pb[c.gb]) for c in self.cells]
+
+    def exact(self, cell: Cell) -> tuple[Any, Any]:
+        """Exact ``P(o)``, ``Q(o)`` of the cell's witness (Fractions or sympy expressions;
+        a mechanism without a closed form raises its error)."""
+        return _exact(self.a, cell.ga, cell.witness), _exact(self.b, cell.gb, cell.witness)
+
+
+def _balls(view: Union[Groups, MappingDistribution], digits: int) -> list[arb]:
+    if isinstance(view, MappingDistribution):
+        return [rational_ball(p) for p in view.probabilities]
+    out = []
+    widen = arb(1) + arb(10) ** (-digits) * arb(0, 1)
+    for p in view.output_probabilities(digits):
+        man, exp = p.man_exp  # exact: mpmath.mpf(p) would round to the current precision
+        out.append(arb(fmpz(int(man))) * arb(2) ** int(exp) * widen)
+    return out
+
+
+def _exact(view: Union[Groups, MappingDistribution], g: Optional[int], witness: Any) -> Any:
+    if g is None:
+        return Fraction(0)
+    if isinstance(view, MappingDistribution):
+        return view.probabilities[g]
+    p = view.mechanism.probability_exact(witness)
+    if getattr(p, "is_Rational", False):  # a rational base gives rational probabilities
+        return Fraction(int(p.p), int(p.q))
+    return p
+
+
+def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = True) -> Pair:
+    """The cells of two distributions (mechanisms or mappings; see the module docstring)."""
+    va, vb = as_distribution(a, "a", dps), as_distribution(b, "b", dps)
+    if isinstance(va, Groups) and isinstance(vb, Groups):
+        _check_same_space(a, b)
+        pairs, _ = mechanism_pairs(a, b, max_outputs, symmetric)
+        return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in pairs.items()])
+    found: dict[tuple[Any, Any], list[Any]] = {}
+    for view, other, first in ((va, vb, True), (vb, va, False)):
+        for g, o in _listed(view, max_outputs, "an audit against a mapping"):
+            h = other.index(o)
+            if not first and h is not None:
+                continue  # already found from the first side
+            key = (g, h) if first else (h, g)
+            entry = found.setdefault(key, [o, 0])
+            entry[1] += 1
+    return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in found.items()])
+
+
+def _check_same_space(a: Any, b: Any) -> str:
+    kind_a = getattr(a, "output_kind", "sequence")
+    kind_b = getattr(b, "output_kind", "sequence")
+    if (a.d, a.k, kind_a) != (b.d, b.k, kind_b):
+        raise InvalidParameterError(
+            "mechanism_b", b,
+            f"must have the output space of mechanism_a (d={a.d}, k={a.k}, {kind_a}s); "
+            f"got d={b.d}, k={b.k}, {kind_b}s",
+        )
+    return kind_a

@@ -1,0 +1,322 @@
+"""Tests of the privacy notions of exactdp.audit: privacy_profile, epsilon_for_delta,
+renyi_divergence, zcdp_rho, over mechanisms and mappings.
+
+References are the twins of tests/twins/notions.py (enumeration over exact rationals) fed
+with the brute-force probabilities of tests/twins/ (rational base 1/2).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import exactdp
+from exactdp import audit
+from exactdp.errors import ArgumentTypeError, InvalidParameterError
+
+from twins import (brute_probabilities_base, delta_brute, epsilon_for_delta_brute, pnf_joint_brute, pure_loss_brute,
+                   renyi_brute, renyi_sum_exact, set_brute_probabilities, total_variation_exact)
+from twins.peeling import peel_exact
+
+HALF = Fraction(1, 2)
+
+# (name, mechanism from counts and k, its exact probabilities by brute force)
+MECHANISMS = [
+    ("Joint", lambda c, k: exactdp.Joint(c, k, base=HALF), lambda c, k: brute_probabilities_base(c, k, HALF)),
+    ("PNFJoint", lambda c, k: exactdp.PNFJoint(c, k, base=HALF), pnf_joint_brute),
+    ("JointSet", lambda c, k: exactdp.JointSet(c, k, base=HALF), lambda c, k: set_brute_probabilities(c, k, HALF)),
+    ("Peeling", lambda c, k: exactdp.Peeling(c, k, base=HALF), lambda c, k: peel_exact(c, k, HALF, "gumbel")),
+]
+
+
+def frac(x) -> Fraction:
+    """An mpf's exact binary value."""
+    man, exp = mpmath.mpf(x).man_exp
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def mp(x) -> mpmath.mpf:
+    x = Fraction(x)
+    return mpmath.mpf(x.numerator) / x.denominator
+
+
+def close(x, y, digits=25):
+    """Equal to ``digits`` relative digits (both infinite, or both exactly 0, count)."""
+    if mpmath.isinf(x) or mpmath.isinf(y):
+        return x == y
+    with mpmath.workdps(digits + 20):
+        x, y = mpmath.mpf(x), mpmath.mpf(Fraction(y).numerator) / Fraction(y).denominator \
+            if isinstance(y, (Fraction, int)) else mpmath.mpf(y)
+        if y == 0:
+            return x == 0
+        return abs(x - y) <= abs(y) * mpmath.mpf(10) ** (-digits)
+
+
+def check_pair(a, b, P, Q, digits=25):
+    """Every notion of the pair (a, b) against the twins on (P, Q)."""
+    for eps in (Fraction(0), Fraction(1, 3), Fraction(3, 2)):
+        prof = audit.privacy_profile(a, b, eps, dps=digits)
+        assert close(prof.delta, delta_brute(P, Q, eps), digits), (eps, prof)
+        assert prof.exact_zero == (delta_brute(P, Q, eps) == 0)
+    tv = max(total_variation_exact(P, Q), total_variation_exact(Q, P))
+    for d in (Fraction(0), Fraction(1, 50), tv / 2, tv):
+        got = audit.epsilon_for_delta(a, b, d, dps=digits)
+        assert close(got.epsilon, epsilon_for_delta_brute(P, Q, d), digits), (d, got)
+    for alpha in (2, 3):
+        assert close(audit.renyi_divergence(a, b, alpha, dps=digits), renyi_brute(P, Q, alpha), digits)
+
+
+SMALL = [c for d in (1, 2, 3) for c in itertools.product(range(4), repeat=d)]
+
+
+@pytest.mark.parametrize("name, make, brute", MECHANISMS, ids=[m[0] for m in MECHANISMS])
+def test_exhaustive_small_instances_against_twins(name, make, brute):
+    """Every count vector in {0..3}^d, d <= 3, every k, against its first two neighbours
+    (one per symmetry class); d = 4 on a few vectors."""
+    cases = [(c, k) for c in SMALL for k in range(1, len(c) + 1)]
+    cases += [((3, 2, 2, 0), 2), ((3, 3, 1, 0), 3), ((1, 1, 1, 1), 4), ((2, 0, 3, 1), 1)]
+    for counts, k in cases:
+        for other in audit.neighbours(counts, "add_remove", up_to_symmetry=True)[:2]:
+            a, b = make(list(counts), k), make(list(other), k)
+            P, Q = brute(list(counts), k), brute(list(other), k)
+            check_pair(a, b, P, Q, 20)
+
+
+def test_the_twins_agree_with_each_other():
+    """The twin epsilon at delta = 0 is the pure loss; the twin profile at the twin epsilon
+    is delta (the located piece is right)."""
+    P = brute_probabilities_base([3, 2, 2, 0], 2, HALF)
+    Q = brute_probabilities_base([3, 3, 2, 0], 2, HALF)
+    assert epsilon_for_delta_brute(P, Q, Fraction(0)) == pure_loss_brute(P, Q)
+    for d in (Fraction(1, 100), Fraction(1, 20)):
+        eps = epsilon_for_delta_brute(P, Q, d)
+        with mpmath.workdps(80):
+            e = frac(eps)  # binary value of the 80-digit eps
+            assert abs(delta_brute(P, Q, e) - mp(d)) < mpmath.mpf(10) ** -60
+
+
+def test_twins_can_fail():
+    """A wrong distribution changes every twin's answer."""
+    P = {0: HALF, 1: HALF}
+    Q = {0: Fraction(1, 3), 1: Fraction(2, 3)}
+    assert delta_brute(P, Q, Fraction(0)) == Fraction(1, 6)
+    assert renyi_sum_exact(P, Q, 2) == Fraction(1, 4) * 3 + Fraction(1, 4) * Fraction(3, 2)
+    assert renyi_brute(P, {0: Fraction(1)}, 2) == mpmath.inf
+
+
+# ---------------------------------------------------------------------------------------
+# mappings
+
+@st.composite
+def mapping_pairs(draw):
+    n = draw(st.integers(1, 6))
+    def weights():
+        w = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n).filter(any))
+        s = sum(w)
+        return {o: Fraction(x, s) for o, x in enumerate(w)}
+    return weights(), weights()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mapping_pairs(), st.sampled_from([Fraction(0), Fraction(1, 7), Fraction(1), Fraction(5, 2)]),
+       st.sampled_from([Fraction(0), Fraction(1, 100), Fraction(1, 5), Fraction(9, 10)]))
+def test_random_mappings_against_twins(pq, eps, d):
+    P, Q = pq
+    prof = audit.privacy_profile(P, Q, eps, dps=25)
+    assert close(prof.delta, delta_brute(P, Q, eps), 25)
+    got = audit.epsilon_for_delta(P, Q, d, dps=25)
+    assert close(got.epsilon, epsilon_for_delta_brute(P, Q, d), 25)
+    for alpha in (2, 4):
+        assert close(audit.renyi_divergence(P, Q, alpha, dps=25), renyi_brute(P, Q, alpha), 25)
+    assert close(audit.epsilon_for_delta(P, Q, 0, dps=25).epsilon, pure_loss_brute(P, Q), 25)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mapping_pairs())
+def test_zcdp_bracket_contains_the_sampled_sup(pq):
+    P, Q = pq
+    z = audit.zcdp_rho(P, Q, dps=6)
+    assert z.lower <= z.upper
+    if mpmath.isinf(pure_loss_brute(P, Q)):
+        assert z.lower == z.upper == mpmath.inf
+        return
+    with mpmath.workdps(40):
+        sampled = max(max(renyi_brute(P, Q, al), renyi_brute(Q, P, al)) / al for al in (2, 3, 4, 6, 8))
+        kl = max(mpmath.fsum(mp(p) * mpmath.log(mp(p) / mp(A2[o])) for o, p in A1.items() if p)
+                 for A1, A2 in ((P, Q), (Q, P)))
+        assert z.upper >= max(sampled, kl) * (1 - mpmath.mpf(10) ** -20)
+        if z.converged and z.lower > 0:
+            assert z.upper - z.lower <= z.lower * mpmath.mpf(10) ** -6
+
+
+def test_zcdp_of_a_known_pair():
+    """Two Bernoullis: the sup of D_alpha / alpha is attained near alpha = 2.3; the bracket
+    is tight and contains R at rational alphas nearby."""
+    P = {0: HALF, 1: Fraction(1, 3), 2: Fraction(1, 6)}
+    Q = {0: Fraction(1, 3), 1: Fraction(1, 3), 2: Fraction(1, 3)}
+    z = audit.zcdp_rho(P, Q, dps=12)
+    assert z.converged and z.upper - z.lower <= z.lower * mpmath.mpf(10) ** -12
+    for al in (Fraction(9, 4), Fraction(7, 3), Fraction(23, 10)):
+        r = max(audit.renyi_divergence(P, Q, al, dps=30), audit.renyi_divergence(Q, P, al, dps=30)) / al
+        assert r <= z.upper
+    assert 2 < z.alpha < Fraction(5, 2)
+    assert audit.zcdp_rho(P, P).upper == 0
+    assert audit.zcdp_rho(P, {0: Fraction(1)}).lower == mpmath.inf
+
+
+def test_floats_taken_at_their_binary_value_and_renormalised():
+    P = {"x": 0.1, "y": 0.2, "z": 0.7}   # sums to 1.0000000000000000555 in binary
+    exactP = {o: Fraction(v) for o, v in P.items()}
+    s = sum(exactP.values())
+    norm = {o: v / s for o, v in exactP.items()}
+    Q = {"x": Fraction(1, 3), "y": Fraction(1, 3), "z": Fraction(1, 3)}
+    assert close(audit.privacy_profile(P, Q, 0).delta, delta_brute(norm, Q, Fraction(0)), 28)
+    with pytest.raises(InvalidParameterError, match="within 2\\*\\*-40"):
+        audit.privacy_profile({"x": 0.5, "y": 0.4}, Q, 0)
+
+
+def test_mechanism_against_its_own_mapping_is_exactly_zero():
+    counts, k = [3, 1, 1, 0], 2
+    for name, make, brute in MECHANISMS:
+        m, P = make(counts, k), brute(counts, k)
+        prof = audit.privacy_profile(m, P, 0)
+        assert prof.delta == 0 and prof.exact_zero, name
+        assert audit.renyi_divergence(P, m, 2) == 0
+        assert audit.epsilon_for_delta(m, P, 0).epsilon == 0
+    # a mapping that drops an output: the mechanism's output has Q = 0 < P
+    P = brute_probabilities_base(counts, k, HALF)
+    worst = min(P, key=P.get)
+    Q = dict(P)
+    del Q[worst]
+    Q[max(P, key=P.get)] += P[worst]
+    m = exactdp.Joint(counts, k, base=HALF)
+    assert audit.renyi_divergence(m, Q, 2) == mpmath.inf
+    assert audit.epsilon_for_delta(m, Q, 0).epsilon == mpmath.inf
+    assert close(audit.epsilon_for_delta(m, Q, P[worst]).epsilon, epsilon_for_delta_brute(P, Q, P[worst]), 25)
+
+
+def test_sympy_rational_and_int_values():
+    P = {(0,): sympy.Rational(1, 4), (1,): sympy.Rational(3, 4)}
+    Q = {(0,): 1, (1,): 0}
+    assert close(audit.privacy_profile(P, Q, 0).delta, Fraction(3, 4), 28)
+    assert audit.privacy_profile(P, Q, 0).carriers == (((1,), 1),)
+
+
+# ---------------------------------------------------------------------------------------
+# negative controls: a wrong claim is detected
+
+def test_profile_below_the_pure_loss_is_positive_and_zero_above():
+    a = exactdp.Joint([3, 2, 2, 0], 2, base=HALF)
+    b = exactdp.Joint([3, 3, 2, 0], 2, base=HALF)
+    pure = audit.privacy_loss(a, b, dps=40).value
+    with mpmath.workdps(60):
+        below = frac(pure - mpmath.mpf(10) ** -20)
+        above = frac(pure + mpmath.mpf(10) ** -20)
+    low = audit.privacy_profile(a, b, below, dps=20)
+    assert low.delta > 0 and not low.exact_zero and low.carriers
+    assert audit.privacy_profile(a, b, above).exact_zero
+    assert close(audit.epsilon_for_delta(a, b, 0, dps=30).epsilon, pure, 30)
+
+
+def test_epsilon_minus_a_little_violates_delta():
+    a = exactdp.PNFJoint([3, 2, 2, 0], 2, base=HALF)
+    b = exactdp.PNFJoint([4, 2, 1, 0], 2, base=HALF)
+    d = Fraction(1, 40)
+    e = audit.epsilon_for_delta(a, b, d, dps=30).epsilon
+    with mpmath.workdps(60):
+        smaller, larger = frac(e - mpmath.mpf(10) ** -25), frac(e + mpmath.mpf(10) ** -25)
+    with mpmath.workdps(50):  # the delta moves by about 1e-26: compare at 40 digits
+        assert audit.privacy_profile(a, b, smaller, dps=40).delta > mp(d)
+        assert audit.privacy_profile(a, b, larger, dps=40).delta < mp(d)
+
+
+def test_epsilon_for_delta_ends():
+    P = {0: HALF, 1: Fraction(1, 3), 2: Fraction(1, 6)}
+    Q = {0: Fraction(1, 3), 1: Fraction(1, 3), 2: Fraction(1, 3)}
+    assert audit.epsilon_for_delta(P, Q, Fraction(1, 6)).epsilon == 0     # delta = TV
+    assert audit.epsilon_for_delta(P, Q, 1).epsilon == 0
+    r = audit.epsilon_for_delta(P, Q, 0)
+    with mpmath.workdps(40):
+        assert r.direction == "b>a" and close(r.epsilon, mpmath.log(2), 28)
+
+
+# ---------------------------------------------------------------------------------------
+# bad input
+
+def test_bad_input_names_the_argument():
+    P = {0: HALF, 1: HALF}
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        audit.privacy_profile(P, P, -1)
+    with pytest.raises(InvalidParameterError, match="delta"):
+        audit.epsilon_for_delta(P, P, Fraction(-1, 2))
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        audit.renyi_divergence(P, P, 1)
+    with pytest.raises(InvalidParameterError, match="sum to exactly 1"):
+        audit.privacy_profile({0: HALF}, P, 0)
+    with pytest.raises(InvalidParameterError, match="non-negative"):
+        audit.privacy_profile({0: Fraction(3, 2), 1: -HALF}, P, 0)
+    with pytest.raises(ArgumentTypeError, match="mapping"):
+        audit.privacy_profile([0.5, 0.5], P, 0)
+    with pytest.raises(ArgumentTypeError, match="probability of 0"):
+        audit.privacy_profile({0: "1/2", 1: HALF}, P, 0)
+    with pytest.raises(InvalidParameterError, match="output space"):
+        audit.privacy_profile(exactdp.Joint([1, 0], 1, epsilon=1), exactdp.Joint([1, 0, 0], 1, epsilon=1), 0)
+
+
+def test_privacy_loss_of_mappings_against_twins():
+    P = brute_probabilities_base([3, 2, 2, 0], 2, HALF)
+    Q = brute_probabilities_base([3, 3, 2, 0], 2, HALF)
+    a, b = exactdp.Joint([3, 2, 2, 0], 2, base=HALF), exactdp.Joint([3, 3, 2, 0], 2, base=HALF)
+    want = audit.privacy_loss(a, b, dps=30)
+    for x, y in ((P, Q), (a, Q), (P, b)):
+        got = audit.privacy_loss(x, y, dps=30)
+        assert close(got.value, pure_loss_brute(P, Q), 30) and close(got.value, want.value, 28)
+        assert got.direction == want.direction and P[got.witness] < Q[got.witness]
+    same = audit.privacy_loss(a, P)
+    assert same.exact_zero and same.value == 0 and same.direction == "equal"
+    assert audit.privacy_loss({"x": HALF, "y": HALF}, {"x": Fraction(1)}).value == mpmath.inf
+
+
+def test_delta_equal_to_the_mass_where_q_is_zero():
+    """delta equals P(Q = 0) exactly: the answer is the largest log-ratio, certified with
+    the exact mass (found by hypothesis)."""
+    P = {3: Fraction(1, 4), 4: Fraction(1, 4), 5: HALF}
+    Q = {2: Fraction(1, 5), 3: Fraction(2, 15), 4: Fraction(1, 3), 5: Fraction(1, 3)}
+    got = audit.epsilon_for_delta(P, Q, Fraction(1, 5), dps=25)
+    assert got.direction == "b>a" and close(got.epsilon, epsilon_for_delta_brute(P, Q, Fraction(1, 5)), 25)
+    with mpmath.workdps(40):
+        assert close(got.epsilon, mpmath.log(mpmath.mpf(4) / 3), 25)
+
+
+@pytest.mark.parametrize("counts_a, counts_b, k", [([3, 2, 2, 0], [3, 3, 2, 0], 2), ([5, 1, 0], [4, 1, 1], 1),
+                                                   ([2, 2, 2], [2, 3, 2], 3)])
+def test_irrational_probabilities_against_mpmath_enumeration(counts_a, counts_b, k):
+    """epsilon = 1: transcendental probabilities, compared with every sequence enumerated
+    at 60 digits (twins.mp_probabilities_eps)."""
+    from twins import mp_probabilities_eps
+    a, b = exactdp.Joint(counts_a, k, epsilon=1), exactdp.Joint(counts_b, k, epsilon=1)
+    P = mp_probabilities_eps(counts_a, k, Fraction(1), 60)
+    Q = mp_probabilities_eps(counts_b, k, Fraction(1), 60)
+    with mpmath.workdps(60):
+        g = mpmath.exp(mpmath.mpf(1) / 3)
+        want = max(mpmath.fsum(max(0, x[o] - g * y[o]) for o in P) for x, y in ((P, Q), (Q, P)))
+        ren = mpmath.log(mpmath.fsum(P[o] ** 3 / Q[o] ** 2 for o in P)) / 2
+        assert close(audit.privacy_profile(a, b, Fraction(1, 3), dps=40).delta, want, 40)
+        assert close(audit.renyi_divergence(a, b, 3, dps=40), ren, 40)
+        e = audit.epsilon_for_delta(a, b, Fraction(1, 100), dps=40).epsilon
+        for sign in (-1, 1):
+            x = mpmath.exp(e + sign * mpmath.mpf(10) ** -30)
+            at = max(mpmath.fsum(max(0, p[o] - x * q[o]) for o in P) for p, q in ((P, Q), (Q, P)))
+            assert (at > mpmath.mpf(1) / 100) == (sign < 0)
+
+
+def test_a_mechanism_against_a_mapping_is_refused_past_max_outputs():
+    m = exactdp.Joint([3, 2, 1, 0], 2, epsilon=1)
+    with pytest.raises(InvalidParameterError, match="max_outputs"):
+        audit.privacy_profile(m, {(0, 1): 1}, 0, max_outputs=5)
