@@ -220,7 +220,7 @@ def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Names
     try:
         w = audit.worst_case(
             lambda c: spec.build(c, args.k, args), m.counts, relation, dps,
-            contribution=args.contribution, max_neighbours=args.max_neighbours,
+            epsilon=args.claimed_epsilon, contribution=args.contribution, max_neighbours=args.max_neighbours,
             max_outputs=args.max_outputs, progress=progress,
         )
     finally:

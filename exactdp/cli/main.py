@@ -25,6 +25,7 @@ from . import commands
 from .commands import CommandError
 from .parse import (
     _alpha_arg,
+    _claimed_epsilon_arg,
     _counts_arg,
     _counts_file_arg,
     _delta_arg,
@@ -141,6 +142,12 @@ def _args_audit(p: argparse.ArgumentParser) -> None:
         "--relation", type=_relation_arg, default="add_remove", metavar="REL",
         help="neighbours: 'add_remove' (one user added or removed: counts +1 together or -1 "
         "together; default) or 'swap' (one user's items replaced: any mix of +1 and -1)",
+    )
+    p.add_argument(
+        "--claimed-epsilon", type=_claimed_epsilon_arg, default=None, metavar="EPS",
+        help="the epsilon to compare the worst case with, parsed exactly like --epsilon "
+        "('1/2' is a fraction, '0.1' is 1/10); default: the mechanism's own claim (its "
+        "epsilon; for peeling, epsilon over all k rounds)",
     )
     p.add_argument(
         "--contribution", type=_positive_int_arg, default=None, metavar="L",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from fractions import Fraction
 from typing import Callable, TypeVar
 
 import gmpy2
@@ -161,6 +162,17 @@ def _positive_int_arg(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
+
+
+def _claimed_epsilon_arg(text: str) -> Fraction:
+    """A claimed epsilon, parsed exactly as ``--epsilon`` is ('1/2', '0.1', '2e-3')."""
+    from ..core.validation import as_positive_rational
+    from ..errors import ExactDPError
+
+    try:
+        return as_positive_rational(text, "--claimed-epsilon")
+    except ExactDPError as err:
+        raise argparse.ArgumentTypeError(err.reason) from None
 
 
 def _seed_arg(text: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import sys
 
@@ -160,3 +161,19 @@ def test_counts_with_spaces_and_negative_first(capsys):
     assert a["levels"] == b["levels"]
     c = run_json(capsys, "levels", "joint", "--counts=-1,-6,-10,-10", "-k", 2)
     assert c["levels"] == b["levels"]  # a shift of the counts changes nothing
+
+
+def test_audit_claimed_epsilon(capsys):
+    """``--claimed-epsilon`` replaces the mechanism's own claim in the verdict and the exit
+    status (1 when violated); it is parsed exactly and validated."""
+    base = ("audit", "joint", "--counts", "3,2,2,0", "-k", "2", "--epsilon", "1")
+    data = run_json(capsys, *base)
+    assert data["epsilon"] == "1" and data["verdict"] == "below"
+    status, out, _ = run(capsys, *base, "--claimed-epsilon", "1/2", "--json")
+    data = json.loads(out)
+    assert status == 1 and data["epsilon"] == "1/2" and data["verdict"] == "violated"
+    status, out, _ = run(capsys, *base, "--claimed-epsilon", "0.67")
+    assert status == 0 and "epsilon:      67/100 (claimed)" in out
+    for bad in ("0", "-1", "abc"):
+        status, _, err = run(capsys, *base, f"--claimed-epsilon={bad}")
+        assert status == 2 and "--claimed-epsilon" in err
