@@ -49,6 +49,7 @@ import abc
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from flint import arb, ctx
@@ -116,10 +117,15 @@ class BlockSource(abc.ABC):
 
 
 class _View(Sequence):
-    """All levels' values of one kind, computed block by block on access."""
+    """All levels' values of one kind, computed block by block on access.
 
-    def __init__(self, table: "BlockLevelTable", block: Callable[[int], list]):
-        self._table, self._block = table, block
+    ``block(b)`` is the (cached) list of block ``b``; ``field``, when given, reads the value
+    off each element (a Level's utility or multiplicity), so a single read costs one
+    element, not a new list of the whole block."""
+
+    def __init__(self, table: "BlockLevelTable", block: Callable[[int], list],
+                 field: Optional[Callable[[Any], Any]] = None):
+        self._table, self._block, self._field = table, block, field
 
     def __len__(self) -> int:
         return len(self._table)
@@ -135,7 +141,8 @@ class _View(Sequence):
             while start < stop:  # whole blocks at a time
                 block = self._block(b)
                 end = min(stop, starts[b] + len(block))
-                out.extend(block[start - starts[b]:end - starts[b]])
+                part = block[start - starts[b]:end - starts[b]]
+                out.extend(part if self._field is None else map(self._field, part))
                 start, b = end, b + 1
             return out
         n = len(self._table)
@@ -144,11 +151,13 @@ class _View(Sequence):
         if not 0 <= a < n:
             raise IndexError(a)
         b = bisect_right(self._table._starts, a) - 1
-        return self._block(b)[a - self._table._starts[b]]
+        value = self._block(b)[a - self._table._starts[b]]
+        return value if self._field is None else self._field(value)
 
     def __iter__(self) -> Iterator:
         for b in range(len(self._table._sizes)):
-            yield from self._block(b)
+            block = self._block(b)
+            yield from (block if self._field is None else map(self._field, block))
 
 
 class _CumulativeView(_View):
@@ -247,7 +256,8 @@ class BlockLevelTable:
         for n in self._sizes[:-1]:
             self._starts.append(self._starts[-1] + n)
         self._length = self._starts[-1] + self._sizes[-1]
-        self._first_utilities = list(source.block_first_utilities())
+        # negated, so increasing: bisect finds the block of a utility
+        self._neg_first_utilities = [-u for u in source.block_first_utilities()]  # type: ignore[operator]
         self._passes: dict[int, _Pass] = {}
         self._levels: Optional[tuple[Level, ...]] = None
         self.extra_bits = 2 * self._length.bit_length() + 8
@@ -255,8 +265,8 @@ class BlockLevelTable:
         #: probabilities, so one pass over the blocks serves both (and never depends on
         #: what was computed before).
         self.sampling_prec = prec_for_dps(30, self.extra_bits)
-        self.utilities: Sequence[Utility] = _View(self, lambda b: [lv.utility for lv in self._block_levels(b)])
-        self.multiplicities: Sequence[int] = _View(self, lambda b: [lv.multiplicity for lv in self._block_levels(b)])
+        self.utilities: Sequence[Utility] = _View(self, self._block_levels, attrgetter("utility"))
+        self.multiplicities: Sequence[int] = _View(self, self._block_levels, attrgetter("multiplicity"))
 
     def __len__(self) -> int:
         return self._length
@@ -377,13 +387,12 @@ class BlockLevelTable:
     def index_of(self, utility: Utility) -> int:
         """Level index of an exact utility value (KeyError when no output has it)."""
         # blocks are ordered by decreasing utility: the last block whose first utility >= it
-        neg = [-u for u in self._first_utilities]  # type: ignore[operator]
-        b = bisect_right(neg, -utility) - 1  # type: ignore[operator]
+        b = bisect_right(self._neg_first_utilities, -utility) - 1  # type: ignore[operator]
         if b < 0:
             raise KeyError(utility)
-        utils = [lv.utility for lv in self._block_levels(b)]
-        i = bisect_left([-u for u in utils], -utility)  # type: ignore[operator]
-        if i == len(utils) or utils[i] != utility:
+        levels = self._block_levels(b)
+        i = bisect_left(levels, -utility, key=_neg_utility)  # type: ignore[operator]
+        if i == len(levels) or levels[i].utility != utility:
             raise KeyError(utility)
         return self._starts[b] + i
 
@@ -412,6 +421,10 @@ class BlockLevelTable:
                     if start + i != a:
                         others += w
         return others
+
+
+def _neg_utility(level: Level) -> Any:
+    return -level.utility  # type: ignore[operator]
 
 
 def _bytes_text(size: int) -> str:
