@@ -340,7 +340,7 @@ def from_opendp(measurement: Callable[..., RawOutput], data: object, *, id_map: 
     def draw(n: int, seed: Optional[int]) -> list[RawOutput]:
         return [measurement(data) for _ in range(n)]
 
-    return Sampler(draw, f"OpenDP measurement {type(measurement).__name__}", id_map, seed_note=_OS_RANDOMNESS)
+    return Sampler(draw, "OpenDP measurement", id_map, seed_note=_OS_RANDOMNESS)
 
 
 def _is_opendp(obj: object) -> bool:
