@@ -166,5 +166,19 @@ def test_labels_without_id_map_raise_one_clear_error():
     as_labels = testing.Sampler(lambda n, seed: [[["kiwi", "fig", "plum"][o[0]]] for o in exact.draw(n, seed)], "labels")
     testing.assert_sampler_matches(as_labels, m, n=testing.certify.samples_needed(m), id_map=id_map)
     assert testing.as_sampler(as_labels, id_map=id_map).draw(3, 1) == [list(o) for o in exact.draw(3, 1)]
-    with pytest.raises(AssertionError, match="'plum' \\(draw 1\\), not in id_map"):
+    with pytest.raises(AssertionError, match=r"\(draw 1\): the label 'plum' is not in id_map"):
         testing.as_sampler(lambda: ["plum"], id_map={"kiwi": 0}).draw(5)
+
+
+def test_goodness_of_fit_takes_id_map():
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    names = ["kiwi", "fig", "plum"]
+    certify_n = testing.certify.samples_needed(m)
+    draws = [names[o[0]] for o in m.samples(certify_n, rng=1)]
+    fit = testing.certify.goodness_of_fit(draws, m, id_map={name: i for i, name in enumerate(names)})
+    assert fit.verdict() == "pass" and fit.n == certify_n
+    # a label the map lacks is an invalid draw (the test fails), named once
+    bad = testing.certify.goodness_of_fit(draws + ["pear"], m, id_map={name: i for i, name in enumerate(names)})
+    assert bad.verdict() == "fail" and len(bad.invalid) == 1 and "'pear' is not in id_map" in bad.invalid[0][1]
+    # negative control: without the map, the labels are not outputs
+    assert testing.certify.goodness_of_fit(draws[:50], m).verdict() == "fail"
