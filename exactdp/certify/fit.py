@@ -290,8 +290,9 @@ class GoodnessOfFit:
             f"  by level:     {self.level_statistic:.6g} on {self.level_df} df, p = {number_text(self.level_p_value, 4)}",
             f"  within level: {within}",
         ]
-        for o, why in self.invalid[:5]:
-            lines.append(f"  invalid draw {o!r}: {why}")
+        reasons = Counter(why for _, why in self.invalid)  # one line per reason, not per draw
+        for why, count in list(reasons.items())[:5]:
+            lines.append(f"  invalid draw{'s' if count > 1 else ''} ({count}): {why}")
         for o in self.impossible[:5]:
             lines.append(f"  impossible draw {output_text(o)}: probability 0")
         if self.skipped:

@@ -29,6 +29,9 @@ __all__ = ["IdMap", "normalise_output", "relabel", "read_samples"]
 IdMap = Mapping[Any, int]
 
 
+_LABEL_HINT = " (labels? pass id_map={label: item position, ...})"
+
+
 def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
     (sets).  Accepts lists, tuples, numpy arrays and numpy integers.
@@ -40,7 +43,7 @@ def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     True
     """
     if isinstance(output, (str, bytes)) or output is None:
-        raise InvalidOutputError("output", output, "must be an iterable of item ids")
+        raise InvalidOutputError("output", output, "must be an iterable of item ids" + _LABEL_HINT * (output is not None))
     try:
         items = list(output.tolist() if hasattr(output, "tolist") else output)
     except TypeError:
@@ -48,7 +51,8 @@ def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     ids = []
     for x in items:
         if isinstance(x, bool) or not (isinstance(x, int) or hasattr(x, "__index__")):
-            raise InvalidOutputError("output", output, f"item id {x!r} is not an integer")
+            hint = _LABEL_HINT if isinstance(x, (str, bytes)) else ""
+            raise InvalidOutputError("output", output, f"item id {x!r} is not an integer{hint}")
         ids.append(int(x))
     return frozenset(ids) if kind == "set" else tuple(ids)
 

@@ -182,3 +182,11 @@ def test_goodness_of_fit_takes_id_map():
     assert bad.verdict() == "fail" and len(bad.invalid) == 1 and "'pear' is not in id_map" in bad.invalid[0][1]
     # negative control: without the map, the labels are not outputs
     assert testing.certify.goodness_of_fit(draws[:50], m).verdict() == "fail"
+
+
+def test_labelled_draws_without_id_map_are_reported_once():
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    fit = testing.certify.goodness_of_fit(["kiwi"] * 40 + [[0]] * 10, m)
+    lines = [line for line in fit.summary().splitlines() if "invalid draw" in line]
+    assert lines == ["  invalid draws (40): output='kiwi': must be an iterable of item ids "
+                     "(labels? pass id_map={label: item position, ...})"]
