@@ -39,7 +39,8 @@ divided by it (the same law).  ``candidates`` become ``id_map``.  diffprivlib dr
 
 **dp_topk** (the public code of the Joint paper; :func:`dp_topk_mechanism`): ``joint`` and
 ``pnf_joint`` with ``NeighborType.ADD_REMOVE`` -> sensitivity 1, ``SWAP`` -> sensitivity 2
-(as the published code and its tests define them; Joint paper Lemma 3.1);
+(as the published code and its tests define them: one swapped user moves one count up and
+another down, so a difference of counts moves by 2);
 ``pnf_peel`` -> ``Peeling(noise="exponential")`` with ``epsilon/k`` per round
 (Algorithm 2, Lemma 4.1); ``cdp_peel`` -> ``Peeling(noise="gumbel")`` with the per-round
 budget of Lemma 4.2 (:func:`exactdp.accounting.cdp_peel_local_epsilon`, certified to 30
