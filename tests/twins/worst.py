@@ -9,7 +9,7 @@ Written from the definitions, never by calling exactdp:
 - the worst case of each notion: the pair value of :mod:`twins.notions` (exact rationals)
   at every neighbour, the maximum taken over all of them;
 - zCDP: ``rho = sup_{alpha > 1} max(D_alpha(P||Q), D_alpha(Q||P)) / alpha`` evaluated with
-  mpmath at 50 digits on a grid of alpha (KL at alpha = 1, then 1 + j/64 up to 11) and
+  mpmath at 30 digits on a grid of alpha (KL at alpha = 1, then 1 + j/8 up to 11) and
   refined by golden-section search around the best grid point: an estimate of the true
   rho, which the certified bracket must contain up to the estimate's accuracy;
 - :func:`float_exponential_sequences`: Joint's law computed the way another library would:
@@ -30,6 +30,7 @@ from .joint import joint_utility
 from .notions import delta_brute, pure_loss_brute, renyi_brute
 
 DPS = 50
+RHO_DPS = 30
 
 
 def neighbours_brute(counts: Sequence[int], relation: str) -> list[tuple[int, ...]]:
@@ -57,22 +58,27 @@ def _divergence(P: Mapping, Q: Mapping, alpha: mpmath.mpf) -> mpmath.mpf:
 
 def rho_estimate(P: Mapping, Q: Mapping) -> mpmath.mpf:
     """An estimate of the zCDP rho of a pair with equal supports (see the module docstring)."""
-    with mpmath.workdps(DPS):
+    with mpmath.workdps(RHO_DPS):
         def R(a: mpmath.mpf) -> mpmath.mpf:
             return max(_divergence(P, Q, a), _divergence(Q, P, a)) / a
 
-        grid = [mpmath.mpf(1)] + [1 + mpmath.mpf(j) / 64 for j in range(1, 641)]
+        grid = [mpmath.mpf(1)] + [1 + mpmath.mpf(j) / 8 for j in range(1, 81)]
         values = [R(a) for a in grid]
         i = max(range(len(grid)), key=lambda j: values[j])
         lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
         g = (mpmath.sqrt(5) - 1) / 2
-        for _ in range(80):  # golden-section search: R is unimodal near its maximum
-            x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-            if R(x1) >= R(x2):
-                hi = x2
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        r1, r2 = R(x1), R(x2)
+        for _ in range(50):  # golden-section search: R is unimodal near its maximum
+            if r1 >= r2:
+                hi, x2, r2 = x2, x1, r1
+                x1 = hi - g * (hi - lo)
+                r1 = R(x1)
             else:
-                lo = x1
-        return max(values[i], R((lo + hi) / 2))
+                lo, x1, r1 = x1, x2, r2
+                x2 = lo + g * (hi - lo)
+                r2 = R(x2)
+        return max(values[i], r1, r2)
 
 
 def pair_value(notion: str, P: Mapping, Q: Mapping, epsilon: Fraction = None, alpha: int = None) -> Any:
@@ -87,20 +93,15 @@ def pair_value(notion: str, P: Mapping, Q: Mapping, epsilon: Fraction = None, al
 
 
 def worst_case_brute(distribution: Callable[[tuple[int, ...]], Mapping], counts: Sequence[int], relation: str,
-                     notion: str, epsilon: Fraction = None, alpha: int = None) -> tuple[Any, list[tuple[int, ...]]]:
-    """(the largest pair value over every neighbour (mpmath, 50 digits), the neighbours
-    attaining it to 20 digits)."""
+                     notion: str, epsilon: Fraction = None, alpha: int = None) -> tuple[Any, dict]:
+    """(the largest pair value over every neighbour, every neighbour's value), mpmath at 50 digits."""
     base = distribution(tuple(counts))
     with mpmath.workdps(DPS):
         values = {}
         for n in neighbours_brute(counts, relation):
             v = pair_value(notion, base, distribution(n), epsilon, alpha)
             values[n] = _mp(v) if isinstance(v, (Fraction, int)) else v
-        top = max(values.values())
-        if mpmath.isinf(top):
-            return top, [n for n, v in values.items() if mpmath.isinf(v)]
-        tol = mpmath.mpf(10) ** -20 * abs(top)
-        return top, [n for n, v in values.items() if abs(v - top) <= tol]
+        return max(values.values()), values
 
 
 def float_exponential_sequences(counts: Sequence[int], k: int = 2, epsilon: float = 1.0,
