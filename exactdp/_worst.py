@@ -479,7 +479,12 @@ def execute(plans: Sequence[Plan], executor: Optional[Executor] = None,
         try:
             for i, p in enumerate(plans):
                 for j, unit in enumerate(p.units):
-                    futures[executor.submit(_unit, p.job, unit)] = (i, j)
+                    try:  # an executor that pickles eagerly (Dask) fails here
+                        futures[executor.submit(_unit, p.job, unit)] = (i, j)
+                    except Exception as error:
+                        if _pickling_failed(error):
+                            raise _not_picklable(p.job.factory, error) from error
+                        raise
             for future in as_completed(futures):
                 i, j = futures[future]
                 try:
