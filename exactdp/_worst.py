@@ -243,8 +243,11 @@ class WorstCase:
             "neighbours_audited": len(self.results),
         }
         worst = record(self.results[0])
-        if self.notion == "approx":
-            worst["carriers"] = [[_output_json(o), exact(n)] for o, n in self.carriers]
+        if self.notion == "pure":
+            detail = self.detail
+            worst.update(log_probability_counts=json_scalar(detail.log_p_a, d),  # type: ignore[attr-defined]
+                         log_probability_neighbour=json_scalar(detail.log_p_b, d),  # type: ignore[attr-defined]
+                         outputs_with_this_loss=exact(detail.witness_outputs))  # type: ignore[attr-defined]
         obj["worst"] = worst
         obj["results"] = [record(r) for r in self.results]
         return obj

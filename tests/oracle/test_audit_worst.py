@@ -313,6 +313,9 @@ def test_results_pickle_print_and_serialise(notion):
     assert w.verdict in text and len(table.splitlines()) == 4
     if notion == "approx":
         assert data["worst"]["witness"] == list(w.witness) and data["worst"]["carriers"]
+    if notion == "pure":
+        assert data["worst"]["log_probability_counts"] == mpmath.nstr(w.detail.log_p_a, w.dps, strip_zeros=False)
+        assert data["worst"]["outputs_with_this_loss"] == str(w.detail.witness_outputs)
     if notion == "zcdp":
         assert "rho lower" in table and data["lower"] == mpmath.nstr(w.lower, w.dps, strip_zeros=False)
 
