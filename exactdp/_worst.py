@@ -43,7 +43,7 @@ from ._distributions import MappingDistribution, pair_cells
 from ._neighbours import _relation, neighbour_count, neighbours
 from ._notions import _certified_divergence, _rational, privacy_profile, zcdp_rho
 from .core._lazy import sympy
-from .core._typing import Output
+from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
 from .core.formatting import output_text as _sequence_text
 from .core.precision import mp_workdps
@@ -258,7 +258,7 @@ class WorstCase:
 # =====================================================================================
 
 
-def claimed_epsilon(mechanism: Any) -> Union[Fraction, sympy.Expr]:
+def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
     """The epsilon a mechanism claims, exactly: its ``epsilon`` (a Fraction) or, when it
     was built from a ``base``, ``-divisor * ln(base)`` as a sympy expression
     (``divisor = 2 * sensitivity`` for Joint: ``base = exp(-epsilon / (2*sensitivity))``)."""
@@ -604,7 +604,8 @@ def _describe(base: Any) -> str:
     return repr(base)
 
 
-# Records and results are pickled and documented under exactdp.audit, which exports them.
-for _cls in (NeighbourLoss, WorstCase):
-    _cls.__module__ = "exactdp.audit"
-del _cls
+# Records, results and claimed_epsilon are pickled and documented under exactdp.audit,
+# which exports them.
+for _obj in (NeighbourLoss, WorstCase, claimed_epsilon):
+    _obj.__module__ = "exactdp.audit"
+del _obj
