@@ -11,7 +11,9 @@ The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
 over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a neighbour relation
 exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
 ``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
-worst case over every neighbour of one count vector.
+worst case over every neighbour of one count vector (:func:`worst_case`, for the pure loss
+or any notion of ``exactdp._notions``, serially or on an executor, built in
+``exactdp._worst``; :func:`audit_grid` for many at once).
 
 How the maximum over outputs is found without listing every output:
 
