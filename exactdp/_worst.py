@@ -119,7 +119,10 @@ class WorstCase:
     Every notion: ``notion``; ``value`` (certified ``mpf``; zCDP: the upper end of the
     bracket, with ``lower``/``upper``); ``claim`` (exact: a Fraction or a sympy
     expression) and ``claim_value`` (certified ``mpf``); ``verdict``: ``"below"``,
-    ``"attained"`` or ``"violated"``; ``margin = claim_value - value``; ``neighbour``,
+    ``"attained"``, ``"violated"`` or (zCDP only) ``"inconclusive"``: the bracket contains
+    the claim but is wider than ``3 * 10**-dps`` of it, because a bracket did not converge
+    within ``zcdp_rho``'s step cap (raise ``dps`` or audit that neighbour's pair with a
+    larger ``max_steps``); ``margin = claim_value - value``; ``neighbour``,
     ``change`` (neighbour minus counts), ``witness`` and ``direction`` of the worst
     neighbour, ``detail`` its pair result; ``alpha`` (Rényi: the order audited; zCDP:
     the order attaining the worst lower bound, ``1`` for the KL limit); ``results``: every
@@ -164,8 +167,9 @@ class WorstCase:
 
     @property
     def satisfied(self) -> bool:
-        """True unless the value certainly exceeds the claim."""
-        return self.verdict != "violated"
+        """True when the claim certainly holds at these counts (``below`` or ``attained``);
+        False when it is violated or the audit is inconclusive."""
+        return self.verdict in ("below", "attained")
 
     @property
     def carriers(self) -> tuple[tuple[Output, int], ...]:
@@ -539,12 +543,17 @@ def _exact_compare(x: mpmath.mpf, claim: Any, claim_value: mpmath.mpf) -> int:
     return (x > claim_value) - (x < claim_value)
 
 
-def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value: mpmath.mpf) -> str:
+def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value: mpmath.mpf, digits: int) -> str:
+    """below / violated when the bracket is certainly on one side of the claim; attained
+    when it contains the claim and is narrower than ``3 * 10**-digits`` of it (the band of
+    :func:`_verdict`); otherwise inconclusive: a wide bracket says nothing either way."""
     if _exact_compare(upper, claim, claim_value) < 0:
         return "below"
     if _exact_compare(lower, claim, claim_value) > 0:
         return "violated"
-    return "attained"
+    with mp_workdps(digits + 10):
+        narrow = upper - lower <= 3 * mpmath.mpf(10) ** (-digits) * claim_value
+    return "attained" if narrow else "inconclusive"
 
 
 def _exact_probability(x: Any, output: Any) -> Any:
@@ -577,7 +586,7 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
     if job.notion == "zcdp":
         lower = max((r.lower for r in results), key=lambda x: x)
         upper = value = max((r.value for r in results), key=lambda x: x)
-        verdict = _zcdp_verdict(lower, upper, p.claim, p.claim_value)
+        verdict = _zcdp_verdict(lower, upper, p.claim, p.claim_value, job.dps)
     else:
         verdict = _verdict(value, p.claim_value, job.dps)
     with mp_workdps(job.dps + 10):
