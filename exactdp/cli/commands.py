@@ -23,6 +23,7 @@ import mpmath
 from ..core._typing import Output
 from ..core.mechanism import Mechanism
 from ..core.validation import as_rng
+from ..mechanisms.canonical import NotSingleRuleError
 from .registry import MechanismSpec
 from ..core.formatting import (
     change_text,
@@ -67,23 +68,55 @@ def _per_output_probabilities(m: Mechanism, dps: int) -> list[mpmath.mpf]:
     return [p for _, p in m.level_output_probabilities(dps)]
 
 
-def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
-    dps, digits = _digits(args)
-    levels = m.levels()
+def _single_rule(m: Mechanism) -> bool:
+    """Whether ``m`` is one selection rule over utility levels (every mechanism but
+    CanonicalGamma1, whose probability groups are its two-stage ``(h, t)`` classes)."""
+    try:
+        next(m.iter_levels(), None)
+    except NotSingleRuleError:
+        return False
+    return True
+
+
+def _check_outputs_guard(m: Mechanism, args: argparse.Namespace) -> None:
     if args.outputs and m.support_size() > args.max_outputs:
         raise CommandError(
             f"the mechanism has {format_int(m.support_size(), ellipsis='...')} outputs, more than "
             f"--max-outputs {args.max_outputs}; raise --max-outputs to list them"
         )
+
+
+def _outputs_by_group(m: Mechanism, args: argparse.Namespace, output_probs: list) -> Iterator[tuple[Output, mpmath.mpf]]:
+    """Every output with the certified probability of its group, group by group."""
+    it = m.outputs(max_outputs=args.max_outputs)  # group by group, groups() order
+    for a, group in enumerate(m.groups()):
+        for _ in range(group.multiplicity):
+            yield next(it), output_probs[a]
+
+
+def _outputs_json(m: Mechanism, args: argparse.Namespace, output_probs: list, dps: int) -> list[dict]:
+    return [{"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)}
+            for o, p in _outputs_by_group(m, args, output_probs)]
+
+
+def _print_outputs(m: Mechanism, args: argparse.Namespace, output_probs: list, digits: int) -> None:
+    ell = _ellipsis(sys.stdout)
+    _out()
+    width = max(len("output"), m.k * len(str(m.d - 1)) + m.k - 1)
+    _out(f"{'output'.ljust(width)}  probability")
+    for o, p in _outputs_by_group(m, args, output_probs):
+        _out(f"{output_text(o, brackets=False).ljust(width)}  {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
+
+
+def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+    if not _single_rule(m):
+        _dist_classes(name, spec, m, args)
+        return
+    dps, digits = _digits(args)
+    _check_outputs_guard(m, args)
+    levels = m.levels()
     level_probs = [p for _, p in m.level_probabilities(dps)]
     output_probs = _per_output_probabilities(m, dps)
-
-    def outputs_by_level() -> Iterator[tuple[Output, mpmath.mpf]]:
-        it = m.outputs(max_outputs=args.max_outputs)  # best level first, levels() order
-        for a, level in enumerate(levels):
-            for _ in range(level.multiplicity):
-                yield next(it), output_probs[a]
-
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
@@ -101,9 +134,7 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
             ],
         })
         if args.outputs:
-            obj["outputs"] = [
-                {"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)} for o, p in outputs_by_level()
-            ]
+            obj["outputs"] = _outputs_json(m, args, output_probs, dps)
         _emit_json(obj)
         return
 
@@ -125,14 +156,64 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         _out(line)
     _out(_precision_line(dps, digits))
     if args.outputs:
-        _out()
-        width = max(len("output"), m.k * len(str(m.d - 1)) + m.k - 1)
-        _out(f"{'output'.ljust(width)}  probability")
-        for o, p in outputs_by_level():
-            _out(f"{output_text(o, brackets=False).ljust(width)}  {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
+        _print_outputs(m, args, output_probs, digits)
+
+
+def _dist_classes(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+    """``dist`` of a two-stage mechanism (CanonicalGamma1): one row per ``(h, t)`` class,
+    the groups of equally likely outputs, with its exact utility and size."""
+    dps, digits = _digits(args)
+    _check_outputs_guard(m, args)
+    classes = m.classes()
+    class_probs = [p for _, _, p in m.class_probabilities(dps)]
+    output_probs = [p for _, p in m.group_output_probabilities(dps)]
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "dps": dps,
+            "support_size": int_text(m.support_size()),
+            "classes": [
+                {
+                    "index": a, "h": c.h, "t": c.t, "utility": exact_text(-c.loss), "multiplicity": int_text(c.size),
+                    "class_probability": number_text(class_probs[a], dps, strip_zeros=False),
+                    "output_probability": number_text(output_probs[a], dps, strip_zeros=False),
+                }
+                for a, c in enumerate(classes)
+            ],
+        })
+        if args.outputs:
+            obj["outputs"] = _outputs_json(m, args, output_probs, dps)
+        _emit_json(obj)
+        return
+    ell = _ellipsis(sys.stdout)
+    rows = [
+        [str(a), str(c.h), str(c.t), exact_text(-c.loss, ellipsis=ell), format_int(c.size, ellipsis=ell),
+         number_text(class_probs[a], digits, strip_zeros=False, ellipsis=ell),
+         number_text(output_probs[a], digits, strip_zeros=False, ellipsis=ell)]
+        for a, c in enumerate(classes)
+    ]
+    headers = ["class", "h", "t", "utility", "multiplicity", "P(class)", "P(each output)"]
+    for line in table_lines(headers, rows, left=(5, 6)):
+        _out(line)
+    _out()
+    for line in _summary_lines(name, m, spec, classes, "class", "classes (h, t)"):
+        _out(line)
+    _out(_precision_line(dps, digits))
+    if args.outputs:
+        _print_outputs(m, args, output_probs, digits)
+
+
+def _no_levels(name: str) -> CommandError:
+    return CommandError(
+        f"levels: {name} has no utility levels: it is a two-stage mechanism (a tail t, then a class "
+        f"(h, t), then a uniform member), so subsets of equal utility can have different "
+        f"probabilities; 'exactdp dist {name}' prints its (h, t) classes"
+    )
 
 
 def cmd_levels(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+    if not _single_rule(m):
+        raise _no_levels(name)
     levels = m.levels()
     if args.json:
         obj = _mechanism_json(name, m, spec)
@@ -158,6 +239,9 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     dps, digits = _digits(args)
     output = args.output
     utility = m.utility(output)  # validates the output (length, repeats, unknown ids)
+    if not _single_rule(m):
+        _prob_class(name, spec, m, args, utility)
+        return
     levels = m.levels()
     index = next(a for a, lv in enumerate(levels) if lv.utility == utility)
     p = m.probability(output, dps)
@@ -185,6 +269,39 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         f"utility:         {exact_text(utility, ellipsis=ell)}  (level {index} of {len(levels)}; "
         f"{format_int(mult, ellipsis=ell)} output{'s' if mult != 1 else ''} in the level)"
     )
+    _out(f"probability:     {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
+    _out(f"log-probability: {number_text(logp, digits, strip_zeros=False, ellipsis=ell)}")
+    if exact is not None:
+        _out(f"exact:           {exact}")
+    _out(f"mechanism:       {_describe(m)}")
+    _out(f"precision:       certified to relative error 1e-{dps}, shown to {digits} significant digits")
+
+
+def _prob_class(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace, utility: object) -> None:
+    """``prob`` of a two-stage mechanism: the output's ``(h, t)`` class instead of a level."""
+    dps, digits = _digits(args)
+    output = args.output
+    groups = m.groups()
+    index = m.group_index(output)
+    (h, t), size = groups[index].utility, groups[index].multiplicity
+    p, logp = m.probability(output, dps), m.log_probability(output, dps)
+    exact = str(m.probability_exact(output)) if args.exact else None
+    if args.json:
+        obj = _mechanism_json(name, m, spec)
+        obj.update({
+            "output": sorted(output), "utility": exact_text(utility), "h": h, "t": t, "group": index,
+            "class_multiplicity": int_text(size), "dps": dps,
+            "probability": number_text(p, dps, strip_zeros=False),
+            "log_probability": number_text(logp, dps, strip_zeros=False),
+        })
+        if exact is not None:
+            obj["exact"] = exact
+        _emit_json(obj)
+        return
+    ell = _ellipsis(sys.stdout)
+    _out(f"output:          {output_text(sorted(output), brackets=False)}")
+    _out(f"utility:         {exact_text(utility, ellipsis=ell)}  (class (h, t) = ({h}, {t}), {index} of "
+         f"{len(groups)}; {format_int(size, ellipsis=ell)} output{'s' if size != 1 else ''} in the class)")
     _out(f"probability:     {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
     _out(f"log-probability: {number_text(logp, digits, strip_zeros=False, ellipsis=ell)}")
     if exact is not None:

@@ -140,7 +140,8 @@ class MechanismSpec:
 
 
 # The registry: CLI name -> MechanismSpec.  Every command (dist, levels, prob, sample,
-# audit, certify) accepts every registered mechanism, with --counts/--counts-file and
+# audit, certify) accepts every registered mechanism (``levels`` refuses, with a message,
+# a mechanism that is not one rule over utility levels: canonical-gamma1), with --counts/--counts-file and
 # -k/--k plus the constructor's options that OPTIONS describes.  To add a mechanism, add
 # ONE entry, e.g.
 #
@@ -155,5 +156,8 @@ MECHANISMS: dict[str, MechanismSpec] = {
     "pnf-joint": MechanismSpec(exactdp.PNFJoint, "Joint with permute-and-flip over top-k sequences"),
     "joint-set": MechanismSpec(exactdp.JointSet, "original JOINT over top-k sets"),
     "canonical": MechanismSpec(exactdp.Canonical, "canonical loss over utility classes of k-subsets"),
+    "canonical-gamma1": MechanismSpec(
+        exactdp.CanonicalGamma1, "two-stage canonical (gamma = 1): a tail, then an (h, t) class of k-subsets"
+    ),
     "peeling": MechanismSpec(exactdp.Peeling, "k rounds of peeling"),
 }

@@ -18,7 +18,6 @@ import sys
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
 from ..core.formatting import ABBREVIATE_DIGITS, abbreviate_ints, format_int, json_scalar
-from ..core.levels import Level
 from ..core.mechanism import Mechanism
 from .registry import OPTIONS, MechanismSpec
 
@@ -115,11 +114,12 @@ def _mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, A
     }
 
 
-def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, levels: Sequence[Level]) -> list[str]:
+def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, levels: Sequence[object],
+                   unit: str = "level", units: str = "levels") -> list[str]:
     kind = getattr(m, "output_kind", "sequence")
     return [
         f"support size: {format_int(m.support_size(), ellipsis=_ellipsis(sys.stdout))} "
-        f"outputs ({kind}s) in {len(levels)} level{'s' if len(levels) != 1 else ''}",
+        f"outputs ({kind}s) in {len(levels)} {unit if len(levels) == 1 else units}",
         f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]",
     ]
 
