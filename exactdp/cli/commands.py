@@ -333,7 +333,7 @@ def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Names
 
     dps, digits = _digits(args)
     relation = args.relation.replace("-", "_")
-    progress = _Progress(f"{PROG} audit: neighbours")
+    progress = _Progress(f"{PROG} audit: neighbours", enabled=not (args.json or args.no_progress))
     try:
         w = audit.worst_case(
             lambda c: spec.build(c, args.k, args), m.counts, relation, dps,
@@ -415,7 +415,7 @@ CERTIFY_STATUS = {"pass": 0, "fail": 1, "inconclusive": 3}
 def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
     from .. import certify
 
-    progress = _Progress(f"{PROG} certify: listing outputs")
+    progress = _Progress(f"{PROG} certify: listing outputs", enabled=not (args.json or args.no_progress))
     try:
         fit = certify.goodness_of_fit(args.samples, m, within=not args.levels_only, alpha=args.alpha,
                                       delta=args.delta, min_power=args.min_power,

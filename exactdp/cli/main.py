@@ -12,14 +12,12 @@ import argparse
 import contextlib
 import os
 import sys
-import textwrap
 from dataclasses import dataclass
-from typing import Callable, Iterator, NoReturn, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import exactdp
 
 from ..core.mechanism import Mechanism
-from ..core.validation import DEFAULT_DPS
 from ..errors import ExactDPError
 from . import commands
 from .commands import CommandError
@@ -38,13 +36,13 @@ from .parse import (
     _seed_arg,
     _short,
 )
+from .options import (DEFAULT_DIGITS, _FORMATTER, _add_json, _add_no_progress, _add_precision, _fill,  # noqa: F401
+                      _Parser, _UsageError)
 from .registry import MECHANISMS, OPTIONS, MechanismSpec
 from .render import PROG
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS"]
 
-#: Default digits shown in human-readable tables (``--digits``).
-DEFAULT_DIGITS = 15
 #: Default guard for ``dist --outputs``.
 DEFAULT_MAX_OUTPUTS = 10_000
 
@@ -75,22 +73,6 @@ class Command:
     description: str
     example: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-
-
-def _add_precision(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--dps", type=_positive_int_arg, default=DEFAULT_DPS, metavar="N",
-        help="certified significant digits: relative error at most 1e-N (default %(default)s)",
-    )
-    p.add_argument(
-        "--digits", type=_positive_int_arg, default=DEFAULT_DIGITS, metavar="N",
-        help="significant digits shown in tables (default %(default)s; computed "
-        "at max(--dps, --digits) so every shown digit is certified; --json shows --dps digits)",
-    )
-
-
-def _add_json(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--json", action="store_true", help=f"machine-readable output: {what}")
 
 
 def _add_required(p: argparse.ArgumentParser, flag: str, parse: Callable[[str], object], metavar: str,
@@ -163,6 +145,7 @@ def _args_audit(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="neighbours shown (default %(default)s)")
     _add_precision(p)
+    _add_no_progress(p)
     _add_json(p, "a JSON object with every neighbour audited; losses as decimal strings of --dps digits")
 
 
@@ -185,6 +168,7 @@ def _args_certify(p: argparse.ArgumentParser) -> None:
         help="list at most N outputs for the within-level bins (default %(default)s)",
     )
     p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="within-level bins shown (default %(default)s)")
+    _add_no_progress(p)
     _add_json(p, "a JSON object with the statistic, p-values and every bin")
 
 
@@ -246,28 +230,6 @@ COMMANDS: dict[str, Command] = {
         _args_certify,
     ),
 }
-
-
-class _UsageError(Exception):
-    def __init__(self, message: str, prog: str):
-        super().__init__(message)
-        self.message = message
-        self.prog = prog
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors become one-line messages in :func:`main`."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message, self.prog)
-
-
-_FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the examples in epilogs as written
-
-
-def _fill(text: str) -> str:
-    """Wrap a description paragraph by paragraph (the raw formatter does not)."""
-    return "\n\n".join(textwrap.fill(par, 79) for par in text.split("\n\n"))
 
 
 def _add_mechanism_parser(subs: "argparse._SubParsersAction[argparse.ArgumentParser]", command: str, cmd: Command,
