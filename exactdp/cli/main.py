@@ -19,11 +19,10 @@ import exactdp
 
 from ..core.mechanism import Mechanism
 from ..errors import ExactDPError
-from . import commands
+from . import audit_command, commands
 from .commands import CommandError
 from .parse import (
     _alpha_arg,
-    _claimed_epsilon_arg,
     _counts_arg,
     _counts_file_arg,
     _delta_arg,
@@ -31,7 +30,6 @@ from .parse import (
     _min_power_arg,
     _output_arg,
     _positive_int_arg,
-    _relation_arg,
     _samples_file_arg,
     _seed_arg,
     _short,
@@ -119,36 +117,6 @@ def _args_sample(p: argparse.ArgumentParser) -> None:
     _add_json(p, "one JSON list of outputs (lists of item ids)")
 
 
-def _args_audit(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--relation", type=_relation_arg, default="add_remove", metavar="REL",
-        help="neighbours: 'add_remove' (one user added or removed: counts +1 together or -1 "
-        "together; default) or 'swap' (one user's items replaced: any mix of +1 and -1)",
-    )
-    p.add_argument(
-        "--claimed-epsilon", type=_claimed_epsilon_arg, default=None, metavar="EPS",
-        help="the epsilon to compare the worst case with, parsed exactly like --epsilon "
-        "('1/2' is a fraction, '0.1' is 1/10); default: the mechanism's own claim (its "
-        "epsilon; for peeling, epsilon over all k rounds)",
-    )
-    p.add_argument(
-        "--contribution", type=_positive_int_arg, default=None, metavar="L",
-        help="a user contributes to at most L items (default: any number)",
-    )
-    p.add_argument(
-        "--max-neighbours", type=_positive_int_arg, default=10_000, metavar="N",
-        help="refuse to audit more than N neighbours (default %(default)s)",
-    )
-    p.add_argument(
-        "--max-outputs", type=_positive_int_arg, default=200_000, metavar="N",
-        help="refuse to visit more than N output orbits per neighbour (default %(default)s)",
-    )
-    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="neighbours shown (default %(default)s)")
-    _add_precision(p)
-    _add_no_progress(p)
-    _add_json(p, "a JSON object with every neighbour audited; losses as decimal strings of --dps digits")
-
-
 def _args_certify(p: argparse.ArgumentParser) -> None:
     _add_required(
         p, "--samples", _samples_file_arg, "FILE",
@@ -207,14 +175,17 @@ COMMANDS: dict[str, Command] = {
         _args_sample,
     ),
     "audit": Command(
-        commands.cmd_audit,
+        audit_command.cmd_audit,
         "exact worst-case privacy loss over the neighbours of the counts",
         "Audit the privacy claim: for every neighbour of the counts (add/remove or swap "
         "one user), the exact privacy loss max_o |ln P(o | counts) - ln P(o | neighbour)|, "
         "certified, with the output attaining it; the worst case beside the claimed epsilon. "
-        "Exit status 1 when the loss exceeds epsilon.",
+        "--notion approx, renyi or zcdp audits delta(epsilon), the Renyi divergence or zCDP's rho "
+        "instead; --workers N uses N processes. Exit status 1 when the claim is violated.\n\n"
+        "'exactdp audit --mechanism-file FILE ...' (no mechanism) audits another implementation's "
+        "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'.",
         "--counts 3,2,2,0 -k 2 --epsilon 1",
-        _args_audit,
+        audit_command.add_audit_options,
     ),
     "certify": Command(
         commands.cmd_certify,
@@ -352,6 +323,11 @@ def _run(argv: Optional[Sequence[str]]) -> int:
 
 
 def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if audit_command.wants_tables(argv):  # audit --mechanism-file: no registered mechanism
+        status = audit_command.run_tables_audit(argv[1:])
+        sys.stdout.flush()
+        return status
     args, extras = build_parser().parse_known_args(argv)
     if args.command == "check":
         if extras:

@@ -1,9 +1,6 @@
 """Parser pieces shared by the commands: the parser class, precision, JSON and progress options.
 
->>> import argparse
-import textwrap
-from typing import NoReturn
->>> p = argparse.ArgumentParser()
+>>> p = _Parser(prog="demo")
 >>> _add_precision(p)
 >>> p.parse_args(["--dps", "40"]).dps, p.parse_args([]).digits
 (40, 15)
@@ -24,10 +21,10 @@ __all__ = ["DEFAULT_DIGITS"]
 DEFAULT_DIGITS = 15
 
 
-def _add_precision(p: argparse.ArgumentParser) -> None:
+def _add_precision(p: argparse.ArgumentParser, dps_help: str = "(default %(default)s)") -> None:
     p.add_argument(
         "--dps", type=_positive_int_arg, default=DEFAULT_DPS, metavar="N",
-        help="certified significant digits: relative error at most 1e-N (default %(default)s)",
+        help=f"certified significant digits: relative error at most 1e-N {dps_help}",
     )
     p.add_argument(
         "--digits", type=_positive_int_arg, default=DEFAULT_DIGITS, metavar="N",
