@@ -21,9 +21,11 @@ processes included):
   ``|ln P - ln P'|`` (uncertified: 16 digits at best, unknown error).
 
 The rows are interleaved round by round (``--rounds``, median shown) because the machine
-is shared: only ratios within one run mean anything.  Columns: wall seconds, CPU seconds
-(``ru_utime + ru_stime`` of the run and its workers), the ratio to float64 (wall), peak
-MiB, and the worst loss found (exactdp's certified, the float's as computed).
+is shared: only ratios within one run mean anything.  Columns: wall seconds of the timed
+audit (after imports and a warm-up audit of counts 2,1,0), CPU seconds of the whole child
+and its workers (``ru_utime + ru_stime``, imports and warm-up included), the ratio to
+float64 (wall), peak MiB of the largest process, and the worst loss found (exactdp's
+certified, the float's as computed).
 """
 
 from __future__ import annotations
