@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 import time
-from fractions import Fraction
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Iterator
 
@@ -23,9 +23,9 @@ import mpmath
 from ..core._typing import Output
 from ..core.mechanism import Mechanism
 from ..core.validation import as_rng
+from ..mechanisms.canonical import NotSingleRuleError
 from .registry import MechanismSpec
 from ..core.formatting import (
-    change_text,
     exact_text,
     format_int,
     int_text,
@@ -39,7 +39,6 @@ from .render import (
     _describe,
     _ellipsis,
     _emit_json,
-    _larger_under,
     _mechanism_json,
     _out,
     _precision_line,
@@ -48,7 +47,7 @@ from .render import (
 )
 
 __all__ = ["CommandError", "CERTIFY_STATUS", "cmd_dist", "cmd_levels", "cmd_prob", "cmd_sample",
-           "cmd_audit", "cmd_certify", "cmd_check"]
+           "cmd_certify", "cmd_check"]
 
 
 class CommandError(Exception):
@@ -67,72 +66,124 @@ def _per_output_probabilities(m: Mechanism, dps: int) -> list[mpmath.mpf]:
     return [p for _, p in m.level_output_probabilities(dps)]
 
 
-def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
-    dps, digits = _digits(args)
-    levels = m.levels()
+def _single_rule(m: Mechanism) -> bool:
+    """Whether ``m`` is one selection rule over utility levels (every mechanism but
+    CanonicalGamma1, whose probability groups are its two-stage ``(h, t)`` classes)."""
+    try:
+        next(m.iter_levels(), None)
+    except NotSingleRuleError:
+        return False
+    return True
+
+
+def _check_outputs_guard(m: Mechanism, args: argparse.Namespace) -> None:
     if args.outputs and m.support_size() > args.max_outputs:
         raise CommandError(
             f"the mechanism has {format_int(m.support_size(), ellipsis='...')} outputs, more than "
             f"--max-outputs {args.max_outputs}; raise --max-outputs to list them"
         )
-    level_probs = [p for _, p in m.level_probabilities(dps)]
-    output_probs = _per_output_probabilities(m, dps)
 
-    def outputs_by_level() -> Iterator[tuple[Output, mpmath.mpf]]:
-        it = m.outputs(max_outputs=args.max_outputs)  # best level first, levels() order
-        for a, level in enumerate(levels):
-            for _ in range(level.multiplicity):
-                yield next(it), output_probs[a]
 
+def _outputs_by_group(m: Mechanism, args: argparse.Namespace, output_probs: list) -> Iterator[tuple[Output, mpmath.mpf]]:
+    """Every output with the certified probability of its group, group by group."""
+    it = m.outputs(max_outputs=args.max_outputs)  # group by group, groups() order
+    for a, group in enumerate(m.groups()):
+        for _ in range(group.multiplicity):
+            yield next(it), output_probs[a]
+
+
+def _outputs_json(m: Mechanism, args: argparse.Namespace, output_probs: list, dps: int) -> list[dict]:
+    return [{"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)}
+            for o, p in _outputs_by_group(m, args, output_probs)]
+
+
+def _print_outputs(m: Mechanism, args: argparse.Namespace, output_probs: list, digits: int) -> None:
+    ell = _ellipsis(sys.stdout)
+    _out()
+    width = max(len("output"), m.k * len(str(m.d - 1)) + m.k - 1)
+    _out(f"{'output'.ljust(width)}  probability")
+    for o, p in _outputs_by_group(m, args, output_probs):
+        _out(f"{output_text(o, brackets=False).ljust(width)}  {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
+
+
+def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+    dps = _digits(args)[0]
+    _check_outputs_guard(m, args)
+    if not _single_rule(m):  # CanonicalGamma1: its (h, t) classes, the groups of equal probability
+        rows = [_DistRow({"h": c.h, "t": c.t}, [str(c.h), str(c.t)], -c.loss, c.size, p)
+                for c, (_, _, p) in zip(m.classes(), m.class_probabilities(dps))]
+        output_probs = [p for _, p in m.group_output_probabilities(dps)]
+        _print_dist(name, spec, m, args, rows, output_probs, ("class", "classes", "classes (h, t)"), ["h", "t"])
+        return
+    rows = [_DistRow({}, [], lv.utility, lv.multiplicity, p) for lv, p in m.level_probabilities(dps)]
+    _print_dist(name, spec, m, args, rows, _per_output_probabilities(m, dps), ("level", "levels", "levels"), [])
+
+
+@dataclass(frozen=True)
+class _DistRow:
+    """One row of ``dist``: a level, or a class of a two-stage mechanism (``fields``/``cells``
+    its key in JSON and in the table), with its exact utility and size and certified probability."""
+
+    fields: dict[str, int]
+    cells: list[str]
+    utility: object
+    multiplicity: int
+    probability: mpmath.mpf
+
+
+def _print_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace, rows: list[_DistRow],
+                output_probs: list[mpmath.mpf], unit: tuple[str, str, str], key_headers: list[str]) -> None:
+    dps, digits = _digits(args)
+    one, many, summary = unit
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
             "dps": dps,
             "support_size": int_text(m.support_size()),
-            "levels": [
+            many: [
                 {
-                    "index": a,
-                    "utility": exact_text(level.utility),
-                    "multiplicity": int_text(level.multiplicity),
-                    "level_probability": number_text(level_probs[a], dps, strip_zeros=False),
+                    "index": a, **r.fields,
+                    "utility": exact_text(r.utility),
+                    "multiplicity": int_text(r.multiplicity),
+                    f"{one}_probability": number_text(r.probability, dps, strip_zeros=False),
                     "output_probability": number_text(output_probs[a], dps, strip_zeros=False),
                 }
-                for a, level in enumerate(levels)
+                for a, r in enumerate(rows)
             ],
         })
         if args.outputs:
-            obj["outputs"] = [
-                {"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)} for o, p in outputs_by_level()
-            ]
+            obj["outputs"] = _outputs_json(m, args, output_probs, dps)
         _emit_json(obj)
         return
-
     ell = _ellipsis(sys.stdout)
-    rows = [
-        [
-            str(a),
-            exact_text(level.utility, ellipsis=ell),
-            format_int(level.multiplicity, ellipsis=ell),
-            number_text(level_probs[a], digits, strip_zeros=False, ellipsis=ell),
-            number_text(output_probs[a], digits, strip_zeros=False, ellipsis=ell),
-        ]
-        for a, level in enumerate(levels)
+    table = [
+        [str(a), *r.cells, exact_text(r.utility, ellipsis=ell), format_int(r.multiplicity, ellipsis=ell),
+         number_text(r.probability, digits, strip_zeros=False, ellipsis=ell),
+         number_text(output_probs[a], digits, strip_zeros=False, ellipsis=ell)]
+        for a, r in enumerate(rows)
     ]
-    for line in table_lines(["level", "utility", "multiplicity", "P(level)", "P(each output)"], rows, left=(3, 4)):
+    headers = [one, *key_headers, "utility", "multiplicity", f"P({one})", "P(each output)"]
+    for line in table_lines(headers, table, left=(len(headers) - 2, len(headers) - 1)):
         _out(line)
     _out()
-    for line in _summary_lines(name, m, spec, levels):
+    for line in _summary_lines(name, m, spec, rows, one, summary):
         _out(line)
     _out(_precision_line(dps, digits))
     if args.outputs:
-        _out()
-        width = max(len("output"), m.k * len(str(m.d - 1)) + m.k - 1)
-        _out(f"{'output'.ljust(width)}  probability")
-        for o, p in outputs_by_level():
-            _out(f"{output_text(o, brackets=False).ljust(width)}  {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
+        _print_outputs(m, args, output_probs, digits)
+
+
+def _no_levels(name: str) -> CommandError:
+    return CommandError(
+        f"levels: {name} has no utility levels: it is a two-stage mechanism (a tail t, then a class "
+        f"(h, t), then a uniform member), so subsets of equal utility can have different "
+        f"probabilities; 'exactdp dist {name}' prints its (h, t) classes"
+    )
 
 
 def cmd_levels(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+    if not _single_rule(m):
+        raise _no_levels(name)
     levels = m.levels()
     if args.json:
         obj = _mechanism_json(name, m, spec)
@@ -158,8 +209,19 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     dps, digits = _digits(args)
     output = args.output
     utility = m.utility(output)  # validates the output (length, repeats, unknown ids)
-    levels = m.levels()
-    index = next(a for a, lv in enumerate(levels) if lv.utility == utility)
+    if _single_rule(m):
+        levels = m.levels()
+        index = next(a for a, lv in enumerate(levels) if lv.utility == utility)
+        size, unit = levels[index].multiplicity, "level"
+        key: dict[str, object] = {"level": index, "level_multiplicity": int_text(size)}
+        where = f"level {index} of {len(levels)}"
+    else:  # CanonicalGamma1: the output's (h, t) class, its group of equal probability
+        groups = m.groups()
+        index = m.group_index(output)
+        (h, t), size, unit = groups[index].utility, groups[index].multiplicity, "class"
+        key = {"h": h, "t": t, "group": index, "class_multiplicity": int_text(size)}
+        where = f"class (h, t) = ({h}, {t}), {index} of {len(groups)}"
+        output = sorted(output)
     p = m.probability(output, dps)
     logp = m.log_probability(output, dps)
     exact = str(m.probability_exact(output)) if args.exact else None
@@ -168,8 +230,7 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         obj.update({
             "output": list(output),
             "utility": exact_text(utility),
-            "level": index,
-            "level_multiplicity": int_text(levels[index].multiplicity),
+            **key,
             "dps": dps,
             "probability": number_text(p, dps, strip_zeros=False),
             "log_probability": number_text(logp, dps, strip_zeros=False),
@@ -178,12 +239,11 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
             obj["exact"] = exact
         _emit_json(obj)
         return
-    mult = levels[index].multiplicity
     ell = _ellipsis(sys.stdout)
     _out(f"output:          {output_text(output, brackets=False)}")
     _out(
-        f"utility:         {exact_text(utility, ellipsis=ell)}  (level {index} of {len(levels)}; "
-        f"{format_int(mult, ellipsis=ell)} output{'s' if mult != 1 else ''} in the level)"
+        f"utility:         {exact_text(utility, ellipsis=ell)}  ({where}; "
+        f"{format_int(size, ellipsis=ell)} output{'s' if size != 1 else ''} in the {unit})"
     )
     _out(f"probability:     {number_text(p, digits, strip_zeros=False, ellipsis=ell)}")
     _out(f"log-probability: {number_text(logp, digits, strip_zeros=False, ellipsis=ell)}")
@@ -204,93 +264,6 @@ def cmd_sample(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Name
 
 
 
-_VERDICTS = {
-    "below": "below epsilon at every neighbour of these counts (the bound is not attained here)",
-    "attained": "attained: the loss equals epsilon",
-    "violated": "VIOLATED: the loss exceeds epsilon",
-}
-
-
-def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
-    from .. import audit
-
-    dps, digits = _digits(args)
-    relation = args.relation.replace("-", "_")
-    progress = _Progress(f"{PROG} audit: neighbours")
-    try:
-        w = audit.worst_case(
-            lambda c: spec.build(c, args.k, args), m.counts, relation, dps,
-            epsilon=args.claimed_epsilon, contribution=args.contribution, max_neighbours=args.max_neighbours,
-            max_outputs=args.max_outputs, progress=progress,
-        )
-    finally:
-        progress.close()
-    args._status = 1 if w.verdict == "violated" else 0
-    detail = w.detail
-    if args.json:
-        obj = _mechanism_json(name, m, spec)
-        obj.update({
-            "relation": relation,
-            "contribution": args.contribution,
-            "dps": dps,
-            "epsilon": exact_text(w.epsilon) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon),
-            "epsilon_value": number_text(w.epsilon_value, dps, strip_zeros=False),
-            "verdict": w.verdict,
-            "attained_exactly": w.attained_exactly,
-            "worst": {
-                "privacy_loss": number_text(w.loss, dps, strip_zeros=False),
-                "neighbour": [int_text(x) for x in w.neighbour],
-                "change": list(w.change),
-                "witness": output_ids(w.witness),
-                "larger_under": _larger_under(w.direction),
-                "log_probability_counts": number_text(detail.log_p_a, dps, strip_zeros=False),
-                "log_probability_neighbour": number_text(detail.log_p_b, dps, strip_zeros=False),
-                "outputs_with_this_loss": int_text(detail.witness_outputs),
-            },
-            "margin": number_text(w.margin, dps, strip_zeros=False),
-            "neighbours_total": int_text(w.neighbours_total),
-            "neighbours_audited": len(w.results),
-            "results": [
-                {
-                    "neighbour": [int_text(x) for x in r.neighbour],
-                    "change": list(r.change),
-                    "privacy_loss": number_text(r.loss.value, dps, strip_zeros=False),
-                    "witness": output_ids(r.loss.witness),
-                    "larger_under": _larger_under(r.loss.direction),
-                }
-                for r in w.results
-            ],
-        })
-        _emit_json(obj)
-        return
-    shown = w.results[: args.rows]
-    rows = [
-        [",".join(map(str, r.neighbour)), change_text(r.change), number_text(r.loss.value, digits, strip_zeros=False),
-         output_text(r.loss.witness, brackets=False), _larger_under(r.loss.direction)]
-        for r in shown
-    ]
-    for line in table_lines(["neighbour", "change", "privacy loss", "witness", "larger under"], rows, left=(0, 1, 3)):
-        _out(line)
-    classes = "neighbours" if len(w.results) == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
-    _out(f"({len(shown)} of {len(w.results)} {classes} shown, worst first; {w.neighbours_total} {relation} neighbours in all)")
-    _out()
-    _out(f"worst case:   privacy loss {number_text(w.loss, digits, strip_zeros=False)} at neighbour {','.join(map(str, w.neighbour))}, output {output_text(w.witness, brackets=False)}")
-    _out(f"              ln P(output | counts) = {number_text(detail.log_p_a, digits, strip_zeros=False)}, "
-         f"ln P(output | neighbour) = {number_text(detail.log_p_b, digits, strip_zeros=False)}")
-    eps_text = exact_text(w.epsilon, ellipsis=_ellipsis(sys.stdout)) if isinstance(w.epsilon, (int, Fraction)) else str(w.epsilon)
-    _out(f"epsilon:      {eps_text} (claimed) = {number_text(w.epsilon_value, digits, strip_zeros=False, ellipsis=_ellipsis(sys.stdout))}")
-    verdict = _VERDICTS[w.verdict]
-    if w.verdict == "attained" and w.attained_exactly:
-        verdict += " (exactly)"
-    elif w.verdict == "attained":
-        verdict += f" (to {dps} digits)"
-    _out(f"verdict:      {verdict}; margin epsilon - loss = {number_text(w.margin, digits, strip_zeros=False)}")
-    _out(f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]")
-    _out(f"precision:    losses certified to relative error 1e-{dps}, shown to {digits} significant digits")
-
-
-
-
 #: ``exactdp certify`` exit status per verdict.
 CERTIFY_STATUS = {"pass": 0, "fail": 1, "inconclusive": 3}
 
@@ -298,7 +271,7 @@ CERTIFY_STATUS = {"pass": 0, "fail": 1, "inconclusive": 3}
 def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
     from .. import certify
 
-    progress = _Progress(f"{PROG} certify: listing outputs")
+    progress = _Progress(f"{PROG} certify: listing outputs", enabled=not (args.json or args.no_progress))
     try:
         fit = certify.goodness_of_fit(args.samples, m, within=not args.levels_only, alpha=args.alpha,
                                       delta=args.delta, min_power=args.min_power,

@@ -12,20 +12,17 @@ import argparse
 import contextlib
 import os
 import sys
-import textwrap
 from dataclasses import dataclass
-from typing import Callable, Iterator, NoReturn, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import exactdp
 
 from ..core.mechanism import Mechanism
-from ..core.validation import DEFAULT_DPS
 from ..errors import ExactDPError
-from . import commands
+from . import audit_command, commands
 from .commands import CommandError
 from .parse import (
     _alpha_arg,
-    _claimed_epsilon_arg,
     _counts_arg,
     _counts_file_arg,
     _delta_arg,
@@ -33,18 +30,17 @@ from .parse import (
     _min_power_arg,
     _output_arg,
     _positive_int_arg,
-    _relation_arg,
     _samples_file_arg,
     _seed_arg,
     _short,
 )
+from .options import (DEFAULT_DIGITS, _FORMATTER, _add_json, _add_no_progress, _add_precision, _fill,  # noqa: F401
+                      _Parser, _UsageError)
 from .registry import MECHANISMS, OPTIONS, MechanismSpec
 from .render import PROG
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS"]
 
-#: Default digits shown in human-readable tables (``--digits``).
-DEFAULT_DIGITS = 15
 #: Default guard for ``dist --outputs``.
 DEFAULT_MAX_OUTPUTS = 10_000
 
@@ -75,22 +71,6 @@ class Command:
     description: str
     example: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-
-
-def _add_precision(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--dps", type=_positive_int_arg, default=DEFAULT_DPS, metavar="N",
-        help="certified significant digits: relative error at most 1e-N (default %(default)s)",
-    )
-    p.add_argument(
-        "--digits", type=_positive_int_arg, default=DEFAULT_DIGITS, metavar="N",
-        help="significant digits shown in tables (default %(default)s; computed "
-        "at max(--dps, --digits) so every shown digit is certified; --json shows --dps digits)",
-    )
-
-
-def _add_json(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--json", action="store_true", help=f"machine-readable output: {what}")
 
 
 def _add_required(p: argparse.ArgumentParser, flag: str, parse: Callable[[str], object], metavar: str,
@@ -137,35 +117,6 @@ def _args_sample(p: argparse.ArgumentParser) -> None:
     _add_json(p, "one JSON list of outputs (lists of item ids)")
 
 
-def _args_audit(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--relation", type=_relation_arg, default="add_remove", metavar="REL",
-        help="neighbours: 'add_remove' (one user added or removed: counts +1 together or -1 "
-        "together; default) or 'swap' (one user's items replaced: any mix of +1 and -1)",
-    )
-    p.add_argument(
-        "--claimed-epsilon", type=_claimed_epsilon_arg, default=None, metavar="EPS",
-        help="the epsilon to compare the worst case with, parsed exactly like --epsilon "
-        "('1/2' is a fraction, '0.1' is 1/10); default: the mechanism's own claim (its "
-        "epsilon; for peeling, epsilon over all k rounds)",
-    )
-    p.add_argument(
-        "--contribution", type=_positive_int_arg, default=None, metavar="L",
-        help="a user contributes to at most L items (default: any number)",
-    )
-    p.add_argument(
-        "--max-neighbours", type=_positive_int_arg, default=10_000, metavar="N",
-        help="refuse to audit more than N neighbours (default %(default)s)",
-    )
-    p.add_argument(
-        "--max-outputs", type=_positive_int_arg, default=200_000, metavar="N",
-        help="refuse to visit more than N output orbits per neighbour (default %(default)s)",
-    )
-    p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="neighbours shown (default %(default)s)")
-    _add_precision(p)
-    _add_json(p, "a JSON object with every neighbour audited; losses as decimal strings of --dps digits")
-
-
 def _args_certify(p: argparse.ArgumentParser) -> None:
     _add_required(
         p, "--samples", _samples_file_arg, "FILE",
@@ -185,6 +136,7 @@ def _args_certify(p: argparse.ArgumentParser) -> None:
         help="list at most N outputs for the within-level bins (default %(default)s)",
     )
     p.add_argument("--rows", type=_positive_int_arg, default=10, metavar="N", help="within-level bins shown (default %(default)s)")
+    _add_no_progress(p)
     _add_json(p, "a JSON object with the statistic, p-values and every bin")
 
 
@@ -223,14 +175,17 @@ COMMANDS: dict[str, Command] = {
         _args_sample,
     ),
     "audit": Command(
-        commands.cmd_audit,
+        audit_command.cmd_audit,
         "exact worst-case privacy loss over the neighbours of the counts",
         "Audit the privacy claim: for every neighbour of the counts (add/remove or swap "
         "one user), the exact privacy loss max_o |ln P(o | counts) - ln P(o | neighbour)|, "
         "certified, with the output attaining it; the worst case beside the claimed epsilon. "
-        "Exit status 1 when the loss exceeds epsilon.",
+        "--notion approx, renyi or zcdp audits delta(epsilon), the Renyi divergence or zCDP's rho "
+        "instead; --workers N uses N processes. Exit status 1 when the claim is violated.\n\n"
+        "'exactdp audit --mechanism-file FILE ...' (no mechanism) audits another implementation's "
+        "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'.",
         "--counts 3,2,2,0 -k 2 --epsilon 1",
-        _args_audit,
+        audit_command.add_audit_options,
     ),
     "certify": Command(
         commands.cmd_certify,
@@ -246,28 +201,6 @@ COMMANDS: dict[str, Command] = {
         _args_certify,
     ),
 }
-
-
-class _UsageError(Exception):
-    def __init__(self, message: str, prog: str):
-        super().__init__(message)
-        self.message = message
-        self.prog = prog
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors become one-line messages in :func:`main`."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message, self.prog)
-
-
-_FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the examples in epilogs as written
-
-
-def _fill(text: str) -> str:
-    """Wrap a description paragraph by paragraph (the raw formatter does not)."""
-    return "\n\n".join(textwrap.fill(par, 79) for par in text.split("\n\n"))
 
 
 def _add_mechanism_parser(subs: "argparse._SubParsersAction[argparse.ArgumentParser]", command: str, cmd: Command,
@@ -390,6 +323,11 @@ def _run(argv: Optional[Sequence[str]]) -> int:
 
 
 def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if audit_command.wants_tables(argv):  # audit --mechanism-file: no registered mechanism
+        status = audit_command.run_tables_audit(argv[1:])
+        sys.stdout.flush()
+        return status
     args, extras = build_parser().parse_known_args(argv)
     if args.command == "check":
         if extras:

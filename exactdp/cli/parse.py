@@ -15,7 +15,7 @@ import argparse
 import re
 import sys
 from fractions import Fraction
-from typing import Callable, TypeVar
+from typing import Callable, Optional, TypeVar
 
 import gmpy2
 
@@ -173,6 +173,26 @@ def _claimed_epsilon_arg(text: str) -> Fraction:
         return as_positive_rational(text, "--claimed-epsilon")
     except ExactDPError as err:
         raise argparse.ArgumentTypeError(err.reason) from None
+
+
+def _rational_arg(name: str, low: int, high: Optional[int], *, low_open: bool = True) -> Callable[[str], Fraction]:
+    """An argparse type for an exact rational in ``(low, high)`` (``[low, high)`` when not
+    ``low_open``; no upper bound when ``high`` is None), parsed like ``--epsilon``."""
+    def parse(text: str) -> Fraction:
+        from ..core.validation import as_rational
+        from ..errors import ExactDPError
+
+        try:
+            value = as_rational(text, name)
+        except ExactDPError as err:
+            raise argparse.ArgumentTypeError(err.reason) from None
+        above = value > low if low_open else value >= low
+        if not above or (high is not None and value >= high):
+            bounds = f"{low} {'<' if low_open else '<='} {name.lstrip('-').upper()}" + (f" < {high}" if high is not None else "")
+            raise argparse.ArgumentTypeError(f"must satisfy {bounds}, got {text}")
+        return value
+
+    return parse
 
 
 def _seed_arg(text: str) -> int:

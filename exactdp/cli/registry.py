@@ -26,7 +26,7 @@ from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ..core.mechanism import Mechanism, make_scale
 from ..rules.noise import NOISES
 
-__all__ = ["Option", "OPTIONS", "MechanismSpec", "MECHANISMS"]
+__all__ = ["Option", "OPTIONS", "MechanismSpec", "MechanismFactory", "MECHANISMS"]
 
 
 @dataclass(frozen=True)
@@ -129,18 +129,36 @@ class MechanismSpec:
             default = option.library_default()
         return option.help.format(default=default)  # str(Fraction(1, 2)) is "1/2", as typed
 
-    def build(self, counts: Sequence[int], k: int, args: argparse.Namespace) -> Mechanism:
+    def kwargs(self, args: argparse.Namespace) -> dict[str, object]:
+        """The constructor options given on the command line (as typed)."""
         kwargs = {}
         for name in self.options:
             dest = OPTIONS[name].dest
             value = getattr(args, dest, None)
             if value is not None:
                 kwargs[dest] = value
-        return self.factory(counts, k, **kwargs)
+        return kwargs
+
+    def build(self, counts: Sequence[int], k: int, args: argparse.Namespace) -> Mechanism:
+        return self.factory(counts, k, **self.kwargs(args))
+
+
+@dataclass(frozen=True)
+class MechanismFactory:
+    """``factory(counts) -> MECHANISMS[name] built with k and the options``: the factory of
+    ``exactdp audit``, a module-level class so that it pickles for worker processes."""
+
+    name: str
+    k: int
+    options: tuple[tuple[str, object], ...]
+
+    def __call__(self, counts: Sequence[int]) -> Mechanism:
+        return MECHANISMS[self.name].factory(counts, self.k, **dict(self.options))
 
 
 # The registry: CLI name -> MechanismSpec.  Every command (dist, levels, prob, sample,
-# audit, certify) accepts every registered mechanism, with --counts/--counts-file and
+# audit, certify) accepts every registered mechanism (``levels`` refuses, with a message,
+# a mechanism that is not one rule over utility levels: canonical-gamma1), with --counts/--counts-file and
 # -k/--k plus the constructor's options that OPTIONS describes.  To add a mechanism, add
 # ONE entry, e.g.
 #
@@ -155,5 +173,8 @@ MECHANISMS: dict[str, MechanismSpec] = {
     "pnf-joint": MechanismSpec(exactdp.PNFJoint, "Joint with permute-and-flip over top-k sequences"),
     "joint-set": MechanismSpec(exactdp.JointSet, "original JOINT over top-k sets"),
     "canonical": MechanismSpec(exactdp.Canonical, "canonical loss over utility classes of k-subsets"),
+    "canonical-gamma1": MechanismSpec(
+        exactdp.CanonicalGamma1, "two-stage canonical (gamma = 1): a tail, then an (h, t) class of k-subsets"
+    ),
     "peeling": MechanismSpec(exactdp.Peeling, "k rounds of peeling"),
 }

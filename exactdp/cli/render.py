@@ -18,7 +18,6 @@ import sys
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
 from ..core.formatting import ABBREVIATE_DIGITS, abbreviate_ints, format_int, json_scalar
-from ..core.levels import Level
 from ..core.mechanism import Mechanism
 from .registry import OPTIONS, MechanismSpec
 
@@ -115,11 +114,12 @@ def _mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, A
     }
 
 
-def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, levels: Sequence[Level]) -> list[str]:
+def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, levels: Sequence[object],
+                   unit: str = "level", units: str = "levels") -> list[str]:
     kind = getattr(m, "output_kind", "sequence")
     return [
         f"support size: {format_int(m.support_size(), ellipsis=_ellipsis(sys.stdout))} "
-        f"outputs ({kind}s) in {len(levels)} level{'s' if len(levels) != 1 else ''}",
+        f"outputs ({kind}s) in {len(levels)} {unit if len(levels) == 1 else units}",
         f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]",
     ]
 
@@ -132,39 +132,36 @@ def _precision_line(dps: int, digits: int) -> str:
 
 
 class _Progress:
-    """A one-line progress bar on stderr, shown only when stderr is a terminal (so never
-    in pipes, files or captured test output).  Call it with ``(done, total)``."""
+    """A progress bar on stderr drawn by :mod:`tqdm`, called as ``progress(done, total)``.
 
-    WIDTH = 30
+    Shown only when stderr is a terminal (tqdm's ``disable=None``), so never in pipes,
+    files or captured test output; ``enabled=False`` (``--json``, ``--no-progress``) turns
+    it off whatever stderr is.  tqdm is imported on the first call, so commands that never
+    report progress do not load it.
+    """
 
-    def __init__(self, label: str, stream: Optional[TextIO] = None) -> None:
+    def __init__(self, label: str, *, enabled: bool = True, stream: Optional[TextIO] = None) -> None:
         self.label = label
-        self.stream = sys.stderr if stream is None else stream
-        isatty = getattr(self.stream, "isatty", None)
-        try:
-            self.enabled = bool(isatty and isatty())
-        except (OSError, ValueError):
-            self.enabled = False
-        self._shown = False
-        self._last = -1
+        self.enabled = enabled
+        self.stream = stream
+        self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled or total <= 0:
             return
-        filled = self.WIDTH * done // total
-        if filled == self._last and done != total:
-            return
-        self._last = filled
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
-        self.stream.flush()
-        self._shown = True
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=self.label, file=self.stream if self.stream is not None else sys.stderr,
+                             disable=None, leave=False, dynamic_ncols=True)
+        elif self._bar.total != total:  # a new phase with another total
+            self._bar.reset(total=total)
+        self._bar.update(done - self._bar.n)
 
     def close(self) -> None:
-        if self._shown:
-            self.stream.write("\r" + " " * (len(self.label) + self.WIDTH + 30) + "\r")
-            self.stream.flush()
-            self._shown = False
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def _larger_under(direction: str) -> str:

@@ -365,7 +365,7 @@ def test_cli_audit_json_matches_api(capsys):
     data = json.loads(out)
     w = audit.worst_case(lambda c: exactdp.Joint(c, 2, epsilon=1), [3, 2, 2, 0], dps=25)
     assert data["verdict"] == "below" and data["relation"] == "add_remove"
-    assert data["worst"]["privacy_loss"] == mpmath.nstr(w.loss, 25, strip_zeros=False)
+    assert data["worst"]["value"] == data["value"] == mpmath.nstr(w.loss, 25, strip_zeros=False)
     assert data["worst"]["neighbour"] == [str(c) for c in w.neighbour] and data["worst"]["witness"] == list(w.witness)
     assert data["neighbours_total"] == "30" and data["neighbours_audited"] == len(data["results"]) == 22
 
@@ -386,7 +386,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
     status = main(["audit", "joint", "--counts", "3,2,2,0", "-k", "2"])
     assert status == 0
     text = tty.getvalue()
-    assert "neighbours [" in text and "22/22" in text and text.endswith("\r")
+    assert "exactdp audit: neighbours" in text and "/22" in text and text.endswith("\r")  # tqdm, cleared at the end
     pipe = io.StringIO()
     monkeypatch.setattr("sys.stderr", pipe)
     assert main(["audit", "joint", "--counts", "3,2,2,0", "-k", "2"]) == 0

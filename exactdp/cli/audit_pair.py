@@ -1,0 +1,135 @@
+"""``exactdp audit --mechanism-file`` for a file of two tables: one privacy notion between that pair.
+
+The pair's value comes from the oracle's notions of two distributions
+(:func:`exactdp.audit.privacy_loss`, :func:`~exactdp.audit.privacy_profile`,
+:func:`~exactdp.audit.renyi_divergence` in both directions,
+:func:`~exactdp.audit.zcdp_rho`), and its verdict from the rule of
+:func:`exactdp.audit.worst_case` (the same band of ``3 * 10**-dps``; zCDP's bracket
+compared exactly with a rational claim).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+import mpmath
+
+from ..core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
+from ..core.precision import mp_workdps
+from .audit_command import _digits
+from .render import _emit_json, _larger_under, _out
+
+__all__ = ["PairResult", "audit_pair", "report_pair"]
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One notion between tables ``a`` and ``b`` (the file's order) against a claim."""
+
+    notion: str
+    counts_a: tuple[int, ...]
+    counts_b: tuple[int, ...]
+    value: mpmath.mpf
+    claim: Fraction
+    claim_value: mpmath.mpf
+    verdict: str
+    margin: mpmath.mpf
+    dps: int
+    epsilon: Optional[Fraction] = None
+    alpha: Optional[Fraction] = None
+    lower: Optional[mpmath.mpf] = None
+    upper: Optional[mpmath.mpf] = None
+    witness: Any = None
+    direction: Optional[str] = None
+    log_p: Optional[tuple[mpmath.mpf, mpmath.mpf]] = None
+
+
+def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
+    """The notion ``claims["notion"]`` between the two tables of ``tables``."""
+    from .. import audit
+    from .._worst import _claim_value, _verdict, _zcdp_verdict
+
+    (ca, a), (cb, b) = tables.tables.items()
+    notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
+    dps = _digits(args)[0]
+    alpha = lower = upper = witness = direction = log_p = None
+    if notion == "pure":
+        loss = audit.privacy_loss(a, b, dps, max_outputs=limit)
+        value, witness, direction, log_p, claim = loss.value, loss.witness, loss.direction, (loss.log_p_a, loss.log_p_b), eps
+    elif notion == "approx":
+        prof = audit.privacy_profile(a, b, eps, dps, max_outputs=limit)
+        value, direction, claim = prof.delta, prof.direction, claims["delta"]
+        witness = prof.carriers[0][0] if prof.carriers else None
+    elif notion == "renyi":
+        alpha, claim = claims["alpha"], eps
+        dab = audit.renyi_divergence(a, b, alpha, dps, max_outputs=limit)
+        dba = audit.renyi_divergence(b, a, alpha, dps, max_outputs=limit)
+        value, direction = (dab, "a>b") if dab >= dba else (dba, "b>a")
+    else:
+        bracket = audit.zcdp_rho(a, b, dps, max_outputs=limit)
+        value, lower, upper, alpha = bracket.upper, bracket.lower, bracket.upper, bracket.alpha
+        claim = claims["rho"] if claims["rho"] is not None else eps * eps / 2
+    claim = Fraction(claim)
+    claim_value = _claim_value(claim, dps)
+    if notion == "zcdp":
+        verdict = _zcdp_verdict(lower, upper, claim, claim_value)
+    else:
+        verdict = _verdict(value, claim_value, dps)
+    with mp_workdps(dps + 10):
+        margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf
+    return PairResult(notion, ca, cb, value, claim, claim_value, verdict, margin, dps,
+                      None if eps is None else Fraction(eps), alpha, lower, upper, witness, direction, log_p)
+
+
+_CLAIMS = {"pure": "epsilon", "approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
+_VERDICTS = {
+    "below": "below the claim for this pair",
+    "attained": "attained: the value equals the claim to the digits certified",
+    "violated": "VIOLATED: the value exceeds the claim",
+}
+
+
+def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> None:
+    """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text."""
+    args._status = 1 if r.verdict == "violated" else 0
+    d = r.dps
+    if args.json:
+        obj = dict(head)
+        obj.update({
+            "notion": r.notion, "pair": [[str(x) for x in r.counts_a], [str(x) for x in r.counts_b]], "dps": d,
+            "value": json_scalar(r.value, d), "lower": json_scalar(r.lower, d), "upper": json_scalar(r.upper, d),
+            "claim": exact_text(r.claim), "claim_value": json_scalar(r.claim_value, d),
+            "epsilon": None if r.epsilon is None else exact_text(r.epsilon),
+            "alpha": None if r.alpha is None else exact_text(r.alpha),
+            "verdict": r.verdict, "margin": json_scalar(r.margin, d),
+            "witness": None if r.witness is None else output_ids(r.witness), "direction": r.direction,
+        })
+        _emit_json(obj)
+        return
+    digits = _digits(args)[1]
+
+    def num(x: Any) -> str:
+        return number_text(x, digits, strip_zeros=False)
+
+    a, b = ",".join(map(str, r.counts_a)), ",".join(map(str, r.counts_b))
+    _out(f"pair:         counts {a} (a) and counts {b} (b)")
+    if r.notion == "pure":
+        _out(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} "
+             f"(larger under {_larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')})")
+        if r.log_p is not None:
+            _out(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
+    elif r.notion == "approx":
+        _out(f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})")
+    elif r.notion == "renyi":
+        _out(f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} ({r.direction}, "
+             "the larger direction)")
+    else:
+        _out(f"value:        rho in [{number_text(r.lower, digits)}, {number_text(r.upper, digits)}] "
+             f"(the lower end attained at alpha = {exact_text(r.alpha)})")
+    _out(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
+    _out(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}")
+    _out(f"tables:       {line}")
+    _out(f"precision:    values certified to relative error 1e-{d}, shown to {digits} significant digits")

@@ -1,0 +1,313 @@
+"""Reading another implementation's probability tables (JSON or CSV) for the audits.
+
+A third-party top-k mechanism is audited from its own output distributions: one table
+``output -> probability`` per count vector.  :func:`read_probability_tables` reads them
+from a file, :func:`parse_probability_tables` from text; the result's
+:meth:`ProbabilityTables.factory` is a picklable ``factory(counts) -> mapping`` that
+:func:`exactdp.audit.worst_case` accepts (and a process pool can ship to its workers), and
+every mapping is what :func:`exactdp.audit.privacy_loss`, ``privacy_profile``,
+``epsilon_for_delta``, ``renyi_divergence`` and ``zcdp_rho`` take.  It lives in the oracle
+layer, not in the command line, because auditing a file of tables is as useful from
+Python (a notebook, another project's test suite) as from ``exactdp audit``.
+
+The two formats (docs/cli.md, section "auditing another implementation's tables"):
+
+- **JSON**: ``{"k": 2, "output": "sequence", "epsilon": "1", "tables": [{"counts": [3, 2, 2],
+  "probabilities": {"0,1": "1/3", "1,0": "1/6", ...}}, ...]}``.  ``output`` is
+  ``"sequence"`` (default: ids in selection order) or ``"set"``; ``epsilon``, optional, is
+  the implementation's claim.  A probability is an exact string (``"1/3"``, or ``"0.25"``
+  read as the exact decimal 1/4) or a JSON number: an integer, or a float taken at its
+  *exact binary value* (``0.1`` is 3602879701896397/36028797018963968, not 1/10).
+- **CSV**: a header ``counts,output,probability`` then one row per output: counts and
+  output as item ids separated by spaces (``3 2 2,0 1,1/3``); ``#`` lines are comments.
+  The output kind is the caller's (``output_kind``, default ``"sequence"``).
+
+Every table must give probabilities ``>= 0`` summing to exactly 1 (within ``2**-40`` when
+a float is among them, as :class:`exactdp._distributions.MappingDistribution` accepts);
+outputs not listed have probability 0.  Each error names the file, the table or line and
+the value at fault.
+
+>>> t = parse_probability_tables('counts,output,probability\\n1 0,0,3/4\\n1 0,1,1/4\\n', "t.csv")
+>>> t.k, t.output_kind, t.counts_list
+(1, 'sequence', [(1, 0)])
+>>> t.factory()((1, 0))
+{(0,): Fraction(3, 4), (1,): Fraction(1, 4)}
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Optional, Sequence, Union
+
+from ._distributions import FLOAT_SUM_TOLERANCE
+from ._neighbours import neighbours
+from .core.formatting import output_text
+from .core.validation import as_rational
+from .errors import ExactDPError, InvalidParameterError
+
+__all__ = ["ProbabilityTables", "TableFactory", "ProbabilityTableError", "MissingTableError",
+           "read_probability_tables", "parse_probability_tables", "OUTPUT_KINDS", "CSV_HEADER"]
+
+#: The output kinds a table file may declare.
+OUTPUT_KINDS = ("sequence", "set")
+#: The CSV header, in this order.
+CSV_HEADER = ("counts", "output", "probability")
+
+_IDS = re.compile(r"[,\s]+")
+Probability = Union[Fraction, float]
+
+
+class ProbabilityTableError(InvalidParameterError):
+    """A malformed table file; the message names the file, the table or line, and the value."""
+
+    def __init__(self, source: str, where: str, reason: str):
+        super().__init__(None, None, f"{source}: {where}: {reason}" if where else f"{source}: {reason}")
+
+
+class MissingTableError(InvalidParameterError):
+    """The audit needs a count vector the file has no table for."""
+
+
+def _counts_text(counts: Sequence[int]) -> str:
+    return ",".join(map(str, counts))
+
+
+@dataclass(frozen=True)
+class TableFactory:
+    """``factory(counts) -> the table of counts`` (a module-level class, so it pickles)."""
+
+    tables: "ProbabilityTables"
+
+    def __call__(self, counts: Sequence[int]) -> dict[Any, Probability]:
+        key = tuple(int(c) for c in counts)
+        table = self.tables.tables.get(key)
+        if table is None:
+            raise MissingTableError(
+                None, None, f"{self.tables.source} has no table for counts {_counts_text(key)} "
+                f"(it has {len(self.tables.tables)}: {self.tables.summary()})")
+        return table
+
+
+@dataclass(frozen=True)
+class ProbabilityTables:
+    """The tables of one file: ``tables[counts] = {output: probability}`` in file order.
+
+    Outputs are tuples of item ids (``output_kind == "sequence"``) or frozensets
+    (``"set"``); probabilities are Fractions, or floats where the file gave JSON floats
+    (their exact binary values).  ``epsilon`` is the file's claim, if it makes one.
+    """
+
+    k: int
+    output_kind: str
+    tables: dict[tuple[int, ...], dict[Any, Probability]]
+    source: str = "tables"
+    epsilon: Optional[Fraction] = None
+    lines: dict[tuple[int, ...], str] = field(default_factory=dict, compare=False)
+
+    @property
+    def counts_list(self) -> list[tuple[int, ...]]:
+        """The count vectors, in file order."""
+        return list(self.tables)
+
+    @property
+    def d(self) -> int:
+        return len(next(iter(self.tables)))
+
+    def factory(self) -> TableFactory:
+        """A picklable ``factory(counts) -> table`` for :func:`exactdp.audit.worst_case`;
+        raises :class:`MissingTableError` for a count vector the file does not have."""
+        return TableFactory(self)
+
+    def summary(self, limit: int = 5) -> str:
+        shown = [_counts_text(c) for c in list(self.tables)[:limit]]
+        more = len(self.tables) - len(shown)
+        return "; ".join(shown) + (f"; ... ({more} more)" if more > 0 else "")
+
+    def missing_neighbours(self, counts: Sequence[int], relation: str = "add_remove", *,
+                           contribution: Optional[int] = None, max_neighbours: int = 10_000) -> list[tuple[int, ...]]:
+        """The neighbours of ``counts`` (:func:`exactdp.audit.neighbours`, every one: a
+        third-party implementation need not treat tied items alike) without a table."""
+        todo = neighbours(counts, relation, contribution=contribution, max_neighbours=max_neighbours)
+        return [n for n in todo if n not in self.tables]
+
+
+def read_probability_tables(path: Union[str, "os.PathLike[str]"], output_kind: Optional[str] = None,
+                            fmt: Optional[str] = None) -> ProbabilityTables:
+    """The tables of a JSON or CSV file (format from ``fmt``, else the file's extension,
+    else its first character: ``{`` is JSON).  See the module docstring for the formats."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ProbabilityTableError(source, "", f"cannot read it: {getattr(err, 'strerror', None) or err}") from None
+    if fmt is None:
+        ext = os.path.splitext(source)[1].lower()
+        fmt = {".json": "json", ".csv": "csv"}.get(ext)
+    return parse_probability_tables(text, source, fmt, output_kind)
+
+
+def parse_probability_tables(text: str, source: str = "tables", fmt: Optional[str] = None,
+                             output_kind: Optional[str] = None) -> ProbabilityTables:
+    """The tables in ``text`` (``fmt``: ``"json"``, ``"csv"`` or ``None`` to tell by the
+    first character); ``source`` names the file in errors."""
+    if output_kind is not None and output_kind not in OUTPUT_KINDS:
+        raise InvalidParameterError("output_kind", output_kind, f"must be one of {', '.join(OUTPUT_KINDS)}")
+    if fmt is None:
+        fmt = "json" if text.lstrip().startswith("{") else "csv"
+    if fmt == "json":
+        return _parse_json(text, source, output_kind)
+    if fmt == "csv":
+        return _parse_csv(text, source, output_kind or "sequence")
+    raise InvalidParameterError("fmt", fmt, "must be 'json' or 'csv'")
+
+
+class _Builder:
+    """Collects tables, validating each value where it is read (errors name the place)."""
+
+    def __init__(self, source: str, output_kind: str, k: Optional[int]):
+        self.source, self.kind, self.k = source, output_kind, k
+        self.tables: dict[tuple[int, ...], dict[Any, Probability]] = {}
+        self.where: dict[tuple[int, ...], str] = {}
+        self.exact: dict[tuple[int, ...], bool] = {}
+
+    def fail(self, where: str, reason: str) -> ProbabilityTableError:
+        return ProbabilityTableError(self.source, where, reason)
+
+    def counts(self, value: Any, where: str) -> tuple[int, ...]:
+        items = _IDS.split(value.strip()) if isinstance(value, str) else value
+        if not isinstance(items, list) or not items or items == [""]:
+            raise self.fail(where, f"counts {value!r} must be a non-empty list of integers")
+        out = []
+        for x in items:
+            if isinstance(x, str) and re.fullmatch(r"[+-]?[0-9]+", x.strip()):
+                x = int(x)
+            if not isinstance(x, int) or isinstance(x, bool):
+                raise self.fail(where, f"count {x!r} in counts {value!r} is not an integer")
+            out.append(x)
+        if self.tables and len(out) != len(next(iter(self.tables))):
+            raise self.fail(where, f"counts {_counts_text(out)} have {len(out)} items, the first table "
+                                   f"{len(next(iter(self.tables)))}: every table must have the same items")
+        return tuple(out)
+
+    def start(self, counts: tuple[int, ...], where: str) -> dict[Any, Probability]:
+        if counts in self.tables:
+            raise self.fail(where, f"counts {_counts_text(counts)} already have a table ({self.where[counts]})")
+        self.where[counts] = where
+        self.exact[counts] = True
+        self.tables[counts] = {}
+        return self.tables[counts]
+
+    def output(self, text: Any, counts: tuple[int, ...], where: str) -> Any:
+        tokens = _IDS.split(text.strip()) if isinstance(text, str) else None
+        if not tokens or tokens == [""] or not all(re.fullmatch(r"[0-9]+", t) for t in tokens):
+            raise self.fail(where, f"output {text!r} must be item ids separated by commas or spaces")
+        ids = [int(t) for t in tokens]
+        if self.k is None:
+            self.k = len(ids)
+        if len(ids) != self.k:
+            raise self.fail(where, f"output {text!r} has {len(ids)} item ids, not k = {self.k}")
+        if len(set(ids)) != len(ids):
+            raise self.fail(where, f"output {text!r} repeats an item id")
+        bad = [i for i in ids if i >= len(counts)]
+        if bad:
+            raise self.fail(where, f"output {text!r}: item id {bad[0]} is not among the {len(counts)} items 0..{len(counts) - 1}")
+        return frozenset(ids) if self.kind == "set" else tuple(ids)
+
+    def probability(self, value: Any, output: Any, table: dict, counts: tuple[int, ...], where: str) -> None:
+        if output in table:
+            raise self.fail(where, f"output {output_text(output)} is listed twice")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(where, f"probability {value!r} of output {output_text(output)} must be a string such as "
+                                   "'1/3' or '0.25', or a number")
+        try:
+            q = as_rational(value, "probability")
+        except ExactDPError as err:
+            raise self.fail(where, f"probability {value!r} of output {output_text(output)}: {err.reason}") from None
+        if not 0 <= q <= 1:
+            raise self.fail(where, f"probability {value!r} of output {output_text(output)} is not in [0, 1]")
+        if isinstance(value, float):
+            self.exact[counts] = False
+            table[output] = value  # kept a float: MappingDistribution's float rule applies
+        else:
+            table[output] = q
+
+    def finish(self, epsilon: Optional[Fraction] = None) -> ProbabilityTables:
+        if not self.tables:
+            raise self.fail("", "no tables")
+        for counts, table in self.tables.items():
+            total = sum((Fraction(p) for p in table.values()), Fraction(0))
+            exact = self.exact[counts]
+            if (exact and total != 1) or (not exact and abs(total - 1) > FLOAT_SUM_TOLERANCE):
+                need = "exactly 1" if exact else "1 within 2**-40 (float probabilities)"
+                raise self.fail(self.where[counts], f"the probabilities of counts {_counts_text(counts)} sum to "
+                                                    f"{total if exact else repr(float(total))}, not {need}")
+        assert self.k is not None
+        return ProbabilityTables(self.k, self.kind, self.tables, self.source, epsilon, dict(self.where))
+
+
+def _parse_json(text: str, source: str, output_kind: Optional[str]) -> ProbabilityTables:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ProbabilityTableError(source, f"line {err.lineno}", f"invalid JSON: {err.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tables"), list):
+        raise ProbabilityTableError(source, "", 'a JSON file must be an object with a list "tables" '
+                                    '(see docs/cli.md)')
+    kind = data.get("output", output_kind or "sequence")
+    if kind not in OUTPUT_KINDS or (output_kind is not None and kind != output_kind):
+        raise ProbabilityTableError(source, '"output"', f"{kind!r} must be 'sequence' or 'set'"
+                                    + (f" (and agree with {output_kind!r})" if output_kind else ""))
+    k = data.get("k")
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise ProbabilityTableError(source, '"k"', f"{k!r} must be a positive integer")
+    epsilon = None
+    if data.get("epsilon") is not None:
+        try:
+            epsilon = as_rational(data["epsilon"], "epsilon")
+        except ExactDPError as err:
+            raise ProbabilityTableError(source, '"epsilon"', f"{data['epsilon']!r}: {err.reason}") from None
+        if epsilon <= 0:
+            raise ProbabilityTableError(source, '"epsilon"', f"{data['epsilon']!r} must be positive")
+    b = _Builder(source, kind, k)
+    for i, entry in enumerate(data["tables"]):
+        where = f"table {i}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("probabilities"), dict):
+            raise b.fail(where, 'each table must be an object with "counts" and an object "probabilities"')
+        counts = b.counts(entry.get("counts"), where)
+        where = f"table {i} (counts {_counts_text(counts)})"
+        table = b.start(counts, where)
+        for out, p in entry["probabilities"].items():
+            b.probability(p, b.output(out, counts, where), table, counts, where)
+    return b.finish(epsilon)
+
+
+def _parse_csv(text: str, source: str, output_kind: str) -> ProbabilityTables:
+    b = _Builder(source, output_kind, None)
+    header_seen = False
+    lines = text.splitlines()
+    for lineno, row in zip(range(1, len(lines) + 1), csv.reader(lines)):
+        where = f"line {lineno}"
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        cells = [c.strip() for c in row]
+        if not header_seen:
+            if tuple(c.lower() for c in cells) != CSV_HEADER:
+                raise b.fail(where, f"the first line must be the header {','.join(CSV_HEADER)}, got {','.join(cells)!r}")
+            header_seen = True
+            continue
+        if len(cells) != 3:
+            raise b.fail(where, f"{len(cells)} columns, not 3 ({','.join(CSV_HEADER)}): {','.join(cells)!r}")
+        counts = b.counts(cells[0], where)
+        table = b.tables.get(counts)
+        if table is None:
+            table = b.start(counts, f"the table of counts {_counts_text(counts)} (from {where})")
+        b.probability(cells[2], b.output(cells[1], counts, where), table, counts, where)
+    if not header_seen:
+        raise b.fail("", f"empty: a CSV file starts with the header {','.join(CSV_HEADER)}")
+    return b.finish()

@@ -1,0 +1,81 @@
+"""exactdp.probability_tables: reading another implementation's tables from Python."""
+
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+
+import pytest
+
+import exactdp
+from exactdp import audit
+from exactdp.errors import ExactDPError
+from exactdp.probability_tables import (MissingTableError, ProbabilityTableError, parse_probability_tables,
+                                        read_probability_tables)
+
+DOC = {"k": 1, "output": "sequence", "epsilon": "0.5",
+       "tables": [{"counts": [1, 0], "probabilities": {"0": "3/4", "1": "0.25"}},
+                  {"counts": "2 0", "probabilities": {"0": 0.1, "1": 0.9}}]}
+
+
+def test_exact_strings_and_floats_at_their_binary_value():
+    t = parse_probability_tables(json.dumps(DOC), "t.json")
+    assert t.k == 1 and t.d == 2 and t.epsilon == Fraction(1, 2)
+    assert t.tables[(1, 0)] == {(0,): Fraction(3, 4), (1,): Fraction(1, 4)}  # "0.25" is exactly 1/4
+    floats = t.tables[(2, 0)]
+    assert floats[(0,)] == 0.1 and isinstance(floats[(0,)], float)  # kept: its exact binary value is used
+    assert Fraction(floats[(0,)]) != Fraction(1, 10)
+
+
+def test_format_by_extension_and_by_first_character(tmp_path):
+    csv_text = "counts,output,probability\n1 0,0,3/4\n1 0,1,1/4\n"
+    (tmp_path / "a.csv").write_text(csv_text)
+    (tmp_path / "b.txt").write_text(json.dumps(DOC))
+    (tmp_path / "c.txt").write_text(csv_text)
+    assert read_probability_tables(tmp_path / "a.csv").tables == read_probability_tables(tmp_path / "c.txt").tables
+    assert read_probability_tables(tmp_path / "b.txt").epsilon == Fraction(1, 2)
+    sets = read_probability_tables(tmp_path / "a.csv", output_kind="set")
+    assert set(sets.tables[(1, 0)]) == {frozenset({0}), frozenset({1})}
+    with pytest.raises(ProbabilityTableError, match="cannot read it"):
+        read_probability_tables(tmp_path / "missing.json")
+    with pytest.raises(ExactDPError, match="output_kind"):
+        read_probability_tables(tmp_path / "a.csv", output_kind="bag")
+
+
+def test_set_outputs_listed_twice_are_refused():
+    text = "counts,output,probability\n1 0 0,0 1,1/2\n1 0 0,1 0,1/2\n"
+    assert len(parse_probability_tables(text, "s.csv").tables[(1, 0, 0)]) == 2  # two sequences
+    with pytest.raises(ProbabilityTableError, match=r"line 3: output \{0,1\} is listed twice"):
+        parse_probability_tables(text, "s.csv", output_kind="set")
+
+
+def test_factory_pickles_and_names_a_missing_count_vector():
+    t = parse_probability_tables(json.dumps(DOC), "t.json")
+    f = pickle.loads(pickle.dumps(t.factory()))
+    assert f([1, 0]) == t.tables[(1, 0)]
+    with pytest.raises(MissingTableError, match="t.json has no table for counts 3,3"):
+        f((3, 3))
+    assert t.missing_neighbours((1, 0)) == [(1, 1), (2, 1), (0, 0), (1, -1), (0, -1)]
+
+
+def test_worst_case_over_a_file_equals_the_mechanism(tmp_path):
+    """The factory works with audit.worst_case, serially and on an executor."""
+    c = (2, 1, 0)
+    tables = []
+    for n in [c] + audit.neighbours(c, "add_remove"):
+        m = exactdp.Joint(list(n), 2, base="1/3")
+        tables.append({"counts": list(n), "probabilities": {",".join(map(str, o)): str(m.probability_exact(o))
+                                                             for o in m.outputs()}})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"k": 2, "tables": tables}))
+    t = read_probability_tables(path)
+    eps = Fraction(12, 5)  # 2 ln 3 = 2.197...
+    w = audit.worst_case(t.factory(), c, epsilon=eps)
+    with ThreadPoolExecutor(2) as ex:
+        assert audit.worst_case(t.factory(), c, epsilon=eps, executor=ex).to_dict() == w.to_dict()
+    ref = audit.worst_case(functools.partial(exactdp.Joint, k=2, base="1/3"), c, epsilon=eps)
+    assert w.verdict == ref.verdict == "below" and len(w.results) == 14
+    assert abs(w.value - ref.value) <= ref.value * Fraction(1, 10**25)
