@@ -175,7 +175,7 @@ def build_tables_parser() -> argparse.ArgumentParser:
             "probability per count vector, in JSON or CSV (format: docs/cli.md). With --counts, "
             "the worst case over every neighbour of those counts (each needs a table; a third-party "
             "implementation need not treat tied items alike, so no neighbour is skipped); for a file of "
-            "exactly two tables and no --counts, that pair. Exit status 1 when the claim is violated."
+            "exactly two tables and no --counts, that pair. Exit status 1 when the claim is violated, 3 when the audit is inconclusive."
         ),
         epilog=f"examples:\n  {PROG} audit --mechanism-file tables.json --counts 3,2,2\n"
         f"  {PROG} audit --mechanism-file pair.csv --claimed-epsilon 1 --notion renyi --alpha 2",
@@ -252,16 +252,20 @@ def _check_neighbours(tables: Any, counts: tuple[int, ...], args: argparse.Names
 # ---------------------------------------------------------------------------------------
 # output
 
+#: exit status per verdict: 1 when the claim is violated, 3 when the audit cannot decide.
+_EXIT = {"below": 0, "attained": 0, "violated": 1, "inconclusive": 3}
+
 _VERDICTS = {
     "below": "below the claim at every neighbour of these counts (the bound is not attained here)",
     "attained": "attained: the value equals the claim",
     "violated": "VIOLATED: the value exceeds the claim",
+    "inconclusive": "INCONCLUSIVE: a zCDP bracket contains the claim but is too wide to decide (raise --dps)",
 }
 
 
 def _report(w: Any, args: argparse.Namespace, head: dict[str, Any], line: str, what: str) -> None:
     """Print a :class:`~exactdp.audit.WorstCase`: JSON, or the table of neighbours and the verdict."""
-    args._status = 1 if w.verdict == "violated" else 0
+    args._status = _EXIT[w.verdict]
     dps, digits = _digits(args)
     if args.json:
         obj = dict(head, contribution=args.contribution)

@@ -19,7 +19,7 @@ import mpmath
 
 from ..core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
 from ..core.precision import mp_workdps
-from .audit_command import _digits
+from .audit_command import _EXIT, _digits
 from .render import _emit_json, _larger_under, _out
 
 __all__ = ["PairResult", "audit_pair", "report_pair"]
@@ -75,7 +75,7 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
     claim = Fraction(claim)
     claim_value = _claim_value(claim, dps)
     if notion == "zcdp":
-        verdict = _zcdp_verdict(lower, upper, claim, claim_value)
+        verdict = _zcdp_verdict(lower, upper, claim, claim_value, dps)
     else:
         verdict = _verdict(value, claim_value, dps)
     with mp_workdps(dps + 10):
@@ -89,12 +89,13 @@ _VERDICTS = {
     "below": "below the claim for this pair",
     "attained": "attained: the value equals the claim to the digits certified",
     "violated": "VIOLATED: the value exceeds the claim",
+    "inconclusive": "INCONCLUSIVE: the zCDP bracket contains the claim but is too wide to decide (raise --dps)",
 }
 
 
 def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> None:
     """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text."""
-    args._status = 1 if r.verdict == "violated" else 0
+    args._status = _EXIT[r.verdict]
     d = r.dps
     if args.json:
         obj = dict(head)
