@@ -62,6 +62,11 @@ from ..core.selection import SelectionRule
 from ..core._typing import CountsLike, RationalLike
 from ..core.validation import as_dps, as_memory_budget
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the set view (annotations only; as_sets imports it on demand)
+    from .set_marginal import JointSetMarginal
+
 __all__ = ["Joint", "joint_mtilde"]
 
 
@@ -291,6 +296,21 @@ class Joint(JointFamily):
                 out[positions[done:done + ranks.shape[1]]] = order[ranks.T]
                 done += ranks.shape[1]
         return out
+
+    # -- set outputs ---------------------------------------------------------------------
+    def as_sets(self) -> JointSetMarginal:
+        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
+        ``S``, counted per level by a product formula, never enumerated
+        (:class:`~exactdp.mechanisms.set_marginal.JointSetMarginal`; PNFJoint's with its own
+        rule).  An ordinary set-valued mechanism: certify a sampler returning sets against it.
+
+        >>> from fractions import Fraction
+        >>> Joint([3, 1, 0], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
+        6/11
+        """
+        from .set_marginal import JointSetMarginal  # the view is built on demand only
+
+        return JointSetMarginal(self)
 
 
 #: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers of up to the

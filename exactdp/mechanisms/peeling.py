@@ -115,6 +115,11 @@ from ..rules.noise import as_noise, rule_for_noise
 from .peeling_sampling import nth_free, sample_many
 from .peeling_tree import WeightTree
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the set view (annotations only; as_sets imports it on demand)
+    from .set_marginal import PeelingSetMarginal
+
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 
 #: ``levels()`` (count sequences) refuses to build more than this many levels.
@@ -434,3 +439,17 @@ class Peeling(Mechanism):
         order, as ``n`` calls of :meth:`sample` with it, with the set-up (lock, trees, level
         table) shared by all of them."""
         return sample_many(self, n, gen)
+
+    # -- set outputs ---------------------------------------------------------------------
+    def as_sets(self) -> PeelingSetMarginal:
+        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
+        ``S``, by a dynamic programme over the subsets of ``S`` (grouped by counts), for
+        either noise (:class:`~exactdp.mechanisms.set_marginal.PeelingSetMarginal`).  An
+        ordinary set-valued mechanism: certify a sampler returning sets against it.
+
+        >>> Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
+        4096/4505
+        """
+        from .set_marginal import PeelingSetMarginal  # the view is built on demand only
+
+        return PeelingSetMarginal(self)
