@@ -317,10 +317,11 @@ class ClassComparison:
 
     def table(self, limit: int = 10) -> str:
         rows = [[f"({r.h}, {r.t})", number_text(r.size, 1), number_text(r.claimed, 12), number_text(r.exact, 12),
-                 number_text(r.abs_error, 3), number_text(r.rel_error, 3), "ok" if r.ok else "FAIL " + r.note]
+                 number_text(r.abs_error, 3), number_text(r.rel_error, 3), "ok" if r.ok else "FAIL", r.note]
                 for r in self.worst[:limit]]
         what = "P(one set)" if self.per == "set" else "P(class)"
-        return table(["class (h, t)", "size", f"claimed {what}", f"exact {what}", "abs error", "rel error", ""], rows)
+        return table(["class (h, t)", "size", f"claimed {what}", f"exact {what}", "abs error", "rel error", "", "note"],
+                     rows, left=(7,))
 
     def __str__(self) -> str:
         return (f"{self.verdict.upper()}: {len(self.rows)} classes compared (per {self.per}), {self.failures} out of "

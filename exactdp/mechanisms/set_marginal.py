@@ -43,16 +43,23 @@ picking ``x`` once the items of ``R`` are removed (a function of the removed *co
 orderings, and over count multiplicity vectors ``t <= m`` (``f`` depends on ``T`` only
 through its counts: ``f(t) = sum_v t_v f(t - e_v) q(t - e_v, v)``), so
 ``prod_v (m_v + 1) <= 2^k`` states.  It refuses past :data:`SET_STATES_LIMIT` states.  The
-enumeration of the ``k!`` orderings is its brute-force twin in the tests.
+enumeration of the ``k!`` orderings is its brute-force twin in the tests.  With Gumbel noise
+(the exponential mechanism per round) ``q(t, v) = e_v / W(t)`` is read off the relative
+weights of the counts (``W(t)``: the weight left, a sum of non-negative terms, never
+``W - removed``); with exponential noise each ``q`` is the per-round permute-and-flip value
+on the table of the remaining counts (``O(d)`` per state).
 
 **Certification.**  Every term is a product or sum of non-negative numbers: the
 per-sequence (per-round) probabilities are certified by the rules to ``dps + g`` digits
 (``g = ceil(log10 k) + 3``), widened to arb balls that certainly hold them
 (:func:`~exactdp.core.precision.relative_ball`), combined in arb and certified to
 ``10**-dps`` relative error by :func:`~exactdp.core.precision.certify`.  The log is
-``log P`` when ``P <= 1/2`` and ``log1p(-Q)`` otherwise, ``Q = 1 - P`` summed from the
-sequence mechanism's level probabilities as ``sum_g P(group g) (1 - n_g(S)/m_g)``
-(non-negative terms: no cancellation near ``P = 1``).  ``probability_exact`` is the same
+``log P`` when ``P <= 1/2`` and ``log1p(-Q)`` otherwise, ``Q = 1 - P`` a sum of
+non-negative terms (no cancellation near ``P = 1``): for Peeling with Gumbel noise the
+probability that the first item outside ``S`` is picked after ``t``, summed over the
+programme's states; otherwise ``sum_g P(group g) (1 - n_g(S)/m_g)`` over the sequence
+mechanism's levels (streamed for Joint and PNFJoint; Peeling with exponential noise lists
+its count sequences, refused past ``PEELING_LEVELS_LIMIT``).  ``probability_exact`` is the same
 sum of the rules' exact values (an exact rational with a rational ``base``).  ``sample``
 draws a sequence exactly and returns its set: exact by construction.
 
@@ -348,7 +355,53 @@ class PeelingSetMarginal(SetMarginal):
         table = self.sequence_mechanism._round_table(removed)
         return table, table.index_of(v)
 
+    def _gumbel_balls(self, key: tuple) -> Callable[[], tuple[arb, arb]]:
+        """Gumbel noise: balls of ``P(S)`` and ``Q = 1 - P(S)`` at flint's current precision
+        from the relative weights ``e_c`` of the counts (the exponential mechanism per
+        round: ``q(t, v) = e_v / W(t)``).  ``W(t) = W_out + sum_v (m_v - t_v) e_v`` is the
+        weight left after removing ``t`` (``W_out``: the items outside ``S``, summed over the
+        counts); ``Q = sum_{t != m} f(t) W_out / W(t)``, the probability that the first item
+        outside ``S`` comes right after ``t``.  Sums of non-negative balls only."""
+        values, mult = self._shape(key)
+        full = tuple(mult)
+        tally = dict(zip(values, mult))
+        where = {v: a for a, v in enumerate(self.ranking.values)}
+        sizes = self._multiplicities()
+
+        def compute() -> tuple[arb, arb]:
+            e = self.sequence_mechanism._round_table(()).relative_weights()
+            w_out = arb(0)
+            for a, (v, n) in enumerate(zip(self.ranking.values, sizes)):
+                if n > tally.get(v, 0):
+                    w_out += (n - tally.get(v, 0)) * e[a]
+            ev = [e[where[v]] for v in values]
+            f: dict[tuple, arb] = {}
+            left: dict[tuple, arb] = {}
+            out = arb(0)
+            for t in product(*(range(m + 1) for m in mult)):
+                left[t] = w_out + sum(((m - x) * w for m, x, w in zip(mult, t, ev)), arb(0))
+                acc = arb(0) if any(t) else arb(1)
+                for j, x in enumerate(t):
+                    if x:
+                        prev = t[:j] + (x - 1,) + t[j + 1:]
+                        acc += x * f[prev] * ev[j] / left[prev]
+                f[t] = acc
+                if t != full:
+                    out += acc * w_out / left[t]
+            return f[full], out
+
+        return compute
+
+    def _complement_ball(self, key: tuple, digits: int) -> Callable[[], arb]:
+        if self.sequence_mechanism.noise == "gumbel":
+            balls = self._gumbel_balls(key)
+            return lambda: balls()[1]
+        return super()._complement_ball(key, digits)
+
     def _probability_ball(self, key: tuple, digits: int) -> Callable[[], arb]:
+        if self.sequence_mechanism.noise == "gumbel":
+            balls = self._gumbel_balls(key)
+            return lambda: balls()[0]
         rule = self.sequence_mechanism.round_rule
         q: dict[tuple, mpmath.mpf] = {}
 
