@@ -306,7 +306,7 @@ class Joint(JointFamily):
 
         >>> from fractions import Fraction
         >>> Joint([3, 1, 0], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
-        6/11
+        5/9
         """
         from .set_marginal import JointSetMarginal  # the view is built on demand only
 

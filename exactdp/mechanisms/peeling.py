@@ -448,7 +448,7 @@ class Peeling(Mechanism):
         ordinary set-valued mechanism: certify a sampler returning sets against it.
 
         >>> Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
-        4096/4505
+        544768/612945
         """
         from .set_marginal import PeelingSetMarginal  # the view is built on demand only
 

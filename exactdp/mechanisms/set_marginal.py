@@ -66,8 +66,8 @@ draws a sequence exactly and returns its set: exact by construction.
 >>> from fractions import Fraction
 >>> from exactdp import Joint
 >>> s = Joint([10, 5, 1, 1], 2, base=Fraction(1, 2)).as_sets()
->>> s.probability_exact({0, 1})               # (0, 1) and (1, 0): 1/(...) + 1/(...)
-272/305
+>>> s.probability_exact({0, 1})      # P((0, 1)) + P((1, 0))
+88/105
 >>> s.groups()
 (Level(utility=(10, 5), multiplicity=1), Level(utility=(10, 1), multiplicity=2), Level(utility=(5, 1), multiplicity=2), Level(utility=(1, 1), multiplicity=1))
 """
