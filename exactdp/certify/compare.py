@@ -27,7 +27,7 @@ import numpy.typing as npt
 from flint import arb, fmpz
 
 from .._groups import Groups
-from ..core._typing import ClaimedProbabilities, MechanismLike, Output, OutputLike
+from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import certify as certify_ball, mp_workdps
 from ..core.validation import as_dps
@@ -300,7 +300,7 @@ class ClassComparison:
     rows: tuple[ClassRow, ...]
     failures: int
     missing: tuple[tuple[int, int], ...]
-    extra: tuple[tuple[Any, Any], ...]
+    extra: tuple[tuple[int, int], ...]
     max_abs_error: mpmath.mpf
     max_rel_error: mpmath.mpf
     rtol: float
@@ -331,18 +331,18 @@ class ClassComparison:
                 + self.table())
 
 
-def _class_key(key: Any) -> tuple[Any, Any]:
-    """A claimed class as ``(h, t)``: a pair, or anything with ``h`` and ``t`` (a ``UtilityClass``)."""
-    if hasattr(key, "h") and hasattr(key, "t"):
-        return key.h, key.t
-    if isinstance(key, tuple) and len(key) == 2:
-        return key
+def _class_key(key: Any) -> tuple[int, int]:
+    """A claimed class as ``(h, t)``: a pair of ints, or a ``UtilityClass`` (``h``, ``t``)."""
+    pair = (key.h, key.t) if hasattr(key, "h") and hasattr(key, "t") else key
+    if (isinstance(pair, tuple) and len(pair) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+        return pair
     raise InvalidParameterError("claimed", key, "keys must be classes (h, t): pairs of ints or UtilityClass values")
 
 
 def compare_class_probabilities(
     mechanism: MechanismLike,
-    claimed: Mapping[Any, Any],
+    claimed: ClaimedTable,
     *,
     per: str = "set",
     rtol: Optional[float] = None,
@@ -374,7 +374,7 @@ def compare_class_probabilities(
         raise InvalidParameterError("claimed", claimed, "must be a mapping (h, t) -> probability")
     rtol = 1e-9 if rtol is None else float(rtol)
     atol = 0.0 if atol is None else float(atol)
-    values: dict[tuple[Any, Any], Any] = {}
+    values: dict[tuple[int, int], Any] = {}
     for key, value in claimed.items():
         h_t = _class_key(key)
         if h_t in values:

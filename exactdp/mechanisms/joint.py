@@ -51,6 +51,7 @@ import numpy as np
 from .joint_blocks import JointLevelSource
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
+from .set_marginal import JointSetMarginal
 from ..errors import InvalidParameterError
 from ..core.levels import Level
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
@@ -61,11 +62,6 @@ from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
 from ..core._typing import CountsLike, RationalLike
 from ..core.validation import as_dps, as_memory_budget
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the set view (annotations only; as_sets imports it on demand)
-    from .set_marginal import JointSetMarginal
 
 __all__ = ["Joint", "joint_mtilde"]
 
@@ -308,8 +304,6 @@ class Joint(JointFamily):
         >>> Joint([3, 1, 0], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
         5/9
         """
-        from .set_marginal import JointSetMarginal  # the view is built on demand only
-
         return JointSetMarginal(self)
 
 

@@ -114,11 +114,7 @@ from ..errors import InvalidOutputError, TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
 from .peeling_sampling import nth_free, sample_many
 from .peeling_tree import WeightTree
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the set view (annotations only; as_sets imports it on demand)
-    from .set_marginal import PeelingSetMarginal
+from .set_marginal import PeelingSetMarginal
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 
@@ -450,6 +446,4 @@ class Peeling(Mechanism):
         >>> Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
         544768/612945
         """
-        from .set_marginal import PeelingSetMarginal  # the view is built on demand only
-
         return PeelingSetMarginal(self)
