@@ -81,7 +81,7 @@ from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
 from itertools import product
-from typing import Any, Callable, Hashable, Iterator, Optional, Sequence
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 import mpmath
 import numpy as np
@@ -92,7 +92,6 @@ from ..core.combinatorics import unrank_combination
 from ..core.levels import Level
 from ..core.mechanism import Mechanism
 from ..core.precision import certify, rational_ball, relative_ball, times_int
-from ..core.validation import as_dps
 from ..errors import InputLimitError, TooManyOutputsError
 
 __all__ = ["SetMarginal", "JointSetMarginal", "PeelingSetMarginal", "SET_GROUPS_LIMIT", "SET_STATES_LIMIT"]
