@@ -9,8 +9,8 @@ One Markdown table.  Counts shapes are those of ``benchmarks/run.py`` (``make_co
 ``epsilon = 1``.  The sets are ``--sets`` draws of the mechanism (``samples(n, rng=2)``),
 each computed afresh (the view's cache cleared), certified to 30 digits.
 
-- exactdp, *first*: building the mechanism, one draw and the first ``P(S)`` (Joint and
-  PNFJoint: this builds the level table and the rule's enclosures, the mechanism's own
+- exactdp, *first*: building the mechanism, drawing the sets and the first ``P(S)`` (Joint
+  and PNFJoint: this builds the level table and the rule's enclosures, the mechanism's own
   one-off cost); *per set*: CPU seconds per further set.
 - float64, *per set*: the same algorithm in floats -- Joint/PNFJoint: the sweep over the
   levels of ``S`` with ``log`` of the ordering counts and a log-sum-exp against float
@@ -102,6 +102,8 @@ def float_peeling_set(lam: float, tally: dict, key: tuple) -> float:
 
 
 def child(side: str, kind: str, shape: str, d: int, k: int, sets: int) -> None:
+    import mpmath
+
     import exactdp
 
     counts = make_counts(shape, d)
@@ -135,7 +137,7 @@ def child(side: str, kind: str, shape: str, d: int, k: int, sets: int) -> None:
         top = list(m.ranking.sorted_counts[:k])
         needed = {-u for key in keys for u in view._orderings(key)}
         # per-level log-probabilities held in floats (untimed: the float implementation's table)
-        logp = {M: float(m._group_log_probability(-M, 17)) for M in needed}
+        logp = {M: float(mpmath.log(m._group_probability(-M, 17))) for M in needed}
         t0 = time.process_time()
         for key in keys:
             float_joint_set(top, key, logp)
