@@ -11,7 +11,9 @@ The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
 over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a neighbour relation
 exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
 ``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
-worst case over every neighbour of one count vector.
+worst case over every neighbour of one count vector (:func:`worst_case`, for the pure loss
+or any notion of ``exactdp._notions``, serially or on an executor, built in
+``exactdp._worst``; :func:`audit_grid` for many at once).
 
 How the maximum over outputs is found without listing every output:
 
@@ -55,9 +57,9 @@ Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import mpmath
 from flint import arb, fmpz
@@ -69,12 +71,13 @@ from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
-from .core._typing import CountsLike, MechanismLike, Output, RationalLike
-from .core.formatting import change_text, number_text, table
-from .core.formatting import output_text as _sequence_text
+from .core._typing import ClaimedTable, CountsLike, MechanismLike, Output, RationalLike
+from .core.formatting import number_text, table
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
-from .core.validation import as_counts, as_dps, as_positive_int, as_rational
+from .core.validation import as_dps, as_positive_int
 from .errors import InvalidParameterError, PrecisionError
+from . import _worst
+from ._worst import NeighbourLoss, WorstCase, claimed_epsilon, output_text
 
 __all__ = [
     "AuditLimitError",
@@ -89,6 +92,7 @@ __all__ = [
     "neighbours",
     "neighbour_count",
     "worst_case",
+    "audit_grid",
     "claimed_epsilon",
     "output_orbit_count",
     "PrivacyProfile",
@@ -104,14 +108,6 @@ __all__ = [
 DEFAULT_MAX_OUTPUTS = 200_000
 #: :func:`worst_case` refuses more neighbours than this unless told otherwise.
 DEFAULT_MAX_NEIGHBOURS = 10_000
-
-
-def output_text(output: Any) -> str:
-    """A mechanism's output as ``(1,0)``/``{0,3}``; any other mapping output by its repr."""
-    try:
-        return _sequence_text(output)
-    except (TypeError, ValueError):
-        return repr(output)
 
 
 # =====================================================================================
@@ -185,69 +181,6 @@ class PrivacyLoss:
             f"privacy loss {number_text(self.value, 15)} at output {output_text(self.witness)} "
             f"({self.direction}; ln P_a = {number_text(self.log_p_a, 15)}, ln P_b = {number_text(self.log_p_b, 15)}; "
             f"certified to {self.dps} digits)"
-        )
-
-
-@dataclass(frozen=True)
-class NeighbourLoss:
-    """The privacy loss between the audited counts and one neighbour."""
-
-    neighbour: tuple[int, ...]
-    change: tuple[int, ...]
-    loss: PrivacyLoss
-
-
-@dataclass(frozen=True)
-class WorstCase:
-    """The maximum privacy loss over the neighbours of ``counts`` (:func:`worst_case`).
-
-    - ``loss`` (certified mpf), ``neighbour`` and ``change`` (neighbour minus counts) and
-      ``witness``/``direction`` of the worst neighbour (``detail`` is its
-      :class:`PrivacyLoss`);
-    - ``epsilon``: the claimed epsilon (exact: a Fraction, or a sympy expression when the
-      mechanism was built from a base), ``epsilon_value`` its certified value;
-    - ``verdict``: ``"below"`` (the loss is certainly smaller than epsilon: the bound is
-      not attained at these counts), ``"attained"`` (equal to ``dps`` digits, exactly equal
-      when ``attained_exactly``), or ``"violated"`` (certainly larger: the mechanism is
-      not epsilon-DP for this relation, ``witness`` shows it);
-    - ``margin``: ``epsilon - loss``;
-    - ``results``: every neighbour examined, worst first; ``neighbours_total``: how many
-      neighbours there are (``results`` has one per symmetry class when ``symmetric``).
-    """
-
-    counts: tuple[int, ...]
-    relation: str
-    loss: mpmath.mpf
-    neighbour: tuple[int, ...]
-    change: tuple[int, ...]
-    witness: Output
-    direction: str
-    epsilon: Union[Fraction, sympy.Expr]
-    epsilon_value: mpmath.mpf
-    verdict: str
-    margin: mpmath.mpf
-    detail: PrivacyLoss
-    results: tuple[NeighbourLoss, ...]
-    neighbours_total: int
-    dps: int
-    attained_exactly: bool = False
-    mechanism: str = ""
-
-    @property
-    def satisfied(self) -> bool:
-        """True unless the loss certainly exceeds the claimed epsilon."""
-        return self.verdict != "violated"
-
-    def table(self, limit: int = 10, digits: int = 15) -> str:
-        rows = [[",".join(map(str, r.neighbour)), change_text(r.change), number_text(r.loss.value, digits),
-                 output_text(r.loss.witness), r.loss.direction] for r in self.results[:limit]]
-        return table(["neighbour", "change", "privacy loss", "witness", "direction"], rows)
-
-    def __str__(self) -> str:
-        return (
-            f"worst-case privacy loss {number_text(self.loss, 15)} (claimed epsilon {self.epsilon} = "
-            f"{number_text(self.epsilon_value, 15)}): {self.verdict}; neighbour {self.neighbour}, "
-            f"output {output_text(self.witness)} ({self.direction})"
         )
 
 
@@ -432,119 +365,109 @@ def _exactly_equal(a: Any, b: Any, pairs: dict) -> bool:
 # =====================================================================================
 
 
-def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
-    """The epsilon a mechanism claims, exactly: its ``epsilon`` (a Fraction) or, when it
-    was built from a ``base``, ``-divisor * ln(base)`` as a sympy expression
-    (``divisor = 2 * sensitivity`` for Joint: ``base = exp(-epsilon / (2*sensitivity))``)."""
-    eps = getattr(mechanism, "epsilon", None)
-    if eps is not None:
-        return Fraction(eps)
-    scale = getattr(mechanism, "scale", None)
-    if scale is None or scale.base is None:
-        raise InvalidParameterError("epsilon", None, f"cannot tell the epsilon {mechanism!r} claims; pass epsilon=")
-    div, base = scale.divisor, scale.base
-    return -sympy.Rational(div.numerator, div.denominator) * sympy.log(sympy.Rational(base.numerator, base.denominator))
-
-
-def _epsilon_claim(epsilon: Any) -> Any:
-    """A claimed epsilon: an exact rational (``as_rational``), or a positive real sympy
-    expression such as ``log(2)``."""
-    if isinstance(epsilon, sympy.Basic) and not getattr(epsilon, "is_Rational", False):
-        if not (epsilon.is_real and epsilon.is_positive and epsilon.is_finite):
-            raise InvalidParameterError("epsilon", epsilon, "must be a positive, finite real number")
-        return epsilon
-    eps = as_rational(epsilon, "epsilon")
-    if eps <= 0:
-        raise InvalidParameterError("epsilon", epsilon, "must be positive")
-    return eps
-
-
-def _epsilon_value(eps: Any, dps: int) -> mpmath.mpf:
-    if isinstance(eps, Fraction):
-        with mp_workdps(dps + 10):
-            return mpmath.mpf(eps.numerator) / eps.denominator
-    with mp_workdps(dps + 10):
-        return +sympy.N(eps, dps + 10)._to_mpmath(mpmath.mp.prec)
-
-
 def worst_case(
-    factory: Callable[[tuple[int, ...]], MechanismLike],
+    factory: Callable[[tuple[int, ...]], Union[MechanismLike, ClaimedTable]],
     counts: CountsLike,
     relation: str = "add_remove",
     dps: Optional[int] = None,
     *,
+    notion: str = "pure",
     epsilon: Optional[Union[RationalLike, sympy.Expr]] = None,
+    delta: Optional[RationalLike] = None,
+    rho: Optional[Union[RationalLike, sympy.Expr]] = None,
+    alpha: Optional[RationalLike] = None,
     contribution: Optional[int] = None,
-    symmetric: bool = True,
+    symmetric: Optional[bool] = None,
     max_neighbours: int = DEFAULT_MAX_NEIGHBOURS,
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
     progress: Optional[Callable[[int, int], None]] = None,
+    executor: Optional[Executor] = None,
 ) -> WorstCase:
-    """The maximum privacy loss between ``factory(counts)`` and ``factory(n)`` over every
-    neighbour ``n`` of ``counts`` (:func:`neighbours`), with the neighbour and the output
-    that attain it and the claimed epsilon beside it.
+    """The worst case of a privacy notion between ``factory(counts)`` and ``factory(n)``
+    over every neighbour ``n`` of ``counts`` (:func:`neighbours`), with the neighbour (and
+    output) that attains it and the claim beside it (see :class:`WorstCase`).
 
-    ``factory(counts)`` builds the mechanism for a count vector, e.g.
-    ``lambda c: exactdp.Joint(c, 2, epsilon=1)``.  ``epsilon`` (an exact rational or a
-    positive sympy expression such as ``sympy.log(2)``) defaults to the claim of
-    ``factory(counts)`` (:func:`claimed_epsilon`).  With ``symmetric`` (default) one
-    neighbour per symmetry class is audited (and one output per orbit).  ``progress(done,
-    total)`` is called after each neighbour.  Refuses with :class:`AuditLimitError` past
-    ``max_neighbours`` neighbours or ``max_outputs`` output orbits per neighbour.
+    ``factory(counts)`` builds an exactdp mechanism for a count vector, e.g.
+    ``functools.partial(exactdp.Joint, k=2, epsilon=1)``, or returns a mapping ``output ->
+    probability`` (another implementation's own probabilities; floats at their exact
+    binary value, see :func:`privacy_profile`).  ``notion``:
+
+    - ``"pure"`` (default): the privacy loss (:func:`privacy_loss`); claim ``epsilon``
+      (an exact rational or a positive sympy expression such as ``sympy.log(2)``; default
+      the mechanism's claim, :func:`claimed_epsilon`);
+    - ``"approx"``: ``delta(epsilon)`` (:func:`privacy_profile`, both directions) at a
+      rational ``epsilon`` (default the mechanism's claim); claim ``delta`` (required, an
+      exact rational in ``[0, 1)``); ``carriers`` are the outputs carrying it;
+    - ``"renyi"``: ``max(D_alpha(P||Q), D_alpha(Q||P))`` at ``alpha`` (required, rational
+      ``> 1``); claim ``epsilon``, read as the claimed RDP bound at ``alpha`` (default the
+      mechanism's pure epsilon: ``D_alpha <= D_inf``, so it is one);
+    - ``"zcdp"``: the bracket of :func:`zcdp_rho` (``dps`` default 6 for this notion),
+      maximised over neighbours end by end; the worst neighbour has the largest lower end;
+      claim ``rho`` (default ``epsilon**2/2``: pure epsilon-DP implies that zCDP, Bun and
+      Steinke, "Concentrated Differential Privacy: Simplifications, Extensions, and Lower
+      Bounds", TCC 2016, arXiv:1605.02065, Proposition 1.4); verdict ``below`` when the
+      upper end is below rho, ``violated`` when the lower end is above, else ``attained``.
+
+    A mapping claims nothing: pass the claim (``epsilon``, or ``rho``).  ``symmetric``:
+    audit one neighbour per class of neighbours that differ by exchanging items of equal
+    count (and, between two mechanisms, one output per orbit).  That relies on the
+    implementation treating tied items alike, which every exactdp mechanism does and a
+    third-party table need not (a float implementation may break ties by position), so
+    the default ``None`` means True for mechanisms and False (every neighbour) for
+    mappings; pass True to trust a mapping's symmetry.
+
+    ``executor``: any :class:`concurrent.futures.Executor` (``ThreadPoolExecutor``,
+    ``ProcessPoolExecutor``, a Dask ``Client(...).get_executor()``); ``None`` runs here.
+    Work goes out in units of a few neighbours; each unit rebuilds ``factory(counts)``
+    where it runs (mechanisms never travel; only the factory and small records do), so a
+    process pool needs a picklable factory (a module-level function or
+    ``functools.partial``; Dask also takes lambdas).  Serial and parallel results are
+    identical: ties (values equal to ``dps - 3`` digits) go to the neighbour first in
+    ``neighbours()`` order.  ``progress(done, total)`` is called in this process as
+    neighbours finish.  Refuses with :class:`AuditLimitError` past ``max_neighbours``
+    neighbours or ``max_outputs`` output orbits per pair.
 
     A worst case over the neighbours of *one* dataset is a lower bound on the mechanism's
     true privacy loss: enough to exhibit a violation; the guarantee itself is a theorem
-    (run this over many datasets, e.g. with :mod:`exactdp.testing`'s strategies, to test it).
+    (run this over many datasets, e.g. with :mod:`exactdp.testing`'s strategies or
+    :func:`audit_grid`, to test it).
     """
-    digits = as_dps(dps)
-    rel = _relation(relation)
-    c = as_counts(counts)
-    base = factory(c)
-    eps = claimed_epsilon(base) if epsilon is None else _epsilon_claim(epsilon)
-    total = neighbour_count(c, rel, contribution=contribution)
-    todo = neighbours(c, rel, contribution=contribution, up_to_symmetry=symmetric, max_neighbours=max_neighbours)
-    results = []
-    for done, n in enumerate(todo, 1):
-        loss = privacy_loss(base, factory(n), digits, max_outputs=max_outputs, symmetric=symmetric)
-        results.append(NeighbourLoss(n, tuple(y - x for x, y in zip(c, n)), loss))
-        if progress is not None:
-            progress(done, len(todo))
-    if not results:
-        raise InvalidParameterError("counts", counts, "has no neighbours with these settings")
-    results.sort(key=lambda r: r.loss.value, reverse=True)  # no arithmetic: exact mpf order
-    worst = results[0]
-    eps_value = _epsilon_value(eps, digits)
-    value = worst.loss.value
-    tol = mpmath.mpf(10) ** (-digits)
-    with mp_workdps(digits + 10):
-        margin = eps_value - value if not mpmath.isinf(value) else -mpmath.inf
-        if mpmath.isinf(value) or value > eps_value * (1 + 3 * tol):
-            verdict = "violated"
-        elif value < eps_value * (1 - 3 * tol):
-            verdict = "below"
-        else:
-            verdict = "attained"
-    exactly = False
-    if verdict == "attained":
-        exactly = _attained_exactly(base, factory(worst.neighbour), worst.loss, eps)
-    return WorstCase(
-        counts=c, relation=rel, loss=value, neighbour=worst.neighbour, change=worst.change,
-        witness=worst.loss.witness, direction=worst.loss.direction, epsilon=eps,
-        epsilon_value=eps_value, verdict=verdict, margin=margin, detail=worst.loss,
-        results=tuple(results), neighbours_total=total, dps=digits, attained_exactly=exactly,
-        mechanism=repr(base),
-    )
+    p = _worst.plan(factory, counts, relation, dps, notion=notion, epsilon=epsilon, delta=delta, rho=rho, alpha=alpha,
+                    contribution=contribution, symmetric=symmetric, max_neighbours=max_neighbours,
+                    max_outputs=max_outputs, pure=privacy_loss)
+    return _worst.finish(p, _worst.execute([p], executor, progress)[0])
 
 
-def _attained_exactly(a: Any, b: Any, loss: PrivacyLoss, eps: Any) -> bool:
-    """Decide ``|ln P_a(w) - ln P_b(w)| == epsilon`` exactly with sympy (False if undecided)."""
-    try:
-        pa, pb = a.probability_exact(loss.witness), b.probability_exact(loss.witness)
-        e = sympy.Rational(eps.numerator, eps.denominator) if isinstance(eps, Fraction) else eps
-        ratio = pa / pb if loss.direction == "a>b" else pb / pa
-        return bool(sympy.simplify(ratio - sympy.exp(e)) == 0)
-    except Exception:
-        return False
+def audit_grid(
+    tasks: Sequence[Mapping[str, object]],
+    executor: Optional[Executor] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> list[WorstCase]:
+    """:func:`worst_case` of every task, all neighbours of all tasks sharing one executor.
+
+    Each task is a mapping of :func:`worst_case`'s arguments (``factory`` and ``counts``
+    required, e.g. one per instance and claimed epsilon: a grid "instances x neighbours x
+    epsilons"); the results come back in task order, each identical to its own
+    ``worst_case`` call.  ``progress(done, total)`` counts neighbours over all tasks.
+
+    >>> import functools, exactdp
+    >>> grid = [{"factory": functools.partial(exactdp.Joint, k=1, epsilon=1), "counts": c, "epsilon": e}
+    ...         for c in ([2, 1], [3, 0]) for e in (1, "1/4")]
+    >>> [(w.counts, str(w.epsilon), w.verdict) for w in audit_grid(grid)]
+    [((2, 1), '1', 'below'), ((2, 1), '1/4', 'violated'), ((3, 0), '1', 'below'), ((3, 0), '1/4', 'violated')]
+    """
+    plans = []
+    for i, task in enumerate(tasks):
+        args = dict(task)
+        try:
+            factory, counts = args.pop("factory"), args.pop("counts")
+        except KeyError as missing:
+            raise InvalidParameterError(f"tasks[{i}]", task, f"lacks {missing.args[0]!r}") from None
+        for name in ("executor", "progress"):
+            if name in args:
+                raise InvalidParameterError(f"tasks[{i}]", task, f"{name!r} is given to audit_grid, not per task")
+        plans.append(_worst.plan(factory, counts, pure=privacy_loss, **args))  # type: ignore[arg-type]
+    return [_worst.finish(p, records) for p, records in zip(plans, _worst.execute(plans, executor, progress))]
 
 
 # exactdp.audit is the documented home of the neighbour functions defined in

@@ -17,20 +17,16 @@ fails) with the number of draws (or the coverage) that would decide.
 - :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
   (:func:`exactdp.audit.worst_case`).
 
-Sampler shapes (:func:`as_sampler` picks one; each can be built directly):
-
-- :func:`from_mechanism` -- an exactdp mechanism (``.sample(rng)``), for self-checks;
-- :func:`from_callable` -- a function returning item ids; called as ``fn(rng)`` with a
-  seeded ``numpy.random.Generator`` when it accepts a positional argument, else ``fn()``;
-- :func:`from_randomise` -- an object whose ``.randomise(*args)`` returns item ids (the
-  diffprivlib-style interface);
-- :func:`from_opendp` -- an OpenDP measurement: ``measurement(data)`` is one release.
-
-Outputs may be lists, tuples, numpy arrays, or a single int (k = 1); ``id_map`` translates
-labels (e.g. OpenDP category keys) into item positions.  Samplers that take no generator
-are seeded through numpy's and Python's *global* generators (``np.random.seed``,
-``random.seed``), whose states are saved and restored around the draws; a sampler with
-its own unseedable randomness (OpenDP draws from the OS) is simply not reproducible.
+Sampler shapes (:func:`as_sampler` picks one; each can be built directly), from
+:mod:`exactdp._samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`
+(a function returning item ids, given a seeded ``numpy.random.Generator`` when a required
+positional parameter is left or an optional one is named like a generator, e.g. ``rng``;
+``takes_rng=`` overrides), :func:`from_randomise` (diffprivlib-style ``.randomise()``; a
+copy built with ``random_state=`` from the seed when the class takes one) and
+:func:`from_opendp` (``measurement(data)``; OpenDP draws from the operating system, so the
+seed is not used and messages say so).  ``seed`` is an int, a ``numpy.random.Generator``
+or a ``random.Random``; ``id_map`` translates labels into item positions.  Mapping another
+library's parameters to the exactdp mechanism it samples is :mod:`exactdp.interop`.
 
 Hypothesis strategies (:func:`count_vectors`, :func:`neighbour_pairs`,
 :func:`rational_epsilons`) import hypothesis only when called.
@@ -59,48 +55,56 @@ exactdp.testing.Inconclusive: sampler test inconclusive for Joint([3, 1, 0], k=1
 
 from __future__ import annotations
 
-import inspect
 import os
-import random
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, SupportsIndex, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, SupportsIndex, cast
 
-import numpy as np
 import numpy.typing as npt
 from .core._lazy import sympy  # named in hints
 
 from . import audit, certify
+from ._samplers import (
+    RNG_NAMES,
+    IdMap,
+    RawOutput,
+    Sampler,
+    SamplerLike,
+    SeedLike,
+    as_sampler,
+    as_seed,
+    from_callable,
+    from_mechanism,
+    from_opendp,
+    from_randomise,
+)
 from .core._typing import (
     ClaimedProbabilities,
     CountsLike,
     MechanismLike,
     OutputLike,
     RationalLike,
-    SupportsRandomise,
 )
 from .core.validation import as_positive_int
-from .errors import ArgumentTypeError, InvalidParameterError
+from .errors import InvalidParameterError
 
 if TYPE_CHECKING:  # hypothesis is a test extra, imported only when a strategy is built
     from hypothesis.strategies import SearchStrategy
 
     from .mechanisms.joint import Joint
 
-#: Maps a third-party sampler's labels to item positions.  The key type is ``Any`` on
-#: purpose: labels are any hashable values, and ``Mapping`` is invariant in its keys (a
-#: ``dict[str, int]`` is not a ``Mapping[Hashable, int]``).
-IdMap = Mapping[Any, int]
-#: What a sampler returns for one draw before conversion to item ids (a list, tuple or
-#: numpy array of ids, a single id, or labels mapped by ``id_map``): third-party values.
-RawOutput = object
-
 __all__ = [
     "Inconclusive",
     "DEFAULT_SAMPLES",
     "DEFAULT_SEED",
     "default_samples",
+    "IdMap",
+    "RawOutput",
+    "SeedLike",
+    "SamplerLike",
+    "RNG_NAMES",
     "Sampler",
     "as_sampler",
+    "as_seed",
     "from_mechanism",
     "from_callable",
     "from_randomise",
@@ -137,161 +141,6 @@ def default_samples() -> int:
 
 
 # =====================================================================================
-# Sampler adapters
-# =====================================================================================
-
-
-def _normalise(raw: Any, id_map: Optional[IdMap]) -> Any:
-    if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
-        raw = [raw]
-    elif hasattr(raw, "tolist"):
-        raw = raw.tolist()
-        if not isinstance(raw, list):
-            raw = [raw]
-    if id_map is not None:
-        try:
-            raw = [id_map[x] for x in raw]
-        except KeyError as err:
-            raise AssertionError(f"sampler returned the label {err.args[0]!r}, not in id_map") from None
-        except TypeError:
-            raise AssertionError(f"sampler returned {raw!r}, not an iterable of labels") from None
-    return raw
-
-
-class _GlobalSeed:
-    """Seed numpy's and Python's global generators; restore their states afterwards."""
-
-    def __init__(self, seed: Optional[int]):
-        self.seed = seed
-
-    def __enter__(self) -> "_GlobalSeed":
-        if self.seed is not None:
-            self._np, self._py = np.random.get_state(), random.getstate()
-            np.random.seed(self.seed % 2**32)
-            random.seed(self.seed)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.seed is not None:
-            np.random.set_state(self._np)
-            random.setstate(self._py)
-
-
-class Sampler:
-    """A sampler under test: ``draw(n, seed)`` returns ``n`` raw outputs (lists of ids).
-
-    ``fn(n, seed)`` does the drawing; ``description`` names it in failure messages.
-    """
-
-    def __init__(self, fn: Callable[[int, Optional[int]], Sequence[RawOutput]], description: str,
-                 id_map: Optional[IdMap] = None) -> None:
-        self._fn = fn
-        self.description = description
-        self.id_map = id_map
-
-    def draw(self, n: int, seed: Optional[int] = None) -> list[RawOutput]:
-        return [_normalise(x, self.id_map) for x in self._fn(n, seed)]
-
-    def __repr__(self) -> str:
-        return f"Sampler({self.description})"
-
-
-#: A sampler under test: a :class:`~exactdp.testing.Sampler`, an exactdp mechanism, an
-#: object with ``.randomise``, an OpenDP measurement or any other callable returning one
-#: output per call (its raw result is converted to item ids at run time, hence ``object``).
-SamplerLike = Union["Sampler", MechanismLike, SupportsRandomise, Callable[..., object]]
-
-
-def from_mechanism(mechanism: MechanismLike) -> Sampler:
-    """An exactdp mechanism's exact sampler (``mechanism.samples(n, rng=seed)``)."""
-    return Sampler(lambda n, seed: mechanism.samples(n, rng=random.Random(seed)), repr(mechanism))
-
-
-def _positional_arity(fn: Callable[..., object]) -> int:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return 0
-    n = 0
-    for p in sig.parameters.values():
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            n += 1
-        elif p.kind == p.VAR_POSITIONAL:
-            return max(n, 1)
-    return n
-
-
-def from_callable(fn: Callable[..., RawOutput], *, takes_rng: Optional[bool] = None,
-                  id_map: Optional[IdMap] = None) -> Sampler:
-    """A function returning one output (item ids) per call.
-
-    With ``takes_rng`` (default: whether ``fn`` accepts a positional argument, such as
-    ``def sample(rng=None)``) it is called as ``fn(rng)`` with one ``numpy.random.Generator`` seeded from the seed for all
-    draws; otherwise as ``fn()`` under seeded global generators (see module docstring).
-    """
-    if takes_rng is None:
-        takes_rng = _positional_arity(fn) >= 1
-    name = getattr(fn, "__qualname__", repr(fn))
-    if takes_rng:
-        def draw(n: int, seed: Optional[int]) -> list:
-            rng = np.random.default_rng(seed)
-            return [fn(rng) for _ in range(n)]
-    else:
-        def draw(n: int, seed: Optional[int]) -> list:
-            with _GlobalSeed(seed):
-                return [fn() for _ in range(n)]
-    return Sampler(draw, f"callable {name}", id_map)
-
-
-def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap] = None, **kwargs: object) -> Sampler:
-    """An object whose ``obj.randomise(*args, **kwargs)`` returns one output per call
-    (diffprivlib-style mechanisms; ``args`` are e.g. the counts), under seeded global
-    generators."""
-    if not callable(getattr(obj, "randomise", None)):
-        raise ArgumentTypeError("obj", obj, "has no randomise() method")
-
-    def draw(n: int, seed: Optional[int]) -> list:
-        with _GlobalSeed(seed):
-            return [obj.randomise(*args, **kwargs) for _ in range(n)]
-
-    return Sampler(draw, f"{type(obj).__name__}.randomise", id_map)
-
-
-def from_opendp(measurement: Callable[..., RawOutput], data: object, *, id_map: Optional[IdMap] = None) -> Sampler:
-    """An OpenDP measurement (``opendp.mod.Measurement``): each draw is
-    ``measurement(data)``.  OpenDP samples from the operating system's randomness, so the
-    seed has no effect; ``id_map`` maps released category keys to item positions."""
-    if not callable(measurement):
-        raise ArgumentTypeError("measurement", measurement, "is not callable (an OpenDP Measurement is)")
-
-    def draw(n: int, seed: Optional[int]) -> list:
-        return [measurement(data) for _ in range(n)]
-
-    return Sampler(draw, f"OpenDP measurement {type(measurement).__name__}", id_map)
-
-
-def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[IdMap] = None) -> Sampler:
-    """Adapt any supported shape: a :class:`Sampler` as is; an exactdp mechanism; an
-    object with ``.randomise`` (called with ``data`` when given); an OpenDP measurement
-    (detected by its ``input_domain``/``output_measure`` attributes, called with
-    ``data``); any other callable (:func:`from_callable`, or called with ``data``)."""
-    if isinstance(sampler, Sampler):
-        return sampler
-    if hasattr(sampler, "groups") and hasattr(sampler, "samples"):
-        return from_mechanism(sampler)  # type: ignore[arg-type]  # duck-typed by the checks above
-    if callable(getattr(sampler, "randomise", None)):
-        return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)  # type: ignore[arg-type]
-    if hasattr(sampler, "input_domain") and hasattr(sampler, "output_measure"):
-        return from_opendp(sampler, data, id_map=id_map)  # type: ignore[arg-type]
-    if callable(sampler):
-        if data is not None:
-            return Sampler(lambda n, seed: [sampler(data) for _ in range(n)], getattr(sampler, "__qualname__", repr(sampler)), id_map)
-        return from_callable(sampler, id_map=id_map)
-    raise ArgumentTypeError("sampler", sampler, "cannot draw from it: give a callable, an object with randomise(), "
-                            "an OpenDP measurement or an exactdp mechanism")
-
-
-# =====================================================================================
 # Assertions
 # =====================================================================================
 
@@ -319,10 +168,11 @@ def assert_sampler_matches(
     mechanism: MechanismLike,
     n: Optional[SupportsIndex] = None,
     alpha: float = 1e-6,
-    seed: Optional[int] = DEFAULT_SEED,
+    seed: SeedLike = DEFAULT_SEED,
     *,
     data: object = None,
     id_map: Optional[IdMap] = None,
+    takes_rng: Optional[bool] = None,
     within: bool = True,
     worst: int = 10,
     delta: float = certify.DEFAULT_DELTA,
@@ -341,10 +191,14 @@ def assert_sampler_matches(
       ``n`` at which the test would be conclusive.
 
     Returns the :class:`~exactdp.certify.GoodnessOfFit` on PASS.  Use
-    :func:`exactdp.certify.samples_needed` to choose ``n``.
+    :func:`exactdp.certify.samples_needed` to choose ``n``.  ``seed`` (an int, a
+    ``numpy.random.Generator`` or a ``random.Random``, from which one integer is drawn) is
+    printed as ``seed=S`` only when it reached the draws, else as ``seed: not used (why)``
+    (OpenDP); ``data``, ``id_map`` and ``takes_rng`` are passed to :func:`as_sampler`.
     """
     count = default_samples() if n is None else as_positive_int(n, "n")
-    s = as_sampler(sampler, data, id_map=id_map)
+    s = as_sampler(sampler, data, id_map=id_map, takes_rng=takes_rng)
+    seed = as_seed(seed)
     draws = s.draw(count, seed)
     # set draws against sequences (k > 1, where the two differ): a set cannot be an ordering
     sequences = getattr(mechanism, "output_kind", "sequence") == "sequence" and getattr(mechanism, "k", 1) > 1
@@ -358,14 +212,14 @@ def assert_sampler_matches(
         if sequences and all(list(x) == sorted(x) for x in draws):
             details += (f"\nevery draw is in increasing order, as a sampler of sets gives: if it returns sets, "
                         f"test it against the set marginal {mechanism!r}.as_sets()")
-        raise AssertionError(f"sampler does not match {mechanism!r} ({s.description}, n={count}, seed={seed})\n{details}")
+        raise AssertionError(f"sampler does not match {mechanism!r} ({s.description}, n={count}, {s.seed_text(seed)})\n{details}")
     if verdict == "inconclusive":
         needed = fit.samples_needed()
         rerun = (f"rerun with n >= {needed:,} draws" if needed is not None
                  else f"more than {fit.max_n:,} draws would be needed")
         raise Inconclusive(
             f"sampler test inconclusive for {mechanism!r}: not rejected, but too weak to say PASS; {rerun} "
-            f"(or a larger delta than {fit.delta:g}) ({s.description}, n={count}, seed={seed})\n{details}",
+            f"(or a larger delta than {fit.delta:g}) ({s.description}, n={count}, {s.seed_text(seed)})\n{details}",
             fit, needed,
         )
     return fit

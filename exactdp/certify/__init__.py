@@ -55,7 +55,7 @@ from .compare import (DEFAULT_MIN_COVERAGE, ClassComparison, ClassRow, Compariso
 from .design import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_N, DEFAULT_MIN_POWER, Bin, BinPlan
 from .design import DEFAULT_MAX_ENUMERATE, MIN_EXPECTED  # noqa: F401  (module constants, as before the split)
 from .fit import GoodnessOfFit, Sensitivity, goodness_of_fit, sensitivity
-from .io import normalise_output, read_samples
+from .io import normalise_output, read_samples, relabel
 from .alternative import Power, power, samples_needed
 
 __all__ = [
@@ -82,6 +82,7 @@ __all__ = [
     "ncx2_sf",
     "normalise_output",
     "read_samples",
+    "relabel",
     "DEFAULT_ALPHA",
     "DEFAULT_DELTA",
     "DEFAULT_MIN_POWER",

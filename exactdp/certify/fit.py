@@ -34,7 +34,7 @@ from .chi2 import _lf_delta, _lf_power, chi2_sf
 from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
                      MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
                      _LevelPlan)
-from .io import normalise_output
+from .io import IdMap, normalise_output, relabel
 
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
@@ -290,8 +290,9 @@ class GoodnessOfFit:
             f"  by level:     {self.level_statistic:.6g} on {self.level_df} df, p = {number_text(self.level_p_value, 4)}",
             f"  within level: {within}",
         ]
-        for o, why in self.invalid[:5]:
-            lines.append(f"  invalid draw {o!r}: {why}")
+        reasons = Counter(why for _, why in self.invalid)  # one line per reason, not per draw
+        for why, count in list(reasons.items())[:5]:
+            lines.append(f"  invalid draw{'s' if count > 1 else ''} ({count}): {why}")
         for o in self.impossible[:5]:
             lines.append(f"  impossible draw {output_text(o)}: probability 0")
         if self.skipped:
@@ -318,8 +319,10 @@ def goodness_of_fit(
     max_enumerate: int = DEFAULT_MAX_ENUMERATE,
     progress: Optional[Callable[[int, int], None]] = None,
     max_n: int = DEFAULT_MAX_N,
+    id_map: Optional[IdMap] = None,
 ) -> GoodnessOfFit:
-    """Pearson's chi-square test of draws against the exact distribution of ``mechanism``.
+    """Pearson's chi-square test of draws against the exact distribution of ``mechanism``
+    (draws of labels are mapped to item positions by ``id_map``, :func:`relabel`).
 
     1. **By level**: observed draws per level against ``n * P(level)`` (exact level
        probabilities certified to ``dps`` digits, multiplied by ``n`` exactly, then
@@ -345,7 +348,7 @@ def goodness_of_fit(
     invalid: list[tuple[object, str]] = []
     for s in samples:
         try:
-            tally[normalise_output(s, kind)] += 1
+            tally[normalise_output(s if id_map is None else relabel(s, id_map), kind)] += 1
         except ExactDPError as err:
             invalid.append((s, str(err)))
     n = sum(tally.values()) + len(invalid)

@@ -1,7 +1,7 @@
 """Reading what a caller gives the checks: draws in any shape, numbers, sample files.
 
-Draws become exactdp outputs (:func:`normalise_output`); sample files are CSV, JSON lines
-or one JSON list (:func:`read_samples`).
+Draws become exactdp outputs (:func:`normalise_output`, after :func:`relabel` for draws of
+labels); sample files are CSV, JSON lines or one JSON list (:func:`read_samples`).
 
 >>> normalise_output([3, 1], "set") == frozenset({1, 3})
 True
@@ -14,14 +14,22 @@ from __future__ import annotations
 import json
 import re
 
-from typing import Any
+from typing import Any, Mapping
 
 import mpmath
 
 from ..core._typing import Output, OutputLike
 from ..errors import InvalidOutputError
 
-__all__ = ["normalise_output", "read_samples"]
+__all__ = ["IdMap", "normalise_output", "relabel", "read_samples"]
+
+#: Maps a third-party sampler's labels to item positions.  The key type is ``Any`` on
+#: purpose: labels are any hashable values, and ``Mapping`` is invariant in its keys (a
+#: ``dict[str, int]`` is not a ``Mapping[Hashable, int]``).
+IdMap = Mapping[Any, int]
+
+
+_LABEL_HINT = " (labels? pass id_map={label: item position, ...})"
 
 
 def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
@@ -35,7 +43,7 @@ def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     True
     """
     if isinstance(output, (str, bytes)) or output is None:
-        raise InvalidOutputError("output", output, "must be an iterable of item ids")
+        raise InvalidOutputError("output", output, "must be an iterable of item ids" + _LABEL_HINT * (output is not None))
     try:
         items = list(output.tolist() if hasattr(output, "tolist") else output)
     except TypeError:
@@ -43,10 +51,45 @@ def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     ids = []
     for x in items:
         if isinstance(x, bool) or not (isinstance(x, int) or hasattr(x, "__index__")):
-            raise InvalidOutputError("output", output, f"item id {x!r} is not an integer")
+            hint = _LABEL_HINT if isinstance(x, (str, bytes)) else ""
+            raise InvalidOutputError("output", output, f"item id {x!r} is not an integer{hint}")
         ids.append(int(x))
     return frozenset(ids) if kind == "set" else tuple(ids)
 
+
+
+def relabel(output: object, id_map: IdMap) -> list[int]:
+    """A draw of labels (one label, or an iterable of them) as item positions.
+
+    >>> relabel(["kiwi", "fig"], {"fig": 0, "kiwi": 1})
+    [1, 0]
+    >>> relabel("fig", {"fig": 0})
+    [0]
+    """
+    if isinstance(output, (str, bytes)):
+        output = [output]  # one text label (k = 1), never its characters
+    try:
+        if not isinstance(output, (list, tuple)) and output in id_map:  # one label (k = 1)
+            return [id_map[output]]
+    except TypeError:  # unhashable: an iterable of labels
+        pass
+    labels = output.tolist() if hasattr(output, "tolist") else output
+    try:
+        items = list(labels)  # type: ignore[call-overload]
+    except TypeError:
+        raise InvalidOutputError("output", output, "is not a label in id_map nor an iterable of labels") from None
+    try:
+        return [id_map[x] for x in items]
+    except (KeyError, TypeError):
+        missing = next(x for x in items if not _in(x, id_map))
+        raise InvalidOutputError("output", output, f"the label {missing!r} is not in id_map") from None
+
+
+def _in(label: object, id_map: IdMap) -> bool:
+    try:
+        return label in id_map
+    except TypeError:  # unhashable
+        return False
 
 
 def read_samples(text: str, source: str = "samples") -> list[list[int]]:

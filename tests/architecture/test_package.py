@@ -410,11 +410,12 @@ def _typed_any(f, localns, allowed):
 
 def _user_facing_functions():
     """Every public mechanism class's constructor and public methods, every public function
-    (and public result-class method) of exactdp.certify, exactdp.testing and exactdp.audit,
+    (and public result-class method) of exactdp.certify, exactdp.testing (with its adapters),
+    exactdp.interop and exactdp.audit,
     and the validators of exactdp.core.validation."""
     import inspect
 
-    from exactdp import audit, certify, testing
+    from exactdp import _samplers, audit, certify, interop, testing
     from exactdp.core import validation
     from exactdp.mechanisms.canonical_gamma1 import CanonicalGamma1
     from exactdp.core.mechanism import Mechanism
@@ -428,7 +429,7 @@ def _user_facing_functions():
                 if (attr == "__init__" or not attr.startswith("_")) and inspect.isfunction(f) and f not in seen:
                     seen.add(f)
                     yield f
-    for module in (certify, testing, audit, validation):
+    for module in (certify, testing, _samplers, interop, audit, validation):  # _samplers: testing's adapters
         for attr in module.__all__:
             obj = getattr(module, attr)
             if getattr(obj, "__module__", None) != module.__name__:

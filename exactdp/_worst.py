@@ -1,0 +1,620 @@
+"""The worst case of one privacy notion over the neighbours of a count vector, serially or on any executor.
+
+:func:`exactdp.audit.worst_case` and :func:`exactdp.audit.audit_grid` are built from the
+three steps here:
+
+1. :func:`plan`: check the arguments, build ``factory(counts)`` once in the calling
+   process (for the claim, and to tell a mechanism from a mapping), list the neighbours
+   (:func:`exactdp.audit.neighbours`) and cut them into *work units* of
+   :data:`NEIGHBOURS_PER_UNIT` consecutive neighbours;
+2. :func:`execute`: run every unit, in the calling process (``executor=None``) or on any
+   :class:`concurrent.futures.Executor` (threads, processes, a Dask cluster through
+   ``Client.get_executor()``).  A unit rebuilds ``factory(counts)`` and builds
+   ``factory(neighbour)`` for each of its neighbours where it runs, computes the notion of
+   each pair and sends back small picklable :class:`NeighbourLoss` records (certified
+   ``mpf`` values, outputs, the pair's result object), never a mechanism;
+3. :func:`finish`: order the records and give the verdict (:class:`WorstCase`).
+
+Serial and parallel runs give identical results: the units are the same (they depend on
+the neighbour list only, never on the executor), each unit starts from a fresh
+``factory(counts)`` in both cases (a mechanism's cached enclosures could otherwise make a
+certified value differ in its last bits), and the records are put back in
+``neighbours()`` order before the stable sort below.
+
+The tie rule: records are sorted by their certified value, largest first (zCDP: by the
+lower end of the bracket), compared exactly as the binary numbers they are; exactly equal
+values keep their order in ``neighbours()``, so the worst neighbour is the first one in
+that order among those at the top.  Values that are equal in truth but differ in their
+last (uncertified) bits are ordered by those bits: still the same order in every run,
+since a record's bits do not depend on where it was computed.
+"""
+
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Optional, Sequence, Union
+
+import mpmath
+
+from ._distributions import MappingDistribution, pair_cells
+from ._neighbours import _relation, neighbour_count, neighbours
+from ._notions import _certified_divergence, _rational, privacy_profile, zcdp_rho
+from .core._lazy import sympy
+from .core._typing import MechanismLike, Output
+from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
+from .core.formatting import output_text as _sequence_text
+from .core.precision import mp_workdps
+from .core.validation import as_counts, as_dps, as_positive_int
+from .errors import ArgumentTypeError, InvalidParameterError
+
+__all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
+           "finish", "output_text"]
+
+#: The privacy notions :func:`exactdp.audit.worst_case` audits.
+NOTIONS = ("pure", "approx", "renyi", "zcdp")
+#: Neighbours per work unit: one ``factory(counts)`` is built per unit, and one task is
+#: sent to an executor per unit.
+NEIGHBOURS_PER_UNIT = 8
+#: zCDP brackets are certified to this many digits unless ``dps`` is given (as ``zcdp_rho``).
+ZCDP_DEFAULT_DPS = 6
+
+
+def output_text(output: Any) -> str:
+    """A mechanism's output as ``(1,0)``/``{0,3}``; any other mapping output by its repr."""
+    try:
+        return _sequence_text(output)
+    except (TypeError, ValueError):
+        return repr(output)
+
+
+def _output_json(output: Any) -> Any:
+    """An output as JSON: item ids as a list (sets sorted), anything else by its repr."""
+    if output is None:
+        return None
+    try:
+        return output_ids(output)
+    except (TypeError, ValueError):
+        return repr(output)
+
+
+# =====================================================================================
+# Results
+# =====================================================================================
+
+
+@dataclass(frozen=True)
+class NeighbourLoss:
+    """The notion between the audited counts and one neighbour.
+
+    ``loss``: the pair's result object (:class:`~exactdp.audit.PrivacyLoss` for ``"pure"``,
+    :class:`~exactdp.audit.PrivacyProfile` for ``"approx"``, the larger Rényi divergence
+    (``mpf``) for ``"renyi"``, :class:`~exactdp.audit.ZcdpBracket` for ``"zcdp"``);
+    ``value``: its worst value (zCDP: the upper end, ``lower`` the lower end);
+    ``witness``: an output attaining it (``None`` for Rényi and zCDP); ``direction``:
+    ``"a>b"`` (the audited counts' side is larger) or ``"b>a"``.
+    """
+
+    neighbour: tuple[int, ...]
+    change: tuple[int, ...]
+    loss: object  # the pair's result: PrivacyLoss, PrivacyProfile, mpf or ZcdpBracket
+    value: Optional[mpmath.mpf] = None
+    witness: Optional[Output] = None
+    direction: Optional[str] = None
+    lower: Optional[mpmath.mpf] = None
+
+    def __post_init__(self) -> None:
+        if self.value is None:  # a pure record built from its PrivacyLoss alone
+            object.__setattr__(self, "value", self.loss.value)
+            object.__setattr__(self, "witness", self.loss.witness)
+            object.__setattr__(self, "direction", self.loss.direction)
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The worst case of a privacy notion over the neighbours of ``counts`` (:func:`exactdp.audit.worst_case`).
+
+    Every notion: ``notion``; ``value`` (certified ``mpf``; zCDP: the upper end of the
+    bracket, with ``lower``/``upper``); ``claim`` (exact: a Fraction or a sympy
+    expression) and ``claim_value`` (certified ``mpf``); ``verdict``: ``"below"``,
+    ``"attained"``, ``"violated"`` or (zCDP only) ``"inconclusive"``: the bracket contains
+    the claim but is wider than ``3 * 10**-dps`` of it, because a bracket did not converge
+    within ``zcdp_rho``'s step cap (raise ``dps`` or audit that neighbour's pair with a
+    larger ``max_steps``); ``margin = claim_value - value``; ``neighbour``,
+    ``change`` (neighbour minus counts), ``witness`` and ``direction`` of the worst
+    neighbour, ``detail`` its pair result; ``alpha`` (Rényi: the order audited; zCDP:
+    the order attaining the worst lower bound, ``1`` for the KL limit); ``results``: every
+    neighbour audited, worst first; ``neighbours_total``: how many neighbours there are.
+
+    ``"pure"`` (the default): ``loss`` is the privacy loss, ``epsilon`` the claim,
+    ``epsilon_value`` its value, ``detail`` the :class:`~exactdp.audit.PrivacyLoss`,
+    ``attained_exactly`` when sympy proves the equality.  Other notions: ``loss`` is
+    ``value``, ``epsilon`` the epsilon used (``None`` when none is).
+    """
+
+    counts: tuple[int, ...]
+    relation: str
+    loss: mpmath.mpf
+    neighbour: tuple[int, ...]
+    change: tuple[int, ...]
+    witness: Optional[Output]
+    direction: Optional[str]
+    epsilon: Optional[Union[Fraction, sympy.Expr]]
+    epsilon_value: Optional[mpmath.mpf]
+    verdict: str
+    margin: mpmath.mpf
+    detail: object  # the worst pair's result: PrivacyLoss, PrivacyProfile, mpf or ZcdpBracket
+    results: tuple[NeighbourLoss, ...]
+    neighbours_total: int
+    dps: int
+    attained_exactly: bool = False
+    mechanism: str = ""
+    notion: str = "pure"
+    value: Optional[mpmath.mpf] = None
+    claim: Optional[Union[Fraction, sympy.Expr]] = None
+    claim_value: Optional[mpmath.mpf] = None
+    alpha: Optional[Fraction] = None
+    lower: Optional[mpmath.mpf] = None
+    upper: Optional[mpmath.mpf] = None
+
+    def __post_init__(self) -> None:
+        if self.value is None:  # built with the pure fields only
+            object.__setattr__(self, "value", self.loss)
+            object.__setattr__(self, "claim", self.epsilon)
+            object.__setattr__(self, "claim_value", self.epsilon_value)
+
+    @property
+    def satisfied(self) -> bool:
+        """True when the claim certainly holds at these counts (``below`` or ``attained``);
+        False when it is violated or the audit is inconclusive."""
+        return self.verdict in ("below", "attained")
+
+    @property
+    def carriers(self) -> tuple[tuple[Output, int], ...]:
+        """``"approx"``: ``(witness, outputs)`` of every cell carrying the worst delta."""
+        return tuple(getattr(self.detail, "carriers", ()))
+
+    def _name(self) -> str:
+        return {"pure": "privacy loss", "approx": f"delta({self.epsilon})", "renyi": f"D_{self.alpha}",
+                "zcdp": "rho"}[self.notion]
+
+    def table(self, limit: int = 10, digits: int = 15) -> str:
+        """The worst neighbours as an aligned text table."""
+        head = ["neighbour", "change"]
+        rows = []
+        for r in self.results[:limit]:
+            row = [",".join(map(str, r.neighbour)), change_text(r.change)]
+            if self.notion == "zcdp":
+                row += [number_text(r.lower, digits), number_text(r.value, digits), str(r.loss.alpha)]
+            else:
+                row.append(number_text(r.value, digits))
+                if self.notion != "renyi":
+                    row.append(output_text(r.witness))
+                row.append(r.direction or "-")
+            rows.append(row)
+        if self.notion == "zcdp":
+            head += ["rho lower", "rho upper", "alpha"]
+        else:
+            head += [self._name()] + ([] if self.notion == "renyi" else ["witness"]) + ["direction"]
+        return table(head, rows)
+
+    def __str__(self) -> str:
+        if self.notion == "pure":
+            return (
+                f"worst-case privacy loss {number_text(self.loss, 15)} (claimed epsilon {self.epsilon} = "
+                f"{number_text(self.epsilon_value, 15)}): {self.verdict}; neighbour {self.neighbour}, "
+                f"output {output_text(self.witness)} ({self.direction})"
+            )
+        claimed = f"{self.claim} = {number_text(self.claim_value, 15)}"
+        if self.notion == "zcdp":
+            return (f"worst-case zCDP rho in [{number_text(self.lower, 12)}, {number_text(self.upper, 12)}] "
+                    f"(claimed rho {claimed}): {self.verdict}; neighbour {self.neighbour}, alpha = {self.alpha}")
+        if self.notion == "renyi":
+            return (f"worst-case Renyi divergence D_{self.alpha} {number_text(self.value, 15)} (claimed {claimed}): "
+                    f"{self.verdict}; neighbour {self.neighbour} ({self.direction})")
+        return (f"worst-case delta({self.epsilon}) {number_text(self.value, 15)} (claimed delta {claimed}): "
+                f"{self.verdict}; neighbour {self.neighbour}, output {output_text(self.witness)} ({self.direction})")
+
+    def to_dict(self) -> dict[str, object]:
+        """The result as JSON-ready values: numbers as strings with ``dps`` digits, exact
+        numbers (claims, counts) as exact text, outputs as lists of item ids (a mapping's
+        other outputs by their repr)."""
+        d = self.dps
+
+        def exact(x: Any) -> Optional[str]:
+            return None if x is None else exact_text(x)
+
+        def record(r: NeighbourLoss) -> dict[str, Any]:
+            out = {"neighbour": [exact(x) for x in r.neighbour], "change": list(r.change),
+                   "value": json_scalar(r.value, d), "witness": _output_json(r.witness), "direction": r.direction}
+            if self.notion == "zcdp":
+                out.update(lower=json_scalar(r.lower, d), upper=json_scalar(r.value, d), alpha=exact(r.loss.alpha))
+            if self.notion == "approx":
+                out["carriers"] = [[_output_json(o), exact(n)] for o, n in r.loss.carriers]
+            return out
+
+        obj: dict[str, Any] = {
+            "notion": self.notion, "mechanism": self.mechanism, "relation": self.relation,
+            "counts": [exact(x) for x in self.counts], "dps": d,
+            "value": json_scalar(self.value, d), "lower": json_scalar(self.lower, d),
+            "upper": json_scalar(self.upper, d), "claim": exact(self.claim),
+            "claim_value": json_scalar(self.claim_value, d), "epsilon": exact(self.epsilon),
+            "epsilon_value": json_scalar(self.epsilon_value, d), "alpha": exact(self.alpha),
+            "verdict": self.verdict, "attained_exactly": self.attained_exactly,
+            "margin": json_scalar(self.margin, d), "neighbours_total": exact(self.neighbours_total),
+            "neighbours_audited": len(self.results),
+        }
+        worst = record(self.results[0])
+        if self.notion == "pure":
+            detail = self.detail
+            worst.update(log_probability_counts=json_scalar(detail.log_p_a, d),  # type: ignore[attr-defined]
+                         log_probability_neighbour=json_scalar(detail.log_p_b, d),  # type: ignore[attr-defined]
+                         outputs_with_this_loss=exact(detail.witness_outputs))  # type: ignore[attr-defined]
+        obj["worst"] = worst
+        obj["results"] = [record(r) for r in self.results]
+        return obj
+
+
+# =====================================================================================
+# Claims
+# =====================================================================================
+
+
+def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
+    """The epsilon a mechanism claims, exactly: its ``epsilon`` (a Fraction) or, when it
+    was built from a ``base``, ``-divisor * ln(base)`` as a sympy expression
+    (``divisor = 2 * sensitivity`` for Joint: ``base = exp(-epsilon / (2*sensitivity))``)."""
+    eps = getattr(mechanism, "epsilon", None)
+    if eps is not None:
+        return Fraction(eps)
+    scale = getattr(mechanism, "scale", None)
+    if scale is None or scale.base is None:
+        raise InvalidParameterError("epsilon", None, f"cannot tell the epsilon {mechanism!r} claims; pass epsilon=")
+    div, base = scale.divisor, scale.base
+    return -sympy.Rational(div.numerator, div.denominator) * sympy.log(sympy.Rational(base.numerator, base.denominator))
+
+
+def _positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
+    """A claimed parameter: an exact rational (``as_rational``), or a positive real sympy
+    expression such as ``log(2)``."""
+    if isinstance(value, sympy.Basic) and not getattr(value, "is_Rational", False):
+        if not (value.is_real and value.is_positive and value.is_finite):
+            raise InvalidParameterError(argument, value, "must be a positive, finite real number")
+        return value
+    q = _rational(value, argument)
+    if q <= 0:
+        raise InvalidParameterError(argument, value, "must be positive")
+    return q
+
+
+def _claim_value(x: Any, dps: int) -> mpmath.mpf:
+    """``x`` (a Fraction or a sympy expression) to ``dps + 10`` digits."""
+    with mp_workdps(dps + 10):
+        if isinstance(x, Fraction):
+            return mpmath.mpf(x.numerator) / x.denominator
+        return +sympy.N(x, dps + 10)._to_mpmath(mpmath.mp.prec)
+
+
+# =====================================================================================
+# Plan, work units, execution
+# =====================================================================================
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a work unit needs to audit its neighbours (pickled to the executor)."""
+
+    factory: Callable[[tuple[int, ...]], Any]
+    counts: tuple[int, ...]
+    notion: str
+    dps: int
+    max_outputs: int
+    symmetric: bool
+    pure: Callable[..., Any]
+    epsilon: Optional[Fraction] = None
+    alpha: Optional[Fraction] = None
+
+
+@dataclass
+class Plan:
+    """One audit, planned (:func:`plan`): its job, neighbours, claim and base mechanism."""
+
+    job: _Job
+    relation: str
+    todo: list[tuple[int, ...]]
+    total: int
+    base: Any
+    epsilon: Any
+    claim: Any
+    claim_value: mpmath.mpf
+    epsilon_value: Optional[mpmath.mpf]
+    units: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
+
+
+def _is_mapping(x: Any) -> bool:
+    return not (hasattr(x, "groups") and hasattr(x, "group_index"))
+
+
+def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str = "add_remove",
+         dps: Optional[int] = None, *, notion: str = "pure", epsilon: Any = None, delta: Any = None, rho: Any = None,
+         alpha: Any = None, contribution: Optional[int] = None, symmetric: Optional[bool] = None,
+         max_neighbours: int = 10_000, max_outputs: int = 200_000, pure: Callable[..., Any]) -> Plan:
+    """Check the arguments of :func:`exactdp.audit.worst_case` and plan its work units."""
+    if notion not in NOTIONS:
+        raise InvalidParameterError("notion", notion, f"must be one of {', '.join(map(repr, NOTIONS))}")
+    for name, given, used_by in (("delta", delta, ("approx",)), ("rho", rho, ("zcdp",)),
+                                 ("alpha", alpha, ("renyi",))):
+        if given is not None and notion not in used_by:
+            raise InvalidParameterError(name, given, f"is not used by notion={notion!r} (only by {used_by[0]!r})")
+    digits = ZCDP_DEFAULT_DPS if notion == "zcdp" and dps is None else as_dps(dps)
+    rel = _relation(relation)
+    c = as_counts(counts)
+    limit = as_positive_int(max_outputs, "max_outputs")
+    if not callable(factory):
+        raise ArgumentTypeError("factory", factory, "must be a callable counts -> mechanism or mapping")
+    base = factory(c)
+    mapping = _is_mapping(base)
+    if mapping:
+        MappingDistribution(base, "factory(counts)")  # bad probabilities fail here, in the caller
+    sym = (not mapping) if symmetric is None else bool(symmetric)
+
+    def own_epsilon() -> Any:
+        if epsilon is not None:
+            return _positive_claim(epsilon, "epsilon")
+        if mapping:
+            raise InvalidParameterError("epsilon", None, f"is required for notion={notion!r} when the factory "
+                                        "returns mappings output -> probability (they claim nothing)")
+        return claimed_epsilon(base)
+
+    eps, al, job_eps = None, None, None
+    if notion == "pure":
+        eps = claim = own_epsilon()
+    elif notion == "approx":
+        if delta is None:
+            raise InvalidParameterError("delta", None, "is required for notion='approx' (the claimed delta)")
+        claim = _rational(delta, "delta")
+        if not 0 <= claim < 1:
+            raise InvalidParameterError("delta", delta, "must be in [0, 1)")
+        if epsilon is not None and _rational(epsilon, "epsilon") == 0:
+            eps = Fraction(0)
+        else:
+            eps = own_epsilon()
+        if not isinstance(eps, Fraction):
+            raise InvalidParameterError("epsilon", eps, "must be rational for notion='approx' (delta(epsilon) is "
+                                        "certified at a rational epsilon); pass epsilon=")
+        job_eps = eps
+    elif notion == "renyi":
+        if alpha is None:
+            raise InvalidParameterError("alpha", None, "is required for notion='renyi' (a rational > 1)")
+        al = _rational(alpha, "alpha")
+        if al <= 1:
+            raise InvalidParameterError("alpha", alpha, "must be > 1")
+        eps = claim = own_epsilon()  # D_alpha <= D_inf: a pure epsilon is an RDP bound at every alpha
+    else:
+        if rho is not None:
+            claim = _positive_claim(rho, "rho")
+        else:
+            eps = own_epsilon()  # pure epsilon-DP implies (epsilon**2 / 2)-zCDP
+            claim = eps * eps / 2 if isinstance(eps, Fraction) else eps**2 / 2
+    total = neighbour_count(c, rel, contribution=contribution)
+    todo = neighbours(c, rel, contribution=contribution, up_to_symmetry=sym, max_neighbours=max_neighbours)
+    if not todo:
+        raise InvalidParameterError("counts", counts, "has no neighbours with these settings")
+    job = _Job(factory, c, notion, digits, limit, sym, pure, job_eps, al)
+    units = [tuple(todo[i:i + NEIGHBOURS_PER_UNIT]) for i in range(0, len(todo), NEIGHBOURS_PER_UNIT)]
+    return Plan(job, rel, todo, total, base, eps, claim, _claim_value(claim, digits),
+                None if eps is None else _claim_value(eps, digits), units)
+
+
+def _pair(job: _Job, base: Any, n: tuple[int, ...]) -> NeighbourLoss:
+    """The notion between ``base`` and ``factory(n)``."""
+    other = job.factory(n)
+    change = tuple(y - x for x, y in zip(job.counts, n))
+    if job.notion == "pure":
+        return NeighbourLoss(n, change, job.pure(base, other, job.dps, max_outputs=job.max_outputs,
+                                                  symmetric=job.symmetric))
+    if job.notion == "approx":
+        prof = privacy_profile(base, other, job.epsilon, job.dps, max_outputs=job.max_outputs)
+        witness = prof.carriers[0][0] if prof.carriers else None
+        return NeighbourLoss(n, change, prof, prof.delta, witness, prof.direction)
+    if job.notion == "renyi":
+        pair = pair_cells(base, other, job.dps, job.max_outputs, job.symmetric)
+        dab = _certified_divergence(pair, job.alpha, "a>b", job.dps)
+        dba = _certified_divergence(pair, job.alpha, "b>a", job.dps)
+        value, direction = (dab, "a>b") if dab >= dba else (dba, "b>a")
+        return NeighbourLoss(n, change, value, value, None, direction)
+    bracket = zcdp_rho(base, other, job.dps, max_outputs=job.max_outputs)
+    return NeighbourLoss(n, change, bracket, bracket.upper, None, None, bracket.lower)
+
+
+def _unit(job: _Job, neighbours_: Sequence[tuple[int, ...]],
+          each: Optional[Callable[[], None]] = None) -> list[NeighbourLoss]:
+    """One work unit: a fresh ``factory(counts)`` and the notion against each neighbour
+    (``each()`` after each one, in the calling process only)."""
+    base = job.factory(job.counts)
+    out = []
+    for n in neighbours_:
+        out.append(_pair(job, base, n))
+        if each is not None:
+            each()
+    return out
+
+
+def _pickling_failed(error: BaseException) -> bool:
+    text = str(error).lower()
+    return isinstance(error, pickle.PicklingError) or (isinstance(error, (AttributeError, TypeError))
+                                                      and "pickle" in text)
+
+
+def _not_picklable(factory: Any, error: BaseException) -> ArgumentTypeError:
+    return ArgumentTypeError(
+        "factory", factory,
+        f"cannot be sent to the executor's workers ({type(error).__name__}: {error}); a process pool pickles "
+        "it by reference: use a module-level function or functools.partial (e.g. "
+        "functools.partial(exactdp.Joint, k=2, epsilon=1)), not a lambda or a nested function (a Dask "
+        "executor, which uses cloudpickle, accepts lambdas)")
+
+
+def execute(plans: Sequence[Plan], executor: Optional[Executor] = None,
+            progress: Optional[Callable[[int, int], None]] = None) -> list[list[NeighbourLoss]]:
+    """Every plan's records in ``neighbours()`` order: units run here (``executor=None``,
+    ``progress`` after each neighbour) or on ``executor`` (``progress`` as units finish,
+    called in this process)."""
+    total = sum(len(p.todo) for p in plans)
+    slots: list[list[Optional[list[NeighbourLoss]]]] = [[None] * len(p.units) for p in plans]
+    done = 0
+    if executor is None:
+        def tick() -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(done, total)
+
+        for i, p in enumerate(plans):
+            for j, unit in enumerate(p.units):
+                slots[i][j] = _unit(p.job, unit, tick)
+    else:
+        if isinstance(executor, ProcessPoolExecutor):
+            for p in plans:
+                try:
+                    pickle.dumps(p.job)
+                except Exception as error:  # noqa: BLE001 - any pickling failure means the same
+                    raise _not_picklable(p.job.factory, error) from error
+        futures = {}
+        try:
+            for i, p in enumerate(plans):
+                for j, unit in enumerate(p.units):
+                    try:  # an executor that pickles eagerly (Dask) fails here
+                        futures[executor.submit(_unit, p.job, unit)] = (i, j)
+                    except Exception as error:
+                        if _pickling_failed(error):
+                            raise _not_picklable(p.job.factory, error) from error
+                        raise
+            for future in as_completed(futures):
+                i, j = futures[future]
+                try:
+                    slots[i][j] = future.result()
+                except Exception as error:
+                    if _pickling_failed(error):
+                        raise _not_picklable(plans[i].job.factory, error) from error
+                    raise
+                done += len(plans[i].units[j])
+                if progress is not None:
+                    progress(done, total)
+        finally:
+            for future in futures:
+                future.cancel()
+    return [[r for unit in row for r in unit] for row in slots]  # type: ignore[union-attr]
+
+
+# =====================================================================================
+# Verdict
+# =====================================================================================
+
+
+def _sort_key(notion: str) -> Callable[[NeighbourLoss], mpmath.mpf]:
+    """The value to sort by (zCDP: the lower end); compared exactly, no arithmetic."""
+    def key(r: NeighbourLoss) -> mpmath.mpf:
+        return r.lower if notion == "zcdp" else r.value
+    return key
+
+
+def _verdict(value: mpmath.mpf, claim_value: mpmath.mpf, digits: int) -> str:
+    """below / attained / violated with a relative band ``3 * 10**-digits``."""
+    tol = mpmath.mpf(10) ** (-digits)
+    with mp_workdps(digits + 10):
+        if mpmath.isinf(value) or value > claim_value * (1 + 3 * tol):
+            return "violated"
+        if value < claim_value * (1 - 3 * tol):
+            return "below"
+    return "attained"
+
+
+def _exact_compare(x: mpmath.mpf, claim: Any, claim_value: mpmath.mpf) -> int:
+    """The sign of ``x - claim``: exact for a rational claim (an mpf is a binary rational)."""
+    if mpmath.isinf(x):
+        return 1
+    if isinstance(claim, Fraction):
+        man, exp = x.man_exp if x else (0, 0)
+        q = Fraction(int(man)) * Fraction(2) ** int(exp)
+        return (q > claim) - (q < claim)
+    return (x > claim_value) - (x < claim_value)
+
+
+def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value: mpmath.mpf, digits: int) -> str:
+    """below / violated when the bracket is certainly on one side of the claim; attained
+    when it contains the claim and is narrower than ``3 * 10**-digits`` of it (the band of
+    :func:`_verdict`); otherwise inconclusive: a wide bracket says nothing either way."""
+    if _exact_compare(upper, claim, claim_value) < 0:
+        return "below"
+    if _exact_compare(lower, claim, claim_value) > 0:
+        return "violated"
+    with mp_workdps(digits + 10):
+        narrow = upper - lower <= 3 * mpmath.mpf(10) ** (-digits) * claim_value
+    return "attained" if narrow else "inconclusive"
+
+
+def _exact_probability(x: Any, output: Any) -> Any:
+    if _is_mapping(x):
+        m = MappingDistribution(x, "factory")
+        i = m.index(output)
+        return sympy.Integer(0) if i is None else sympy.Rational(m.probabilities[i].numerator,
+                                                                  m.probabilities[i].denominator)
+    return x.probability_exact(output)
+
+
+def _attained_exactly(a: Any, b: Any, witness: Any, direction: str, eps: Any) -> bool:
+    """Decide ``|ln P_a(w) - ln P_b(w)| == epsilon`` exactly with sympy (False if undecided)."""
+    try:
+        pa, pb = _exact_probability(a, witness), _exact_probability(b, witness)
+        e = sympy.Rational(eps.numerator, eps.denominator) if isinstance(eps, Fraction) else eps
+        ratio = pa / pb if direction == "a>b" else pb / pa
+        return bool(sympy.simplify(ratio - sympy.exp(e)) == 0)
+    except Exception:  # no closed form within the mechanism's limits: undecided
+        return False
+
+
+def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
+    """Order the records (the tie rule of the module docstring) and give the verdict."""
+    job = p.job
+    results = sorted(records, key=_sort_key(job.notion), reverse=True)  # stable: ties keep neighbours() order
+    worst = results[0]
+    value = worst.value
+    lower = upper = None
+    if job.notion == "zcdp":
+        lower = max((r.lower for r in results), key=lambda x: x)
+        upper = value = max((r.value for r in results), key=lambda x: x)
+        verdict = _zcdp_verdict(lower, upper, p.claim, p.claim_value, job.dps)
+    else:
+        verdict = _verdict(value, p.claim_value, job.dps)
+    with mp_workdps(job.dps + 10):
+        margin = p.claim_value - value if not mpmath.isinf(value) else -mpmath.inf
+    exactly = False
+    if verdict == "attained":
+        if job.notion == "pure":
+            exactly = _attained_exactly(p.base, job.factory(worst.neighbour), worst.witness, worst.direction, p.claim)
+        elif job.notion == "approx":
+            exactly = bool(worst.loss.exact_zero and p.claim == 0)
+    alpha = job.alpha if job.notion == "renyi" else (worst.loss.alpha if job.notion == "zcdp" else None)
+    return WorstCase(
+        counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,
+        witness=worst.witness, direction=worst.direction, epsilon=p.epsilon, epsilon_value=p.epsilon_value,
+        verdict=verdict, margin=margin, detail=worst.loss, results=tuple(results), neighbours_total=p.total,
+        dps=job.dps, attained_exactly=exactly, mechanism=_describe(p.base), notion=job.notion, value=value,
+        claim=p.claim, claim_value=p.claim_value, alpha=alpha, lower=lower, upper=upper,
+    )
+
+
+def _describe(base: Any) -> str:
+    if _is_mapping(base):
+        return f"<mapping with {len(base)} outputs>"
+    return repr(base)
+
+
+# Records, results and claimed_epsilon are pickled and documented under exactdp.audit,
+# which exports them.
+for _obj in (NeighbourLoss, WorstCase, claimed_epsilon):
+    _obj.__module__ = "exactdp.audit"
+del _obj

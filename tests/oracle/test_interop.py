@@ -1,0 +1,271 @@
+"""exactdp.interop against the real libraries: OpenDP 0.16's make_noisy_top_k and
+diffprivlib 0.6's Exponential / PermuteAndFlip are built, mapped and their draws certified
+at the n that certify.samples_needed gives (power 0.99 against every TV deviation of 0.05,
+false-alarm rate alpha = 1e-6 per test); each mapping has a wrong twin that the same draws
+reject.  The dp_topk mapping is checked on the project's float port (examples/float_joint.py)
+called through the published call signature (a mock: no third-party code here)."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import exactdp
+from exactdp import accounting, certify, interop, testing
+from exactdp.errors import ArgumentTypeError, InvalidParameterError
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+from float_joint import FloatJoint, FloatPNFJoint  # noqa: E402
+
+# ---------------------------------------------------------------------------------------
+# OpenDP
+
+
+@pytest.fixture(scope="module")
+def dp():
+    opendp = pytest.importorskip("opendp.prelude", reason="OpenDP is a test dependency: pip install -e '.[test]'")
+    opendp.enable_features("contrib")
+    return opendp
+
+
+def _measurement(dp, k, scale, measure, negate=False, monotonic=False):
+    space = dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int, monotonic=monotonic)
+    return dp.m.make_noisy_top_k(*space, getattr(dp, measure)(), k=k, scale=scale, negate=negate)
+
+
+OTHER = {"max_divergence": "zero_concentrated_divergence", "zero_concentrated_divergence": "max_divergence"}
+OPENDP_CASES = [  # counts, k, scale, output measure, monotonic, negate
+    ([3, 2, 2, 0], 2, 1.0, "max_divergence", False, False),
+    ([3, 2, 2, 0], 2, 0.5, "zero_concentrated_divergence", True, False),
+    ([4, 1, 1, 0], 1, 0.5, "max_divergence", True, True),
+    ([2, 1, 0, 0], 3, 2.0, "zero_concentrated_divergence", False, True),
+    ([5, 3, 3, 1], 3, 0.75, "max_divergence", False, False),
+]
+
+
+@pytest.mark.parametrize("counts, k, scale, measure, monotonic, negate", OPENDP_CASES)
+def test_opendp_noisy_top_k_is_the_mapped_peeling(dp, counts, k, scale, measure, monotonic, negate):
+    meas = _measurement(dp, k, scale, measure, negate, monotonic)
+    m = interop.from_opendp(meas, counts)
+    same = interop.opendp_top_k(counts, k, scale, measure, negate, monotonic=monotonic)
+    assert repr(m) == repr(same)
+    assert m.noise == ("exponential" if measure == "max_divergence" else "gumbel")
+    assert m.scale.epsilon == Fraction(k) / Fraction(scale)
+    # OpenDP's own privacy map (rounded up in floats) is the exact claim
+    claim = m.claimed_epsilon if measure == "max_divergence" else m.claimed_rho
+    assert claim is not None and float(claim) == pytest.approx(meas.map(1), rel=1e-12)
+    assert (m.claimed_rho if measure == "max_divergence" else m.claimed_epsilon) is None
+    n = certify.samples_needed(m)
+    draws = testing.as_sampler(meas, counts).draw(n)
+    testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
+    # negative controls: the same draws reject the wrong noise, scale 2k/scale, and a forgotten negate
+    wrong = [interop.opendp_top_k(counts, k, scale, OTHER[measure], negate),
+             interop.opendp_top_k(counts, k, scale / 2, measure, negate)]
+    if negate:
+        wrong.append(interop.opendp_top_k(counts, k, scale, measure, False))
+    for w in wrong:
+        assert certify.goodness_of_fit(draws, w).verdict() == "fail", w
+
+
+def test_opendp_failure_says_the_seed_was_not_used(dp):
+    meas = _measurement(dp, 1, 0.5, "max_divergence")
+    wrong = interop.opendp_top_k([4, 1, 0], 1, 0.25)  # scale -> 2k/scale
+    with pytest.raises(AssertionError) as info:
+        testing.assert_sampler_matches(meas, wrong, n=3000, data=[4, 1, 0], seed=7)
+    first = str(info.value).splitlines()[0]
+    assert "seed: not used (OpenDP draws from the operating system)" in first
+    assert "seed=" not in first
+
+
+def test_opendp_then_chain_and_noisy_max(dp):
+    space = dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int)
+    chained = space >> dp.m.then_noisy_top_k(dp.zero_concentrated_divergence(), k=2, scale=1.0)
+    assert repr(interop.from_opendp(chained, [3, 1, 0])) == "Peeling([3, 1, 0], k=2, epsilon=2, noise='gumbel')"
+    one = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=1.0)
+    m = interop.from_opendp(one, [3, 1, 0])
+    assert repr(m) == "Peeling([3, 1, 0], k=1, epsilon=1, noise='exponential')" and m.claimed_epsilon == 2
+    testing.assert_sampler_matches(one, m, n=certify.samples_needed(m), data=[3, 1, 0])
+
+
+def test_opendp_what_cannot_be_mapped(dp):
+    laplace = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=1.0)
+    with pytest.raises(InvalidParameterError, match="(?s)measurement=.*make_laplace.*opendp_top_k"):
+        interop.from_opendp(laplace, [3, 1, 0])
+    with pytest.raises(InvalidParameterError, match="scale=0.0: must be positive"):
+        interop.opendp_top_k([3, 1, 0], 1, 0.0)
+    with pytest.raises(InvalidParameterError, match="output_measure='renyi'"):
+        interop.opendp_top_k([3, 1, 0], 1, 1.0, "renyi")
+    with pytest.raises(ArgumentTypeError, match="negate"):
+        interop.opendp_top_k([3, 1, 0], 1, 1.0, negate="yes")
+    # OpenDP's measure objects and CamelCase names are accepted
+    assert interop.opendp_top_k([3, 1, 0], 1, 1, dp.zero_concentrated_divergence()).noise == "gumbel"
+    assert interop.opendp_top_k([3, 1, 0], 1, 1, "MaxDivergence").noise == "exponential"
+
+
+# ---------------------------------------------------------------------------------------
+# diffprivlib
+
+
+@pytest.fixture(scope="module")
+def dpl():
+    return pytest.importorskip("diffprivlib.mechanisms", reason="diffprivlib is a test dependency: pip install -e '.[test]'")
+
+
+@pytest.mark.parametrize("kind", ["Exponential", "PermuteAndFlip"])
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_diffprivlib_selection_is_the_mapped_k1_joint(dpl, kind, monotonic):
+    labels = ["apple", "kiwi", "fig", "plum"]
+    obj = getattr(dpl, kind)(epsilon=1.5, sensitivity=2, utility=[3.5, 1.0, 1.0, 0.0], monotonic=monotonic,
+                             candidates=labels)
+    m = interop.diffprivlib_mechanism(obj)
+    assert type(m).__name__ == ("Joint" if kind == "Exponential" else "PNFJoint")
+    assert m.counts == (7, 2, 2, 0) and m.k == 1 and m.id_map == {"apple": 0, "kiwi": 1, "fig": 2, "plum": 3}
+    assert m.claimed_epsilon == Fraction(3, 2) and m.claimed_delta == 0
+    n = certify.samples_needed(m)
+    testing.assert_sampler_matches(obj, m, n=n, id_map=m.id_map, seed=11)
+    # negative control: the monotonic flag ignored (a factor 2 in the weight)
+    wrong = interop.diffprivlib_mechanism(obj, monotonic=not monotonic)
+    with pytest.raises(AssertionError) as info:
+        testing.assert_sampler_matches(obj, wrong, n=n, id_map=m.id_map, seed=11)
+    assert not isinstance(info.value, testing.Inconclusive)
+    assert "seed=11" in str(info.value).splitlines()[0]
+
+
+def test_diffprivlib_draws_are_seeded(dpl):
+    obj = dpl.Exponential(epsilon=1.0, sensitivity=1, utility=[2, 1, 0])  # random_state None: SystemRandom
+    s = testing.as_sampler(obj)
+    assert s.uses_seed and "random_state from the seed" in s.description
+    assert s.draw(40, 5) == s.draw(40, 5) != s.draw(40, 6)
+    assert s.draw(40, np.random.default_rng(3)) == s.draw(40, np.random.default_rng(3))
+
+
+def test_diffprivlib_by_name_and_what_cannot_be_mapped(dpl):
+    m = interop.diffprivlib_mechanism("Exponential", epsilon="0.5", sensitivity=1, utility=[3, 1, 0])
+    assert repr(m) == "Joint([3, 1, 0], k=1, epsilon=1/2)"
+    with pytest.raises(InvalidParameterError, match="measure=.*non-uniform base measure"):
+        interop.diffprivlib_mechanism(dpl.Exponential(epsilon=1, sensitivity=1, utility=[1, 0], measure=[1, 2]))
+    with pytest.raises(InvalidParameterError, match="mechanism='Laplace': has no exactdp equivalent"):
+        interop.diffprivlib_mechanism(dpl.Laplace(epsilon=1, sensitivity=1))
+    with pytest.raises(InvalidParameterError, match="epsilon=inf"):
+        interop.diffprivlib_mechanism("PermuteAndFlip", epsilon=float("inf"), sensitivity=1, utility=[1, 0])
+    with pytest.raises(InvalidParameterError, match="candidates"):
+        interop.diffprivlib_mechanism("Exponential", epsilon=1, sensitivity=1, utility=[1, 0], candidates=["a", "a"])
+
+
+# ---------------------------------------------------------------------------------------
+# dp_topk: the published call signature, over the project's float port
+
+
+class NeighborType(enum.Enum):  # the shape of dp_topk's enum
+    SWAP = 0
+    ADD_REMOVE = 1
+
+
+def _sensitivity(neighbor_type):
+    return 1 if neighbor_type is NeighborType.ADD_REMOVE else 2
+
+
+@functools.lru_cache(maxsize=None)
+def _float(cls, item_counts, k, epsilon, sensitivity):  # one set-up per instance keeps the tests fast
+    return cls(list(item_counts), k, epsilon, sensitivity)
+
+
+def joint(item_counts, k, epsilon, neighbor_type):
+    """dp_topk's signature; numpy's global generator, as the published code draws."""
+    impl = _float(FloatJoint, tuple(item_counts), k, epsilon, _sensitivity(neighbor_type))
+    return impl.sample(np.random.randint(2**31))
+
+
+def pnf_joint(item_counts, k, epsilon, neighbor_type):
+    impl = _float(FloatPNFJoint, tuple(item_counts), k, epsilon, _sensitivity(neighbor_type))
+    return impl.sample(np.random.randint(2**31))
+
+
+def pnf_peeling_mechanism(item_counts, k, epsilon):
+    """k rounds of report-noisy-max with Exponential(k/epsilon) noise (permute-and-flip)."""
+    chosen = []
+    for _ in range(k):
+        noisy = np.asarray(item_counts, float) + np.random.exponential(k / epsilon, len(item_counts))
+        noisy[chosen] = -np.inf
+        chosen.append(int(np.argmax(noisy)))
+    return chosen
+
+
+def cdp_peeling_mechanism(item_counts, k, epsilon, delta):
+    """One-shot Gumbel(1/eps') noise with Lemma 4.2's per-round eps' (float64)."""
+    local = float(accounting.cdp_peel_local_epsilon(epsilon, delta, k))
+    noisy = np.asarray(item_counts, float) + np.random.gumbel(scale=1 / local, size=len(item_counts))
+    return list(np.argsort(-noisy, kind="stable")[:k])
+
+
+COUNTS = [4, 3, 3, 1, 0]
+
+
+@pytest.mark.parametrize("name, fn", [("joint", joint), ("pnf_joint", pnf_joint)])
+@pytest.mark.parametrize("neighbor_type", list(NeighborType))
+def test_dp_topk_joint_mapping(name, fn, neighbor_type):
+    m = interop.dp_topk_mechanism(COUNTS, 2, 1, neighbor_type, name)
+    assert m.scale.divisor == 2 * _sensitivity(neighbor_type) and m.claimed_epsilon == 1
+    n = certify.samples_needed(m)
+    testing.assert_sampler_matches(functools.partial(fn, COUNTS, 2, 1.0, neighbor_type), m, n=n, seed=2)
+    other = NeighborType.SWAP if neighbor_type is NeighborType.ADD_REMOVE else NeighborType.ADD_REMOVE
+    with pytest.raises(AssertionError) as info:  # negative control: the other sensitivity
+        testing.assert_sampler_matches(functools.partial(fn, COUNTS, 2, 1.0, other), m, n=n, seed=2)
+    assert not isinstance(info.value, testing.Inconclusive)
+
+
+def test_dp_topk_peeling_mappings():
+    pnf = interop.dp_topk_mechanism(COUNTS, 2, 2, "add_remove", "pnf_peel")
+    testing.assert_sampler_matches(functools.partial(pnf_peeling_mechanism, COUNTS, 2, 2.0), pnf,
+                                   n=certify.samples_needed(pnf))
+    cdp = interop.dp_topk_mechanism(COUNTS, 2, 2, "swap", "cdp_peel", delta=Fraction(1, 10**6))
+    assert cdp.noise == "gumbel" and (cdp.claimed_epsilon, cdp.claimed_delta) == (2, Fraction(1, 10**6))
+    n = certify.samples_needed(cdp)
+    testing.assert_sampler_matches(functools.partial(cdp_peeling_mechanism, COUNTS, 2, 2.0, 1e-6), cdp, n=n)
+    # negative control: the paper's Algorithm 3 as printed, Gumbel(k/eps') (eps'/k per round)
+    printed = exactdp.Peeling(COUNTS, 2, epsilon=cdp.scale.epsilon / 2, noise="gumbel")
+    with pytest.raises(AssertionError) as info:
+        testing.assert_sampler_matches(functools.partial(cdp_peeling_mechanism, COUNTS, 2, 2.0, 1e-6), printed, n=n)
+    assert not isinstance(info.value, testing.Inconclusive)
+
+
+def test_dp_topk_what_cannot_be_mapped():
+    with pytest.raises(InvalidParameterError, match="mechanism='laplace': must be one of joint, pnf_joint"):
+        interop.dp_topk_mechanism(COUNTS, 2, 1, "add_remove", "laplace")
+    with pytest.raises(InvalidParameterError, match="neighbor_type='bounded'"):
+        interop.dp_topk_mechanism(COUNTS, 2, 1, "bounded")
+    with pytest.raises(InvalidParameterError, match="delta=None: cdp_peel"):
+        interop.dp_topk_mechanism(COUNTS, 2, 1, "add_remove", "cdp_peel")
+
+
+# ---------------------------------------------------------------------------------------
+# the examples run (and skip cleanly without the library)
+
+
+@pytest.mark.parametrize("name, module", [("certify_opendp.py", "opendp"), ("certify_diffprivlib.py", "diffprivlib")])
+def test_interop_examples_run(name, module):
+    pytest.importorskip(module, reason=f"examples/{name} needs {module}")
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / name)], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "PASS" in out.stdout and "FAIL" in out.stdout  # the right mapping passes, the wrong one fails
+
+
+@pytest.mark.parametrize("name", ["certify_opendp.py", "certify_diffprivlib.py"])
+def test_interop_examples_skip_without_the_library(name, tmp_path):
+    # a sitecustomize that hides the library: the example says so and exits 0
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nfor m in ('opendp', 'diffprivlib'):\n    sys.modules[m] = None\n")
+    env = {**__import__("os").environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / name)], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "skipped:" in out.stdout and "not installed" in out.stdout
