@@ -30,7 +30,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from bisect import bisect_left
@@ -41,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from run import HELPER, SHAPES, make_counts  # noqa: E402  (counts and the memory helper, defined once)
+from run import SHAPES, child_result, make_counts  # noqa: E402  (counts and the memory helper, defined once)
 
 KINDS = {"joint": ("Joint", {}), "pnf": ("PNFJoint", {}), "peeling-gumbel": ("Peeling", {"noise": "gumbel"}),
          "peeling-exponential": ("Peeling", {"noise": "exponential"})}
@@ -147,14 +146,7 @@ def child(side: str, kind: str, shape: str, d: int, k: int, sets: int) -> None:
 
 def measure(side: str, kind: str, shape: str, d: int, k: int, sets: int, cap_gib: float, timeout: float) -> dict:
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", side, kind, shape, str(d), str(k), str(sets)]
-    proc = subprocess.run([sys.executable, "-c", HELPER, str(int(cap_gib * 2**30)), str(timeout)] + argv,
-                          capture_output=True, text=True)
-    rep = json.loads(proc.stdout)
-    peak = rep["peak_kib"] / 1024
-    if rep["rc"] != 0 or not rep["out"]:
-        last = (rep["err"].strip().splitlines() or [f"exit {rep['rc']}"])[-1]
-        return {"fail": f"failed: {last[:60]}", "peak": peak}
-    return {**json.loads(rep["out"][0]), "peak": peak}
+    return child_result(argv, cap_gib, timeout, width=60)
 
 
 def secs(x) -> str:
