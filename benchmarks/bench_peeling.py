@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from bench_peeling_memory import FLOAT_LIB  # noqa: E402  (the float gumbel sampler, defined once)
-from run import HELPER, SHAPES, make_counts  # noqa: E402  (counts and the memory helper, defined once)
+from run import SHAPES, child_result, make_counts  # noqa: E402  (counts and the memory helper, defined once)
 
 FLOAT_EXPONENTIAL = r"""
 def float_sample_exponential(counts, k, eps, rng):
@@ -112,14 +111,7 @@ def measure(side: str, shape: str, d: int, k: int, noise: str, draws: int, budge
             cap_gib: float, timeout: float) -> dict:
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", side, shape, str(d), str(k), noise,
             str(draws), str(budget)]
-    proc = subprocess.run([sys.executable, "-c", HELPER, str(int(cap_gib * 2**30)), str(timeout)] + argv,
-                          capture_output=True, text=True)
-    rep = json.loads(proc.stdout)
-    peak = rep["peak_kib"] / 1024
-    if rep["rc"] != 0 or not rep["out"]:
-        last = (rep["err"].strip().splitlines() or [f"exit {rep['rc']}"])[-1]
-        return {"fail": f"failed: {last[:40]}", "peak": peak}
-    return {**json.loads(rep["out"][0]), "peak": peak}
+    return child_result(argv, cap_gib, timeout)
 
 
 def best(runs: list[dict]) -> dict:

@@ -163,6 +163,19 @@ print(json.dumps({"rc": rc, "peak_kib": peak, "out": out.strip().splitlines()[-1
 """
 
 
+def child_result(argv: list[str], cap_gib: float, timeout: float, width: int = 40) -> dict:
+    """One run of ``argv`` under :data:`HELPER`: its last output line (JSON) with ``peak``
+    (MiB), or ``{"fail": the last error line, "peak": ...}``."""
+    proc = subprocess.run([sys.executable, "-c", HELPER, str(int(cap_gib * 2**30)), str(timeout)] + argv,
+                          capture_output=True, text=True)
+    rep = json.loads(proc.stdout)
+    peak = rep["peak_kib"] / 1024
+    if rep["rc"] != 0 or not rep["out"]:
+        last = (rep["err"].strip().splitlines() or [f"exit {rep['rc']}"])[-1]
+        return {"fail": f"failed: {last[:width]}", "peak": peak}
+    return {**json.loads(rep["out"][0]), "peak": peak}
+
+
 def measure(side: str, mechanism: str, shape: str, d: int, k: int, cap_gib: float, timeout: float) -> dict:
     """``{"cpu", "wall", "peak", ...}`` of one run, or ``{"fail": text, "peak": ...}``."""
     cap = int(cap_gib * 2**30)

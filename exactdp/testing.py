@@ -200,10 +200,18 @@ def assert_sampler_matches(
     s = as_sampler(sampler, data, id_map=id_map, takes_rng=takes_rng)
     seed = as_seed(seed)
     draws = s.draw(count, seed)
+    # set draws against sequences (k > 1, where the two differ): a set cannot be an ordering
+    sequences = getattr(mechanism, "output_kind", "sequence") == "sequence" and getattr(mechanism, "k", 1) > 1
+    if sequences and all(isinstance(x, (set, frozenset)) for x in draws):
+        raise AssertionError(f"the sampler ({s.description}) returns sets, but {mechanism!r} outputs sequences: "
+                             f"test it against the set marginal {mechanism!r}.as_sets()")
     fit = certify.goodness_of_fit(cast("list[OutputLike]", draws), mechanism, within=within, alpha=alpha, delta=delta, min_power=min_power)
     verdict = fit.verdict()
     details = f"{fit.verdict_line()}\n{fit.summary(verdict=False)}\nworst bins:\n{fit.table(worst)}"
     if verdict == "fail":
+        if sequences and all(list(x) == sorted(x) for x in draws):
+            details += (f"\nevery draw is in increasing order, as a sampler of sets gives: if it returns sets, "
+                        f"test it against the set marginal {mechanism!r}.as_sets()")
         raise AssertionError(f"sampler does not match {mechanism!r} ({s.description}, n={count}, {s.seed_text(seed)})\n{details}")
     if verdict == "inconclusive":
         needed = fit.samples_needed()

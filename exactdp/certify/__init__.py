@@ -4,6 +4,8 @@ Three kinds of evidence a fast (float64, log-space, vectorised) implementation c
 each compared with exactdp's exact values:
 
 - :func:`compare_probabilities` -- its probabilities or log-probabilities of outputs;
+- :func:`compare_class_probabilities` -- the canonical mechanisms' class probabilities
+  ``(h, t)``, per set of the class or per whole class;
 - :func:`compare_mtilde` -- its array of ``log m̃`` (Joint's refined counts, in the order
   float implementations use);
 - :func:`goodness_of_fit` -- draws from its sampler, tested against the exact
@@ -48,8 +50,8 @@ from __future__ import annotations
 from types import FunctionType
 
 from .chi2 import chi2_isf, chi2_sf, ncx2_sf
-from .compare import (DEFAULT_MIN_COVERAGE, ComparisonRow, MtildeComparison, MtildeRow, ProbabilityComparison,
-                      compare_mtilde, compare_probabilities)
+from .compare import (DEFAULT_MIN_COVERAGE, ClassComparison, ClassRow, ComparisonRow, MtildeComparison, MtildeRow,
+                      ProbabilityComparison, compare_class_probabilities, compare_mtilde, compare_probabilities)
 from .design import DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_N, DEFAULT_MIN_POWER, Bin, BinPlan
 from .design import DEFAULT_MAX_ENUMERATE, MIN_EXPECTED  # noqa: F401  (module constants, as before the split)
 from .fit import GoodnessOfFit, Sensitivity, goodness_of_fit, sensitivity
@@ -61,12 +63,15 @@ __all__ = [
     "ProbabilityComparison",
     "MtildeRow",
     "MtildeComparison",
+    "ClassRow",
+    "ClassComparison",
     "Bin",
     "GoodnessOfFit",
     "BinPlan",
     "Sensitivity",
     "Power",
     "compare_probabilities",
+    "compare_class_probabilities",
     "compare_mtilde",
     "goodness_of_fit",
     "sensitivity",

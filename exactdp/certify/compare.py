@@ -1,7 +1,8 @@
 """Comparing another implementation's probability tables with the exact ones.
 
-Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`)
-and Joint's ``log m~`` array (:func:`compare_mtilde`).
+Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`),
+the canonical mechanisms' class probabilities (:func:`compare_class_probabilities`) and
+Joint's ``log m~`` array (:func:`compare_mtilde`).
 
 Exact values are certified to ``dps`` digits (default 30) before any comparison; floats
 appear only in what is reported (errors), never in an exact value.
@@ -26,7 +27,7 @@ import numpy.typing as npt
 from flint import arb, fmpz
 
 from .._groups import Groups
-from ..core._typing import ClaimedProbabilities, MechanismLike, Output, OutputLike
+from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import certify as certify_ball, mp_workdps
 from ..core.validation import as_dps
@@ -37,8 +38,8 @@ from .io import _to_mpf, normalise_output
 if TYPE_CHECKING:
     from ..mechanisms.joint import Joint
 
-__all__ = ["ComparisonRow", "ProbabilityComparison", "MtildeRow", "MtildeComparison", "compare_probabilities",
-           "compare_mtilde", "DEFAULT_MIN_COVERAGE"]
+__all__ = ["ComparisonRow", "ProbabilityComparison", "MtildeRow", "MtildeComparison", "ClassRow", "ClassComparison",
+           "compare_probabilities", "compare_class_probabilities", "compare_mtilde", "DEFAULT_MIN_COVERAGE"]
 
 #: A probability comparison is inconclusive when the compared outputs carry less exact
 #: probability than this.
@@ -262,6 +263,147 @@ def compare_probabilities(
     )
 
 
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """One class ``(h, t)``: its size (``None`` for a class the mechanism does not have),
+    the claimed and exact values (``None`` where there is none: a class the claim left out,
+    or one the mechanism does not have), the errors and whether it is within tolerance."""
+
+    h: int
+    t: int
+    size: Optional[int]
+    claimed: Optional[mpmath.mpf]
+    exact: Optional[mpmath.mpf]
+    abs_error: mpmath.mpf
+    rel_error: mpmath.mpf
+    ok: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ClassComparison:
+    """Result of :func:`compare_class_probabilities`.
+
+    ``verdict``: ``"fail"`` when a class is out of tolerance, missing from the claim or
+    claimed though the mechanism has no such class (with a non-zero value); otherwise
+    ``"pass"``.  ``per``: ``"set"`` (the values are the probability of one set of the
+    class) or ``"class"`` (of the whole class).  ``rows``: every class in the mechanism's
+    order, then the extra ones; ``missing`` and ``extra``: the classes the claim left out,
+    and the claimed ones the mechanism does not have.
+    """
+
+    passed: bool
+    verdict: str
+    per: str
+    rows: tuple[ClassRow, ...]
+    failures: int
+    missing: tuple[tuple[int, int], ...]
+    extra: tuple[tuple[int, int], ...]
+    max_abs_error: mpmath.mpf
+    max_rel_error: mpmath.mpf
+    rtol: float
+    atol: float
+    dps: int
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def worst(self) -> tuple[ClassRow, ...]:
+        """The rows out of tolerance first, then by decreasing relative and absolute error."""
+        return tuple(sorted(self.rows, key=lambda r: (r.ok, -r.rel_error, -r.abs_error)))
+
+    def table(self, limit: int = 10) -> str:
+        rows = [[f"({r.h}, {r.t})", number_text(r.size, 1), number_text(r.claimed, 12), number_text(r.exact, 12),
+                 number_text(r.abs_error, 3), number_text(r.rel_error, 3), "ok" if r.ok else "FAIL", r.note]
+                for r in self.worst[:limit]]
+        what = "P(one set)" if self.per == "set" else "P(class)"
+        return table(["class (h, t)", "size", f"claimed {what}", f"exact {what}", "abs error", "rel error", "", "note"],
+                     rows, left=(7,))
+
+    def __str__(self) -> str:
+        return (f"{self.verdict.upper()}: {len(self.rows)} classes compared (per {self.per}), {self.failures} out of "
+                f"tolerance (rtol={self.rtol:g}, atol={self.atol:g}); {len(self.missing)} missing from the claim, "
+                f"{len(self.extra)} claimed but not classes of the mechanism; max abs error "
+                f"{number_text(self.max_abs_error, 3)}, max rel error {number_text(self.max_rel_error, 3)}\n"
+                + self.table())
+
+
+def _class_key(key: Any) -> tuple[int, int]:
+    """A claimed class as ``(h, t)``: a pair of ints, or a ``UtilityClass`` (``h``, ``t``)."""
+    pair = (key.h, key.t) if hasattr(key, "h") and hasattr(key, "t") else key
+    if (isinstance(pair, tuple) and len(pair) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+        return pair
+    raise InvalidParameterError("claimed", key, "keys must be classes (h, t): pairs of ints or UtilityClass values")
+
+
+def compare_class_probabilities(
+    mechanism: MechanismLike,
+    claimed: ClaimedTable,
+    *,
+    per: str = "set",
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    dps: Optional[int] = None,
+) -> ClassComparison:
+    """Compare claimed probabilities of the canonical mechanisms' classes ``(h, t)`` with
+    the exact ones (Canonical and CanonicalGamma1, or any mechanism with ``classes()`` and
+    ``class_probabilities(dps)``; the classes are named as in their ``classes()``).
+
+    ``claimed`` maps a class, ``(h, t)`` or a ``UtilityClass``, to a probability: a float,
+    a Fraction, a sympy number or a string.  ``per="set"`` (default): the value is the
+    probability of one set of the class; ``per="class"``: of the whole class.  The exact
+    value is the mechanism's certified class probability (``dps`` digits, default 30),
+    divided by the class's exact size for ``per="set"``.
+
+    A class passes when ``|claimed - exact| <= atol + rtol * exact`` (defaults
+    ``rtol = 1e-9``, ``atol = 0``).  A class the claim leaves out is compared as claimed
+    probability 0 and flagged as missing; a claimed class the mechanism does not have is
+    flagged as extra and fails unless its value is 0.
+    """
+    digits = as_dps(dps)
+    if per not in ("set", "class"):
+        raise InvalidParameterError("per", per, "must be 'set' (one set of the class) or 'class' (the whole class)")
+    if not (callable(getattr(mechanism, "classes", None)) and callable(getattr(mechanism, "class_probabilities", None))):
+        raise InvalidParameterError("mechanism", mechanism, "has no classes() and class_probabilities() "
+                                                            "(Canonical and CanonicalGamma1 have)")
+    if not isinstance(claimed, Mapping):
+        raise InvalidParameterError("claimed", claimed, "must be a mapping (h, t) -> probability")
+    rtol = 1e-9 if rtol is None else float(rtol)
+    atol = 0.0 if atol is None else float(atol)
+    values: dict[tuple[int, int], Any] = {}
+    for key, value in claimed.items():
+        h_t = _class_key(key)
+        if h_t in values:
+            raise InvalidParameterError("claimed", h_t, "names the same class twice")
+        values[h_t] = value
+    sizes = {(c.h, c.t): int(c.size) for c in mechanism.classes()}
+    rows: list[ClassRow] = []
+    with mp_workdps(digits + 10):
+        for h, t, p in mechanism.class_probabilities(digits):
+            size = sizes[h, t]
+            exact = p / size if per == "set" else p
+            given = values.pop((h, t), None)
+            c = mpmath.mpf(0) if given is None else _to_mpf(given)
+            ae, re = _errors(c, exact)
+            ok = given is not None and not mpmath.isinf(ae) and bool(ae <= atol + rtol * exact)
+            rows.append(ClassRow(h, t, size, None if given is None else c, exact, ae, re, ok,
+                                 "missing from the claim" if given is None else ""))
+        missing = tuple((r.h, r.t) for r in rows if r.claimed is None)
+        for (h, t), given in values.items():  # what is left names no class of the mechanism
+            c = _to_mpf(given)
+            rows.append(ClassRow(h, t, None, c, None, abs(c), mpmath.inf if c else mpmath.mpf(0), c == 0,
+                                 "not a class of the mechanism"))
+    failures = sum(1 for r in rows if not r.ok)
+    verdict = "fail" if failures else "pass"
+    return ClassComparison(
+        passed=verdict == "pass", verdict=verdict, per=per, rows=tuple(rows), failures=failures, missing=missing,
+        extra=tuple(values), max_abs_error=max((r.abs_error for r in rows), default=mpmath.mpf(0)),
+        max_rel_error=max((r.rel_error for r in rows), default=mpmath.mpf(0)), rtol=rtol, atol=atol, dps=digits,
+    )
 
 
 @dataclass(frozen=True)

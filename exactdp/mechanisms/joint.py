@@ -51,6 +51,7 @@ import numpy as np
 from .joint_blocks import JointLevelSource
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
+from .set_marginal import JointSetMarginal
 from ..errors import InvalidParameterError
 from ..core.levels import Level
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
@@ -291,6 +292,19 @@ class Joint(JointFamily):
                 out[positions[done:done + ranks.shape[1]]] = order[ranks.T]
                 done += ranks.shape[1]
         return out
+
+    # -- set outputs ---------------------------------------------------------------------
+    def as_sets(self) -> JointSetMarginal:
+        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
+        ``S``, counted per level by a product formula, never enumerated
+        (:class:`~exactdp.mechanisms.set_marginal.JointSetMarginal`; PNFJoint's with its own
+        rule).  An ordinary set-valued mechanism: certify a sampler returning sets against it.
+
+        >>> from fractions import Fraction
+        >>> Joint([3, 1, 0], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
+        5/9
+        """
+        return JointSetMarginal(self)
 
 
 #: How many levels' unranking data a Joint keeps (each is ``O(k)`` integers of up to the

@@ -114,6 +114,7 @@ from ..errors import InvalidOutputError, TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
 from .peeling_sampling import nth_free, sample_many
 from .peeling_tree import WeightTree
+from .set_marginal import PeelingSetMarginal
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 
@@ -434,3 +435,15 @@ class Peeling(Mechanism):
         order, as ``n`` calls of :meth:`sample` with it, with the set-up (lock, trees, level
         table) shared by all of them."""
         return sample_many(self, n, gen)
+
+    # -- set outputs ---------------------------------------------------------------------
+    def as_sets(self) -> PeelingSetMarginal:
+        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
+        ``S``, by a dynamic programme over the subsets of ``S`` (grouped by counts), for
+        either noise (:class:`~exactdp.mechanisms.set_marginal.PeelingSetMarginal`).  An
+        ordinary set-valued mechanism: certify a sampler returning sets against it.
+
+        >>> Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
+        544768/612945
+        """
+        return PeelingSetMarginal(self)

@@ -13,6 +13,7 @@ code under test, so that the tests compare two implementations:
 - privacy notions of two distributions (notions.py): delta(eps), the tight epsilon for a
   delta, the pure loss and integer-order Rényi divergences, from exact rationals;
 - Peeling: explicit rounds over items, and the one-shot Gumbel order-statistics integrals;
+- set outputs of the sequence mechanisms: the sum over the ``k!`` orderings of every set;
 - chi-square goodness of fit from mpmath's incomplete gamma function (no scipy), hypothesis
   strategies for counts with ties, negative and huge values, and small shared helpers.
 """
@@ -85,6 +86,7 @@ from .peeling import (  # noqa: F401  (re-exported: from twins import ...)
     peel_exact,
     peel_gumbel_mp,
 )
+from .set_marginal import orderings_by_level, set_marginal  # noqa: F401  (re-exported)
 from .chi2 import (  # noqa: F401  (re-exported: from twins import ...)
     assert_fits,
     chi2_quantile,
