@@ -46,6 +46,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..core._gc import gc_paused
+
 __all__ = ["joint_pair_cells", "MAX_CHANGED_ITEMS", "MAX_CHANGED_ROWS", "MAX_BAND"]
 
 #: The sweep applies when at most this many items have different counts...
@@ -71,6 +73,8 @@ class _Pair:
         self.d, self.k = a.d, a.k
         self.ca, self.cb = a.counts, b.counts
         self.order = list(a.ranking.order)
+        self.order_np = np.asarray(self.order, dtype=np.int64)
+        self.top = tuple(self.order[:a.k])
         self.rank_of = a.ranking.rank_of
         self.sorted_a = np.asarray(a.ranking.sorted_counts, dtype=np.int64)
         self.neg_sorted = -self.sorted_a  # ascending, for searchsorted
@@ -141,12 +145,10 @@ class _Pair:
     def displaced(self, r: int, j: int) -> tuple[int, ...]:
         """The top-k in rank order with the item of rank ``j`` at row ``r`` (``j >= r``;
         rows ``r+1..j`` shifted down when ``j < k``)."""
-        s = self.order[:self.k]
+        top = self.top
         if j >= self.k:
-            s[r] = self.order[j]
-        else:
-            s[r:j + 1] = [self.order[j]] + self.order[r:j]
-        return tuple(s)
+            return top[:r] + (self.order[j],) + top[r + 1:]
+        return top[:r] + (top[j],) + top[r:j] + top[j + 1:]
 
 
 def _displacement_table(p: _Pair) -> Optional[np.ndarray]:
@@ -190,7 +192,7 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
         for j in candidates:
             jc = np.minimum(j, d - 1)
             ok = (j < d) & (j >= r) & (p.sorted_a[jc] == target)
-            item_b = p.cb_np[np.asarray(p.order, dtype=np.int64)[jc]]
+            item_b = p.cb_np[p.order_np[jc]]
             outside = Q[r, np.minimum(jc, k)]
             level_b = np.maximum(p.sb[r] - item_b, outside)
             hit = ok & (level_b == M2[todo]) & (found_r[todo] < 0)
@@ -297,9 +299,13 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     Mp = np.where(ia > 0, La[np.maximum(ia - 1, 0)], -1)
     M2p = np.where(ib > 0, Lb[np.maximum(ib - 1, 0)], -1)
     corners = [p.clamp(x, y) for x, y in ((M, M2), (Mp, M2), (M, M2p), (Mp, M2p))]
-    keys = np.stack([np.concatenate([c[0] for c in corners]), np.concatenate([c[1] for c in corners])])
-    points, where = np.unique(keys, axis=1, return_inverse=True)
-    values = p.at_most(points[0], points[1])
+    first, second = np.concatenate([c[0] for c in corners]), np.concatenate([c[1] for c in corners])
+    by = np.lexsort((second, first))  # unique points: a lexsort is much faster than unique(axis=1)
+    new = np.ones(len(by), dtype=bool)
+    new[1:] = (np.diff(first[by]) != 0) | (np.diff(second[by]) != 0)
+    where = np.empty(len(by), dtype=np.int64)
+    where[by] = np.cumsum(new) - 1
+    values = p.at_most(first[by][new], second[by][new])
     n = len(M)
     where = where.reshape(4, n).tolist()
     counts = [values[w0] - values[w1] - values[w2] + values[w3] for w0, w1, w2, w3 in zip(*where)]
@@ -311,23 +317,41 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     plain_b = np.searchsorted(Lb, La[plain])
     if len(plain) and not (np.all(plain_b < len(Lb)) and np.all(Lb[np.minimum(plain_b, len(Lb) - 1)] == La[plain])):
         raise AssertionError("joint_pair_cells: a plain level of a is no level of b")
+    _check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
     cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
     cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
-    _check_margins(groups_a, groups_b, cell_a, cell_b, sizes)
-    witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
-    return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
+    with gc_paused():  # hundreds of thousands of tuples: no cyclic collection while they are made
+        witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
+        return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
 
 
-def _check_margins(groups_a: Any, groups_b: Any, cell_a: np.ndarray, cell_b: np.ndarray, sizes: list[int]) -> None:
-    """Each level's cells must add up to its multiplicity, on both sides (a cheap guard:
-    a wrong count or a missing cell breaks it)."""
-    for groups, index in ((groups_a, cell_a), (groups_b, cell_b)):
-        total = [0] * len(groups)
-        for i, s in zip(index.tolist(), sizes):
-            total[i] += s
-        if any(t != g.multiplicity for t, g in zip(total, groups)):
-            raise AssertionError("joint_pair_cells: the cells do not add up to the level multiplicities")
+def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
+                   plain: np.ndarray, plain_b: np.ndarray) -> None:
+    """Each level's cells must add up to its multiplicity, on both sides (a cheap guard: a
+    wrong count or a missing cell breaks it).  A plain level is one diagonal cell, so
+    there the two multiplicities must be equal."""
+    mult_a = [g.multiplicity for g in groups_a]
+    mult_b = [g.multiplicity for g in groups_b]
+    total_a: dict[int, int] = {}
+    total_b: dict[int, int] = {}
+    for x, y, n in zip(ia.tolist(), ib.tolist(), sizes):
+        total_a[x] = total_a.get(x, 0) + n
+        total_b[y] = total_b.get(y, 0) + n
+    covered_a = np.zeros(len(mult_a), dtype=bool)
+    covered_a[plain] = True
+    covered_a[list(total_a)] = True
+    covered_b = np.zeros(len(mult_b), dtype=bool)
+    covered_b[plain_b] = True
+    covered_b[list(total_b)] = True
+    ok = all(mult_a[x] == n for x, n in total_a.items()) and bool(covered_a.all()) and bool(covered_b.all())
+    for x, y in zip(plain.tolist(), plain_b.tolist()):
+        if y in total_b:
+            total_b[y] += mult_a[x]
+        elif mult_a[x] != mult_b[y]:
+            ok = False
+    if not ok or any(mult_b[y] != n for y, n in total_b.items()):
+        raise AssertionError("joint_pair_cells: the cells do not add up to the level multiplicities")
 
 
 def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[tuple[int, ...]]:
