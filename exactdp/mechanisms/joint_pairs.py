@@ -323,7 +323,8 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
     with gc_paused():  # hundreds of thousands of tuples: no cyclic collection while they are made
         witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
-        return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
+        cells = sorted(zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes), key=lambda t: (t[0], t[1]))
+        return {(x, y): [o, s] for x, y, o, s in cells}
 
 
 def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
