@@ -153,3 +153,12 @@ def test_negative_control_a_wrong_sweep_is_detected(monkeypatch, fault):
         monkeypatch.setattr(joint_pairs._Pair, "__init__", narrow)
     cases = [(list(c1), list(c2), k) for c1, c2 in _pairs(3, full=True) for k in (1, 2)]
     assert any(_detected(*case) for case in cases)
+
+
+def test_huge_counts_and_many_changes_decline():
+    """Counts past int64 and pairs with many changed items are left to the orbit enumeration."""
+    huge = Joint([10**30, 5, 0], 2, epsilon=1)
+    assert huge.pair_cells(Joint([10**30, 6, 0], 2, epsilon=1)) is None
+    c1 = list(range(20))
+    c2 = [c + 1 for c in c1]  # 20 changed items, more than MAX_CHANGED_ITEMS
+    assert Joint(c1, 2, epsilon=1).pair_cells(Joint(c2, 2, epsilon=1)) is None
