@@ -2,6 +2,7 @@
 
 Run:  python benchmarks/bench_audit_pairs.py                 (d = 10,000, k = 50, all shapes)
       python benchmarks/bench_audit_pairs.py --shapes zipf --neighbours add --timeout 600
+      python benchmarks/bench_audit_pairs.py --only-small         (the enumeration table only)
 
 Counts (``benchmarks/run.py``'s shapes, rank r = 1..d): "zipf" ``floor(10**5 / r**1.1)``,
 "distinct" ``random.Random(2026).sample(range(10*d), d)``, "heavy" ``floor(10**12 / r**1.1)``.
@@ -167,6 +168,7 @@ def main() -> None:
     parser.add_argument("--small-k", type=int, default=3)
     parser.add_argument("--cap-gib", type=float, default=6)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--only-small", action="store_true", help="only the orbit-enumeration table")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
@@ -176,6 +178,12 @@ def main() -> None:
         else:
             print(json.dumps(child(kind, rest[0], int(rest[1]), int(rest[2]))))
         return
+    if not opts.only_small:
+        large_table(opts)
+    small_table(opts)
+
+
+def large_table(opts: argparse.Namespace) -> None:
     print(f"One pair audit, Joint(counts, k={opts.k}, epsilon=1) vs a neighbour, d = {opts.d:,} "
           "(CPU seconds; float64 over the same cells)\n")
     print("| shape | neighbour | cells (sweep s) | privacy_loss s (float s, ratio) | "
@@ -195,6 +203,9 @@ def main() -> None:
                 parts.append(f"{exact:.1f} ({ref:.3f}, {exact / max(ref, 1e-6):,.0f}x){note}")
             print(f"| {shape} | {kind} | {n:,} ({sweep:.2f}) | " + " | ".join(parts) +
                   f" | {r['peak_mib']:,.0f} |", flush=True)
+
+
+def small_table(opts: argparse.Namespace) -> None:
     print(f"\nprivacy_loss with the sweep vs the orbit enumeration, d = {opts.small_d}, k = {opts.small_k}, "
           "add (CPU seconds)\n")
     print("| shape | cells | orbits visited | orbit enumeration s | sweep s | ratio |")
