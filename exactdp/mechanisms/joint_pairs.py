@@ -274,7 +274,7 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     >>> from exactdp import Joint
     >>> cells = joint_pair_cells(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1))
     >>> sorted((key, n) for key, (_, n) in cells.items())
-    [((0, 0), 1), ((1, 1), 1), ((2, 2), 1), ((3, 3), 1), ((4, 3), 1), ((4, 4), 1)]
+    [((0, 0), 1), ((1, 2), 1), ((2, 1), 1), ((2, 2), 1), ((3, 3), 2)]
     """
     if (a.d, a.k) != (b.d, b.k):
         return None
