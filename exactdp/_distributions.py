@@ -8,9 +8,10 @@ supports into *cells*: outputs with the same (group under ``a``, group under ``b
 every output of a cell has the same ``P(o)`` and the same ``Q(o)``.  A cell carries one
 witness output and its number of outputs.
 
-- Two mechanisms: the cells are the pairs of probability groups, found from one output per
-  orbit of interchangeable items (the way :func:`exactdp.audit.privacy_loss` finds them):
-  no output is listed one by one.
+- Two mechanisms: the cells are the pairs of probability groups, counted by the
+  mechanisms' own ``pair_cells`` hook where they offer one (Joint, PNFJoint), else found
+  from one output per orbit of interchangeable items (the way
+  :func:`exactdp.audit.privacy_loss` finds them): no output is listed one by one.
 - A mapping on either side: every output of the mapping, and every output of a mechanism
   side (listed through its groups, refused past ``max_outputs``).
 
@@ -204,12 +205,24 @@ def orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Output
     yield from rec_seq()
 
 
-def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True) -> tuple[dict[tuple[Any, Any], list[Any]], int]:
+def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
+                    sweep: Optional[bool] = None) -> tuple[dict[tuple[Any, Any], list[Any]], int]:
     """The occurring (group under ``a``, group under ``b``) pairs of two mechanisms of one
     output space, each with ``[witness, number of outputs]``, and the orbits visited.
 
     ``symmetric`` visits one output per orbit of items with equal (count under a, count
-    under b); refuses with :class:`AuditLimitError` past ``limit`` orbits."""
+    under b); refuses with :class:`AuditLimitError` past ``limit`` orbits.
+
+    When both mechanisms offer the ``pair_cells(other)`` hook (Joint and PNFJoint: a
+    two-dimensional threshold sweep, docs/audit.md) and it applies, the cells are counted
+    without visiting any output and the number visited is ``0``.  ``sweep`` defaults to
+    ``symmetric``: ``symmetric=False`` (or ``sweep=False``) visits every output."""
+    if symmetric if sweep is None else sweep:
+        hook_a, hook_b = getattr(a, "pair_cells", None), getattr(b, "pair_cells", None)
+        if callable(hook_a) and callable(hook_b):
+            cells = hook_a(b)
+            if cells is not None:
+                return cells, 0
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
     if symmetric:

@@ -49,6 +49,7 @@ import mpmath
 import numpy as np
 
 from .joint_blocks import JointLevelSource
+from .joint_pairs import joint_pair_cells
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
 from .set_marginal import JointSetMarginal
@@ -214,6 +215,16 @@ class Joint(JointFamily):
     def support_size(self) -> int:
         """``d!/(d-k)!``: every sequence of k distinct items has positive probability."""
         return math.perm(self.d, self.k)
+
+    def pair_cells(self, other: object) -> Optional[dict[tuple[int, int], list]]:
+        """The occurring pairs ``(level index here, level index under other)`` with
+        ``[witness sequence, exact number of sequences]``, counted without enumerating
+        outputs (:mod:`exactdp.mechanisms.joint_pairs`), when ``other`` is a Joint or
+        PNFJoint of the same ``d`` and ``k`` (any epsilon: the cells depend only on the
+        counts); ``None`` when the sweep does not apply (the oracle then visits orbits)."""
+        if not isinstance(other, Joint):
+            return None
+        return joint_pair_cells(self, other)
 
     # -- the paper's objects -----------------------------------------------------------
     def _utility(self, output: tuple[int, ...]) -> int:

@@ -122,9 +122,11 @@ def test_privacy_loss_uses_orbits_on_ties():
     loss = audit.privacy_loss(a, b, dps=20)
     assert loss.orbits <= 16  # instead of 999,000 outputs
     assert sum(p.outputs for p in loss.pairs) == 1000 * 999
-    # a refusal past the limit, which the caller can raise
+    # a refusal past the limit, which the caller can raise (a pair the Joint pair sweep
+    # leaves to the orbits: more changed counts than MAX_CHANGED_ITEMS)
+    far = exactdp.Joint([30, 15] + [2] * 20 + [1] * 978, 2, epsilon=1)
     with pytest.raises(audit.AuditLimitError, match="max_outputs"):
-        audit.privacy_loss(a, b, max_outputs=5)
+        audit.privacy_loss(a, far, max_outputs=5)
     with pytest.raises(TooManyOutputsError):
         audit.privacy_loss(a, b, symmetric=False)
     assert audit.output_orbit_count([1] * 1000, 2, cap=10) == 11

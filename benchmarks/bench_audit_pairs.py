@@ -1,0 +1,223 @@
+"""Benchmark: one pair audit of Joint between neighbouring count vectors, counted by the pair sweep, beside float64.
+
+Run:  python benchmarks/bench_audit_pairs.py                 (d = 10,000, k = 50, all shapes)
+      python benchmarks/bench_audit_pairs.py --shapes zipf --neighbours add --timeout 600
+      python benchmarks/bench_audit_pairs.py --only-small         (the enumeration table only)
+
+Counts (``benchmarks/run.py``'s shapes, rank r = 1..d): "zipf" ``floor(10**5 / r**1.1)``,
+"distinct" ``random.Random(2026).sample(range(10*d), d)``, "heavy" ``floor(10**12 / r**1.1)``.
+Neighbours: "add" gives one more vote to the item ranked ``k`` (first outside the top k);
+"swap" moves one vote from the item ranked ``k - 1`` to the item ranked ``k``.  Both
+mechanisms are ``Joint(counts, k, epsilon=1)``.
+
+Each (shape, neighbour) runs in its own child process (address-space cap ``--cap-gib``,
+timeout ``--timeout``), which, interleaved:
+
+- times the exact cells alone (``mechanism_pairs``: levels of both sides and the sweep);
+- times each exactdp audit on fresh mechanisms (levels, cells and certified probabilities
+  included): ``privacy_loss`` (dps 30), ``privacy_profile`` at ``eps = 1``,
+  ``renyi_divergence`` at ``alpha = 2``;
+- after each, times the float64 reference of the same notion over the same cells (the
+  cells and levels given, not timed): log-multiplicities as floats, ``logsumexp``
+  normalisers, per-cell log-probabilities in numpy, then the max, the profile sum or the
+  Rényi sum.
+
+Peak memory is the child's ``ru_maxrss`` (all its audits).  A second table compares the
+oracle's orbit enumeration (the sweep switched off) with the sweep at a small size where
+the enumeration finishes (``--small-d``, ``--small-k``).  CPU seconds; the machine may be
+shared, so the ratios (measured in one process, interleaved) are the figures to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+from run import SHAPES, make_counts  # noqa: E402  (the shared count shapes)
+
+NEIGHBOURS = ("add", "swap")
+AUDITS = ("privacy_loss", "privacy_profile", "renyi_divergence")
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def neighbour(counts: list[int], k: int, kind: str) -> list[int]:
+    order = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    other = list(counts)
+    other[order[k]] += 1
+    if kind == "swap":
+        other[order[k - 1]] -= 1
+    return other
+
+
+def float_reference(audit: str, cells: dict, levels_a: list, levels_b: list) -> float:
+    """The float64 value of one notion over the given cells (exp weights at epsilon = 1)."""
+    import math
+
+    import numpy as np
+
+    def log_probs(levels: list) -> np.ndarray:
+        u = np.array([float(lv.utility) for lv in levels]) / 2
+        logm = np.array([math.log(lv.multiplicity) for lv in levels])
+        terms = u + logm
+        top = terms.max()
+        return u - (top + math.log(np.exp(terms - top).sum()))
+
+    la, lb = log_probs(levels_a), log_probs(levels_b)
+    keys = np.array(list(cells), dtype=np.int64)
+    sizes = np.array([math.log(n) for _, n in cells.values()])
+    pa, pb = la[keys[:, 0]], lb[keys[:, 1]]
+    if audit == "privacy_loss":
+        return float(np.abs(pa - pb).max())
+    if audit == "privacy_profile":
+        return float(max(np.maximum(0, np.exp(pa + sizes) - np.exp(1 + pb + sizes)).sum(),
+                         np.maximum(0, np.exp(pb + sizes) - np.exp(1 + pa + sizes)).sum()))
+    t = 2 * pa - pb + sizes
+    return float(t.max() + math.log(np.exp(t - t.max()).sum()))
+
+
+def child(shape: str, kind: str, d: int, k: int) -> dict:
+    import exactdp
+    from exactdp import audit
+    from exactdp._distributions import mechanism_pairs
+
+    counts = make_counts(shape, d)
+    other = neighbour(counts, k, kind)
+    exactdp.audit.privacy_loss(exactdp.Joint([2, 1, 0], 2), exactdp.Joint([2, 2, 0], 2))  # warm-up
+    out: dict = {}
+    a, b = exactdp.Joint(counts, k, epsilon=1), exactdp.Joint(other, k, epsilon=1)
+    t = cpu()
+    cells, visited = mechanism_pairs(a, b, 10**6)
+    out["cells"] = (cpu() - t, len(cells), visited)
+    levels_a, levels_b = list(a.groups()), list(b.groups())
+    args = {"privacy_loss": (), "privacy_profile": (1,), "renyi_divergence": (2,)}
+    for name in AUDITS:
+        a, b = exactdp.Joint(counts, k, epsilon=1), exactdp.Joint(other, k, epsilon=1)
+        t = cpu()
+        try:
+            value = str(getattr(audit, name)(a, b, *args[name]))[:40]
+        except exactdp.errors.PrecisionError:
+            value = "not certifiable at dps 30"
+        exact = cpu() - t
+        t = cpu()
+        reference = float_reference(name, cells, levels_a, levels_b)
+        out[name] = (exact, cpu() - t, value, reference)
+    out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def small_child(shape: str, d: int, k: int) -> dict:
+    import exactdp
+    from exactdp import audit
+    from exactdp.mechanisms.joint import Joint
+
+    counts = make_counts(shape, d)
+    other = neighbour(counts, k, "add")
+    audit.privacy_loss(exactdp.Joint([2, 1, 0], 2), exactdp.Joint([2, 2, 0], 2))  # warm-up
+    t = cpu()
+    fast = audit.privacy_loss(Joint(counts, k, epsilon=1), Joint(other, k, epsilon=1), max_outputs=10**7)
+    sweep = cpu() - t
+    hook = Joint.pair_cells
+    Joint.pair_cells = lambda self, other: None  # the orbit enumeration
+    try:
+        t = cpu()
+        slow = audit.privacy_loss(Joint(counts, k, epsilon=1), Joint(other, k, epsilon=1), max_outputs=10**7)
+        orbits = cpu() - t
+    finally:
+        Joint.pair_cells = hook
+    assert fast.value == slow.value
+    return {"sweep": sweep, "orbits": orbits, "visited": slow.orbits, "cells": len(fast.pairs)}
+
+
+def spawn(args: list[str], cap_gib: float, timeout: float) -> dict:
+    cap = int(cap_gib * 2**30)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=limit)
+    except subprocess.TimeoutExpired:
+        return {"error": f"> {timeout:.0f} s"}
+    if done.returncode:
+        tail = done.stderr.strip().splitlines()[-1:] or ["?"]
+        return {"error": "MemoryError" if "MemoryError" in tail[0] else tail[0][:60]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--d", type=int, default=10_000)
+    parser.add_argument("--k", type=int, default=50)
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
+    parser.add_argument("--neighbours", nargs="+", default=list(NEIGHBOURS), choices=NEIGHBOURS)
+    parser.add_argument("--small-d", type=int, default=40)
+    parser.add_argument("--small-k", type=int, default=3)
+    parser.add_argument("--cap-gib", type=float, default=6)
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--only-small", action="store_true", help="only the orbit-enumeration table")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.child:
+        kind, *rest = opts.child
+        if kind == "small":
+            print(json.dumps(small_child(rest[0], int(rest[1]), int(rest[2]))))
+        else:
+            print(json.dumps(child(kind, rest[0], int(rest[1]), int(rest[2]))))
+        return
+    if not opts.only_small:
+        large_table(opts)
+    small_table(opts)
+
+
+def large_table(opts: argparse.Namespace) -> None:
+    print(f"One pair audit, Joint(counts, k={opts.k}, epsilon=1) vs a neighbour, d = {opts.d:,} "
+          "(CPU seconds; float64 over the same cells)\n")
+    print("| shape | neighbour | cells (sweep s) | privacy_loss s (float s, ratio) | "
+          "privacy_profile s (float s, ratio) | renyi D_2 s (float s, ratio) | peak MiB |")
+    print("|---|---|---|---|---|---|---|")
+    for shape in opts.shapes:
+        for kind in opts.neighbours:
+            r = spawn([shape, kind, str(opts.d), str(opts.k)], opts.cap_gib, opts.timeout)
+            if "error" in r:
+                print(f"| {shape} | {kind} | {r['error']} | | | | |", flush=True)
+                continue
+            sweep, n, _ = r["cells"]
+            parts = []
+            for name in AUDITS:
+                exact, ref, value, _ = r[name]
+                note = " (not certifiable at dps 30)" if value.startswith("not") else ""
+                parts.append(f"{exact:.1f} ({ref:.3f}, {exact / max(ref, 1e-6):,.0f}x){note}")
+            print(f"| {shape} | {kind} | {n:,} ({sweep:.2f}) | " + " | ".join(parts) +
+                  f" | {r['peak_mib']:,.0f} |", flush=True)
+
+
+def small_table(opts: argparse.Namespace) -> None:
+    print(f"\nprivacy_loss with the sweep vs the orbit enumeration, d = {opts.small_d}, k = {opts.small_k}, "
+          "add (CPU seconds)\n")
+    print("| shape | cells | orbits visited | orbit enumeration s | sweep s | ratio |")
+    print("|---|---|---|---|---|---|")
+    for shape in opts.shapes:
+        r = spawn(["small", shape, str(opts.small_d), str(opts.small_k)], opts.cap_gib, opts.timeout)
+        if "error" in r:
+            print(f"| {shape} | {r['error']} | | | | |", flush=True)
+            continue
+        print(f"| {shape} | {r['cells']:,} | {r['visited']:,} | {r['orbits']:.2f} | {r['sweep']:.2f} | "
+              f"{r['orbits'] / max(r['sweep'], 1e-6):.1f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,366 @@
+"""Joint's pair cells: how many sequences have each (level under c, level under c'), counted without enumeration.
+
+Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Section 3, Lemma 3.7 (the
+count of sequences above a threshold as a product over rows), taken to two count vectors
+at once; docs/audit.md ("How a pair is audited without enumeration").
+
+A privacy audit of two Joint mechanisms (counts ``c`` and ``c'``, same ``d`` and ``k``)
+needs, for every pair of levels ``(M, M')`` (utilities ``-M``, ``-M'``), the number of
+sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r]) = M'``.
+
+- Two-dimensional count (Lemma 3.7 with two thresholds): the sequences with level at most
+  ``M`` under ``c`` and at most ``M'`` under ``c'`` number ``N(M, M') = prod_r max(|S_r| - r, 0)``
+  (0-based ``r``), ``S_r = {j : c_j >= c_(r) - M and c'_j >= c'_(r) - M'}``: both
+  thresholds are nonincreasing in ``r``, so the ``S_r`` are nested.  A cell's count is the
+  two-dimensional difference of ``N`` over consecutive levels.
+- Band: one term of a sequence moves by at most ``w = max_r |c_(r) - c'_(r)| + max_j
+  |c_j - c'_j|`` between the two vectors, so ``|M - M'| <= w`` and ``N(M, M') =
+  N(min(M, M' + w), min(M', M + w))``: every point is clamped into the band.
+- Special levels: a term differs between the two vectors only in a row ``r`` where
+  ``c_(r) != c'_(r)`` or for an item ``j`` with ``c_j != c'_j``.  If neither maximum is
+  attained at a differing term both maxima are attained at common terms, so ``M = M'``.
+  Hence a level ``M`` farther than ``w`` from every differing term's value has a single
+  cell, ``(M, M)``, holding all its sequences: only the *special* levels (within ``w`` of a
+  differing term) are counted through ``N``, the others take their level multiplicity.
+- Per point, ``|S_r|`` is the one-dimensional count of ``min(c, c')`` above
+  ``max(c_(r) - M, c'_(r) - M')`` (a ``searchsorted`` in numpy) corrected for the changed
+  items; rows are multiplied in ``int64`` groups that cannot overflow, and only the group
+  products are multiplied as exact Python integers.
+- Witnesses: first a sequence with one displaced item (the top-k in rank order with the
+  item of rank ``j`` moved to row ``r``, the rows between shifted down), whose two levels
+  are computed in numpy for every cell at once; a cell no such sequence reaches is
+  searched exactly (:func:`_search_witness`): fix the rows attaining ``M`` and ``M'``,
+  fill the other rows greedily (nested sets: any choice completes).  Every witness found
+  by the search is checked by computing its two levels.
+
+:func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
+when the method does not apply: too many changed items or rows, a band wider than
+``MAX_BAND``, or counts too large for ``int64``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from ..core._gc import gc_paused
+
+__all__ = ["joint_pair_cells", "MAX_CHANGED_ITEMS", "MAX_CHANGED_ROWS", "MAX_BAND"]
+
+#: The sweep applies when at most this many items have different counts...
+MAX_CHANGED_ITEMS = 16
+#: ...at most this many of the top ``k`` sorted counts differ...
+MAX_CHANGED_ROWS = 16
+#: ...and one term moves by at most this much (``w``).
+MAX_BAND = 64
+#: Counts and levels must stay below this in absolute value (``int64`` with room to add).
+_INT_LIMIT = 2**60
+#: Matrix entries (rows x points) handled per numpy chunk.
+_CHUNK = 1 << 22
+#: The displaced-item witnesses use a ``k x k`` table up to this ``k``.
+_TABLE_K = 2000
+
+Cells = dict[tuple[int, int], list[Any]]
+
+
+class _Pair:
+    """The two count vectors and everything the counts and the witnesses share."""
+
+    def __init__(self, a: Any, b: Any):
+        self.d, self.k = a.d, a.k
+        self.ca, self.cb = a.counts, b.counts
+        self.order = list(a.ranking.order)
+        self.order_np = np.asarray(self.order, dtype=np.int64)
+        self.top = tuple(self.order[:a.k])
+        self.rank_of = a.ranking.rank_of
+        self.sorted_a = np.asarray(a.ranking.sorted_counts, dtype=np.int64)
+        self.neg_sorted = -self.sorted_a  # ascending, for searchsorted
+        self.sa = self.sorted_a[:self.k]
+        self.sb = np.asarray(b.ranking.sorted_counts[:self.k], dtype=np.int64)
+        self.ca_np = np.asarray(self.ca, dtype=np.int64)
+        self.cb_np = np.asarray(self.cb, dtype=np.int64)
+        self.changed = np.flatnonzero(self.ca_np != self.cb_np).tolist()
+        self.changed_rows = np.flatnonzero(self.sa != self.sb).tolist()
+        cmin = np.minimum(self.ca_np, self.cb_np)
+        self.cmin_sorted = np.sort(cmin)
+        self.delta = max((abs(self.ca[j] - self.cb[j]) for j in self.changed), default=0)
+        self.band = int(np.abs(self.sa - self.sb).max(initial=0)) + self.delta
+
+    # -- N(M, M') ---------------------------------------------------------------------
+    def at_most(self, m1: np.ndarray, m2: np.ndarray) -> list[int]:
+        """``N(m1, m2)`` for points already clamped into the band (exact ints)."""
+        out: list[int] = []
+        k, d = self.k, self.d
+        rows = np.arange(k, dtype=np.int64)[:, None]
+        per = max(1, _CHUNK // k)
+        group = max(1, 62 // max(1, d.bit_length()))  # factors <= d: `group` of them fit int64
+        for start in range(0, len(m1), per):
+            p1, p2 = m1[start:start + per], m2[start:start + per]
+            A = self.sa[:, None] - p1[None, :]
+            B = self.sb[:, None] - p2[None, :]
+            T = np.maximum(A, B)
+            # |S_r|: items of min(c, c') at or above T, then the changed items corrected
+            size = d - np.searchsorted(self.cmin_sorted, T, side="left")
+            for j in self.changed:
+                cj, cj2 = self.ca[j], self.cb[j]
+                size += ((cj >= A) & (cj2 >= B)).astype(np.int64) - (min(cj, cj2) >= T)
+            F = size - rows
+            empty = (F <= 0).any(axis=0) | (p1 < 0) | (p2 < 0)
+            F[:, empty] = 1
+            padded = -(-k // group) * group
+            if padded != k:
+                F = np.vstack([F, np.ones((padded - k, F.shape[1]), dtype=np.int64)])
+            grouped = F.reshape(padded // group, group, -1).prod(axis=1)
+            values = list(map(math.prod, grouped.T.tolist()))
+            for i in np.flatnonzero(empty).tolist():
+                values[i] = 0
+            out.extend(values)
+        return out
+
+    def clamp(self, m1: np.ndarray, m2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        w = self.band
+        return np.minimum(m1, m2 + w), np.minimum(m2, m1 + w)
+
+    # -- special levels ---------------------------------------------------------------
+    def special_values(self) -> np.ndarray:
+        """Every value within the band of a term that differs between the two vectors."""
+        parts = [np.zeros(0, dtype=np.int64)]
+        for r in self.changed_rows:
+            parts += [self.sa[r] - self.ca_np, self.sb[r] - self.cb_np]
+        for j in self.changed:
+            parts += [self.sa - self.ca[j], self.sb - self.cb[j]]
+        base = np.unique(np.concatenate(parts))
+        return np.unique(np.concatenate([base + t for t in range(-self.band, self.band + 1)]))
+
+    # -- witnesses --------------------------------------------------------------------
+    def level_a(self, s: tuple[int, ...]) -> int:
+        return max(int(t) - self.ca[j] for t, j in zip(self.sa, s))
+
+    def level_b(self, s: tuple[int, ...]) -> int:
+        return max(int(t) - self.cb[j] for t, j in zip(self.sb, s))
+
+    def displaced(self, r: int, j: int) -> tuple[int, ...]:
+        """The top-k in rank order with the item of rank ``j`` at row ``r`` (``j >= r``;
+        rows ``r+1..j`` shifted down when ``j < k``)."""
+        top = self.top
+        if j >= self.k:
+            return top[:r] + (self.order[j],) + top[r + 1:]
+        return top[:r] + (top[j],) + top[r:j] + top[j + 1:]
+
+
+def _displacement_table(p: _Pair) -> Optional[np.ndarray]:
+    """``Q[r][j]`` (``r <= j``): the largest ``c'`` term of :meth:`_Pair.displaced` ``(r, j)``
+    outside row ``r`` (``j < k``); column ``k`` holds it for any ``j >= k``."""
+    k = p.k
+    if k > _TABLE_K:
+        return None
+    top = np.asarray(p.order[:k], dtype=np.int64)
+    e = p.sb - p.cb_np[top]  # c' term of row r holding its own rank
+    g = np.full(k, np.iinfo(np.int64).min // 4)
+    g[1:] = p.sb[1:] - p.cb_np[top[:-1]]  # c' term of row r holding rank r - 1
+    low = np.iinfo(np.int64).min // 4
+    prefix = np.maximum.accumulate(np.concatenate([[low], e]))  # prefix[r] = max e[:r]
+    suffix = np.maximum.accumulate(np.concatenate([e, [low]])[::-1])[::-1]  # suffix[r] = max e[r:]
+    Q = np.full((k, k + 1), low, dtype=np.int64)
+    for r in range(k):
+        inside = np.maximum.accumulate(np.concatenate([[low], g[r + 1:]]))  # max g over (r, j]
+        Q[r, r:k] = np.maximum(np.maximum(inside, prefix[r]), suffix[r + 1:k + 1])
+        Q[r, k] = max(prefix[r], suffix[r + 1])
+    return Q
+
+
+def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell ``(r, j)`` of a displaced sequence with levels ``(M, M2)``, ``-1`` when none."""
+    n, k, d = len(M), p.k, p.d
+    found_r = np.full(n, -1, dtype=np.int64)
+    found_j = np.full(n, -1, dtype=np.int64)
+    Q = _displacement_table(p)
+    if Q is None or n == 0:
+        return found_r, found_j
+    targets_extra = [p.rank_of[x] for x in p.changed]
+    for r in range(k):
+        todo = np.flatnonzero(found_r < 0)
+        if len(todo) == 0:
+            break
+        target = p.sa[r] - M[todo]
+        first = np.searchsorted(p.neg_sorted, -target, side="left")
+        candidates = [np.maximum(first, r)]
+        candidates += [np.full(len(todo), j, dtype=np.int64) for j in targets_extra]
+        for j in candidates:
+            jc = np.minimum(j, d - 1)
+            ok = (j < d) & (j >= r) & (p.sorted_a[jc] == target)
+            item_b = p.cb_np[p.order_np[jc]]
+            outside = Q[r, np.minimum(jc, k)]
+            level_b = np.maximum(p.sb[r] - item_b, outside)
+            hit = ok & (level_b == M2[todo]) & (found_r[todo] < 0)
+            found_r[todo[hit]] = r
+            found_j[todo[hit]] = jc[hit]
+    return found_r, found_j
+
+
+def _search_witness(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
+    """An exact search for a sequence with levels ``(M, M2)``: a row attaining ``M``, a row
+    attaining ``M2`` (the same one when its ``c'`` term is ``M2``), items chosen one per
+    class of equal ``(c_j, c'_j)``, the other rows filled greedily, the result checked."""
+    k = p.k
+    a_thr = [int(t) - M for t in p.sa]
+    b_thr = [int(t) - M2 for t in p.sb]
+    changed = set(p.changed)
+
+    def representatives(value: int, counts: tuple[int, ...], exclude: set[int]) -> list[int]:
+        """One item per class of equal ``(c_j, c'_j)`` among the items with ``counts[j] == value``."""
+        reps = [x for x in p.changed if counts[x] == value and x not in exclude]
+        for rank in range(int(np.searchsorted(p.neg_sorted, -value, side="left")), p.d):
+            j = p.order[rank]  # unchanged items: c'_j = c_j, ranked by c
+            if p.ca[j] != value:
+                break
+            if j not in changed and j not in exclude:
+                reps.append(j)
+                break
+        return reps
+
+    def fill(fixed: dict[int, int]) -> Optional[tuple[int, ...]]:
+        used = set(fixed.values())
+        s: list[int] = []
+        rank = 0
+        for r in range(k):
+            if r in fixed:
+                s.append(fixed[r])
+                continue
+            while rank < p.d and (p.order[rank] in used or p.order[rank] in changed):
+                rank += 1
+            threshold = max(a_thr[r], b_thr[r])
+            if rank < p.d and p.ca[p.order[rank]] >= threshold:
+                j = p.order[rank]
+            else:
+                j = next((x for x in p.changed if x not in used and p.ca[x] >= a_thr[r] and p.cb[x] >= b_thr[r]), -1)
+                if j < 0:
+                    return None
+            used.add(j)
+            s.append(j)
+        out = tuple(s)
+        return out if p.level_a(out) == M and p.level_b(out) == M2 else None
+
+    for r1 in range(k):
+        for j1 in representatives(a_thr[r1], p.ca, set()):
+            t1 = int(p.sb[r1]) - p.cb[j1]
+            if t1 > M2:
+                continue
+            if t1 == M2:
+                s = fill({r1: j1})
+                if s is not None:
+                    return s
+                continue
+            for r2 in range(k):
+                if r2 == r1:
+                    continue
+                for j2 in representatives(b_thr[r2], p.cb, {j1}):
+                    if p.ca[j2] < a_thr[r2]:
+                        continue
+                    s = fill({r1: j1, r2: j2})
+                    if s is not None:
+                        return s
+    return None
+
+
+def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
+    """``{(level index under a, level index under b): [witness, number of sequences]}`` for
+    every occurring pair of levels of two Joint-family mechanisms of one output space
+    (the module docstring), or ``None`` when the sweep does not apply.
+
+    >>> from exactdp import Joint
+    >>> cells = joint_pair_cells(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1))
+    >>> sorted((key, n) for key, (_, n) in cells.items())
+    [((0, 0), 1), ((1, 2), 1), ((2, 1), 1), ((2, 2), 1), ((3, 3), 2)]
+    """
+    if (a.d, a.k) != (b.d, b.k):
+        return None
+    if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT // 4:
+        return None
+    p = _Pair(a, b)
+    if len(p.changed) > MAX_CHANGED_ITEMS or len(p.changed_rows) > MAX_CHANGED_ROWS or p.band > MAX_BAND:
+        return None
+    groups_a, groups_b = a.groups(), b.groups()
+    La = np.asarray([-g.utility for g in groups_a], dtype=np.int64)  # ascending M
+    Lb = np.asarray([-g.utility for g in groups_b], dtype=np.int64)
+    special = np.isin(La, p.special_values())
+    w = p.band
+    # the special rows: every level of b within the band
+    rows = np.flatnonzero(special)
+    lo = np.searchsorted(Lb, La[rows] - w, side="left")
+    hi = np.searchsorted(Lb, La[rows] + w, side="right")
+    widths = hi - lo
+    ia = np.repeat(rows, widths)
+    ib = np.repeat(lo - np.cumsum(widths) + widths, widths) + np.arange(int(widths.sum()))
+    M, M2 = La[ia], Lb[ib]
+    Mp = np.where(ia > 0, La[np.maximum(ia - 1, 0)], -1)
+    M2p = np.where(ib > 0, Lb[np.maximum(ib - 1, 0)], -1)
+    corners = [p.clamp(x, y) for x, y in ((M, M2), (Mp, M2), (M, M2p), (Mp, M2p))]
+    first, second = np.concatenate([c[0] for c in corners]), np.concatenate([c[1] for c in corners])
+    by = np.lexsort((second, first))  # unique points: a lexsort is much faster than unique(axis=1)
+    new = np.ones(len(by), dtype=bool)
+    new[1:] = (np.diff(first[by]) != 0) | (np.diff(second[by]) != 0)
+    where = np.empty(len(by), dtype=np.int64)
+    where[by] = np.cumsum(new) - 1
+    values = p.at_most(first[by][new], second[by][new])
+    n = len(M)
+    where = where.reshape(4, n).tolist()
+    counts = [values[w0] - values[w1] - values[w2] + values[w3] for w0, w1, w2, w3 in zip(*where)]
+    keep = [i for i, c in enumerate(counts) if c]
+    if any(counts[i] < 0 for i in keep):
+        raise AssertionError("joint_pair_cells: a negative cell count (the sweep is wrong)")
+    # the other rows: one diagonal cell each
+    plain = np.flatnonzero(~special)
+    plain_b = np.searchsorted(Lb, La[plain])
+    if len(plain) and not (np.all(plain_b < len(Lb)) and np.all(Lb[np.minimum(plain_b, len(Lb) - 1)] == La[plain])):
+        raise AssertionError("joint_pair_cells: a plain level of a is no level of b")
+    _check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
+    cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
+    cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
+    sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
+    with gc_paused():  # hundreds of thousands of tuples: no cyclic collection while they are made
+        witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
+        cells = sorted(zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes), key=lambda t: (t[0], t[1]))
+        return {(x, y): [o, s] for x, y, o, s in cells}
+
+
+def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
+                   plain: np.ndarray, plain_b: np.ndarray) -> None:
+    """Each level's cells must add up to its multiplicity, on both sides (a cheap guard: a
+    wrong count or a missing cell breaks it).  A plain level is one diagonal cell, so
+    there the two multiplicities must be equal."""
+    mult_a = [g.multiplicity for g in groups_a]
+    mult_b = [g.multiplicity for g in groups_b]
+    total_a: dict[int, int] = {}
+    total_b: dict[int, int] = {}
+    for x, y, n in zip(ia.tolist(), ib.tolist(), sizes):
+        total_a[x] = total_a.get(x, 0) + n
+        total_b[y] = total_b.get(y, 0) + n
+    covered_a = np.zeros(len(mult_a), dtype=bool)
+    covered_a[plain] = True
+    covered_a[list(total_a)] = True
+    covered_b = np.zeros(len(mult_b), dtype=bool)
+    covered_b[plain_b] = True
+    covered_b[list(total_b)] = True
+    ok = all(mult_a[x] == n for x, n in total_a.items()) and bool(covered_a.all()) and bool(covered_b.all())
+    for x, y in zip(plain.tolist(), plain_b.tolist()):
+        if y in total_b:
+            total_b[y] += mult_a[x]
+        elif mult_a[x] != mult_b[y]:
+            ok = False
+    if not ok or any(mult_b[y] != n for y, n in total_b.items()):
+        raise AssertionError("joint_pair_cells: the cells do not add up to the level multiplicities")
+
+
+def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[tuple[int, ...]]:
+    rs, js = _displaced_witnesses(p, M, M2)
+    out: list[tuple[int, ...]] = []
+    for r, j, m, m2 in zip(rs.tolist(), js.tolist(), M.tolist(), M2.tolist()):
+        s = p.displaced(r, j) if r >= 0 else _search_witness(p, m, m2)
+        if s is None:
+            raise AssertionError(f"joint_pair_cells: no sequence found with levels ({m}, {m2})")
+        out.append(s)
+    return out

@@ -1,0 +1,164 @@
+"""Joint's pair cells (exactdp.mechanisms.joint_pairs) against brute force and the orbit enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exactdp import Joint, PNFJoint
+from exactdp._distributions import mechanism_pairs
+from exactdp._groups import Groups
+from exactdp.audit import neighbours
+from exactdp.mechanisms import joint_pairs
+from exactdp.mechanisms.joint_pairs import joint_pair_cells
+from twins.joint_pairs import brute_pair_cells, joint_level
+
+#: EXACTDP_FULL_PAIR_TWINS=1 runs every neighbour of every vector in {0..3}^d up to d = 5
+#: (about 1.5 million comparisons: a long run); by default d <= 3 is exhaustive and
+#: d = 4, 5 use the neighbours up to symmetry with one item changed per sign, one k each.
+FULL = os.environ.get("EXACTDP_FULL_PAIR_TWINS") == "1"
+
+
+def _check(c1, c2, k):
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    got = joint_pair_cells(a, b)
+    assert got is not None, (c1, c2, k)
+    assert {key: n for key, (_, n) in got.items()} == brute_pair_cells(c1, c2, k), (c1, c2, k)
+    ga, gb = Groups(a, 1), Groups(b, 1)
+    for key, (witness, _) in got.items():  # a real output with those two levels
+        assert len(set(witness)) == k and (ga.index(witness), gb.index(witness)) == key, (c1, c2, k, key, witness)
+
+
+def _pairs(d, full):
+    for c in itertools.product(range(4), repeat=d):
+        for relation in ("add_remove", "swap"):
+            if full:
+                found = neighbours(c, relation)
+            else:
+                found = neighbours(c, relation, up_to_symmetry=True, contribution=1)
+            for c2 in found:
+                yield list(c), list(c2)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_every_neighbour_of_every_small_vector(d):
+    for c1, c2 in _pairs(d, full=True):
+        for k in range(1, d + 1):
+            _check(c1, c2, k)
+
+
+@pytest.mark.parametrize("d", [4, 5])
+def test_neighbours_of_every_vector_d4_d5(d):
+    """Every vector; by default its neighbours up to symmetry with one item per sign, each
+    pair with one k in turn (every k = 1..d occurs), every k with the full run."""
+    for i, (c1, c2) in enumerate(_pairs(d, full=FULL)):
+        for k in (range(1, d + 1) if FULL else [1 + i % d]):
+            _check(c1, c2, k)
+
+
+pair_values = st.one_of(st.integers(-3, 5), st.integers(-10**6, 10**6))
+
+
+@st.composite
+def count_pairs(draw):
+    d = draw(st.integers(1, 6))
+    k = draw(st.integers(1, min(d, 4)))
+    pool = draw(st.lists(pair_values, min_size=1, max_size=d, unique=True))
+    c1 = draw(st.lists(st.sampled_from(pool), min_size=d, max_size=d))
+    kind = draw(st.sampled_from(["neighbour", "shifted", "any"]))
+    if kind == "any":
+        c2 = draw(st.lists(st.sampled_from(pool + [0]), min_size=d, max_size=d))
+    else:
+        top = 1 if kind == "neighbour" else 3
+        c2 = [c + draw(st.integers(-top, top)) for c in c1]
+    return c1, c2, k
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(count_pairs())
+def test_random_pairs_against_brute_force(pair):
+    c1, c2, k = pair
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    got = joint_pair_cells(a, b)
+    if got is None:  # not applicable (a wide band): the caller falls back
+        assert joint_pairs._Pair(a, b).band > joint_pairs.MAX_BAND
+        return
+    _check(c1, c2, k)
+
+
+@pytest.mark.parametrize("c1, c2, k", [
+    ([5, 3, 3, 1, 0], [5, 4, 3, 1, 0], 2),
+    ([2, 2, 2, 2], [3, 2, 2, 1], 3),
+    ([0, 0, 0], [1, 0, 0], 1),
+    ([7, 1, 4, 4, 2, 0], [6, 1, 5, 4, 2, 1], 4),
+])
+def test_same_cells_as_the_orbit_enumeration(c1, c2, k):
+    """The oracle's own enumeration (every output, symmetric=False) gives the same cells,
+    and mechanism_pairs takes the sweep (0 outputs visited) for Joint and PNFJoint."""
+    a, b = Joint(c1, k, epsilon=1), PNFJoint(c2, k, epsilon=3)
+    slow, visited = mechanism_pairs(a, b, 10**6, symmetric=False)
+    fast, none_visited = mechanism_pairs(a, b, 10**6)
+    assert visited > 0 and none_visited == 0
+    assert {key: n for key, (_, n) in fast.items()} == {key: n for key, (_, n) in slow.items()}
+
+
+def test_not_applicable_falls_back_to_orbits():
+    c1 = list(range(0, 40, 2))
+    c2 = [c + 100 * (i % 2) for i, c in enumerate(c1)]  # a band far wider than MAX_BAND
+    a, b = Joint(c1, 2, epsilon=1), Joint(c2, 2, epsilon=1)
+    assert a.pair_cells(b) is None
+    pairs, visited = mechanism_pairs(a, b, 10**6)
+    assert visited > 0
+    assert {key: n for key, (_, n) in pairs.items()} == brute_pair_cells(c1, c2, 2)
+
+
+def test_witnesses_found_by_the_search():
+    """Cells that no single displaced item reaches are searched exactly."""
+    c1, c2 = [9, 9, 5, 5, 2, 1, 0], [9, 8, 5, 6, 2, 1, 1]
+    k = 4
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    p = joint_pairs._Pair(a, b)
+    for (x, y) in brute_pair_cells(c1, c2, k):
+        M, M2 = -a.groups()[x].utility, -b.groups()[y].utility
+        s = joint_pairs._search_witness(p, M, M2)
+        assert s is not None and (joint_level(c1, s), joint_level(c2, s)) == (M, M2)
+
+
+def _detected(c1, c2, k):
+    try:
+        _check(c1, c2, k)
+    except AssertionError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("fault", ["threshold", "band"])
+def test_negative_control_a_wrong_sweep_is_detected(monkeypatch, fault):
+    """An off-by-one threshold in the two-dimensional count, or a band one too narrow, is
+    caught by the twin comparison."""
+    if fault == "threshold":
+        original = joint_pairs._Pair.at_most
+        monkeypatch.setattr(joint_pairs._Pair, "at_most", lambda self, m1, m2: original(self, m1 + 1, m2))
+    else:
+        original_init = joint_pairs._Pair.__init__
+
+        def narrow(self, a, b):
+            original_init(self, a, b)
+            self.band = max(0, self.band - 1)
+
+        monkeypatch.setattr(joint_pairs._Pair, "__init__", narrow)
+    cases = [(list(c1), list(c2), k) for c1, c2 in _pairs(3, full=True) for k in (1, 2)]
+    assert any(_detected(*case) for case in cases)
+
+
+def test_huge_counts_and_many_changes_decline():
+    """Counts past int64 and pairs with many changed items are left to the orbit enumeration."""
+    huge = Joint([10**30, 5, 0], 2, epsilon=1)
+    assert huge.pair_cells(Joint([10**30, 6, 0], 2, epsilon=1)) is None
+    c1 = list(range(20))
+    c2 = [c + 1 for c in c1]  # 20 changed items, more than MAX_CHANGED_ITEMS
+    assert Joint(c1, 2, epsilon=1).pair_cells(Joint(c2, 2, epsilon=1)) is None

@@ -1,0 +1,94 @@
+"""Pair audits of Joint and PNFJoint: the same results with the pair sweep as with the orbit enumeration."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+from exactdp import Joint, PNFJoint, audit
+from exactdp.mechanisms.joint import Joint as JointClass
+
+CASES = [
+    # (counts a, counts b, k, mechanism class, parameters)
+    ([9, 7, 7, 4, 2, 0], [9, 8, 7, 4, 2, 0], 2, Joint, {"epsilon": 1}),  # add
+    ([9, 7, 7, 4, 2, 0], [9, 7, 7, 3, 2, 0], 3, Joint, {"epsilon": 2}),  # remove
+    ([6, 5, 5, 3, 1], [6, 4, 5, 3, 2], 2, Joint, {"base": Fraction(2, 3)}),  # swap
+    ([4, 4, 4, 1], [5, 4, 3, 1], 3, PNFJoint, {"epsilon": 1}),  # swap within a tie
+    ([10, 6, 3, 3, 1, 0, 0], [10, 6, 4, 3, 1, 0, 0], 4, PNFJoint, {"base": Fraction(1, 2)}),
+]
+
+
+@pytest.fixture
+def without_sweep(monkeypatch):
+    """Run a block with the hook switched off (the oracle then visits orbits)."""
+    def off():
+        monkeypatch.setattr(JointClass, "pair_cells", lambda self, other: None)
+    return off
+
+
+def _run(case, what):
+    ca, cb, k, cls, params = case
+    a, b = cls(ca, k, **params), cls(cb, k, **params)
+    if what == "loss":
+        return audit.privacy_loss(a, b, 20), a, b
+    if what == "profile":
+        return audit.privacy_profile(a, b, Fraction(1, 2), 20), a, b
+    if what == "renyi":
+        return audit.renyi_divergence(a, b, 2, 20), a, b
+    if what == "epsilon":
+        return audit.epsilon_for_delta(a, b, Fraction(1, 100), 20), a, b
+    return audit.zcdp_rho(a, b, 6), a, b
+
+
+def _close(x, y, dps=18):
+    if x == y:
+        return True
+    return abs(x - y) <= mpmath.mpf(10) ** (-dps) * abs(y)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_privacy_loss_same_with_and_without_sweep(case, without_sweep):
+    fast, a, b = _run(case, "loss")
+    without_sweep()
+    slow, _, _ = _run(case, "loss")
+    assert fast.orbits == 0 and slow.orbits > 0
+    assert fast.value == slow.value and fast.direction == slow.direction
+    assert (a.group_index(fast.witness), b.group_index(fast.witness)) == (
+        a.group_index(slow.witness), b.group_index(slow.witness))
+    assert fast.witness_outputs == slow.witness_outputs
+    rows = lambda r: sorted((p.level_a, p.level_b, p.outputs, mpmath.nstr(p.signed, 15)) for p in r.pairs)
+    assert rows(fast) == rows(slow)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("what", ["profile", "renyi", "epsilon", "zcdp"])
+def test_notions_same_with_and_without_sweep(case, what, without_sweep):
+    fast, a, b = _run(case, what)
+    without_sweep()
+    slow, _, _ = _run(case, what)
+    if what == "profile":
+        assert _close(fast.delta, slow.delta) and fast.direction == slow.direction
+        assert fast.exact_zero == slow.exact_zero
+        key = lambda r: sorted((a.group_index(o), b.group_index(o), n) for o, n in r.carriers)
+        assert key(fast) == key(slow)
+    elif what == "renyi":
+        assert _close(fast, slow)
+    elif what == "epsilon":
+        assert _close(fast.epsilon, slow.epsilon) and fast.direction == slow.direction
+    else:
+        assert _close(fast.lower, slow.lower, 5) and _close(fast.upper, slow.upper, 5)
+
+
+def test_sweep_is_what_makes_a_large_pair_feasible():
+    """All-distinct counts: every output is its own orbit, so the enumeration refuses;
+    the sweep counts the cells (0 outputs visited)."""
+    counts = [3 * i + (i % 2) for i in range(60)]
+    other = list(counts)
+    other[50] += 1
+    a, b = Joint(counts, 6, epsilon=1), Joint(other, 6, epsilon=1)
+    loss = audit.privacy_loss(a, b, 20, max_outputs=1000)
+    assert loss.orbits == 0 and loss.value <= 1
+    with pytest.raises(audit.AuditLimitError):
+        audit.privacy_loss(a, b, 20, max_outputs=1000, symmetric=False)
