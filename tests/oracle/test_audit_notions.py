@@ -320,3 +320,32 @@ def test_a_mechanism_against_a_mapping_is_refused_past_max_outputs():
     m = exactdp.Joint([3, 2, 1, 0], 2, epsilon=1)
     with pytest.raises(InvalidParameterError, match="max_outputs"):
         audit.privacy_profile(m, {(0, 1): 1}, 0, max_outputs=5)
+
+
+def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch):
+    """Distributions that differ are told apart by their balls; sympy is never asked (it
+    could take hours on a sum over many levels), and a divergence too small to certify is
+    a clear PrecisionError."""
+    from exactdp import _distributions, _notions
+    from exactdp.errors import PrecisionError
+
+    asked = []
+    real_exact = _distributions.Pair.exact
+
+    def recording_exact(self, cell):
+        asked.append(cell)
+        return real_exact(self, cell)
+
+    monkeypatch.setattr(_distributions.Pair, "exact", recording_exact)
+    c = [int(10**5 / r**1.1) for r in range(1, 31)]
+    n = list(c)
+    n[3] += 1
+    a, b = exactdp.Joint(c, 3, epsilon=1), exactdp.Joint(n, 3, epsilon=1)
+    assert not _notions._identical(_distributions.pair_cells(a, b, 30, 10**6))
+    with pytest.raises(PrecisionError):
+        audit.renyi_divergence(a, b, 2, dps=30)
+    assert asked == []
+    # negative control: equal distributions are not refuted by balls, so the exact check runs
+    shifted = exactdp.Joint([x + 1 for x in c], 3, epsilon=1)
+    assert _notions._identical(_distributions.pair_cells(a, shifted, 30, 10**6))
+    assert asked
