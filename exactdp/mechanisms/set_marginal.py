@@ -359,8 +359,9 @@ class PeelingSetMarginal(SetMarginal):
         from the relative weights ``e_c`` of the counts (the exponential mechanism per
         round: ``q(t, v) = e_v / W(t)``).  ``W(t) = W_out + sum_v (m_v - t_v) e_v`` is the
         weight left after removing ``t`` (``W_out``: the items outside ``S``, summed over the
-        counts); ``Q = sum_{t != m} f(t) W_out / W(t)``, the probability that the first item
-        outside ``S`` comes right after ``t``.  Sums of non-negative balls only."""
+        counts); ``f(t)`` is the probability that the first ``|t|`` picks are one given subset
+        of ``S`` with profile ``t``, and ``Q = sum_{t != m} prod_j C(m_j, t_j) f(t) W_out / W(t)``,
+        the probability that the first item outside ``S`` comes right after such a subset.  Sums of non-negative balls only."""
         values, mult = self._shape(key)
         full = tuple(mult)
         tally = dict(zip(values, mult))
@@ -386,7 +387,10 @@ class PeelingSetMarginal(SetMarginal):
                         acc += x * f[prev] * ev[j] / left[prev]
                 f[t] = acc
                 if t != full:
-                    out += acc * w_out / left[t]
+                    # f(t) is for one subset T of S with profile t; every such subset can be
+                    # what was picked before the first item outside S
+                    ways = math.prod(math.comb(m, x) for m, x in zip(mult, t))
+                    out += ways * acc * w_out / left[t]
             return f[full], out
 
         return compute
