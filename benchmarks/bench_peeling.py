@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -42,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from bench_peeling_memory import FLOAT_LIB  # noqa: E402  (the float gumbel sampler, defined once)
-from run import SHAPES, child_result, make_counts  # noqa: E402  (counts and the memory helper, defined once)
+from run import SHAPES, child_result, machine_text, make_counts  # noqa: E402  (counts and the memory helper, defined once)
 
 FLOAT_EXPONENTIAL = r"""
 def float_sample_exponential(counts, k, eps, rng):
@@ -145,9 +143,7 @@ def main() -> None:
     ap.add_argument("--cap-gib", type=float, default=4.0, help="address-space limit of each run, GiB (0: none)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     args = ap.parse_args()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"Peeling sampling, epsilon = 1; Python {platform.python_version()}, {platform.machine()}, "
-          f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min); cap {args.cap_gib:g} GiB; "
+    print(f"Peeling sampling, epsilon = 1; {machine_text()}; cap {args.cap_gib:g} GiB; "
           f"steady state over up to {args.draws} draws or {args.budget:g} s; fastest of {args.repeats} alternating runs")
     print()
     print("| counts | d | k | noise | exactdp first CPU s | exactdp CPU s/draw | float first CPU s | float CPU s/draw "

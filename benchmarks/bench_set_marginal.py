@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
 import time
 from bisect import bisect_left
@@ -40,7 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from run import SHAPES, child_result, make_counts  # noqa: E402  (counts and the memory helper, defined once)
+from run import SHAPES, child_result, machine_text, make_counts  # noqa: E402  (counts and the memory helper, defined once)
 
 KINDS = {"joint": ("Joint", {}), "pnf": ("PNFJoint", {}), "peeling-gumbel": ("Peeling", {"noise": "gumbel"}),
          "peeling-exponential": ("Peeling", {"noise": "exponential"})}
@@ -169,9 +167,7 @@ def main() -> None:
     ap.add_argument("--cap-gib", type=float, default=4.0, help="address-space limit of each run, GiB (0: none)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     args = ap.parse_args()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"Set marginals, epsilon = 1, 30 digits; Python {platform.python_version()}, {platform.machine()}, "
-          f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min); cap {args.cap_gib:g} GiB; {args.sets} sets per run")
+    print(f"Set marginals, epsilon = 1, 30 digits; {machine_text()}; cap {args.cap_gib:g} GiB; {args.sets} sets per run")
     print()
     print("| mechanism | counts | d | k | exactdp first CPU s | exactdp CPU s/set | float CPU s/set "
           "| exactdp/float | exactdp peak MiB | float peak MiB |")

@@ -163,6 +163,13 @@ print(json.dumps({"rc": rc, "peak_kib": peak, "out": out.strip().splitlines()[-1
 """
 
 
+def machine_text() -> str:
+    """Python version, machine, cores and load average: the first line of every benchmark table."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
+            f"load average {load} (1, 5, 15 min)")
+
+
 def child_result(argv: list[str], cap_gib: float, timeout: float, width: int = 40) -> dict:
     """One run of ``argv`` under :data:`HELPER`: its last output line (JSON) with ``peak``
     (MiB), or ``{"fail": the last error line, "peak": ...}``."""
