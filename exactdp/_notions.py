@@ -136,14 +136,21 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
         if isinstance(p, Fraction) and isinstance(q, Fraction):
             # e^eps is irrational for rational eps != 0 (Lindemann): equal only when both vanish
             return p == q if eps == 0 else (p == 0 and q == 0)
-        diff = sympy.sympify(p) - sympy.exp(sympy.Rational(eps.numerator, eps.denominator)) * q
-        if diff == 0:
-            return True
-        if sympy.count_ops(diff) > _SIMPLIFY_OPS:
-            return None  # simplify of a sum over thousands of levels can run for hours: undecided
-        return True if sympy.simplify(diff) == 0 else None
+        return proven_zero(sympy.sympify(p) - sympy.exp(sympy.Rational(eps.numerator, eps.denominator)) * q)
     except Exception:  # no closed form within the mechanism's limits
         return None
+
+
+def proven_zero(expression: Any) -> Optional[bool]:
+    """True when the sympy ``expression`` is proven to be 0, None when undecided: the one
+    place the oracle asks sympy for an exact equality.  ``sympy.simplify`` only sees
+    expressions of at most ``_SIMPLIFY_OPS`` operations: on a sum over thousands of levels
+    it can run for hours."""
+    if expression == 0:
+        return True
+    if sympy.count_ops(expression) > _SIMPLIFY_OPS:
+        return None
+    return True if sympy.simplify(expression) == 0 else None
 
 
 def _cap(dps: int) -> int:

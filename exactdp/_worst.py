@@ -41,7 +41,7 @@ import mpmath
 
 from ._distributions import MappingDistribution, pair_cells
 from ._neighbours import _relation, neighbour_count, neighbours
-from ._notions import _certified_divergence, _rational, privacy_profile, zcdp_rho
+from ._notions import _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
@@ -571,7 +571,7 @@ def _attained_exactly(a: Any, b: Any, witness: Any, direction: str, eps: Any) ->
         pa, pb = _exact_probability(a, witness), _exact_probability(b, witness)
         e = sympy.Rational(eps.numerator, eps.denominator) if isinstance(eps, Fraction) else eps
         ratio = pa / pb if direction == "a>b" else pb / pa
-        return bool(sympy.simplify(ratio - sympy.exp(e)) == 0)
+        return bool(proven_zero(ratio - sympy.exp(e)))
     except Exception:  # no closed form within the mechanism's limits: undecided
         return False
 

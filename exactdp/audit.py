@@ -67,7 +67,7 @@ from flint import arb, fmpz
 from ._distributions import _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
 from ._groups import Groups
 from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for_delta, privacy_profile,  # noqa: F401
-                       pure_loss, renyi_divergence, zcdp_rho)
+                       proven_zero, pure_loss, renyi_divergence, zcdp_rho)
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
@@ -342,14 +342,7 @@ def _exactly_equal(a: Any, b: Any, pairs: dict) -> bool:
     """Whether P_a(o) == P_b(o) for one output of every level pair, decided exactly with
     the sympy probabilities (``probability_exact``); False when undecided."""
     try:
-        for (o, _) in pairs.values():
-            x, y = a.probability_exact(o), b.probability_exact(o)
-            if x == y:
-                continue
-            diff = sympy.simplify(x - y)
-            if diff != 0:
-                return False
-        return True
+        return all(proven_zero(a.probability_exact(o) - b.probability_exact(o)) for (o, _) in pairs.values())
     except Exception:  # no closed form within the mechanism's limits: undecided
         return False
 

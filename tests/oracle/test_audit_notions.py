@@ -349,3 +349,19 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     shifted = exactdp.Joint([x + 1 for x in c], 3, epsilon=1)
     assert _notions._identical(_distributions.pair_cells(a, shifted, 30, 10**6))
     assert asked
+
+
+def test_proven_zero_is_the_one_bounded_symbolic_equality(monkeypatch):
+    """Small differences are simplified (exp(1)*exp(-2) - exp(-1) is 0); a sum over many
+    terms is left undecided without calling sympy.simplify at all."""
+    import sympy
+
+    from exactdp import _notions
+
+    x = sympy.Symbol("x", positive=True)
+    assert _notions.proven_zero(sympy.exp(1) * sympy.exp(-2) - sympy.exp(-1)) is True
+    assert _notions.proven_zero(sympy.exp(-1) - sympy.Rational(1, 3)) is None
+    big = sum(sympy.exp(-x * i) for i in range(1, 400)) - sum(sympy.exp(-x * i) for i in range(1, 399)) - sympy.exp(-399 * x)
+    monkeypatch.setattr(sympy, "simplify", lambda e: (_ for _ in ()).throw(AssertionError("simplify called")))
+    assert _notions.proven_zero(big) in (True, None)  # auto-cancelled to 0, or undecided: never simplified
+    assert _notions.proven_zero(sum(sympy.exp(-x * i) for i in range(1, 400)) - 1) is None
