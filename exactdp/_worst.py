@@ -408,25 +408,36 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
                 None if eps is None else _claim_value(eps, digits), units)
 
 
+def pair_notion(a: Any, b: Any, notion: str, dps: int, pure: Callable[..., Any], *,
+                epsilon: Optional[Fraction] = None, alpha: Optional[Fraction] = None,
+                max_outputs: int, symmetric: bool = True) -> tuple[object, mpmath.mpf, Optional[Output],
+                                                                   Optional[str], Optional[mpmath.mpf]]:
+    """One pair's notion as ``(result, value, witness, direction, lower)`` (the fields of
+    :class:`NeighbourLoss`): the one dispatch over notions, for a neighbour of a worst
+    case and for a pair of probability tables.  ``pure`` is
+    :func:`exactdp.audit.privacy_loss` (passed in: that module imports this one)."""
+    if notion == "pure":
+        loss = pure(a, b, dps, max_outputs=max_outputs, symmetric=symmetric)
+        return loss, loss.value, loss.witness, loss.direction, None
+    if notion == "approx":
+        prof = privacy_profile(a, b, epsilon, dps, max_outputs=max_outputs)
+        return prof, prof.delta, prof.carriers[0][0] if prof.carriers else None, prof.direction, None
+    if notion == "renyi":
+        pair = pair_cells(a, b, dps, max_outputs, symmetric)
+        dab = _certified_divergence(pair, alpha, "a>b", dps)
+        dba = _certified_divergence(pair, alpha, "b>a", dps)
+        value, direction = (dab, "a>b") if dab >= dba else (dba, "b>a")
+        return value, value, None, direction, None
+    bracket = zcdp_rho(a, b, dps, max_outputs=max_outputs)
+    return bracket, bracket.upper, None, None, bracket.lower
+
+
 def _pair(job: _Job, base: Any, n: tuple[int, ...]) -> NeighbourLoss:
     """The notion between ``base`` and ``factory(n)``."""
-    other = job.factory(n)
     change = tuple(y - x for x, y in zip(job.counts, n))
-    if job.notion == "pure":
-        return NeighbourLoss(n, change, job.pure(base, other, job.dps, max_outputs=job.max_outputs,
-                                                  symmetric=job.symmetric))
-    if job.notion == "approx":
-        prof = privacy_profile(base, other, job.epsilon, job.dps, max_outputs=job.max_outputs)
-        witness = prof.carriers[0][0] if prof.carriers else None
-        return NeighbourLoss(n, change, prof, prof.delta, witness, prof.direction)
-    if job.notion == "renyi":
-        pair = pair_cells(base, other, job.dps, job.max_outputs, job.symmetric)
-        dab = _certified_divergence(pair, job.alpha, "a>b", job.dps)
-        dba = _certified_divergence(pair, job.alpha, "b>a", job.dps)
-        value, direction = (dab, "a>b") if dab >= dba else (dba, "b>a")
-        return NeighbourLoss(n, change, value, value, None, direction)
-    bracket = zcdp_rho(base, other, job.dps, max_outputs=job.max_outputs)
-    return NeighbourLoss(n, change, bracket, bracket.upper, None, None, bracket.lower)
+    return NeighbourLoss(n, change, *pair_notion(base, job.factory(n), job.notion, job.dps, job.pure,
+                                                 epsilon=job.epsilon, alpha=job.alpha,
+                                                 max_outputs=job.max_outputs, symmetric=job.symmetric))
 
 
 def _unit(job: _Job, neighbours_: Sequence[tuple[int, ...]],

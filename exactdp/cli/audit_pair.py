@@ -50,27 +50,23 @@ class PairResult:
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
     from .. import audit
-    from .._worst import _claim_value, _verdict, _zcdp_verdict
+    from .._worst import _claim_value, _verdict, _zcdp_verdict, pair_notion
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
     dps = _digits(args)[0]
-    alpha = lower = upper = witness = direction = log_p = None
+    alpha = claims["alpha"] if notion == "renyi" else None
+    result, value, witness, direction, lower = pair_notion(a, b, notion, dps, audit.privacy_loss, epsilon=eps,
+                                                           alpha=alpha, max_outputs=limit)
+    upper = log_p = None
     if notion == "pure":
-        loss = audit.privacy_loss(a, b, dps, max_outputs=limit)
-        value, witness, direction, log_p, claim = loss.value, loss.witness, loss.direction, (loss.log_p_a, loss.log_p_b), eps
+        log_p, claim = (result.log_p_a, result.log_p_b), eps
     elif notion == "approx":
-        prof = audit.privacy_profile(a, b, eps, dps, max_outputs=limit)
-        value, direction, claim = prof.delta, prof.direction, claims["delta"]
-        witness = prof.carriers[0][0] if prof.carriers else None
+        claim = claims["delta"]
     elif notion == "renyi":
-        alpha, claim = claims["alpha"], eps
-        dab = audit.renyi_divergence(a, b, alpha, dps, max_outputs=limit)
-        dba = audit.renyi_divergence(b, a, alpha, dps, max_outputs=limit)
-        value, direction = (dab, "a>b") if dab >= dba else (dba, "b>a")
+        claim = eps
     else:
-        bracket = audit.zcdp_rho(a, b, dps, max_outputs=limit)
-        value, lower, upper, alpha = bracket.upper, bracket.lower, bracket.upper, bracket.alpha
+        upper, alpha = value, result.alpha
         claim = claims["rho"] if claims["rho"] is not None else eps * eps / 2
     claim = Fraction(claim)
     claim_value = _claim_value(claim, dps)
