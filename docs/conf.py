@@ -50,9 +50,11 @@ nb_execution_show_tb = True
 autosummary_generate = True
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# No "show-inheritance": Sphinx 9 prints "Bases: object" for every plain class.
+autodoc_default_options = {"members": True}
 add_module_names = False
 
 html_theme = "furo"
 html_title = f"exactdp {release}"
 html_static_path: list[str] = []
+
