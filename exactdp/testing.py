@@ -8,14 +8,14 @@ Assertions (raise ``AssertionError`` with a readable table of the worst bins or 
 - :func:`assert_probabilities_match` -- claimed (log-)probabilities equal the exact ones
   to a tolerance (:func:`exactdp.certify.compare_probabilities`), over enough of the
   distribution to say so;
+- :func:`assert_mtilde_matches` -- a float ``log m̃`` array (Joint family);
+- :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
+  (:func:`exactdp.audit.worst_case`).
 
 A check that could not have failed, or was too weak to trust, does not pass: when the
 sampler test has 0 degrees of freedom or too little power, or a probability comparison covers too little, the
 assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the test
 fails) with the number of draws (or the coverage) that would decide.
-- :func:`assert_mtilde_matches` -- a float ``log m̃`` array (Joint family);
-- :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
-  (:func:`exactdp.audit.worst_case`).
 
 Sampler shapes (:func:`as_sampler` picks one; each can be built directly), from
 :mod:`exactdp._samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`

@@ -29,7 +29,7 @@ EPSILON = 1
 DEFAULT_OUT = pathlib.Path(__file__).with_suffix(".png")
 CASES = [
     ("add/remove, sensitivity 1", "add_remove", 1),
-    ("swap, sensitivity 1 (wrong)", "swap", 1),
+    ("swap, sensitivity 1 (miscalibrated)", "swap", 1),
     ("swap, sensitivity 2", "swap", 2),
 ]
 
@@ -56,7 +56,11 @@ def main(out_path=None) -> pathlib.Path:
         values = [v for _, v in rows]
         colors = ["tab:red" if v > EPSILON else "tab:blue" for v in values]
         ax.bar(range(len(values)), values, color=colors, width=1.0)
-        ax.axhline(EPSILON, color="black", linestyle="--", label=f"epsilon = {EPSILON}")
+        ax.axhline(EPSILON, color="black", linestyle="--", label=f"ε = {EPSILON}")
+        above = sum(v > EPSILON for v in values)
+        zero = sum(v == 0 for v in values)
+        if zero:  # a zero bar is invisible: say so (every count shifted by one gives the same law)
+            ax.text(len(values) - 1, 0.03, f"{zero} with loss 0", ha="right", fontsize=8)
         worst, value = rows[0]
         ax.annotate(
             f"worst: {worst}\nloss {value:.4f}",
@@ -65,11 +69,12 @@ def main(out_path=None) -> pathlib.Path:
             fontsize=8,
             arrowprops={"arrowstyle": "->"},
         )
-        ax.set_title(f"{title}: {len(values)} neighbours")
+        ax.set_title(f"{title}\n{len(values)} neighbours, {above} above ε", fontsize=10)
         ax.set_xlabel("neighbour (sorted by privacy loss)")
         ax.legend(fontsize=8, loc="lower left")
-    axes[0].set_ylabel("exact privacy loss max_o |ln P(o) - ln P'(o)|")
-    fig.suptitle(f"Joint, counts {tuple(COUNTS)}, k = {K}, epsilon = {EPSILON}: privacy loss per neighbour")
+    axes[0].set_ylabel("exact privacy loss max_o |ln P(o) − ln P′(o)|")
+    fig.suptitle(f"Joint, counts {tuple(COUNTS)}, k = {K}, ε = {EPSILON}: privacy loss against each neighbour "
+                 "(red: above ε)")
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out

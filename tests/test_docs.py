@@ -18,7 +18,9 @@
   docs/cli.md is skipped here: tests/cli/test_cli.py runs its ``console`` blocks and also
   compares their output.
 - Any other language fails the test (add it here first); blocks without a language or
-  marked ``text`` are output, not code.
+  marked ``text`` are output, not code. Sphinx directives in these pages (the site's
+  ``toctree``) are written as MyST colon fences (``:::{toctree}``), which are not code
+  blocks and are not read here.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ NOT_RUN = {
     'pip install -e ".[test,plot]"': "installs packages; .ci/run executes this README line "
     "literally in a fresh virtual environment",
     "python -m pytest": "runs this very test suite (recursion); .ci/run executes it",
+    'pip install -e ".[docs]"': "installs packages; CI builds the site (.ci/run installs the docs extra)",
+    "sphinx-build -W --keep-going -b html docs docs/_build/html": "CI builds the site (.ci/run, after the tests)",
 }
 # Patterns of segments not run here, with the reason (checked: the script must exist).
 NOT_RUN_PATTERNS = {

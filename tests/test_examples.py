@@ -39,3 +39,69 @@ def test_example_writes_a_png(path, tmp_path):
     data = out.read_bytes()
     assert data[:8] == PNG_MAGIC
     assert len(data) > 10_000, f"{out} is suspiciously small ({len(data)} bytes)"
+
+
+# What the pictures claim, checked on the numbers they draw.
+
+LEVELS = ROOT / "examples" / "plot_level_distributions.py"
+TOP_K = ROOT / "examples" / "plot_top_k_vs_epsilon.py"
+
+
+def test_the_committed_pictures_are_shown_in_the_gallery():
+    gallery = (ROOT / "docs" / "gallery.md").read_text(encoding="utf-8")
+    for name in ("plot_level_distributions", "plot_top_k_vs_epsilon", "plot_privacy_loss"):
+        png = ROOT / "docs" / "images" / f"{name}.png"
+        assert png.read_bytes()[:8] == PNG_MAGIC, f"{png} is missing or not a PNG"
+        assert f"](images/{name}.png)" in gallery, f"docs/gallery.md does not show {name}.png"
+
+
+def test_level_plot_error_is_minus_the_utility_and_its_masses_sum_to_one():
+    import itertools
+
+    import exactdp
+
+    example = _load(LEVELS)
+    k = example.K
+    for counts in ([1, 10, 5, 1], [2, 2, 7, 0, 3], example.COUNTS):  # unsorted and tied ones too
+        example.COUNTS = counts  # linf_error reads the module's counts
+        joint, joint_set = exactdp.Joint(counts, k, epsilon=1), exactdp.JointSet(counts, k, epsilon=1)
+        for seq in itertools.permutations(range(len(counts)), k):
+            assert example.linf_error(seq) == -joint.utility(seq)
+        for items in itertools.combinations(range(len(counts)), k):
+            assert example.linf_error(frozenset(items)) == -joint_set.utility(frozenset(items))
+    table = example.error_table(dps=20)
+    assert [name.split(" ")[0] for name, _ in table] == ["Joint", "PNFJoint", "JointSet", "Canonical,", "peeling"]
+    for name, rows in table:
+        assert abs(sum(p for _, _, p in rows) - 1) < 1e-18, name
+        outputs = 6 if "(sets)" in name else 12  # 4 choose 2 sets, 4 * 3 sequences
+        assert sum(n for _, n, _ in rows) == outputs, name
+
+
+def test_level_plot_labels_never_round_a_probability_to_zero():
+    label = _load(LEVELS).probability_label
+    assert label(0.00021) == "0.00021" and label(2.1e-9) == "2.1e-09" and label(0.631) == "0.63"
+    assert all(float(label(p)) > 0 for p in (1e-3, 2e-4, 5e-7, 1e-30))
+
+
+def test_pure_peeling_is_not_called_cdp_peel_and_cdp_peel_uses_lemma_4_2():
+    from fractions import Fraction
+
+    import mpmath
+
+    from exactdp import accounting
+
+    example = _load(TOP_K)
+    cdp = [name for name in example.SEQUENCE_MECHANISMS if "CDP-Peel" in name]
+    assert cdp == [example.CDP_PEEL] and "δ" in example.CDP_PEEL
+    pure = [name for name in example.SEQUENCE_MECHANISMS if "Peel" in name and name not in cdp]
+    assert pure and all("pure ε" in name for name in pure)
+    for eps in (Fraction(1, 10), Fraction(1), Fraction(4)):
+        round_eps = example.cdp_peel_round_epsilon(eps)
+        # below the certified inverse of Lemma 4.2, so the (eps, delta) claim holds (the gap,
+        # about 1e-15 relative, is far above the 1e-30 certified error) ...
+        with mpmath.workdps(40):
+            target = mpmath.mpf(eps.numerator) / eps.denominator
+        assert accounting.cdp_peel_epsilon(round_eps, example.DELTA, example.K, dps=30) < target
+        # ... and only just (the rational is within 1e-14 of it)
+        assert accounting.cdp_peel_round_epsilon(eps, example.DELTA, example.K, dps=30) - round_eps < 1e-14
+        assert example.SEQUENCE_MECHANISMS[example.CDP_PEEL](eps).epsilon == example.K * round_eps
