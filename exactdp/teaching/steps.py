@@ -18,6 +18,7 @@ from flint import arb
 
 from ..core.formatting import number_text
 from ..core.mechanism import Mechanism
+from ..errors import ExactDPError
 from ..core.precision import certify_many
 from ..rules.permute_and_flip import PermuteAndFlip
 from .explanation import RecordingRandom, Step, Table
@@ -52,10 +53,15 @@ def ranking_step(m: Mechanism, notation: str = "c_(1) >= ... >= c_(d)") -> Step:
 
 
 def _exact_outputs(m: Mechanism) -> Optional[list[Fraction]]:
-    """Exact probability of one output of each level (a rational ``base`` only)."""
+    """Exact probability of one output of each level, when every one is a rational (a
+    rational ``base`` and integral utility gaps)."""
     if m.base is None:
         return None
-    return [exact_fraction(m.rule.output_probability_exact(m.table, a)) for a in range(len(m.table))]
+    try:
+        out = [exact_fraction(m.rule.output_probability_exact(m.table, a)) for a in range(len(m.table))]
+    except ExactDPError:  # no closed form this size: the certified values stand alone
+        return None
+    return None if None in out else out  # type: ignore[return-value]
 
 
 def probability_step(m: Mechanism, digits: int, weight: str, text: str) -> Step:
