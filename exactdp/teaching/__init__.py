@@ -14,8 +14,9 @@ This layer reads mechanism internals, so it sits above the mechanisms and below 
 
 from __future__ import annotations
 
-from typing import Any, SupportsIndex
+from typing import SupportsIndex
 
+from ..core._typing import RngLike
 from ..core.mechanism import Mechanism
 from ..errors import ArgumentTypeError
 from .explanation import DEFAULT_MAX_SIZE, MAX_ROWS, Citation, Explanation, Step, Table, from_dict
@@ -23,7 +24,7 @@ from .explanation import DEFAULT_MAX_SIZE, MAX_ROWS, Citation, Explanation, Step
 __all__ = ["explain", "Explanation", "Step", "Citation", "Table", "from_dict", "DEFAULT_MAX_SIZE", "MAX_ROWS"]
 
 
-def explain(mechanism: Mechanism, *, rng: Any = None, max_size: SupportsIndex = DEFAULT_MAX_SIZE) -> Explanation:
+def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsIndex = DEFAULT_MAX_SIZE) -> Explanation:
     """The step-by-step walk-through of ``mechanism`` (Joint, PNFJoint, JointSet,
     Canonical, CanonicalGamma1 or Peeling), ending with one sample drawn step by step.
 
