@@ -5,8 +5,9 @@ of :class:`Step` s, each with the paper's notation, one sentence of what it does
 data (``int``, ``Fraction``, ``str``, ``bool``, tuples of those, and :class:`Table` s).
 It renders as plain text (``str``), Markdown (:meth:`Explanation.to_markdown`) and a
 JSON-ready ``dict`` (:meth:`Explanation.to_dict`: Fractions as ``"p/q"`` strings, integers
-as JSON integers of any size; no other string of a walk-through has that form).  :func:`from_dict` reads that ``dict`` back, so a walk-through
-round-trips through JSON exactly.
+as JSON integers of any size; no other string of a walk-through has that form).
+:func:`from_dict` reads that ``dict`` back, so a walk-through round-trips through JSON
+exactly.
 
 The walk-throughs draw with :class:`RecordingRandom`, a :class:`random.Random` that keeps
 every integer the mechanism's sampler asked for (``getrandbits`` and ``randrange``, the only
@@ -20,9 +21,9 @@ Paper: A paper, ICML 2022, arXiv:0000.00000 (Algorithm 1)
 <BLANKLINE>
 1. m(u): Counts outputs.
    table:
-      u  m
-      0  1
-     -1  2
+       u  m
+       0  1
+      -1  2
 >>> from_dict(e.to_dict()) == e
 True
 """
@@ -90,6 +91,13 @@ class Step:
         """The names of :attr:`data`, in order."""
         return tuple(n for n, _ in self.data)
 
+    def __str__(self) -> str:
+        """The step as plain text: notation, sentence, then each datum (tables aligned)."""
+        lines = [f"{self.notation}: {self.text}"]
+        for name, value in self.data:
+            lines += _text_value(name, value)
+        return "\n".join(lines)
+
 
 @dataclass(frozen=True)
 class Explanation:
@@ -113,9 +121,7 @@ class Explanation:
     def __str__(self) -> str:
         lines = [self.title, f"Paper: {self.citation}"]
         for n, s in enumerate(self.steps, 1):
-            lines += ["", f"{n}. {s.notation}: {s.text}"]
-            for name, value in s.data:
-                lines += _text_value(name, value)
+            lines += ["", f"{n}. {s}"]
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
