@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
+from ..core.precision import certify_many
 from ..core.sampling import choose_index
 from ..mechanisms.canonical import Canonical
 from ..mechanisms.canonical_gamma1 import CanonicalGamma1
@@ -90,11 +91,26 @@ def _gamma1_steps(m: CanonicalGamma1, rec: RecordingRandom, digits: int) -> list
     tails = m.tail_probabilities(digits)
     rows = tuple((t, m._tail_binoms[t - k], sc[t - 1], certified(p, digits)) for t, p in tails)
     weight = "base^(-rho x_(t))" if m.base is not None else "exp(epsilon rho x_(t))"
+    stage2 = []
+    for t in range(k + 1, m.d + 1):
+        def given_t(t: int = t) -> list:
+            terms = m._stage2_terms(t)
+            total = sum(terms[1:], terms[0])
+            return [w / total for w in terms]
+
+        probs = certify_many(given_t, digits, extra_bits=2 * k.bit_length() + 8)
+        stage2 += [(t, h, m.class_size(h, t), sc[h], certified(p, digits)) for h, p in enumerate(probs)]
+    head = "base^((1-rho) x_(h+1))" if m.base is not None else "exp(-epsilon (1-rho) x_(h+1))"
     return [Step(
         "stage1", f"P(t) proportional to C(t-1, k-1) {weight}",
         "Stage 1: the tail t in k..d, weighted by the number C(t-1, k-1) of subsets whose lowest "
         "rank is t and by the tail's count (t = k is the exact top-k). Certified by arb balls.",
-        (("tails", Table(("t", "C(t-1, k-1)", "x_(t)", "P(t)"), rows)),))]
+        (("tails", Table(("t", "C(t-1, k-1)", "x_(t)", "P(t)"), rows)),)),
+        Step("stage2", f"P(h | t) proportional to C(t-h-2, k-h-1) {head}",
+             "Stage 2, for a tail t > k: the head h in 0..k-1, weighted by the class size and by the "
+             "count of the first missing rank h+1. Certified by arb balls; P(class) above is "
+             "P(t) P(h | t).",
+             (("heads", Table(("t", "h", "C(t-h-2, k-h-1)", "x_(h+1)", "P(h | t)"), tuple(stage2))),))]
 
 
 def _gamma1_draw(m: CanonicalGamma1, rec: RecordingRandom, steps: list[Step]) -> frozenset:
@@ -112,8 +128,7 @@ def _gamma1_draw(m: CanonicalGamma1, rec: RecordingRandom, steps: list[Step]) ->
         text = "t = k: the class is the exact top-k (k-1, k); nothing is drawn."
     else:
         h = choose_index(lambda prec: m._cumulative(("c2", t), lambda: m._stage2_terms(t)), k, rec)
-        text = ("Stage 2: the head h in 0..k-1 given t, weighted by the class size C(t-h-2, k-h-1) "
-                "and the count x_(h+1) of the first missing rank; drawn exactly as stage 1.")
+        text = "Stage 2 drawn exactly as stage 1, over the weights of the heads given t."
     steps.append(Step("sample_head", "h ~ P(h | t)", text, (("random integers", rec.since(mark)), ("h", h))))
     step, drawn = _member_step(m, rec, h, t)
     steps.append(step)

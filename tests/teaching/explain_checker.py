@@ -15,6 +15,7 @@ from itertools import combinations
 import mpmath
 
 from exactdp import CanonicalGamma1, Joint, JointSet, Peeling, PNFJoint
+from exactdp.core.precision import mp_workdps
 from exactdp.core.validation import seed_to_nonnegative
 from twins.canonical import canon_class, canon_loss
 from twins.joint import brute_levels, brute_mtilde_direct, ranks_of, refined_matrix, sorted_counts
@@ -148,6 +149,14 @@ def _canonical(e, m, out):
             out.append("stage1")
         if tails.column("C(t-1, k-1)") != tuple(math.comb(t - 1, k - 1) for t in range(k, m.d + 1)):
             out.append("stage1: binomials")
+        p_t = dict(m.tail_probabilities(40))
+        p_class = {(h, t): p for h, t, p in m.class_probabilities(40)}
+        sc = sorted_counts(c)
+        for t, h, size, x, shown in e.step("stage2")["heads"].rows:
+            with mp_workdps(40):
+                off = abs(mpmath.mpf(shown) / (p_class[(h, t)] / p_t[t]) - 1) > mpmath.mpf(10) ** -19
+            if size != math.comb(t - h - 2, k - h - 1) or x != sc[h] or off:
+                out.append(f"stage2: {(t, h)}")
     else:
         _probabilities(e, m, out)
     _seeded_sample(e, m, out)

@@ -93,6 +93,7 @@ def _bump_last_cell(table, column):
     ("joint", "levels", "levels", "sum of m̃"),
     ("joint-set", "paths", "path counts", "N(M): paths (Lemma 7)"),
     ("canonical", "classes", "classes", "size"),
+    ("gamma1", "stage2", "heads", "x_(h+1)"),
     ("peeling", "round_1", "remaining", "count"),
 ])
 def test_checker_detects_a_corrupted_step(name, key, field, column):
