@@ -14,17 +14,18 @@ Positions ``i`` and ranks ``j`` are 1-based in what is shown, as in the paper.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from typing import Any
 
 from ..mechanisms.joint import Joint
-from ..mechanisms.peeling_sampling import bernoulli_exp, bernoulli_power
 from ..mechanisms.pnf_joint import PNFJoint
+from ..rules.permute_and_flip import PermuteAndFlip
 from .explanation import Citation, Explanation, RecordingRandom, Step, Table, check_size, recording_generator
-from .steps import JOINT_PAPER, level_draw_step, probability_step, ranking_step, sample_check, summary_step
+from .steps import JOINT_PAPER, decimal_text, level_draw_step, probability_step, ranking_step, sample_check, summary_step
 
-__all__ = ["explain_joint", "pnf_race"]
+__all__ = ["explain_joint", "algorithm5_step"]
 
 
 def _matrix(rows: list[list[Any]], k: int, d: int) -> Table:
@@ -145,34 +146,54 @@ def _rank_steps(m: Joint, rec: RecordingRandom, a: int) -> tuple[list[Step], tup
     return [rank_step, pos_step], drawn
 
 
-def pnf_race(m: PNFJoint, rec: RecordingRandom) -> tuple[int, Table]:
-    """Permute-and-flip over the outputs, level by level: propose a uniformly random output
-    not proposed yet (only its level matters), accept it with probability
-    ``p = w(u)/w(u_max)`` by an exact coin; the accepted output's level and the proposals."""
-    mult = list(m.table.multiplicities)
-    utilities = m.table.utilities
+def algorithm5_step(m: PNFJoint, rec: RecordingRandom) -> tuple[Step, int]:
+    """Algorithm 5, level by level: ``v_a = u_a + MaxExpo(lam, m_a)`` from a lazily refined
+    uniform ``U_a`` per level, decided on certified bounds; the largest wins.  Run by the
+    rule's own sampler (``PermuteAndFlip(sampler="algorithm5")``), which reports each
+    level's final bits and bounds."""
+    table = m.table
+    mark = len(rec.calls)
+    trace: list = []
+    a = PermuteAndFlip(sampler="algorithm5").sample_level_algorithm5(table, rec, trace)
+    u0 = table.utilities[0]
     rows = []
-    while True:
-        mark = len(rec.calls)
-        x = rec.randrange(sum(mult))
-        a = 0
-        while x >= mult[a]:
-            x -= mult[a]
-            a += 1
-        gap = int(utilities[0] - utilities[a])
+    for b, (lv, state) in enumerate(itertools.zip_longest(table.levels, trace)):
+        gap = int(u0 - lv.utility)
         if m.base is not None:
             p: Any = m.base ** gap
-            heads = bernoulli_power(m.base, gap, rec)
         else:
-            lam = m.epsilon / (2 * m.sensitivity)
-            p = f"exp(-{lam * gap})" if gap else Fraction(1)
-            heads = bernoulli_exp(lam * gap, rec)
-        rows.append((len(rows) + 1, tuple(mult), utilities[a], p, tuple(v for _, _, v in rec.calls[mark:]),
-                     heads))
-        if heads:
-            return a, Table(("proposal", "not yet proposed per level", "level u", "p = w(u) / w(u_max)",
-                             "random integers", "accepted"), tuple(rows))
-        mult[a] -= 1
+            p = f"exp(-{m.epsilon / (2 * m.sensitivity) * gap})" if gap else Fraction(1)
+        if state is None:  # one level: nothing is drawn
+            rows.append((lv.utility, lv.multiplicity, p, "-", "-", "-", True))
+            continue
+        bits, n, lo, hi = state
+        rows.append((lv.utility, lv.multiplicity, p, f"[{bits}, {bits + 1}) / 2^{n}",
+                     _bound(lo, down=True), _bound(hi, down=False), b == a))
+    table_ = Table(("u", "m(u)", "p = w(u) / w(u_max)", "U (its bits)", "noisy value >=", "noisy value <=",
+                    "largest"), tuple(rows))
+    step = Step(
+        "sample_race", "v_u = u + MaxExpo(lam, m(u)); the level of the largest v_u",
+        "Algorithm 5: permute-and-flip over all sequences is report-noisy-max with exponential "
+        "noise (Algorithm 4), and the largest noise among the m(u) sequences of level u is "
+        "MaxExpo(lam, m(u)), drawn by the inverse CDF -ln(1 - U^(1/m(u))) / lam of a uniform U "
+        "(Equation 6). Each U is read 32 bits at a time from the generator; the noisy value "
+        "lam (v_u - u_max) = ln p - ln(1 - U^(1/m(u))) is bounded on certified enclosures "
+        "(shown rounded outward to 12 digits), and a level wins once its lower bound exceeds "
+        "every other upper bound (levels that overlap draw more bits). p is the acceptance "
+        "probability of a sequence of level u in permute-and-flip. This is the draw of "
+        "PNFJoint(..., sampler=\"algorithm5\"); the default sampler draws the level from its "
+        "certified level probabilities instead (the same law).",
+        (("random integers", rec.since(mark)), ("levels", table_), ("level drawn", table.utilities[a])))
+    return step, a
+
+
+def _bound(x: Any, down: bool) -> str:
+    """An exact arb bound (a point, or +inf) as a decimal rounded outward to 12 places."""
+    if not x.is_finite():
+        return "inf"
+    man, exp = (int(v) for v in x.man_exp())
+    value = Fraction(man) * Fraction(2) ** exp
+    return decimal_text(value, 12, up=not down)
 
 
 def explain_joint(m: Joint, rng: Any, max_size: int, digits: int = 20) -> Explanation:
@@ -196,17 +217,8 @@ def explain_joint(m: Joint, rng: Any, max_size: int, digits: int = 20) -> Explan
                 "balls (exact rationals with a rational base).")
     steps.append(probability_step(m, digits, weight, text))
     if pnf:
-        mark = len(rec.calls)
-        a, race = pnf_race(m, rec)
-        steps.append(Step(
-            "sample_race", "v_a = u_a + MaxExpo(lam, m_a); argmax (as permute-and-flip)",
-            "Algorithm 5 draws the level of the noisy maximum; it is permute-and-flip (Appendix "
-            "D; McKenna & Sheldon 2020), which this walk-through runs literally instead: propose "
-            "an output not proposed yet, uniformly (only its level matters), and accept it with "
-            "the exact probability p by an exact coin (integer randomness only). This route is "
-            "equal in law to PNFJoint.sample, not the same draw: PNFJoint draws the level from "
-            "its certified level probabilities.",
-            (("random integers", rec.since(mark)), ("proposals", race), ("level drawn", m.table.utilities[a]))))
+        race_step, a = algorithm5_step(m, rec)
+        steps.append(race_step)
     else:
         level_step, a = level_draw_step(
             m, rec, digits, "Algorithm 1, line 20 draws an entry with probability proportional to "
@@ -215,7 +227,12 @@ def explain_joint(m: Joint, rng: Any, max_size: int, digits: int = 20) -> Explan
         steps.append(level_step)
     rank_steps, drawn = _rank_steps(m, rec, a)
     steps += rank_steps
-    steps.append(summary_step(m, drawn, seed, None if pnf else sample_check(m, state, drawn)))
+    if pnf:
+        twin = PNFJoint(m.counts, m.k, m.epsilon, base=m.base, sensitivity=m.sensitivity, sampler="algorithm5")
+        steps.append(summary_step(m, drawn, seed, sample_check(twin, state, drawn),
+                                  'PNFJoint(..., sampler="algorithm5").sample'))
+    else:
+        steps.append(summary_step(m, drawn, seed, sample_check(m, state, drawn)))
     finish()
     where = "Appendix D, Algorithm 5; Algorithm 1, Lemmas 3.4-3.8" if pnf else "Section 3, Algorithm 1, Lemmas 3.4-3.8"
     title = f"{type(m).__name__} walk-through: {m!r}"

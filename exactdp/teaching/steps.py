@@ -24,7 +24,7 @@ from ..rules.permute_and_flip import PermuteAndFlip
 from .explanation import RecordingRandom, Step, Table
 
 __all__ = ["JOINT_PAPER", "certified", "exact_fraction", "ranking_step", "probability_step", "level_draw_step",
-           "sample_check", "uniform_bits", "summary_step"]
+           "sample_check", "uniform_bits", "summary_step", "decimal_text"]
 
 #: The Joint paper (Joint, PNFJoint and the peeling baselines).
 JOINT_PAPER = ("A Joint Exponential Mechanism for Differentially Private Top-k",
@@ -118,7 +118,7 @@ def level_draw_step(m: Mechanism, rec: RecordingRandom, digits: int, line: str) 
         return out
 
     cum = certify_many(cumulative, digits, extra_bits=2 * len(levels).bit_length() + 8)
-    low, high = _decimal(Fraction(u, 1 << n), digits), _decimal(Fraction(u + 1, 1 << n), digits, up=True)
+    low, high = decimal_text(Fraction(u, 1 << n), digits), decimal_text(Fraction(u + 1, 1 << n), digits, up=True)
     data: list[tuple[str, Any]] = [("random integers", rec.since(mark))]
     if n:
         data.append(("U lies in", f"[{low}, {high}]: the {n} bits drawn are u = {u}, U in [u, u+1) / 2^{n}"))
@@ -132,14 +132,15 @@ def level_draw_step(m: Mechanism, rec: RecordingRandom, digits: int, line: str) 
     return Step("sample_level", "u ~ P(level u)", text, tuple(data)), a
 
 
-def _decimal(x: Fraction, places: int, up: bool = False) -> str:
-    """``x`` in [0, 1] to ``places`` decimals, rounded down (``up``: up), exactly."""
+def decimal_text(x: Fraction, places: int, up: bool = False) -> str:
+    """``x`` to ``places`` decimals, rounded down (``up``: up), exactly."""
     scaled = x * 10**places
     q = scaled.numerator // scaled.denominator
     if up and q * scaled.denominator != scaled.numerator:
         q += 1
+    sign, q = ("-", -q) if q < 0 else ("", q)
     whole, frac = divmod(q, 10**places)
-    return f"{whole}.{frac:0{places}d}"
+    return f"{sign}{whole}.{frac:0{places}d}"
 
 
 def sample_check(m: Mechanism, state: object, drawn: Any) -> bool:
@@ -150,14 +151,15 @@ def sample_check(m: Mechanism, state: object, drawn: Any) -> bool:
     return m.sample(gen) == drawn
 
 
-def summary_step(m: Any, drawn: Any, seed: Optional[int], same: Optional[bool]) -> Step:
-    """The drawn output, the seed that repeats it, and whether it is the mechanism's draw."""
+def summary_step(m: Any, drawn: Any, seed: Optional[int], same: Optional[bool], sampler: str = "mechanism.sample") -> Step:
+    """The drawn output, the seed that repeats it, and whether ``sampler`` (the mechanism's
+    own, or the named twin) draws it from the same generator."""
     data: list[tuple[str, Any]] = [("sample", drawn), ("utility", m.utility(drawn))]
     if seed is not None:
         data.append(("seed", seed))
     if same is not None:
-        data.append(("equals mechanism.sample with the same generator", same))
-        text = "The walk-through followed the mechanism's own sampler, so it drew what sample() draws."
+        data.append((f"equals {sampler} with the same generator", same))
+        text = f"The walk-through followed the sampler of {sampler}, so it drew what that draws."
     else:
         text = ("The walk-through drew by an exactly equivalent route (same law, not the same "
                 "random integers), so sample() with the same seed may draw another output.")

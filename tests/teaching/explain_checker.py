@@ -57,14 +57,34 @@ def _probabilities(e, m, out):
             out.append("probabilities: exact level")
 
 
-def _seeded_sample(e, m, out):
+def _seeded_sample(e, m, out, label="mechanism.sample"):
     summary = e.step("sample")
     seed = summary["seed"]
     drawn = summary["sample"]
     again = m.sample(random.Random(seed_to_nonnegative(seed)))
     again = tuple(sorted(again)) if m.output_kind == "set" else again
-    if again != drawn or summary["equals mechanism.sample with the same generator"] is not True:
+    if again != drawn or summary[f"equals {label} with the same generator"] is not True:
         out.append("sample: not the mechanism's draw")
+
+
+def _race(e, m, out):
+    """Algorithm 5's table: exact acceptance probabilities, one winner, separated bounds."""
+    race = e.step("sample_race")
+    rows = race["levels"].rows
+    levels = m.levels()
+    if tuple((r[0], r[1]) for r in rows) != tuple(levels):
+        out.append("race: levels")
+    if m.base is not None and tuple(r[2] for r in rows) != tuple(m.base ** (levels[0][0] - u) for u, _ in levels):
+        out.append("race: acceptance probabilities")
+    winners = [r for r in rows if r[6] is True]
+    if len(winners) != 1 or winners[0][0] != race["level drawn"]:
+        out.append("race: winner")
+    elif len(rows) > 1:
+        low = Fraction(winners[0][4])
+        if any(Fraction(r[5]) >= low for r in rows if r is not winners[0]):
+            out.append("race: the winner's lower bound does not clear the others")
+    twin = PNFJoint(m.counts, m.k, m.epsilon, base=m.base, sensitivity=m.sensitivity, sampler="algorithm5")
+    _seeded_sample(e, twin, out, 'PNFJoint(..., sampler="algorithm5").sample')
 
 
 def _joint(e, m, out):
@@ -106,7 +126,9 @@ def _joint(e, m, out):
     key = "sample_race" if isinstance(m, PNFJoint) else "sample_level"
     if e.step(key)["level drawn"] != m.utility(drawn):
         out.append("sample: level")
-    if not isinstance(m, PNFJoint):
+    if isinstance(m, PNFJoint):
+        _race(e, m, out)
+    else:
         _seeded_sample(e, m, out)
 
 

@@ -21,7 +21,6 @@ import exactdp
 from exactdp.errors import ArgumentTypeError, InputLimitError, InvalidParameterError
 from exactdp.teaching import explain, from_dict
 from exactdp.teaching.explanation import RecordingRandom, Step, Table
-from exactdp.teaching.joint import pnf_race
 from explain_checker import problems
 from twins.chi2 import assert_fits
 from twins.peeling import peel_exact
@@ -173,24 +172,15 @@ def test_step_lookup():
         s["b"]
 
 
-# -- the law of the walk-throughs that draw by another route ---------------------------
+# -- the law of the walk-through that draws by another route (Peeling) -----------------
 # False-alarm rate of each goodness-of-fit test: alpha = 1e-6.
-def test_pnf_race_has_the_level_law_of_pnfjoint():
+def test_pnf_race_is_algorithm5s_draw_and_the_checker_sees_a_wrong_winner():
     m = exactdp.PNFJoint([3, 2, 2, 0], 2, base=BASE)
-    gen = random.Random(2026)
-    draws = [pnf_race(m, RecordingRandom(gen.getrandbits(64)))[0] for _ in range(4000)]
-    exact = {a: m.probability_exact(m._unrank(a, 0)) * lv.multiplicity for a, lv in enumerate(m.levels())}
-    assert_fits(draws, exact)
-
-
-def test_pnf_race_negative_control():
-    # the race against a wrong level law (every output equally likely) must be rejected
-    m = exactdp.PNFJoint([3, 2, 2, 0], 2, base=BASE)
-    gen = random.Random(2027)
-    draws = [pnf_race(m, RecordingRandom(gen.getrandbits(64)))[0] for _ in range(4000)]
-    wrong = {a: Fraction(lv.multiplicity, m.support_size()) for a, lv in enumerate(m.levels())}
-    with pytest.raises(AssertionError):
-        assert_fits(draws, wrong)
+    e = explain(m, rng=8)
+    assert problems(e, m) == []
+    rows = e.step("sample_race")["levels"].rows
+    flipped = Table(e.step("sample_race")["levels"].columns, tuple(r[:6] + (not r[6],) for r in rows))
+    assert problems(_corrupt(e, "sample_race", "levels", lambda t: flipped), m) != []
 
 
 @pytest.mark.parametrize("noise", ["gumbel", "exponential"])
