@@ -63,15 +63,17 @@ def _mtilde_step(m: Joint) -> tuple[Step, dict[int, int]]:
         product = math.prod(n[r] for r in range(k) if r != i)
         assert product == mt, f"Lemma 3.7 product {product} != Joint.mtilde() {mt} at ({i + 1}, {j + 1})"
         by_level[math.ceil(value)] = by_level.get(math.ceil(value), 0) + mt
-        rows.append((a, (i + 1, j + 1), value, tuple(t), n, mt, f"n_{i + 1}: {n_before} -> {n[i]}"))
-    table = Table(("a", "(i, j)", "Ũ_ij", "t = (t_1..t_k)", "n = (n_1..n_k)", "m̃(Ũ_ij)", "update"), tuple(rows))
+        rows.append((a, (i + 1, j + 1), value, tuple(t), n, mt, f"n_{i + 1}: {n_before} -> {n[i]}", math.prod(n)))
+    table = Table(("a", "(i, j)", "Ũ_ij", "t = (t_1..t_k)", "n = (n_1..n_k)", "m̃(Ũ_ij)", "update",
+                   "p = prod_r n_r"), tuple(rows))
     step = Step(
         "mtilde", "m̃(Ũ_ij) = prod_{r != i} n_r,  n_r = max(t_r - (r - 1), 0)",
         "Lemmas 3.7-3.8 (Algorithm 1, lines 4-19): visit the entries in decreasing Ũ order; "
         "t_r counts the entries of row r that are >= the current one, n_r = t_r - (r-1) is the "
         "number of choices left for position r, and m̃ (the number of sequences whose score, the "
         "smallest Ũ entry they use, is exactly this entry) is the product of the other rows' n_r. "
-        "The running product is updated by one factor per entry (column 'update').",
+        "The running product p of all n_r changes by one factor per entry (column 'update'), "
+        "so once every row has a choice m̃ = p / n_i before the update (lines 14-19).",
         (("entries", table),))
     return step, by_level
 

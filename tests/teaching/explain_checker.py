@@ -102,6 +102,13 @@ def _joint(e, m, out):
     if list(values) != sorted(values, reverse=True) or len(values) != d * k:
         out.append("mtilde: order")
     lib = {(i + 1, j + 1): mt for i, j, _, mt in m.mtilde()}
+    seen = [0] * k
+    for (i, j), t, n, p in zip(entries.column("(i, j)"), entries.column("t = (t_1..t_k)"),
+                               entries.column("n = (n_1..n_k)"), entries.column("p = prod_r n_r")):
+        seen[i - 1] += 1
+        want_t = tuple(sum(1 for x in Ut[r] if x >= Ut[i - 1][j - 1]) for r in range(k))
+        if t != want_t or tuple(seen) != t or n != tuple(max(t[r] - r, 0) for r in range(k)) or p != math.prod(n):
+            out.append(f"mtilde: t, n or p at {(i, j)}")
     for (i, j), value, mt in zip(entries.column("(i, j)"), values, entries.column("m̃(Ũ_ij)")):
         if mt != brute.get((i - 1, j - 1), 0) or mt != lib[(i, j)] or value != Ut[i - 1][j - 1]:
             out.append(f"mtilde: entry {(i, j)}")

@@ -90,6 +90,7 @@ def _bump_last_cell(table, column):
 @pytest.mark.parametrize("name, key, field, column", [
     ("joint", "mtilde", "entries", "m̃(Ũ_ij)"),
     ("joint", "levels", "levels", "sum of m̃"),
+    ("joint", "mtilde", "entries", "p = prod_r n_r"),
     ("joint-set", "paths", "path counts", "N(M): paths (Lemma 7)"),
     ("canonical", "classes", "classes", "size"),
     ("gamma1", "stage2", "heads", "x_(h+1)"),
