@@ -38,8 +38,8 @@ from fractions import Fraction
 from typing import Any, Optional, SupportsIndex
 
 from ..core.formatting import exact_text, table_lines
-from ..core.validation import as_rng, seed_to_nonnegative
-from ..errors import InputLimitError, InvalidParameterError
+from ..core.validation import as_positive_int, as_rng, seed_to_nonnegative
+from ..errors import InputLimitError
 
 __all__ = ["Citation", "Step", "Table", "Explanation", "RecordingRandom", "from_dict", "check_size",
            "render_value", "recording_generator", "DEFAULT_MAX_SIZE", "MAX_ROWS"]
@@ -219,8 +219,7 @@ def check_size(d: int, max_size: SupportsIndex, rows: int = 0) -> None:
     """Refuse a walk-through past ``max_size`` items or :data:`MAX_ROWS` printed rows
     (:class:`~exactdp.errors.InputLimitError` naming the limit, ``max_size=`` and the
     command line's ``--max-size``)."""
-    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
-        raise InvalidParameterError("max_size", max_size, "must be a positive int")
+    max_size = as_positive_int(max_size, "max_size")
     if d > max_size:
         raise InputLimitError(
             "max_size", max_size,
