@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .mechanisms.pnf_joint import PNFJoint
     from .rules.exponential import ExponentialMechanism
     from .rules.permute_and_flip import PermuteAndFlip
+    from .teaching import explain
 
 #: Public name -> the submodule that defines it (loaded on first access).
 _LAZY_NAMES: dict[str, str] = {
@@ -55,6 +56,7 @@ _LAZY_NAMES: dict[str, str] = {
     "JointSet": "mechanisms.joint_set",
     "Peeling": "mechanisms.peeling",
     "PNFJoint": "mechanisms.pnf_joint",
+    "explain": "teaching",
 }
 
 #: Submodules offered as attributes of the package (``exactdp.audit.worst_case`` works
@@ -84,6 +86,7 @@ __all__ = [
     "certify",
     "interop",
     "testing",
+    "explain",
 ]
 
 

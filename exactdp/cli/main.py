@@ -19,7 +19,7 @@ import exactdp
 
 from ..core.mechanism import Mechanism
 from ..errors import ExactDPError
-from . import audit_command, commands
+from . import audit_command, commands, explain_command
 from .commands import CommandError
 from .parse import (
     _alpha_arg,
@@ -200,6 +200,8 @@ COMMANDS: dict[str, Command] = {
         "--counts 10,5,1,1 -k 2 --epsilon 1 --samples draws.csv",
         _args_certify,
     ),
+    "explain": Command(explain_command.cmd_explain, explain_command.HELP, explain_command.DESCRIPTION,
+                       explain_command.EXAMPLE, explain_command.add_explain_options),
 }
 
 

@@ -498,7 +498,8 @@ class PermuteAndFlip(SelectionRule):
             kept[(self.method, prec)] = out
             return out
 
-    def sample_level_algorithm5(self, table: LevelTable, rng: random.Random) -> int:
+    def sample_level_algorithm5(self, table: LevelTable, rng: random.Random,
+                                trace: Optional[list] = None) -> int:
         r"""Algorithm 5 of the Joint paper (Appendix D), decided exactly.
 
         For every level ``a`` draw ``v_a = u_a + MaxExpo(lam, m_a)``, the maximum of
@@ -523,7 +524,9 @@ class PermuteAndFlip(SelectionRule):
         certain upper bound; otherwise the overlapping levels draw 32 more bits each (and
         the working precision grows with the bits).  The result is therefore exactly the
         argmax of the infinite-precision uniforms; ties have probability 0, so the loop
-        ends with probability 1.  No float and no ``rng.random()`` is used.
+        ends with probability 1.  No float and no ``rng.random()`` is used.  ``trace`` (a
+        list, for the walk-through of :func:`exactdp.explain`) receives each level's final
+        ``(bits, number of bits, lower bound, upper bound)``.
         """
         n = len(table)
         if n == 1:
@@ -561,6 +564,8 @@ class PermuteAndFlip(SelectionRule):
                 floor_ = lo[best]
                 rivals = [a for a in range(n) if a != best and not (hi[a] < floor_)]
                 if not rivals:
+                    if trace is not None:
+                        trace.extend(zip(bits, nbits, lo, hi))
                     return best
                 for a in rivals + [best]:
                     bits[a] = (bits[a] << _CHUNK) | rng.getrandbits(_CHUNK)

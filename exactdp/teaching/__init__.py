@@ -1,0 +1,70 @@
+"""Teaching: each paper's algorithm walked through step by step on a small instance.
+
+:func:`explain` returns an :class:`~exactdp.teaching.explanation.Explanation` of any
+exactdp mechanism: its paper (title, venue, arXiv id; algorithm and lemma numbers) and
+ordered steps with the paper's notation, what each step does, and its exact data, ending
+with one sample drawn step by step with the random integers it used.  One module per
+mechanism family (:mod:`~exactdp.teaching.joint`, :mod:`~exactdp.teaching.joint_set`,
+:mod:`~exactdp.teaching.canonical`, :mod:`~exactdp.teaching.peeling`), the shared steps
+in :mod:`~exactdp.teaching.steps` and the object and its rendering in
+:mod:`~exactdp.teaching.explanation`.  The guide is docs/explain.md.
+
+This layer reads mechanism internals, so it sits above the mechanisms and below the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import SupportsIndex
+
+from ..core._typing import RngLike
+from ..core.mechanism import Mechanism
+from ..errors import ArgumentTypeError
+from .explanation import DEFAULT_MAX_SIZE, MAX_ROWS, Citation, Explanation, Step, Table, from_dict
+
+__all__ = ["explain", "Explanation", "Step", "Citation", "Table", "from_dict", "DEFAULT_MAX_SIZE", "MAX_ROWS"]
+
+
+def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsIndex = DEFAULT_MAX_SIZE) -> Explanation:
+    """The step-by-step walk-through of ``mechanism`` (Joint, PNFJoint, JointSet,
+    Canonical, CanonicalGamma1 or Peeling), ending with one sample drawn step by step.
+
+    ``rng``: an int seed (the walk-through then draws what ``mechanism.sample(rng=seed)``
+    draws, where it follows the mechanism's own sampler; its last step says so), a
+    :class:`random.Random` (moved on past the integers used), or ``None`` (a fresh seed
+    from the OS, shown in the last step).  ``max_size``: the largest number of items
+    accepted (default :data:`DEFAULT_MAX_SIZE`; a table of more than about
+    :data:`MAX_ROWS` rows per 12 of ``max_size`` is refused too):
+    :class:`~exactdp.errors.InputLimitError` beyond, naming ``max_size``.
+
+    >>> import exactdp
+    >>> e = exactdp.explain(exactdp.Joint([10, 5, 1, 1], 2, base="1/2"), rng=1)
+    >>> e.keys()
+    ('ranking', 'U', 'Utilde', 'mtilde', 'levels', 'probabilities', 'sample_level', 'sample_rank', 'sample_positions', 'sample')
+    >>> e.step("levels")["levels"].rows
+    ((0, 1, 1), (-4, 2, 2), (-5, 3, 3), (-9, 6, 6))
+    """
+    from ..mechanisms.canonical import Canonical
+    from ..mechanisms.canonical_gamma1 import CanonicalGamma1
+    from ..mechanisms.joint import Joint
+    from ..mechanisms.joint_set import JointSet
+    from ..mechanisms.peeling import Peeling
+
+    size = max_size
+    if isinstance(mechanism, Joint):
+        from .joint import explain_joint
+
+        return explain_joint(mechanism, rng, size)
+    if isinstance(mechanism, JointSet):
+        from .joint_set import explain_joint_set
+
+        return explain_joint_set(mechanism, rng, size)
+    if isinstance(mechanism, (Canonical, CanonicalGamma1)):
+        from .canonical import explain_canonical
+
+        return explain_canonical(mechanism, rng, size)
+    if isinstance(mechanism, Peeling):
+        from .peeling import explain_peeling
+
+        return explain_peeling(mechanism, rng, size)
+    raise ArgumentTypeError("mechanism", mechanism, "must be an exactdp Joint, PNFJoint, JointSet, Canonical, "
+                            "CanonicalGamma1 or Peeling")
