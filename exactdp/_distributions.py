@@ -25,9 +25,8 @@ certified probability ``p`` (relative error ``<= 10**-D``) widened to ``p(1 +- 1
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import mpmath
 import numpy as np
@@ -123,9 +122,10 @@ def as_distribution(x: Any, argument: str, dps: int) -> Union[Groups, MappingDis
     return MappingDistribution(x, argument)
 
 
-@dataclass(frozen=True)
-class Cell:
-    """Outputs with group ``ga`` under ``a`` and ``gb`` under ``b`` (None: probability 0)."""
+class Cell(NamedTuple):
+    """Outputs with group ``ga`` under ``a`` and ``gb`` under ``b`` (None: probability 0).
+    A named tuple: a pair of heavy-tailed Joint mechanisms has 500,000 cells, made in a
+    fraction of the time of dataclass instances."""
 
     ga: Optional[int]
     gb: Optional[int]

@@ -368,10 +368,12 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
     cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
-    with gc_paused():  # hundreds of thousands of tuples: no cyclic collection while they are made
+    with gc_paused():  # hundreds of thousands of objects: no cyclic collection while they are made
+        order = np.lexsort((cell_b, cell_a))
+        cell_a, cell_b = cell_a[order], cell_b[order]
         witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
-        cells = sorted(zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes), key=lambda t: (t[0], t[1]))
-        return {(x, y): [o, s] for x, y, o, s in cells}
+        sizes = [sizes[i] for i in order.tolist()]
+        return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
 
 
 def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
@@ -404,10 +406,11 @@ def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray,
 
 def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[Sequence]:
     rs, js = _displaced_witnesses(p, M, M2)
-    out: list[Sequence] = []
-    for r, j, m, m2 in zip(rs.tolist(), js.tolist(), M.tolist(), M2.tolist()):
-        s = DisplacedWitness(p, r, j) if r >= 0 else _search_witness(p, m, m2)
-        if s is None:
+    out: list[Optional[Sequence]] = [DisplacedWitness(p, r, j) if r >= 0 else None
+                                     for r, j in zip(rs.tolist(), js.tolist())]
+    for i in np.flatnonzero(rs < 0).tolist():
+        m, m2 = int(M[i]), int(M2[i])
+        out[i] = _search_witness(p, m, m2)
+        if out[i] is None:
             raise AssertionError(f"joint_pair_cells: no sequence found with levels ({m}, {m2})")
-        out.append(s)
     return out
