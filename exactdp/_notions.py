@@ -217,8 +217,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
 
 
 def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
-    keys = [(c.ga, c.gb) for c in pair.cells]
-    return ExponentialPair.of(pair.a, pair.b, keys, [c.outputs for c in pair.cells])
+    return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells])
 
 
 def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional[PrivacyProfile]:
