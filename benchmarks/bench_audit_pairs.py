@@ -22,7 +22,9 @@ timeout ``--timeout``), which, interleaved:
   normalisers, per-cell log-probabilities in numpy, then the max, the profile sum or the
   Rényi sum.
 
-Peak memory is the child's ``ru_maxrss`` (all its audits).  A second table compares the
+Peak memory is the child's ``ru_maxrss`` (all its audits; the float reference's inputs are
+kept as plain arrays and ints, the cells and mechanisms of the timing of the cells are
+dropped before the audits).  A second table compares the
 oracle's orbit enumeration (the sweep switched off) with the sweep at a small size where
 the enumeration finishes (``--small-d``, ``--small-k``).  CPU seconds; the machine may be
 shared, so the ratios (measured in one process, interleaved) are the figures to read.
@@ -62,22 +64,35 @@ def neighbour(counts: list[int], k: int, kind: str) -> list[int]:
     return other
 
 
-def float_reference(audit: str, cells: dict, levels_a: list, levels_b: list) -> float:
+def float_inputs(cells: dict, levels_a: list, levels_b: list) -> tuple:
+    """What the float reference reads, as plain arrays and ints (the cells' witnesses, the
+    Level objects and the mechanisms are dropped before the audits run)."""
+    import numpy as np
+
+    keys = np.array(list(cells), dtype=np.int64).reshape(-1, 2)
+    sizes = [n for _, n in cells.values()]
+    side = [([lv.utility for lv in levels], [lv.multiplicity for lv in levels]) for levels in (levels_a, levels_b)]
+    return keys, sizes, side[0], side[1]
+
+
+def float_reference(audit: str, inputs: tuple) -> float:
     """The float64 value of one notion over the given cells (exp weights at epsilon = 1)."""
     import math
 
     import numpy as np
 
-    def log_probs(levels: list) -> np.ndarray:
-        u = np.array([float(lv.utility) for lv in levels]) / 2
-        logm = np.array([math.log(lv.multiplicity) for lv in levels])
+    keys, cell_sizes, side_a, side_b = inputs
+
+    def log_probs(side: tuple) -> np.ndarray:
+        utilities, multiplicities = side
+        u = np.array(utilities, dtype=float) / 2
+        logm = np.array([math.log(m) for m in multiplicities])
         terms = u + logm
         top = terms.max()
         return u - (top + math.log(np.exp(terms - top).sum()))
 
-    la, lb = log_probs(levels_a), log_probs(levels_b)
-    keys = np.array(list(cells), dtype=np.int64)
-    sizes = np.array([math.log(n) for _, n in cells.values()])
+    la, lb = log_probs(side_a), log_probs(side_b)
+    sizes = np.array([math.log(n) for n in cell_sizes])
     pa, pb = la[keys[:, 0]], lb[keys[:, 1]]
     if audit == "privacy_loss":
         return float(np.abs(pa - pb).max())
@@ -89,6 +104,8 @@ def float_reference(audit: str, cells: dict, levels_a: list, levels_b: list) -> 
 
 
 def child(shape: str, kind: str, d: int, k: int) -> dict:
+    import gc
+
     import exactdp
     from exactdp import audit
     from exactdp._distributions import mechanism_pairs
@@ -101,7 +118,9 @@ def child(shape: str, kind: str, d: int, k: int) -> dict:
     t = cpu()
     cells, visited = mechanism_pairs(a, b, 10**6)
     out["cells"] = (cpu() - t, len(cells), visited)
-    levels_a, levels_b = list(a.groups()), list(b.groups())
+    inputs = float_inputs(cells, list(a.groups()), list(b.groups()))
+    del cells, a, b
+    gc.collect()
     args = {"privacy_loss": (), "privacy_profile": (1,), "renyi_divergence": (2,)}
     for name in AUDITS:
         a, b = exactdp.Joint(counts, k, epsilon=1), exactdp.Joint(other, k, epsilon=1)
@@ -111,8 +130,9 @@ def child(shape: str, kind: str, d: int, k: int) -> dict:
         except exactdp.errors.PrecisionError:
             value = "not certifiable at dps 30"
         exact = cpu() - t
+        del a, b
         t = cpu()
-        reference = float_reference(name, cells, levels_a, levels_b)
+        reference = float_reference(name, inputs)
         out[name] = (exact, cpu() - t, value, reference)
     out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out

@@ -8,17 +8,22 @@ probability 0), the certified probability of one output of each group and of eac
 group, and every output listed group by group.
 
 The oracle never imports a mechanism module: it uses ``groups()``, ``group_index()``,
-``group_output_probabilities()``, ``outputs()`` and ``output_kind`` only.
+``group_output_probabilities()``, ``outputs()`` and ``output_kind`` only.  A mechanism whose
+groups are its rule's levels (the base class's group hooks, not overridden) and whose rule
+offers the batched pass (the exponential mechanism's ``log_form`` and
+``output_probabilities``) gets every probability in that one pass instead
+(:meth:`Groups.log_form`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import mpmath
-from .core.precision import times_int
 
 from .core._typing import MechanismLike, Output, OutputLike
+from .core.mechanism import Mechanism
+from .core.precision import times_int
 from .errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -61,8 +66,30 @@ class Groups:
         the ``dps`` given at construction); computed once per ``dps``."""
         digits = self.dps if dps is None else dps
         if digits not in self._output_probs:
-            self._output_probs[digits] = [p for _, p in self.mechanism.group_output_probabilities(digits)]
+            rule = self.log_form_rule()
+            if rule is not None:
+                self._output_probs[digits] = rule.output_probabilities(self.mechanism.table, digits)
+            else:
+                self._output_probs[digits] = [p for _, p in self.mechanism.group_output_probabilities(digits)]
         return self._output_probs[digits]
+
+    def log_form_rule(self) -> Any:
+        """The mechanism's rule when it offers the batched pass and the groups are its
+        levels (no group hook overridden, as CanonicalGamma1 and Peeling do), else None."""
+        m = self.mechanism
+        rule = getattr(m, "rule", None)
+        if not (callable(getattr(rule, "log_form", None)) and isinstance(m, Mechanism)):
+            return None
+        cls = type(m)
+        hooks = ("groups", "_group_probability", "_group_output_probabilities")
+        return rule if all(getattr(cls, h) is getattr(Mechanism, h) for h in hooks) else None
+
+    def log_form(self) -> Any:
+        """The rule's ``LogForm`` of the groups at flint's current precision
+        (``ln P(group a) = lam (u_a - u_0) - ln m_0 - log1p(tail)``), or None when the
+        mechanism does not offer it (see the module docstring)."""
+        rule = self.log_form_rule()
+        return None if rule is None else rule.log_form(self.mechanism.table)
 
     def group_probabilities(self) -> list[mpmath.mpf]:
         """Certified probability of each whole group (``dps`` digits): its size times the

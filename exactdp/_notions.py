@@ -33,7 +33,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb
 
-from ._distributions import Pair, pair_cells
+from ._distributions import ExponentialPair, Pair, pair_cells
 from .core._lazy import sympy
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
@@ -171,6 +171,9 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     if eps < 0:
         raise InvalidParameterError("epsilon", epsilon, "must be >= 0")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
+    fast = _profile_by_delta(pair, eps, digits_wanted)
+    if fast is not None:
+        return fast
     proven_equal: dict[str, set[int]] = {d: set() for d in _DIRECTIONS}
     tried: dict[str, set[int]] = {d: set() for d in _DIRECTIONS}
     digits = digits_wanted + 10
@@ -211,6 +214,64 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     first = dab >= dba
     return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba, cab if first else cba,
                           digits_wanted, zab and zba)
+
+
+def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
+    return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells])
+
+
+def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional[PrivacyProfile]:
+    """:func:`privacy_profile` per value of delta (:class:`ExponentialPair`): ``P - e^eps Q
+    = -P expm1(eps - r)``, positive exactly where ``r > eps``; None when it does not apply
+    or a sign stays undecided (the per-cell computation then decides it exactly)."""
+    fast = _by_delta(pair)
+    digits = digits_wanted + 10
+    while fast is not None and digits <= _cap(digits_wanted):
+        with flint_workprec(fast.prec(digits)):
+            _, pa, pb, _, _ = fast.balls()
+            done = []
+            for sign, mass in ((1, pa), (-1, pb)):  # a>b: r > eps; b>a: -r > eps
+                gaps = [fast.gap(g, sign, eps) for g in range(len(pa))]
+                if any(g.contains(0) for g in gaps):
+                    return None
+                total, positive = arb(0), [g for g, gap in enumerate(gaps) if gap > 0]
+                for g in positive:
+                    total -= mass[g] * (-gaps[g]).expm1()
+                if positive and not (total > 0 and is_accurate(total, digits_wanted)):
+                    break
+                cells = sorted(c for g in positive for c in fast.cells[g])
+                carriers = tuple((pair.cells[c].witness, pair.cells[c].outputs) for c in cells)
+                done.append((ball_to_mpf(total) if positive else mpmath.mpf(0), not positive, carriers))
+            if len(done) == 2:
+                (dab, zab, cab), (dba, zba, cba) = done
+                first = dab >= dba
+                return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba,
+                                      cab if first else cba, digits_wanted, zab and zba)
+        digits *= 2
+    return None
+
+
+def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional[mpmath.mpf]:
+    """``D_alpha(P||Q) = log1p(S) / (alpha - 1)`` with ``S = sum P (e^((alpha-1) r) - 1)`` per
+    value of delta (``sum P = 1``): no ``ln`` of a number next to 1, so a divergence as tiny
+    as ``e^(-10^8)`` keeps its relative accuracy.  None when it does not apply or ``S`` is
+    not certified positive (equal distributions are then decided exactly per cell)."""
+    fast = _by_delta(pair)
+    digits = digits_wanted + 10
+    while fast is not None and digits <= _cap(digits_wanted):
+        with flint_workprec(fast.prec(digits)):
+            rs, pa, _, _, _ = fast.balls()
+            a1 = rational_ball(alpha - 1)
+            s = arb(0)
+            for r, p in zip(rs, pa):
+                s += p * (a1 * r).expm1()
+            if not s > 0:
+                return None
+            value = s.log1p() / a1
+            if is_accurate(value, digits_wanted):
+                return ball_to_mpf(value)
+        digits *= 2
+    return None
 
 
 def _exact_mass(pair: Pair, cells: list[int], direction: str) -> Optional[Fraction]:
@@ -364,7 +425,8 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
     if al <= 1:
         raise InvalidParameterError("alpha", alpha, "must be > 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    return _certified_divergence(pair, al, "a>b", digits_wanted)
+    fast = _renyi_by_delta(pair, al, digits_wanted)
+    return fast if fast is not None else _certified_divergence(pair, al, "a>b", digits_wanted)
 
 
 def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
@@ -381,7 +443,23 @@ def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wa
             if _identical(pair):
                 return mpmath.mpf(0)
         digits *= 2
-    raise PrecisionError("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits")
+    raise PrecisionError("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
+                         + _magnitude_note(ball, alpha, digits // 2, digits_wanted))
+
+
+def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int) -> str:
+    """What the last enclosure of a divergence says of its size, and what to do."""
+    if ball is None or not ball.is_finite() or not ball.upper() > 0:
+        return ""
+    upper = ball.upper()
+    with flint_workprec(64):
+        exponent = int(mpmath.floor(mpmath.log10(ball_to_mpf(upper))))
+        while not arb(10) ** (exponent + 1) >= upper:  # the stated bound is proven, not rounded
+            exponent += 1
+    return (f": D_{alpha} <= 1e{exponent + 1}, so small that the sum of P^alpha Q^(1-alpha) is 1 to all "
+            f"{digits} digits of the probabilities; certifying it needs more than {max(-exponent, 0) + digits_wanted} "
+            "digits (the precision goes up to 4*dps + 80 digits: a larger dps goes further). Two mechanisms "
+            "with one epsilon and the exponential rule have no such limit (computed per value of delta)")
 
 
 def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000,

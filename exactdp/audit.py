@@ -64,7 +64,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import mpmath
 from flint import arb, fmpz
 
-from ._distributions import _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
+from ._distributions import ExponentialPair, _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
 from ._groups import Groups
 from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for_delta, privacy_profile,  # noqa: F401
                        proven_zero, pure_loss, renyi_divergence, zcdp_rho)
@@ -232,6 +232,9 @@ def privacy_loss(
     _check_same_space(mechanism_a, mechanism_b)
     pairs, visited = mechanism_pairs(mechanism_a, mechanism_b, limit, symmetric)
     groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
+    fast = _loss_by_delta(groups_a, groups_b, pairs, digits_wanted, visited)
+    if fast is not None:
+        return fast
     reps_a = {la: o for (la, _), (o, _) in pairs.items() if la is not None}
     reps_b = {lb: o for (_, lb), (o, _) in pairs.items() if lb is not None}
 
@@ -315,6 +318,27 @@ def privacy_loss(
     with mp_workdps(digits_wanted + 5):
         log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
     return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
+
+
+def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int, visited: int) -> Optional[PrivacyLoss]:
+    """:func:`privacy_loss` per value of delta (:class:`~exactdp._distributions.ExponentialPair`:
+    one certified ``ln P_a - ln P_b`` shared by all cells of a delta), or None when that
+    does not apply or a loss may be 0."""
+    keys = list(pairs)
+    fast = ExponentialPair.of(groups_a, groups_b, keys, [n for _, n in pairs.values()])
+    found = None if fast is None else fast.loss(digits)
+    if found is None:
+        return None
+    value, best, signed, (log_a, log_b) = found
+    entries, of_cell = list(pairs.values()), fast.of_cell.tolist()
+    rows = tuple(PairLoss(*keys[c], signed[of_cell[c]], *entries[c]) for c in fast.rows(signed, digits))
+    witness, size = entries[int(fast.cells[best][0])]
+    if not isinstance(witness, (tuple, frozenset)):  # a witness built on access: the reported one as a tuple
+        witness = tuple(witness)
+    with mp_workdps(digits + 5):
+        log_a, log_b = +log_a, +log_b
+    return PrivacyLoss(value, witness, "a>b" if signed[best] > 0 else "b>a", log_a, log_b, digits, size,
+                       rows, visited)
 
 
 def _loss_with_mapping(a: Any, b: Any, digits: int, limit: int) -> PrivacyLoss:

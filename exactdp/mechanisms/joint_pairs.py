@@ -32,7 +32,10 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   are computed in numpy for every cell at once; a cell no such sequence reaches is
   searched exactly (:func:`_search_witness`): fix the rows attaining ``M`` and ``M'``,
   fill the other rows greedily (nested sets: any choice completes).  Every witness found
-  by the search is checked by computing its two levels.
+  by the search is checked by computing its two levels.  A displaced witness is kept as
+  its ``(r, j)`` only (:class:`DisplacedWitness`, a sequence built on access): hundreds of
+  thousands of cells then hold no k-tuples, and only the witnesses an audit reports are
+  ever built.
 
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
 when the method does not apply: too many changed items or rows, a band wider than
@@ -42,13 +45,14 @@ when the method does not apply: too many changed items or rows, a band wider tha
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from collections.abc import Sequence
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
 from ..core._gc import gc_paused
 
-__all__ = ["joint_pair_cells", "MAX_CHANGED_ITEMS", "MAX_CHANGED_ROWS", "MAX_BAND"]
+__all__ = ["joint_pair_cells", "DisplacedWitness", "MAX_CHANGED_ITEMS", "MAX_CHANGED_ROWS", "MAX_BAND"]
 
 #: The sweep applies when at most this many items have different counts...
 MAX_CHANGED_ITEMS = 16
@@ -149,6 +153,49 @@ class _Pair:
         if j >= self.k:
             return top[:r] + (self.order[j],) + top[r + 1:]
         return top[:r] + (top[j],) + top[r:j] + top[j + 1:]
+
+
+class DisplacedWitness(Sequence):
+    """The witness sequence :meth:`_Pair.displaced` ``(r, j)``, built each time it is read
+    (a read-only sequence of item ids equal to that tuple; pickled as the tuple itself).
+
+    >>> from exactdp import Joint
+    >>> cells = joint_pair_cells(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1))
+    >>> w = cells[(1, 2)][0]
+    >>> w, w == (0, 2), len(w), tuple(w)
+    ((0, 2), True, 2, (0, 2))
+    """
+
+    __slots__ = ("_pair", "_r", "_j")
+
+    def __init__(self, pair: "_Pair", r: int, j: int):
+        self._pair, self._r, self._j = pair, r, j
+
+    def _tuple(self) -> tuple[int, ...]:
+        return self._pair.displaced(self._r, self._j)
+
+    def __len__(self) -> int:
+        return self._pair.k
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._tuple()[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._tuple())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DisplacedWitness):
+            other = other._tuple()
+        return self._tuple() == other
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
+
+    def __reduce__(self) -> tuple:
+        return (tuple, (self._tuple(),))
 
 
 def _displacement_table(p: _Pair) -> Optional[np.ndarray]:
@@ -321,10 +368,12 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
     cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
-    with gc_paused():  # hundreds of thousands of tuples: no cyclic collection while they are made
+    with gc_paused():  # hundreds of thousands of objects: no cyclic collection while they are made
+        order = np.lexsort((cell_b, cell_a))
+        cell_a, cell_b = cell_a[order], cell_b[order]
         witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
-        cells = sorted(zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes), key=lambda t: (t[0], t[1]))
-        return {(x, y): [o, s] for x, y, o, s in cells}
+        sizes = [sizes[i] for i in order.tolist()]
+        return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
 
 
 def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
@@ -355,12 +404,13 @@ def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray,
         raise AssertionError("joint_pair_cells: the cells do not add up to the level multiplicities")
 
 
-def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[tuple[int, ...]]:
+def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[Sequence]:
     rs, js = _displaced_witnesses(p, M, M2)
-    out: list[tuple[int, ...]] = []
-    for r, j, m, m2 in zip(rs.tolist(), js.tolist(), M.tolist(), M2.tolist()):
-        s = p.displaced(r, j) if r >= 0 else _search_witness(p, m, m2)
-        if s is None:
+    out: list[Optional[Sequence]] = [DisplacedWitness(p, r, j) if r >= 0 else None
+                                     for r, j in zip(rs.tolist(), js.tolist())]
+    for i in np.flatnonzero(rs < 0).tolist():
+        m, m2 = int(M[i]), int(M2[i])
+        out[i] = _search_witness(p, m, m2)
+        if out[i] is None:
             raise AssertionError(f"joint_pair_cells: no sequence found with levels ({m}, {m2})")
-        out.append(s)
     return out

@@ -19,22 +19,22 @@ from __future__ import annotations
 import random
 import weakref
 from fractions import Fraction
-from typing import Iterator
+from typing import Any, Iterator, NamedTuple, Optional, Sequence
 
 import gmpy2
 import mpmath
-from flint import arb
+from flint import arb, ctx
 
 from ..core._gc import gc_paused
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
 from ..core.precision import (MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, flint_workprec,
-                              is_accurate, prec_for_dps)
+                              is_accurate, prec_for_dps, rational_ball)
 from ..core.sampling import WORD_BITS, cdf_bounds, choose_index, initial_prec, inverse_cdf_words, random_words
 from ..core.selection import SelectionRule
 from ..errors import NoClosedFormError, PrecisionError
 
-__all__ = ["ExponentialMechanism", "SYMBOLIC_LEVELS_LIMIT", "EXACT_BITS_LIMIT", "EXACT_LEVELS_LIMIT"]
+__all__ = ["ExponentialMechanism", "LogForm", "decaying_sum", "SYMBOLIC_LEVELS_LIMIT", "EXACT_BITS_LIMIT", "EXACT_LEVELS_LIMIT"]
 
 #: ``probability_exact`` builds a sympy sum over at most this many levels.
 SYMBOLIC_LEVELS_LIMIT = 10_000
@@ -42,6 +42,28 @@ SYMBOLIC_LEVELS_LIMIT = 10_000
 EXACT_BITS_LIMIT = 1 << 24
 #: ...over at most this many levels.
 EXACT_LEVELS_LIMIT = 10**7
+
+
+class LogForm(NamedTuple):
+    """Every level's log-probability from one normaliser:
+    ``ln P(level a) = lam (u_a - u_0) - ln m_0 - log1p(tail)`` (one output of level ``a``).
+
+    ``lam``: an enclosure of the weight exponent (``lam_exact`` the exact rational when it is
+    one, else None); ``u0``, ``m0``: the best level's utility and multiplicity; ``tail``: an
+    enclosure of ``sum_{a >= 1} (m_a / m_0) exp(lam (u_a - u_0))`` with a small *relative*
+    error even when it is as tiny as ``e^(-10^8)`` (arb's exponents are unbounded), so
+    ``log1p(tail)`` and the difference of two such tails stay certifiable.
+    """
+
+    lam: arb
+    lam_exact: Optional[Fraction]
+    u0: Any
+    m0: int
+    tail: arb
+
+    def log_probability(self, utility: Any) -> arb:
+        """An enclosure of ``ln P`` of one output of the level with ``utility``."""
+        return self.lam * _ball(utility - self.u0) - arb(self.m0).log() - self.tail.log1p()
 
 
 class ExponentialMechanism(SelectionRule):
@@ -94,6 +116,37 @@ class ExponentialMechanism(SelectionRule):
                 values[i] = _refine_level(table, start + i, dps, 2 * prec)
             yield from values
 
+    def log_form(self, table: LevelTable) -> LogForm:
+        """The :class:`LogForm` of ``table`` at flint's current precision: the tail is one
+        :func:`decaying_sum` over the levels after the best, which stops as soon as the
+        levels left cannot matter (a few levels for heavy-tailed counts)."""
+        levels = table.levels
+        lam = table.scale.lam_ball()
+        u0, m0 = levels[0]
+        total = _TOTALS.get(table)
+        if total is None:
+            total = _TOTALS[table] = sum(table.multiplicities)
+        return LogForm(lam, table.scale.lam, u0, m0, decaying_sum(lam, u0, levels[1:], total - m0) / m0)
+
+    def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        """The certified probability of one output of every level (relative error at most
+        ``10**-dps``, as :meth:`output_probability` level by level) in one batched pass:
+        one :meth:`log_form`, then per level one product and one ``exp``:
+        ``P(a) = exp(lam (u_a - u_0)) / (m_0 (1 + tail))``.  The working precision starts
+        with guard bits for the largest ``|lam (u_a - u_0)|`` (whose rounding becomes
+        relative error of the ``exp``)."""
+        spread = max(abs(Fraction(table.levels[-1].utility - table.levels[0].utility)), Fraction(1))
+        guard = int(spread.numerator // spread.denominator).bit_length() + 8
+
+        def compute() -> list[arb]:
+            form = self.log_form(table)
+            lam, u0 = form.lam, form.u0
+            den = (1 + form.tail) * form.m0
+            with gc_paused():
+                return [(lam * _ball(lv.utility - u0)).exp() / den for lv in table.levels]
+
+        return certify_many(compute, dps, extra_bits=guard + 8)
+
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
         exact = _exact_rational_em(table, a)
         if exact is not None:
@@ -130,6 +183,39 @@ class ExponentialMechanism(SelectionRule):
         return draws
 
 
+def decaying_sum(lam: arb, u0: Any, terms: Sequence[tuple[Any, int]], total: Optional[int] = None) -> arb:
+    """An enclosure of ``sum_t m_t exp(lam (u_t - u0))`` over ``(u_t, m_t)`` in decreasing
+    ``u_t`` (best level first), at flint's current precision, with a small relative error.
+
+    With ``lam > 0`` every later term is at most the current ``exp(lam (u_t - u0))`` times
+    its multiplicity, so once that times the multiplicity still to come is below
+    ``2**-(prec + 8)`` of the sum so far, the rest is added as the interval ``[0, bound]``
+    (a proven enclosure; no later term is visited).  Heavy-tailed counts stop after a few
+    terms; unit gaps after about ``(ln(total multiplicity) + prec ln 2) / lam`` units.
+    ``total``: the sum of the multiplicities when the caller knows it (else summed here)."""
+    rest = sum(m for _, m in terms) if total is None else total
+    total = arb(0)
+    decays = bool(lam > 0)
+    cut = arb(2) ** -(ctx.prec + 8)
+    with gc_paused():
+        for u, m in terms:
+            e = (lam * _ball(u - u0)).exp()
+            total += m * e
+            rest -= m
+            if not rest:
+                break
+            if decays:
+                bound = e * rest
+                if bound.upper() <= cut * total.lower():
+                    return total + arb(0).union(bound.upper())  # the terms not visited, in [0, bound]
+    return total
+
+
+def _ball(x: Any) -> arb:
+    """An exact int or Fraction utility difference as a ball."""
+    return arb(x) if type(x) is int else rational_ball(x)
+
+
 def _refine_level(table: LevelTable, a: int, dps: int, prec: int) -> mpmath.mpf:
     """Level ``a``'s probability at doubled precisions from ``prec`` until accurate."""
     while prec <= MAX_PREC:
@@ -140,6 +226,9 @@ def _refine_level(table: LevelTable, a: int, dps: int, prec: int) -> mpmath.mpf:
         prec *= 2
     raise PrecisionError("dps", dps, f"could not certify {dps} digits within {MAX_PREC} bits of working precision")
 
+
+#: The total multiplicity of a table's levels (kept while the table lives).
+_TOTALS: "weakref.WeakKeyDictionary[LevelTable, int]" = weakref.WeakKeyDictionary()
 
 #: Integer bounds of the level CDF per table (kept while the table lives).
 _BOUNDS: "weakref.WeakKeyDictionary[LevelTable, tuple]" = weakref.WeakKeyDictionary()

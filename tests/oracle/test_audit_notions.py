@@ -324,8 +324,9 @@ def test_a_mechanism_against_a_mapping_is_refused_past_max_outputs():
 
 def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch):
     """Distributions that differ are told apart by their balls; sympy is never asked (it
-    could take hours on a sum over many levels), and a divergence too small to certify is
-    a clear PrecisionError."""
+    could take hours on a sum over many levels), and a divergence too small for the
+    per-cell computation is a clear PrecisionError stating its magnitude bound (the
+    per-delta computation, tested in test_audit_pairs.py, certifies it)."""
     from exactdp import _distributions, _notions
     from exactdp.errors import PrecisionError
 
@@ -342,7 +343,8 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     n[3] += 1
     a, b = exactdp.Joint(c, 3, epsilon=1), exactdp.Joint(n, 3, epsilon=1)
     assert not _notions._identical(_distributions.pair_cells(a, b, 30, 10**6))
-    with pytest.raises(PrecisionError):
+    monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+    with pytest.raises(PrecisionError, match=r"D_2 <= 1e-159, so small .* needs more than 190 digits"):
         audit.renyi_divergence(a, b, 2, dps=30)
     assert asked == []
     # negative control: equal distributions are not refuted by balls, so the exact check runs

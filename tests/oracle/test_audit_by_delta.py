@@ -1,0 +1,229 @@
+"""The batched probabilities of the exponential rule and the per-delta pair notions
+(exactdp.rules.exponential.ExponentialMechanism.log_form / output_probabilities,
+exactdp._distributions.ExponentialPair) against the per-level and per-cell paths and brute force."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import exactdp
+from exactdp import _distributions, audit
+from exactdp._groups import Groups
+from exactdp.core.mechanism import Mechanism
+from exactdp.errors import PrecisionError
+from exactdp.rules import exponential
+from twins.joint import brute_probabilities_base, mp_probabilities_eps
+from twins.notions import delta_brute, renyi_sum_exact
+
+DPS = 30
+
+
+def _per_level(m):
+    """The per-level path: the base class's group hook, one certified value per level."""
+    return Mechanism._group_output_probabilities(m, m.groups(), DPS)
+
+
+def _agree(xs, ys, dps=DPS):
+    """Both certified to ``dps`` digits: within ``2 * 10**-dps`` of each other, relatively."""
+    with mpmath.workdps(dps + 20):
+        return len(xs) == len(ys) and all(abs(x - y) <= 2 * mpmath.mpf(10) ** -dps * abs(y) for x, y in zip(xs, ys))
+
+
+def _batched(m):
+    return m.rule.output_probabilities(m.table, DPS)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_batched_probabilities_equal_per_level_on_every_small_vector(d):
+    for c in itertools.product(range(4), repeat=d):
+        for k in range(1, d + 1):
+            for params in ({"epsilon": 1}, {"base": Fraction(2, 3)}):
+                m = exactdp.Joint(list(c), k, **params)
+                assert _agree(_batched(m), _per_level(m)), (c, k, params)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(-10**9, 10**9), min_size=1, max_size=9), st.integers(1, 4),
+       st.sampled_from([Fraction(1), Fraction(1, 7), Fraction(5), Fraction(10**4)]))
+def test_batched_probabilities_equal_per_level_random(counts, k, epsilon):
+    m = exactdp.Joint(counts, min(k, len(counts)), epsilon=epsilon)
+    assert _agree(_batched(m), _per_level(m))
+
+
+def test_batched_probabilities_are_the_exact_ones():
+    """With a rational base every probability is an exact rational (brute force)."""
+    counts, k = [5, 3, 3, 1, 0], 2
+    m = exactdp.Joint(counts, k, base=Fraction(1, 2))
+    exact = brute_probabilities_base(counts, k, Fraction(1, 2))
+    for level, p in zip(m.groups(), _batched(m)):
+        truth = next(q for s, q in exact.items() if m.utility(s) == level.utility)
+        with mpmath.workdps(60):
+            assert abs(p - mpmath.mpf(truth.numerator) / truth.denominator) <= mpmath.mpf(10) ** -DPS * p
+
+
+def test_batched_probabilities_negative_control(monkeypatch):
+    """A tail that leaves out the last level is caught by the comparison."""
+    real = exponential.decaying_sum
+
+    def short(lam, u0, terms, total=None):
+        return real(lam, u0, terms[:-1], None if total is None else total - terms[-1][1])
+
+    m = exactdp.Joint([6, 3, 1, 0], 2, epsilon=1)
+    assert _agree(_batched(m), _per_level(m))
+    monkeypatch.setattr(exponential, "decaying_sum", short)
+    assert not _agree(_batched(exactdp.Joint([6, 3, 1, 0], 2, epsilon=1)), _per_level(m))
+
+
+def test_decaying_sum_cutoff_encloses_the_full_sum():
+    """Heavy gaps stop the sum after a few terms; the interval added for the rest still
+    contains the full sum."""
+    from flint import arb
+
+    from exactdp.core.precision import flint_workprec
+
+    terms = [(-10**6 * i, 10**i) for i in range(1, 2000)]
+    with flint_workprec(200):
+        lam = arb(1) / 2
+        cut = exponential.decaying_sum(lam, 0, terms)
+        full = arb(0)
+        for u, m in terms:
+            full += m * (lam * u).exp()
+        assert cut.overlaps(full) and cut.rel_accuracy_bits() > 190
+
+
+def test_groups_take_the_batched_pass_only_where_the_groups_are_the_rule_levels():
+    joint = exactdp.Joint([3, 1, 0], 2, epsilon=1)
+    assert Groups(joint, 20).log_form_rule() is joint.rule
+    for other in (exactdp.PNFJoint([3, 1, 0], 2, epsilon=1), exactdp.Peeling([3, 1, 0], 2, epsilon=1),
+                  exactdp.CanonicalGamma1([3, 1, 0], 2, epsilon=1)):
+        assert Groups(other, 20).log_form_rule() is None, other
+
+
+# -- the per-delta notions against the per-cell ones -----------------------------------------------
+
+
+def _without_engine(monkeypatch):
+    monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+
+
+def _notions(a, b):
+    loss = audit.privacy_loss(a, b, 20)
+    rows = [(p.level_a, p.level_b, p.outputs) for p in loss.pairs]
+    return (loss, rows, audit.privacy_profile(a, b, Fraction(1, 3), 20), audit.privacy_profile(a, b, 0, 20),
+            audit.renyi_divergence(a, b, 2, 20))
+
+
+def _same(fast, slow):
+    (lf, rf, pf, zf, df), (ls, rs, ps, zs, ds) = fast, slow
+    assert _agree([lf.value], [ls.value], 20) and lf.direction == ls.direction and rf == rs
+    assert _agree([p.signed for p in lf.pairs], [p.signed for p in ls.pairs], 20)
+    with mpmath.workdps(40):  # the witness attains the loss (truly tied cells may give another witness)
+        assert _agree([abs(lf.log_p_a - lf.log_p_b)], [ls.value], 15)
+    for f, s in ((pf, ps), (zf, zs)):
+        assert f.exact_zero == s.exact_zero
+        assert _agree([f.delta_a_b, f.delta_b_a], [s.delta_a_b, s.delta_b_a], 20)
+        if not _agree([f.delta_a_b], [f.delta_b_a], 20):  # equal directions (delta(0)): either is reported
+            assert f.direction == s.direction
+            assert sorted(map(tuple, (w for w, _ in f.carriers))) == sorted(map(tuple, (w for w, _ in s.carriers)))
+    assert _agree([df], [ds], 20)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(0, 6), min_size=2, max_size=6), st.data())
+def test_per_delta_notions_equal_per_cell(monkeypatch, counts, data):
+    k = data.draw(st.integers(1, min(3, len(counts))))
+    other = list(counts)
+    i = data.draw(st.integers(0, len(counts) - 1))
+    other[i] += data.draw(st.sampled_from([-1, 1]))
+    params = data.draw(st.sampled_from([{"epsilon": 1}, {"epsilon": Fraction(3, 2)}, {"base": Fraction(1, 3)}]))
+    a, b = exactdp.Joint(counts, k, **params), exactdp.Joint(other, k, **params)
+    if a.groups() == b.groups() and counts == other:
+        return
+    used = []
+    real = _distributions.ExponentialPair.of.__func__
+
+    def spy(cls, *args):
+        found = real(cls, *args)
+        used.append(found is not None)
+        return found
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_distributions.ExponentialPair, "of", classmethod(spy))
+        fast = _notions(a, b)
+    with monkeypatch.context() as patch:
+        _without_engine(patch)
+        slow = _notions(a, b)
+    assert any(used)
+    _same(fast, slow)
+
+
+def test_per_delta_notions_negative_control(monkeypatch):
+    """A wrong shared term C (one tail left out) changes the notions: the comparison fails."""
+    a, b = exactdp.Joint([7, 4, 4, 1, 0], 2, epsilon=1), exactdp.Joint([7, 5, 4, 1, 0], 2, epsilon=1)
+    with monkeypatch.context() as patch:
+        _without_engine(patch)
+        slow = _notions(a, b)
+    fast = _notions(a, b)
+    _same(fast, slow)
+    real = _distributions.ExponentialPair.gap
+
+    def wrong_gap(self, g, sign, eps):  # C doubled
+        return real(self, g, sign, eps) - sign * self.shared
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_distributions.ExponentialPair, "gap", wrong_gap)
+        with pytest.raises(AssertionError):
+            _same(_notions(a, b), slow)
+
+
+# -- tiny divergences ----------------------------------------------------------------------------
+
+
+def test_tiny_renyi_divergence_is_certified_against_exact_rationals():
+    """A base-1/2 pair whose D_2 is about 2**-1000: the sum P^2/Q is an exact rational, and
+    log1p of (sum - 1) is taken in mpmath (no cancellation)."""
+    counts, other, k = [2000, 1000, 0, 0], [2000, 1001, 0, 0], 2
+    a, b = exactdp.Joint(counts, k, base=Fraction(1, 2)), exactdp.Joint(other, k, base=Fraction(1, 2))
+    P, Q = brute_probabilities_base(counts, k, Fraction(1, 2)), brute_probabilities_base(other, k, Fraction(1, 2))
+    excess = renyi_sum_exact(P, Q, 2) - 1
+    with mpmath.workdps(60):
+        truth = mpmath.log1p(mpmath.mpf(excess.numerator) / excess.denominator)
+        got = audit.renyi_divergence(a, b, 2, DPS)
+        assert truth < mpmath.mpf(10) ** -250
+        assert abs(got - truth) <= mpmath.mpf(10) ** -DPS * truth
+        # negative control: the neighbour one vote further is a different divergence
+        far = exactdp.Joint([2000, 1002, 0, 0], k, base=Fraction(1, 2))
+        assert abs(audit.renyi_divergence(a, far, 2, DPS) - truth) > mpmath.mpf(10) ** -DPS * truth
+
+
+def test_tiny_divergence_per_cell_states_its_magnitude(monkeypatch):
+    counts, other, k = [2000, 1000, 0, 0], [2000, 1001, 0, 0], 2
+    a, b = exactdp.Joint(counts, k, base=Fraction(1, 2)), exactdp.Joint(other, k, base=Fraction(1, 2))
+    _without_engine(monkeypatch)
+    with pytest.raises(PrecisionError, match=r"D_2 <= 1e-\d+, so small that .* needs more than \d+ digits"):
+        audit.renyi_divergence(a, b, 2, DPS)
+
+
+def _fraction(x):
+    man, exp = x.man_exp
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def test_profile_at_a_breakpoint_with_a_tiny_shared_term():
+    """epsilon = lam * delta exactly: the gap is -C, tiny; the profile still matches brute force."""
+    counts, other, k = [150, 60, 0], [150, 59, 0], 2
+    a, b = exactdp.Joint(counts, k, epsilon=2), exactdp.Joint(other, k, epsilon=2)
+    P = mp_probabilities_eps(counts, k, Fraction(2), 200)
+    Q = mp_probabilities_eps(other, k, Fraction(2), 200)
+    P, Q = ({o: _fraction(p) for o, p in X.items()} for X in (P, Q))  # 200-digit values, exactly
+    for eps in (Fraction(1), Fraction(2)):
+        got = audit.privacy_profile(a, b, eps, 20)
+        want = delta_brute(P, Q, eps)
+        with mpmath.workdps(40):
+            assert abs(got.delta - want) <= mpmath.mpf(10) ** -18 * want, (eps, got, want)
