@@ -19,7 +19,7 @@ import exactdp
 
 from ..core.mechanism import Mechanism
 from ..errors import ExactDPError
-from . import audit_command, commands
+from . import audit_command, commands, compare_command
 from .commands import CommandError
 from .parse import (
     _alpha_arg,
@@ -297,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
         for name, spec in MECHANISMS.items():
             _add_mechanism_parser(subs, command, cmd, name, spec)
     _add_check_parser(command_parsers)
+    compare_command.add_compare_parser(command_parsers)
     return parser
 
 
@@ -329,10 +330,10 @@ def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
         sys.stdout.flush()
         return status
     args, extras = build_parser().parse_known_args(argv)
-    if args.command == "check":
+    if args.command in ("check", "compare"):  # commands without a mechanism
         if extras:
-            raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} check")
-        status = commands.cmd_check(args)
+            raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} {args.command}")
+        status = (commands.cmd_check if args.command == "check" else compare_command.cmd_compare)(args)
         sys.stdout.flush()
         return status
     if extras:
