@@ -34,10 +34,11 @@ probability and ``W_g`` the exact integer sum of the metric over the group's out
 - JointSet: one group per level; the sets with error ``<= M`` are the increasing rank
   sequences with ``r_i < T_i(M)``, and their positional counts are a prefix/suffix dynamic
   programme, ``O(k T_k(M))`` per level (:func:`set_level_sums`).
-- Peeling (every noise): one group per count sequence (its ``groups()``); every metric is a
-  function of the count sequence, so nothing is enumerated beyond the groups (at most
-  ``max_outputs`` of them, bounded before they are built by ``min(d!/(d-k)!, D^k)`` with
-  ``D`` the number of distinct counts).
+- Peeling (both noises): a dynamic programme over the rounds whose state is the multiset of
+  removed counts with the l_inf error so far (:func:`_peeling_values`); l_1 and the true
+  items are functions of the final multiset.  Its size is the number of such states, at
+  most ``max_outputs`` per round (about ``C(D + k, k)`` times the distinct errors, ``D``
+  the number of distinct counts: heavy-tailed counts with many ties stay small).
 - Canonical, CanonicalGamma1 and any other mechanism: every output is enumerated group by
   group (``outputs()``), refused past ``max_outputs`` (:class:`~exactdp.errors.TooManyOutputsError`).
 
@@ -308,22 +309,112 @@ def _set_groups(mech: JointSet, dps: int, exact: bool) -> Iterator[tuple[Any, in
 # ----------------------------------------------------------------------------------------
 # Peeling (count sequences) and every other mechanism (enumeration)
 # ----------------------------------------------------------------------------------------
-def _peeling_groups(mech: Peeling, dps: int, exact: bool, max_outputs: int
-                    ) -> Iterator[tuple[Any, int, dict[str, int], dict[int, int]]]:
-    bound = min(math.perm(mech.d, mech.k), len(mech.ranking.values) ** mech.k)
-    if bound > max_outputs:
-        raise TooManyOutputsError(
-            "max_outputs", max_outputs,
-            f"Peeling's metrics visit its count sequences, up to {bound} here; raise max_outputs to allow them",
-        )
-    ref = _Reference(mech.ranking, mech.k)
-    groups = mech.groups()
-    probs = [_exact_group(mech, g.utility) for g in groups] if exact else \
-        [p for _, p in mech.group_output_probabilities(dps)]
-    for g, p in zip(groups, probs):
-        sums, hist = dict.fromkeys(_SUMS, 0), {}
-        _add(sums, hist, ref, g.utility, True, g.multiplicity)
-        yield p, 1, sums, hist
+def _peeling_values(mech: Peeling, dps: int, exact: bool, max_states: int) -> dict[str, Any]:
+    """Peeling's metrics by the dynamic programme over the multisets of removed counts.
+
+    After round ``r`` a state is ``(how many items of each distinct count were removed,
+    the l_inf error so far)``; the next round picks an item of distinct count ``v`` with
+    probability (remaining items of count ``v``) times one item's probability in the round's
+    level table (the round rule: exponential mechanism for ``gumbel``, permute-and-flip for
+    ``exponential``), and the error becomes ``max(error, c_(r+1) - v)``.  The l_1 error and
+    the true items are functions of the final multiset.  Every state's probability is a sum
+    of products of non-negative certified per-round probabilities; the per-round values are
+    certified to ``dps + 3 + digits of k`` digits, so the ``k``-fold products keep ``dps + 3``.
+    """
+    ranking, k = mech.ranking, mech.k
+    values = ranking.values
+    sizes = [c - p for c, p in zip(ranking.cumulative, (0,) + ranking.cumulative[:-1])]
+    ref = _Reference(ranking, k)
+    digits = dps + len(str(k)) + 1
+    rounds: dict[tuple[int, ...], list[tuple[int, Any]]] = {}
+
+    def round_probabilities(removed: tuple[int, ...]) -> list[tuple[int, Any]]:
+        """``(q, probability that the round picks an item of count values[q])`` for every
+        count left: the level probabilities of the round's table, all at once."""
+        got = rounds.get(removed)
+        if got is None:
+            table = mech._round_table([v for v, n in zip(values, removed) for _ in range(n)])
+            rule = mech.round_rule
+            left = [q for q in range(len(values)) if removed[q] < sizes[q]]
+            if exact:
+                ps = [_fraction(rule.output_probability_exact(table, a)) * m
+                      for a, m in enumerate(table.multiplicities)]
+            else:
+                ps = rule.level_probabilities(table, digits)
+            got = rounds[removed] = list(zip(left, ps))
+        return got
+
+    def run(ball: Any) -> dict[tuple[int, ...], dict[int, Any]]:
+        layer: dict[tuple[int, ...], dict[int, Any]] = {(0,) * len(values): {-1: ball(1)}}
+        for r in range(k):
+            new: dict[tuple[int, ...], dict[int, Any]] = {}
+            states = 0
+            for removed, by_error in layer.items():
+                for q, pick in round_probabilities(removed):
+                    step = ball(pick)
+                    err = ref.sc[r] - values[q]
+                    nxt = removed[:q] + (removed[q] + 1,) + removed[q + 1:]
+                    target = new.setdefault(nxt, {})
+                    for e, p in by_error.items():
+                        e2 = max(e, err)
+                        if e2 in target:
+                            target[e2] = target[e2] + p * step
+                        else:
+                            target[e2] = p * step
+                            states += 1
+                if states > max_states:
+                    raise TooManyOutputsError(
+                        "max_outputs", max_states,
+                        f"Peeling's dynamic programme has more than {max_states} states (removed counts, "
+                        f"error) at round {r + 1} of {k}; raise max_outputs to allow them",
+                    )
+            layer = new
+        return layer
+
+    def totals(ball: Any, zero: Any) -> list[Any]:
+        layer = run(ball)
+        sums = {s: zero for s in _SUMS}
+        dist: dict[int, Any] = {}
+        for removed, by_error in layer.items():
+            chosen = sum(n * v for n, v in zip(removed, values))
+            l1 = ref.top_sum - chosen
+            true = sum(n for n, v in zip(removed, values) if v >= ref.kth)
+            for e, p in by_error.items():
+                sums["linf"] += p * e
+                sums["l1"] += p * l1
+                sums["true"] += p * true
+                if l1 == 0:
+                    sums["set0"] += p
+                if e == 0:
+                    sums["seq0"] += p
+                dist[e] = dist[e] + p if e in dist else p
+        errors = sorted(dist)
+        return [sums[s] for s in _SUMS] + [e for e in errors] + [dist[e] for e in errors]
+
+    if exact:
+        out = totals(Fraction, Fraction(0))
+    else:
+        shape: list[int] = []
+
+        def compute() -> list[arb]:
+            got = totals(lambda x: relative_ball(x, digits) if isinstance(x, mpmath.mpf) else arb(x), arb(0))
+            n_err = (len(got) - len(_SUMS)) // 2
+            shape[:] = [int(e) for e in got[len(_SUMS):len(_SUMS) + n_err]]
+            return got[:len(_SUMS)] + got[len(_SUMS) + n_err:]
+
+        balls = certify_many(compute, dps, extra_bits=2 * k.bit_length() + 8)
+        out = balls[:len(_SUMS)] + shape + balls[len(_SUMS):]
+    n_err = (len(out) - len(_SUMS)) // 2
+    errors = out[len(_SUMS):len(_SUMS) + n_err]
+    return _named(out[:len(_SUMS)], dict(zip(errors, out[len(_SUMS) + n_err:])))
+
+
+def _fraction(value: Any) -> Fraction:
+    """A sympy Rational as a Fraction (:class:`~exactdp.errors.InvalidParameterError` when
+    it is not rational: ``exact=True`` needs a rational base)."""
+    if not getattr(value, "is_Rational", False):
+        raise InvalidParameterError("exact", True, "needs a mechanism built with a rational base")
+    return Fraction(int(value.p), int(value.q))
 
 
 def _enumerated_groups(mech: Mechanism, dps: int, exact: bool, max_outputs: int
@@ -345,10 +436,7 @@ def _enumerated_groups(mech: Mechanism, dps: int, exact: bool, max_outputs: int
 
 def _exact_group(mech: Mechanism, key: Any) -> Fraction:
     """One output's exact probability in the group ``key``, as a Fraction (rational base)."""
-    value = mech._group_probability_exact(key)
-    if not getattr(value, "is_Rational", False):
-        raise InvalidParameterError("exact", True, f"needs a rational base; {mech!r} has none")
-    return Fraction(int(value.p), int(value.q))
+    return _fraction(mech._group_probability_exact(key))
 
 
 # ----------------------------------------------------------------------------------------
@@ -363,7 +451,7 @@ def metrics(mechanism: Mechanism, dps: Optional[int] = None, *, exact: bool = Fa
     values instead, for a mechanism built with a rational ``base``
     (:class:`~exactdp.errors.InvalidParameterError` otherwise).  ``max_outputs``: the most
     outputs (Peeling: count sequences) enumerated where no counting formula applies
-    (Canonical, CanonicalGamma1, Peeling); past it
+    (Canonical, CanonicalGamma1; for Peeling the states of its dynamic programme per round); past it
     :class:`~exactdp.errors.TooManyOutputsError` names the limit.  Joint, PNFJoint and
     JointSet are counted, never enumerated.
     """
@@ -379,10 +467,13 @@ def metrics(mechanism: Mechanism, dps: Optional[int] = None, *, exact: bool = Fa
     elif isinstance(mechanism, JointSet):
         groups = _set_groups(mechanism, work, exact)
     elif isinstance(mechanism, Peeling):
-        groups = _peeling_groups(mechanism, work, exact, limit)
+        groups = None
     else:
         groups = _enumerated_groups(mechanism, work, exact, limit)
-    values = _combine(list(groups), digits, work, exact)
+    if groups is None:
+        values = _peeling_values(mechanism, digits, exact, limit)
+    else:
+        values = _combine(list(groups), digits, work, exact)
     if mechanism.output_kind != "sequence":
         values["p_exact_topk_sequence"] = None
     return Metrics(values, mechanism=repr(mechanism), dps=None if exact else digits, exact=exact)
@@ -393,7 +484,6 @@ def _combine(groups: list[tuple[Any, int, dict[str, int], dict[int, int]]], dps:
     """``sum_g p_g W_g / divisor_g`` for every sum and every l_inf value: exactly, or as
     non-negative arb balls certified together to ``dps`` digits."""
     errors = sorted({e for *_, hist in groups for e in hist})
-    names = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set", "p_exact_topk_sequence")
     if exact:
         totals = [sum((p * sums[s] / div for p, div, sums, _ in groups), Fraction(0)) for s in _SUMS]
         dist = {e: sum((p * h.get(e, 0) / div for p, div, _, h in groups), Fraction(0)) for e in errors}
@@ -410,6 +500,12 @@ def _combine(groups: list[tuple[Any, int, dict[str, int], dict[int, int]]], dps:
 
         balls = certify_many(compute, dps, extra_bits=len(groups).bit_length())
         totals, dist = balls[:len(_SUMS)], dict(zip(errors, balls[len(_SUMS):]))
+    return _named(totals, dist)
+
+
+def _named(totals: list[Any], dist: dict[int, Any]) -> dict[str, Any]:
+    """The values under their :data:`METRIC_KEYS` names."""
+    names = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set", "p_exact_topk_sequence")
     values: dict[str, Any] = dict(zip(names, totals))
     values["linf_distribution"] = dist
     return values
