@@ -275,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         + "".join(f"  {PROG} {c} joint {cmd.example}\n" for c, cmd in COMMANDS.items())
         + f"  {PROG} check --only joint.lemma_3_4\n"
+        + f"  {PROG} compare --counts 10,5,5,1,1,0 -k 2 --epsilon 1\n"
         + f"\nmechanisms: {mechanisms}\n"
         f"run '{PROG} COMMAND --help' or '{PROG} COMMAND MECHANISM --help' for details.",
         formatter_class=_FORMATTER,
