@@ -64,7 +64,7 @@ import math
 from collections.abc import Mapping
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional
 
 import mpmath
 from flint import arb
@@ -84,15 +84,12 @@ __all__ = ["Metrics", "metrics", "METRIC_KEYS", "DEFAULT_MAX_OUTPUTS", "joint_le
 #: The keys of every :class:`Metrics`, in order.
 METRIC_KEYS = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set",
                "p_exact_topk_sequence", "linf_distribution")
-#: Default bound on the outputs (or Peeling's count sequences) enumerated.
+#: Default bound on the outputs enumerated (Peeling: on its dynamic programme's states per round).
 DEFAULT_MAX_OUTPUTS = 10**6
 #: Digits beyond ``dps`` to which the group probabilities are certified.
 _GUARD = 3
 #: The sums kept per group, in this order.
 _SUMS = ("linf", "l1", "true", "set0", "seq0")
-
-Value = Union[mpmath.mpf, Fraction]
-
 
 class Metrics(Mapping):
     """The utility metrics of one mechanism: an immutable mapping from :data:`METRIC_KEYS`
@@ -103,9 +100,13 @@ class Metrics(Mapping):
     __slots__ = ("_values", "mechanism", "dps", "exact")
 
     def __init__(self, values: dict[str, Any], *, mechanism: str, dps: Optional[int], exact: bool):
-        self._values = dict(values)
-        self._values["linf_distribution"] = MappingProxyType(dict(values["linf_distribution"]))
-        self.mechanism, self.dps, self.exact = mechanism, dps, exact
+        frozen = dict(values)
+        frozen["linf_distribution"] = MappingProxyType(dict(values["linf_distribution"]))
+        for name, value in (("_values", frozen), ("mechanism", mechanism), ("dps", dps), ("exact", exact)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Metrics is immutable: cannot set {name!r}")
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -137,8 +138,8 @@ class _Reference:
 
 def output_errors(ref_counts: Iterable[int], k: int, chosen: Iterable[int]) -> tuple[int, int, int]:
     """``(l_inf error, l_1 error, true items)`` of an output whose items have the counts
-    ``chosen`` in output order (a set output: any order, it is sorted here), against the
-    count vector ``ref_counts``.
+    ``chosen`` in output order (for a set output, its counts in decreasing order), against
+    the count vector ``ref_counts``.
 
     >>> output_errors([5, 3, 3, 1], 2, [3, 5])      # a sequence in the wrong order
     (2, 0, 2)
@@ -154,14 +155,12 @@ def _errors(ref: _Reference, values: tuple[int, ...], sequence: bool) -> tuple[i
 
 
 def _add(sums: dict[str, int], hist: dict[int, int], ref: _Reference, values: tuple[int, ...],
-         sequence: bool, times: int = 1) -> None:
+         sequence: bool) -> None:
+    """Add one output's metrics to its group's exact sums and l_inf histogram."""
     linf, l1, true = _errors(ref, values, sequence)
-    sums["linf"] += times * linf
-    sums["l1"] += times * l1
-    sums["true"] += times * true
-    sums["set0"] += times * (l1 == 0)
-    sums["seq0"] += times * (linf == 0)
-    hist[linf] = hist.get(linf, 0) + times
+    for name, value in zip(_SUMS, (linf, l1, true, l1 == 0, linf == 0)):
+        sums[name] += value
+    hist[linf] = hist.get(linf, 0) + 1
 
 
 # ----------------------------------------------------------------------------------------

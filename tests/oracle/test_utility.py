@@ -183,6 +183,8 @@ def test_metrics_is_an_immutable_mapping():
         m["expected_l1"] = 0  # type: ignore[index]
     with pytest.raises(TypeError):
         m["linf_distribution"][0] = 1
+    with pytest.raises(AttributeError):
+        m.dps = 5  # type: ignore[misc]
     assert "JointSet([3, 1, 0]" in repr(m)
     seq = metrics(exactdp.Joint([3, 1, 0], 2, epsilon=1), dps=10)
     assert seq["p_exact_topk_sequence"] == seq["linf_distribution"][0]

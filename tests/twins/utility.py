@@ -7,7 +7,6 @@ Written from the definitions, never by calling exactdp."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from itertools import permutations
 from typing import Mapping, Sequence
 
