@@ -81,14 +81,19 @@ def test_large_k_uses_the_cdp_accounting(capsys):
 
 def test_rows_too_large_for_exact_metrics_are_na_not_a_failure(capsys):
     status, out, err = run(capsys, "compare", "--counts", "9,7,7,5,3,3,2,1,1,0,0,0", "-k", "4", "--epsilon", "1/2",
-                           "--max-outputs", "1000")
+                           "--max-outputs", "400")
     assert status == 0 and err == ""
-    assert "peeling (pure ε, ε/k per round): n/a (--max-outputs = 1000 exceeded" in out
+    assert "Canonical: n/a (--max-outputs = 400 exceeded: the mechanism has 495 outputs)" in out
+    assert "CanonicalGamma1: n/a (" in out and "peeling (pure ε, ε/k per round): n/a" not in out
+    status, out, err = run(capsys, "compare", "--counts", "9,7,7,5,3,3,2,1,1,0,0,0", "-k", "4", "--epsilon", "1/2",
+                           "--max-outputs", "30")
+    assert status == 0 and err == ""
+    assert "peeling (pure ε, ε/k per round): n/a (--max-outputs = 30 exceeded: Peeling's dynamic programme" in out
     assert "CDP-Peel (ε, δ)-DP: n/a (" in out
     joint = next(line for line in out.splitlines() if line.startswith("Joint "))
     assert "n/a" not in joint
     data = run_json(capsys, "compare", "--counts", "9,7,7,5,3,3,2,1,1,0,0,0", "-k", "4", "--epsilon", "1/2",
-                    "--max-outputs", "1000")
+                    "--max-outputs", "30")
     assert "reason" in data["mechanisms"][-1] and "expected_linf" not in data["mechanisms"][-1]
     assert "reason" not in data["mechanisms"][0]
 
