@@ -42,10 +42,10 @@ probability and ``W_g`` the exact integer sum of the metric over the group's out
 - Canonical, CanonicalGamma1 and any other mechanism: every output is enumerated group by
   group (``outputs()``), refused past ``max_outputs`` (:class:`~exactdp.errors.TooManyOutputsError`).
 
-**Certification.**  Each ``p_g`` (or Joint's level probability, divided exactly by the
+**Certification.**  Each ``p_g`` (or Joint's level probability, then divided in arb by the
 level's size) is certified by the mechanism to ``dps + 3`` digits and widened to an arb ball
 that certainly holds it; ``W_g >= 0`` is exact, so each term is a non-negative ball and the
-sum is formed in arb and returned by :func:`~exactdp.core.precision.certify` with relative
+sum is formed in arb and returned by :func:`~exactdp.core.precision.certify_many` with relative
 error at most ``10**-dps`` (a sum of non-negative terms loses no relative accuracy).  With
 ``exact=True`` and a rational ``base`` every value is an exact ``Fraction`` instead.
 
