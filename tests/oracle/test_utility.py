@@ -117,6 +117,10 @@ def test_random_instances_equal_brute_force(ck):
                   brute_metrics(counts, k, set_brute_probabilities(counts, k, HALF)))
     _assert_equal(metrics(exactdp.Peeling(counts, k, base=HALF), exact=True),
                   brute_metrics(counts, k, peel_exact(counts, k, HALF, "gumbel")))
+    _assert_equal(metrics(exactdp.PNFJoint(counts, k, base=HALF), exact=True),
+                  brute_metrics(counts, k, pnf_joint_brute(counts, k)))
+    _assert_equal(metrics(exactdp.Canonical(counts, k, base=Fraction(1, 4), rho=HALF), exact=True),
+                  brute_metrics(counts, k, canon_em_exact(counts, k, HALF)))
 
 
 @settings(max_examples=25, deadline=None)
