@@ -49,7 +49,7 @@ TOP_K = ROOT / "examples" / "plot_top_k_vs_epsilon.py"
 
 def test_the_committed_pictures_are_shown_in_the_gallery():
     gallery = (ROOT / "docs" / "gallery.md").read_text(encoding="utf-8")
-    for name in ("plot_level_distributions", "plot_top_k_vs_epsilon", "plot_privacy_loss"):
+    for name in (p.stem for p in EXAMPLES):
         png = ROOT / "docs" / "images" / f"{name}.png"
         assert png.read_bytes()[:8] == PNG_MAGIC, f"{png} is missing or not a PNG"
         assert f"](images/{name}.png)" in gallery, f"docs/gallery.md does not show {name}.png"

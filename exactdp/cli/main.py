@@ -19,7 +19,7 @@ import exactdp
 
 from ..core.mechanism import Mechanism
 from ..errors import ExactDPError
-from . import audit_command, commands, explain_command
+from . import audit_command, commands, compare_command, explain_command
 from .commands import CommandError
 from .parse import (
     _alpha_arg,
@@ -277,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         + "".join(f"  {PROG} {c} joint {cmd.example}\n" for c, cmd in COMMANDS.items())
         + f"  {PROG} check --only joint.lemma_3_4\n"
+        + f"  {PROG} compare --counts 10,5,5,1,1,0 -k 2 --epsilon 1\n"
         + f"\nmechanisms: {mechanisms}\n"
         f"run '{PROG} COMMAND --help' or '{PROG} COMMAND MECHANISM --help' for details.",
         formatter_class=_FORMATTER,
@@ -299,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         for name, spec in MECHANISMS.items():
             _add_mechanism_parser(subs, command, cmd, name, spec)
     _add_check_parser(command_parsers)
+    compare_command.add_compare_parser(command_parsers)
     return parser
 
 
@@ -331,10 +333,10 @@ def _run_unlimited(argv: Optional[Sequence[str]]) -> int:
         sys.stdout.flush()
         return status
     args, extras = build_parser().parse_known_args(argv)
-    if args.command == "check":
+    if args.command in ("check", "compare"):  # commands without a mechanism
         if extras:
-            raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} check")
-        status = commands.cmd_check(args)
+            raise _UsageError(f"unrecognized arguments: {' '.join(extras)}", f"{PROG} {args.command}")
+        status = (commands.cmd_check if args.command == "check" else compare_command.cmd_compare)(args)
         sys.stdout.flush()
         return status
     if extras:

@@ -1,0 +1,511 @@
+r"""Exact utility metrics of a mechanism: certified expectations of the papers' error measures.
+
+So mechanisms can be compared without Monte Carlo noise.  With the true order
+``c_(1) >= ... >= c_(d)`` (ties by smaller item id, :mod:`exactdp.core.ranking`), an output
+sequence ``S = (s_1..s_k)`` has
+
+- **l_inf error** ``max_i (c_(i) - c[s_i])`` (Gillenwater, Joseph, Medina, Ribero, *A Joint
+  Exponential Mechanism for Differentially Private Top-k*, ICML 2022, arXiv:2201.12333, §5);
+  it is ``>= 0``, and it is minus Joint's utility;
+- **l_1 error** ``sum_i (c_(i) - c[s_i])`` (``>= 0``; it depends only on the chosen items);
+- **true items** ``#{i : c[s_i] >= c_(k)}``: the chosen items among the *true top-k*, read as
+  every item with count ``>= c_(k)``, so that relabelling tied items changes nothing.
+
+A set output is read as its items sorted by count (descending, ties by id), and the same
+formulas apply.  :func:`metrics` returns a :class:`Metrics` mapping with
+
+- ``expected_linf``, ``expected_l1``, ``expected_true_in_topk``: the expectations;
+- ``p_exact_topk_set``: ``P(l_1 error = 0)``, the output's counts are the top-k counts;
+- ``p_exact_topk_sequence``: ``P(l_inf error = 0)``, ``c[s_i] = c_(i)`` for every ``i``
+  (sequence mechanisms; ``None`` for set mechanisms, the key is always present);
+- ``linf_distribution``: every l_inf error value (an exact ``int``) with its probability.
+
+**How each is computed.**  Every metric is ``sum_g p_g W_g`` over the mechanism's probability
+groups ``g`` (every output of a group is equally likely), with ``p_g`` one output's
+probability and ``W_g`` the exact integer sum of the metric over the group's outputs:
+
+- Joint and PNFJoint: one group per level ``-M``.  The sequences with l_inf error ``<= M``
+  are those with ``s_r`` in ``S_r(M) = {j : c_j >= c_(r) - M}``, nested sets of sizes
+  ``T_r(M)``; choosing ``s_1, s_2, ...`` in turn, the number with ``s_i = j`` is
+  ``[j in S_i] prod_{r<i} (T_r - (r-1) - [j in S_r]) prod_{r>i} (T_r - (r-1))``.  Summing
+  ``f(c_j)`` over ``j`` and ``i`` with the items grouped by the row at which they enter
+  gives a recurrence of ``O(k)`` exact integer steps per level (:func:`joint_level_sums`);
+  differences of consecutive levels give ``W_g``.
+- JointSet: one group per level; the sets with error ``<= M`` are the increasing rank
+  sequences with ``r_i < T_i(M)``, and their positional counts are a prefix/suffix dynamic
+  programme, ``O(k T_k(M))`` per level (:func:`set_level_sums`).
+- Peeling (both noises): a dynamic programme over the rounds whose state is the multiset of
+  removed counts with the l_inf error so far (:func:`_peeling_values`); l_1 and the true
+  items are functions of the final multiset.  Its size is the number of such states, at
+  most ``max_outputs`` per round (about ``C(D + k, k)`` times the distinct errors, ``D``
+  the number of distinct counts: heavy-tailed counts with many ties stay small).
+- Canonical, CanonicalGamma1 and any other mechanism: every output is enumerated group by
+  group (``outputs()``), refused past ``max_outputs`` (:class:`~exactdp.errors.TooManyOutputsError`).
+
+**Certification.**  Each ``p_g`` (or Joint's level probability, then divided in arb by the
+level's size) is certified by the mechanism to ``dps + 3`` digits and widened to an arb ball
+that certainly holds it; ``W_g >= 0`` is exact, so each term is a non-negative ball and the
+sum is formed in arb and returned by :func:`~exactdp.core.precision.certify_many` with relative
+error at most ``10**-dps`` (a sum of non-negative terms loses no relative accuracy).  With
+``exact=True`` and a rational ``base`` every value is an exact ``Fraction`` instead.
+
+>>> from fractions import Fraction
+>>> from exactdp import Joint
+>>> m = metrics(Joint([3, 1, 0], 2, base=Fraction(1, 2)), exact=True)
+>>> m["expected_linf"], m["expected_l1"], m["p_exact_topk_sequence"]
+(Fraction(1, 1), Fraction(7, 9), Fraction(4, 9))
+>>> dict(m["linf_distribution"])
+{0: Fraction(4, 9), 1: Fraction(2, 9), 2: Fraction(2, 9), 3: Fraction(1, 9)}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Optional
+
+import mpmath
+from flint import arb
+
+from .core.mechanism import Mechanism, check_output_count
+from .core.precision import certify_many, relative_ball
+from .core.ranking import Ranking
+from .core.validation import as_dps, as_positive_int
+from .errors import ArgumentTypeError, InvalidParameterError, TooManyOutputsError
+from .mechanisms.joint import Joint
+from .mechanisms.joint_set import JointSet
+from .mechanisms.peeling import Peeling
+
+__all__ = ["Metrics", "metrics", "METRIC_KEYS", "DEFAULT_MAX_OUTPUTS", "joint_level_sums", "set_level_sums",
+           "output_errors"]
+
+#: The keys of every :class:`Metrics`, in order.
+METRIC_KEYS = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set",
+               "p_exact_topk_sequence", "linf_distribution")
+#: Default bound on the outputs enumerated (Peeling: on its dynamic programme's states per round).
+DEFAULT_MAX_OUTPUTS = 10**6
+#: Digits beyond ``dps`` to which the group probabilities are certified.
+_GUARD = 3
+#: The sums kept per group, in this order.
+_SUMS = ("linf", "l1", "true", "set0", "seq0")
+
+class Metrics(Mapping):
+    """The utility metrics of one mechanism: an immutable mapping from :data:`METRIC_KEYS`
+    to values (``linf_distribution`` is itself a read-only mapping ``error -> probability``,
+    errors ascending).  ``mechanism`` is the mechanism's ``repr``, ``dps`` the certified
+    digits (``None`` when ``exact``)."""
+
+    __slots__ = ("_values", "mechanism", "dps", "exact")
+
+    def __init__(self, values: dict[str, Any], *, mechanism: str, dps: Optional[int], exact: bool):
+        frozen = dict(values)
+        frozen["linf_distribution"] = MappingProxyType(dict(values["linf_distribution"]))
+        for name, value in (("_values", frozen), ("mechanism", mechanism), ("dps", dps), ("exact", exact)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Metrics is immutable: cannot set {name!r}")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(METRIC_KEYS)
+
+    def __len__(self) -> int:
+        return len(METRIC_KEYS)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={self._values[k]!r}" for k in METRIC_KEYS[:5])
+        return f"Metrics({self.mechanism}, {shown}, linf_distribution=<{len(self['linf_distribution'])} values>)"
+
+
+# ----------------------------------------------------------------------------------------
+# the metrics of one output
+# ----------------------------------------------------------------------------------------
+class _Reference:
+    """What the metrics compare with: the sorted counts, their top-k sum, and ``c_(k)``."""
+
+    def __init__(self, ranking: Ranking, k: int):
+        self.sc = ranking.sorted_counts
+        self.k = k
+        self.top = self.sc[:k]
+        self.top_sum = sum(self.top)
+        self.kth = self.sc[k - 1]
+
+
+def output_errors(ref_counts: Iterable[int], k: int, chosen: Iterable[int]) -> tuple[int, int, int]:
+    """``(l_inf error, l_1 error, true items)`` of an output whose items have the counts
+    ``chosen`` in output order (for a set output, its counts in decreasing order), against
+    the count vector ``ref_counts``.
+
+    >>> output_errors([5, 3, 3, 1], 2, [3, 5])      # a sequence in the wrong order
+    (2, 0, 2)
+    """
+    ref = _Reference(Ranking(tuple(ref_counts)), k)
+    return _errors(ref, tuple(chosen), sequence=True)
+
+
+def _errors(ref: _Reference, values: tuple[int, ...], sequence: bool) -> tuple[int, int, int]:
+    ordered = values if sequence else sorted(values, reverse=True)
+    linf = max(t - v for t, v in zip(ref.top, ordered))
+    return linf, ref.top_sum - sum(values), sum(v >= ref.kth for v in values)
+
+
+def _add(sums: dict[str, int], hist: dict[int, int], ref: _Reference, values: tuple[int, ...],
+         sequence: bool) -> None:
+    """Add one output's metrics to its group's exact sums and l_inf histogram."""
+    linf, l1, true = _errors(ref, values, sequence)
+    for name, value in zip(_SUMS, (linf, l1, true, l1 == 0, linf == 0)):
+        sums[name] += value
+    hist[linf] = hist.get(linf, 0) + 1
+
+
+# ----------------------------------------------------------------------------------------
+# Joint and PNFJoint: the threshold product
+# ----------------------------------------------------------------------------------------
+def joint_level_sums(ranking: Ranking, k: int, M: int, prefix: Optional[list[int]] = None) -> tuple[int, int, int, int]:
+    """Over the sequences with l_inf error ``<= M``: ``(number of them, sum of their chosen
+    counts, sum of their true items, number whose counts are the top-k counts)``.
+
+    With ``a_r = T_r(M) - (r-1)`` (1-based rows) and ``F_rho`` the sum of ``f`` over the
+    items entering ``S_rho`` at row ``rho``, the positional formula summed over items and
+    rows is ``sum_i G_i prod_{r>i} a_r`` with ``G_1 = F_1`` and
+    ``G_{i+1} = G_i (a_i - 1) + F_{i+1} prod_{r<=i} a_r``, evaluated here as the running
+    ``H_i = H_{i-1} a_i + G_i``.  The top-k count sets number ``C(n, need)`` (``n`` items
+    tied at ``c_(k)``, ``need`` of them in the top k), each with
+    ``prod_r (min(T_r, k) - (r-1))`` orderings of error ``<= M``.  ``prefix``: the running
+    sums of the sorted counts (``[0, c_(1), c_(1) + c_(2), ...]``), computed when not given.
+
+    >>> joint_level_sums(Ranking((3, 1, 0)), 2, 2)     # T = (2, 3): s_1 in {0, 1}, then any other
+    (4, 12, 6, 2)
+    """
+    sc, at_least = ranking.sorted_counts, ranking.at_least
+    if prefix is None:
+        prefix = _prefix_counts(ranking)
+    kth_items = at_least(sc[k - 1])
+    prev_t = 0
+    prod = 1  # prod_{r < i} a_r
+    g_c = g_t = h_c = h_t = 0
+    top_orders = 1
+    a_prev = 0
+    for r in range(k):
+        t = at_least(sc[r] - M)
+        a = t - r
+        f_c = prefix[t] - prefix[prev_t]
+        f_t = min(t, kth_items) - min(prev_t, kth_items)
+        if r == 0:
+            g_c, g_t = f_c, f_t
+        else:
+            g_c = g_c * (a_prev - 1) + f_c * prod
+            g_t = g_t * (a_prev - 1) + f_t * prod
+        h_c = h_c * a + g_c
+        h_t = h_t * a + g_t
+        prod *= a
+        top_orders *= min(t, k) - r
+        prev_t, a_prev = t, a
+    above = ranking.greater_than(sc[k - 1])
+    top_sets = math.comb(kth_items - above, k - above)
+    return prod, h_c, h_t, top_sets * top_orders
+
+
+def _prefix_counts(ranking: Ranking) -> list[int]:
+    """``prefix[t]``: the sum of the ``t`` largest counts."""
+    out = [0]
+    for c in ranking.sorted_counts:
+        out.append(out[-1] + c)
+    return out
+
+
+def _joint_groups(mech: Joint, dps: int, exact: bool) -> Iterator[tuple[Any, int, dict[str, int], dict[int, int]]]:
+    """``(probability, divisor, sums, histogram)`` of every level of Joint or PNFJoint: the
+    level's probability (over ``divisor = 1``) or, exactly, one sequence's probability."""
+    ref = _Reference(mech.ranking, mech.k)
+    prefix = _prefix_counts(mech.ranking)
+    prev = (0, 0, 0, 0)
+    pairs: Iterable[tuple[Any, Any]]
+    if exact:
+        pairs = ((lv, _exact_group(mech, lv.utility)) for lv in mech.iter_levels())
+    else:
+        pairs = mech.iter_level_probabilities(dps)
+    for level, p in pairs:
+        M = -level.utility
+        cur = joint_level_sums(mech.ranking, mech.k, M, prefix)
+        n, sum_c, true, top = (x - y for x, y in zip(cur, prev))
+        if n != level.multiplicity:  # pragma: no cover - the sweep and this count disagree
+            raise AssertionError(f"level -{M}: {n} sequences counted, {level.multiplicity} in the level table")
+        prev = cur
+        sums = {"linf": n * M, "l1": n * ref.top_sum - sum_c, "true": true, "set0": top, "seq0": n if M == 0 else 0}
+        yield p, (1 if exact else n), sums, {M: n}
+
+
+# ----------------------------------------------------------------------------------------
+# JointSet: positional counts of increasing rank sequences
+# ----------------------------------------------------------------------------------------
+def set_level_sums(ranking: Ranking, k: int, M: int) -> tuple[int, int, int]:
+    """Over the k-subsets with l_inf error ``<= M`` (increasing ranks ``r_i < T_i(M)``):
+    ``(number of them, sum of their chosen counts, sum of their true items)``, from the
+    number of increasing prefixes ending at each rank times the suffixes starting there.
+
+    >>> set_level_sums(Ranking((3, 1, 0)), 2, 3)       # every 2-subset of 3 items
+    (3, 8, 4)
+    """
+    sc, at_least = ranking.sorted_counts, ranking.at_least
+    limits = [at_least(sc[i] - M) for i in range(k)]
+    width = limits[-1]
+    kth = sc[k - 1]
+    pre = [[0] * width for _ in range(k)]
+    for x in range(limits[0]):
+        pre[0][x] = 1
+    for i in range(1, k):
+        run = 0
+        for x in range(limits[i]):
+            pre[i][x] = run
+            run += pre[i - 1][x]
+    suf = [1 if x < limits[k - 1] else 0 for x in range(width)]
+    total = sum(pre[k - 1])
+    sum_c = sum_t = 0
+    for i in range(k - 1, -1, -1):
+        if i < k - 1:
+            new, run = [0] * width, 0
+            for x in range(width - 1, -1, -1):
+                new[x] = run if x < limits[i] else 0
+                run += suf[x]
+            suf = new
+        for x in range(limits[i]):
+            w = pre[i][x] * suf[x]
+            if w:
+                sum_c += w * sc[x]
+                sum_t += w * (sc[x] >= kth)
+    return total, sum_c, sum_t
+
+
+def _set_groups(mech: JointSet, dps: int, exact: bool) -> Iterator[tuple[Any, int, dict[str, int], dict[int, int]]]:
+    ref = _Reference(mech.ranking, mech.k)
+    prev = (0, 0, 0)
+    pairs: Iterable[tuple[Any, Any]]
+    if exact:
+        pairs = ((lv, _exact_group(mech, lv.utility)) for lv in mech.levels())
+    else:
+        pairs = mech.level_probabilities(dps)
+    above = mech.ranking.greater_than(ref.kth)
+    top_sets = math.comb(mech.ranking.at_least(ref.kth) - above, mech.k - above)
+    for level, p in pairs:
+        M = -level.utility
+        cur = set_level_sums(mech.ranking, mech.k, M)
+        n, sum_c, true = (x - y for x, y in zip(cur, prev))
+        if n != level.multiplicity:  # pragma: no cover
+            raise AssertionError(f"level -{M}: {n} sets counted, {level.multiplicity} in the level table")
+        prev = cur
+        # a set of error 0 has exactly the top-k counts, and every such set has error 0
+        sums = {"linf": n * M, "l1": n * ref.top_sum - sum_c, "true": true, "set0": top_sets if M == 0 else 0,
+                "seq0": 0}
+        yield p, (1 if exact else n), sums, {M: n}
+
+
+# ----------------------------------------------------------------------------------------
+# Peeling (count sequences) and every other mechanism (enumeration)
+# ----------------------------------------------------------------------------------------
+def _peeling_values(mech: Peeling, dps: int, exact: bool, max_states: int) -> dict[str, Any]:
+    """Peeling's metrics by the dynamic programme over the multisets of removed counts.
+
+    After round ``r`` a state is ``(how many items of each distinct count were removed,
+    the l_inf error so far)``; the next round picks an item of distinct count ``v`` with
+    probability (remaining items of count ``v``) times one item's probability in the round's
+    level table (the round rule: exponential mechanism for ``gumbel``, permute-and-flip for
+    ``exponential``), and the error becomes ``max(error, c_(r+1) - v)``.  The l_1 error and
+    the true items are functions of the final multiset.  Every state's probability is a sum
+    of products of non-negative certified per-round probabilities; the per-round values are
+    certified to ``dps + 3 + digits of k`` digits, so the ``k``-fold products keep ``dps + 3``.
+    """
+    ranking, k = mech.ranking, mech.k
+    values = ranking.values
+    sizes = [c - p for c, p in zip(ranking.cumulative, (0,) + ranking.cumulative[:-1])]
+    ref = _Reference(ranking, k)
+    digits = dps + len(str(k)) + 1
+    rounds: dict[tuple[int, ...], list[tuple[int, Any]]] = {}
+
+    def round_probabilities(removed: tuple[int, ...]) -> list[tuple[int, Any]]:
+        """``(q, probability that the round picks an item of count values[q])`` for every
+        count left: the level probabilities of the round's table, all at once."""
+        got = rounds.get(removed)
+        if got is None:
+            table = mech._round_table([v for v, n in zip(values, removed) for _ in range(n)])
+            rule = mech.round_rule
+            left = [q for q in range(len(values)) if removed[q] < sizes[q]]
+            if exact:
+                ps = [_fraction(rule.output_probability_exact(table, a)) * m
+                      for a, m in enumerate(table.multiplicities)]
+            else:
+                ps = rule.level_probabilities(table, digits)
+            got = rounds[removed] = list(zip(left, ps))
+        return got
+
+    def run(ball: Any) -> dict[tuple[int, ...], dict[int, Any]]:
+        layer: dict[tuple[int, ...], dict[int, Any]] = {(0,) * len(values): {-1: ball(1)}}
+        for r in range(k):
+            new: dict[tuple[int, ...], dict[int, Any]] = {}
+            states = 0
+            for removed, by_error in layer.items():
+                for q, pick in round_probabilities(removed):
+                    step = ball(pick)
+                    err = ref.sc[r] - values[q]
+                    nxt = removed[:q] + (removed[q] + 1,) + removed[q + 1:]
+                    target = new.setdefault(nxt, {})
+                    for e, p in by_error.items():
+                        e2 = max(e, err)
+                        if e2 in target:
+                            target[e2] = target[e2] + p * step
+                        else:
+                            target[e2] = p * step
+                            states += 1
+                if states > max_states:
+                    raise TooManyOutputsError(
+                        "max_outputs", max_states,
+                        f"Peeling's dynamic programme has more than {max_states} states (removed counts, "
+                        f"error) at round {r + 1} of {k}; raise max_outputs to allow them",
+                    )
+            layer = new
+        return layer
+
+    def totals(ball: Any, zero: Any) -> list[Any]:
+        layer = run(ball)
+        sums = {s: zero for s in _SUMS}
+        dist: dict[int, Any] = {}
+        for removed, by_error in layer.items():
+            chosen = sum(n * v for n, v in zip(removed, values))
+            l1 = ref.top_sum - chosen
+            true = sum(n for n, v in zip(removed, values) if v >= ref.kth)
+            for e, p in by_error.items():
+                sums["linf"] += p * e
+                sums["l1"] += p * l1
+                sums["true"] += p * true
+                if l1 == 0:
+                    sums["set0"] += p
+                if e == 0:
+                    sums["seq0"] += p
+                dist[e] = dist[e] + p if e in dist else p
+        errors = sorted(dist)
+        return [sums[s] for s in _SUMS] + [e for e in errors] + [dist[e] for e in errors]
+
+    if exact:
+        out = totals(Fraction, Fraction(0))
+    else:
+        shape: list[int] = []
+
+        def compute() -> list[arb]:
+            got = totals(lambda x: relative_ball(x, digits) if isinstance(x, mpmath.mpf) else arb(x), arb(0))
+            n_err = (len(got) - len(_SUMS)) // 2
+            shape[:] = [int(e) for e in got[len(_SUMS):len(_SUMS) + n_err]]
+            return got[:len(_SUMS)] + got[len(_SUMS) + n_err:]
+
+        balls = certify_many(compute, dps, extra_bits=2 * k.bit_length() + 8)
+        out = balls[:len(_SUMS)] + shape + balls[len(_SUMS):]
+    n_err = (len(out) - len(_SUMS)) // 2
+    errors = out[len(_SUMS):len(_SUMS) + n_err]
+    return _named(out[:len(_SUMS)], dict(zip(errors, out[len(_SUMS) + n_err:])))
+
+
+def _fraction(value: Any) -> Fraction:
+    """A sympy Rational as a Fraction (:class:`~exactdp.errors.InvalidParameterError` when
+    it is not rational: ``exact=True`` needs a rational base)."""
+    if not getattr(value, "is_Rational", False):
+        raise InvalidParameterError("exact", True, "needs a mechanism built with a rational base")
+    return Fraction(int(value.p), int(value.q))
+
+
+def _enumerated_groups(mech: Mechanism, dps: int, exact: bool, max_outputs: int
+                       ) -> Iterator[tuple[Any, int, dict[str, int], dict[int, int]]]:
+    check_output_count(mech.support_size(), max_outputs)
+    ref = _Reference(mech.ranking, mech.k)
+    sequence = mech.output_kind == "sequence"
+    groups = mech.groups()
+    probs = [_exact_group(mech, g.utility) for g in groups] if exact else \
+        [p for _, p in mech.group_output_probabilities(dps)]
+    outputs = mech.outputs()
+    counts = mech.counts
+    for g, p in zip(groups, probs):
+        sums, hist = dict.fromkeys(_SUMS, 0), {}
+        for _ in range(g.multiplicity):
+            _add(sums, hist, ref, tuple(counts[i] for i in next(outputs)), sequence)
+        yield p, 1, sums, hist
+
+
+def _exact_group(mech: Mechanism, key: Any) -> Fraction:
+    """One output's exact probability in the group ``key``, as a Fraction (rational base)."""
+    return _fraction(mech._group_probability_exact(key))
+
+
+# ----------------------------------------------------------------------------------------
+# the public function
+# ----------------------------------------------------------------------------------------
+def metrics(mechanism: Mechanism, dps: Optional[int] = None, *, exact: bool = False,
+            max_outputs: int = DEFAULT_MAX_OUTPUTS) -> Metrics:
+    """The utility metrics of ``mechanism`` (see the module docstring for the definitions).
+
+    ``dps``: certified significant digits of every value (relative error at most
+    ``10**-dps``, default 30, as for ``probability``).  ``exact=True``: exact ``Fraction``
+    values instead, for a mechanism built with a rational ``base``
+    (:class:`~exactdp.errors.InvalidParameterError` otherwise).  ``max_outputs``: the most
+    outputs (Peeling: count sequences) enumerated where no counting formula applies
+    (Canonical, CanonicalGamma1; for Peeling the states of its dynamic programme per round); past it
+    :class:`~exactdp.errors.TooManyOutputsError` names the limit.  Joint, PNFJoint and
+    JointSet are counted, never enumerated.
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise ArgumentTypeError("mechanism", mechanism, "must be an exactdp mechanism (Joint, Peeling, ...)")
+    if not isinstance(exact, bool):
+        raise ArgumentTypeError("exact", exact, "must be True or False")
+    digits = as_dps(dps)
+    limit = as_positive_int(max_outputs, "max_outputs")
+    work = digits + _GUARD
+    if isinstance(mechanism, Joint):
+        groups = _joint_groups(mechanism, work, exact)
+    elif isinstance(mechanism, JointSet):
+        groups = _set_groups(mechanism, work, exact)
+    elif isinstance(mechanism, Peeling):
+        groups = None
+    else:
+        groups = _enumerated_groups(mechanism, work, exact, limit)
+    if groups is None:
+        values = _peeling_values(mechanism, digits, exact, limit)
+    else:
+        values = _combine(list(groups), digits, work, exact)
+    if mechanism.output_kind != "sequence":
+        values["p_exact_topk_sequence"] = None
+    return Metrics(values, mechanism=repr(mechanism), dps=None if exact else digits, exact=exact)
+
+
+def _combine(groups: list[tuple[Any, int, dict[str, int], dict[int, int]]], dps: int, work: int,
+             exact: bool) -> dict[str, Any]:
+    """``sum_g p_g W_g / divisor_g`` for every sum and every l_inf value: exactly, or as
+    non-negative arb balls certified together to ``dps`` digits."""
+    errors = sorted({e for *_, hist in groups for e in hist})
+    if exact:
+        totals = [sum((p * sums[s] / div for p, div, sums, _ in groups), Fraction(0)) for s in _SUMS]
+        dist = {e: sum((p * h.get(e, 0) / div for p, div, _, h in groups), Fraction(0)) for e in errors}
+    else:
+        def compute() -> list[arb]:
+            balls = [relative_ball(p, work) / div for p, div, _, _ in groups]
+            out = [sum((b * sums[s] for b, (_, _, sums, _) in zip(balls, groups) if sums[s]), arb(0))
+                   for s in _SUMS]
+            per = {e: arb(0) for e in errors}
+            for b, (_, _, _, hist) in zip(balls, groups):
+                for e, n in hist.items():
+                    per[e] += b * n
+            return out + [per[e] for e in errors]
+
+        balls = certify_many(compute, dps, extra_bits=len(groups).bit_length())
+        totals, dist = balls[:len(_SUMS)], dict(zip(errors, balls[len(_SUMS):]))
+    return _named(totals, dist)
+
+
+def _named(totals: list[Any], dist: dict[int, Any]) -> dict[str, Any]:
+    """The values under their :data:`METRIC_KEYS` names."""
+    names = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set", "p_exact_topk_sequence")
+    values: dict[str, Any] = dict(zip(names, totals))
+    values["linf_distribution"] = dist
+    return values
+
