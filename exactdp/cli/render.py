@@ -61,7 +61,8 @@ def _is_flat(value: Any) -> bool:
 class JsonArray:
     """A JSON array written item by item as ``items`` yields them (by :func:`_json_lines`),
     so a long array (one entry per level) is never held: printed exactly as the same items
-    in a list would be."""
+    in a list would be when that list holds an object (a list of scalars alone is printed
+    on one line, so it is never streamed)."""
 
     def __init__(self, items: Iterable[Any]) -> None:
         self.items = items
