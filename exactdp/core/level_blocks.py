@@ -60,10 +60,9 @@ from .precision import prec_for_dps
 from .sampling import first_not_below
 from .levels import Level, Utility, relative_weight
 from .scale import Scale
-from .selection import SelectionRule
 
 __all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_list_bytes", "StreamSource",
-           "STREAM_BLOCK_LEVELS", "stream_level_probabilities"]
+           "STREAM_BLOCK_LEVELS", "stream_table"]
 
 #: Default ``memory_budget`` (bytes) of a block table: the estimated size of the exact
 #: levels and enclosures it may keep at once.  Raise it with the mechanism's
@@ -489,21 +488,16 @@ def _chunks(items: Iterator[Level], size: int) -> Iterator[list[Level]]:
         yield chunk
 
 
-def stream_level_probabilities(held: Any, whole: Callable[[], Any], make_source: Callable[[], StreamSource],
-                               scale: Scale, rule: SelectionRule, dps: int,
-                               memory_budget: int = DEFAULT_MEMORY_BUDGET) -> Iterator[tuple[Level, Any]]:
-    """``(Level, certified probability)`` best first, by ``rule.iter_level_probabilities``:
-    over ``held`` (the mechanism's level table, when it already has one), else over a
-    :class:`BlockLevelTable` of ``make_source()`` within ``memory_budget``.  A rule that
-    cannot stream (it needs every level at once, as permute-and-flip does) gets
-    ``whole()``, the mechanism's in-memory table."""
-    table = held
-    if table is None:
-        if type(rule).iter_level_probabilities is SelectionRule.iter_level_probabilities:
-            table = whole()
-        else:
-            table = BlockLevelTable(make_source(), scale, memory_budget)
-    return zip(table.iter_levels(), rule.iter_level_probabilities(table, dps))
+def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], scale: Scale, memory_budget: int,
+                 level_bytes: int = 32) -> BlockLevelTable:
+    """The level table of a mechanism whose levels stream (:class:`StreamSource`): one
+    pass fixes the blocks, which are kept within ``memory_budget`` and recomputed past it.
+    Exact sampling starts at the sampler's own first precision (``sampling_prec = None``),
+    as over a :class:`~exactdp.core.levels.LevelTable`, so seeded draws are those of the
+    same levels in memory."""
+    table = BlockLevelTable(StreamSource(levels_from, level_bytes), scale, memory_budget)
+    table.sampling_prec = None
+    return table
 
 
 def _neg_utility(level: Level) -> Any:

@@ -65,7 +65,7 @@ import mpmath
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, StreamSource, stream_level_probabilities
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_table
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
@@ -440,8 +440,8 @@ class Canonical(CanonicalFamily):
     :meth:`loss`, :meth:`class_of`.
     """
 
-    #: Bytes of levels :meth:`iter_level_probabilities` may keep at once (blocks past it
-    #: are recomputed); ``levels()`` and sampling hold every level.
+    #: Bytes of levels the level table may keep at once (blocks past it are recomputed;
+    #: ``levels()``, all at once, refuses past it): set on an instance before first use.
     memory_budget = DEFAULT_MEMORY_BUDGET
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
@@ -460,10 +460,14 @@ class Canonical(CanonicalFamily):
         q = self.classes_.q
         return [Level(_rational(-key, q), sizes[key]) for key in keys]
 
+    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+        level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k
+        return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes)
+
     def iter_levels(self) -> Iterator[Level]:
         """The levels of :meth:`levels`, best first, one at a time: the merge of
-        :meth:`CanonicalClasses.iter_level_sizes` (``O(k)`` integers held), or the levels
-        already held."""
+        :meth:`CanonicalClasses.iter_level_sizes` (``O(k)`` integers held), or the level
+        table's blocks once it exists."""
         if self._table is not None:
             return self._table.iter_levels()
         return self._levels_from(None)
@@ -476,19 +480,13 @@ class Canonical(CanonicalFamily):
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, certified probability)``, best first.  The normaliser needs every
-        level, so this is a global pass: one merge fixes the blocks of
+        level, so this is a global pass: the level table's first merge fixes blocks of
         :data:`~exactdp.core.level_blocks.STREAM_BLOCK_LEVELS` levels (two integers per
         block, and the blocks themselves while ``memory_budget`` allows), then the rule
-        streams block by block, recomputing any block not kept from its first loss.
-        Permute-and-flip (``noise="exponential"``) needs all levels at once, so it holds
-        them.  The values are those of the rule over the levels in memory."""
-        level_bytes = (self.k * self.d.bit_length()) // 8 + 8
-
-        def source() -> StreamSource:
-            return StreamSource(self._levels_from, level_bytes)
-
-        return stream_level_probabilities(self._table, lambda: self.table, source, self.scale, self.rule,
-                                          as_dps(dps), self.memory_budget)
+        certifies block by block (the exponential mechanism; permute-and-flip,
+        ``noise="exponential"``, needs every level's enclosure at once)."""
+        table = self.table
+        return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:
         key = self.classes_.level_sizes()[0][a]
@@ -535,7 +533,7 @@ class Canonical(CanonicalFamily):
         prec = prec_for_dps(digits + 4)
         index = {key: a for a, key in enumerate(keys)}
         per_output: dict[int, mpmath.mpf] = {}
-        mults = table.multiplicities
+        mults = list(table.multiplicities)  # read once, block by block
         out = []
         fdiv = mpmath.fdiv
         for h, t, size, key in self.classes_.iter_keys():

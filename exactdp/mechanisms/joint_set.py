@@ -61,7 +61,7 @@ from flint import fmpz_poly
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, StreamSource, stream_level_probabilities
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_table
 from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
@@ -534,8 +534,8 @@ class JointSet(JointFamily):
     rule = ExponentialMechanism()
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
-    #: Bytes of levels :meth:`iter_level_probabilities` may keep at once (blocks past it
-    #: are recomputed); ``levels()`` and sampling hold every level.
+    #: Bytes of levels the level table may keep at once (blocks past it are recomputed;
+    #: ``levels()``, all at once, refuses past it): set on an instance before first use.
     memory_budget = DEFAULT_MEMORY_BUDGET
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
@@ -543,8 +543,14 @@ class JointSet(JointFamily):
         super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
         self._paths: dict[int, _LevelPaths] = {}
 
-    def _compute_levels(self):
-        return joint_set_levels(self.ranking, self.k)
+    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+        level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k
+        cands = _candidate_array(self.ranking, self.k)
+        return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u, cands), self.scale,
+                            self.memory_budget, level_bytes)
+
+    def _compute_levels(self) -> Iterator[Level]:
+        return self.table.iter_levels()
 
     def support_size(self) -> int:
         """``C(d, k)``: every k-subset has positive probability."""
@@ -553,26 +559,19 @@ class JointSet(JointFamily):
     def iter_levels(self) -> Iterator[Level]:
         """The levels of :meth:`levels`, best first, one at a time: the threshold sweep
         streamed (:func:`iter_joint_set_levels`; nothing held but the compact candidate
-        thresholds), or the levels already held."""
+        thresholds), or the level table's blocks once it exists."""
         if self._table is not None:
             return self._table.iter_levels()
         return iter_joint_set_levels(self.ranking, self.k)
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, certified probability)``, best first.  The normaliser needs every
-        level, so this is a global pass: one sweep fixes the blocks of
-        :data:`~exactdp.core.level_blocks.STREAM_BLOCK_LEVELS` levels (keeping two integers
-        per block, and the blocks themselves while ``memory_budget`` allows), then the
-        exponential rule streams block by block, recomputing any block not kept from its
-        first threshold.  The values are those of the rule over the levels in memory."""
-        cands = _candidate_array(self.ranking, self.k)
-        level_bytes = (self.k * self.d.bit_length()) // 8 + 8
-
-        def source() -> StreamSource:
-            return StreamSource(lambda u: iter_joint_set_levels(self.ranking, self.k, u, cands), level_bytes)
-
-        return stream_level_probabilities(self._table, lambda: self.table, source, self.scale, self.rule,
-                                          as_dps(dps), self.memory_budget)
+        level, so this is a global pass: the level table's first sweep fixes blocks of
+        :data:`~exactdp.core.level_blocks.STREAM_BLOCK_LEVELS` levels (two integers per
+        block, and the blocks themselves while ``memory_budget`` allows), then the rule
+        certifies block by block, recomputing a block not kept from its first threshold."""
+        table = self.table
+        return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def _utility(self, output: frozenset) -> int:
         sc, rank_of = self.ranking.sorted_counts, self.ranking.rank_of

@@ -1,10 +1,10 @@
 """JointSet's and Canonical's streamed levels and level probabilities against the lists.
 
-``iter_levels()`` (a threshold sweep; a heap merge of the classes' losses) and
-``iter_level_probabilities()`` (a block table over a restartable level stream) must give
-exactly the levels of ``levels()`` and exactly the certified values of
-``level_probabilities()`` (the same ``mpf``, so the same digits), with block boundaries
-everywhere and with nothing kept (every block recomputed from its first utility).
+``iter_levels()`` (a threshold sweep; a heap merge of the classes' losses) and the level
+table (blocks over a restartable level stream) must give exactly the levels computed all at
+once (the sweep's list; Canonical's table of every loss) and exactly the certified values
+of the rule over those levels in memory (the same ``mpf``, so the same digits), with block
+boundaries everywhere and with nothing kept (every block recomputed from its first utility).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import mpmath
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +20,8 @@ from hypothesis import strategies as st
 import exactdp
 from exactdp.core import level_blocks
 from exactdp.core.level_blocks import BlockLevelTable, StreamSource
-from exactdp.mechanisms.joint_set import iter_joint_set_levels
+from exactdp.core.levels import LevelTable
+from exactdp.mechanisms.joint_set import iter_joint_set_levels, joint_set_levels
 
 NOISES = ("gumbel", "exponential")
 
@@ -30,23 +32,38 @@ def _make(kind, counts, k, **kw):
     return exactdp.Canonical(counts, k, epsilon=1, **kw)
 
 
+def _in_memory(m):
+    """The list twin: the levels computed all at once (the sweep's list; the table of every
+    loss) in an in-memory LevelTable."""
+    levels = joint_set_levels(m.ranking, m.k) if isinstance(m, exactdp.JointSet) else m._compute_levels()
+    return LevelTable(levels, m.scale)
+
+
 def _check(kind, counts, k, block, budget, **kw):
     level_blocks.STREAM_BLOCK_LEVELS = block
-    listed = _make(kind, counts, k, **kw)
-    levels = listed.levels()
-    probs = listed.level_probabilities(12)
-    streamed = _make(kind, counts, k, **kw)
-    streamed.memory_budget = budget
-    assert list(streamed.iter_levels()) == list(levels)
-    assert streamed._table is None  # streaming built no level table
-    pairs = list(streamed.iter_level_probabilities(12))
+    m = _make(kind, counts, k, **kw)
+    if m.rule.name != "exponential":
+        budget = 1 << 30  # permute-and-flip holds every level's enclosure: refused past a budget
+    m.memory_budget = budget
+    twin = _in_memory(m)
+    levels = twin.levels
+    probs = m.rule.level_probabilities(twin, 12)
+    assert list(m.iter_levels()) == list(levels)
+    assert m._table is None  # streaming the levels built no level table
+    pairs = list(m.iter_level_probabilities(12))
     assert [lv for lv, _ in pairs] == list(levels)
-    assert [p for _, p in pairs] == [p for _, p in probs]  # the same certified values
-    if streamed.rule.name == "exponential":
-        assert streamed._table is None
-    # once the levels are held, the streams read them
-    assert list(listed.iter_levels()) == list(levels)
-    assert [p for _, p in listed.iter_level_probabilities(12)] == [p for _, p in probs]
+    if m.rule.name == "exponential":
+        assert [p for _, p in pairs] == probs  # the same balls summed in the same order
+    else:  # permute-and-flip's enclosures may round otherwise: the same certified digits
+        assert [mpmath.nstr(p, 12) for _, p in pairs] == [mpmath.nstr(p, 12) for p in probs]
+    assert list(m.iter_levels()) == list(levels)  # now from the level table's blocks
+    if budget:  # the lists at once, within the budget
+        assert m.levels() == levels
+        assert [mpmath.nstr(p, 12) for _, p in m.level_probabilities(12)] == [mpmath.nstr(p, 12) for p in probs]
+    # one output's probability, certified on either table
+    for a in range(len(levels)):
+        p, q = m.rule.output_probability(m.table, a, 12), m.rule.output_probability(twin, a, 12)
+        assert p == q if m.rule.name == "exponential" else mpmath.nstr(p, 12) == mpmath.nstr(q, 12)
 
 
 def _instances(d, top=3):
@@ -104,7 +121,7 @@ def test_streams_start_at_every_level():
         js = exactdp.JointSet(counts, k, epsilon=1)
         can = exactdp.Canonical(counts, k, epsilon=1, rho="1/3")
         for m, start in ((js, lambda u: iter_joint_set_levels(js.ranking, js.k, u)), (can, can._levels_from)):
-            levels = m.levels()
+            levels = _in_memory(m).levels
             for a, lv in enumerate(levels):
                 assert list(start(lv.utility)) == list(levels[a:])
         keys = can.classes_.level_sizes()[0]
@@ -115,7 +132,7 @@ def test_streams_start_at_every_level():
 def test_stream_source_keeps_two_integers_per_block():
     level_blocks.STREAM_BLOCK_LEVELS = 5
     m = exactdp.JointSet(random.Random(3).sample(range(400), 40), 4, epsilon=1)
-    levels = m.levels()
+    levels = joint_set_levels(m.ranking, m.k)
     source = StreamSource(lambda u: iter_joint_set_levels(m.ranking, m.k, u))
     table = BlockLevelTable(source, m.scale, memory_budget=0)
     assert source.block_sizes() == [5] * (len(levels) // 5) + ([len(levels) % 5] if len(levels) % 5 else [])
