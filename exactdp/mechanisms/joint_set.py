@@ -55,7 +55,6 @@ from itertools import accumulate, combinations, islice
 from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex
 
 import mpmath
-
 from flint import fmpz_poly
 
 from ..core._typing import CountsLike, RationalLike
@@ -534,8 +533,8 @@ class JointSet(JointFamily):
     rule = ExponentialMechanism()
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
-    #: Bytes of levels the level table may keep at once (blocks past it are recomputed;
-    #: ``levels()``, all at once, refuses past it): set on an instance before first use.
+    #: Bytes of levels the table keeps (past it blocks are recomputed and ``levels()``
+    #: refuses); set on an instance before its first use.
     memory_budget = DEFAULT_MEMORY_BUDGET
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
@@ -549,7 +548,7 @@ class JointSet(JointFamily):
         return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u, cands), self.scale,
                             self.memory_budget, level_bytes)
 
-    def _compute_levels(self) -> Iterator[Level]:
+    def _compute_levels(self) -> Iterator[Level]:  # the block table's, as Joint's
         return self.table.iter_levels()
 
     def support_size(self) -> int:
@@ -557,19 +556,17 @@ class JointSet(JointFamily):
         return math.comb(self.d, self.k)
 
     def iter_levels(self) -> Iterator[Level]:
-        """The levels of :meth:`levels`, best first, one at a time: the threshold sweep
-        streamed (:func:`iter_joint_set_levels`; nothing held but the compact candidate
-        thresholds), or the level table's blocks once it exists."""
+        """The levels, best first, one at a time: the threshold sweep (:func:`iter_joint_set_levels`,
+        holding only the candidate thresholds), or the level table's blocks once it exists."""
         if self._table is not None:
             return self._table.iter_levels()
         return iter_joint_set_levels(self.ranking, self.k)
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
-        """``(Level, certified probability)``, best first.  The normaliser needs every
-        level, so this is a global pass: the level table's first sweep fixes blocks of
-        :data:`~exactdp.core.level_blocks.STREAM_BLOCK_LEVELS` levels (two integers per
-        block, and the blocks themselves while ``memory_budget`` allows), then the rule
-        certifies block by block, recomputing a block not kept from its first threshold."""
+        """``(Level, certified probability)``, best first.  The normaliser needs every level
+        (a global pass): the level table's first sweep fixes blocks of levels (two integers
+        per block, the blocks too while ``memory_budget`` allows), then the rule certifies
+        block by block, recomputing a block not kept from its first threshold."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
