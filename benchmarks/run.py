@@ -5,7 +5,8 @@ Run:  python benchmarks/run.py                 (d in {10,000, 166,000}, k in {50
       python benchmarks/run.py --quick         (d = 10,000 only)
       python benchmarks/run.py --d 20000 --k 10 50 --shapes zipf --mechanisms joint
       python benchmarks/run.py --cap-gib 4 --timeout 300
-      (utility metrics of Joint/PNFJoint beside a float Monte Carlo: python benchmarks/bench_utility.py)
+      python benchmarks/bench_utility.py        (utility metrics of Joint/PNFJoint beside a float Monte Carlo)
+      python benchmarks/bench_streaming.py      (streamed levels: CLI, JointSet, Canonical memory)
 
 Prints one Markdown table per mechanism.  Counts shapes (rank r = 1..d):
 

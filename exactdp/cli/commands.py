@@ -16,11 +16,13 @@ import sys
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Iterator
+from itertools import chain
+from typing import Iterator, TypeVar
 
 import mpmath
 
 from ..core._typing import Output
+from ..core.levels import Level
 from ..core.mechanism import Mechanism
 from ..core.validation import as_rng
 from ..mechanisms.canonical import NotSingleRuleError
@@ -36,6 +38,7 @@ from ..core.formatting import (
 )
 from .render import (
     PROG,
+    JsonArray,
     _describe,
     _ellipsis,
     _emit_json,
@@ -44,7 +47,10 @@ from .render import (
     _precision_line,
     _Progress,
     _summary_lines,
+    streamed_table_lines,
 )
+
+T = TypeVar("T")
 
 __all__ = ["CommandError", "CERTIFY_STATUS", "cmd_dist", "cmd_levels", "cmd_prob", "cmd_sample",
            "cmd_certify", "cmd_check"]
@@ -61,9 +67,35 @@ def _digits(args: argparse.Namespace) -> tuple[int, int]:
     return max(args.dps, args.digits), args.digits
 
 
-def _per_output_probabilities(m: Mechanism, dps: int) -> list[mpmath.mpf]:
-    """Certified probability of one output of each level."""
-    return [p for _, p in m.level_output_probabilities(dps)]
+def _output_probability(m: Mechanism, level: Level, dps: int) -> mpmath.mpf:
+    """Certified probability of one output of ``level``: the hook
+    :meth:`~exactdp.core.mechanism.Mechanism.level_output_probabilities` calls for each
+    level, called here one level at a time so that ``dist`` holds no list of them."""
+    return m._group_output_probabilities([level], dps)[0]
+
+
+def _started(items: Iterator[T]) -> Iterator[T]:
+    """``items`` with its first item already computed, so that an error in computing the
+    levels (a limit, a budget) is raised before anything is printed."""
+    it = iter(items)
+    first = next(it, _NONE)
+    return it if first is _NONE else chain((first,), it)
+
+
+_NONE = object()
+
+
+class _Totals:
+    """Running totals of the rows printed: their number and the outputs they hold, for the
+    summary after a streamed table (no second pass over the levels)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.support = 0
+
+    def add(self, multiplicity: int) -> None:
+        self.count += 1
+        self.support += multiplicity
 
 
 def _single_rule(m: Mechanism) -> bool:
@@ -92,9 +124,9 @@ def _outputs_by_group(m: Mechanism, args: argparse.Namespace, output_probs: list
             yield next(it), output_probs[a]
 
 
-def _outputs_json(m: Mechanism, args: argparse.Namespace, output_probs: list, dps: int) -> list[dict]:
-    return [{"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)}
-            for o, p in _outputs_by_group(m, args, output_probs)]
+def _outputs_json(m: Mechanism, args: argparse.Namespace, output_probs: list, dps: int) -> Iterator[dict]:
+    for o, p in _outputs_by_group(m, args, output_probs):
+        yield {"output": output_ids(o), "probability": number_text(p, dps, strip_zeros=False)}
 
 
 def _print_outputs(m: Mechanism, args: argparse.Namespace, output_probs: list, digits: int) -> None:
@@ -110,63 +142,80 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     dps = _digits(args)[0]
     _check_outputs_guard(m, args)
     if not _single_rule(m):  # CanonicalGamma1: its (h, t) classes, the groups of equal probability
-        rows = [_DistRow({"h": c.h, "t": c.t}, [str(c.h), str(c.t)], -c.loss, c.size, p)
-                for c, (_, _, p) in zip(m.classes(), m.class_probabilities(dps))]
-        output_probs = [p for _, p in m.group_output_probabilities(dps)]
-        _print_dist(name, spec, m, args, rows, output_probs, ("class", "classes", "classes (h, t)"), ["h", "t"])
+        rows = (_DistRow({"h": c.h, "t": c.t}, [str(c.h), str(c.t)], -c.loss, c.size, p, q)
+                for c, (_, _, p), (_, q) in zip(m.classes(), m.class_probabilities(dps),
+                                                m.group_output_probabilities(dps)))
+        _print_dist(name, spec, m, args, rows, ("class", "classes", "classes (h, t)"), ["h", "t"])
         return
-    rows = [_DistRow({}, [], lv.utility, lv.multiplicity, p) for lv, p in m.level_probabilities(dps)]
-    _print_dist(name, spec, m, args, rows, _per_output_probabilities(m, dps), ("level", "levels", "levels"), [])
+    rows = (_DistRow({}, [], lv.utility, lv.multiplicity, p, _output_probability(m, lv, dps))
+            for lv, p in m.iter_level_probabilities(dps))
+    _print_dist(name, spec, m, args, rows, ("level", "levels", "levels"), [])
 
 
 @dataclass(frozen=True)
 class _DistRow:
     """One row of ``dist``: a level, or a class of a two-stage mechanism (``fields``/``cells``
-    its key in JSON and in the table), with its exact utility and size and certified probability."""
+    its key in JSON and in the table), with its exact utility and size, certified
+    probability and certified probability of one of its outputs."""
 
     fields: dict[str, int]
     cells: list[str]
     utility: object
     multiplicity: int
     probability: mpmath.mpf
+    output_probability: mpmath.mpf
 
 
-def _print_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace, rows: list[_DistRow],
-                output_probs: list[mpmath.mpf], unit: tuple[str, str, str], key_headers: list[str]) -> None:
+def _print_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace, rows: Iterator[_DistRow],
+                unit: tuple[str, str, str], key_headers: list[str]) -> None:
+    """Print the rows as they come (streamed: one row is held at a time); ``--outputs``
+    (a support of at most ``--max-outputs``) keeps each row's output probability for the
+    list of outputs after the table."""
     dps, digits = _digits(args)
     one, many, summary = unit
+    output_probs: list[mpmath.mpf] = []
+    totals = _Totals()
+
+    def counted(rows: Iterator[_DistRow]) -> Iterator[tuple[int, _DistRow]]:
+        for a, r in enumerate(rows):
+            totals.add(r.multiplicity)
+            if args.outputs:
+                output_probs.append(r.output_probability)
+            yield a, r
+
+    rows = _started(rows)
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
             "dps": dps,
             "support_size": int_text(m.support_size()),
-            many: [
+            many: JsonArray(
                 {
                     "index": a, **r.fields,
                     "utility": exact_text(r.utility),
                     "multiplicity": int_text(r.multiplicity),
                     f"{one}_probability": number_text(r.probability, dps, strip_zeros=False),
-                    "output_probability": number_text(output_probs[a], dps, strip_zeros=False),
+                    "output_probability": number_text(r.output_probability, dps, strip_zeros=False),
                 }
-                for a, r in enumerate(rows)
-            ],
+                for a, r in counted(rows)
+            ),
         })
-        if args.outputs:
-            obj["outputs"] = _outputs_json(m, args, output_probs, dps)
+        if args.outputs:  # written after the rows, which fill output_probs
+            obj["outputs"] = JsonArray(_outputs_json(m, args, output_probs, dps))
         _emit_json(obj)
         return
     ell = _ellipsis(sys.stdout)
-    table = [
+    table = (
         [str(a), *r.cells, exact_text(r.utility, ellipsis=ell), format_int(r.multiplicity, ellipsis=ell),
          number_text(r.probability, digits, strip_zeros=False, ellipsis=ell),
-         number_text(output_probs[a], digits, strip_zeros=False, ellipsis=ell)]
-        for a, r in enumerate(rows)
-    ]
+         number_text(r.output_probability, digits, strip_zeros=False, ellipsis=ell)]
+        for a, r in counted(rows)
+    )
     headers = [one, *key_headers, "utility", "multiplicity", f"P({one})", "P(each output)"]
-    for line in table_lines(headers, table, left=(len(headers) - 2, len(headers) - 1)):
+    for line in streamed_table_lines(headers, table, left=(len(headers) - 2, len(headers) - 1)):
         _out(line)
     _out()
-    for line in _summary_lines(name, m, spec, rows, one, summary):
+    for line in _summary_lines(name, m, spec, totals.count, totals.support, one, summary):
         _out(line)
     _out(_precision_line(dps, digits))
     if args.outputs:
@@ -182,26 +231,34 @@ def _no_levels(name: str) -> CommandError:
 
 
 def cmd_levels(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+    """Print the levels as :meth:`~exactdp.core.mechanism.Mechanism.iter_levels` yields them
+    (one held at a time; Joint's within its ``memory_budget``)."""
     if not _single_rule(m):
         raise _no_levels(name)
-    levels = m.levels()
+    levels = _started(m.iter_levels())
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
             "support_size": int_text(m.support_size()),
-            "levels": [
+            "levels": JsonArray(
                 {"index": a, "utility": exact_text(lv.utility), "multiplicity": int_text(lv.multiplicity)}
                 for a, lv in enumerate(levels)
-            ],
+            ),
         })
         _emit_json(obj)
         return
     ell = _ellipsis(sys.stdout)
-    rows = [[str(a), exact_text(lv.utility, ellipsis=ell), format_int(lv.multiplicity, ellipsis=ell)] for a, lv in enumerate(levels)]
-    for line in table_lines(["level", "utility", "multiplicity"], rows):
+    totals = _Totals()
+
+    def rows() -> Iterator[list[str]]:
+        for a, lv in enumerate(levels):
+            totals.add(lv.multiplicity)
+            yield [str(a), exact_text(lv.utility, ellipsis=ell), format_int(lv.multiplicity, ellipsis=ell)]
+
+    for line in streamed_table_lines(["level", "utility", "multiplicity"], rows()):
         _out(line)
     _out()
-    for line in _summary_lines(name, m, spec, levels):
+    for line in _summary_lines(name, m, spec, totals.count, totals.support):
         _out(line)
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterator, Optional, Sequence, TextIO
+from itertools import islice
+from typing import Any, Iterable, Iterator, Optional, Sequence, TextIO
 
 from ..core.formatting import ABBREVIATE_DIGITS, abbreviate_ints, format_int, json_scalar
 from ..core.mechanism import Mechanism
 from .registry import OPTIONS, MechanismSpec
 
-__all__ = ["PROG", "format_int", "ABBREVIATE_DIGITS"]
+__all__ = ["PROG", "format_int", "ABBREVIATE_DIGITS", "JsonArray", "TABLE_CHUNK_ROWS", "streamed_table_lines"]
 
 #: The program's name in messages, usage lines and progress labels.
 PROG = "exactdp"
@@ -57,11 +58,22 @@ def _is_flat(value: Any) -> bool:
     return True
 
 
+class JsonArray:
+    """A JSON array written item by item as ``items`` yields them (by :func:`_json_lines`),
+    so a long array (one entry per level) is never held: printed exactly as the same items
+    in a list would be when that list holds an object (a list of scalars alone is printed
+    on one line, so it is never streamed)."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+
 def _json_lines(value: Any, indent: int, level: int) -> Iterator[str]:
     """Pieces of indented JSON: objects one key per line; lists of scalars (outputs, counts)
     and flat objects inside lists (one level, one output, one neighbour) on one line each.
     Every line is produced by the C encoder of :func:`json.dumps`, so the cost is linear in
-    the output size (``json.dumps(indent=...)`` falls back to a pure-Python encoder)."""
+    the output size (``json.dumps(indent=...)`` falls back to a pure-Python encoder).
+    A :class:`JsonArray` is written as its items come."""
     pad, inner = " " * (indent * level), " " * (indent * (level + 1))
     if isinstance(value, dict) and value:
         items = list(value.items())
@@ -71,18 +83,35 @@ def _json_lines(value: Any, indent: int, level: int) -> Iterator[str]:
             yield from _json_lines(item, indent, level + 1)
             yield ",\n" if i + 1 < len(items) else "\n"
         yield pad + "}"
+    elif isinstance(value, JsonArray):
+        yield from _json_items(iter(value.items), indent, level)
     elif isinstance(value, list) and value and not _is_flat(value):
-        yield "[\n"
-        for i, item in enumerate(value):
-            yield inner
-            if isinstance(item, dict) and _is_flat(item):
-                yield json.dumps(item)
-            else:
-                yield from _json_lines(item, indent, level + 1)
-            yield ",\n" if i + 1 < len(value) else "\n"
-        yield pad + "]"
+        yield from _json_items(iter(value), indent, level)
     else:
         yield json.dumps(value)
+
+
+def _json_items(items: Iterator[Any], indent: int, level: int) -> Iterator[str]:
+    """A JSON array of ``items`` one a line, each written as soon as the next is known
+    (the separator after an item depends on whether another follows)."""
+    pad, inner = " " * (indent * level), " " * (indent * (level + 1))
+    item = next(items, _END)
+    if item is _END:
+        yield "[]"
+        return
+    yield "[\n"
+    while item is not _END:
+        yield inner
+        if isinstance(item, dict) and _is_flat(item):
+            yield json.dumps(item)
+        else:
+            yield from _json_lines(item, indent, level + 1)
+        item = next(items, _END)
+        yield ",\n" if item is not _END else "\n"
+    yield pad + "]"
+
+
+_END = object()
 
 
 def _emit_json(obj: Any, indent: Optional[int] = 2) -> None:
@@ -114,14 +143,47 @@ def _mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, A
     }
 
 
-def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, levels: Sequence[object],
+def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, count: int, support: int,
                    unit: str = "level", units: str = "levels") -> list[str]:
+    """The lines after a table of ``count`` levels (or classes) holding ``support`` outputs,
+    both running totals of the rows printed."""
     kind = getattr(m, "output_kind", "sequence")
     return [
-        f"support size: {format_int(m.support_size(), ellipsis=_ellipsis(sys.stdout))} "
-        f"outputs ({kind}s) in {len(levels)} {unit if len(levels) == 1 else units}",
+        f"support size: {format_int(support, ellipsis=_ellipsis(sys.stdout))} "
+        f"outputs ({kind}s) in {count} {unit if count == 1 else units}",
         f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]",
     ]
+
+
+#: Rows of a streamed table aligned together (see :func:`streamed_table_lines`).
+TABLE_CHUNK_ROWS = 4096
+
+
+def streamed_table_lines(headers: Sequence[str], rows: Iterable[Sequence[str]],
+                         left: Sequence[int] = ()) -> Iterator[str]:
+    """:func:`~exactdp.core.formatting.table_lines` over rows as they come, holding at most
+    :data:`TABLE_CHUNK_ROWS` of them: the columns are as wide as the widest cell read so far,
+    so a table of up to that many rows is exactly ``table_lines``' and a longer one keeps
+    its first rows' alignment, widening a column only where a later cell needs it."""
+    widths = [len(h) for h in headers]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    it = iter(rows)
+    chunk = list(islice(it, TABLE_CHUNK_ROWS))
+    yield_header = True
+    while chunk or yield_header:
+        for row in chunk:
+            for i, cell in enumerate(row):
+                widths[i] = max(widths[i], len(cell))
+        if yield_header:
+            yield line(headers)
+            yield_header = False
+        for row in chunk:
+            yield line(row)
+        chunk = list(islice(it, TABLE_CHUNK_ROWS)) if chunk else []
 
 
 def _precision_line(dps: int, digits: int) -> str:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import abc
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from itertools import chain
+from itertools import chain, islice
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -58,10 +58,11 @@ from ..errors import MemoryBudgetError
 from ._gc import gc_paused
 from .precision import prec_for_dps
 from .sampling import first_not_below
-from .levels import Level, Utility
+from .levels import Level, Utility, relative_weight
 from .scale import Scale
 
-__all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_list_bytes"]
+__all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_list_bytes", "StreamSource",
+           "STREAM_BLOCK_LEVELS", "stream_table"]
 
 #: Default ``memory_budget`` (bytes) of a block table: the estimated size of the exact
 #: levels and enclosures it may keep at once.  Raise it with the mechanism's
@@ -421,6 +422,82 @@ class BlockLevelTable:
                     if start + i != a:
                         others += w
         return others
+
+
+#: Levels per block of a :class:`StreamSource` (tests lower it to put boundaries everywhere).
+STREAM_BLOCK_LEVELS = 4096
+
+
+class StreamSource(BlockSource):
+    """A :class:`BlockSource` over a level stream that can start at any level.
+
+    ``levels_from(u)`` yields the exact levels of utility ``<= u``, best first (``u=None``:
+    all of them); a mechanism provides it when a level can be computed from its utility
+    alone (JointSet: the path count at a threshold and at the one before; Canonical: a
+    merge of its classes' losses started at a loss).  Block sizes are known only after
+    one pass over the stream (:meth:`block_sizes`), which keeps, per block of
+    :data:`STREAM_BLOCK_LEVELS` levels, only its first utility and its size (two compact
+    integers), and hands the blocks it computed to the table's cache while the budget
+    allows; any other block is recomputed from its first utility, identically.
+
+    Relative weights are :func:`~exactdp.core.levels.relative_weight` of each utility's gap
+    to the best one, and level weights ``arb(m) * e``: the balls of an in-memory
+    :class:`~exactdp.core.levels.LevelTable` of the same levels, so a selection rule gives
+    the same values on either table.
+    """
+
+    def __init__(self, levels_from: Callable[[Optional[Utility]], Iterator[Level]], level_bytes: int = 32) -> None:
+        self.levels_from = levels_from
+        self.level_bytes = level_bytes
+        self._keep: Optional[Callable[[tuple, int, Callable[[], Any]], Any]] = None
+        self._sizes: Optional[list[int]] = None
+        self._firsts: list[Utility] = []
+
+    def attach_cache(self, keep: Callable[[tuple, int, Callable[[], Any]], Any]) -> None:
+        self._keep = keep
+
+    def block_sizes(self) -> list[int]:
+        if self._sizes is None:
+            self._sizes = []
+            for block in _chunks(self.levels_from(None), STREAM_BLOCK_LEVELS):
+                b = len(self._sizes)
+                self._sizes.append(len(block))
+                self._firsts.append(block[0].utility)
+                if self._keep is not None:  # under the key the table reads blocks by
+                    self._keep(("levels", b), level_list_bytes(len(block), self.level_bytes), lambda: block)
+        return self._sizes
+
+    def block_first_utilities(self) -> list[Utility]:
+        self.block_sizes()
+        return self._firsts
+
+    def block_levels(self, b: int) -> list[Level]:
+        return list(islice(self.levels_from(self.block_first_utilities()[b]), self.block_sizes()[b]))
+
+    def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
+        lam, u0 = scale.lam_ball(), self.block_first_utilities()[0]
+        levels = self.block_levels(b) if self._keep is None else self._keep(
+            ("levels", b), level_list_bytes(self.block_sizes()[b], self.level_bytes), lambda: self.block_levels(b))
+        es = [relative_weight(lam, lv.utility - u0) for lv in levels]  # type: ignore[operator]
+        return es, [arb(lv.multiplicity) * e for lv, e in zip(levels, es)]
+
+
+def _chunks(items: Iterator[Level], size: int) -> Iterator[list[Level]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], scale: Scale, memory_budget: int,
+                 level_bytes: int = 32) -> BlockLevelTable:
+    """The level table of a mechanism whose levels stream (:class:`StreamSource`): one
+    pass fixes the blocks, which are kept within ``memory_budget`` and recomputed past it.
+    Exact sampling starts at the sampler's own first precision (``sampling_prec = None``),
+    as over a :class:`~exactdp.core.levels.LevelTable`, so seeded draws are those of the
+    same levels in memory."""
+    table = BlockLevelTable(StreamSource(levels_from, level_bytes), scale, memory_budget)
+    table.sampling_prec = None
+    return table
 
 
 def _neg_utility(level: Level) -> Any:

@@ -23,7 +23,7 @@ from flint import arb, ctx
 from .precision import rational_ball
 from .scale import Scale
 
-__all__ = ["Level", "LevelTable", "check_levels", "Utility"]
+__all__ = ["Level", "LevelTable", "check_levels", "relative_weight", "Utility"]
 
 #: A utility value: an ``int`` or exact ``Fraction`` (Joint, JointSet, Canonical), or for
 #: :class:`~exactdp.mechanisms.peeling.Peeling` the tuple of the chosen counts in selection order
@@ -49,6 +49,15 @@ def check_levels(levels: Iterable[Level]) -> tuple[Level, ...]:
         if lv.multiplicity <= 0:
             raise AssertionError(f"level with non-positive multiplicity: {lv}")
     return out
+
+
+def relative_weight(lam: arb, delta: Union[int, Fraction]) -> arb:
+    """Enclosure of ``exp(lam * delta)`` (``delta = u_a - u_0``) at flint's current precision,
+    exactly 1 at ``delta = 0``: every table forms its relative weights here, so a level's
+    weight is the same ball whichever table holds it."""
+    if not delta:
+        return arb(1)
+    return (lam * rational_ball(delta)).exp()
 
 
 class LevelTable:
@@ -111,14 +120,7 @@ class LevelTable:
         def build():
             lam = self.scale.lam_ball()
             u0 = self.utilities[0]
-            out = []
-            for u in self.utilities:
-                delta = u - u0
-                if not delta:
-                    out.append(arb(1))
-                    continue
-                out.append((lam * rational_ball(delta)).exp())
-            return out
+            return [relative_weight(lam, u - u0) for u in self.utilities]
 
         return self._cached("relative", build)
 

@@ -53,6 +53,7 @@ UtilityClass(h=1, t=4, size=1, loss=2)
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
 from fractions import Fraction
@@ -64,6 +65,7 @@ import mpmath
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ..core.combinatorics import unrank_combination
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_table
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
@@ -275,6 +277,40 @@ class CanonicalClasses:
             self._sizes = {key: int(m) for key, m in sizes.items()}
         return self._keys, self._sizes  # type: ignore[return-value]
 
+    def iter_level_sizes(self, start: int = 0) -> Iterator[tuple[int, int]]:
+        """``(key, number of subsets)`` for every distinct loss key ``>= start``, ascending,
+        one at a time: :meth:`level_sizes` without its table of every key.  For each ``h``
+        the keys ``A_h + B`` of its runs ascend (``B`` is non-decreasing), so a heap of
+        ``k`` entries merges the ``k`` sequences in key order; each ``h`` starts at its
+        first run with ``B >= start - A_h``, ``C(t1 - h - 2, k - h)`` subsets below it.
+        Holds ``O(k)`` integers whatever the number of levels."""
+        k, A, runs, comb = self.k, self.A, self.runs, gmpy2.comb
+        values = [run[0] for run in runs]
+        heap, below = [], [gmpy2.mpz(0)] * k
+        for h in range(k):
+            i = bisect_left(values, start - A[h])
+            if i < len(runs):
+                below[h] = comb(runs[i][1] - h - 2, k - h)
+                heap.append((A[h] + runs[i][0], h, i))
+        heapq.heapify(heap)
+        key, size = (0, gmpy2.mpz(1)) if start <= 0 else (None, gmpy2.mpz(0))  # the top-k class
+        while heap:
+            got, h, i = heap[0]
+            upto = comb(runs[i][2] - h - 1, k - h)
+            if got != key:
+                if key is not None:
+                    yield key, int(size)
+                key, size = got, upto - below[h]
+            else:
+                size += upto - below[h]
+            below[h] = upto
+            if i + 1 < len(runs):
+                heapq.heapreplace(heap, (A[h] + runs[i + 1][0], h, i + 1))
+            else:
+                heapq.heappop(heap)
+        if key is not None:
+            yield key, int(size)
+
     def runs_of_key(self, key: int) -> Iterator[tuple[int, int, int, int]]:
         """``(h, t1, t2, number of subsets)`` for every run of classes with loss key
         ``key``: the top-k class ``(k-1, k, k, 1)`` first when ``key == 0``, then ``h``
@@ -404,6 +440,10 @@ class Canonical(CanonicalFamily):
     :meth:`loss`, :meth:`class_of`.
     """
 
+    #: Bytes of levels the level table may keep at once (blocks past it are recomputed;
+    #: ``levels()``, all at once, refuses past it): set on an instance before first use.
+    memory_budget = DEFAULT_MEMORY_BUDGET
+
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, rho: RationalLike = Fraction(1, 2),
                  noise: str = "gumbel") -> None:
@@ -419,6 +459,34 @@ class Canonical(CanonicalFamily):
         keys, sizes = self.classes_.level_sizes()
         q = self.classes_.q
         return [Level(_rational(-key, q), sizes[key]) for key in keys]
+
+    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+        level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k
+        return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes)
+
+    def iter_levels(self) -> Iterator[Level]:
+        """The levels of :meth:`levels`, best first, one at a time: the merge of
+        :meth:`CanonicalClasses.iter_level_sizes` (``O(k)`` integers held), or the level
+        table's blocks once it exists."""
+        if self._table is not None:
+            return self._table.iter_levels()
+        return self._levels_from(None)
+
+    def _levels_from(self, utility: Optional[ExactRational]) -> Iterator[Level]:
+        """The levels of utility ``<= utility`` (all when ``None``), best first."""
+        q = self.classes_.q
+        start = 0 if utility is None else int(-utility * q)  # the loss key, an exact integer
+        return (Level(_rational(-key, q), m) for key, m in self.classes_.iter_level_sizes(start))
+
+    def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
+        """``(Level, certified probability)``, best first.  The normaliser needs every
+        level, so this is a global pass: the level table's first merge fixes blocks of
+        :data:`~exactdp.core.level_blocks.STREAM_BLOCK_LEVELS` levels (two integers per
+        block, and the blocks themselves while ``memory_budget`` allows), then the rule
+        certifies block by block (the exponential mechanism; permute-and-flip,
+        ``noise="exponential"``, needs every level's enclosure at once)."""
+        table = self.table
+        return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:
         key = self.classes_.level_sizes()[0][a]
@@ -465,7 +533,7 @@ class Canonical(CanonicalFamily):
         prec = prec_for_dps(digits + 4)
         index = {key: a for a, key in enumerate(keys)}
         per_output: dict[int, mpmath.mpf] = {}
-        mults = table.multiplicities
+        mults = list(table.multiplicities)  # read once, block by block
         out = []
         fdiv = mpmath.fdiv
         for h, t, size, key in self.classes_.iter_keys():

@@ -41,7 +41,7 @@ import math
 import random
 from fractions import Fraction
 from itertools import chain, repeat
-from operator import mul
+from operator import index, mul
 from typing import Iterator, Optional, SupportsIndex, Union
 
 import gmpy2
@@ -111,12 +111,15 @@ def _window_streams(ranking: Ranking, k: int, keys: bool) -> Iterator[Iterator[t
     for win in mtilde_windows(ranking, k):
         groups = mtilde_groups(win, g, zeros)
         zeros = groups.zeros
-        quotients: list[int] = []  # Q of each event's group
-        extend = quotients.extend
-        for x, y, u, v in zip(groups.ga_lo, groups.ga_hi, groups.gb_lo, groups.gb_hi):
-            quotient = divexact(product, x * y)
-            product = quotient * (u * v)
-            extend(repeat(int(quotient), g))  # one conversion to int per group
+        qs: list[int] = []  # Q of each group
+        append = qs.append
+        # the small products ga, gb formed in C; one operator.index (mpz -> int, a little
+        # cheaper than int()) per group; each Q repeated for the group's g events in C
+        for ga, gb in zip(map(mul, groups.ga_lo, groups.ga_hi), map(mul, groups.gb_lo, groups.gb_hi)):
+            quotient = divexact(product, ga)
+            product = quotient * gb
+            append(index(quotient))
+        quotients = chain.from_iterable(zip(*([qs] * g)))
         heads = (-win.key).tolist()  # 2dk·Ũ of each event's first entry
         rows, firsts = win.row.tolist(), win.first.tolist()
         if int((win.last - win.first).max()) == 1:  # one entry per event (distinct counts)

@@ -51,23 +51,26 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, combinations
-from typing import Any, Callable, Iterable, Optional, SupportsIndex
+from itertools import accumulate, combinations, islice
+from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex
 
+import mpmath
 from flint import fmpz_poly
 
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
 from ..core.combinatorics import unrank_combination
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_table
 from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
-from ..core.validation import as_counts, as_int, as_k
+from ..core.validation import as_counts, as_dps, as_int, as_k
 
 __all__ = [
     "JointSet",
     "joint_set_levels",
+    "iter_joint_set_levels",
     "levels_matrix_paths",
     "levels_dp",
     "count_at_least",
@@ -357,6 +360,13 @@ _NUMPY_LIMIT = 1 << 60
 def _candidate_thresholds(ranking: Ranking, k: int) -> list[int]:
     """The distinct entries of ``M̂`` (rows ``l < k``), ascending: ``N(M)`` can only change
     at these values, and every utility of a set is minus one of them."""
+    cands = _candidate_array(ranking, k)
+    return cands if isinstance(cands, list) else [int(x) for x in cands]
+
+
+def _candidate_array(ranking: Ranking, k: int) -> Any:
+    """:func:`_candidate_thresholds` compactly: a ``numpy.int64`` array (exact: the counts
+    are below ``2**60``), or a list of Python ints for larger counts."""
     sc, d = ranking.sorted_counts, ranking.d
     W = d - k + 1
     if max(abs(sc[0]), abs(sc[-1])) < _NUMPY_LIMIT:
@@ -364,26 +374,42 @@ def _candidate_thresholds(ranking: Ranking, k: int) -> list[int]:
 
         arr = np.asarray(sc, dtype=np.int64)
         parts = [arr[l] - arr[l : l + W] for l in range(k)]
-        return [int(x) for x in np.unique(np.concatenate(parts))]
+        return np.unique(np.concatenate(parts))
     return sorted({sc[l] - sc[l + c] for l in range(k) for c in range(W)})
 
 
-
-
-def _sweep(thresholds: Iterable[int], count: Callable[[int], int], total: int) -> list[Level]:
-    """Levels from ``N(M)`` at ascending thresholds: a level ``-M`` of multiplicity
-    ``N(M) - N(previous)`` wherever the count grows (values no set attains are dropped);
-    stops once all ``total = C(d, k)`` sets are counted."""
-    levels: list[Level] = []
-    previous = 0
+def _iter_sweep(thresholds: Iterable[int], count: Callable[[int], int], total: int,
+                previous: int = 0) -> Iterator[Level]:
+    """Levels from ``N(M)`` at ascending thresholds, one at a time: a level ``-M`` of
+    multiplicity ``N(M) - N(previous)`` wherever the count grows (values no set attains
+    are dropped); stops once all ``total = C(d, k)`` sets are counted.  ``previous`` is
+    ``N`` just below the first threshold (0 from the start)."""
     for M in thresholds:
         n = count(M)
         if n != previous:
-            levels.append(Level(-M, n - previous))
+            yield Level(-M, n - previous)
             previous = n
             if n == total:
-                break
-    return levels
+                return
+
+
+def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None,
+                          cands: Any = None) -> Iterator[Level]:
+    """The levels of :func:`joint_set_levels` one at a time, holding no level: those of
+    utility ``<= utility`` (all when ``None``).  The sweep starts at the candidate
+    threshold ``M = -utility`` with ``N`` at the candidate before it (every candidate
+    between two levels has the count of the better one), so any level can start it;
+    ``cands`` is :func:`_candidate_array`, computed when not given."""
+    cands = _candidate_array(ranking, k) if cands is None else cands
+    count = _counter(ranking, k, "ranking-paths")
+    if utility is None:
+        i = 0
+    elif isinstance(cands, list):
+        i = bisect_left(cands, -utility)
+    else:
+        i = int(cands.searchsorted(-utility))
+    previous = count(int(cands[i - 1])) if i > 0 else 0
+    return _iter_sweep((int(M) for M in islice(cands, i, None)), count, math.comb(ranking.d, k), previous)
 
 
 def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
@@ -391,7 +417,7 @@ def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
     the matrix-path count (rows of ``A`` read from the ranking) and ``m(-M) = N(M) - N(prev)``;
     values with ``m = 0`` (entries of ``M̂`` that no set attains) are dropped."""
     total = math.comb(ranking.d, k)
-    levels = _sweep(_candidate_thresholds(ranking, k), _counter(ranking, k, "ranking-paths"), total)
+    levels = list(_iter_sweep(_candidate_thresholds(ranking, k), _counter(ranking, k, "ranking-paths"), total))
     counted = sum(level.multiplicity for level in levels)
     if counted != total:  # pragma: no cover - would be a bug
         raise AssertionError(f"levels count {counted} sets, expected C({ranking.d}, {k}) = {total}")
@@ -402,7 +428,7 @@ def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
     """All levels by the paper's method as stated: ``M̂`` built once, ``A`` read from its
     rows by bisection for every candidate threshold, paths by Lemma 7."""
     ranking, kk = _setup(counts, k)
-    return _sweep(_candidate_thresholds(ranking, kk), _counter(ranking, kk, "matrix-paths"), math.comb(ranking.d, kk))
+    return list(_iter_sweep(_candidate_thresholds(ranking, kk), _counter(ranking, kk, "matrix-paths"), math.comb(ranking.d, kk)))
 
 
 def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
@@ -411,7 +437,7 @@ def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterabl
     the multiplicities are then differences between consecutive given thresholds."""
     ranking, kk = _setup(counts, k)
     Ms = _candidate_thresholds(ranking, kk) if thresholds is None else sorted(thresholds)
-    return _sweep(Ms, _counter(ranking, kk, "dp"), math.comb(ranking.d, kk))
+    return list(_iter_sweep(Ms, _counter(ranking, kk, "dp"), math.comb(ranking.d, kk)))
 
 
 # =====================================================================================
@@ -507,14 +533,42 @@ class JointSet(JointFamily):
     rule = ExponentialMechanism()
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
+    #: Bytes of levels the table keeps (past it blocks are recomputed and ``levels()``
+    #: refuses); set on an instance before its first use.
+    memory_budget = DEFAULT_MEMORY_BUDGET
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, sensitivity: RationalLike = 1):
         super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
         self._paths: dict[int, _LevelPaths] = {}
 
-    def _compute_levels(self):
-        return joint_set_levels(self.ranking, self.k)
+    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+        level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k
+        cands = _candidate_array(self.ranking, self.k)
+        return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u, cands), self.scale,
+                            self.memory_budget, level_bytes)
+
+    def _compute_levels(self) -> Iterator[Level]:  # the block table's, as Joint's
+        return self.table.iter_levels()
+
+    def support_size(self) -> int:
+        """``C(d, k)``: every k-subset has positive probability."""
+        return math.comb(self.d, self.k)
+
+    def iter_levels(self) -> Iterator[Level]:
+        """The levels, best first, one at a time: the threshold sweep (:func:`iter_joint_set_levels`,
+        holding only the candidate thresholds), or the level table's blocks once it exists."""
+        if self._table is not None:
+            return self._table.iter_levels()
+        return iter_joint_set_levels(self.ranking, self.k)
+
+    def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
+        """``(Level, certified probability)``, best first.  The normaliser needs every level
+        (a global pass): the level table's first sweep fixes blocks of levels (two integers
+        per block, the blocks too while ``memory_budget`` allows), then the rule certifies
+        block by block, recomputing a block not kept from its first threshold."""
+        table = self.table
+        return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def _utility(self, output: frozenset) -> int:
         sc, rank_of = self.ranking.sorted_counts, self.ranking.rank_of

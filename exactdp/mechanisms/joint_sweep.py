@@ -174,7 +174,7 @@ def mtilde_windows(ranking: Ranking, k: int) -> Iterator[MtildeWindow]:
     d = ranking.d
     den = 2 * d * k
     low = ranking.values[-1]
-    vals = np.array([v - low for v in ranking.values], dtype=np.int64)  # 0 <= vals <= span
+    vals = np.array(ranking.values, dtype=np.int64) - low  # 0 <= vals <= span (checked to fit)
     cum = np.array(ranking.cumulative, dtype=np.int64)
     D = len(vals)
     firsts = np.zeros(D, dtype=np.int64)

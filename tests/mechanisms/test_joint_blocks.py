@@ -213,10 +213,17 @@ def test_memory_budget_from_text_and_the_command_line(capsys):
     for bad in ("1e9", "-3", "", "0"):
         with pytest.raises(InvalidParameterError, match="memory_budget"):
             exactdp.Joint([3, 2, 1], 2, memory_budget=bad)
-    assert main(["levels", "joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100"]) == 2
-    assert "memory_budget=100" in capsys.readouterr().err
+    # levels are streamed within any budget: the same rows (the description names the budget)
+    assert main(["levels", "joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100"]) == 0
+    small = capsys.readouterr().out
+    assert "memory_budget=100)" in small
     assert main(["levels", "joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100000"]) == 0
-    assert "memory_budget=100000" in capsys.readouterr().out
+    large = capsys.readouterr().out
+    assert "memory_budget=100000" in large
+    assert small.replace("memory_budget=100)", "") == large.replace("memory_budget=100000)", "")
+    # permute-and-flip needs whole-table enclosures: refused past the budget, naming it
+    assert main(["dist", "pnf-joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100"]) == 2
+    assert "memory_budget" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("block_events", [1, 3, 1 << 17])

@@ -1,0 +1,141 @@
+"""JointSet's and Canonical's streamed levels and level probabilities against the lists.
+
+``iter_levels()`` (a threshold sweep; a heap merge of the classes' losses) and the level
+table (blocks over a restartable level stream) must give exactly the levels computed all at
+once (the sweep's list; Canonical's table of every loss) and exactly the certified values
+of the rule over those levels in memory (the same ``mpf``, so the same digits), with block
+boundaries everywhere and with nothing kept (every block recomputed from its first utility).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import mpmath
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import exactdp
+from exactdp.core import level_blocks
+from exactdp.core.level_blocks import BlockLevelTable, StreamSource
+from exactdp.core.levels import LevelTable
+from exactdp.mechanisms.joint_set import iter_joint_set_levels, joint_set_levels
+
+NOISES = ("gumbel", "exponential")
+
+
+def _make(kind, counts, k, **kw):
+    if kind == "joint-set":
+        return exactdp.JointSet(counts, k, epsilon=1)
+    return exactdp.Canonical(counts, k, epsilon=1, **kw)
+
+
+def _in_memory(m):
+    """The list twin: the levels computed all at once (the sweep's list; the table of every
+    loss) in an in-memory LevelTable."""
+    levels = joint_set_levels(m.ranking, m.k) if isinstance(m, exactdp.JointSet) else m._compute_levels()
+    return LevelTable(levels, m.scale)
+
+
+def _check(kind, counts, k, block, budget, **kw):
+    level_blocks.STREAM_BLOCK_LEVELS = block
+    m = _make(kind, counts, k, **kw)
+    if m.rule.name != "exponential":
+        budget = 1 << 30  # permute-and-flip holds every level's enclosure: refused past a budget
+    m.memory_budget = budget
+    twin = _in_memory(m)
+    levels = twin.levels
+    probs = m.rule.level_probabilities(twin, 12)
+    assert list(m.iter_levels()) == list(levels)
+    assert m._table is None  # streaming the levels built no level table
+    pairs = list(m.iter_level_probabilities(12))
+    assert [lv for lv, _ in pairs] == list(levels)
+    if m.rule.name == "exponential":
+        assert [p for _, p in pairs] == probs  # the same balls summed in the same order
+    else:  # permute-and-flip's enclosures may round otherwise: the same certified digits
+        assert [mpmath.nstr(p, 12) for _, p in pairs] == [mpmath.nstr(p, 12) for p in probs]
+    assert list(m.iter_levels()) == list(levels)  # now from the level table's blocks
+    if budget:  # the lists at once, within the budget
+        assert m.levels() == levels
+        assert [mpmath.nstr(p, 12) for _, p in m.level_probabilities(12)] == [mpmath.nstr(p, 12) for p in probs]
+    # one output's probability, certified on either table
+    for a in range(len(levels)):
+        p, q = m.rule.output_probability(m.table, a, 12), m.rule.output_probability(twin, a, 12)
+        assert p == q if m.rule.name == "exponential" else mpmath.nstr(p, 12) == mpmath.nstr(q, 12)
+
+
+def _instances(d, top=3):
+    for counts in itertools.product(range(top), repeat=d):
+        for k in range(1, d + 1):
+            yield list(counts), k
+
+
+@pytest.fixture(autouse=True)
+def _restore_block_size():
+    size = level_blocks.STREAM_BLOCK_LEVELS
+    yield
+    level_blocks.STREAM_BLOCK_LEVELS = size
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_joint_set_stream_is_the_list_exhaustive(d):
+    for counts, k in _instances(d):
+        for block, budget in ((1, 0), (2, 1 << 30)):
+            _check("joint-set", counts, k, block, budget)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+@pytest.mark.parametrize("noise", NOISES)
+def test_canonical_stream_is_the_list_exhaustive(d, noise):
+    for counts, k in _instances(d):
+        for rho in ("1/2", "0", "1", "1/3"):
+            _check("canonical", counts, k, 2, 0, noise=noise, rho=rho)
+
+
+@st.composite
+def instance(draw, max_d=14):
+    d = draw(st.integers(1, max_d))
+    top = draw(st.sampled_from([2, 4, 10, 1000]))
+    counts = draw(st.lists(st.integers(0, top), min_size=d, max_size=d))
+    return counts, draw(st.integers(1, d)), draw(st.sampled_from([1, 3, 4096])), draw(st.sampled_from([0, 1 << 30]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instance(), st.sampled_from(["joint-set", "gumbel", "exponential"]), st.sampled_from(["1/2", "2/7"]))
+def test_streams_are_the_lists_random(inst, kind, rho):
+    counts, k, block, budget = inst
+    if kind == "joint-set":
+        _check(kind, counts, k, block, budget)
+    else:
+        _check("canonical", counts, k, block, budget, noise=kind, rho=rho)
+
+
+def test_streams_start_at_every_level():
+    """The restart a block is recomputed from: the levels of utility <= u, for every u."""
+    rng = random.Random(5)
+    for _ in range(20):
+        d = rng.randint(2, 12)
+        counts, k = [rng.randint(0, 20) for _ in range(d)], rng.randint(1, d)
+        js = exactdp.JointSet(counts, k, epsilon=1)
+        can = exactdp.Canonical(counts, k, epsilon=1, rho="1/3")
+        for m, start in ((js, lambda u: iter_joint_set_levels(js.ranking, js.k, u)), (can, can._levels_from)):
+            levels = _in_memory(m).levels
+            for a, lv in enumerate(levels):
+                assert list(start(lv.utility)) == list(levels[a:])
+        keys = can.classes_.level_sizes()[0]
+        for key in range(max(keys) + 2):  # loss keys that are no level start at the next one
+            assert [kk for kk, _ in can.classes_.iter_level_sizes(key)] == [kk for kk in keys if kk >= key]
+
+
+def test_stream_source_keeps_two_integers_per_block():
+    level_blocks.STREAM_BLOCK_LEVELS = 5
+    m = exactdp.JointSet(random.Random(3).sample(range(400), 40), 4, epsilon=1)
+    levels = joint_set_levels(m.ranking, m.k)
+    source = StreamSource(lambda u: iter_joint_set_levels(m.ranking, m.k, u))
+    table = BlockLevelTable(source, m.scale, memory_budget=0)
+    assert source.block_sizes() == [5] * (len(levels) // 5) + ([len(levels) % 5] if len(levels) % 5 else [])
+    assert source.block_first_utilities() == [lv.utility for lv in levels[::5]]
+    assert table._cache == {}  # nothing kept within a zero budget
+    assert list(table.iter_levels()) == list(levels)
