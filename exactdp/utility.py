@@ -206,52 +206,56 @@ def joint_level_sums(ranking: Ranking, k: int, M: int,
         prefix = _prefix_counts(ranking)
     kth_items = at_least(sc[k - 1])
     T = [0] + [at_least(sc[r] - M) for r in range(k)]  # T[r] for rows r = 1..k, T[0] = 0
-    a = [0] + [T[r] - (r - 1) for r in range(1, k + 1)]
     prod = 1  # prod_{r < i} a_r
     g_c = g_t = h_c = h_t = h_x = 0
     top_orders = 1
-    # w_rho(i) = head[rho] * run[i] // run[rho] when no a_r - 1 = 0 lies in [rho, i), else 0
-    head = [0] * (k + 2)  # prod_{r < rho} a_r
-    run = [0] * (k + 2)   # prod of (a_r - 1) over r < i since the last zero factor
-    last_zero = [0] * (k + 2)
+    # w_rho(i) = head[rho] * run_i // run[rho] when no a_r - 1 = 0 lies in [rho, i), else 0
+    head = [0] * (k + 1)  # prod_{r < rho} a_r
+    run = [0] * (k + 1)   # prod of (a_r - 1) over r < rho since the last zero factor
+    run_i, last_zero = 1, 0
     full = 0              # rows rho <= full have every item above c_(i)
     v_c = v_n = 0         # sum over those rows of w_rho(i) * (their counts' sum, their number)
-
-    def weight(rho: int, i: int) -> int:
-        return 0 if last_zero[i] >= rho else head[rho] * run[i] // run[rho]
-
+    b = 0                 # a_{i-1} - 1
+    above = 0             # items with count > c_(i): the ranks below it, entered at rows < i
     for i in range(1, k + 1):
-        head[i] = prod
-        if i == 1:
-            run[i], last_zero[i] = 1, 0
-        elif a[i - 1] == 1:
-            run[i], last_zero[i] = 1, i - 1
-        else:
-            run[i], last_zero[i] = run[i - 1] * (a[i - 1] - 1), last_zero[i - 1]
-        f_c = prefix[T[i]] - prefix[T[i - 1]]
-        f_t = min(T[i], kth_items) - min(T[i - 1], kth_items)
+        t_i, t_prev, c_i = T[i], T[i - 1], sc[i - 1]
+        if i > 1:
+            if b == 0:
+                run_i, last_zero = 1, i - 1
+            else:
+                run_i *= b
+        head[i], run[i] = prod, run_i
+        f_c = prefix[t_i] - prefix[t_prev]
+        f_t = min(t_i, kth_items) - min(t_prev, kth_items)
         if i == 1:
             g_c, g_t = f_c, f_t
         else:
-            g_c = g_c * (a[i - 1] - 1) + f_c * prod
-            g_t = g_t * (a[i - 1] - 1) + f_t * prod
-            v_c, v_n = v_c * (a[i - 1] - 1), v_n * (a[i - 1] - 1)
-        # the items above c_(i) are the ranks below `above`; they entered at rows < i
-        above = ranking.greater_than(sc[i - 1])
-        while full < k and T[full + 1] <= above:
-            full += 1
-            w = weight(full, i)
-            v_c += w * (prefix[T[full]] - prefix[T[full - 1]])
-            v_n += w * (T[full] - T[full - 1])
-        x = v_c - sc[i - 1] * v_n
-        if T[full] < above:  # row full + 1 is partly above c_(i)
-            w = weight(full + 1, i)
-            x += w * (prefix[above] - prefix[T[full]] - sc[i - 1] * (above - T[full]))
-        h_c = h_c * a[i] + g_c
-        h_t = h_t * a[i] + g_t
-        h_x = h_x * a[i] + x
-        prod *= a[i]
-        top_orders *= min(T[i], k) - (i - 1)
+            g_c = g_c * b + f_c * prod
+            g_t = g_t * b + f_t * prod
+            if full:
+                v_c, v_n = v_c * b, v_n * b
+        if i > 1 and sc[i - 2] > c_i:
+            above = i - 1
+        x = 0
+        if above:
+            while T[full + 1] <= above:  # ends: T[i] >= i > above
+                full += 1
+                if last_zero < full:
+                    w = head[full] * run_i // run[full]
+                    v_c += w * (prefix[T[full]] - prefix[T[full - 1]])
+                    v_n += w * (T[full] - T[full - 1])
+            x = v_c - c_i * v_n
+            rho = full + 1
+            if T[full] < above and last_zero < rho:  # row full + 1 is partly above c_(i)
+                w = head[rho] * run_i // run[rho]
+                x += w * (prefix[above] - prefix[T[full]] - c_i * (above - T[full]))
+        a = t_i - (i - 1)
+        h_c = h_c * a + g_c
+        h_t = h_t * a + g_t
+        h_x = h_x * a + x
+        prod *= a
+        b = a - 1
+        top_orders *= min(t_i, k) - (i - 1)
     above = ranking.greater_than(sc[k - 1])
     top_sets = math.comb(kth_items - above, k - above)
     return prod, h_c, h_t, top_sets * top_orders, prod * prefix[k] - h_c + 2 * h_x
