@@ -155,6 +155,15 @@ def test_positional_threshold_product_equals_brute_force(counts):
                 1 for S in k_subsets(d, k) if set_maxdiff(counts, S) <= M)
 
 
+@settings(max_examples=60, deadline=None)
+@given(counts_and_k(max_d=6, max_sequences=400, values=st.integers(-3, 12)), st.integers(0, 16))
+def test_random_level_sums_equal_positions(ck, M):
+    """Every sum of ``joint_level_sums``, the l_1 sum included (its zero factors ``a_r = 1``,
+    ties and rows partly above ``c_(i)``), against the positional count at any threshold."""
+    counts, k = ck
+    assert joint_level_sums(Ranking(counts), k, M) == joint_sums_by_positions(counts, k, M)
+
+
 def test_negative_control_without_the_correction_is_caught(monkeypatch):
     """Dropping ``- [j in S_r]`` from the threshold product overcounts: brute force sees it,
     both in the positional count and in the metrics built on it."""
