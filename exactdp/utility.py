@@ -4,18 +4,25 @@ So mechanisms can be compared without Monte Carlo noise.  With the true order
 ``c_(1) >= ... >= c_(d)`` (ties by smaller item id, :mod:`exactdp.core.ranking`), an output
 sequence ``S = (s_1..s_k)`` has
 
-- **l_inf error** ``max_i (c_(i) - c[s_i])`` (Gillenwater, Joseph, Medina, Ribero, *A Joint
-  Exponential Mechanism for Differentially Private Top-k*, ICML 2022, arXiv:2201.12333, §5);
-  it is ``>= 0``, and it is minus Joint's utility;
-- **l_1 error** ``sum_i (c_(i) - c[s_i])`` (``>= 0``; it depends only on the chosen items);
+- **l_1 error** ``sum_i |c_(i) - c[s_i]|``, Definition 2.2 of Gillenwater, Joseph, Medina,
+  Ribero, *A Joint Exponential Mechanism for Differentially Private Top-k* (ICML 2022,
+  arXiv:2201.12333): it depends on the order, e.g. counts ``(5, 3, 3, 1)``, ``k = 2``, the
+  sequence (a 3, the 5) has l_1 error 4;
+- **l_inf error** ``max_i (c_(i) - c[s_i])``, the signed maximum: minus Joint's utility
+  (footnote 3 of the paper), ``>= 0``.  Definition 2.2's l_inf is the norm
+  ``max_i |c_(i) - c[s_i]|``, which is ``>=`` this for sequences and equal for sets;
+- **shortfall** ``sum_i (c_(i) - c[s_i])`` = (sum of the top-k counts) - (sum of the chosen
+  counts), ``>= 0``, a function of the chosen items only (``<=`` the l_1 error, equal for sets);
 - **true items** ``#{i : c[s_i] >= c_(k)}``: the chosen items among the *true top-k*, read as
   every item with count ``>= c_(k)``, so that relabelling tied items changes nothing.
 
 A set output is read as its items sorted by count (descending, ties by id), and the same
 formulas apply.  :func:`metrics` returns a :class:`Metrics` mapping with
 
-- ``expected_linf``, ``expected_l1``, ``expected_true_in_topk``: the expectations;
-- ``p_exact_topk_set``: ``P(l_1 error = 0)``, the output's counts are the top-k counts;
+- ``expected_linf``, ``expected_l1``, ``expected_shortfall``, ``expected_true_in_topk``: the
+  expectations;
+- ``p_exact_topk_set``: ``P(shortfall = 0)``, the output's counts are the top-k counts as a
+  multiset;
 - ``p_exact_topk_sequence``: ``P(l_inf error = 0)``, ``c[s_i] = c_(i)`` for every ``i``
   (sequence mechanisms; ``None`` for set mechanisms, the key is always present);
 - ``linf_distribution``: every l_inf error value (an exact ``int``) with its probability.
@@ -30,13 +37,15 @@ probability and ``W_g`` the exact integer sum of the metric over the group's out
   ``[j in S_i] prod_{r<i} (T_r - (r-1) - [j in S_r]) prod_{r>i} (T_r - (r-1))``.  Summing
   ``f(c_j)`` over ``j`` and ``i`` with the items grouped by the row at which they enter
   gives a recurrence of ``O(k)`` exact integer steps per level (:func:`joint_level_sums`);
-  differences of consecutive levels give ``W_g``.
+  the l_1 sum adds twice the sum of ``(c_j - c_(i))^+`` over the same counts, also ``O(k)``
+  per level; differences of consecutive levels give ``W_g``.
 - JointSet: one group per level; the sets with error ``<= M`` are the increasing rank
   sequences with ``r_i < T_i(M)``, and their positional counts are a prefix/suffix dynamic
   programme, ``O(k T_k(M))`` per level (:func:`set_level_sums`).
 - Peeling (both noises): a dynamic programme over the rounds whose state is the multiset of
-  removed counts with the l_inf error so far (:func:`_peeling_values`); l_1 and the true
-  items are functions of the final multiset.  Its size is the number of such states, at
+  removed counts with the l_inf error so far (:func:`_peeling_values`), carrying the
+  probability-weighted l_1 error so far; the shortfall and the true items are functions of
+  the final multiset.  Its size is the number of such states, at
   most ``max_outputs`` per round (about ``C(D + k, k)`` times the distinct errors, ``D``
   the number of distinct counts: heavy-tailed counts with many ties stay small).
 - Canonical, CanonicalGamma1 and any other mechanism: every output is enumerated group by
@@ -52,8 +61,8 @@ error at most ``10**-dps`` (a sum of non-negative terms loses no relative accura
 >>> from fractions import Fraction
 >>> from exactdp import Joint
 >>> m = metrics(Joint([3, 1, 0], 2, base=Fraction(1, 2)), exact=True)
->>> m["expected_linf"], m["expected_l1"], m["p_exact_topk_sequence"]
-(Fraction(1, 1), Fraction(7, 9), Fraction(4, 9))
+>>> m["expected_linf"], m["expected_l1"], m["expected_shortfall"], m["p_exact_topk_sequence"]
+(Fraction(1, 1), Fraction(13, 9), Fraction(7, 9), Fraction(4, 9))
 >>> dict(m["linf_distribution"])
 {0: Fraction(4, 9), 1: Fraction(2, 9), 2: Fraction(2, 9), 3: Fraction(1, 9)}
 """
@@ -82,14 +91,14 @@ __all__ = ["Metrics", "metrics", "METRIC_KEYS", "DEFAULT_MAX_OUTPUTS", "joint_le
            "output_errors"]
 
 #: The keys of every :class:`Metrics`, in order.
-METRIC_KEYS = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set",
-               "p_exact_topk_sequence", "linf_distribution")
+METRIC_KEYS = ("expected_linf", "expected_l1", "expected_shortfall", "expected_true_in_topk",
+               "p_exact_topk_set", "p_exact_topk_sequence", "linf_distribution")
 #: Default bound on the outputs enumerated (Peeling: on its dynamic programme's states per round).
 DEFAULT_MAX_OUTPUTS = 10**6
 #: Digits beyond ``dps`` to which the group probabilities are certified.
 _GUARD = 3
 #: The sums kept per group, in this order.
-_SUMS = ("linf", "l1", "true", "set0", "seq0")
+_SUMS = ("linf", "l1", "short", "true", "set0", "seq0")
 
 class Metrics(Mapping):
     """The utility metrics of one mechanism: an immutable mapping from :data:`METRIC_KEYS`
@@ -118,7 +127,7 @@ class Metrics(Mapping):
         return len(METRIC_KEYS)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={self._values[k]!r}" for k in METRIC_KEYS[:5])
+        shown = ", ".join(f"{k}={self._values[k]!r}" for k in METRIC_KEYS[:-1])
         return f"Metrics({self.mechanism}, {shown}, linf_distribution=<{len(self['linf_distribution'])} values>)"
 
 
@@ -136,29 +145,30 @@ class _Reference:
         self.kth = self.sc[k - 1]
 
 
-def output_errors(ref_counts: Iterable[int], k: int, chosen: Iterable[int]) -> tuple[int, int, int]:
-    """``(l_inf error, l_1 error, true items)`` of an output whose items have the counts
-    ``chosen`` in output order (for a set output, its counts in decreasing order), against
-    the count vector ``ref_counts``.
+def output_errors(ref_counts: Iterable[int], k: int, chosen: Iterable[int]) -> tuple[int, int, int, int]:
+    """``(l_inf error, l_1 error, shortfall, true items)`` of an output whose items have the
+    counts ``chosen`` in output order (for a set output, its counts in decreasing order),
+    against the count vector ``ref_counts``.
 
     >>> output_errors([5, 3, 3, 1], 2, [3, 5])      # a sequence in the wrong order
-    (2, 0, 2)
+    (2, 4, 0, 2)
     """
     ref = _Reference(Ranking(tuple(ref_counts)), k)
     return _errors(ref, tuple(chosen), sequence=True)
 
 
-def _errors(ref: _Reference, values: tuple[int, ...], sequence: bool) -> tuple[int, int, int]:
+def _errors(ref: _Reference, values: tuple[int, ...], sequence: bool) -> tuple[int, int, int, int]:
     ordered = values if sequence else sorted(values, reverse=True)
     linf = max(t - v for t, v in zip(ref.top, ordered))
-    return linf, ref.top_sum - sum(values), sum(v >= ref.kth for v in values)
+    l1 = sum(abs(t - v) for t, v in zip(ref.top, ordered))
+    return linf, l1, ref.top_sum - sum(values), sum(v >= ref.kth for v in values)
 
 
 def _add(sums: dict[str, int], hist: dict[int, int], ref: _Reference, values: tuple[int, ...],
          sequence: bool) -> None:
     """Add one output's metrics to its group's exact sums and l_inf histogram."""
-    linf, l1, true = _errors(ref, values, sequence)
-    for name, value in zip(_SUMS, (linf, l1, true, l1 == 0, linf == 0)):
+    linf, l1, short, true = _errors(ref, values, sequence)
+    for name, value in zip(_SUMS, (linf, l1, short, true, short == 0, linf == 0)):
         sums[name] += value
     hist[linf] = hist.get(linf, 0) + 1
 
@@ -166,49 +176,89 @@ def _add(sums: dict[str, int], hist: dict[int, int], ref: _Reference, values: tu
 # ----------------------------------------------------------------------------------------
 # Joint and PNFJoint: the threshold product
 # ----------------------------------------------------------------------------------------
-def joint_level_sums(ranking: Ranking, k: int, M: int, prefix: Optional[list[int]] = None) -> tuple[int, int, int, int]:
+def joint_level_sums(ranking: Ranking, k: int, M: int,
+                     prefix: Optional[list[int]] = None) -> tuple[int, int, int, int, int]:
     """Over the sequences with l_inf error ``<= M``: ``(number of them, sum of their chosen
-    counts, sum of their true items, number whose counts are the top-k counts)``.
+    counts, sum of their true items, number whose counts are the top-k counts, sum of their
+    l_1 errors sum_i |c_(i) - c[s_i]|)``.
 
     With ``a_r = T_r(M) - (r-1)`` (1-based rows) and ``F_rho`` the sum of ``f`` over the
     items entering ``S_rho`` at row ``rho``, the positional formula summed over items and
     rows is ``sum_i G_i prod_{r>i} a_r`` with ``G_1 = F_1`` and
     ``G_{i+1} = G_i (a_i - 1) + F_{i+1} prod_{r<=i} a_r``, evaluated here as the running
-    ``H_i = H_{i-1} a_i + G_i``.  The top-k count sets number ``C(n, need)`` (``n`` items
+    ``H_i = H_{i-1} a_i + G_i``.  The l_1 sum is the signed sum plus twice
+    ``sum_i prod_{r>i} a_r sum_{rho<i} w_rho(i) E_rho(i)``, with
+    ``w_rho(i) = prod_{r<rho} a_r prod_{rho<=r<i} (a_r - 1)`` and ``E_rho(i)`` the sum of
+    ``c_j - c_(i)`` over the items entering at ``rho`` with ``c_j > c_(i)``: the rows all of
+    whose items beat ``c_(i)`` form a prefix that only grows with ``i`` and are accumulated
+    once, at most one row is partly above ``c_(i)``, and ``w_rho(i)`` is one exact quotient
+    of running products of ``a_r - 1`` (restarted after each zero factor), so the cost stays
+    ``O(k)`` big-integer steps.  The top-k count sets number ``C(n, need)`` (``n`` items
     tied at ``c_(k)``, ``need`` of them in the top k), each with
     ``prod_r (min(T_r, k) - (r-1))`` orderings of error ``<= M``.  ``prefix``: the running
     sums of the sorted counts (``[0, c_(1), c_(1) + c_(2), ...]``), computed when not given.
 
     >>> joint_level_sums(Ranking((3, 1, 0)), 2, 2)     # T = (2, 3): s_1 in {0, 1}, then any other
-    (4, 12, 6, 2)
+    (4, 12, 6, 2, 8)
     """
     sc, at_least = ranking.sorted_counts, ranking.at_least
     if prefix is None:
         prefix = _prefix_counts(ranking)
     kth_items = at_least(sc[k - 1])
-    prev_t = 0
+    T = [0] + [at_least(sc[r] - M) for r in range(k)]  # T[r] for rows r = 1..k, T[0] = 0
     prod = 1  # prod_{r < i} a_r
-    g_c = g_t = h_c = h_t = 0
+    g_c = g_t = h_c = h_t = h_x = 0
     top_orders = 1
-    a_prev = 0
-    for r in range(k):
-        t = at_least(sc[r] - M)
-        a = t - r
-        f_c = prefix[t] - prefix[prev_t]
-        f_t = min(t, kth_items) - min(prev_t, kth_items)
-        if r == 0:
+    # w_rho(i) = head[rho] * run_i // run[rho] when no a_r - 1 = 0 lies in [rho, i), else 0
+    head = [0] * (k + 1)  # prod_{r < rho} a_r
+    run = [0] * (k + 1)   # prod of (a_r - 1) over r < rho since the last zero factor
+    run_i, last_zero = 1, 0
+    full = 0              # rows rho <= full have every item above c_(i)
+    v_c = v_n = 0         # sum over those rows of w_rho(i) * (their counts' sum, their number)
+    b = 0                 # a_{i-1} - 1
+    above = 0             # items with count > c_(i): the ranks below it, entered at rows < i
+    for i in range(1, k + 1):
+        t_i, t_prev, c_i = T[i], T[i - 1], sc[i - 1]
+        if i > 1:
+            if b == 0:
+                run_i, last_zero = 1, i - 1
+            else:
+                run_i *= b
+        head[i], run[i] = prod, run_i
+        f_c = prefix[t_i] - prefix[t_prev]
+        f_t = min(t_i, kth_items) - min(t_prev, kth_items)
+        if i == 1:
             g_c, g_t = f_c, f_t
         else:
-            g_c = g_c * (a_prev - 1) + f_c * prod
-            g_t = g_t * (a_prev - 1) + f_t * prod
+            g_c = g_c * b + f_c * prod
+            g_t = g_t * b + f_t * prod
+            if full:
+                v_c, v_n = v_c * b, v_n * b
+        if i > 1 and sc[i - 2] > c_i:
+            above = i - 1
+        x = 0
+        if above:
+            while T[full + 1] <= above:  # ends: T[i] >= i > above
+                full += 1
+                if last_zero < full:
+                    w = head[full] * run_i // run[full]
+                    v_c += w * (prefix[T[full]] - prefix[T[full - 1]])
+                    v_n += w * (T[full] - T[full - 1])
+            x = v_c - c_i * v_n
+            rho = full + 1
+            if T[full] < above and last_zero < rho:  # row full + 1 is partly above c_(i)
+                w = head[rho] * run_i // run[rho]
+                x += w * (prefix[above] - prefix[T[full]] - c_i * (above - T[full]))
+        a = t_i - (i - 1)
         h_c = h_c * a + g_c
         h_t = h_t * a + g_t
+        h_x = h_x * a + x
         prod *= a
-        top_orders *= min(t, k) - r
-        prev_t, a_prev = t, a
+        b = a - 1
+        top_orders *= min(t_i, k) - (i - 1)
     above = ranking.greater_than(sc[k - 1])
     top_sets = math.comb(kth_items - above, k - above)
-    return prod, h_c, h_t, top_sets * top_orders
+    return prod, h_c, h_t, top_sets * top_orders, prod * prefix[k] - h_c + 2 * h_x
 
 
 def _prefix_counts(ranking: Ranking) -> list[int]:
@@ -224,7 +274,7 @@ def _joint_groups(mech: Joint, dps: int, exact: bool) -> Iterator[tuple[Any, int
     level's probability (over ``divisor = 1``) or, exactly, one sequence's probability."""
     ref = _Reference(mech.ranking, mech.k)
     prefix = _prefix_counts(mech.ranking)
-    prev = (0, 0, 0, 0)
+    prev = (0, 0, 0, 0, 0)
     pairs: Iterable[tuple[Any, Any]]
     if exact:
         pairs = ((lv, _exact_group(mech, lv.utility)) for lv in mech.iter_levels())
@@ -233,11 +283,12 @@ def _joint_groups(mech: Joint, dps: int, exact: bool) -> Iterator[tuple[Any, int
     for level, p in pairs:
         M = -level.utility
         cur = joint_level_sums(mech.ranking, mech.k, M, prefix)
-        n, sum_c, true, top = (x - y for x, y in zip(cur, prev))
+        n, sum_c, true, top, l1 = (x - y for x, y in zip(cur, prev))
         if n != level.multiplicity:  # pragma: no cover - the sweep and this count disagree
             raise AssertionError(f"level -{M}: {n} sequences counted, {level.multiplicity} in the level table")
         prev = cur
-        sums = {"linf": n * M, "l1": n * ref.top_sum - sum_c, "true": true, "set0": top, "seq0": n if M == 0 else 0}
+        sums = {"linf": n * M, "l1": l1, "short": n * ref.top_sum - sum_c, "true": true, "set0": top,
+                "seq0": n if M == 0 else 0}
         yield p, (1 if exact else n), sums, {M: n}
 
 
@@ -299,8 +350,10 @@ def _set_groups(mech: JointSet, dps: int, exact: bool) -> Iterator[tuple[Any, in
         if n != level.multiplicity:  # pragma: no cover
             raise AssertionError(f"level -{M}: {n} sets counted, {level.multiplicity} in the level table")
         prev = cur
-        # a set of error 0 has exactly the top-k counts, and every such set has error 0
-        sums = {"linf": n * M, "l1": n * ref.top_sum - sum_c, "true": true, "set0": top_sets if M == 0 else 0,
+        # a set of error 0 has exactly the top-k counts, and every such set has error 0; read in
+        # decreasing order every term c_(i) - c[s_i] is >= 0, so the l_1 error is the shortfall
+        short = n * ref.top_sum - sum_c
+        sums = {"linf": n * M, "l1": short, "short": short, "true": true, "set0": top_sets if M == 0 else 0,
                 "seq0": 0}
         yield p, (1 if exact else n), sums, {M: n}
 
@@ -315,8 +368,11 @@ def _peeling_values(mech: Peeling, dps: int, exact: bool, max_states: int) -> di
     the l_inf error so far)``; the next round picks an item of distinct count ``v`` with
     probability (remaining items of count ``v``) times one item's probability in the round's
     level table (the round rule: exponential mechanism for ``gumbel``, permute-and-flip for
-    ``exponential``), and the error becomes ``max(error, c_(r+1) - v)``.  The l_1 error and
-    the true items are functions of the final multiset.  Every state's probability is a sum
+    ``exponential``), and the error becomes ``max(error, c_(r+1) - v)``.  The l_1 error
+    depends on the order, so each state also carries the sum over its paths of path
+    probability times ``sum_{r' <= r} |c_(r') - c[s_r']|`` (linearity of expectation:
+    the step multiplies it by the pick's probability and adds the state's probability times
+    ``|c_(r+1) - v|``); the shortfall and the true items are functions of the final multiset.  Every state's probability is a sum
     of products of non-negative certified per-round probabilities; the per-round values are
     certified to ``dps + 3 + digits of k`` digits, so the ``k``-fold products keep ``dps + 3``.
     """
@@ -343,10 +399,11 @@ def _peeling_values(mech: Peeling, dps: int, exact: bool, max_states: int) -> di
             got = rounds[removed] = list(zip(left, ps))
         return got
 
-    def run(ball: Any) -> dict[tuple[int, ...], dict[int, Any]]:
-        layer: dict[tuple[int, ...], dict[int, Any]] = {(0,) * len(values): {-1: ball(1)}}
+    def run(ball: Any, zero: Any) -> dict[tuple[int, ...], dict[int, list[Any]]]:
+        # per state: [probability, sum over its paths of path probability x l_1 error so far]
+        layer: dict[tuple[int, ...], dict[int, list[Any]]] = {(0,) * len(values): {-1: [ball(1), zero]}}
         for r in range(k):
-            new: dict[tuple[int, ...], dict[int, Any]] = {}
+            new: dict[tuple[int, ...], dict[int, list[Any]]] = {}
             states = 0
             for removed, by_error in layer.items():
                 for q, pick in round_probabilities(removed):
@@ -354,12 +411,15 @@ def _peeling_values(mech: Peeling, dps: int, exact: bool, max_states: int) -> di
                     err = ref.sc[r] - values[q]
                     nxt = removed[:q] + (removed[q] + 1,) + removed[q + 1:]
                     target = new.setdefault(nxt, {})
-                    for e, p in by_error.items():
+                    for e, (p, weighted) in by_error.items():
                         e2 = max(e, err)
+                        ps = p * step
+                        add = weighted * step + ps * abs(err) if err else weighted * step
                         if e2 in target:
-                            target[e2] = target[e2] + p * step
+                            cell = target[e2]
+                            cell[0], cell[1] = cell[0] + ps, cell[1] + add
                         else:
-                            target[e2] = p * step
+                            target[e2] = [ps, add]
                             states += 1
                 if states > max_states:
                     raise TooManyOutputsError(
@@ -371,18 +431,19 @@ def _peeling_values(mech: Peeling, dps: int, exact: bool, max_states: int) -> di
         return layer
 
     def totals(ball: Any, zero: Any) -> list[Any]:
-        layer = run(ball)
+        layer = run(ball, zero)
         sums = {s: zero for s in _SUMS}
         dist: dict[int, Any] = {}
         for removed, by_error in layer.items():
             chosen = sum(n * v for n, v in zip(removed, values))
-            l1 = ref.top_sum - chosen
+            short = ref.top_sum - chosen
             true = sum(n for n, v in zip(removed, values) if v >= ref.kth)
-            for e, p in by_error.items():
+            for e, (p, weighted) in by_error.items():
                 sums["linf"] += p * e
-                sums["l1"] += p * l1
+                sums["l1"] += weighted
+                sums["short"] += p * short
                 sums["true"] += p * true
-                if l1 == 0:
+                if short == 0:
                     sums["set0"] += p
                 if e == 0:
                     sums["seq0"] += p
@@ -504,7 +565,7 @@ def _combine(groups: list[tuple[Any, int, dict[str, int], dict[int, int]]], dps:
 
 def _named(totals: list[Any], dist: dict[int, Any]) -> dict[str, Any]:
     """The values under their :data:`METRIC_KEYS` names."""
-    names = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set", "p_exact_topk_sequence")
+    names = METRIC_KEYS[:-1]
     values: dict[str, Any] = dict(zip(names, totals))
     values["linf_distribution"] = dist
     return values

@@ -50,6 +50,9 @@ _DELTA = _rational_arg("--delta", 0, 1)
 
 COLUMNS = ("E[l_inf]", "E[l_1]", "E[true in top-k]", "P(top-k set)", "P(top-k sequence)")
 _KEYS = ("expected_linf", "expected_l1", "expected_true_in_topk", "p_exact_topk_set", "p_exact_topk_sequence")
+#: The metrics of a ``--json`` row: the table's and the shortfall (top-k sum minus chosen sum).
+_JSON_KEYS = ("expected_linf", "expected_l1", "expected_shortfall", "expected_true_in_topk", "p_exact_topk_set",
+              "p_exact_topk_sequence")
 
 
 def cdp_round_epsilon(epsilon: Fraction, delta: Fraction, k: int) -> Fraction:
@@ -94,7 +97,8 @@ def add_compare_parser(subs: "argparse._SubParsersAction") -> None:  # type: ign
             "CanonicalGamma1, pure-epsilon peeling (Gumbel, and permute-and-flip: PNF-Peel; epsilon/k "
             "per round) and "
             "CDP-Peel ((epsilon, delta)-DP by the Joint paper's Lemma 4.2) on the same counts: "
-            "the expected l_inf error max_i (c_(i) - c[s_i]), the expected l_1 error, the expected "
+            "the expected l_inf error max_i (c_(i) - c[s_i]), the expected l_1 error "
+            "sum_i |c_(i) - c[s_i]| (the Joint paper's Definition 2.2), the expected "
             "number of chosen items among the true top-k (count >= c_(k)), and the probabilities "
             "that the output is a top-k set and a top-k sequence (up to ties).  Every value is "
             "certified to --dps digits; no sampling.  A mechanism whose outputs would have to be "
@@ -200,7 +204,7 @@ def _json(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any
         else:
             m = row["metrics"]
             item["mechanism"] = row["mechanism"]
-            item.update({key: json_scalar(m[key], args.dps) for key in _KEYS})
+            item.update({key: json_scalar(m[key], args.dps) for key in _JSON_KEYS})
             item["linf_distribution"] = {str(e): json_scalar(p, args.dps) for e, p in m["linf_distribution"].items()}
         out["mechanisms"].append(item)
     return out

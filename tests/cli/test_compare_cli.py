@@ -34,6 +34,10 @@ def test_table_has_every_mechanism_with_the_library_values(capsys):
                                 "p_exact_topk_sequence")]
     set_row = next(line for line in lines if line.startswith("JointSet "))
     assert set_row.split()[-1] == "-"  # no sequence metric for a set mechanism
+    peel = metrics(exactdp.Peeling([10, 5, 5, 1, 1, 0], 2, epsilon=1), dps=30)
+    peel_row = next(line for line in lines if line.startswith("peeling "))
+    assert number_text(peel["expected_l1"], 6) in peel_row  # the paper's l_1, not the shortfall
+    assert number_text(peel["expected_shortfall"], 6) not in peel_row
     assert "n/a" not in out
     assert "CDP-Peel: delta = 1.0e-6" in out
 
@@ -48,7 +52,8 @@ def test_json_values_are_the_library_values_at_dps(capsys):
         mech = build(counts, k, Fraction(1), DEFAULT_DELTA)
         want = metrics(mech, dps=25)
         assert item["mechanism"] == repr(mech)
-        assert item["expected_linf"] == number_text(want["expected_linf"], 25, strip_zeros=False)
+        for key in ("expected_linf", "expected_l1", "expected_shortfall"):
+            assert item[key] == number_text(want[key], 25, strip_zeros=False), key
         total = mpmath.fsum(mpmath.mpf(p) for p in item["linf_distribution"].values())
         assert abs(total - 1) < mpmath.mpf(10) ** -20
     pnf = data["mechanisms"][1]

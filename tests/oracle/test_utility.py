@@ -1,7 +1,8 @@
 """exactdp.utility against brute force: every output of every mechanism visited, exact
 equality with a rational base (exhaustive small instances with ties, k = 1, k = d, d = 1, and
 hypothesis), certified equality with epsilon, the positional threshold product and its
-negative control, and the errors."""
+negative control, the paper's l_1 error against the signed sum (negative control), and the
+errors."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import exactdp
 import exactdp.utility as utility
 from exactdp.core.ranking import Ranking
 from exactdp.errors import ArgumentTypeError, InvalidParameterError, TooManyOutputsError
-from exactdp.utility import METRIC_KEYS, Metrics, joint_level_sums, metrics, set_level_sums
+from exactdp.utility import METRIC_KEYS, Metrics, joint_level_sums, metrics, output_errors, set_level_sums
 from twins import (
     all_k,
     brute_probabilities_base,
@@ -41,7 +42,7 @@ CASES = [(5,), (3, 1, 0), (2, 2, 1, 0), (4, -1, 2, 2, 7), (1, 1, 1, 1), (3, 3, 3
 
 
 def _assert_equal(got: Metrics, want: dict) -> None:
-    for key in METRIC_KEYS[:5]:
+    for key in METRIC_KEYS[:-1]:
         assert got[key] == want[key], key
     assert dict(got["linf_distribution"]) == want["linf_distribution"]
 
@@ -88,7 +89,7 @@ def test_certified_metrics_equal_brute_force_with_epsilon(counts, k):
 
 
 def _assert_close(got, want, digits):
-    for key in METRIC_KEYS[:5]:
+    for key in METRIC_KEYS[:-1]:
         if want[key] is None:
             assert got[key] is None
         elif want[key] == 0:
@@ -117,6 +118,8 @@ def test_random_instances_equal_brute_force(ck):
                   brute_metrics(counts, k, set_brute_probabilities(counts, k, HALF)))
     _assert_equal(metrics(exactdp.Peeling(counts, k, base=HALF), exact=True),
                   brute_metrics(counts, k, peel_exact(counts, k, HALF, "gumbel")))
+    _assert_equal(metrics(exactdp.Peeling(counts, k, base=HALF, noise="exponential"), exact=True),
+                  brute_metrics(counts, k, peel_exact(counts, k, HALF, "exponential")))
     _assert_equal(metrics(exactdp.PNFJoint(counts, k, base=HALF), exact=True),
                   brute_metrics(counts, k, pnf_joint_brute(counts, k)))
     _assert_equal(metrics(exactdp.Canonical(counts, k, base=Fraction(1, 4), rho=HALF), exact=True),
@@ -152,6 +155,15 @@ def test_positional_threshold_product_equals_brute_force(counts):
                 1 for S in k_subsets(d, k) if set_maxdiff(counts, S) <= M)
 
 
+@settings(max_examples=60, deadline=None)
+@given(counts_and_k(max_d=6, max_sequences=400, values=st.integers(-3, 12)), st.integers(0, 16))
+def test_random_level_sums_equal_positions(ck, M):
+    """Every sum of ``joint_level_sums``, the l_1 sum included (its zero factors ``a_r = 1``,
+    ties and rows partly above ``c_(i)``), against the positional count at any threshold."""
+    counts, k = ck
+    assert joint_level_sums(Ranking(counts), k, M) == joint_sums_by_positions(counts, k, M)
+
+
 def test_negative_control_without_the_correction_is_caught(monkeypatch):
     """Dropping ``- [j in S_r]`` from the threshold product overcounts: brute force sees it,
     both in the positional count and in the metrics built on it."""
@@ -168,10 +180,47 @@ def test_negative_control_without_the_correction_is_caught(monkeypatch):
     assert got["expected_l1"] != want["expected_l1"]
 
 
+#: A sequence in the wrong order: (a 3, the 5) has signed sum 0 and l_1 error |5-3| + |3-5| = 4.
+WRONG_ORDER = ([5, 3, 3, 1], 2)
+
+
+def test_l1_is_the_papers_absolute_sum_not_the_signed_one():
+    """Definition 2.2 of the Joint paper: the signed sum (the old reading, kept as the
+    shortfall) must be rejected on sequence mechanisms and agree on set mechanisms."""
+    counts, k = WRONG_ORDER
+    assert output_errors(counts, k, [3, 5]) == (2, 4, 0, 2)
+    for mech, dist in ((exactdp.Joint(counts, k, base=HALF), brute_probabilities_base(counts, k, HALF)),
+                       (exactdp.PNFJoint(counts, k, base=HALF), pnf_joint_brute(counts, k)),
+                       (exactdp.Peeling(counts, k, base=HALF), peel_exact(counts, k, HALF, "gumbel")),
+                       (exactdp.Peeling(counts, k, base=HALF, noise="exponential"),
+                        peel_exact(counts, k, HALF, "exponential"))):
+        got = metrics(mech, exact=True)
+        want, signed = brute_metrics(counts, k, dist), brute_metrics(counts, k, dist, signed=True)
+        assert signed["expected_l1"] == want["expected_shortfall"] < want["expected_l1"]
+        assert got["expected_l1"] == want["expected_l1"] != signed["expected_l1"]
+        assert got["expected_shortfall"] == signed["expected_l1"]
+    sets = metrics(exactdp.JointSet(counts, k, base=HALF), exact=True)
+    assert sets["expected_l1"] == sets["expected_shortfall"] > 0
+
+
+def test_negative_control_signed_l1_in_the_level_sums_is_caught(monkeypatch):
+    """Joint's level sums with the l_1 sum replaced by the signed one: brute force sees it."""
+    counts, k = WRONG_ORDER
+    want = brute_metrics(counts, k, brute_probabilities_base(counts, k, HALF))
+    real = joint_level_sums
+
+    def signed(ranking, kk, M, prefix=None):
+        n, sum_c, sum_t, top, _ = real(ranking, kk, M, prefix)
+        return n, sum_c, sum_t, top, n * sum(sorted(ranking.counts, reverse=True)[:kk]) - sum_c
+
+    monkeypatch.setattr(utility, "joint_level_sums", signed)
+    assert metrics(exactdp.Joint(counts, k, base=HALF), exact=True)["expected_l1"] != want["expected_l1"]
+
+
 def test_relabelling_tied_items_changes_nothing():
     a = metrics(exactdp.Joint([2, 5, 5, 1, 2], 3, epsilon=1), dps=20)
     b = metrics(exactdp.Joint([5, 2, 1, 2, 5], 3, epsilon=1), dps=20)
-    for key in METRIC_KEYS[:5]:
+    for key in METRIC_KEYS[:-1]:
         assert a[key] == b[key]
     assert dict(a["linf_distribution"]) == dict(b["linf_distribution"])
 
@@ -181,7 +230,7 @@ def test_relabelling_tied_items_changes_nothing():
 # --------------------------------------------------------------------------------------
 def test_metrics_is_an_immutable_mapping():
     m = metrics(exactdp.JointSet([3, 1, 0], 2, epsilon=1), dps=10)
-    assert list(m) == list(METRIC_KEYS) and len(m) == 6
+    assert list(m) == list(METRIC_KEYS) and len(m) == 7
     assert m["p_exact_topk_sequence"] is None  # set mechanism: present, None
     with pytest.raises(TypeError):
         m["expected_l1"] = 0  # type: ignore[index]
