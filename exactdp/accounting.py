@@ -50,6 +50,7 @@ Fraction(1, 80)
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
@@ -66,6 +67,7 @@ __all__ = [
     "cdp_peel_rho",
     "cdp_peel_epsilon",
     "cdp_peel_round_epsilon",
+    "cdp_peel_round_epsilon_below",
     "cdp_peel_local_epsilon",
 ]
 
@@ -151,6 +153,28 @@ def cdp_peel_round_epsilon(epsilon: RationalLike, delta: RationalLike, k: Suppor
 
     return certify(compute, digits)
 
+
+
+def cdp_peel_round_epsilon_below(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex, *,
+                                 decimals: SupportsIndex = 12) -> Fraction:
+    """An exact rational strictly below Lemma 4.2's per-round ``eps'``
+    (:func:`cdp_peel_round_epsilon`), to run ``Peeling(counts, k, epsilon=k * eps')`` with a
+    budget that is certainly at most the accounted one: ``eps'`` certified to
+    ``decimals + 10`` significant digits past its integer part, rounded down to ``decimals``
+    decimals and lowered by one unit of the last one (the certified value's error is far
+    below that unit).
+
+    >>> cdp_peel_round_epsilon_below(1, Fraction(1, 10**6), 50, decimals=6)
+    Fraction(26433, 500000)
+    """
+    places = as_positive_int(decimals, "decimals")
+    magnitude = cdp_peel_round_epsilon(epsilon, delta, k, dps=15)
+    whole = max(0, int(mpmath.floor(mpmath.log10(magnitude))) + 1) if magnitude > 0 else 0
+    value = cdp_peel_round_epsilon(epsilon, delta, k, dps=places + 10 + whole)
+    man, exp = value.man_exp  # the certified mpf read exactly, so no float rounds the floor
+    exact_value = Fraction(int(man)) * Fraction(2) ** int(exp)
+    scale = 10**places
+    return Fraction(math.floor(exact_value * scale) - 1, scale)
 
 def cdp_peel_local_epsilon(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex, *, dps: Optional[int] = None,
                            exact: bool = False) -> Union[mpmath.mpf, sympy.Expr]:

@@ -31,7 +31,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: no display needed (CI)
 import matplotlib.pyplot as plt  # noqa: E402
-import mpmath  # noqa: E402
 
 import exactdp  # noqa: E402
 from exactdp import accounting  # noqa: E402
@@ -47,9 +46,8 @@ CDP_PEEL = f"CDP-Peel, (ε, δ = {float(DELTA):g})-DP, per-round ε' of Lemma 4.
 
 def cdp_peel_round_epsilon(eps: Fraction) -> Fraction:
     """Lemma 4.2's per-round ``eps'`` for overall ``(eps, DELTA)``, as a rational just below
-    the certified value (relative error <= 1e-30, so 1e-15 below is surely below)."""
-    r = accounting.cdp_peel_round_epsilon(eps, DELTA, K, dps=30)
-    return Fraction(int(mpmath.floor(r * 10**15)) - 1, 10**15)
+    the certified value (15 decimals)."""
+    return accounting.cdp_peel_round_epsilon_below(eps, DELTA, K, decimals=15)
 
 
 SEQUENCE_MECHANISMS = {

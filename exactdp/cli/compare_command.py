@@ -59,16 +59,11 @@ def cdp_round_epsilon(epsilon: Fraction, delta: Fraction, k: int) -> Fraction:
     """CDP-Peel's per-round epsilon as an exact rational at most the accounted one,
     :func:`~exactdp.accounting.cdp_peel_local_epsilon` ``= max(epsilon/k, Lemma 4.2's value)``:
     ``epsilon/k`` exactly when basic composition gives the larger budget, otherwise Lemma 4.2's
-    value (:func:`~exactdp.accounting.cdp_peel_round_epsilon`) certified to ``ROUND_DECIMALS + 10``
-    digits, rounded down to ``ROUND_DECIMALS`` decimals and lowered by one unit of the last
-    one (the certified value's error is far below that unit)."""
-    from ..accounting import cdp_peel_round_epsilon
+    value just below, to ``ROUND_DECIMALS`` decimals
+    (:func:`~exactdp.accounting.cdp_peel_round_epsilon_below`)."""
+    from ..accounting import cdp_peel_round_epsilon_below
 
-    basic = Fraction(epsilon) / k
-    value = cdp_peel_round_epsilon(epsilon, delta, k, dps=ROUND_DECIMALS + 10)
-    scale = 10**ROUND_DECIMALS
-    lemma = Fraction(int(mpmath.floor(value * scale)) - 1, scale)
-    return max(basic, lemma)
+    return max(Fraction(epsilon) / k, cdp_peel_round_epsilon_below(epsilon, delta, k, decimals=ROUND_DECIMALS))
 
 
 #: ``(name, label, build(counts, k, epsilon, delta))`` of every row, in order.

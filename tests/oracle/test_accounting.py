@@ -19,6 +19,7 @@ from exactdp.accounting import (
     cdp_peel_local_epsilon,
     cdp_peel_rho,
     cdp_peel_round_epsilon,
+    cdp_peel_round_epsilon_below,
 )
 
 CASES = [
@@ -142,3 +143,36 @@ def test_mpmath_precision_untouched():
     cdp_peel_epsilon(1, "1e-6", 10, dps=80)
     cdp_peel_round_epsilon(1, "1e-6", 10, dps=80)
     assert mpmath.mp.prec == before
+
+
+def _just_below(q: Fraction, eps, delta, k: int, decimals: int) -> bool:
+    """``q`` is below Lemma 4.2's per-round epsilon (certified at 60 digits) by at most two
+    units of its last decimal."""
+    exact = cdp_peel_round_epsilon(eps, delta, k, dps=60)
+    with mpmath.workdps(80):
+        gap = exact - mpmath.mpf(q.numerator) / q.denominator
+        return 0 < gap <= mpmath.mpf(2) / 10**decimals
+
+
+@pytest.mark.parametrize("eps,delta,k,decimals", [
+    (Fraction(1), Fraction(1, 10**6), 50, 6), (Fraction(1), Fraction(1, 10**6), 2, 12),
+    (Fraction(8), Fraction(1, 10**9), 50, 15), (Fraction(10**30), Fraction(1, 10), 2, 3),
+])
+def test_round_epsilon_below_is_a_rational_just_under_lemma_4_2(eps, delta, k, decimals):
+    q = cdp_peel_round_epsilon_below(eps, delta, k, decimals=decimals)
+    assert q.denominator * 1 <= 10**decimals and _just_below(q, eps, delta, k, decimals)
+    # the (eps, delta) claim holds at the rational run
+    spent = cdp_peel_epsilon(q, delta, k, dps=40)
+    with mpmath.workdps(80):
+        assert spent < mpmath.mpf(eps.numerator) / eps.denominator
+    # negative controls: one unit up reaches or passes the value; rounded up is above it
+    assert not _just_below(q + Fraction(2, 10**decimals), eps, delta, k, decimals)
+    man, exp = cdp_peel_round_epsilon(eps, delta, k, dps=60).man_exp
+    up = Fraction(math.ceil(Fraction(int(man)) * Fraction(2) ** int(exp) * 10**decimals), 10**decimals)
+    assert not _just_below(up, eps, delta, k, decimals)
+
+
+def test_round_epsilon_below_rejects_bad_decimals():
+    with pytest.raises(errors.InvalidParameterError, match="decimals"):
+        cdp_peel_round_epsilon_below(1, Fraction(1, 10**6), 2, decimals=0)
+
