@@ -256,9 +256,15 @@ def joint_level_sums(ranking: Ranking, k: int, M: int,
         prod *= a
         b = a - 1
         top_orders *= min(t_i, k) - (i - 1)
-    above = ranking.greater_than(sc[k - 1])
-    top_sets = math.comb(kth_items - above, k - above)
-    return prod, h_c, h_t, top_sets * top_orders, prod * prefix[k] - h_c + 2 * h_x
+    return prod, h_c, h_t, _top_count_sets(ranking, k) * top_orders, prod * prefix[k] - h_c + 2 * h_x
+
+
+def _top_count_sets(ranking: Ranking, k: int) -> int:
+    """The number of k-sets whose counts are the top-k counts: every item above ``c_(k)``
+    and ``need`` of the ``n`` items tied at ``c_(k)``, ``C(n, need)``."""
+    kth = ranking.sorted_counts[k - 1]
+    above = ranking.greater_than(kth)
+    return math.comb(ranking.at_least(kth) - above, k - above)
 
 
 def _prefix_counts(ranking: Ranking) -> list[int]:
@@ -341,8 +347,7 @@ def _set_groups(mech: JointSet, dps: int, exact: bool) -> Iterator[tuple[Any, in
         pairs = ((lv, _exact_group(mech, lv.utility)) for lv in mech.levels())
     else:
         pairs = mech.level_probabilities(dps)
-    above = mech.ranking.greater_than(ref.kth)
-    top_sets = math.comb(mech.ranking.at_least(ref.kth) - above, mech.k - above)
+    top_sets = _top_count_sets(mech.ranking, mech.k)
     for level, p in pairs:
         M = -level.utility
         cur = set_level_sums(mech.ranking, mech.k, M)
