@@ -196,9 +196,10 @@ class Mechanism(abc.ABC):
         return list(zip(table.levels, self.rule.level_probabilities(table, as_dps(dps))))
 
     def iter_levels(self) -> Iterator[Level]:
-        """The levels of :meth:`levels`, best first, one at a time.  Joint and PNFJoint
-        stream them from a block table without holding them all (see their
-        ``memory_budget``); the other mechanisms iterate over :meth:`levels`."""
+        """The levels of :meth:`levels`, best first, one at a time.  Joint, PNFJoint,
+        JointSet and Canonical stream them from a block table without holding them all (see
+        their ``memory_budget``) and Peeling by a depth-first walk; by default (a mechanism
+        with neither) this iterates over :meth:`levels`."""
         return iter(self.levels())
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:

@@ -489,7 +489,14 @@ class Canonical(CanonicalFamily):
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:
-        key = self.classes_.level_sizes()[0][a]
+        """The ``r``-th subset of level ``a``: its loss key read off the level table (a
+        block, recomputed within ``memory_budget``), then :meth:`CanonicalClasses.unrank_key`
+        (``O(k log d)``); no table of every key is built."""
+        key = -self.table.utilities[a] * self.classes_.q  # utility = -key/q exactly
+        if type(key) is not int:
+            if key.denominator != 1:  # pragma: no cover - utilities are -key/q by construction
+                raise AssertionError(f"level {a}: utility {self.table.utilities[a]} is not -key/q")
+            key = key.numerator
         order = self.ranking.order
         return frozenset(order[x] for x in self.classes_.unrank_key(key, r))
 
@@ -502,9 +509,8 @@ class Canonical(CanonicalFamily):
 
     # -- classes --------------------------------------------------------------------------
     def _level_index(self, h: int, t: int) -> int:
-        key = self.classes_.key(h, t)
-        keys = self.classes_.level_sizes()[0]
-        return bisect_left(keys, key)
+        # the level of utility -key/q in the (block) level table: no table of every key
+        return self.table.index_of(_rational(-self.classes_.key(h, t), self.classes_.q))
 
     def class_probability(self, h: int, t: int, dps: Optional[int] = None) -> mpmath.mpf:
         """Probability that the output lies in class ``(h, t)``: its size times the

@@ -74,8 +74,10 @@ counts first = "best first") and ``multiplicity`` = the number of item sequences
 probability, so these levels are Peeling's probability groups
 (:meth:`~exactdp.core.mechanism.Mechanism.groups`): the group hooks compute one count
 sequence's probability round by round, and every public method is the one of
-:class:`~exactdp.core.mechanism.Mechanism`, as for any mechanism.  The number of levels can be as large as ``d!/(d-k)!`` (distinct counts):
-``levels()`` refuses past :data:`PEELING_LEVELS_LIMIT`; ``probability``,
+:class:`~exactdp.core.mechanism.Mechanism`, as for any mechanism.  The number of levels
+can be as large as ``d!/(d-k)!`` (distinct counts): ``levels()`` refuses past
+:data:`PEELING_LEVELS_LIMIT`; ``iter_levels()`` and ``iter_level_probabilities()`` stream
+them (a depth-first walk holding ``O(k + #counts)`` integers, no limit); ``probability``,
 ``log_probability``, ``probability_exact`` and ``sample`` never build the levels.  The
 per-round view is :meth:`Peeling.round_levels` and :meth:`Peeling.round_distribution`.
 
@@ -357,26 +359,38 @@ class Peeling(Mechanism):
         return tuple(self.counts[i] for i in output)
 
     def _compute_levels(self) -> list[Level]:
+        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`."""
+        out: list[Level] = []
+        for level in self._count_sequences():
+            if len(out) >= PEELING_LEVELS_LIMIT:
+                raise TooManyOutputsError(
+                    None, None,
+                    f"Peeling has more than PEELING_LEVELS_LIMIT = {PEELING_LEVELS_LIMIT} levels "
+                    "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
+                    "sample() or round_distribution()",
+                )
+            out.append(level)
+        return out
+
+    def _count_sequences(self) -> Iterator[Level]:
         """Count sequences in lexicographically decreasing order with their multiplicities
-        (``prod_r`` number of remaining items with count ``c_r``)."""
+        (``prod_r`` number of remaining items with count ``c_r``), one at a time.
+
+        An iterative depth-first walk over the distinct counts (no recursion limit for
+        large k): ``choice[r]`` is the index of the value picked at round ``r``,
+        ``mult[r]`` the multiplicity so far, ``avail`` the items left per value.  It holds
+        ``O(k + #counts)`` integers whatever the number of levels, so
+        :meth:`iter_levels` can stream any number of them.
+        """
         values = self.ranking.values
         avail = list(self._mult)
         k, n = self.k, len(values)
-        out: list[Level] = []
-        # Iterative depth-first walk (no recursion limit for large k): choice[r] is the
-        # index of the value picked at round r, mult[r] the multiplicity so far.
         choice: list[int] = []
         mult = [1]
         nxt = 0  # next value index to try at the current depth
         while True:
             if len(choice) == k:
-                if len(out) >= PEELING_LEVELS_LIMIT:
-                    raise TooManyOutputsError(
-                        None, None,
-                        f"Peeling has more than PEELING_LEVELS_LIMIT = {PEELING_LEVELS_LIMIT} levels "
-                        "(distinct count sequences); use probability(), sample() or round_distribution()",
-                    )
-                out.append(Level(tuple(values[i] for i in choice), mult[-1]))
+                yield Level(tuple(values[i] for i in choice), mult[-1])
                 nxt = n  # exhausted at this depth
             while nxt < n and not avail[nxt]:
                 nxt += 1
@@ -387,11 +401,34 @@ class Peeling(Mechanism):
                 nxt = 0
                 continue
             if not choice:
-                return out
+                return
             last = choice.pop()
             mult.pop()
             avail[last] += 1
             nxt = last + 1
+
+    def iter_levels(self) -> Iterator[Level]:
+        """The levels of :meth:`levels` (count sequences, best first), streamed by the
+        depth-first walk of :meth:`_count_sequences`: ``O(k + #counts)`` integers are held,
+        never the list, so there is no :data:`PEELING_LEVELS_LIMIT` (there can be
+        ``d!/(d-k)!`` levels: stop iterating when you have what you need).
+
+        >>> m = Peeling(list(range(30)), 4, epsilon=1)      # 657,720 count sequences
+        >>> next(m.iter_levels())
+        Level(utility=(29, 28, 27, 26), multiplicity=1)
+        """
+        if self._table is not None:
+            return iter(self._table.levels)
+        return self._count_sequences()
+
+    def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
+        """The pairs of :meth:`level_probabilities`, streamed as :meth:`iter_levels`: each
+        level's probability is one output's (:meth:`probability` of its count sequence,
+        certified to relative error ``10**-dps``) times its exact multiplicity, so the
+        digits are those of the list."""
+        digits = as_dps(dps)  # validated now, not at the first next()
+        return ((lv, times_int(self._group_probability(lv.utility, digits), lv.multiplicity))
+                for lv in self.iter_levels())
 
     def _unrank(self, a: int, r: int) -> tuple[int, ...]:
         """The ``r``-th sequence with count sequence ``levels()[a]``: mixed-radix digits,

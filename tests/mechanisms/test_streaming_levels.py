@@ -139,3 +139,47 @@ def test_stream_source_keeps_two_integers_per_block():
     assert source.block_first_utilities() == [lv.utility for lv in levels[::5]]
     assert table._cache == {}  # nothing kept within a zero budget
     assert list(table.iter_levels()) == list(levels)
+
+
+def _forbid_key_table(monkeypatch):
+    """Make the table of every loss key unavailable: what uses it now fails."""
+    def refuse(self):
+        raise AssertionError("the table of every loss key was built")
+    monkeypatch.setattr(exactdp.mechanisms.canonical.CanonicalClasses, "level_sizes", refuse)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_canonical_unranks_from_the_block_table(d, monkeypatch):
+    """Every output of every level, unranked through the block table (blocks of 1 and 2
+    levels, nothing kept) without the table of every loss key: each level's outputs are
+    exactly the subsets of that utility (plain enumeration), and class probabilities are
+    found by level index as before."""
+    for counts, k in _instances(d):
+        for rho in ("1/2", "1/3"):
+            twin = exactdp.Canonical(counts, k, epsilon=1, rho=rho)
+            expected = {}
+            for s in itertools.combinations(range(d), k):
+                expected.setdefault(twin.utility(s), set()).add(frozenset(s))
+            with monkeypatch.context() as patch:
+                _forbid_key_table(patch)
+                for block in (1, 2):
+                    level_blocks.STREAM_BLOCK_LEVELS = block
+                    m = exactdp.Canonical(counts, k, epsilon=1, rho=rho)
+                    m.memory_budget = 0
+                    for a, lv in enumerate(m.iter_levels()):
+                        got = {m._unrank(a, r) for r in range(lv.multiplicity)}
+                        assert got == expected[lv.utility], (counts, k, rho, a)
+                    for h, t in m.classes_.iter_classes():
+                        assert m.utility(next(m.class_members(h, t))) == m.table.utilities[m._level_index(h, t)]
+
+
+def test_canonical_sample_needs_no_key_table(monkeypatch):
+    counts = random.Random(3).sample(range(100), 40)
+    before = exactdp.Canonical(counts, 5, epsilon=1).samples(20, rng=7)
+    _forbid_key_table(monkeypatch)
+    m = exactdp.Canonical(counts, 5, epsilon=1)
+    m.memory_budget = 0
+    assert m.samples(20, rng=7) == before
+    # the control: the key table is really refused
+    with pytest.raises(AssertionError, match="loss key"):
+        m.classes_.level_sizes()
