@@ -62,6 +62,10 @@ __all__ = ["JointLevelSource", "BLOCK_EVENTS"]
 #: Threshold events per block (tests lower it to put block boundaries everywhere).
 BLOCK_EVENTS = 1 << 17
 
+#: Packed sort keys ``M * 2**s + event`` are used while they stay below ``2**_KEY_BITS``
+#: (tests lower it to take the argsort path).
+_KEY_BITS = 62
+
 #: ``exp(-lam*gap)`` is cached for gaps below this (levels of dense counts differ by 1, 2, ...).
 _DIGIT_BITS = 12
 _GAP_CACHE = 1 << _DIGIT_BITS
@@ -211,8 +215,20 @@ class JointLevelSource(BlockSource):
         offsets = np.cumsum(sizes) - sizes
         q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
         M = sc[rows] - vals[q]
-        order = np.argsort(M)  # within one level the order of factors does not matter
-        M, q, rows = M[order], q[order], rows[order]
+        # within one level the order of factors does not matter (exact integer products),
+        # so any order by M will do: sort the values M * 2**s + event (M > 0; unique keys,
+        # the default unstable sort, about 1.5 times as fast as an argsort) when they fit
+        s = n.bit_length()
+        if int(M.max()).bit_length() + s <= _KEY_BITS:
+            key = M << s
+            key |= np.arange(n, dtype=np.int64)
+            key.sort()
+            order = key & ((1 << s) - 1)
+            M = key >> s
+        else:
+            order = np.argsort(M)
+            M = M[order]
+        q, rows = q[order], rows[order]
         new = cum[q] - rows
         old = cum[q - 1] - rows  # q > own index >= 0: the row's previous threshold
         starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
