@@ -32,6 +32,8 @@ import contextlib
 import math
 import threading
 from fractions import Fraction
+from itertools import repeat
+from operator import and_, itemgetter, methodcaller
 from typing import Callable, Iterator, Sequence, TypeVar, Union
 
 import mpmath
@@ -130,17 +132,21 @@ def balls_to_mpf(balls: Sequence[arb]) -> list[mpmath.mpf]:
     """Midpoints of ``balls`` as ``mpmath.mpf`` values, exactly (no rounding)."""
     # from_man_exp without a precision is exact; make_mpf wraps it without rounding.  A
     # positive odd mantissa (arb's midpoints are stored so) is already mpmath's normal
-    # form (sign, odd mantissa, exponent, bit count): built directly, several times faster.
-    make, from_man_exp, mpz = mpmath.mp.make_mpf, mpmath.libmp.from_man_exp, mpmath.libmp.MPZ
-    out = []
-    for ball in balls:
-        man, exp = ball.mid().man_exp()
-        m = int(man)
-        if m > 0 and m & 1:
-            out.append(make((0, mpz(m), int(exp), m.bit_length())))
-        else:
-            out.append(make(from_man_exp(m, int(exp))))
-    return out
+    # form (sign, odd mantissa, exponent, bit count): built directly, several times faster,
+    # and for a whole list at once by C-level maps (no Python statement per value: a
+    # level table streams millions of these)
+    make, mpz = mpmath.mp.make_mpf, mpmath.libmp.MPZ
+    pairs = list(map(_MAN_EXP, map(arb.mid, balls)))
+    mans = list(map(int, map(_FIRST, pairs)))
+    exps = list(map(int, map(_SECOND, pairs)))
+    if mans and min(mans) > 0 and all(map(and_, mans, repeat(1))):
+        return list(map(make, zip(repeat(0), map(mpz, mans), exps, map(int.bit_length, mans))))
+    from_man_exp = mpmath.libmp.from_man_exp
+    return [make(from_man_exp(m, e)) for m, e in zip(mans, exps)]
+
+
+_MAN_EXP = methodcaller("man_exp")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import random
 import weakref
 from fractions import Fraction
+from itertools import repeat
+from operator import methodcaller, truediv
 from typing import Any, Iterator, NamedTuple, Optional, Sequence
 
 import gmpy2
@@ -108,9 +110,12 @@ class ExponentialMechanism(SelectionRule):
                 total = table.total()
                 weights = table.level_weights()[start:stop]
             with flint_workprec(prec), gc_paused():
-                balls = [w / total for w in weights]
-                late = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
-                        if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
+                # C-level maps over the block: no Python statement per level here
+                balls = list(map(truediv, weights, repeat(total)))
+                accuracy = list(map(_REL_ACCURACY, balls))
+                late = [] if min(accuracy, default=bits) >= bits else [
+                    i for i, (ball, acc) in enumerate(zip(balls, accuracy))  # fast test first, then the exact one
+                    if acc < bits and not is_accurate(ball, dps)]
                 values = balls_to_mpf(balls)
             for i in late:
                 values[i] = _refine_level(table, start + i, dps, 2 * prec)
@@ -226,6 +231,8 @@ def _refine_level(table: LevelTable, a: int, dps: int, prec: int) -> mpmath.mpf:
         prec *= 2
     raise PrecisionError("dps", dps, f"could not certify {dps} digits within {MAX_PREC} bits of working precision")
 
+
+_REL_ACCURACY = methodcaller("rel_accuracy_bits")
 
 #: The total multiplicity of a table's levels (kept while the table lives).
 _TOTALS: "weakref.WeakKeyDictionary[LevelTable, int]" = weakref.WeakKeyDictionary()
