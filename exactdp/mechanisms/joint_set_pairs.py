@@ -130,7 +130,7 @@ class _Pair:
     def at_most(self, M1: np.ndarray, M2: np.ndarray) -> list[int]:
         """``N(M1, M2)`` per point (exact ints); a negative bound counts no set."""
         total = [0] * len(M1)
-        cache: dict = {}
+        caches: dict[int, dict] = {}  # Pascal series per number of rows m: their length is m + 1
         for start in range(0, len(M1), _CHUNK):
             m1, m2 = M1[start:start + _CHUNK], M2[start:start + _CHUNK]
             live = (m1 >= 0) & (m2 >= 0)
@@ -149,7 +149,7 @@ class _Pair:
                     key = tuple(column)
                     value = seen.get(key)
                     if value is None:
-                        value = seen[key] = _staircase_paths(column, m, width, cache)
+                        value = seen[key] = _staircase_paths(column, m, width, caches.setdefault(m, {}))
                     total[start + i] += value
         return total
 
