@@ -69,8 +69,6 @@ MAX_CHANGED_ITEMS = 8
 MAX_BAND = 64
 #: Counts must stay below this in absolute value (``int64`` with room for the thresholds).
 _INT_LIMIT = 2**58
-#: A level bound that constrains nothing (one side left free).
-_FREE = 2**61
 #: Points handled per numpy chunk.
 _CHUNK = 4096
 

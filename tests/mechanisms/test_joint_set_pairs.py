@@ -6,21 +6,19 @@ import itertools
 import os
 import pickle
 import random
-from fractions import Fraction
 from functools import lru_cache
 
-import mpmath
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from exactdp import Joint, JointSet, audit
+from exactdp import Joint, JointSet
 from exactdp._distributions import mechanism_pairs
 from exactdp.audit import neighbours
 from exactdp.mechanisms import joint_set_pairs
 from exactdp.mechanisms.joint_set_pairs import SetWitness, joint_set_pair_cells
 from twins.joint_set import set_maxdiff
+from twins.strategies import count_pairs
 from twins.joint_set_pairs import brute_set_pair_cells, cells_from_levels, set_levels, threshold_level
 
 
@@ -91,26 +89,8 @@ def test_a_sample_of_d5():
                 _check(c, c2, rng.randint(1, 5))
 
 
-pair_values = st.one_of(st.integers(-3, 5), st.integers(-10**6, 10**6))
-
-
-@st.composite
-def count_pairs(draw):
-    d = draw(st.integers(1, 7))
-    k = draw(st.integers(1, min(d, 5)))
-    pool = draw(st.lists(pair_values, min_size=1, max_size=d, unique=True))
-    c1 = draw(st.lists(st.sampled_from(pool), min_size=d, max_size=d))
-    kind = draw(st.sampled_from(["neighbour", "shifted", "any"]))
-    if kind == "any":
-        c2 = draw(st.lists(st.sampled_from(pool + [0]), min_size=d, max_size=d))
-    else:
-        top = 1 if kind == "neighbour" else 3
-        c2 = [c + draw(st.integers(-top, top)) for c in c1]
-    return c1, c2, k
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(count_pairs())
+@given(count_pairs(max_d=7, max_k=5))
 def test_random_pairs_against_brute_force(pair):
     c1, c2, k = pair
     a, b = JointSet(c1, k, epsilon=1), JointSet(c2, k, epsilon=1)
@@ -133,56 +113,7 @@ def test_many_points_in_small_chunks(monkeypatch):
         _check(c1, c2, k)
 
 
-# -- the audits: the same results with the count as with the orbit enumeration --------
-CASES = [
-    ([9, 7, 7, 4, 2, 0], [9, 8, 7, 4, 2, 0], 2, {"epsilon": 1}),  # add
-    ([9, 7, 7, 4, 2, 0], [9, 7, 7, 3, 2, 0], 3, {"epsilon": 2}),  # remove
-    ([6, 5, 5, 3, 1], [6, 4, 5, 3, 2], 2, {"base": Fraction(2, 3)}),  # swap
-    ([4, 4, 4, 1], [5, 4, 3, 1], 3, {"epsilon": 1}),  # swap within a tie
-    ([10, 6, 3, 3, 1, 0, 0], [10, 6, 4, 3, 1, 0, 0], 4, {"base": Fraction(1, 2)}),
-]
-
-
-def _run(case, what):
-    ca, cb, k, params = case
-    a, b = JointSet(ca, k, **params), JointSet(cb, k, **params)
-    if what == "loss":
-        return audit.privacy_loss(a, b, 20), a, b
-    if what == "profile":
-        return audit.privacy_profile(a, b, Fraction(1, 2), 20), a, b
-    if what == "renyi":
-        return audit.renyi_divergence(a, b, 2, 20), a, b
-    return audit.epsilon_for_delta(a, b, Fraction(1, 100), 20), a, b
-
-
-def _close(x, y, dps=18):
-    return x == y or abs(x - y) <= mpmath.mpf(10) ** (-dps) * abs(y)
-
-
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("what", ["loss", "profile", "renyi", "epsilon"])
-def test_audits_same_with_and_without_the_count(case, what, monkeypatch):
-    fast, a, b = _run(case, what)
-    monkeypatch.setattr(JointSet, "pair_cells", lambda self, other: None)  # the orbit enumeration
-    slow, _, _ = _run(case, what)
-    if what == "loss":
-        assert fast.orbits == 0 and slow.orbits > 0
-        assert fast.value == slow.value and fast.direction == slow.direction
-        assert fast.witness_outputs == slow.witness_outputs
-        assert (a.group_index(fast.witness), b.group_index(fast.witness)) == (
-            a.group_index(slow.witness), b.group_index(slow.witness))
-        rows = lambda r: sorted((p.level_a, p.level_b, p.outputs, mpmath.nstr(p.signed, 15)) for p in r.pairs)
-        assert rows(fast) == rows(slow)
-    elif what == "profile":
-        assert _close(fast.delta, slow.delta) and fast.direction == slow.direction
-        key = lambda r: sorted((a.group_index(o), b.group_index(o), n) for o, n in r.carriers)
-        assert key(fast) == key(slow)
-    elif what == "renyi":
-        assert _close(fast, slow)
-    else:
-        assert _close(fast.epsilon, slow.epsilon) and fast.direction == slow.direction
-
-
+# -- the audits with the count and with the orbit enumeration: tests/oracle/test_audit_pairs.py
 def test_mechanism_pairs_takes_the_count():
     a, b = JointSet([7, 1, 4, 4, 2, 0], 3, epsilon=1), JointSet([6, 1, 5, 4, 2, 1], 3, epsilon=2)
     slow, visited = mechanism_pairs(a, b, 10**6, symmetric=False)
