@@ -1,14 +1,16 @@
-"""Benchmark: one pair audit of Joint between neighbouring count vectors, counted by the pair sweep, beside float64.
+"""Benchmark: one pair audit of Joint or JointSet between neighbouring count vectors, counted without enumeration, beside float64.
 
-Run:  python benchmarks/bench_audit_pairs.py                 (d = 10,000, k = 50, all shapes)
+Run:  python benchmarks/bench_audit_pairs.py                 (d = 10,000, k = 50, all shapes, both mechanisms)
       python benchmarks/bench_audit_pairs.py --shapes zipf --neighbours add --timeout 600
+      python benchmarks/bench_audit_pairs.py --mechanisms jointset
       python benchmarks/bench_audit_pairs.py --only-small         (the enumeration table only)
 
 Counts (``benchmarks/run.py``'s shapes, rank r = 1..d): "zipf" ``floor(10**5 / r**1.1)``,
 "distinct" ``random.Random(2026).sample(range(10*d), d)``, "heavy" ``floor(10**12 / r**1.1)``.
 Neighbours: "add" gives one more vote to the item ranked ``k`` (first outside the top k);
 "swap" moves one vote from the item ranked ``k - 1`` to the item ranked ``k``.  Both
-mechanisms are ``Joint(counts, k, epsilon=1)``.
+mechanisms are ``Joint(counts, k, epsilon=1)`` (Joint's pair sweep), or both
+``JointSet(counts, k, epsilon=1)`` (JointSet's pair count, ``joint_set_pairs``).
 
 Each (shape, neighbour) runs in its own child process (address-space cap ``--cap-gib``,
 timeout ``--timeout``), which, interleaved:
@@ -20,7 +22,8 @@ timeout ``--timeout``), which, interleaved:
 - after each, times the float64 reference of the same notion over the same cells (the
   cells and levels given, not timed): log-multiplicities as floats, ``logsumexp``
   normalisers, per-cell log-probabilities in numpy, then the max, the profile sum or the
-  Rényi sum.
+  Rényi sum.  Both mechanisms are the exponential mechanism over their levels with weight
+  ``exp(u/2)``, so the one reference serves both (for JointSet, over its set levels).
 
 Peak memory is the child's ``ru_maxrss`` (all its audits; the float reference's inputs are
 kept as plain arrays and ints, the cells and mechanisms of the timing of the cells are
@@ -47,6 +50,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 from run import SHAPES, make_counts  # noqa: E402  (the shared count shapes)
 
 NEIGHBOURS = ("add", "swap")
+MECHANISMS = {"joint": "Joint", "jointset": "JointSet"}
 AUDITS = ("privacy_loss", "privacy_profile", "renyi_divergence")
 
 
@@ -103,18 +107,19 @@ def float_reference(audit: str, inputs: tuple) -> float:
     return float(t.max() + math.log(np.exp(t - t.max()).sum()))
 
 
-def child(shape: str, kind: str, d: int, k: int) -> dict:
+def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     import gc
 
     import exactdp
     from exactdp import audit
     from exactdp._distributions import mechanism_pairs
 
+    cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)
     other = neighbour(counts, k, kind)
-    exactdp.audit.privacy_loss(exactdp.Joint([2, 1, 0], 2), exactdp.Joint([2, 2, 0], 2))  # warm-up
+    exactdp.audit.privacy_loss(cls([2, 1, 0], 2), cls([2, 2, 0], 2))  # warm-up
     out: dict = {}
-    a, b = exactdp.Joint(counts, k, epsilon=1), exactdp.Joint(other, k, epsilon=1)
+    a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
     t = cpu()
     cells, visited = mechanism_pairs(a, b, 10**6)
     out["cells"] = (cpu() - t, len(cells), visited)
@@ -123,7 +128,7 @@ def child(shape: str, kind: str, d: int, k: int) -> dict:
     gc.collect()
     args = {"privacy_loss": (), "privacy_profile": (1,), "renyi_divergence": (2,)}
     for name in AUDITS:
-        a, b = exactdp.Joint(counts, k, epsilon=1), exactdp.Joint(other, k, epsilon=1)
+        a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
         t = cpu()
         try:
             value = str(getattr(audit, name)(a, b, *args[name]))[:40]
@@ -138,25 +143,25 @@ def child(shape: str, kind: str, d: int, k: int) -> dict:
     return out
 
 
-def small_child(shape: str, d: int, k: int) -> dict:
+def small_child(mechanism: str, shape: str, d: int, k: int) -> dict:
     import exactdp
     from exactdp import audit
-    from exactdp.mechanisms.joint import Joint
 
+    cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)
     other = neighbour(counts, k, "add")
-    audit.privacy_loss(exactdp.Joint([2, 1, 0], 2), exactdp.Joint([2, 2, 0], 2))  # warm-up
+    audit.privacy_loss(cls([2, 1, 0], 2), cls([2, 2, 0], 2))  # warm-up
     t = cpu()
-    fast = audit.privacy_loss(Joint(counts, k, epsilon=1), Joint(other, k, epsilon=1), max_outputs=10**7)
+    fast = audit.privacy_loss(cls(counts, k, epsilon=1), cls(other, k, epsilon=1), max_outputs=10**7)
     sweep = cpu() - t
-    hook = Joint.pair_cells
-    Joint.pair_cells = lambda self, other: None  # the orbit enumeration
+    hook = cls.pair_cells
+    cls.pair_cells = lambda self, other: None  # the orbit enumeration
     try:
         t = cpu()
-        slow = audit.privacy_loss(Joint(counts, k, epsilon=1), Joint(other, k, epsilon=1), max_outputs=10**7)
+        slow = audit.privacy_loss(cls(counts, k, epsilon=1), cls(other, k, epsilon=1), max_outputs=10**7)
         orbits = cpu() - t
     finally:
-        Joint.pair_cells = hook
+        cls.pair_cells = hook
     assert fast.value == slow.value
     return {"sweep": sweep, "orbits": orbits, "visited": slow.orbits, "cells": len(fast.pairs)}
 
@@ -184,6 +189,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=50)
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
     parser.add_argument("--neighbours", nargs="+", default=list(NEIGHBOURS), choices=NEIGHBOURS)
+    parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=list(MECHANISMS))
     parser.add_argument("--small-d", type=int, default=40)
     parser.add_argument("--small-k", type=int, default=3)
     parser.add_argument("--cap-gib", type=float, default=6)
@@ -194,9 +200,9 @@ def main() -> None:
     if opts.child:
         kind, *rest = opts.child
         if kind == "small":
-            print(json.dumps(small_child(rest[0], int(rest[1]), int(rest[2]))))
+            print(json.dumps(small_child(rest[0], rest[1], int(rest[2]), int(rest[3]))))
         else:
-            print(json.dumps(child(kind, rest[0], int(rest[1]), int(rest[2]))))
+            print(json.dumps(child(kind, rest[0], rest[1], int(rest[2]), int(rest[3]))))
         return
     if not opts.only_small:
         large_table(opts)
@@ -204,14 +210,20 @@ def main() -> None:
 
 
 def large_table(opts: argparse.Namespace) -> None:
-    print(f"One pair audit, Joint(counts, k={opts.k}, epsilon=1) vs a neighbour, d = {opts.d:,} "
+    for mechanism in opts.mechanisms:
+        large_rows(opts, mechanism)
+
+
+def large_rows(opts: argparse.Namespace, mechanism: str) -> None:
+    name = MECHANISMS[mechanism]
+    print(f"\nOne pair audit, {name}(counts, k={opts.k}, epsilon=1) vs a neighbour, d = {opts.d:,} "
           "(CPU seconds; float64 over the same cells)\n")
-    print("| shape | neighbour | cells (sweep s) | privacy_loss s (float s, ratio) | "
+    print("| shape | neighbour | cells (count s) | privacy_loss s (float s, ratio) | "
           "privacy_profile s (float s, ratio) | renyi D_2 s (float s, ratio) | peak MiB |")
     print("|---|---|---|---|---|---|---|")
     for shape in opts.shapes:
         for kind in opts.neighbours:
-            r = spawn([shape, kind, str(opts.d), str(opts.k)], opts.cap_gib, opts.timeout)
+            r = spawn([mechanism, shape, kind, str(opts.d), str(opts.k)], opts.cap_gib, opts.timeout)
             if "error" in r:
                 print(f"| {shape} | {kind} | {r['error']} | | | | |", flush=True)
                 continue
@@ -226,16 +238,16 @@ def large_table(opts: argparse.Namespace) -> None:
 
 
 def small_table(opts: argparse.Namespace) -> None:
-    print(f"\nprivacy_loss with the sweep vs the orbit enumeration, d = {opts.small_d}, k = {opts.small_k}, "
+    print(f"\nprivacy_loss with the pair count vs the orbit enumeration, d = {opts.small_d}, k = {opts.small_k}, "
           "add (CPU seconds)\n")
-    print("| shape | cells | orbits visited | orbit enumeration s | sweep s | ratio |")
-    print("|---|---|---|---|---|---|")
-    for shape in opts.shapes:
-        r = spawn(["small", shape, str(opts.small_d), str(opts.small_k)], opts.cap_gib, opts.timeout)
+    print("| mechanism | shape | cells | orbits visited | orbit enumeration s | pair count s | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for mechanism, shape in ((m, s) for m in opts.mechanisms for s in opts.shapes):
+        r = spawn(["small", mechanism, shape, str(opts.small_d), str(opts.small_k)], opts.cap_gib, opts.timeout)
         if "error" in r:
-            print(f"| {shape} | {r['error']} | | | | |", flush=True)
+            print(f"| {MECHANISMS[mechanism]} | {shape} | {r['error']} | | | | |", flush=True)
             continue
-        print(f"| {shape} | {r['cells']:,} | {r['visited']:,} | {r['orbits']:.2f} | {r['sweep']:.2f} | "
+        print(f"| {MECHANISMS[mechanism]} | {shape} | {r['cells']:,} | {r['visited']:,} | {r['orbits']:.2f} | {r['sweep']:.2f} | "
               f"{r['orbits'] / max(r['sweep'], 1e-6):.1f}x |", flush=True)
 
 

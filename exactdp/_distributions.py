@@ -9,7 +9,7 @@ every output of a cell has the same ``P(o)`` and the same ``Q(o)``.  A cell carr
 witness output and its number of outputs.
 
 - Two mechanisms: the cells are the pairs of probability groups, counted by the
-  mechanisms' own ``pair_cells`` hook where they offer one (Joint, PNFJoint), else found
+  mechanisms' own ``pair_cells`` hook where they offer one (Joint, PNFJoint, JointSet), else found
   from one output per orbit of interchangeable items (the way
   :func:`exactdp.audit.privacy_loss` finds them): no output is listed one by one.
 - A mapping on either side: every output of the mapping, and every output of a mechanism
@@ -217,7 +217,8 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
     under b); refuses with :class:`AuditLimitError` past ``limit`` orbits.
 
     When both mechanisms offer the ``pair_cells(other)`` hook (Joint and PNFJoint: a
-    two-dimensional threshold sweep, docs/audit.md) and it applies, the cells are counted
+    two-dimensional threshold sweep; JointSet: path counts per subset of the changed
+    items; docs/audit.md) and it applies, the cells are counted
     without visiting any output and the number visited is ``0``.  ``sweep`` defaults to
     ``symmetric``: ``symmetric=False`` (or ``sweep=False``) visits every output."""
     if symmetric if sweep is None else sweep:

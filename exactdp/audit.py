@@ -57,6 +57,7 @@ Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -333,8 +334,8 @@ def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int,
     entries, of_cell = list(pairs.values()), fast.of_cell.tolist()
     rows = tuple(PairLoss(*keys[c], signed[of_cell[c]], *entries[c]) for c in fast.rows(signed, digits))
     witness, size = entries[int(fast.cells[best][0])]
-    if not isinstance(witness, (tuple, frozenset)):  # a witness built on access: the reported one as a tuple
-        witness = tuple(witness)
+    if not isinstance(witness, (tuple, frozenset)):  # a witness built on access: the reported one as the output type
+        witness = frozenset(witness) if isinstance(witness, AbstractSet) else tuple(witness)
     with mp_workdps(digits + 5):
         log_a, log_b = +log_a, +log_b
     return PrivacyLoss(value, witness, "a>b" if signed[best] > 0 else "b>a", log_a, log_b, digits, size,

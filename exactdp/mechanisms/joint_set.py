@@ -575,6 +575,13 @@ class JointSet(JointFamily):
         ranks = sorted(rank_of[i] for i in output)
         return -max(sc[i] - sc[r] for i, r in enumerate(ranks))
 
+    def pair_cells(self, other: object) -> Optional[dict[tuple[int, int], list]]:
+        """The occurring pairs ``(level index here, under other)`` with ``[witness set, number of
+        sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set_pairs`) when
+        ``other`` is a JointSet of the same ``d`` and ``k``; ``None`` when that does not apply."""
+        from .joint_set_pairs import joint_set_pair_cells  # imported here: it imports this module
+        return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
+
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
         """Number of sets with utility ``>= -M`` (see :func:`count_at_least`)."""
         return count_at_least(self.counts, self.k, M, method)

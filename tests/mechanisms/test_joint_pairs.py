@@ -7,7 +7,6 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from exactdp import Joint, PNFJoint
 from exactdp._distributions import mechanism_pairs
@@ -16,6 +15,7 @@ from exactdp.audit import neighbours
 from exactdp.mechanisms import joint_pairs
 from exactdp.mechanisms.joint_pairs import joint_pair_cells
 from twins.joint_pairs import brute_pair_cells, joint_level
+from twins.strategies import count_pairs
 
 #: EXACTDP_FULL_PAIR_TWINS=1 runs every neighbour of every vector in {0..3}^d up to d = 5
 #: (about 1.5 million comparisons: a long run); by default d <= 3 is exhaustive and
@@ -58,24 +58,6 @@ def test_neighbours_of_every_vector_d4_d5(d):
     for i, (c1, c2) in enumerate(_pairs(d, full=FULL)):
         for k in (range(1, d + 1) if FULL else [1 + i % d]):
             _check(c1, c2, k)
-
-
-pair_values = st.one_of(st.integers(-3, 5), st.integers(-10**6, 10**6))
-
-
-@st.composite
-def count_pairs(draw):
-    d = draw(st.integers(1, 6))
-    k = draw(st.integers(1, min(d, 4)))
-    pool = draw(st.lists(pair_values, min_size=1, max_size=d, unique=True))
-    c1 = draw(st.lists(st.sampled_from(pool), min_size=d, max_size=d))
-    kind = draw(st.sampled_from(["neighbour", "shifted", "any"]))
-    if kind == "any":
-        c2 = draw(st.lists(st.sampled_from(pool + [0]), min_size=d, max_size=d))
-    else:
-        top = 1 if kind == "neighbour" else 3
-        c2 = [c + draw(st.integers(-top, top)) for c in c1]
-    return c1, c2, k
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

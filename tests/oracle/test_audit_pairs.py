@@ -1,4 +1,4 @@
-"""Pair audits of Joint and PNFJoint: the same results with the pair sweep as with the orbit enumeration."""
+"""Pair audits of Joint, PNFJoint and JointSet: the same results with the pair cells hook as with the orbit enumeration."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from fractions import Fraction
 import mpmath
 import pytest
 
-from exactdp import Joint, PNFJoint, audit
+from exactdp import Joint, JointSet, PNFJoint, audit
 from exactdp.mechanisms.joint import Joint as JointClass
+from exactdp.mechanisms.joint_set import JointSet as JointSetClass
 
 CASES = [
     # (counts a, counts b, k, mechanism class, parameters)
@@ -17,6 +18,11 @@ CASES = [
     ([6, 5, 5, 3, 1], [6, 4, 5, 3, 2], 2, Joint, {"base": Fraction(2, 3)}),  # swap
     ([4, 4, 4, 1], [5, 4, 3, 1], 3, PNFJoint, {"epsilon": 1}),  # swap within a tie
     ([10, 6, 3, 3, 1, 0, 0], [10, 6, 4, 3, 1, 0, 0], 4, PNFJoint, {"base": Fraction(1, 2)}),
+    ([9, 7, 7, 4, 2, 0], [9, 8, 7, 4, 2, 0], 2, JointSet, {"epsilon": 1}),  # sets: add
+    ([9, 7, 7, 4, 2, 0], [9, 7, 7, 3, 2, 0], 3, JointSet, {"epsilon": 2}),  # remove
+    ([6, 5, 5, 3, 1], [6, 4, 5, 3, 2], 2, JointSet, {"base": Fraction(2, 3)}),  # swap
+    ([4, 4, 4, 1], [5, 4, 3, 1], 3, JointSet, {"epsilon": 1}),  # swap within a tie
+    ([10, 6, 3, 3, 1, 0, 0], [10, 6, 4, 3, 1, 0, 0], 4, JointSet, {"base": Fraction(1, 2)}),
 ]
 
 
@@ -25,6 +31,7 @@ def without_sweep(monkeypatch):
     """Run a block with the hook switched off (the oracle then visits orbits)."""
     def off():
         monkeypatch.setattr(JointClass, "pair_cells", lambda self, other: None)
+        monkeypatch.setattr(JointSetClass, "pair_cells", lambda self, other: None)
     return off
 
 
