@@ -137,6 +137,9 @@ PNF_SYMBOLIC_DEGREE_LIMIT = 20_000
 PNF_QUADRATURE_MAX_DPS = 500
 
 _CHUNK = 32  # random bits drawn per refinement of one uniform in the Algorithm 5 sampler
+#: Estimated bytes per level that the Algorithm 5 sampler holds at once (a gap, random bits,
+#: three balls): it races every level, so it is refused past a block table's budget.
+_ALGORITHM5_LEVEL_BYTES = 640
 
 #: The samplers of :class:`PermuteAndFlip` (``sampler=``).
 PNF_SAMPLERS = ("cdf", "algorithm5")
@@ -459,6 +462,9 @@ class PermuteAndFlip(SelectionRule):
         n = len(table)
         if n == 1:
             return 0
+        check_fits = getattr(table, "check_fits", None)  # a block table: within its budget only
+        if check_fits is not None:
+            check_fits(n * _ALGORITHM5_LEVEL_BYTES, "permute-and-flip's Algorithm 5 sampler", None)
         mult = table.multiplicities
         u0 = table.utilities[0]
         gaps = [Fraction(u - u0) for u in table.utilities]
