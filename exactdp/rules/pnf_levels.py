@@ -112,6 +112,27 @@ def _ln_p(lam_log: float, gap: Any) -> float:
     return -math.exp(min(_ln_gap(lam_log, gap), _LN_CLAMP_LOG))
 
 
+def _ln_ps(lam_log: float, u0: Any, utilities: Sequence[Any]) -> list[float]:
+    """:func:`_ln_p` of each utility's gap to ``u0``; for integer gaps below ``2**53`` (exact
+    in float64) the same formula in numpy, one block at a time (planning only)."""
+    if utilities and all(type(u) is int for u in utilities) and -(1 << 62) < utilities[-1] <= u0 < (1 << 62) \
+            and u0 - utilities[-1] < (1 << 53):
+        np = _np()
+        gaps = (u0 - np.array(utilities, dtype=np.int64)).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            lm = lam_log + np.log(gaps)
+        out = -np.exp(np.minimum(lm, _LN_CLAMP_LOG))
+        out[gaps == 0] = 0.0
+        return out.tolist()
+    return [_ln_p(lam_log, u0 - u) for u in utilities]
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
 def use_poly(table: LevelTable, prec: int) -> bool:
     """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``
     (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels)."""
@@ -158,7 +179,7 @@ class PnfLevels:
         """Block ``b``'s planning floats ``ln p_a`` and balls ``p_a``, ``m_a p_a``."""
         start, stop = self.ranges[b]
         t, lam_log, u0 = self.table, self._lam_log, self._u0
-        lnp = [_ln_p(lam_log, u0 - u) for u in t.utilities[start:stop]]
+        lnp = _ln_ps(lam_log, u0, t.utilities[start:stop])
         return lnp, t.relative_weights()[start:stop], t.level_weights()[start:stop]
 
     def _accurate(self, pa: arb, a: int) -> arb:
@@ -207,7 +228,7 @@ class PnfLevels:
             return self.poly[0][a], self.poly[1][a]
         t = self.table
         with flint_workprec(self.prec):
-            return self._one(a, _ln_p(self._lam_log, self._u0 - t.utilities[a]), t.relative_weights()[a],
+            return self._one(a, _ln_ps(self._lam_log, self._u0, [t.utilities[a]])[0], t.relative_weights()[a],
                              t.level_weights()[a])
 
     def block_of(self, a: int) -> int:

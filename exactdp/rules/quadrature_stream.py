@@ -188,6 +188,7 @@ class StreamedQuadrature:
         # the tail factor min(B_1, B_2) of each N at the first (largest) p needing N terms
         self.shared: dict[int, Optional[arb]] = {
             N: _tail_factor(first_p[N], N, S, fact) for N in range(n_star + 1) if N in first_p}
+        self._f0 = self.shared.get(0)  # (None when n_star < 0: no expansion at all)
 
     def _need(self, a: int, lnp: float, pa: arb) -> int:
         """The planned number of expansion terms of level ``a`` (floats; planning only)."""
@@ -205,6 +206,10 @@ class StreamedQuadrature:
     def integral(self, a: int, lnp: float, pa: arb) -> arb:
         """An enclosure of ``I_a`` (level ``a``, its planning float ``ln p_a`` and ball ``p_a``)
         at the precision of the shared values."""
+        if lnp < self._zero_need and self._f0 is not None:  # the common case: one term suffices
+            R = (pa * self._f0).upper()
+            if R < self.goal:
+                return self.nu0 + arb(0, R)
         val = self.direct_vals.get(a)
         if val is None and self.n_star >= 0:
             got = self._expansion(a, lnp, pa)
@@ -238,7 +243,7 @@ class StreamedQuadrature:
         if R is None:  # (a bound above the goal still encloses: certification raises the precision)
             return None
         if N == 0:
-            return self.nu0 + _zero_to(R)
+            return self.nu0 + arb(0, R)
         x = pa / self.sigma
         acc = self.nus[N]
         for k in range(N - 1, -1, -1):
