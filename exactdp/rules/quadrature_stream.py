@@ -89,7 +89,9 @@ class StreamedQuadrature:
         self.cap = cap = 4 * prec + 64
         self._zero_need = min(lnS - 60.0, lnS - (prec + 7) * LN2 - 1.0)  # below: need 0 for sure
         n_blocks, tail = summed if summed is not None else (len(ranges), None)
-        self.tail = tail
+        if n_blocks >= len(ranges):
+            n_blocks, tail = len(ranges), None  # every level is visited
+        self.tail = tail  # None, or a bound on the weights of the levels not visited
 
         # -- the one pass over the levels --------------------------------------------------
         thr = S.upper() * arb(2) ** (-prec - 40)
