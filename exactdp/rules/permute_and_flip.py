@@ -37,17 +37,22 @@ working precision of the sampler) comes from exact logs of the integers involved
 ``10**400`` plan like any other input; floats never enter a certified value.  An
 astronomically small ``p_a`` (``|ln p_a|`` beyond ``2**prec``) is recomputed with
 ``log2 |ln p_a|`` extra bits for the final product ``P_a = p_a I_a`` only
-(:func:`_accurate_weight`), so it does not drive the quadrature to that precision.
+(``PnfLevels._accurate`` in :mod:`exactdp.rules.pnf_levels`), so it does not drive the
+quadrature to that precision.
 
 **Certified numbers.**  Both routes are in :mod:`exactdp.rules.quadrature` (method, error
 bounds and references there): the polynomial route for small supports, and for larger ones
 a moment expansion of ``I_a`` over moments of ``F`` shared by all levels (levels where it
 converges slowly are integrated directly), each integral by rigorous composite
 Gauss-Legendre quadrature in ``s = sigma t`` with the Bernstein-ellipse error bound, ``F``
-evaluated through power sums with an explicit remainder bound.  The enclosures are returned through :func:`exactdp.core.precision.certify_many`, which raises
-the precision until each ball has relative radius ``<= 10**-dps``: the returned value has
-relative error ``<= 10**-dps``.  Level probabilities ``m_a p_a I_a`` sum to 1 up to
-``10**-dps`` (each is certified separately).  Measured: ``10**4`` levels with
+evaluated through power sums with an explicit remainder bound.  The quadrature route reads
+the levels block by block (:mod:`exactdp.rules.quadrature_stream`: one pass for the values
+all levels share, then each level from them; :mod:`exactdp.rules.pnf_levels` over a level
+table), so a :class:`~exactdp.core.level_blocks.BlockLevelTable` of tens of millions of
+levels is never held at once.  Each value is certified (the precision raised until each
+ball has relative radius ``<= 10**-dps``): the returned value has relative error
+``<= 10**-dps``.  Level probabilities ``m_a p_a I_a`` sum to 1 up to ``10**-dps`` (each is
+certified separately).  Measured: ``10**4`` levels with
 multiplicities around ``10**400`` to 30 digits in well under a second (benchmarks).
 
 **Exact values.**  With a rational base and integral utility gaps every ``p_b`` is
@@ -61,13 +66,15 @@ up to :data:`PNF_EXACT_BITS_LIMIT` bits.  With ``epsilon`` the same polynomial i
 
 **Sampling.**  By default (``sampler="cdf"``) the level is drawn from the certified level
 distribution itself: :func:`exactdp.core.sampling.choose_index` over cumulative enclosures of
-the level probabilities ``m_a P_a``, computed at the precision it asks for and kept per
-precision (a few per table), so a draw after the first costs ``O(log L)`` ball comparisons
-over ``L`` levels.  It is exact because the enclosures are rigorous at every precision and
+the level probabilities ``m_a P_a`` at the precision it asks for
+(:class:`~exactdp.rules.pnf_levels.PnfCumulative`: the running sum at each block's end,
+formed only as far as the draw needs; the last sum is exactly 1), so a draw after the first
+costs a bisection over the block ends and one block.  It is exact because the enclosures are rigorous at every precision and
 the uniform is refined lazily until it certainly falls between two enclosed boundaries.
 ``sampler="algorithm5"`` keeps Algorithm 5 of the Joint paper (Appendix D):
 ``v_a = u_a + MaxExpo(lam, m_a)`` per level and the argmax, decided exactly, ``O(L)`` per
-draw; both are tested equal in distribution.  See :meth:`PermuteAndFlip.sample_level`.
+draw and every level held at once (refused past a block table's memory budget); both are
+tested equal in distribution.  See :meth:`PermuteAndFlip.sample_level`.
 
 >>> from fractions import Fraction
 >>> from exactdp.core.levels import Level
