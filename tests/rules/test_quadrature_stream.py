@@ -23,14 +23,13 @@ def _q(x: Fraction) -> arb:
 
 
 def _exact_integrals(levels):
-    """``I_a = int_0^1 F/(1 - t p_a)`` exactly, for rational ``p_b`` (``fmpq_poly``)."""
-    F = fmpq_poly([1])
-    for pb, m in levels:
-        F *= fmpq_poly([1, -fmpq(pb.numerator, pb.denominator)]) ** m
+    """``I_a = int_0^1 prod_b (1 - t p_b)^(m_b - [b = a]) dt`` exactly, for rational ``p_b``:
+    each level's polynomial formed without the factor (no division), integrated exactly."""
     out = []
-    for pa, _ in levels:
-        G, rem = divmod(F, fmpq_poly([1, -fmpq(pa.numerator, pa.denominator)]))
-        assert rem == 0
+    for a in range(len(levels)):
+        G = fmpq_poly([1])
+        for b, (pb, m) in enumerate(levels):
+            G *= fmpq_poly([1, -fmpq(pb.numerator, pb.denominator)]) ** (m - (a == b))
         out.append(G.integral()(1))
     return out
 
