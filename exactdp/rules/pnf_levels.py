@@ -191,7 +191,9 @@ class PnfLevels:
         negligibly), so only this factor is recomputed with that many extra bits (exact
         ``lam`` times the exact gap, then ``exp``): still a rigorous enclosure."""
         prec = ctx.prec
-        if a == 0 or pa.rel_accuracy_bits() >= prec - 16:
+        # (a block table's running products lose up to about its guard bits, extra_bits:
+        # those balls are fine, and recomputing them would cost an exponential per level)
+        if a == 0 or pa.rel_accuracy_bits() >= prec - 16 - self.table.extra_bits:  # (inlined in block)
             return pa
         delta = Fraction(self.table.utilities[a] - self._u0)
         ln_mag = _ln_gap(self._lam_log, -delta)  # ln |ln p_a|, this level only
@@ -213,10 +215,22 @@ class PnfLevels:
         start, stop = self.ranges[b]
         if self.poly is not None:
             return self.poly[0][start:stop], self.poly[1][start:stop]
+        quad = self.quad
+        assert quad is not None
+        # the common case inlined (one expansion term, p_a accurate): exactly what _one gives
+        zero, f0, goal, nu0 = quad._zero_need, quad._f0, quad.goal, quad.nu0
+        fine = self.prec - 16 - self.table.extra_bits
         with flint_workprec(self.prec):
             lnp, p, w = self._read(b)
             out_p, out_l = [], []
             for i, (x, pa, wa) in enumerate(zip(lnp, p, w)):
+                if x < zero and f0 is not None:
+                    R = (pa * f0).upper()
+                    if R < goal and pa.rel_accuracy_bits() >= fine:
+                        I_a = nu0 + arb(0, R)
+                        out_p.append(pa * I_a)
+                        out_l.append(wa * I_a)
+                        continue
                 P_a, L_a = self._one(start + i, x, pa, wa)
                 out_p.append(P_a)
                 out_l.append(L_a)
