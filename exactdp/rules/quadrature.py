@@ -11,7 +11,8 @@ precision (the polynomial route works with guard bits).
 **Polynomial route** (:func:`poly_integrals`, small supports): ``F/(1 - t p_a)`` expanded
 as an ``arb_poly`` and integrated term by term, with no truncation at all.
 
-**Quadrature route (method and error bound),** :func:`quadrature_integrals`.  Write ``S = sum_b m_b p_b``
+**Quadrature route (method and error bound),** run over levels read block by block by
+:class:`exactdp.rules.quadrature_stream.StreamedQuadrature` (the pieces are here).  Write ``S = sum_b m_b p_b``
 (``table.total()``), ``sigma = 2**floor(log2 S)`` (so ``1 <= S/sigma < 2``; ``S >= 1``
 because ``p_0 = 1``) and ``mu_n = int_0^1 t^n F(t) dt``.  All arithmetic is arb ball
 arithmetic (python-flint), so every rounding error is inside the balls; the three
@@ -53,8 +54,8 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    ``P_j = sum_{b not in D} m_b p_b^j`` and the remainder bound
    ``|sum_{j>J} P_j t^j/j| <= P_1 |t| (q|t|)^J / ((J+1)(1 - q|t|))``, ``q = max_{b not in D} p_b``
    (from ``P_j <= P_1 q^{j-1}``), added as a complex ball at every evaluation.  The power
-   sums drop the astronomically small trailing terms rigorously (:func:`_power_sums`):
-   with ``10**5`` levels almost all are cut at ``j = 2``, a linear cost.  ``log1p``
+   sums drop the astronomically small terms rigorously, level by level (:class:`PowerSums`):
+   with ``10**5`` levels almost all stop after ``j = 1``, a linear cost.  ``log1p``
    is used only where ``Re(1 - t p_b) > 0`` is certain (away from the branch cut), else
    the integer power ``(1 - t p_b)^{m_b}``; ``F`` is a polynomial, so it is analytic.
 
