@@ -410,6 +410,13 @@ class BlockLevelTable:
         """Enclosure of ``sum_a m_a e_a`` at flint's current precision."""
         return self._pass().total
 
+    def summed_blocks(self) -> tuple[int, arb]:
+        """``(n, tail)`` at flint's current precision: :meth:`total` is the running sum of
+        the first ``n`` blocks' level weights plus ``tail``, a ball enclosing the weights
+        of every later block (zero when all were summed)."""
+        run = self._pass()
+        return run.stop, run.tail
+
     def sum_except(self, a: int) -> arb:
         """Enclosure of ``sum_{b != a} m_b e_b``: the blocks the running sum first summed,
         without level ``a``, plus its bound on the rest (which still holds without ``a``)."""

@@ -13,9 +13,15 @@ Joint's utility-sampling step (Algorithm 1, line 20) by one ``MaxExpo`` draw per
 an argmax; the sequence is then uniform within the chosen level (Algorithm 1, lines
 21-24).  Probabilities, exact values and the exact level draw are those of
 :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`: by default (``sampler="cdf"``) the
-level is drawn from its certified level distribution (the law Algorithm 5 induces on levels,
-``O(log L)`` per draw once the enclosures are kept); ``sampler="algorithm5"`` runs
-Algorithm 5 itself, one ``MaxExpo`` draw per level (``O(L)`` per draw), exactly.
+level is drawn from its certified level distribution (the law Algorithm 5 induces on levels;
+a bisection over block ends and one block per draw once the running sums are formed);
+``sampler="algorithm5"`` runs Algorithm 5 itself, one ``MaxExpo`` draw per level (``O(L)``
+per draw, every level held at once: refused past ``memory_budget``), exactly.
+
+At scale the levels stream: Joint's level table is read block by block within
+``memory_budget`` and the quadrature's shared values come from one pass over it
+(:mod:`exactdp.rules.quadrature_stream`), so ``iter_level_probabilities``, ``probability``
+and ``sample`` never hold every level (docs/pnf_joint.md, "At scale").
 
 The paper's examples (Appendix D.3), P(best sequence) with k=2, eps=1:
 
@@ -46,8 +52,10 @@ class PNFJoint(Joint):
     ``base**(u_max - u)`` (every probability an exact rational), otherwise
     ``exp(epsilon*(u - u_max)/(2*sensitivity))``.  ``sampler``: ``"cdf"`` (default, the
     level from the certified level probabilities) or ``"algorithm5"`` (Appendix D's race of
-    one ``MaxExpo`` draw per level); both exact, with the same distribution.  ``memory_budget``:
-    as for :class:`Joint` (bytes of levels kept at once).
+    one ``MaxExpo`` draw per level, every level at once: ``MemoryBudgetError`` past the
+    budget); both exact, with the same distribution.  ``memory_budget``: as for
+    :class:`Joint` (bytes of levels kept at once; the default sampler and the level
+    probabilities stream within it).
     """
 
     rule = PermuteAndFlip()

@@ -28,8 +28,9 @@ class Integrand(Protocol):
 
     inv_sigma: arb
 
-    def value(self, s: acb, skip: Optional[int] = None) -> Optional[acb]:
-        """The value at ``t = s/sigma``; ``None`` when the ball is too wide for a rigorous form."""
+    def value(self, s: acb, skip: Optional[tuple[int, arb]] = None) -> Optional[acb]:
+        """The value at ``t = s/sigma`` (divided by ``1 - t p_a`` for ``skip = (a, p_a)``);
+        ``None`` when the ball is too wide for a rigorous form."""
 
 
 def dyadic_pieces(e: int) -> list[tuple[arb, arb]]:
@@ -65,7 +66,7 @@ def _ln_upper(x: arb) -> float:
 
 
 def _box_bounds(integrand: Integrand, c: arb, h: arb, rho: float, moments: int,
-                direct: Sequence[int], pd: Sequence[arb]) -> Optional[list[arb]]:
+                direct: Sequence[tuple[int, arb]]) -> Optional[list[arb]]:
     """Upper bounds ``M`` of ``|s^k F(s/sigma)|`` (``k < moments``) and of
     ``|F(s/sigma)/(1 - s p_a/sigma)|`` (``a`` in ``direct``) on a box containing the
     Bernstein ellipse ``E_rho`` of the piece ``[c-h, c+h]``; ``None`` if one is unbounded."""
@@ -84,21 +85,21 @@ def _box_bounds(integrand: Integrand, c: arb, h: arb, rho: float, moments: int,
         out.append(M.upper())
         M = M * smax
     tbox = box * integrand.inv_sigma
-    for a, pa in zip(direct, pd):
+    for a, pa in direct:
         lo = (1 - tbox * pa).real.lower()
         if lo > 0:
             out.append((MF / lo).upper())
             continue
-        Ma = integrand.value(box, skip=a)
+        Ma = integrand.value(box, skip=(a, pa))
         if Ma is None or not Ma.is_finite():
             return None
         out.append(arb(Ma.abs_upper()))
     return out
 
 
-def gl_integrals(integrand: Integrand, s_end_exp: int, moments: int, direct: Sequence[int],
-                  p: Sequence[arb], prec: int) -> tuple[list[arb], dict[int, arb]]:
-    r"""``nu_k = int_0^{2^e} s^k F(s/sigma) ds`` for ``k < moments`` and, for ``a`` in
+def gl_integrals(integrand: Integrand, s_end_exp: int, moments: int, direct: Sequence[tuple[int, arb]],
+                 prec: int) -> tuple[list[arb], dict[int, arb]]:
+    r"""``nu_k = int_0^{2^e} s^k F(s/sigma) ds`` for ``k < moments`` and, for ``(a, p_a)`` in
     ``direct``, ``int_0^{2^e} F(s/sigma) / (1 - s p_a / sigma) ds``, as rigorous balls.
 
     Composite Gauss-Legendre on the exact pieces ``[0,1], [1,2], ..., [2^{e-1}, 2^e]``
@@ -115,7 +116,7 @@ def gl_integrals(integrand: Integrand, s_end_exp: int, moments: int, direct: Seq
     n_int = moments + len(direct)
     pieces = dyadic_pieces(s_end_exp)
     inv_sigma = integrand.inv_sigma
-    pd = [p[a] for a in direct]
+    pd = [pa for _, pa in direct]
 
     def F_at(s: arb) -> Optional[arb]:
         out = integrand.value(acb(s))
@@ -160,7 +161,7 @@ def gl_integrals(integrand: Integrand, s_end_exp: int, moments: int, direct: Seq
         ln_h = float(h.log().mid())
         best = None  # (nodes, rho, bounds)
         for rho in _RHOS:
-            bounds = _box_bounds(integrand, c, h, rho, moments, direct, pd)
+            bounds = _box_bounds(integrand, c, h, rho, moments, direct)
             if bounds is None:
                 continue
             base = ln_h + c_const - math.log1p(-rho ** -2.0)
@@ -198,5 +199,5 @@ def gl_integrals(integrand: Integrand, s_end_exp: int, moments: int, direct: Seq
                 acc[i] += wgt * v
         totals = [tot + h * ac + arb(0, (err_factor * M).upper()) for tot, ac, M in zip(totals, acc, bounds)]
     nus = totals[:moments]
-    directs = {a: totals[moments + i] for i, a in enumerate(direct)}
+    directs = {a: totals[moments + i] for i, (a, _) in enumerate(direct)}
     return nus, directs

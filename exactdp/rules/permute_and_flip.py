@@ -37,17 +37,22 @@ working precision of the sampler) comes from exact logs of the integers involved
 ``10**400`` plan like any other input; floats never enter a certified value.  An
 astronomically small ``p_a`` (``|ln p_a|`` beyond ``2**prec``) is recomputed with
 ``log2 |ln p_a|`` extra bits for the final product ``P_a = p_a I_a`` only
-(:func:`_accurate_weight`), so it does not drive the quadrature to that precision.
+(``PnfLevels._accurate`` in :mod:`exactdp.rules.pnf_levels`), so it does not drive the
+quadrature to that precision.
 
 **Certified numbers.**  Both routes are in :mod:`exactdp.rules.quadrature` (method, error
 bounds and references there): the polynomial route for small supports, and for larger ones
 a moment expansion of ``I_a`` over moments of ``F`` shared by all levels (levels where it
 converges slowly are integrated directly), each integral by rigorous composite
 Gauss-Legendre quadrature in ``s = sigma t`` with the Bernstein-ellipse error bound, ``F``
-evaluated through power sums with an explicit remainder bound.  The enclosures are returned through :func:`exactdp.core.precision.certify_many`, which raises
-the precision until each ball has relative radius ``<= 10**-dps``: the returned value has
-relative error ``<= 10**-dps``.  Level probabilities ``m_a p_a I_a`` sum to 1 up to
-``10**-dps`` (each is certified separately).  Measured: ``10**4`` levels with
+evaluated through power sums with an explicit remainder bound.  The quadrature route reads
+the levels block by block (:mod:`exactdp.rules.quadrature_stream`: one pass for the values
+all levels share, then each level from them; :mod:`exactdp.rules.pnf_levels` over a level
+table), so a :class:`~exactdp.core.level_blocks.BlockLevelTable` of tens of millions of
+levels is never held at once.  Each value is certified (the precision raised until each
+ball has relative radius ``<= 10**-dps``): the returned value has relative error
+``<= 10**-dps``.  Level probabilities ``m_a p_a I_a`` sum to 1 up to ``10**-dps`` (each is
+certified separately).  Measured: ``10**4`` levels with
 multiplicities around ``10**400`` to 30 digits in well under a second (benchmarks).
 
 **Exact values.**  With a rational base and integral utility gaps every ``p_b`` is
@@ -61,13 +66,15 @@ up to :data:`PNF_EXACT_BITS_LIMIT` bits.  With ``epsilon`` the same polynomial i
 
 **Sampling.**  By default (``sampler="cdf"``) the level is drawn from the certified level
 distribution itself: :func:`exactdp.core.sampling.choose_index` over cumulative enclosures of
-the level probabilities ``m_a P_a``, computed at the precision it asks for and kept per
-precision (a few per table), so a draw after the first costs ``O(log L)`` ball comparisons
-over ``L`` levels.  It is exact because the enclosures are rigorous at every precision and
+the level probabilities ``m_a P_a`` at the precision it asks for
+(:class:`~exactdp.rules.pnf_levels.PnfCumulative`: the running sum at each block's end,
+formed only as far as the draw needs; the last sum is exactly 1), so a draw after the first
+costs a bisection over the block ends and one block.  It is exact because the enclosures are rigorous at every precision and
 the uniform is refined lazily until it certainly falls between two enclosed boundaries.
 ``sampler="algorithm5"`` keeps Algorithm 5 of the Joint paper (Appendix D):
 ``v_a = u_a + MaxExpo(lam, m_a)`` per level and the argmax, decided exactly, ``O(L)`` per
-draw; both are tested equal in distribution.  See :meth:`PermuteAndFlip.sample_level`.
+draw and every level held at once (refused past a block table's memory budget); both are
+tested equal in distribution.  See :meth:`PermuteAndFlip.sample_level`.
 
 >>> from fractions import Fraction
 >>> from exactdp.core.levels import Level
@@ -87,19 +94,23 @@ import math
 import random
 import weakref
 from fractions import Fraction
-from typing import Optional, Sequence
+from collections import OrderedDict
+from typing import Iterator, Optional
 
 import mpmath
-from flint import arb, ctx, fmpq, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
+from flint import arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
-from ..core.precision import MAX_PREC, PRECISION_LOCK, certify, certify_many, flint_workprec
+from ..core._gc import gc_paused
+from ..core.precision import (MAX_PREC, PRECISION_LOCK, accuracy_bits, balls_to_mpf, certify, flint_workprec,
+                              is_accurate, prec_for_dps)
 from ..core.sampling import choose_index
-from ..core.scale import Scale
 from ..core.selection import SelectionRule
 from ..errors import InvalidParameterError, NoClosedFormError, PrecisionError
-from .quadrature import LN2, LN_CLAMP, ln_int, poly_integrals, quadrature_integrals
+from .pnf_levels import (PNF_POLY_MIN_PREC, PNF_POLY_SUPPORT_LIMIT, PNF_POLY_WORK_LIMIT,
+                         PNF_POLY_WORK_LIMIT_HIGH_PREC, PnfLevels, ln_magnitudes, use_poly)
+from .quadrature import LN2
 
 __all__ = [
     "PermuteAndFlip",
@@ -126,18 +137,6 @@ PNF_SYMBOLIC_SUPPORT_LIMIT = 200
 #: ...and at most this polynomial degree in ``z = exp(-lam/D)`` (about the number of terms).
 PNF_SYMBOLIC_DEGREE_LIMIT = 20_000
 
-#: ``method="auto"`` integrates the polynomial ``F`` exactly in ball arithmetic (the
-#: ``"poly"`` route, no quadrature nodes: its cost grows only like one multiplication
-#: with ``dps``) for supports of at most this many outputs (also the limit of
-#: ``method="poly"``)...
-PNF_POLY_SUPPORT_LIMIT = 1024
-#: ...when (number of levels) x (support) is at most this, or the working precision is at
-#: least :data:`PNF_POLY_MIN_PREC` bits (where quadrature gets expensive); otherwise the
-#: quadrature route.
-PNF_POLY_WORK_LIMIT = 4096
-PNF_POLY_MIN_PREC = 512
-#: ...(at such precisions, up to this (number of levels) x (support)).
-PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
 #: The quadrature route (supports above :data:`PNF_POLY_SUPPORT_LIMIT`, and the
 #: cross-check methods ``"direct"``/``"acb"``) needs a number of nodes that grows with
 #: ``dps``: requests above this many digits raise :class:`PrecisionError` naming this limit
@@ -145,124 +144,35 @@ PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
 PNF_QUADRATURE_MAX_DPS = 500
 
 _CHUNK = 32  # random bits drawn per refinement of one uniform in the Algorithm 5 sampler
+#: Estimated bytes per level that the Algorithm 5 sampler holds at once (a gap, random bits,
+#: three balls): it races every level, so it is refused past a block table's budget.
+_ALGORITHM5_LEVEL_BYTES = 640
 
 #: The samplers of :class:`PermuteAndFlip` (``sampler=``).
 PNF_SAMPLERS = ("cdf", "algorithm5")
 #: The ``"cdf"`` sampler keeps the cumulative level enclosures of this many precisions per
 #: table (each is one arb ball per level; draws almost always need only the first).
 PNF_SAMPLER_PRECISIONS = 2
-_sampler_cache: "weakref.WeakKeyDictionary[LevelTable, dict]" = weakref.WeakKeyDictionary()
-
-
-# ---------------------------------------------------------------------------------------
-# planning floats from the exact utilities
-# ---------------------------------------------------------------------------------------
-def _ln_rational(x: Fraction) -> float:
-    """``ln x`` for a positive rational of any size or smallness (planning only)."""
-    return ln_int(x.numerator) - ln_int(x.denominator)
-
-
-def _ln_lam(scale: Scale) -> float:
-    """``ln lam`` as a float from the exact ``epsilon/divisor`` or ``base`` (planning only;
-    ``-inf`` only if ``lam`` is too small for a float, where every ``p_a`` plans as 1)."""
-    if scale.lam is not None:
-        return _ln_rational(scale.lam)
-    b = scale.base
-    if b <= Fraction(1, 2):
-        return math.log(_ln_rational(1 / b))  # lam = ln(1/b) >= ln 2
-    r = 1 - b  # lam = -ln(1 - r), 0 < r < 1/2
-    rf = float(r)
-    if rf > 1e-8:
-        return math.log(-math.log1p(-rf))
-    return _ln_rational(r)  # lam = r (1 + O(r)): ln lam = ln r to float accuracy
-
-
-def _ln_magnitudes(table: LevelTable) -> list[float]:
-    """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level (``-inf`` for ``a = 0``), from exact
-    logs of the integers involved: finite for every valid input (planning only)."""
-    ln_lam = _ln_lam(table.scale)
-    u0 = table.utilities[0]
-    out = []
-    for u in table.utilities:
-        g = Fraction(u0 - u)
-        out.append(ln_lam + _ln_rational(g) if g > 0 else -math.inf)
-    return out
-
-
-def _ln_p_floats(table: LevelTable) -> list[float]:
-    """``ln p_a`` as floats, from the exact utilities (planning only): clamped at
-    ``-LN_CLAMP`` for astronomically small ``p_a``, and ``-0.0`` (plans as ``p_a = 1``)
-    when ``lam (u_0 - u_a)`` underflows a float; never an overflow or a domain error."""
-    out = []
-    for lm in _ln_magnitudes(table):
-        if lm == -math.inf:
-            out.append(0.0)
-        else:
-            out.append(-math.exp(min(lm, math.log(LN_CLAMP))))
-    return out
-
-
-def _accurate_weight(table: LevelTable, p: Sequence[arb], a: int) -> arb:
-    """``p_a`` with full relative accuracy at flint's precision.  ``relative_weights()``
-    computes ``exp(lam (u_a - u_0))`` at the working precision, which for an astronomically
-    small ``p_a`` (``|lam (u_a - u_0)|`` beyond ``2**prec``) is a ball around 0; then
-    ``P_a = p_a I_a`` would force the whole computation to a precision of
-    ``log2 |ln p_a|`` bits.  ``I_a`` does not need it (``p_a`` enters ``F`` negligibly), so
-    only this factor is recomputed with that many extra bits (exact ``lam`` times the exact
-    gap, then ``exp``): still a rigorous enclosure."""
-    pa = p[a]
-    prec = ctx.prec
-    if a == 0 or pa.rel_accuracy_bits() >= prec - 16:
-        return pa
-    delta = Fraction(table.utilities[a] - table.utilities[0])
-    ln_mag = _ln_lam(table.scale) + _ln_rational(-delta)  # ln |ln p_a|, this level only
-    extra = 64 + (int(math.ceil(ln_mag / LN2)) if ln_mag > 0 else 0)
-    with flint_workprec(prec + extra):
-        lam = table.scale.lam_ball()
-        return (lam * arb(fmpq(delta.numerator, delta.denominator))).exp()
-
-
-def _poly_enclosures(table: LevelTable) -> tuple[list[arb], list[arb]]:
-    """``(P_a, m_a P_a)`` by the polynomial route (:func:`exactdp.rules.quadrature.poly_integrals`)."""
-    p = table.relative_weights()
-    return poly_integrals(p, table.multiplicities, table.total(), lambda a: _accurate_weight(table, p, a))
-
-
-def _use_poly(table: LevelTable, prec: int) -> bool:
-    """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``."""
-    M = sum(table.multiplicities)
-    if M > PNF_POLY_SUPPORT_LIMIT:
-        return False
-    work = M * len(table)
-    return work <= PNF_POLY_WORK_LIMIT or (prec >= PNF_POLY_MIN_PREC and work <= PNF_POLY_WORK_LIMIT_HIGH_PREC)
+_state_cache: "weakref.WeakKeyDictionary[LevelTable, OrderedDict]" = weakref.WeakKeyDictionary()
 
 
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
-    """Enclosures ``(P_a, m_a P_a)`` for every level at flint's current precision.
+    """Enclosures ``(P_a, m_a P_a)`` for every level at flint's current precision, as lists
+    (:class:`~exactdp.rules.pnf_levels.PnfLevels` block by block).
 
-    ``method="auto"``: the polynomial route where :func:`_use_poly` says so, else the
-    quadrature route (:mod:`exactdp.rules.quadrature`); ``"poly"``: the polynomial route;
+    ``method="auto"``: the polynomial route where it is cheap, else the quadrature route
+    (:mod:`exactdp.rules.quadrature_stream`); ``"poly"``: the polynomial route;
     ``"direct"`` and ``"acb"``: the quadrature route with every level integrated directly,
     by our Gauss-Legendre or by Arb's ``acb.integral`` (cross-checks, used by the tests).
     """
-    prec = ctx.prec
-    n = len(table)
-    mult = table.multiplicities
-    if n == 1 and mult[0] == 1:
-        return [arb(1)], [arb(1)]
-    if method == "poly" or (method == "auto" and _use_poly(table, prec)):
-        if method == "poly" and sum(mult) > PNF_POLY_SUPPORT_LIMIT:
-            raise InvalidParameterError(
-                "method", method,
-                f"permute-and-flip method='poly' over {sum(mult)} outputs exceeds "
-                f"PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT}; use method='auto'",
-            )
-        return _poly_enclosures(table)
-    p = table.relative_weights()
-    out_p = quadrature_integrals(p, mult, table.level_weights(), table.total(), _ln_p_floats(table),
-                                 lambda a: _accurate_weight(table, p, a), method)
-    levels = [mult[a] * out_p[a] for a in range(n)]
-    return out_p, levels
+    levels = PnfLevels(table, method)
+    out_p: list[arb] = []
+    out_l: list[arb] = []
+    for b in range(len(levels.ranges)):
+        P, L = levels.block(b)
+        out_p += P
+        out_l += L
+    return out_p, out_l
 
 
 # ---------------------------------------------------------------------------------------
@@ -394,7 +304,29 @@ class PermuteAndFlip(SelectionRule):
         return f"PermuteAndFlip({', '.join(args)})"
 
     # -- certified numbers -------------------------------------------------------------
+    def _levels(self, table: LevelTable, prec: int, at_least: bool = False) -> PnfLevels:
+        """The :class:`~exactdp.rules.pnf_levels.PnfLevels` of ``table`` at ``prec`` bits
+        (``at_least``: or a kept one of higher precision), computed once and kept (the
+        newest :data:`PNF_SAMPLER_PRECISIONS` + 1 per table and method)."""
+        with PRECISION_LOCK:  # one thread builds; the cache is per table
+            kept = _state_cache.get(table)
+            if kept is None:
+                kept = _state_cache[table] = OrderedDict()
+            fits = [p for (m, p) in kept if m == self.method and (p >= prec if at_least else p == prec)]
+            if fits:
+                key = (self.method, min(fits))
+                kept.move_to_end(key)
+                return kept[key]
+            with flint_workprec(prec):
+                levels = PnfLevels(table, self.method)
+            kept[(self.method, prec)] = levels
+            while len(kept) > PNF_SAMPLER_PRECISIONS + 1:
+                kept.popitem(last=False)  # the least recently used
+            return levels
+
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
+        """Every level's ``(P_a, m_a P_a)`` at flint's precision, as lists (refused past a
+        block table's memory budget: the streamed methods never need them)."""
         return table._cached(f"pnf-{self.method}", lambda: pnf_enclosures(table, self.method))
 
     def _check_dps(self, table: LevelTable, dps: int) -> None:
@@ -402,44 +334,69 @@ class PermuteAndFlip(SelectionRule):
         :data:`PNF_QUADRATURE_MAX_DPS` digits (its cost grows steeply with ``dps``)."""
         if dps <= PNF_QUADRATURE_MAX_DPS or (len(table) == 1 and table.multiplicities[0] == 1):
             return
-        if self.method == "poly" or (self.method == "auto" and _use_poly(table, MAX_PREC)):
+        if self.method == "poly" or (self.method == "auto" and use_poly(table, MAX_PREC)):
             return
         raise PrecisionError(
             "dps", dps,
-            f"permute-and-flip over {sum(table.multiplicities)} outputs uses rigorous quadrature "
-            f"(more than PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT} outputs, or method="
-            f"{self.method!r}), whose cost grows steeply with dps: at most PNF_QUADRATURE_MAX_DPS = "
-            f"{PNF_QUADRATURE_MAX_DPS} digits (set exactdp.rules.permute_and_flip.PNF_QUADRATURE_MAX_DPS "
-            f"higher to allow slower runs)",
+            f"permute-and-flip over more than PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT} outputs "
+            f"(or with method={self.method!r}) uses rigorous quadrature, whose cost grows steeply with "
+            f"dps: at most PNF_QUADRATURE_MAX_DPS = {PNF_QUADRATURE_MAX_DPS} digits (set "
+            f"exactdp.rules.permute_and_flip.PNF_QUADRATURE_MAX_DPS higher to allow slower runs)",
         )
 
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+        """``P_a`` from the shared values alone (one level: no other level's value)."""
         self._check_dps(table, dps)
-        return certify(lambda: self._enclosures(table)[0][a], dps, extra_bits=table.extra_bits)
+        return certify(lambda: self._levels(table, ctx.prec).value(a)[0], dps, extra_bits=table.extra_bits)
 
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         """``log P_a``; near 1 computed as ``log1p(-Q_a)`` with the complement
-        ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures), so
-        that probabilities close to 1 keep full relative accuracy in the log."""
+        ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures, formed
+        block by block), so that probabilities close to 1 keep full relative accuracy in
+        the log."""
         self._check_dps(table, dps)
 
         def compute():
-            probs, levels = self._enclosures(table)
             if len(table) == 1 and table.multiplicities[0] == 1:
                 return arb(0)
-            q = (table.multiplicities[a] - 1) * probs[a]
-            for b, lv in enumerate(levels):
-                if b != a:
-                    q += lv
+            levels = self._levels(table, ctx.prec)
+            p_a = levels.value(a)[0]
+            q = (table.multiplicities[a] - 1) * p_a
+            for b, (start, _) in enumerate(levels.ranges):
+                for i, lv in enumerate(levels.block(b)[1]):
+                    if start + i != a:
+                        q += lv
             if q < 0.5:
                 return (-q).log1p()
-            return probs[a].log()
+            return p_a.log()
 
         return certify(compute, dps, extra_bits=table.extra_bits)
 
     def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        """:meth:`iter_level_probabilities` as a list."""
+        return list(self.iter_level_probabilities(table, dps))
+
+    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+        """Level probabilities block by block, each certified on its own: the shared values
+        at the working precision of ``dps`` digits plus guard bits (one pass over the
+        levels), then each block's ``m_a P_a``; only a level whose ball is not yet accurate
+        is recomputed at doubled precisions.  Nothing is held beyond the shared values and
+        one block, and the values do not depend on how the table is cut into blocks."""
         self._check_dps(table, dps)
-        return certify_many(lambda: self._enclosures(table)[1], dps, extra_bits=table.extra_bits)
+        prec = prec_for_dps(dps, table.extra_bits)
+        bits = accuracy_bits(dps)
+        levels = self._levels(table, prec)
+        for b in range(len(levels.ranges)):
+            with flint_workprec(prec), gc_paused():  # compute under the precision lock, yield outside it
+                balls = levels.block(b)[1]
+                late = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
+                        if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
+                values = balls_to_mpf(balls)
+            start = levels.ranges[b][0]
+            for i in late:
+                values[i] = certify(lambda: self._levels(table, ctx.prec).value(start + i)[1], dps,
+                                    extra_bits=2 * prec - prec_for_dps(dps))
+            yield from values
 
     # -- exact --------------------------------------------------------------------------
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
@@ -465,38 +422,19 @@ class PermuteAndFlip(SelectionRule):
         and ``C_a``, so the draw has exactly the law ``P(a) = m_a P_a`` (the enclosures
         contain the true values at every precision; only the number of refinements
         depends on their width).  The enclosures of each precision it asks for are
-        computed once and kept (at most :data:`PNF_SAMPLER_PRECISIONS` per table), so
-        repeated draws cost a bisection over the levels.  ``"algorithm5"``:
+        computed once per precision and kept (:class:`~exactdp.rules.pnf_levels.PnfCumulative`:
+        the running sums at block ends, formed only as far as a draw needs, and the last
+        block or two read; the last sum is exactly 1), so repeated draws cost a bisection
+        over the block ends and one block; the first draw at a table's sampling precision
+        reuses the shared values of :meth:`iter_level_probabilities` at 30 digits.  ``"algorithm5"``:
         :meth:`sample_level_algorithm5`.  Integer randomness only (``rng.getrandbits``).
         """
         if self.sampler == "algorithm5":
             return self.sample_level_algorithm5(table, rng)
         if len(table) == 1:
             return 0
-        return choose_index(lambda prec: self._sampler_cumulative(table, prec), len(table), rng)
-
-    def _sampler_cumulative(self, table: LevelTable, prec: int) -> list[arb]:
-        """Enclosures of ``C_a = sum_{b <= a} m_b P_b`` at ``prec`` bits or more: a kept
-        list of at least that precision, else the level enclosures the table already
-        holds at such a precision, else new ones (not stored in the table, so that the
-        precision of :meth:`level_probabilities`' cache is left alone)."""
-        with PRECISION_LOCK:  # one thread builds; the cache is per table and method
-            kept = _sampler_cache.get(table)
-            if kept is None:
-                kept = _sampler_cache[table] = {}
-            fits = [p for (m, p) in kept if m == self.method and p >= prec]
-            if fits:
-                return kept[(self.method, min(fits))]
-            held = table.cached_at_least(f"pnf-{self.method}", prec)
-            levels = held[1] if held is not None else pnf_enclosures(table, self.method)[1]
-            out, run = [], arb(0)
-            for w in levels:
-                run = run + w
-                out.append(run)
-            while len(kept) >= PNF_SAMPLER_PRECISIONS:
-                del kept[next(iter(kept))]  # the oldest
-            kept[(self.method, prec)] = out
-            return out
+        return choose_index(lambda prec: self._levels(table, prec, at_least=True).cumulative(), len(table), rng,
+                            prec=table.sampling_prec)
 
     def sample_level_algorithm5(self, table: LevelTable, rng: random.Random,
                                 trace: Optional[list] = None) -> int:
@@ -531,6 +469,9 @@ class PermuteAndFlip(SelectionRule):
         n = len(table)
         if n == 1:
             return 0
+        check_fits = getattr(table, "check_fits", None)  # a block table: within its budget only
+        if check_fits is not None:
+            check_fits(n * _ALGORITHM5_LEVEL_BYTES, "permute-and-flip's Algorithm 5 sampler", None)
         mult = table.multiplicities
         u0 = table.utilities[0]
         gaps = [Fraction(u - u0) for u in table.utilities]
@@ -538,7 +479,7 @@ class PermuteAndFlip(SelectionRule):
         nbits = [_CHUNK] * n
         # the noisy values are about |ln p_a| in size: that many extra bits keep them exact
         # (a bit-length estimate from exact logs: |ln p_a| may be far beyond a float)
-        ln_mag = max(_ln_magnitudes(table))
+        ln_mag = max(ln_magnitudes(table))
         mag_bits = 8 if ln_mag < 0 else int(math.ceil(ln_mag / LN2)) + 9
         prec = 0
         lo: list[Optional[arb]] = [None] * n

@@ -11,7 +11,8 @@ precision (the polynomial route works with guard bits).
 **Polynomial route** (:func:`poly_integrals`, small supports): ``F/(1 - t p_a)`` expanded
 as an ``arb_poly`` and integrated term by term, with no truncation at all.
 
-**Quadrature route (method and error bound),** :func:`quadrature_integrals`.  Write ``S = sum_b m_b p_b``
+**Quadrature route (method and error bound),** run over levels read block by block by
+:class:`exactdp.rules.quadrature_stream.StreamedQuadrature` (the pieces are here).  Write ``S = sum_b m_b p_b``
 (``table.total()``), ``sigma = 2**floor(log2 S)`` (so ``1 <= S/sigma < 2``; ``S >= 1``
 because ``p_0 = 1``) and ``mu_n = int_0^1 t^n F(t) dt``.  All arithmetic is arb ball
 arithmetic (python-flint), so every rounding error is inside the balls; the three
@@ -53,8 +54,8 @@ arithmetic (python-flint), so every rounding error is inside the balls; the thre
    ``P_j = sum_{b not in D} m_b p_b^j`` and the remainder bound
    ``|sum_{j>J} P_j t^j/j| <= P_1 |t| (q|t|)^J / ((J+1)(1 - q|t|))``, ``q = max_{b not in D} p_b``
    (from ``P_j <= P_1 q^{j-1}``), added as a complex ball at every evaluation.  The power
-   sums drop the astronomically small trailing terms rigorously (:func:`_power_sums`):
-   with ``10**5`` levels almost all are cut at ``j = 2``, a linear cost.  ``log1p``
+   sums drop the astronomically small terms rigorously, level by level (:class:`PowerSums`):
+   with ``10**5`` levels almost all stop after ``j = 1``, a linear cost.  ``log1p``
    is used only where ``Re(1 - t p_b) > 0`` is certain (away from the branch cut), else
    the integer power ``(1 - t p_b)^{m_b}``; ``F`` is a polynomial, so it is analytic.
 
@@ -72,12 +73,14 @@ from typing import Callable, Optional, Sequence
 from flint import acb, acb_poly, arb, arb_poly, ctx
 
 from ..core.precision import flint_workprec
-from ..errors import PrecisionError
-from .gauss_legendre import LN2, dyadic_pieces, gl_integrals
+from .gauss_legendre import LN2, dyadic_pieces
 
-__all__ = ["poly_integrals", "quadrature_integrals", "LN2", "LN_CLAMP", "ln_int"]
+__all__ = ["poly_integrals", "PowerSums", "LN2", "LN_CLAMP", "ln_int"]
 
 _POW_FALLBACK_MAX = 1 << 24  # largest exponent for the integer-power form near t = 1/p
+
+#: A level left out of ``F`` once: ``(level index, p_a)``, or ``None``.
+Skip = Optional[tuple[int, arb]]
 
 
 # -- small arb helpers ------------------------------------------------------------------
@@ -116,63 +119,74 @@ def _float_log(x: arb) -> float:
 
 
 # -- the integrand: log F(s / sigma) evaluated on complex balls -------------------------
-def _power_sums(w: list, p: list, J: int, prec: int) -> list:
-    """Enclosures of ``P_j = sum_b w_b p_b^(j-1)`` for ``j = 1..J`` (``w_b = m_b p_b``;
-    ``p`` decreasing, every ``p_b <= 1``).  After each multiplication the trailing run of
-    terms below ``2**-(prec+40) P_1`` is dropped from the loop in one cut (their later
-    powers are no larger, as ``p_b <= 1``) and every later ``P_j`` gets ``[0, dropped]``
-    added, so the enclosures stay rigorous.  Cost: ``O(sum_j live_j)`` ball operations,
-    where ``live_j`` is the number of terms still above the threshold at power ``j`` --
-    with ``10**5`` levels of which most are astronomically small, the first pass drops
-    almost all of them (one slice, not one list copy per dropped term)."""
-    total = sum(w, arb(0))
-    out = [total]
-    if J < 2:
+class PowerSums:
+    """Enclosures of ``P_j = sum_b w_b p_b^(j-1)`` for ``j = 1..J`` (``w_b = m_b p_b``, every
+    ``p_b <= 1``), accumulated one level at a time in level order, so that the levels can
+    be read block by block and the result is the same however they are cut.
+
+    Each level's terms ``w_b p_b^(j-1)`` are formed power by power until one is below
+    ``thr``; as ``p_b <= 1`` every later term of that level is no larger, so the level
+    stops there and the term's upper bound is recorded as *dropped from the next power
+    on*: every ``P_j`` gets ``[0, sum of the bounds dropped at powers <= j]`` added
+    (:meth:`totals`), so the enclosures stay rigorous.  A level whose ``p_b`` is not
+    certainly ``<= 1`` keeps every term.  Cost: one addition and one comparison for an
+    astronomically small level, ``O(log(w_b / thr) / log(1/p_b))`` products otherwise.
+    """
+
+    __slots__ = ("J", "thr", "sums", "dropped")
+
+    def __init__(self, J: int, thr: arb):
+        self.J, self.thr = J, thr
+        self.sums = [arb(0)] * J
+        self.dropped = [arb(0)] * (J + 1)  # dropped[j]: bounds of the terms left out from power j on
+
+    def add(self, w: arb, p: arb) -> None:
+        """Add one level's terms (``w = m_b p_b``, ``p = p_b``)."""
+        sums, J = self.sums, self.J
+        sums[0] += w
+        if J < 2:
+            return
+        drop = p.upper() <= 1
+        t = w
+        for j in range(1, J):
+            if drop and t < self.thr:  # this power's term bounds every later one
+                self.dropped[j + 1] += t.upper()
+                return
+            t = t * p
+            sums[j] += t
+
+    def totals(self, J: int, *others: "PowerSums", tail: Optional[arb] = None) -> list[arb]:
+        """``P_1..P_J`` of these levels followed by ``others`` (their sums added power by
+        power), plus ``[0, tail]`` at every power for levels not visited whose weights sum
+        to at most ``tail`` (their terms at higher powers are no larger)."""
+        out = []
+        cut = arb(0)
+        for j in range(J):
+            total, cut = self.sums[j], cut + self.dropped[j + 1]
+            for o in others:
+                total, cut = total + o.sums[j], cut + o.dropped[j + 1]
+            bound = cut if tail is None else cut + tail.upper()
+            out.append(total + _zero_to(bound))
         return out
-    # Dropping needs p_b <= 1 for every b (then w_b p_b^i is non-increasing in i); p is
-    # decreasing, so p_0 <= 1 suffices.  Otherwise keep every term (still rigorous).
-    can_drop = bool(p) and bool(p[0] <= 1)
-    thr = total.upper() * arb(2) ** (-prec - 40)
-    terms = list(w)
-    dropped = arb(0)
-    for _ in range(2, J + 1):
-        terms = [x * y for x, y in zip(terms, p)]
-        if can_drop:
-            k = len(terms)
-            while k and terms[k - 1] < thr:
-                k -= 1
-            if k < len(terms):
-                dropped += sum(terms[k:], arb(0))
-                del terms[k:]
-                p = p[:k]
-        out.append(sum(terms, arb(0)) + _zero_to(dropped))
-    return out
 
 
 class _Integrand:
-    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls."""
+    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls.
 
-    def __init__(self, p: Sequence[arb], m: Sequence[int], w: Sequence[arb], lnp: Sequence[float],
-                 sigma_exp: int, tau_log2: float, prec: int):
-        n = len(p)
-        self.p, self.m = p, m
+    ``log F`` is ``sum_{b in D} m_b log1p(-t p_b)`` over the levels ``D`` given by ``dp``,
+    ``dm`` (the first ones) plus, when ``series = (q, P1, [P_1..P_J])`` is given, the power
+    series ``-sum_{j<=J} P_j t^j / j`` of the other levels (``q`` an upper bound of their
+    ``p_b``, ``P1`` of ``P_1``) with its remainder bound (module docstring, item 3)."""
+
+    def __init__(self, dp: Sequence[arb], dm: Sequence[int], series: Optional[tuple[arb, arb, list[arb]]],
+                 sigma_exp: int):
+        self.p, self.m = dp, dm
+        self.direct = range(len(dp))
         self.inv_sigma = arb(2) ** (-sigma_exp)
-        # Levels with q * tau > 1/2 are evaluated directly (log1p); the rest by power sums,
-        # whose series then converges at least like 2^-j.  p is decreasing: D is a prefix.
-        log2p = [x / LN2 for x in lnp]
-        nd = 0
-        while nd < n and log2p[nd] + tau_log2 > -1.0:
-            nd += 1
-        self.direct = list(range(nd))
-        self.series = nd < n
-        if self.series:
-            pb = list(p[nd:])
-            self.q = pb[0].upper()
-            log2ratio = min(log2p[nd] + tau_log2, -1.0)
-            J = max(1, int(math.ceil((prec + 16) / -log2ratio)))
-            self.J = J
-            self.P1 = sum(w[nd:], arb(0)).upper()
-            sums = _power_sums(list(w[nd:]), pb, J, prec)
+        self.series = series is not None
+        if series is not None:
+            self.q, self.P1, sums = series
+            self.J = len(sums)
             coeffs = [acb(0)]
             scale = arb(1)
             for j, Pj in enumerate(sums, start=1):
@@ -180,9 +194,10 @@ class _Integrand:
                 coeffs.append(acb(-(Pj * scale) / j))
             self.poly = acb_poly(coeffs)
 
-    def log_and_factor(self, s: acb, skip: Optional[int] = None):
+    def log_and_factor(self, s: acb, skip: Skip = None):
         """``(log part, polynomial factor or None)`` of ``F(t)/(1 - t p_skip)^[skip]`` at
-        ``t = s/sigma``; ``None`` when the ball is too wide for any rigorous form."""
+        ``t = s/sigma`` (``skip = (level index, p)``); ``None`` when the ball is too wide
+        for any rigorous form."""
         t = s * self.inv_sigma
         val = acb(0)
         factor = None
@@ -193,8 +208,9 @@ class _Integrand:
                 return None
             err = (self.P1 * at * r**self.J / ((self.J + 1) * (1 - r))).upper()
             val = self.poly(s) + acb(arb(0, err), arb(0, err))
+        skip_index = None if skip is None else skip[0]
         for b in self.direct:
-            e = self.m[b] - (1 if b == skip else 0)
+            e = self.m[b] - (1 if b == skip_index else 0)
             if e == 0:
                 continue
             z = t * self.p[b]
@@ -205,14 +221,14 @@ class _Integrand:
                 factor = one_minus**e if factor is None else factor * one_minus**e
             else:
                 return None
-        if skip is not None and skip >= len(self.direct):
-            z = t * self.p[skip]
+        if skip is not None and skip[0] >= len(self.p):
+            z = t * skip[1]
             if not (1 - z).real.lower() > 0:
                 return None
             val -= (-z).log1p()
         return val, factor
 
-    def value(self, s: acb, skip: Optional[int] = None) -> Optional[acb]:
+    def value(self, s: acb, skip: Skip = None) -> Optional[acb]:
         """``F(t)/(1 - t p_skip)^[skip]`` at ``t = s/sigma``; ``None`` when the ball is too wide."""
         got = self.log_and_factor(s, skip)
         if got is None:
@@ -221,7 +237,7 @@ class _Integrand:
         out = val.exp()
         return out if factor is None else out * factor
 
-    def function(self, n: int = 0, skip: Optional[int] = None) -> Callable[[acb, bool], acb]:
+    def function(self, n: int = 0, skip: Skip = None) -> Callable[[acb, bool], acb]:
         """The acb.integral integrand ``s^n F(s/sigma) [/ (1 - t p_skip)]``."""
 
         def f(s: acb, analytic: bool) -> acb:
@@ -351,128 +367,3 @@ def poly_integrals(p: Sequence[arb], mult: Sequence[int], S: arb, factor: Factor
             out_p.append(factor(a) * I_a)
         levels = [mult[a] * out_p[a] for a in range(n)]
     return out_p, levels
-
-
-def quadrature_integrals(p: Sequence[arb], mult: Sequence[int], w: Sequence[arb], S: arb, lnp: Sequence[float],
-                         factor: Factor, method: str = "auto") -> list[arb]:
-    """``factor(a) I_a`` per level by the quadrature route (module docstring).
-
-    ``w_b = m_b p_b`` and ``S = sum_b w_b`` as balls, ``lnp`` the planning floats ``ln p_b``
-    (never in a certified value).  ``method="auto"``: moment expansion where it converges
-    quickly, direct quadrature elsewhere; ``"direct"``: every level integrated directly by
-    the same Gauss-Legendre machinery (no expansion); ``"acb"``: every level by Arb's own
-    adaptive integrator ``acb.integral`` (independent of our quadrature; slow, for tests).
-    """
-    prec = ctx.prec
-    n = len(mult)
-    lnS = _float_log(S)
-    sigma_exp = int(math.floor(lnS / LN2))
-    # S/sigma must be >= 1 (tail bounds): step down if the float floor was too optimistic.
-    while not (S >= arb(2) ** sigma_exp):
-        sigma_exp -= 1
-    sigma_exp = max(sigma_exp, 0)
-
-    # -- plan ---------------------------------------------------------------------------
-    cap = 4 * prec + 64
-    need = []
-    for a in range(n):
-        if method in ("direct", "acb"):
-            need.append(cap + 1)
-            continue
-        if lnp[a] < lnS - 60.0:  # p_a < S e^-60: ln(S - p_a) = ln S to float accuracy
-            lnSm = lnS
-        else:
-            d = S - p[a]
-            lnSm = _float_log(d) if d > 0 else None
-        need.append(_needed_terms(lnp[a], lnS, lnSm, a == 0, prec, cap))
-    order = sorted(set(need))
-    best_cost, n_star = n, -1  # all direct
-    for cand in order:
-        if cand > cap:
-            break
-        cost = (cand + 1) + sum(1 for x in need if x > cand)
-        if cost < best_cost:
-            best_cost, n_star = cost, cand
-    direct_levels = [a for a in range(n) if need[a] > n_star]
-
-    # -- range of integration ------------------------------------------------------------
-    L = 8.0
-    if n_star >= 0:
-        L = max(L, _moment_cut(n_star, prec))
-    if direct_levels:
-        L = max(L, (prec + 16) * LN2 * 2 + 8)
-    s_end_exp = max(int(math.ceil(math.log2(L))), 0)
-    truncated = s_end_exp < sigma_exp  # integrate over [0, L] only, plus a tail bound
-    if not truncated:
-        s_end_exp = sigma_exp
-    # |t| on the complex balls of the quadrature stays below about 2 * s_end / sigma.
-    tau_log2 = min(0, s_end_exp - sigma_exp) + 1.0
-    integrand = _Integrand(p, mult, w, lnp, sigma_exp, tau_log2, prec)
-    sigma = arb(2) ** sigma_exp
-    L_ball = arb(2) ** s_end_exp
-
-    # -- moments nu_n = int_0^sigma s^n F(s/sigma) ds (so mu_n = nu_n / sigma^{n+1}) -----
-    if method == "acb":
-        nus = [_integrate(integrand.function(k), s_end_exp, prec) for k in range(n_star + 1)]
-        direct_vals: dict = {}
-    else:
-        nus, direct_vals = gl_integrals(integrand, s_end_exp, n_star + 1, direct_levels, p, prec)
-    if truncated:
-        for k in range(n_star + 1):
-            nus[k] = nus[k] + _zero_to(L_ball**k * (-L_ball).exp() / (1 - arb(k) / L_ball))
-
-    fact = [arb(1)]
-    for k in range(1, n_star + 3):
-        fact.append(fact[-1] * k)
-
-    goal = arb(2) ** (-prec - 7) / S  # 2**-(prec+6) times the lower bound 1/(2S) of I_a
-    out_p: list[Optional[arb]] = [None] * n
-    direct_set = set(direct_levels)
-    shared_factor: dict = {}  # N -> min(B_1, B_2) at the largest p_a that used N
-    nu0_scaled = nus[0] / sigma if n_star >= 0 else None
-    for a in range(n):
-        if a in direct_set:
-            continue
-        pa = p[a]
-        # Smallest N (<= n_star) whose rigorous tail bound meets the goal.  First try the
-        # factor min(B_1, B_2) of an earlier level with the same N (both are increasing in
-        # p, and p is decreasing in a, so it bounds this level's factor too): one product.
-        N = min(max(need[a], 0), n_star)
-        R = None
-        shared = shared_factor.get(N)
-        if shared is not None:
-            R = (pa ** (N + 1) * shared).upper()
-            if not R < goal:
-                R = None
-        if R is None:
-            fac = _tail_factor(pa, N, S, fact)
-            if fac is not None:
-                shared_factor.setdefault(N, fac)
-            R = None if fac is None else (pa ** (N + 1) * fac).upper()
-        while (R is None or not R < goal) and N < n_star:
-            N += 1
-            R = _tail_bound(pa, N, S, fact)
-        if R is None:
-            direct_set.add(a)
-            continue
-        if N == 0:
-            I_a = nu0_scaled + _zero_to(R)
-        else:
-            x = pa / sigma
-            acc = nus[N]
-            for k in range(N - 1, -1, -1):
-                acc = acc * x + nus[k]
-            I_a = acc / sigma + _zero_to(R)
-        out_p[a] = factor(a) * I_a
-    for a in sorted(direct_set):
-        pa = p[a]
-        val = direct_vals.get(a)
-        if val is None:
-            val = _integrate(integrand.function(0, skip=a), s_end_exp, prec)
-        if truncated:
-            c = (S - pa) / sigma
-            if not c > 0:
-                raise PrecisionError(None, None, "permute-and-flip: cannot bound the quadrature tail")
-            val += _zero_to((-(c * L_ball)).exp() / c)
-        out_p[a] = factor(a) * val / sigma
-    return out_p  # type: ignore[return-value]

@@ -196,15 +196,6 @@ def test_truncated_running_sum_samples_the_tail_exactly(monkeypatch, ones):
         assert got >= 2  # beyond the one block the running sum stopped after
 
 
-def test_pnf_joint_refuses_past_the_budget():
-    """Permute-and-flip needs whole-table enclosures: past the budget a clear error, not
-    an exhausted machine."""
-    m = exactdp.PNFJoint([9, 7, 7, 4, 2, 1, 0], 3, memory_budget=500)
-    with pytest.raises(MemoryBudgetError, match=r"selection rule's .* enclosures .* memory_budget = 500"):
-        m.probability((0, 1, 2))
-    assert exactdp.PNFJoint([9, 7, 7, 4, 2, 1, 0], 3).probability((0, 1, 2)) > 0
-
-
 def test_memory_budget_from_text_and_the_command_line(capsys):
     """The command line passes ``--memory-budget`` as text: digits (underscores allowed)."""
     from exactdp.cli import main
@@ -221,9 +212,11 @@ def test_memory_budget_from_text_and_the_command_line(capsys):
     large = capsys.readouterr().out
     assert "memory_budget=100000" in large
     assert small.replace("memory_budget=100)", "") == large.replace("memory_budget=100000)", "")
-    # permute-and-flip needs whole-table enclosures: refused past the budget, naming it
-    assert main(["dist", "pnf-joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", "100"]) == 2
-    assert "memory_budget" in capsys.readouterr().err
+    # permute-and-flip streams its level probabilities too: the same rows within any budget
+    for budget in ("100", "100000"):
+        assert main(["dist", "pnf-joint", "--counts", "5,3,1,0", "-k", "2", "--memory-budget", budget]) == 0
+    small, large = capsys.readouterr().out.split("level  utility")[1:]
+    assert small.replace("memory_budget=100)", "") == large.replace("memory_budget=100000)", "")
 
 
 @pytest.mark.parametrize("block_events", [1, 3, 1 << 17])

@@ -105,15 +105,15 @@ def test_cdf_sampler_is_the_exact_inverse_cdf(levels, base):
 
 def test_cdf_sampler_refines_precision_near_a_boundary():
     """A uniform within ``2**-300`` of a boundary needs more than the first precision: the
-    sampler asks for (and keeps) a higher one, at most ``PNF_SAMPLER_PRECISIONS`` kept."""
+    sampler asks for (and keeps) a higher one, at most ``PNF_SAMPLER_PRECISIONS + 1`` kept."""
     t = table_of(TABLES[1], "1/2")
     law = exact_level_law(t)
     u = law[0] - Fraction(1, 1 << 300)
     rng = ScriptedRandom(u)
     assert CDF.sample_level(t, rng) == 0
     assert rng.used > 300
-    kept = pnf_module._sampler_cache[t]
-    assert 1 <= len(kept) <= pnf_module.PNF_SAMPLER_PRECISIONS
+    kept = pnf_module._state_cache[t]
+    assert 1 <= len(kept) <= pnf_module.PNF_SAMPLER_PRECISIONS + 1
     assert max(p for _, p in kept) > 300
 
 
@@ -124,27 +124,34 @@ def test_cdf_sampler_cache_is_bounded(monkeypatch):
     for shift in (100, 400, 900):
         u = law[0] + Fraction(1, 1 << shift)
         assert CDF.sample_level(t, ScriptedRandom(u)) == 1
-        assert len(pnf_module._sampler_cache[t]) == 1
+        assert len(pnf_module._state_cache[t]) <= 2
 
 
 def test_cdf_sampler_reuses_level_probability_enclosures():
     """After ``level_probabilities`` the sampler reads the table's enclosures (no new
-    quadrature) when their precision is enough."""
+    quadrature pass) when their precision is enough."""
     t = table_of([(-i, 1 + i % 3) for i in range(30)], "9/10")
     CDF.level_probabilities(t, 30)
     calls = []
-    original = pnf_module.pnf_enclosures
+    original = pnf_module.PnfLevels
 
     def spy(*args, **kwargs):
         calls.append(args)
         return original(*args, **kwargs)
 
-    pnf_module.pnf_enclosures = spy
+    pnf_module.PnfLevels = spy
     try:
         CDF.sample_level(t, random.Random(1))
     finally:
-        pnf_module.pnf_enclosures = original
+        pnf_module.PnfLevels = original
     assert calls == []
+    pnf_module._state_cache.pop(t)  # negative control: with nothing kept, one pass is made
+    pnf_module.PnfLevels = spy
+    try:
+        CDF.sample_level(t, random.Random(1))
+    finally:
+        pnf_module.PnfLevels = original
+    assert len(calls) == 1
 
 
 def _binned(table, n_bins=8):

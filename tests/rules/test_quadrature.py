@@ -19,7 +19,8 @@ from exactdp.core.levels import Level, LevelTable
 from exactdp.core.scale import Scale
 from exactdp.rules.gauss_legendre import dyadic_pieces
 from exactdp.rules.permute_and_flip import PermuteAndFlip
-from exactdp.rules.quadrature import _power_sums, _tail_factor, poly_integrals, quadrature_integrals
+from exactdp.rules.quadrature import PowerSums, _tail_factor, poly_integrals
+from exactdp.rules.quadrature_stream import quadrature_integrals
 from twins import rel_err
 
 # levels (p_b, m_b), p_0 = 1 and p decreasing, as permute-and-flip builds them
@@ -80,8 +81,23 @@ def test_dyadic_pieces_cover_the_range():
     assert all(a == x and b == y for (a, b), (x, y) in zip(pieces, [(0, 1), (1, 2), (2, 4), (4, 8)]))
 
 
+def _power_sums(w, p, J, prec):
+    """``P_1..P_J`` by :class:`PowerSums`, level by level, with the cut at ``2**-(prec+40) P_1``."""
+    sums = PowerSums(J, sum(w, arb(0)).upper() * arb(2) ** (-prec - 40))
+    for x, y in zip(w, p):
+        sums.add(x, y)
+    return sums.totals(J)
+
+
+class _NoCut(PowerSums):
+    """:class:`PowerSums` that never drops a term (the slow path's reference)."""
+
+    def __init__(self, J, thr):
+        super().__init__(J, arb(0))
+
+
 def _naive_power_sums(w, p, J, prec):
-    """Reference for ``_power_sums``: every term at every power, nothing dropped."""
+    """Reference for ``PowerSums``: every term at every power, nothing dropped."""
     terms, out = list(w), [sum(w, arb(0))]
     for _ in range(2, J + 1):
         terms = [x * y for x, y in zip(terms, p)]
@@ -156,7 +172,7 @@ def test_many_tiny_levels_table_matches_slow_path(monkeypatch):
     sums with the cut, shared tail factors) agree to 10**-dps, at two precisions, with the
     slow path: every level integrated directly (no moment expansion, so no tail factors)
     with naive power sums (nothing dropped)."""
-    import exactdp.rules.quadrature as quadrature
+    import exactdp.rules.quadrature_stream as quadrature_stream
 
     rng = random.Random(11)
     us = sorted({Fraction(-rng.randint(1, 60_000), 2) for _ in range(3000)}, reverse=True)
@@ -166,7 +182,7 @@ def test_many_tiny_levels_table_matches_slow_path(monkeypatch):
         return LevelTable([Level(u, m) for u, m in levels], Scale(epsilon=Fraction(1), divisor=Fraction(1)))
 
     fast = {dps: PermuteAndFlip().level_probabilities(fresh(), dps) for dps in (30, 60)}
-    monkeypatch.setattr(quadrature, "_power_sums", _naive_power_sums)
+    monkeypatch.setattr(quadrature_stream, "PowerSums", _NoCut)
     for dps in (30, 60):
         slow = PermuteAndFlip("direct").level_probabilities(fresh(), dps)
         assert max(rel_err(a, b) for a, b in zip(fast[dps], slow)) <= 2 * mpmath.mpf(10) ** -dps

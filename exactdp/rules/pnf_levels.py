@@ -1,0 +1,318 @@
+r"""Permute-and-flip's certified level values over a level table, block by block within its memory budget.
+
+:class:`PnfLevels` holds, for one table and one working precision, what every level's
+``P_a = p_a I_a`` (one output) and ``m_a P_a`` (the level) are computed from
+(:mod:`exactdp.rules.permute_and_flip`, docs/definitions.md §2.2): for small supports the
+whole lists of the polynomial route (:func:`~exactdp.rules.quadrature.poly_integrals`), else
+the shared values of the quadrature route (:class:`~exactdp.rules.quadrature_stream.StreamedQuadrature`:
+one pass over the levels, ``O(nodes)`` balls kept).  Any block's values (:meth:`PnfLevels.block`),
+or one level's (:meth:`PnfLevels.value`), then come from those alone, so a
+:class:`~exactdp.core.level_blocks.BlockLevelTable` of tens of millions of levels is read
+block by block and never held: the memory is that of the table's own budget plus a few
+blocks of balls.  Over an in-memory :class:`~exactdp.core.levels.LevelTable` the same code
+runs with one block.
+
+:class:`PnfCumulative` is the running sum ``C_a = sum_{b <= a} m_b P_b`` for exact sampling
+(:func:`exactdp.core.sampling.choose_index`): the running sum at each block's end, formed
+in level order only as far as a draw needs it, and the sums within the last block or two
+read; its last entry is exactly 1 (the level probabilities of a distribution sum to 1), so
+no draw needs a pass over every level.
+
+>>> from fractions import Fraction
+>>> from exactdp.core.levels import Level, LevelTable
+>>> from exactdp.core.scale import Scale
+>>> t = LevelTable([Level(0, 1), Level(-1, 2)], Scale(base=Fraction(1, 2)))
+>>> with flint_workprec(80):
+...     top = PnfLevels(t, "auto").block(0)[1][0]      # P(level 0) = 7/12
+...     ok = (12 * top - 7).contains(0)                  # (exact: 12 and 7 are small integers)
+>>> ok, top.rad() < 2.0 ** -70
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import OrderedDict
+from fractions import Fraction
+from typing import Any, Optional, Sequence
+
+from flint import arb, ctx, fmpq
+
+from ..core.levels import LevelTable
+from ..core.precision import flint_workprec
+from ..core.sampling import first_not_below
+from ..core.scale import Scale
+from ..errors import InvalidParameterError
+from .quadrature import LN2, LN_CLAMP, ln_int, poly_integrals
+from .quadrature_stream import StreamedQuadrature
+
+__all__ = ["PnfLevels", "PnfCumulative", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
+           "PNF_POLY_WORK_LIMIT_HIGH_PREC", "use_poly", "ln_lam", "ln_magnitudes"]
+
+#: ``method="auto"`` integrates the polynomial ``F`` exactly in ball arithmetic (the
+#: ``"poly"`` route, no quadrature nodes: its cost grows only like one multiplication
+#: with ``dps``) for supports of at most this many outputs (also the limit of
+#: ``method="poly"``)...
+PNF_POLY_SUPPORT_LIMIT = 1024
+#: ...when (number of levels) x (support) is at most this, or the working precision is at
+#: least :data:`PNF_POLY_MIN_PREC` bits (where quadrature gets expensive); otherwise the
+#: quadrature route.
+PNF_POLY_WORK_LIMIT = 4096
+PNF_POLY_MIN_PREC = 512
+#: ...(at such precisions, up to this (number of levels) x (support)).
+PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
+
+
+# -- planning floats from the exact utilities -------------------------------------------
+def _ln_rational(x: Fraction) -> float:
+    """``ln x`` for a positive rational of any size or smallness (planning only)."""
+    return ln_int(x.numerator) - ln_int(x.denominator)
+
+
+def ln_lam(scale: Scale) -> float:
+    """``ln lam`` as a float from the exact ``epsilon/divisor`` or ``base`` (planning only;
+    ``-inf`` only if ``lam`` is too small for a float, where every ``p_a`` plans as 1)."""
+    if scale.lam is not None:
+        return _ln_rational(scale.lam)
+    b = scale.base
+    if b <= Fraction(1, 2):
+        return math.log(_ln_rational(1 / b))  # lam = ln(1/b) >= ln 2
+    r = 1 - b  # lam = -ln(1 - r), 0 < r < 1/2
+    rf = float(r)
+    if rf > 1e-8:
+        return math.log(-math.log1p(-rf))
+    return _ln_rational(r)  # lam = r (1 + O(r)): ln lam = ln r to float accuracy
+
+
+def _ln_gap(lam_log: float, gap: Any) -> float:
+    """``ln(lam * gap)`` for an exact positive int or Fraction gap (planning only)."""
+    if type(gap) is int:
+        return lam_log + ln_int(gap)
+    return lam_log + _ln_rational(Fraction(gap))
+
+
+def ln_magnitudes(table: LevelTable) -> list[float]:
+    """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level (``-inf`` for ``a = 0``), from exact
+    logs of the integers involved: finite for every valid input (planning only)."""
+    lam_log = ln_lam(table.scale)
+    u0 = table.utilities[0]
+    return [_ln_gap(lam_log, u0 - u) if u != u0 else -math.inf for u in table.utilities]
+
+
+_LN_CLAMP_LOG = math.log(LN_CLAMP)
+
+
+def _ln_p(lam_log: float, gap: Any) -> float:
+    """``ln p_a`` as a float from the exact gap ``u_0 - u_a`` (planning only): clamped at
+    ``-LN_CLAMP`` for astronomically small ``p_a``, and ``-0.0`` (plans as ``p_a = 1``) when
+    ``lam (u_0 - u_a)`` underflows a float; never an overflow or a domain error."""
+    if not gap:
+        return 0.0
+    return -math.exp(min(_ln_gap(lam_log, gap), _LN_CLAMP_LOG))
+
+
+def _ln_ps(lam_log: float, u0: Any, utilities: Sequence[Any]) -> list[float]:
+    """:func:`_ln_p` of each utility's gap to ``u0``; for integer gaps below ``2**53`` (exact
+    in float64) the same formula in numpy, one block at a time (planning only)."""
+    if utilities and all(type(u) is int for u in utilities) and -(1 << 62) < utilities[-1] <= u0 < (1 << 62) \
+            and u0 - utilities[-1] < (1 << 53):
+        np = _np()
+        gaps = (u0 - np.array(utilities, dtype=np.int64)).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            lm = lam_log + np.log(gaps)
+        out = -np.exp(np.minimum(lm, _LN_CLAMP_LOG))
+        out[gaps == 0] = 0.0
+        return out.tolist()
+    return [_ln_p(lam_log, u0 - u) for u in utilities]
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def use_poly(table: LevelTable, prec: int) -> bool:
+    """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``
+    (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels)."""
+    M = 0
+    for m in table.multiplicities:
+        M += m
+        if M > PNF_POLY_SUPPORT_LIMIT:
+            return False
+    work = M * len(table)
+    return work <= PNF_POLY_WORK_LIMIT or (prec >= PNF_POLY_MIN_PREC and work <= PNF_POLY_WORK_LIMIT_HIGH_PREC)
+
+
+class PnfLevels:
+    """Permute-and-flip's values over ``table`` at flint's current precision (module
+    docstring); ``method`` as :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`'s."""
+
+    def __init__(self, table: LevelTable, method: str):
+        self.table, self.method, self.prec = table, method, ctx.prec
+        self.ranges = table.block_ranges()
+        self._starts = [start for start, _ in self.ranges]
+        self._lam_log = ln_lam(table.scale)
+        self._u0 = table.utilities[0]
+        self.poly: Optional[tuple[list[arb], list[arb]]] = None
+        self.quad: Optional[StreamedQuadrature] = None
+        self._cumulative: Optional[PnfCumulative] = None
+        mult = table.multiplicities
+        if len(table) == 1 and mult[0] == 1:
+            self.poly = [arb(1)], [arb(1)]
+        elif method == "poly" or (method == "auto" and use_poly(table, self.prec)):
+            if method == "poly" and sum(mult) > PNF_POLY_SUPPORT_LIMIT:
+                raise InvalidParameterError(
+                    "method", method,
+                    f"permute-and-flip method='poly' over {sum(mult)} outputs exceeds "
+                    f"PNF_POLY_SUPPORT_LIMIT = {PNF_POLY_SUPPORT_LIMIT}; use method='auto'",
+                )
+            p = table.relative_weights()
+            self.poly = poly_integrals(p, mult, table.total(), lambda a: self._accurate(p[a], a))
+        else:
+            summed = getattr(table, "summed_blocks", None)
+            self.quad = StreamedQuadrature(table.total(), self.ranges, self._read, mult.__getitem__, method,
+                                           summed() if summed is not None else None)
+
+    def _read(self, b: int) -> tuple[list[float], Sequence[arb], Sequence[arb]]:
+        """Block ``b``'s planning floats ``ln p_a`` and balls ``p_a``, ``m_a p_a``."""
+        start, stop = self.ranges[b]
+        t, lam_log, u0 = self.table, self._lam_log, self._u0
+        lnp = _ln_ps(lam_log, u0, t.utilities[start:stop])
+        return lnp, t.relative_weights()[start:stop], t.level_weights()[start:stop]
+
+    def _accurate(self, pa: arb, a: int) -> arb:
+        """``p_a`` with full relative accuracy at flint's precision.  The table's relative
+        weights are ``exp(lam (u_a - u_0))`` at the working precision, which for an
+        astronomically small ``p_a`` (``|lam (u_a - u_0)|`` beyond ``2**prec``) is a ball
+        around 0; then ``P_a = p_a I_a`` would force the whole computation to a precision
+        of ``log2 |ln p_a|`` bits.  ``I_a`` does not need it (``p_a`` enters ``F``
+        negligibly), so only this factor is recomputed with that many extra bits (exact
+        ``lam`` times the exact gap, then ``exp``): still a rigorous enclosure."""
+        prec = ctx.prec
+        # (a block table's running products lose up to about its guard bits, extra_bits:
+        # those balls are fine, and recomputing them would cost an exponential per level)
+        if a == 0 or pa.rel_accuracy_bits() >= prec - 16 - self.table.extra_bits:  # (inlined in block)
+            return pa
+        delta = Fraction(self.table.utilities[a] - self._u0)
+        ln_mag = _ln_gap(self._lam_log, -delta)  # ln |ln p_a|, this level only
+        extra = 64 + (int(math.ceil(ln_mag / LN2)) if ln_mag > 0 else 0)
+        with flint_workprec(prec + extra):
+            lam = self.table.scale.lam_ball()
+            return (lam * arb(fmpq(delta.numerator, delta.denominator))).exp()
+
+    def _one(self, a: int, lnp: float, pa: arb, wa: arb) -> tuple[arb, arb]:
+        assert self.quad is not None
+        I_a = self.quad.integral(a, lnp, pa)
+        acc = self._accurate(pa, a)
+        P_a = acc * I_a
+        # m_a P_a = (m_a p_a) I_a, unless p_a had to be recomputed (then m_a p_a is too wide)
+        return P_a, (wa * I_a if acc is pa else self.table.multiplicities[a] * P_a)
+
+    def block(self, b: int) -> tuple[list[arb], list[arb]]:
+        """``(P_a, m_a P_a)`` for the levels of block ``b`` (at this object's precision)."""
+        start, stop = self.ranges[b]
+        if self.poly is not None:
+            return self.poly[0][start:stop], self.poly[1][start:stop]
+        quad = self.quad
+        assert quad is not None
+        # the common case inlined (one expansion term, p_a accurate): exactly what _one gives
+        zero, f0, goal, nu0 = quad._zero_need, quad._f0, quad.goal, quad.nu0
+        fine = self.prec - 16 - self.table.extra_bits
+        with flint_workprec(self.prec):
+            lnp, p, w = self._read(b)
+            out_p, out_l = [], []
+            for i, (x, pa, wa) in enumerate(zip(lnp, p, w)):
+                if x < zero and f0 is not None:
+                    R = (pa * f0).upper()
+                    if R < goal and pa.rel_accuracy_bits() >= fine:
+                        I_a = nu0 + arb(0, R)
+                        out_p.append(pa * I_a)
+                        out_l.append(wa * I_a)
+                        continue
+                P_a, L_a = self._one(start + i, x, pa, wa)
+                out_p.append(P_a)
+                out_l.append(L_a)
+        return out_p, out_l
+
+    def value(self, a: int) -> tuple[arb, arb]:
+        """``(P_a, m_a P_a)`` of level ``a`` alone."""
+        if self.poly is not None:
+            return self.poly[0][a], self.poly[1][a]
+        t = self.table
+        with flint_workprec(self.prec):
+            return self._one(a, _ln_ps(self._lam_log, self._u0, [t.utilities[a]])[0], t.relative_weights()[a],
+                             t.level_weights()[a])
+
+    def block_of(self, a: int) -> int:
+        """The index of the block holding level ``a``."""
+        return bisect_right(self._starts, a) - 1
+
+    def cumulative(self) -> "PnfCumulative":
+        """The running sums of the level probabilities (:class:`PnfCumulative`), kept."""
+        if self._cumulative is None:
+            self._cumulative = PnfCumulative(self)
+        return self._cumulative
+
+
+class PnfCumulative(Sequence):
+    """``C_a = sum_{b <= a} m_b P_b`` for :func:`~exactdp.core.sampling.choose_index`, at the
+    precision of its :class:`PnfLevels` (module docstring).  ``C_last`` is exactly 1; the
+    running sum is formed in level order, the same additions however far it was asked."""
+
+    _KEEP = 2  # blocks of running sums kept (a draw reads C_{a-1} and C_a: at most two)
+
+    def __init__(self, levels: PnfLevels):
+        self.levels = levels
+        self._n = len(levels.table)
+        self._ends: list[arb] = []  # the running sum at the end of each block formed so far
+        self._kept: "OrderedDict[int, list[arb]]" = OrderedDict()
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _block(self, b: int) -> list[arb]:
+        got = self._kept.get(b)
+        if got is not None:
+            self._kept.move_to_end(b)
+            return got
+        while len(self._ends) < b:  # the sums before block b, in level order
+            self._block(len(self._ends))
+        with flint_workprec(self.levels.prec):
+            run = self._ends[b - 1] if b else arb(0)
+            out = []
+            for w in self.levels.block(b)[1]:
+                run = run + w
+                out.append(run)
+        if len(self._ends) == b:
+            self._ends.append(run)
+        self._kept[b] = out
+        while len(self._kept) > self._KEEP:
+            self._kept.popitem(last=False)
+        return out
+
+    def __getitem__(self, a):  # type: ignore[override]
+        if isinstance(a, slice):
+            return [self[i] for i in range(*a.indices(self._n))]
+        if a < 0:
+            a += self._n
+        if not 0 <= a < self._n:
+            raise IndexError(a)
+        if a == self._n - 1:
+            return arb(1)  # the level probabilities sum to exactly 1
+        b = self.levels.block_of(a)
+        return self._block(b)[a - self.levels.ranges[b][0]]
+
+    def first_not_below(self, lower: Any) -> int:
+        """First index whose upper bound is not ``<= lower`` (the last if none): the block
+        sums are formed in order until one ends above ``lower``, then one block is searched."""
+        last = len(self.levels.ranges) - 1
+        b = 0
+        while b < last:
+            if len(self._ends) <= b:
+                self._block(b)
+            if not self._ends[b].upper() <= lower:
+                break
+            b += 1
+        return self.levels.ranges[b][0] + first_not_below(self._block(b), lower)
