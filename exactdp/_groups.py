@@ -10,9 +10,9 @@ group, and every output listed group by group.
 The oracle never imports a mechanism module: it uses ``groups()``, ``group_index()``,
 ``group_output_probabilities()``, ``outputs()`` and ``output_kind`` only.  A mechanism whose
 groups are its rule's levels (the base class's group hooks, not overridden) and whose rule
-offers the batched pass (the exponential mechanism's ``log_form`` and
-``output_probabilities``) gets every probability in that one pass instead
-(:meth:`Groups.log_form`).
+offers the batched pass (``output_probabilities``: the exponential mechanism and
+permute-and-flip) gets every probability in that one pass instead; the exponential
+mechanism's ``log_form`` serves the per-delta audits (:meth:`Groups.log_form`).
 """
 
 from __future__ import annotations
@@ -66,23 +66,34 @@ class Groups:
         the ``dps`` given at construction); computed once per ``dps``."""
         digits = self.dps if dps is None else dps
         if digits not in self._output_probs:
-            rule = self.log_form_rule()
+            rule = self.batched_rule()
             if rule is not None:
                 self._output_probs[digits] = rule.output_probabilities(self.mechanism.table, digits)
             else:
                 self._output_probs[digits] = [p for _, p in self.mechanism.group_output_probabilities(digits)]
         return self._output_probs[digits]
 
-    def log_form_rule(self) -> Any:
-        """The mechanism's rule when it offers the batched pass and the groups are its
-        levels (no group hook overridden, as CanonicalGamma1 and Peeling do), else None."""
+    def _rule_offering(self, method: str) -> Any:
+        """The mechanism's rule when it has ``method`` and the groups are its levels (no
+        group hook overridden, as CanonicalGamma1 and Peeling do), else None."""
         m = self.mechanism
         rule = getattr(m, "rule", None)
-        if not (callable(getattr(rule, "log_form", None)) and isinstance(m, Mechanism)):
+        if not (callable(getattr(rule, method, None)) and isinstance(m, Mechanism)):
             return None
         cls = type(m)
         hooks = ("groups", "_group_probability", "_group_output_probabilities")
         return rule if all(getattr(cls, h) is getattr(Mechanism, h) for h in hooks) else None
+
+    def log_form_rule(self) -> Any:
+        """The mechanism's rule when it offers the batched log form (the exponential
+        mechanism) and the groups are its levels, else None."""
+        return self._rule_offering("log_form")
+
+    def batched_rule(self) -> Any:
+        """The mechanism's rule when it offers ``output_probabilities(table, dps)``, every
+        level's one-output probability in one pass (the exponential mechanism,
+        permute-and-flip), and the groups are its levels, else None."""
+        return self._rule_offering("output_probabilities")
 
     def log_form(self) -> Any:
         """The rule's ``LogForm`` of the groups at flint's current precision

@@ -398,6 +398,30 @@ class PermuteAndFlip(SelectionRule):
                                     extra_bits=2 * prec - prec_for_dps(dps))
             yield from values
 
+    def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+        """The certified probability of one output of every level, best first: the values
+        of :meth:`output_probability` level by level (the same ``mpf``), in one pass over
+        the blocks.  Each block's ``P_a`` comes from the shared values at the first working
+        precision :meth:`output_probability` tries; a level whose ball is not yet accurate
+        is handed to :meth:`output_probability` itself.  What the oracle's group
+        probabilities (pair audits) use instead of one certification per level."""
+        self._check_dps(table, dps)
+        prec = prec_for_dps(dps, table.extra_bits)
+        bits = accuracy_bits(dps)
+        levels = self._levels(table, prec)
+        out: list[mpmath.mpf] = []
+        for b in range(len(levels.ranges)):
+            with flint_workprec(prec), gc_paused():
+                balls = levels.block(b)[0]
+                late = [i for i, ball in enumerate(balls)
+                        if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
+                values = balls_to_mpf(balls)
+            start = levels.ranges[b][0]
+            for i in late:
+                values[i] = self.output_probability(table, start + i, dps)
+            out.extend(values)
+        return out
+
     # -- exact --------------------------------------------------------------------------
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
         """Exact rational (rational base, integral gaps) or a sympy sum of exponentials
