@@ -119,20 +119,10 @@ def _detected(c1, c2, k):
 
 
 @pytest.mark.parametrize("fault", ["threshold", "band"])
-def test_negative_control_a_wrong_sweep_is_detected(monkeypatch, fault):
+def test_negative_control_a_wrong_sweep_is_detected(break_pair_count, fault):
     """An off-by-one threshold in the two-dimensional count, or a band one too narrow, is
     caught by the twin comparison."""
-    if fault == "threshold":
-        original = joint_pairs._Pair.at_most
-        monkeypatch.setattr(joint_pairs._Pair, "at_most", lambda self, m1, m2: original(self, m1 + 1, m2))
-    else:
-        original_init = joint_pairs._Pair.__init__
-
-        def narrow(self, a, b):
-            original_init(self, a, b)
-            self.band = max(0, self.band - 1)
-
-        monkeypatch.setattr(joint_pairs._Pair, "__init__", narrow)
+    break_pair_count(joint_pairs._Pair, fault)
     cases = [(list(c1), list(c2), k) for c1, c2 in _pairs(3, full=True) for k in (1, 2)]
     assert any(_detected(*case) for case in cases)
 

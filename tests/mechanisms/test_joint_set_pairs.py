@@ -133,7 +133,7 @@ def _detected(c1, c2, k):
 
 
 @pytest.mark.parametrize("fault", ["changed items", "threshold", "band", "no special levels"])
-def test_negative_control_a_wrong_count_is_detected(monkeypatch, fault):
+def test_negative_control_a_wrong_count_is_detected(monkeypatch, break_pair_count, fault):
     """Without the correction for the changed items in the set (their rows' needs), with
     an off-by-one threshold, a band one too narrow, or every level taken as one diagonal
     cell (no special levels), the twin comparison fails somewhere."""
@@ -143,17 +143,8 @@ def test_negative_control_a_wrong_count_is_detected(monkeypatch, fault):
                             lambda self, top, counts, M, X: original_side(self, top, counts, M, ()))
     elif fault == "no special levels":
         monkeypatch.setattr(joint_set_pairs._Pair, "special_values", lambda self: np.zeros(0, dtype=np.int64))
-    elif fault == "threshold":
-        original = joint_set_pairs._Pair.at_most
-        monkeypatch.setattr(joint_set_pairs._Pair, "at_most", lambda self, m1, m2: original(self, m1 + 1, m2))
-    else:
-        original_init = joint_set_pairs._Pair.__init__
-
-        def narrow(self, a, b):
-            original_init(self, a, b)
-            self.band = max(0, self.band - 1)
-
-        monkeypatch.setattr(joint_set_pairs._Pair, "__init__", narrow)
+    else:  # "threshold" or "band"
+        break_pair_count(joint_set_pairs._Pair, fault)
     cases = [(c1, c2, k) for c1, c2 in _pairs(3) for k in (1, 2, 3)]
     assert any(_detected(*case) for case in cases)
 
