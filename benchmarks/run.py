@@ -7,6 +7,7 @@ Run:  python benchmarks/run.py                 (d in {10,000, 166,000}, k in {50
       python benchmarks/run.py --cap-gib 4 --timeout 300
       python benchmarks/bench_utility.py        (utility metrics of Joint/PNFJoint beside a float Monte Carlo)
       python benchmarks/bench_streaming.py      (streamed levels: CLI, JointSet, Canonical memory)
+      python benchmarks/bench_level_floor.py    (what the yielded objects alone cost per level, beside float64)
 
 Prints one Markdown table per mechanism.  Counts shapes (rank r = 1..d):
 
