@@ -95,7 +95,7 @@ import random
 import weakref
 from fractions import Fraction
 from collections import OrderedDict
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import mpmath
 from flint import arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
@@ -382,21 +382,12 @@ class PermuteAndFlip(SelectionRule):
         levels), then each block's ``m_a P_a``; only a level whose ball is not yet accurate
         is recomputed at doubled precisions.  Nothing is held beyond the shared values and
         one block, and the values do not depend on how the table is cut into blocks."""
-        self._check_dps(table, dps)
-        prec = prec_for_dps(dps, table.extra_bits)
-        bits = accuracy_bits(dps)
-        levels = self._levels(table, prec)
-        for b in range(len(levels.ranges)):
-            with flint_workprec(prec), gc_paused():  # compute under the precision lock, yield outside it
-                balls = levels.block(b)[1]
-                late = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
-                        if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
-                values = balls_to_mpf(balls)
-            start = levels.ranges[b][0]
-            for i in late:
-                values[i] = certify(lambda: self._levels(table, ctx.prec).value(start + i)[1], dps,
-                                    extra_bits=2 * prec - prec_for_dps(dps))
-            yield from values
+
+        def late(a: int) -> mpmath.mpf:
+            extra = 2 * prec_for_dps(dps, table.extra_bits) - prec_for_dps(dps)
+            return certify(lambda: self._levels(table, ctx.prec).value(a)[1], dps, extra_bits=extra)
+
+        yield from self._block_values(table, dps, 1, late)
 
     def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
         """The certified probability of one output of every level, best first: the values
@@ -405,22 +396,27 @@ class PermuteAndFlip(SelectionRule):
         precision :meth:`output_probability` tries; a level whose ball is not yet accurate
         is handed to :meth:`output_probability` itself.  What the oracle's group
         probabilities (pair audits) use instead of one certification per level."""
+        return list(self._block_values(table, dps, 0, lambda a: self.output_probability(table, a, dps)))
+
+    def _block_values(self, table: LevelTable, dps: int, which: int,
+                      late: Callable[[int], mpmath.mpf]) -> Iterator[mpmath.mpf]:
+        """Every level's ``P_a`` (``which=0``) or ``m_a P_a`` (``which=1``), best first, block
+        by block from the shared values at the working precision of ``dps`` digits plus
+        guard bits; a level whose ball is not accurate to ``dps`` digits gets ``late(a)``."""
         self._check_dps(table, dps)
         prec = prec_for_dps(dps, table.extra_bits)
         bits = accuracy_bits(dps)
         levels = self._levels(table, prec)
-        out: list[mpmath.mpf] = []
         for b in range(len(levels.ranges)):
-            with flint_workprec(prec), gc_paused():
-                balls = levels.block(b)[0]
-                late = [i for i, ball in enumerate(balls)
+            with flint_workprec(prec), gc_paused():  # compute under the precision lock, yield outside it
+                balls = levels.block(b)[which]
+                slow = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
                         if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
                 values = balls_to_mpf(balls)
             start = levels.ranges[b][0]
-            for i in late:
-                values[i] = self.output_probability(table, start + i, dps)
-            out.extend(values)
-        return out
+            for i in slow:
+                values[i] = late(start + i)
+            yield from values
 
     # -- exact --------------------------------------------------------------------------
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
