@@ -79,6 +79,7 @@ class _Pair:
     """The two count vectors, their changed items and the unchanged items in count order."""
 
     def __init__(self, a: Any, b: Any):
+        self.a, self.b = a, b
         self.d, self.k = a.d, a.k
         self.ca, self.cb = a.counts, b.counts
         self.sa = np.asarray(a.ranking.sorted_counts[:self.k], dtype=np.int64)
@@ -169,13 +170,9 @@ class _Pair:
         return np.unique(np.concatenate([base + t for t in range(-reach, reach + 1)]))
 
     # -- levels and witnesses ---------------------------------------------------------
-    def levels(self, s: Any) -> tuple[int, int]:
-        """The two levels of the set ``s``, from Lemma 5 (each side sorted on its own)."""
-        out = []
-        for top, counts in ((self.sa, self.ca), (self.sb, self.cb)):
-            mine = sorted((counts[j] for j in s), reverse=True)
-            out.append(max(int(t) - v for t, v in zip(top, mine)))
-        return out[0], out[1]
+    def levels(self, s: frozenset) -> tuple[int, int]:
+        """The two levels of the set ``s``: each mechanism's own utility, negated."""
+        return -self.a.utility(s), -self.b.utility(s)
 
     def witness(self, M: int, M2: int) -> frozenset:
         """A set with levels ``(M, M2)``: per ``X``, the largest unchanged part allowed, checked."""
