@@ -31,7 +31,10 @@ The number ``N(M)`` of sets with utility ``>= -M`` is counted three ways, all ex
 
 :func:`count_exactly` gives the number of sets with utility exactly ``-M``
 (``N(M) - N(M - 1)``; utilities are integers) by any of the three.  :meth:`JointSet.levels`
-runs the matrix-path count once per candidate value ``M`` (the distinct entries of ``M̂``).
+sweeps the thresholds where a row of ``A`` grows and updates the matrix-path count where
+the staircase changed (:mod:`exactdp.mechanisms.joint_set_sweep`);
+:func:`levels_matrix_paths` recounts it at every candidate value ``M`` (the distinct
+entries of ``M̂``), as the paper does, and is the sweep's twin.
 The sampler draws a level exactly and then a uniform set of that level by unranking a
 uniform integer through the path counts of the level (a dynamic programme over the same
 zero-free column blocks, walked backwards).
@@ -51,7 +54,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, combinations, islice
+from itertools import accumulate, combinations
 from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex
 
 import mpmath
@@ -66,6 +69,7 @@ from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.validation import as_counts, as_dps, as_int, as_k
+from .joint_set_sweep import iter_sweep_levels, pascal_series as _pascal_series
 
 __all__ = [
     "JointSet",
@@ -153,18 +157,6 @@ def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: 
 # =====================================================================================
 # Lemma 7: paths through a 0/1 matrix whose rows are prefixes of ones
 # =====================================================================================
-def _pascal_series(width: int, length: int) -> fmpz_poly:
-    """``sum_{δ < length} C(width - 1 + δ, δ) x^δ``: the paths across an all-ones block of
-    ``width`` columns that enter at row ``r`` (first column) and leave at row ``r + δ``
-    (last column), one Toeplitz diagonal per ``δ`` (Lemma 7)."""
-    coeffs = [1] * length
-    c = 1
-    for delta in range(1, length):
-        c = c * (width - 1 + delta) // delta
-        coeffs[delta] = c
-    return fmpz_poly(coeffs)
-
-
 def _staircase_paths(profile: list[int], k: int, W: int, cache: Optional[dict] = None) -> int:
     """Right/down paths from ``(0, 0)`` to ``(k, W-1)`` through the ones of a 0/1 matrix
     whose row ``l < k`` is ``profile[l]`` ones followed by zeros and whose row ``k`` is all
@@ -393,31 +385,21 @@ def _iter_sweep(thresholds: Iterable[int], count: Callable[[int], int], total: i
                 return
 
 
-def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None,
-                          cands: Any = None) -> Iterator[Level]:
+def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
     """The levels of :func:`joint_set_levels` one at a time, holding no level: those of
-    utility ``<= utility`` (all when ``None``).  The sweep starts at the candidate
-    threshold ``M = -utility`` with ``N`` at the candidate before it (every candidate
-    between two levels has the count of the better one), so any level can start it;
-    ``cands`` is :func:`_candidate_array`, computed when not given."""
-    cands = _candidate_array(ranking, k) if cands is None else cands
-    count = _counter(ranking, k, "ranking-paths")
-    if utility is None:
-        i = 0
-    elif isinstance(cands, list):
-        i = bisect_left(cands, -utility)
-    else:
-        i = int(cands.searchsorted(-utility))
-    previous = count(int(cands[i - 1])) if i > 0 else 0
-    return _iter_sweep((int(M) for M in islice(cands, i, None)), count, math.comb(ranking.d, k), previous)
+    utility ``<= utility`` (all when ``None``), so any level can start the sweep.  The path
+    count is updated where the staircase changed
+    (:func:`exactdp.mechanisms.joint_set_sweep.iter_sweep_levels`), not recounted per
+    threshold as in :func:`levels_matrix_paths`; the levels are the same."""
+    return iter_sweep_levels(ranking, k, utility)
 
 
 def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
-    """Exact levels of JointSet: for each candidate threshold ``M`` ascending, ``N(M)`` by
-    the matrix-path count (rows of ``A`` read from the ranking) and ``m(-M) = N(M) - N(prev)``;
-    values with ``m = 0`` (entries of ``M̂`` that no set attains) are dropped."""
+    """Exact levels of JointSet, best first: at each threshold ``M`` where a row of ``A``
+    grows, ``N(M)`` (Lemma 7's path count, updated where the staircase changed) and
+    ``m(-M) = N(M) - N(previous)``; thresholds where ``N`` does not grow are dropped."""
     total = math.comb(ranking.d, k)
-    levels = list(_iter_sweep(_candidate_thresholds(ranking, k), _counter(ranking, k, "ranking-paths"), total))
+    levels = list(iter_sweep_levels(ranking, k))
     counted = sum(level.multiplicity for level in levels)
     if counted != total:  # pragma: no cover - would be a bug
         raise AssertionError(f"levels count {counted} sets, expected C({ranking.d}, {k}) = {total}")
@@ -544,8 +526,7 @@ class JointSet(JointFamily):
 
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
         level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k
-        cands = _candidate_array(self.ranking, self.k)
-        return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u, cands), self.scale,
+        return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u), self.scale,
                             self.memory_budget, level_bytes)
 
     def _compute_levels(self) -> Iterator[Level]:  # the block table's, as Joint's

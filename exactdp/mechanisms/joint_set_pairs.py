@@ -23,8 +23,9 @@ k-sets with those two levels.  ``sc`` (``sc'``) are the counts sorted descending
   The unchanged part, as increasing positions ``y_0 < ... < y_{m-1}`` (``m = k - |X|``),
   meets "at least ``need`` of the first ``n``" iff ``y_{need-1} < n``: so the conditions are
   ``y_q < T_q`` with ``T_q`` the smallest ``n`` of a condition with ``need > q``, and the
-  number of such sequences is Lemma 7's staircase path count
-  (:func:`exactdp.mechanisms.joint_set._staircase_paths`, the count behind JointSet's levels).
+  number of such sequences is Lemma 7's staircase path count, kept up to date from one
+  point to the next (:class:`exactdp.mechanisms.joint_set_sweep.Staircase`, the count
+  behind JointSet's levels).
 - Band: sorting is 1-Lipschitz in the sup norm, so ``|v_i - v'_i| <= Δ = max_j |c_j - c'_j|``
   and each term ``sc[i] - v_i`` moves by at most ``w = max_i |sc[i] - sc'[i]| + Δ``; the
   maxima too: ``|M - M'| <= w``.  Hence ``N(M, M') = N(min(M, M' + w), min(M', M + w))``
@@ -59,7 +60,7 @@ import numpy as np
 
 from ..core._gc import gc_paused
 from .joint_pairs import _check_margins
-from .joint_set import _staircase_paths
+from .joint_set_sweep import Staircase
 
 __all__ = ["joint_set_pair_cells", "SetWitness", "MAX_CHANGED_ITEMS", "MAX_BAND"]
 
@@ -130,6 +131,9 @@ class _Pair:
         """``N(M1, M2)`` per point (exact ints); a negative bound counts no set."""
         total = [0] * len(M1)
         caches: dict[int, dict] = {}  # Pascal series per number of rows m: their length is m + 1
+        # one staircase per X, moved from point to point: the points come sorted, so
+        # consecutive profiles differ in a few rows (joint_set_sweep.Staircase)
+        stairs: dict[tuple, Staircase] = {}
         for start in range(0, len(M1), _CHUNK):
             m1, m2 = M1[start:start + _CHUNK], M2[start:start + _CHUNK]
             live = (m1 >= 0) & (m2 >= 0)
@@ -148,7 +152,10 @@ class _Pair:
                     key = tuple(column)
                     value = seen.get(key)
                     if value is None:
-                        value = seen[key] = _staircase_paths(column, m, width, caches.setdefault(m, {}))
+                        walk = stairs.get(X)
+                        if walk is None:
+                            walk = stairs[X] = Staircase([0] * m, width, caches.setdefault(m, {}))
+                        value = seen[key] = walk.set_profile(column)
                     total[start + i] += value
         return total
 

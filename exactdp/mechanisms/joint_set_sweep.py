@@ -1,0 +1,313 @@
+"""JointSet's level sweep: ``N(M)`` updated where the staircase changed, not recounted.
+
+Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
+Differentially Private Top-k Set" (NeurIPS 2021 PriML workshop), Lemmas 6-7: ``N(M)``, the
+number of k-sets with utility ``>= -M``, is the number of right/down paths through a 0/1
+matrix whose rows are prefixes of ones, counted block by block with Pascal/Toeplitz
+transfers (:func:`exactdp.mechanisms.joint_set._staircase_paths`).
+
+The paper recounts every path for every candidate threshold: ``O(k)`` polynomial products
+per level.  Between two consecutive thresholds only a few rows of the staircase grow, so
+this module keeps the path count split in two and redoes only the rows that changed.
+
+Per row.  Let ``eff[l]`` be the staircase's row widths (the suffix minimum of the rows of
+ones, ``eff[k] = W = d - k + 1``) and ``ell_l = eff[l] - eff[l-1]`` (``eff[-1] = 0``) the
+width of the zero-free block that row ``l`` opens.  Lemma 7's block product, one block per
+row (a row that opens no new column has ``ell_l = 0``, whose series is ``1``), is the chain
+
+    ``v_0 = 1``,   ``v_{l+1} = (v_l · q_{ell_l} mod x^{k-l+1}) >> 1``,   ``N = v_k[0]``,
+
+with ``q_w = sum_δ C(w - 1 + δ, δ) x^δ`` (:func:`pascal_series`).  Transposed, the same
+chain read from the bottom is ``R_k = 1``, ``R_l = R_{l+1} · q_{ell_l} mod x^{k-l+1}``, and
+for every split row ``s``
+
+    ``N = [x^{k-s}] (v_s · R_s)``
+
+(``R_s`` is the reversed covector of the rows ``>= s``: the transpose of "multiply, drop
+the top coefficient, shift" is "shift, multiply, reverse", and reversing twice cancels).
+A change of the rows ``a..b`` leaves ``v_s`` valid for ``s <= a`` and ``R_s`` for ``s > b``;
+the sweep keeps both halves and extends them to a split at ``a``: ``g - f`` transfers where
+``f`` (``g``) is how far the valid ``v`` (``R``) reach.  On heavy-tailed counts consecutive
+levels change the same one or two rows, so a level costs about three polynomial products
+instead of ``k``; on counts that interleave every row it costs about as much as a recount.
+
+The rows of ones change at the events of the threshold sweep: row ``l`` holds
+``T_l(M) - l`` ones (clamped to ``[0, W]``), ``T_l(M) = #{items with count >= sc[l] - M}``,
+and grows next at ``M = sc[l] - sc[T_l]``.  A heap of those next events, one per unsaturated
+row, gives the thresholds in order without the ``k (d - k + 1)`` candidate values.
+
+Exact: integers and ``flint.fmpz_poly`` products only.  Twin: the per-threshold path count
+(:func:`exactdp.mechanisms.joint_set.levels_matrix_paths`), the plain dynamic programme and
+enumeration (``tests/mechanisms/test_joint_set_sweep.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Iterator, Optional
+
+from flint import fmpz_poly
+
+from ..core.levels import Level
+from ..core.ranking import Ranking
+
+__all__ = ["pascal_series", "StaircaseSweep", "iter_sweep_levels"]
+
+
+def pascal_series(width: int, length: int) -> fmpz_poly:
+    """``sum_{δ < length} C(width - 1 + δ, δ) x^δ``: the paths across an all-ones block of
+    ``width`` columns that enter at row ``r`` (first column) and leave at row ``r + δ``
+    (last column), one Toeplitz diagonal per ``δ`` (Lemma 7).  ``width = 0`` gives ``1``.
+
+    >>> pascal_series(3, 4)
+    10*x^3 + 6*x^2 + 3*x + 1
+    """
+    coeffs = [1] * length
+    c = 1
+    for delta in range(1, length):
+        c = c * (width - 1 + delta) // delta
+        coeffs[delta] = c
+    return fmpz_poly(coeffs)
+
+
+def _falling_series(delta: int, length: int) -> fmpz_poly:
+    """``(1 - x)^delta`` truncated to ``length`` terms: a block ``delta`` columns narrower
+    (``q_{w - delta} = q_w (1 - x)^delta``, as ``q_w = (1 - x)^{-w}``)."""
+    coeffs = [1] * min(delta + 1, length)
+    c = 1
+    for t in range(1, len(coeffs)):
+        c = -c * (delta - t + 1) // t
+        coeffs[t] = c
+    return fmpz_poly(coeffs)
+
+
+class Staircase:
+    """Lemma 7's path count of one staircase, kept up to date as its rows change.
+
+    ``Staircase(eff, W)``: ``eff[l]`` (``l < k``) the nondecreasing row widths, all
+    ``<= W``, row ``k`` of width ``W``; ``count`` is the number of right/down paths from
+    ``(0, 0)`` to ``(k, W - 1)`` through the staircase.  :meth:`set_profile` moves it to the
+    staircase of another profile of rows of ones; :meth:`update` to widths already written
+    into ``eff``.  State: the two half-chains (``k + 1`` polynomials of length
+    ``<= k + 1``).
+
+    A row ``i`` that changes by ``delta`` columns (either sign) changes the count by
+
+        ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)``,   ``n = k - i``,
+
+    and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  For ``delta > 0`` the new
+    cells are at the row's end; the paths through one come from its left (the cell above
+    is outside the staircase) and leave downwards, so they number ``v_i[0]`` (the prefixes
+    on row ``i``) times the completions from row ``i + 1``, whose block is one column
+    narrower after each cell; the sum over the cells is the formula.  For ``delta < 0`` the
+    same, read backwards.  Rows that shrink are changed top first and rows that grow
+    bottom first, so every intermediate shape is a staircase.  A change of one row costs
+    one product by a short polynomial; moving to another row costs one Lemma 7 transfer
+    per row in between.
+
+    >>> st = Staircase([1, 2], 3)
+    >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])
+    (2, 6, 1)
+    """
+
+    __slots__ = ("k", "W", "eff", "ell", "V", "R", "f", "g", "count", "_series", "_falling")
+
+    def __init__(self, eff: list[int], W: int, series: Optional[dict] = None):
+        self.k = k = len(eff)
+        self.W = W
+        self.eff = list(eff) + [W]
+        self._series = {} if series is None else series
+        self._falling: dict[int, fmpz_poly] = {}
+        self.ell = [self.eff[l] - (self.eff[l - 1] if l else 0) for l in range(k)]
+        self.V: list = [None] * (k + 1)
+        self.R: list = [None] * (k + 1)
+        self.V[0], self.R[k] = fmpz_poly([1]), fmpz_poly([1])
+        self.f, self.g = 0, k  # v_s is valid for s <= f, R_s for s >= g
+        self._meet(0, 0)
+        self.count = int(self.R[0][k])  # N = [x^k] (v_0 R_0), v_0 = 1
+
+    def _q(self, width: int) -> fmpz_poly:
+        q = self._series.get(width)
+        if q is None:
+            q = self._series[width] = pascal_series(width, self.k + 1)
+        return q
+
+    def _meet(self, fwd: int, back: int) -> None:
+        """Make ``v_fwd`` and ``R_back`` valid: Lemma 7 transfers from where each half-chain
+        is valid (``v_{l+1} = (v_l q_{ell_l} mod x^{k-l+1}) >> 1``,
+        ``R_l = R_{l+1} q_{ell_l} mod x^{k-l+1}``; an empty block is the identity)."""
+        k, ell, q = self.k, self.ell, self._q
+        if self.f < fwd:
+            V = self.V
+            v = V[self.f]
+            for l in range(self.f, fwd):
+                w = ell[l]
+                v = (v.mul_low(q(w), k - l + 1) if w else v).right_shift(1)
+                V[l + 1] = v
+            self.f = fwd
+        if self.g > back:
+            R = self.R
+            r = R[self.g]
+            for l in range(self.g - 1, back - 1, -1):
+                w = ell[l]
+                if w:
+                    r = r.mul_low(q(w), k - l + 1)
+                R[l] = r
+            self.g = back
+
+    def _row(self, i: int, delta: int) -> None:
+        """Row ``i`` changes by ``delta`` columns (the class docstring's formula)."""
+        k = self.k
+        self._meet(i, i + 1)
+        n = k - i
+        z = self._falling.get(delta)
+        if z is None:
+            # (1 - x)^delta to n + 1 terms; delta < 0 is a Pascal series
+            z = self._falling[delta] = _falling_series(delta, k + 2) if delta > 0 else pascal_series(-delta, k + 2)
+        R = self.R
+        r = R[i + 1].mul_low(z, n + 1)
+        self.count -= int(self.V[i][0]) * int(r[n])
+        R[i + 1] = r.mul_low(_ONE, n)
+        self.ell[i] += delta
+        if i + 1 < k:
+            self.ell[i + 1] -= delta
+        if self.f > i:
+            self.f = i
+        self.g = i + 1
+
+    def update(self, old: dict[int, int]) -> int:
+        """The widths in ``eff`` have changed, ``old`` holds the previous width of each changed
+        row: update ``count`` and return it."""
+        eff, k = self.eff, self.k
+        if _RECOUNT_SHARE * len(old) > k:  # many rows changed: one recount is cheaper than per-row updates
+            self.ell = [eff[l] - (eff[l - 1] if l else 0) for l in range(k)]
+            self.f, self.g = 0, k
+            self._meet(0, 0)
+            self.count = int(self.R[0][k])
+            return self.count
+        for i in sorted(i for i in old if eff[i] < old[i]):  # shrinking: top first
+            self._row(i, eff[i] - old[i])
+        for i in sorted((i for i in old if eff[i] > old[i]), reverse=True):  # growing: bottom first
+            self._row(i, eff[i] - old[i])
+        return self.count
+
+    def set_profile(self, profile: list[int]) -> int:
+        """Move to the staircase of rows of ``profile[l]`` ones (clamped to ``[0, W]``, then
+        the suffix minimum, as :func:`exactdp.mechanisms.joint_set._staircase_paths`); return
+        the count."""
+        eff, old = self.eff, {}
+        run = self.W
+        for l in range(self.k - 1, -1, -1):
+            p = profile[l]
+            if p < run:
+                run = p if p > 0 else 0
+            if eff[l] != run:
+                old[l] = eff[l]
+                eff[l] = run
+        return self.update(old) if old else self.count
+
+
+class StaircaseSweep:
+    """The path count ``N(M)`` of JointSet at one threshold, moved forward event by event.
+
+    ``StaircaseSweep(ranking, k, M)`` starts at threshold ``M``; ``count`` is ``N`` there;
+    :meth:`advance` moves to the next threshold at which a row of ones grows, updates
+    ``count`` and returns the threshold (``None`` once every row is full).  State: ``k``
+    rows, a :class:`Staircase` and a heap of ``k`` next events.
+
+    >>> s = StaircaseSweep(Ranking([10, 5, 1, 1]), 2, -1)
+    >>> [(s.advance(), s.count) for _ in range(3)]
+    [(0, 1), (4, 3), (5, 5)]
+    """
+
+    __slots__ = ("k", "W", "sc", "ranking", "T", "prof", "stairs", "heap", "M")
+
+    def __init__(self, ranking: Ranking, k: int, M: int):
+        self.ranking, self.k, self.sc = ranking, k, ranking.sorted_counts
+        self.W = W = ranking.d - k + 1
+        self.M = M
+        sc = self.sc
+        self.T = T = [ranking.at_least(sc[l] - M) for l in range(k)]
+        self.prof = [min(max(t - l, 0), W) for l, t in enumerate(T)]
+        eff = [0] * k
+        run = W
+        for l in range(k - 1, -1, -1):
+            run = eff[l] = min(self.prof[l], run)
+        self.stairs = Staircase(eff, W)
+        self.heap = [(sc[l] - sc[T[l]], l) for l in range(k) if self.prof[l] < W]
+        heapq.heapify(self.heap)
+
+    @property
+    def count(self) -> int:
+        """``N`` at the current threshold."""
+        return self.stairs.count
+
+    def advance(self) -> Optional[int]:
+        """Move to the next threshold at which some row of ones grows, update ``count`` and
+        return the threshold, or ``None`` when no row can grow (every set is counted)."""
+        heap = self.heap
+        if not heap:
+            return None
+        M = heap[0][0]
+        rows = []
+        while heap and heap[0][0] == M:
+            rows.append(heapq.heappop(heap)[1])
+        self.M = M
+        ranking, sc, T, prof, W = self.ranking, self.sc, self.T, self.prof, self.W
+        eff = self.stairs.eff
+        old: dict[int, int] = {}
+        for l in rows:
+            t = T[l] = ranking.at_least(sc[l] - M)
+            p = prof[l] = min(t - l, W)
+            if p < W:
+                heapq.heappush(heap, (sc[l] - sc[t], l))
+            # the staircase: eff[i] = min(prof[i], eff[i+1]) upwards while it changes
+            i = l
+            while i >= 0:
+                new = prof[i] if prof[i] < eff[i + 1] else eff[i + 1]
+                if new == eff[i]:
+                    break
+                if i not in old:
+                    old[i] = eff[i]
+                eff[i] = new
+                i -= 1
+        if old:
+            self.stairs.update(old)
+        return M
+
+
+_ONE = fmpz_poly([1])
+#: A change of more than ``k / _RECOUNT_SHARE`` rows is recounted (all ``k`` transfers):
+#: per-row updates cost about two products each plus the transfers between them.
+_RECOUNT_SHARE = 3
+
+
+def iter_sweep_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
+    """JointSet's levels of utility ``<= utility`` (all when ``None``), best first, one at a
+    time, by :class:`StaircaseSweep`: a level ``-M`` of multiplicity ``N(M) - N(M')`` at each
+    threshold ``M`` where ``N`` grows (``M'`` the threshold before); stops once all
+    ``C(d, k)`` sets are counted.  Utilities are integers, so a sweep that starts at the
+    level ``utility`` starts from ``N(-utility - 1)``.
+
+    >>> list(iter_sweep_levels(Ranking([10, 5, 1, 1]), 2))
+    [Level(utility=0, multiplicity=1), Level(utility=-4, multiplicity=2), Level(utility=-5, multiplicity=2), Level(utility=-9, multiplicity=1)]
+    >>> list(iter_sweep_levels(Ranking([10, 5, 1, 1]), 2, -5))
+    [Level(utility=-5, multiplicity=2), Level(utility=-9, multiplicity=1)]
+    """
+    start = -1 if utility is None else -utility - 1
+    sweep = StaircaseSweep(ranking, k, start)
+    previous = sweep.count
+    total = math.comb(ranking.d, k)
+    if previous == total:
+        return
+    while True:
+        M = sweep.advance()
+        if M is None:  # pragma: no cover - the full staircase counts every set
+            raise AssertionError(f"the sweep ended with {previous} of C({ranking.d}, {k}) = {total} sets")
+        n = sweep.count
+        if n != previous:
+            yield Level(-M, n - previous)
+            previous = n
+            if n == total:
+                return
