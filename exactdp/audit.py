@@ -64,6 +64,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import mpmath
 from flint import arb, fmpz
+from mpmath import libmp
 
 from ._distributions import ExponentialPair, _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
 from ._groups import Groups
@@ -74,7 +75,7 @@ from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relatio
 from .core._lazy import sympy
 from .core._typing import ClaimedTable, CountsLike, MechanismLike, Output, RationalLike
 from .core.formatting import number_text, table
-from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
+from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, prec_for_dps
 from .core.validation import as_dps, as_positive_int
 from .errors import InvalidParameterError, PrecisionError
 from . import _worst
@@ -196,16 +197,51 @@ class PrivacyLoss:
 # =====================================================================================
 
 
-def _log_ball(p: mpmath.mpf, digits: int) -> Optional[arb]:
+def _log_ball(p: mpmath.mpf, digits: int, error: Optional[arb] = None) -> Optional[arb]:
     """A ball containing ``ln P`` given ``p`` with relative error ``<= 10**-digits``
-    (``|ln(1 + eta)| <= 2|eta|`` for ``|eta| <= 1/2``); ``None`` for ``p == 0``."""
+    (``|ln(1 + eta)| <= 2|eta|`` for ``|eta| <= 1/2``); ``None`` for ``p == 0``.  ``error``
+    is the ball ``[-2·10**-digits, 2·10**-digits]`` when the caller has it (one per call of
+    many, at the working precision)."""
     if not p:
         return None
     # ln(man * 2**exp) = ln(man) + exp * ln 2: arb's log of a ball whose exponent has
     # hundreds of digits (epsilon = 1e400 gives P = 10**(-10**400)) returns nan.
     man, exp = p.man_exp
-    return (arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2()
-            + arb(2) * arb(10) ** (-digits) * arb(0, 1))
+    if error is None:
+        error = _log_error(digits)
+    return arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2() + error
+
+
+def _log_error(digits: int) -> arb:
+    """``[-2·10**-digits, 2·10**-digits]``: the bound of :func:`_log_ball`."""
+    return arb(2) * arb(10) ** (-digits) * arb(0, 1)
+
+
+def _magnitude_key(x: mpmath.mpf, prec: int) -> tuple[int, int, int]:
+    """A key ordering values by ``|x|`` rounded to nearest at ``prec`` bits, as
+    ``+abs(x)`` at that precision would compare, without making an ``mpf`` per value: the
+    rounded ``man * 2**exp`` (``man`` of ``bc`` bits) sorts as ``(exp + bc, man << (prec - bc))``;
+    zero first, infinities last.  Exact integer comparisons throughout."""
+    raw = mpmath.mpf(x)._mpf_ if not isinstance(x, mpmath.mpf) else x._mpf_
+    if raw == libmp.fzero:
+        return (0, 0, 0)
+    if raw in (libmp.finf, libmp.fninf):
+        return (2, 0, 0)
+    _, man, exp, bc = libmp.mpf_pos(libmp.mpf_abs(raw), prec, libmp.round_nearest)
+    return (1, exp + bc, man << (prec - bc))
+
+
+def _sort_rows(rows: list, digits: int) -> None:
+    """Largest ``|loss|`` first.  Losses that are equal in truth (common: symmetric outputs)
+    differ only in rounding noise, so they are compared rounded to ``digits - 3`` digits
+    and ties are broken by the level indices: the order is then reproducible."""
+    prec = libmp.dps_to_prec(max(digits - 3, 5))
+
+    def key(p: PairLoss) -> tuple:
+        c, e, m = _magnitude_key(p.signed, prec)
+        return (-c, -e, -m, _level_key(p.level_a), _level_key(p.level_b))
+
+    rows.sort(key=key)
 
 
 def privacy_loss(
@@ -248,8 +284,9 @@ def privacy_loss(
         prec = prec_for_dps(digits, 40)
         rows = []
         with flint_workprec(prec):
-            la_balls = {a: _log_ball(p, digits) for a, p in pa.items()}
-            lb_balls = {b: _log_ball(p, digits) for b, p in pb.items()}
+            error = _log_error(digits)
+            la_balls = {a: _log_ball(p, digits, error) for a, p in pa.items()}
+            lb_balls = {b: _log_ball(p, digits, error) for b, p in pb.items()}
             for (la, lb), (o, size) in pairs.items():
                 ba = la_balls.get(la) if la is not None else None
                 bb = lb_balls.get(lb) if lb is not None else None
@@ -274,13 +311,11 @@ def privacy_loss(
                 tried_exact = True  # identical distributions? decide exactly, once
                 proven_zero = _exactly_equal(mechanism_a, mechanism_b, pairs)
             if accurate or proven_zero or digits >= cap:
-                signed_rows = []
-                for la, lb, ball, inf_sign, o, size in rows:
-                    if ball is None:
-                        s = mpmath.inf if inf_sign > 0 else -mpmath.inf
-                    else:
-                        s = ball_to_mpf(ball)
-                    signed_rows.append(PairLoss(la, lb, s, o, size))
+                # the midpoints in one batch (a pair audit has a row per cell: hundreds of thousands)
+                mids = iter(balls_to_mpf([r[2] for r in rows if r[2] is not None]))
+                signed_rows = [PairLoss(la, lb, next(mids) if ball is not None
+                                        else (mpmath.inf if inf_sign > 0 else -mpmath.inf), o, size)
+                               for la, lb, ball, inf_sign, o, size in rows]
                 if accurate and not infinite and finite:
                     best = max(range(len(finite)), key=lambda i: abs(finite[i][2]).mid())
                     value = ball_to_mpf((lo + hi) / 2)
@@ -288,11 +323,7 @@ def privacy_loss(
                 break
         digits *= 2
 
-    # Largest |loss| first.  Losses that are equal in truth (common: symmetric outputs)
-    # differ only in rounding noise, so compare them rounded to dps - 3 digits and break
-    # ties by the level indices: the order is then reproducible.
-    with mp_workdps(max(digits_wanted - 3, 5)):
-        signed_rows.sort(key=lambda p: (-(+abs(p.signed)), _level_key(p.level_a), _level_key(p.level_b)))
+    _sort_rows(signed_rows, digits_wanted)
     table = tuple(signed_rows)
     if infinite:
         la, lb, _, inf_sign, witness, w_size = infinite[0]
@@ -348,8 +379,7 @@ def _loss_with_mapping(a: Any, b: Any, digits: int, limit: int) -> PrivacyLoss:
     pair = pair_cells(a, b, digits, limit)
     value, best, signed, logs, zero = pure_loss(pair, digits)
     rows = [PairLoss(c.ga, c.gb, s, c.witness, c.outputs) for c, s in zip(pair.cells, signed)]
-    with mp_workdps(max(digits - 3, 5)):
-        rows.sort(key=lambda p: (-(+abs(p.signed)), _level_key(p.level_a), _level_key(p.level_b)))
+    _sort_rows(rows, digits)
     cell = pair.cells[best]
     s = signed[best]
     direction = "equal" if zero else ("a>b" if s > 0 else "b>a")
