@@ -41,7 +41,7 @@ from .errors import ArgumentTypeError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "output_orbit_count",
-           "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
+           "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
@@ -208,13 +208,21 @@ def orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Output
     yield from rec_seq()
 
 
+def ties_exchangeable(mechanism: Any) -> bool:
+    """Whether one output per orbit of tied items (and one neighbour per class of tied
+    items) stands for all of them: the mechanism's ``ties_exchangeable`` (True by default;
+    CanonicalGamma1 with ``rho < 1`` depends on the tie rule)."""
+    return bool(getattr(mechanism, "ties_exchangeable", True))
+
+
 def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
                     sweep: Optional[bool] = None) -> tuple[dict[tuple[Any, Any], list[Any]], int]:
     """The occurring (group under ``a``, group under ``b``) pairs of two mechanisms of one
     output space, each with ``[witness, number of outputs]``, and the orbits visited.
 
     ``symmetric`` visits one output per orbit of items with equal (count under a, count
-    under b); refuses with :class:`AuditLimitError` past ``limit`` orbits.
+    under b) when both mechanisms treat tied items alike (:func:`ties_exchangeable`; else
+    every output); refuses with :class:`AuditLimitError` past ``limit`` orbits.
 
     When both mechanisms offer the ``pair_cells(other)`` hook (Joint and PNFJoint: a
     two-dimensional threshold sweep; JointSet: path counts per subset of the changed
@@ -229,7 +237,7 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
                 return cells, 0
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
-    if symmetric:
+    if symmetric and ties_exchangeable(a) and ties_exchangeable(b):
         classes = tied_classes(list(zip(a.counts, b.counts)))
     else:
         classes = [[i] for i in range(a.d)]
