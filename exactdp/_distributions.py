@@ -37,6 +37,7 @@ from ._neighbours import AuditLimitError, tied_classes
 from .core._lazy import sympy
 from .core._typing import Output
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps, rational_ball
+from .core.validation import as_sequence_output, as_set_output
 from .errors import ArgumentTypeError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
@@ -106,6 +107,21 @@ class MappingDistribution:
         if q < 0:
             raise InvalidParameterError(argument, p, f"probability of {output!r} must be non-negative")
         return q
+
+    def keyed_like(self, mechanism: Any, argument: str) -> "MappingDistribution":
+        """The same distribution with each output in ``mechanism``'s own form (a frozenset
+        for a set mechanism, a tuple of ints for a sequence one), as the mechanism's
+        ``probability`` takes it: a set given as the tuple ``(1, 0)`` is then found, not
+        counted as an output the mechanism never gives.  Two keys naming one output are
+        refused; an output outside the mechanism's space raises its error."""
+        form = as_set_output if getattr(mechanism, "output_kind", "sequence") == "set" else as_sequence_output
+        keyed: dict[Any, Fraction] = {}
+        for o, p in zip(self.outputs, self.probabilities):
+            key = form(o, mechanism.d, mechanism.k)
+            if key in keyed:
+                raise InvalidParameterError(argument, o, f"names the output {sorted(key)} of another key again")
+            keyed[key] = p
+        return MappingDistribution(keyed, argument)
 
     def index(self, output: Any) -> Optional[int]:
         """Position of ``output`` among the outputs of positive probability, else None."""
@@ -317,6 +333,10 @@ def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = Tru
         _check_same_space(a, b)
         pairs, _ = mechanism_pairs(a, b, max_outputs, symmetric)
         return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in pairs.items()])
+    if isinstance(va, MappingDistribution) and isinstance(vb, Groups):
+        va = va.keyed_like(b, "a")
+    elif isinstance(vb, MappingDistribution) and isinstance(va, Groups):
+        vb = vb.keyed_like(a, "b")
     found: dict[tuple[Any, Any], list[Any]] = {}
     for view, other, first in ((va, vb, True), (vb, va, False)):
         for g, o in _listed(view, max_outputs, "an audit against a mapping"):
