@@ -253,16 +253,19 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
                 return cells, 0
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
-    if symmetric and ties_exchangeable(a) and ties_exchangeable(b):
+    tie_rule = not (ties_exchangeable(a) and ties_exchangeable(b))
+    if symmetric and not tie_rule:
         classes = tied_classes(list(zip(a.counts, b.counts)))
     else:
         classes = [[i] for i in range(a.d)]
     n_orbits = output_orbit_count([len(c) for c in classes], k, kind, cap=limit)
     if n_orbits > limit:
+        why = (f"{type(a if not ties_exchangeable(a) else b).__name__} depends on the tie rule, so every one of "
+               f"the {a.d} items is its own class" if symmetric and tie_rule else
+               f"{len(classes)} classes of items with equal counts")
         raise AuditLimitError(
             "max_outputs", limit,
-            f"the audit would visit more than {limit} output orbits ({len(classes)} classes of "
-            f"items with equal counts, k={k}); raise max_outputs to go on",
+            f"the audit would visit more than {limit} output orbits ({why}, k={k}); raise max_outputs to go on",
         )
     pairs: dict[tuple[Any, Any], list[Any]] = {}
     visited = 0

@@ -102,3 +102,12 @@ def test_ties_exchangeable_says_whether_the_law_depends_on_the_tie_rule():
     for make in (lambda c: exactdp.Canonical(c, k, base=Fraction(1, 4)),
                  lambda c: exactdp.JointSet(c, k, base=Fraction(1, 2))):
         assert make(counts).ties_exchangeable and symmetric(make)
+
+
+def test_the_output_limit_says_why_tied_items_are_not_grouped():
+    counts = [1] * 30
+    a, b = gamma1(counts, 3, Fraction(1, 2)), gamma1([2] + counts[1:], 3, Fraction(1, 2))
+    with pytest.raises(audit.AuditLimitError, match="CanonicalGamma1 depends on the tie rule, so every one of the 30 items"):
+        audit.privacy_loss(a, b, max_outputs=1000)
+    canon = exactdp.Canonical(counts, 3), exactdp.Canonical([2] + counts[1:], 3)
+    assert audit.privacy_loss(*canon, max_outputs=1000).value >= 0  # tied items grouped: a few orbits
