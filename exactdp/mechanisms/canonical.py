@@ -71,7 +71,7 @@ from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
 from ..core.ranking import Ranking
 from ..core.validation import as_dps, as_memory_budget, as_rho
-from ..errors import ArgumentTypeError, ExactDPValueError, InvalidParameterError, NoClosedFormError
+from ..errors import ArgumentTypeError, InvalidParameterError, NoClosedFormError, NotSingleRuleError
 from ..rules.noise import as_noise, rule_for_noise
 
 __all__ = [
@@ -92,11 +92,6 @@ __all__ = [
 CANONICAL_SYMBOLIC_BITS_LIMIT = 1 << 22
 
 
-class NotSingleRuleError(ExactDPValueError, NotImplementedError):
-    """A level-based method was called on a mechanism that is not one selection rule over
-    utility levels (:class:`~exactdp.mechanisms.canonical_gamma1.CanonicalGamma1`): outputs with equal utility may have different
-    probabilities there, so ``levels()`` would be misleading.  Subclasses both ``ValueError``
-    (via :class:`~exactdp.errors.ExactDPValueError`) and ``NotImplementedError``."""
 
 
 # --------------------------------------------------------------------------------------
