@@ -37,11 +37,12 @@ from ._neighbours import AuditLimitError, tied_classes
 from .core._lazy import sympy
 from .core._typing import Output
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps, rational_ball
+from .core.validation import as_sequence_output, as_set_output
 from .errors import ArgumentTypeError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "output_orbit_count",
-           "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
+           "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
@@ -106,6 +107,21 @@ class MappingDistribution:
         if q < 0:
             raise InvalidParameterError(argument, p, f"probability of {output!r} must be non-negative")
         return q
+
+    def keyed_like(self, mechanism: Any, argument: str) -> "MappingDistribution":
+        """The same distribution with each output in ``mechanism``'s own form (a frozenset
+        for a set mechanism, a tuple of ints for a sequence one), as the mechanism's
+        ``probability`` takes it: a set given as the tuple ``(1, 0)`` is then found, not
+        counted as an output the mechanism never gives.  Two keys naming one output are
+        refused; an output outside the mechanism's space raises its error."""
+        form = as_set_output if getattr(mechanism, "output_kind", "sequence") == "set" else as_sequence_output
+        keyed: dict[Any, Fraction] = {}
+        for o, p in zip(self.outputs, self.probabilities):
+            key = form(o, mechanism.d, mechanism.k)
+            if key in keyed:
+                raise InvalidParameterError(argument, o, f"names the output {sorted(key)} of another key again")
+            keyed[key] = p
+        return MappingDistribution(keyed, argument)
 
     def index(self, output: Any) -> Optional[int]:
         """Position of ``output`` among the outputs of positive probability, else None."""
@@ -208,13 +224,21 @@ def orbits(classes: list[list[int]], k: int, kind: str) -> Iterator[tuple[Output
     yield from rec_seq()
 
 
+def ties_exchangeable(mechanism: Any) -> bool:
+    """Whether one output per orbit of tied items (and one neighbour per class of tied
+    items) stands for all of them: the mechanism's ``ties_exchangeable`` (True by default;
+    CanonicalGamma1 with ``rho < 1`` depends on the tie rule)."""
+    return bool(getattr(mechanism, "ties_exchangeable", True))
+
+
 def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
                     sweep: Optional[bool] = None) -> tuple[dict[tuple[Any, Any], list[Any]], int]:
     """The occurring (group under ``a``, group under ``b``) pairs of two mechanisms of one
     output space, each with ``[witness, number of outputs]``, and the orbits visited.
 
     ``symmetric`` visits one output per orbit of items with equal (count under a, count
-    under b); refuses with :class:`AuditLimitError` past ``limit`` orbits.
+    under b) when both mechanisms treat tied items alike (:func:`ties_exchangeable`; else
+    every output); refuses with :class:`AuditLimitError` past ``limit`` orbits.
 
     When both mechanisms offer the ``pair_cells(other)`` hook (Joint and PNFJoint: a
     two-dimensional threshold sweep; JointSet: path counts per subset of the changed
@@ -229,16 +253,19 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
                 return cells, 0
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
-    if symmetric:
+    tie_rule = not (ties_exchangeable(a) and ties_exchangeable(b))
+    if symmetric and not tie_rule:
         classes = tied_classes(list(zip(a.counts, b.counts)))
     else:
         classes = [[i] for i in range(a.d)]
     n_orbits = output_orbit_count([len(c) for c in classes], k, kind, cap=limit)
     if n_orbits > limit:
+        why = (f"{type(a if not ties_exchangeable(a) else b).__name__} depends on the tie rule, so every one of "
+               f"the {a.d} items is its own class" if symmetric and tie_rule else
+               f"{len(classes)} classes of items with equal counts")
         raise AuditLimitError(
             "max_outputs", limit,
-            f"the audit would visit more than {limit} output orbits ({len(classes)} classes of "
-            f"items with equal counts, k={k}); raise max_outputs to go on",
+            f"the audit would visit more than {limit} output orbits ({why}, k={k}); raise max_outputs to go on",
         )
     pairs: dict[tuple[Any, Any], list[Any]] = {}
     visited = 0
@@ -309,6 +336,10 @@ def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = Tru
         _check_same_space(a, b)
         pairs, _ = mechanism_pairs(a, b, max_outputs, symmetric)
         return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in pairs.items()])
+    if isinstance(va, MappingDistribution) and isinstance(vb, Groups):
+        va = va.keyed_like(b, "a")
+    elif isinstance(vb, MappingDistribution) and isinstance(va, Groups):
+        vb = vb.keyed_like(a, "b")
     found: dict[tuple[Any, Any], list[Any]] = {}
     for view, other, first in ((va, vb, True), (vb, va, False)):
         for g, o in _listed(view, max_outputs, "an audit against a mapping"):

@@ -39,7 +39,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import mpmath
 
-from ._distributions import MappingDistribution, pair_cells
+from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
 from ._neighbours import _relation, neighbour_count, neighbours
 from ._notions import _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
 from .core._lazy import sympy
@@ -359,6 +359,8 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     if mapping:
         MappingDistribution(base, "factory(counts)")  # bad probabilities fail here, in the caller
     sym = (not mapping) if symmetric is None else bool(symmetric)
+    if not mapping and not ties_exchangeable(base):
+        sym = False  # its law depends on the tie rule: tied items' neighbours differ
 
     def own_epsilon() -> Any:
         if epsilon is not None:

@@ -258,8 +258,10 @@ def privacy_loss(
     Both mechanisms must have the same output space (``d``, ``k``, sequences or sets).
     ``symmetric=True`` visits one output per orbit of items with equal
     ``(count under a, count under b)``; that relies on the mechanisms treating items of
-    equal counts alike, which every exactdp mechanism does (pass ``False`` to visit every
-    output of a mechanism that does not).  Refuses with :class:`AuditLimitError` past
+    equal counts alike, so it applies only when both say so (``ties_exchangeable``: every
+    exactdp mechanism but CanonicalGamma1 with ``rho < 1``, whose every output is visited;
+    pass ``False`` to visit every output of a mechanism that treats ties unequally without
+    saying so).  Refuses with :class:`AuditLimitError` past
     ``max_outputs`` orbits.
     """
     digits_wanted = as_dps(dps)
@@ -459,10 +461,12 @@ def worst_case(
     A mapping claims nothing: pass the claim (``epsilon``, or ``rho``).  ``symmetric``:
     audit one neighbour per class of neighbours that differ by exchanging items of equal
     count (and, between two mechanisms, one output per orbit).  That relies on the
-    implementation treating tied items alike, which every exactdp mechanism does and a
-    third-party table need not (a float implementation may break ties by position), so
-    the default ``None`` means True for mechanisms and False (every neighbour) for
-    mappings; pass True to trust a mapping's symmetry.
+    implementation treating tied items alike, which every exactdp mechanism does except
+    CanonicalGamma1 with ``rho < 1`` (its ``ties_exchangeable`` is False, so it is always
+    audited over every neighbour and output) and a third-party table need not (a float
+    implementation may break ties by position), so the default ``None`` means True for
+    mechanisms and False (every neighbour) for mappings; pass True to trust a mapping's
+    symmetry.
 
     ``executor``: any :class:`concurrent.futures.Executor` (``ThreadPoolExecutor``,
     ``ProcessPoolExecutor``, a Dask ``Client(...).get_executor()``); ``None`` runs here.

@@ -85,6 +85,17 @@ class NoClosedFormError(ExactDPValueError):
     """``probability_exact`` cannot produce a closed form within its stated limit."""
 
 
+class NotSingleRuleError(ExactDPValueError, NotImplementedError):
+    """A level-based method was called on a mechanism that is not one selection rule over
+    utility levels (:class:`~exactdp.mechanisms.canonical_gamma1.CanonicalGamma1`): outputs
+    with equal utility may have different probabilities there, so ``levels()`` would be
+    misleading.  Subclasses both ``ValueError`` (via :class:`ExactDPValueError`) and
+    ``NotImplementedError``."""
+
+
+__all__ += ["NotSingleRuleError"]
+
+
 class PrecisionError(ExactDPError, ArithmeticError):
     """A certified enclosure could not be made tight enough within the precision cap."""
 

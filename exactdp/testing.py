@@ -84,7 +84,7 @@ from .core._typing import (
     OutputLike,
     RationalLike,
 )
-from .core.validation import as_positive_int
+from .core.validation import as_int, as_positive_int
 from .errors import InvalidParameterError
 
 if TYPE_CHECKING:  # hypothesis is a test extra, imported only when a strategy is built
@@ -293,6 +293,8 @@ def count_vectors(min_d: int = 1, max_d: int = 6, min_value: int = 0, max_value:
     """Count vectors of length ``min_d..max_d`` with values in ``[min_value, max_value]``.
     With ``ties`` (default) the values come from a small pool so that ties are common."""
     st = _st()
+    min_d, max_d = _ordered(as_positive_int(min_d, "min_d"), as_positive_int(max_d, "max_d"), "d")
+    min_value, max_value = _ordered(as_int(min_value, "min_value"), as_int(max_value, "max_value"), "value")
     values = st.integers(min_value, max_value)
 
     @st.composite
@@ -306,6 +308,14 @@ def count_vectors(min_d: int = 1, max_d: int = 6, min_value: int = 0, max_value:
     return build()
 
 
+def _ordered(low: int, high: int, what: str) -> tuple[int, int]:
+    """``(low, high)`` when ``low <= high``; else the error naming ``max_<what>`` (checked
+    when the strategy is built, not as hypothesis's error on the first draw)."""
+    if low > high:
+        raise InvalidParameterError(f"max_{what}", high, f"must be >= min_{what} = {low}")
+    return low, high
+
+
 def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5, min_value: int = 0,
                     max_value: int = 10, *, contribution: Optional[int] = None,
                     ties: bool = True) -> SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -314,10 +324,13 @@ def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5
     st = _st()
     if relation not in audit.RELATIONS:
         raise InvalidParameterError("relation", relation, f"must be one of {audit.RELATIONS}")
+    if contribution is not None:
+        contribution = as_positive_int(contribution, "contribution")
+    vectors = count_vectors(min_d, max_d, min_value, max_value, ties=ties)  # checks its arguments now
 
     @st.composite
     def build(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        counts = draw(count_vectors(min_d, max_d, min_value, max_value, ties=ties))
+        counts = draw(vectors)
         d = len(counts)
         ell = d if contribution is None else min(contribution, d)
         if relation == "add_remove":

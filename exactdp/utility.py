@@ -478,7 +478,9 @@ def _fraction(value: Any) -> Fraction:
     """A sympy Rational as a Fraction (:class:`~exactdp.errors.InvalidParameterError` when
     it is not rational: ``exact=True`` needs a rational base)."""
     if not getattr(value, "is_Rational", False):
-        raise InvalidParameterError("exact", True, "needs a mechanism built with a rational base")
+        raise InvalidParameterError("exact", True, "needs rational probabilities: a mechanism built with a rational "
+                                    "base (for Canonical and CanonicalGamma1, also one whose powers rho and 1 - rho "
+                                    "are rational, such as base=1/4 with rho=1/2)")
     return Fraction(int(value.p), int(value.q))
 
 

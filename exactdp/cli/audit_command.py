@@ -217,7 +217,8 @@ def run_tables_audit(argv: Sequence[str]) -> int:
     if args.counts is None:
         if len(tables.tables) != 2:
             raise CommandError(
-                f"{args.mechanism_file} has {len(tables.tables)} tables: give --counts (one of them: "
+                f"{args.mechanism_file} has {len(tables.tables)} table{'' if len(tables.tables) == 1 else 's'}: "
+                f"give --counts (one of them: "
                 f"{tables.summary()}) to audit its neighbours, or a file of exactly two tables to audit that pair",
             )
         from .audit_pair import audit_pair, report_pair

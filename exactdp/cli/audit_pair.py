@@ -114,8 +114,9 @@ def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], l
     a, b = ",".join(map(str, r.counts_a)), ",".join(map(str, r.counts_b))
     _out(f"pair:         counts {a} (a) and counts {b} (b)")
     if r.notion == "pure":
-        _out(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} "
-             f"(larger under {_larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')})")
+        larger = ("equal under a and b" if r.direction == "equal" else
+                  f"larger under {_larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
+        _out(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})")
         if r.log_p is not None:
             _out(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
     elif r.notion == "approx":

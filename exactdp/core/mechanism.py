@@ -92,6 +92,11 @@ class Mechanism(abc.ABC):
     rule: SelectionRule
     #: The weight of one unit of utility, stored once (``epsilon`` and ``base`` derive from it).
     scale: Scale
+    #: Whether exchanging two items of equal count maps the distribution to itself.  The
+    #: audits visit one output per orbit of tied items, and one neighbour per class of tied
+    #: items, only when this holds for every mechanism involved; a mechanism whose law
+    #: depends on how ties are ranked sets it to False.
+    ties_exchangeable: bool = True
 
     def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)

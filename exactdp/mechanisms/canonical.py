@@ -57,7 +57,7 @@ import heapq
 import math
 from bisect import bisect_left, bisect_right
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, NamedTuple, Optional, SupportsIndex
+from typing import Any, Iterable, Iterator, NamedTuple, Optional, SupportsIndex, Union
 
 import gmpy2
 import mpmath
@@ -70,8 +70,8 @@ from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
 from ..core.ranking import Ranking
-from ..core.validation import as_dps, as_rho
-from ..errors import ArgumentTypeError, ExactDPValueError, InvalidParameterError, NoClosedFormError
+from ..core.validation import as_dps, as_memory_budget, as_rho
+from ..errors import ArgumentTypeError, InvalidParameterError, NoClosedFormError, NotSingleRuleError
 from ..rules.noise import as_noise, rule_for_noise
 
 __all__ = [
@@ -92,11 +92,6 @@ __all__ = [
 CANONICAL_SYMBOLIC_BITS_LIMIT = 1 << 22
 
 
-class NotSingleRuleError(ExactDPValueError, NotImplementedError):
-    """A level-based method was called on a mechanism that is not one selection rule over
-    utility levels (:class:`~exactdp.mechanisms.canonical_gamma1.CanonicalGamma1`): outputs with equal utility may have different
-    probabilities there, so ``levels()`` would be misleading.  Subclasses both ``ValueError``
-    (via :class:`~exactdp.errors.ExactDPValueError`) and ``NotImplementedError``."""
 
 
 # --------------------------------------------------------------------------------------
@@ -426,13 +421,16 @@ class CanonicalFamily(Mechanism):
 class Canonical(CanonicalFamily):
     """The canonical Lipschitz mechanism over k-subsets (docs/definitions.md §2.4).
 
-    ``Canonical(counts, k, epsilon=None, *, base=None, rho=Fraction(1, 2), noise="gumbel")``
+    ``Canonical(counts, k, epsilon=None, *, base=None, rho=Fraction(1, 2), noise="gumbel",
+    memory_budget=None)``
 
     - ``epsilon`` (default 1) or ``base`` (exact rational in (0, 1), the weight of one unit
       of loss, replacing ``exp(-epsilon)``; exclusive with ``epsilon``);
     - ``rho``: exact rational in [0, 1] (strings such as ``"1/3"`` are exact);
     - ``noise``: ``"gumbel"`` (exponential mechanism, ``P(S) ∝ exp(-eps*loss(S))``) or
-      ``"exponential"`` (permute-and-flip, ``p_S = exp(-eps*loss(S))``, the best loss being 0).
+      ``"exponential"`` (permute-and-flip, ``p_S = exp(-eps*loss(S))``, the best loss being 0);
+    - ``memory_budget``: bytes of levels the level table may keep at once (default
+      :data:`~exactdp.core.level_blocks.DEFAULT_MEMORY_BUDGET`), as for Joint.
 
     Outputs are ``frozenset`` s of item ids.  ``utility(S) = -loss(S)``; every method of
     the public API (docs/definitions.md §3) is inherited from :class:`~exactdp.core.mechanism.Mechanism`, plus
@@ -440,19 +438,21 @@ class Canonical(CanonicalFamily):
     :meth:`loss`, :meth:`class_of`.
     """
 
-    #: Bytes of levels the level table may keep at once (blocks past it are recomputed;
-    #: ``levels()``, all at once, refuses past it): set on an instance before first use.
-    memory_budget = DEFAULT_MEMORY_BUDGET
-
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, rho: RationalLike = Fraction(1, 2),
-                 noise: str = "gumbel") -> None:
+                 noise: str = "gumbel", memory_budget: Optional[Union[int, str]] = None) -> None:
         super().__init__(counts, k, epsilon, base=base, rho=rho)
         self.noise = as_noise(noise)
         self.rule = rule_for_noise(self.noise)
+        #: Bytes of levels the level table may keep at once (blocks past it are recomputed;
+        #: ``levels()``, all at once, refuses past it).
+        self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
 
     def _parameters(self) -> dict[str, object]:
-        return {**super()._parameters(), "noise": self.noise}
+        params = {**super()._parameters(), "noise": self.noise}
+        if self.memory_budget != DEFAULT_MEMORY_BUDGET:
+            params["memory_budget"] = self.memory_budget
+        return params
 
     # -- Mechanism hooks ----------------------------------------------------------------
     def _compute_levels(self) -> list[Level]:

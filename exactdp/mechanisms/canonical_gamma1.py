@@ -89,6 +89,12 @@ class CanonicalGamma1(CanonicalFamily):
         self._cache: dict[Any, Any] = {}
         self._tail_binoms = [int(gmpy2.comb(t - 1, self.k - 1)) for t in range(self.k, self.d + 1)]
 
+    @property
+    def ties_exchangeable(self) -> bool:  # type: ignore[override]
+        """True only for ``rho = 1``: below it the law depends on how tied counts are ranked
+        (the class docstring), so an audit must not treat tied items alike."""
+        return self.rho == 1
+
     # -- no levels ------------------------------------------------------------------------
     def levels(self) -> NoReturn:
         """Not available: raises :class:`NotSingleRuleError` (see the class docstring)."""

@@ -265,6 +265,8 @@ class SetMarginal(Mechanism):
     def _group_probability_exact(self, key: tuple) -> sympy.Expr:
         """The sum over orderings of the sequence mechanism's exact probabilities (a
         Rational with a rational ``base``)."""
+        if self.k == self.d:  # the one set holds every sequence: exactly 1, which sympy need not see in the sum
+            return sympy.Integer(1)
         return self._cached("exact", key, 0, lambda: self._probability_exact_key(key))
 
     # -- sampling: a sequence, read as a set ------------------------------------------------------

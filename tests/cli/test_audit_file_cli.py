@@ -186,6 +186,19 @@ def test_pair_violated(capsys, tmp_path):
     assert status == 1 and "VIOLATED" in out
 
 
+def test_pair_of_equal_tables_says_equal(capsys, tmp_path):
+    """Joint is unchanged when every count moves by one: the pair is equal, and the line says
+    so instead of "larger under equal"."""
+    path = write_csv(tmp_path / "pair.csv", [(2, 1, 0), (3, 2, 1)])
+    status, out, _ = run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1")
+    assert status == 0
+    assert "privacy loss 0.0 at output" in out and "(equal under a and b)" in out
+    assert "larger under equal" not in out
+    one = write_csv(tmp_path / "one.csv", [(2, 1, 0)])
+    status, out, err = run(capsys, "audit", "--mechanism-file", one, "--claimed-epsilon", "1")
+    assert_error(status, out, err, "has 1 table: give --counts")
+
+
 # ---------------------------------------------------------------------------------------
 # errors: one line, exit status 2, naming the file and the place
 

@@ -416,3 +416,22 @@ def test_exponential_noise_extreme_scales():
         assert 0 < mech.probability({0, 1}, dps=20) <= 1
         assert mech.log_probability({1, 2}, dps=20) < 0
         assert mech.sample(rng=3) in [frozenset(s) for s in ({0, 1}, {0, 2}, {1, 2})]
+
+
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+def test_memory_budget_is_a_constructor_argument_as_for_joint(noise):
+    """``Canonical(..., memory_budget=B)`` streams the same levels within ``B`` bytes and
+    refuses the whole list past it, naming the argument (before: a bare TypeError)."""
+    counts, k = [9, 7, 7, 4, 2, 1, 0], 3
+    small = exactdp.Canonical(counts, k, base=Fraction(1, 4), noise=noise, memory_budget=300)
+    whole = exactdp.Canonical(counts, k, base=Fraction(1, 4), noise=noise)
+    assert list(small.iter_levels()) == list(whole.levels())
+    streamed = list(small.iter_level_probabilities(dps=25))
+    assert [lv for lv, _ in streamed] == [lv for lv, _ in whole.level_probabilities(dps=25)]
+    assert all(abs(p - q) <= mpmath.mpf(10) ** -24 * q
+               for (_, p), (_, q) in zip(streamed, whole.level_probabilities(dps=25)))
+    with pytest.raises(errors.MemoryBudgetError, match="memory_budget=300"):
+        small.levels()
+    assert "memory_budget=300" in repr(small) and "memory_budget" not in repr(whole)
+    with pytest.raises(errors.InvalidParameterError, match="memory_budget=0"):
+        exactdp.Canonical(counts, k, memory_budget=0)

@@ -132,6 +132,9 @@ def test_gamma1_has_no_levels():
         g.levels()
     with pytest.raises(ValueError):
         g.levels()
+    with pytest.raises(exactdp.errors.NotSingleRuleError):  # with every other error class, in exactdp.errors
+        g.iter_levels()
+    assert NotSingleRuleError is exactdp.errors.NotSingleRuleError
     assert g.utility({2, 3}) == Fraction(-9, 2)
     assert g.loss({2, 3}) == Fraction(9, 2)
 

@@ -258,3 +258,18 @@ def test_peeling_gumbel_log_probability_with_tied_items_in_the_set(counts):
         with mpmath.workdps(DPS + 10):
             value = mpmath.log(mpmath.mpf(int(exact.p)) / int(exact.q))
             assert abs(view.log_probability(frozenset(S), DPS) - value) <= mpmath.mpf(10) ** -DPS * abs(value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda c: exactdp.Joint(c, len(c)), lambda c: exactdp.PNFJoint(c, len(c)),
+    lambda c: exactdp.Peeling(c, len(c)), lambda c: exactdp.Peeling(c, len(c), noise="exponential"),
+])
+def test_k_equal_d_the_one_set_has_exact_probability_one(make):
+    """With k = d the only set holds every sequence, so its exact probability is 1, as a
+    sympy 1 (the sum of the sequences' closed forms is 1 too, but sympy need not see it, and
+    an audit against JointSet then could not prove the two point masses equal)."""
+    counts = [1, 1, 1, 3, 2]
+    view = make(counts).as_sets()
+    assert view.probability_exact(range(5)) == 1 and view.probability_exact(range(5)).is_Integer
+    loss = audit.privacy_loss(view, exactdp.JointSet([1, 0, 2, 3, 3], 5), dps=25)
+    assert loss.value == 0 and loss.direction == "equal"

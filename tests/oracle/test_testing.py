@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 
 import exactdp
 from exactdp import audit, testing
+from exactdp.errors import ArgumentTypeError, InvalidParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -322,6 +324,21 @@ def test_strategy_arguments_checked():
         testing.neighbour_pairs("replace")
     with pytest.raises(ValueError, match="min_value"):
         testing.rational_epsilons(0, 1)
+
+
+@pytest.mark.parametrize("build, error, fragment", [
+    (lambda: testing.count_vectors(min_d=0, max_d=0), InvalidParameterError, "min_d=0"),  # gave []
+    (lambda: testing.count_vectors(min_d=4, max_d=2), InvalidParameterError, "max_d=2: must be >= min_d = 4"),
+    (lambda: testing.count_vectors(min_value=5, max_value=1), InvalidParameterError, "max_value=1"),
+    (lambda: testing.neighbour_pairs(contribution=0), InvalidParameterError, "contribution=0"),
+    (lambda: testing.neighbour_pairs(contribution="1"), ArgumentTypeError, "contribution='1'"),
+    (lambda: testing.neighbour_pairs(min_d=0, max_d=0), InvalidParameterError, "min_d=0"),
+])
+def test_count_and_pair_strategies_check_their_arguments_when_built(build, error, fragment):
+    """exactdp's error naming the argument when the strategy is built, not hypothesis's
+    InvalidArgument (or an empty count vector) at the first draw."""
+    with pytest.raises(error, match=re.escape(fragment)):
+        build().example()
 
 
 # ---------------------------------------------------------------------------------------

@@ -263,6 +263,14 @@ def test_errors_name_the_argument():
         metrics(exactdp.Joint([3, 1, 0], 2, epsilon=1), exact="yes")  # type: ignore[arg-type]
 
 
+def test_exact_refusal_says_what_a_rational_base_canonical_still_needs():
+    """Canonical with base 1/2 and rho 1/2 has a rational base but weights sqrt(1/2): the
+    error says what is missing instead of asking for the rational base it already has."""
+    with pytest.raises(InvalidParameterError, match=r"powers rho and 1 - rho .*base=1/4 with rho=1/2"):
+        metrics(exactdp.Canonical([3, 1, 0], 2, base=HALF), exact=True)
+    assert metrics(exactdp.Canonical([3, 1, 0], 2, base=Fraction(1, 4)), exact=True)["expected_linf"] > 0
+
+
 def test_set_marginal_of_joint_by_enumeration():
     """Any other mechanism is enumerated: Joint's set view has Joint's set metrics."""
     counts, k = [4, 2, 2, 0], 2

@@ -1,0 +1,57 @@
+"""Tests that a mapping compared with a mechanism is read in the mechanism's output form:
+a set mechanism's outputs given as tuples (in any order) are the sets they name, as
+``probability`` takes them, instead of outputs the mechanism never gives (which made every
+notion report a loss of inf, or a delta of 1, between a distribution and itself).
+
+References: the mechanism's own exact probabilities (a rational base), re-keyed by hand.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+import exactdp
+from exactdp import audit
+from exactdp.errors import ArgumentTypeError, InvalidParameterError
+
+SETS = exactdp.JointSet([3, 1, 0, 0], 2, base=Fraction(1, 2))
+EXACT = {S: Fraction(str(SETS.probability_exact(S))) for S in SETS.outputs()}
+KEYINGS = {
+    "frozensets": EXACT,
+    "sorted tuples": {tuple(sorted(S)): p for S, p in EXACT.items()},
+    "reversed tuples": {tuple(sorted(S, reverse=True)): p for S, p in EXACT.items()},
+}
+
+
+@pytest.mark.parametrize("keying", sorted(KEYINGS))
+@pytest.mark.parametrize("mapping_first", [False, True])
+def test_a_set_mechanism_against_its_own_table_keyed_by_tuples_is_identical(keying, mapping_first):
+    table = KEYINGS[keying]
+    a, b = (table, SETS) if mapping_first else (SETS, table)
+    assert audit.privacy_loss(a, b).value == 0
+    assert audit.privacy_profile(a, b, 0).delta == 0
+    assert audit.renyi_divergence(a, b, 2) == 0
+    assert audit.epsilon_for_delta(a, b, 0).epsilon == 0
+    assert audit.zcdp_rho(a, b).upper == 0
+
+
+def test_a_real_difference_is_still_found_through_tuple_keys():
+    """Negative control: moving probability between two sets is seen however they are keyed."""
+    moved = dict(KEYINGS["reversed tuples"])
+    moved[(1, 0)] -= Fraction(1, 100)
+    moved[(3, 2)] += Fraction(1, 100)
+    assert audit.privacy_loss(SETS, moved).witness in (frozenset({0, 1}), frozenset({2, 3}))
+    assert audit.privacy_profile(SETS, moved, 0).delta == pytest.approx(0.01, rel=1e-12)
+
+
+def test_two_keys_naming_one_set_are_refused():
+    with pytest.raises(InvalidParameterError, match=r"b=\(1, 0\): names the output \[0, 1\]"):
+        audit.privacy_loss(SETS, {(0, 1): Fraction(1, 2), (1, 0): Fraction(1, 2)})
+
+
+def test_a_set_key_for_a_sequence_mechanism_is_refused():
+    seqs = exactdp.Joint([3, 1, 0], 2, base=Fraction(1, 2))
+    with pytest.raises(ArgumentTypeError, match="needs an ordered output"):
+        audit.privacy_loss(seqs, {frozenset({0, 1}): Fraction(1)})
