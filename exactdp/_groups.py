@@ -63,9 +63,12 @@ class Groups:
 
     def output_probabilities(self, dps: Optional[int] = None) -> list[mpmath.mpf]:
         """Certified probability of one output of each group, to ``dps`` digits (default:
-        the ``dps`` given at construction); computed once per ``dps``."""
+        the ``dps`` given at construction); computed once per ``dps`` and kept for the
+        newest ``dps`` only (the notions raise the precision and never go back, and a pair
+        audit has a value per level: keeping each precision's list grew to gigabytes)."""
         digits = self.dps if dps is None else dps
         if digits not in self._output_probs:
+            self._output_probs.clear()
             rule = self.batched_rule()
             if rule is not None:
                 self._output_probs[digits] = rule.output_probabilities(self.mechanism.table, digits)

@@ -114,6 +114,33 @@ def _rational(value: Any, argument: str) -> Fraction:
     return Fraction(int(q.numerator), int(q.denominator))
 
 
+def _profile_note(open_ends: dict[str, tuple[arb, int]], eps: Fraction, digits: int) -> str:
+    """What the last pass proved of the directions it could not certify: an upper bound on
+    their delta, and how many cells have ``P`` equal to ``e^eps Q`` within the
+    probabilities' digits without being proved equal (their terms are 0 if they are)."""
+    notes = []
+    for direction, (upper, near) in open_ends.items():
+        with flint_workprec(64):
+            bound = f"<= 1e{_power_of_ten_above(upper)}" if upper > 0 else "= 0"
+        cells = (f"; {near} cell{'s' if near != 1 else ''} with P within {digits} digits of e^{eps} Q, "
+                 "neither proved equal nor different (if equal, they add 0)") if near else ""
+        notes.append(f"delta_{direction}({eps}) {bound} (proven){cells}")
+    return (": " + "; ".join(notes)) if notes else ""
+
+
+def _power_of_ten_above(upper: arb) -> int:
+    """The least integer ``e`` (found from a float guess, then proven in arb) with
+    ``10**e >= upper`` for a positive finite ``upper``: a bound that is stated is proven,
+    not rounded."""
+    with flint_workprec(64):
+        exponent = int(mpmath.floor(mpmath.log10(ball_to_mpf(upper)))) + 1
+        while not arb(10) ** exponent >= upper:
+            exponent += 1
+        while arb(10) ** (exponent - 1) >= upper:
+            exponent -= 1
+    return exponent
+
+
 def _pos(x: arb) -> arb:
     """A ball containing ``max(0, t)`` for every ``t`` in ``x``."""
     if x > 0:
@@ -179,6 +206,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     digits = digits_wanted + 10
     while True:
         done: dict[str, Any] = {}
+        open_ends: dict[str, tuple[arb, int]] = {}  # undecided direction: (bound, cells near equality)
         with flint_workprec(prec_for_dps(digits, 40)):
             balls = pair.balls(digits)
             growth = rational_ball(eps).exp()
@@ -199,6 +227,8 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                 elif total > 0 and is_accurate(total, digits_wanted):
                     carriers = tuple((pair.cells[i].witness, pair.cells[i].outputs) for i in positive)
                     done[direction] = (ball_to_mpf(total), False, carriers)
+                else:
+                    open_ends[direction] = (total.upper(), len(undecided))
                 for i in undecided:
                     if i not in tried[direction]:
                         tried[direction].add(i)
@@ -208,7 +238,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
             break
         if digits >= _cap(digits_wanted):
             raise PrecisionError("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
-                                 f"with probabilities of {digits} digits")
+                                 f"with probabilities of {digits} digits" + _profile_note(open_ends, eps, digits))
         digits *= 2
     (dab, zab, cab), (dba, zba, cba) = done["a>b"], done["b>a"]
     first = dab >= dba
@@ -451,11 +481,7 @@ def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wa
     """What the last enclosure of a divergence says of its size, and what to do."""
     if ball is None or not ball.is_finite() or not ball.upper() > 0:
         return ""
-    upper = ball.upper()
-    with flint_workprec(64):
-        exponent = int(mpmath.floor(mpmath.log10(ball_to_mpf(upper))))
-        while not arb(10) ** (exponent + 1) >= upper:  # the stated bound is proven, not rounded
-            exponent += 1
+    exponent = _power_of_ten_above(ball.upper()) - 1
     return (f": D_{alpha} <= 1e{exponent + 1}, so small that the sum of P^alpha Q^(1-alpha) is 1 to all "
             f"{digits} digits of the probabilities; certifying it needs more than {max(-exponent, 0) + digits_wanted} "
             "digits (the precision goes up to 4*dps + 80 digits: a larger dps goes further). Two mechanisms "

@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, combinations
-from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex
+from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex, Union
 
 import mpmath
 from flint import fmpz_poly
@@ -68,7 +68,7 @@ from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
-from ..core.validation import as_counts, as_dps, as_int, as_k
+from ..core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
 from .joint_set_sweep import iter_sweep_levels, pascal_series as _pascal_series
 
 __all__ = [
@@ -506,23 +506,31 @@ class _LevelPaths:
 class JointSet(JointFamily):
     """The JOINT exponential mechanism over top-k *sets* (docs/definitions.md §2.3; the workshop paper).
 
-    ``JointSet(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
-    ``base`` are exclusive; the weight of utility ``u`` is ``exp(epsilon*u/(2*sensitivity))``
-    or ``base**(-u)``.  Outputs are frozensets of item ids.
+    ``JointSet(counts, k, epsilon=1, *, base=None, sensitivity=1, memory_budget=None)``:
+    ``epsilon`` and ``base`` are exclusive; the weight of utility ``u`` is
+    ``exp(epsilon*u/(2*sensitivity))`` or ``base**(-u)``; ``memory_budget`` (bytes, an
+    integer or its digits as a string; default 2**30) bounds the levels the table keeps at
+    once.  Outputs are frozensets of item ids.
     """
 
     output_kind = "set"
     rule = ExponentialMechanism()
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
-    #: Bytes of levels the table keeps (past it blocks are recomputed and ``levels()``
-    #: refuses); set on an instance before its first use.
-    memory_budget = DEFAULT_MEMORY_BUDGET
-
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
-                 base: Optional[RationalLike] = None, sensitivity: RationalLike = 1):
+                 base: Optional[RationalLike] = None, sensitivity: RationalLike = 1,
+                 memory_budget: Optional[Union[int, str]] = None):
         super().__init__(counts, k, epsilon, base=base, sensitivity=sensitivity)
+        #: Bytes of levels the table keeps (past it blocks are recomputed and ``levels()``
+        #: refuses), as Joint's.
+        self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
         self._paths: dict[int, _LevelPaths] = {}
+
+    def _parameters(self) -> dict[str, object]:
+        params = super()._parameters()
+        if self.memory_budget != DEFAULT_MEMORY_BUDGET:
+            params["memory_budget"] = self.memory_budget
+        return params
 
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
         level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k

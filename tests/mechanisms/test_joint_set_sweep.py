@@ -190,3 +190,25 @@ def test_control_stale_half_chain_is_caught(monkeypatch):
 
     monkeypatch.setattr(Staircase, "_meet", meet)
     assert _mismatches(CONTROL_COUNTS) > 0
+
+
+# ---------------------------------------------------------------------------------------
+# memory_budget as a constructor argument (as Joint's)
+# ---------------------------------------------------------------------------------------
+def test_memory_budget_argument():
+    import exactdp
+    from exactdp import errors
+
+    counts = [9, 7, 7, 4, 2, 2, 1, 0]
+    whole = exactdp.JointSet(counts, 3, epsilon=1)
+    tight = exactdp.JointSet(counts, 3, epsilon=1, memory_budget=1)
+    assert list(tight.iter_level_probabilities(20)) == list(whole.iter_level_probabilities(20))
+    assert tight.sample(rng=5) == whole.sample(rng=5)
+    with pytest.raises(errors.MemoryBudgetError):
+        tight.levels()
+    assert "memory_budget=1" in repr(tight) and "memory_budget" not in repr(whole)
+    assert exactdp.JointSet(counts, 3, memory_budget="4096").memory_budget == 4096
+    for bad in (0, -5, "lots", 2.5):
+        with pytest.raises((errors.InvalidParameterError, errors.ArgumentTypeError)) as info:
+            exactdp.JointSet(counts, 3, memory_budget=bad)
+        assert "memory_budget" in str(info.value)

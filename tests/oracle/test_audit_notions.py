@@ -367,3 +367,28 @@ def test_proven_zero_is_the_one_bounded_symbolic_equality(monkeypatch):
     monkeypatch.setattr(sympy, "simplify", lambda e: (_ for _ in ()).throw(AssertionError("simplify called")))
     assert _notions.proven_zero(big) in (True, None)  # auto-cancelled to 0, or undecided: never simplified
     assert _notions.proven_zero(sum(sympy.exp(-x * i) for i in range(1, 400)) - 1) is None
+
+
+def test_profile_precision_error_states_a_proven_bound(monkeypatch):
+    """When delta(eps) is 0 in truth because a cell attains eps exactly, and neither the
+    per-delta route nor the exact values can decide it (forced here, as for PNFJoint at
+    scale), the error states a proven upper bound per direction and the undecided cells."""
+    import re
+    from fractions import Fraction
+
+    import exactdp._notions as notions
+    from exactdp import errors
+
+    a = exactdp.Joint([3, 1, 0], 2, epsilon=1)
+    b = exactdp.Joint([3, 2, 0], 2, epsilon=1)
+    assert abs(audit.privacy_loss(a, b, dps=20).value - mpmath.mpf(1) / 2) < 1e-15  # attained by some cell
+    monkeypatch.setattr(notions, "_profile_by_delta", lambda *args: None)
+    assert audit.privacy_profile(a, b, Fraction(1, 2), dps=10).delta == 0  # decided exactly
+    monkeypatch.setattr(notions, "_exact_equal", lambda *args: False)
+    with pytest.raises(errors.PrecisionError) as info:
+        audit.privacy_profile(a, b, Fraction(1, 2), dps=10)
+    text = str(info.value)
+    bounds = re.findall(r"delta_(a>b|b>a)\(1/2\) <= 1e(-?\d+) \(proven\)", text)
+    assert {d for d, _ in bounds} == {"a>b", "b>a"}
+    assert all(int(e) <= -100 for _, e in bounds)  # far below any delta a claim would state
+    assert "1 cell with P within" in text and "neither proved equal nor different" in text
