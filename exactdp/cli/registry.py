@@ -7,7 +7,7 @@ in ``--help`` are read from that constructor's signature with :mod:`inspect`, an
 ``--noise`` choices are :data:`exactdp.rules.noise.NOISES`.
 
 >>> MECHANISMS["canonical"].options
-('epsilon', 'base', 'rho', 'noise')
+('epsilon', 'base', 'rho', 'noise', 'memory_budget')
 >>> MECHANISMS["canonical"].option_help("rho")
 'canonical loss parameter, an exact rational in [0, 1] (default 1/2)'
 """
