@@ -215,18 +215,6 @@ def _profile_from_rows(rows: list[list[int]], M: int, strict: bool) -> list[int]
     return [find(row, M) for row in rows]
 
 
-def _profile_from_ranking(ranking: Ranking, k: int, M: int, strict: bool = False) -> list[int]:
-    """Row lengths of ones of ``A`` from the ranking: ``min(T_l(M) - l, W)`` (clamped at 0);
-    with ``strict``, ``T`` counts items with count ``> sc[l] - M``."""
-    sc, W = ranking.sorted_counts, ranking.d - k + 1
-    find = ranking.greater_than if strict else ranking.at_least
-    out = []
-    for l in range(k):
-        x = find(sc[l] - M) - l
-        out.append(0 if x < 0 else (W if x > W else x))
-    return out
-
-
 # =====================================================================================
 # The three counting methods
 # =====================================================================================
@@ -255,17 +243,14 @@ def _brute_maxdiff(counts: tuple[int, ...], sc: tuple[int, ...], subset: Iterabl
 
 
 def _counter(ranking: Ranking, k: int, method: str, strict: bool = False) -> Callable[[int], int]:
-    """``M -> N(M)`` on one validated instance, by ``method``: one of :data:`METHODS`, or
-    ``"ranking-paths"`` (the matrix-path count with the rows of ``A`` read from the ranking
-    instead of from ``M̂``: the sweep of :meth:`JointSet.levels`).  The matrix-path counters
-    keep their Pascal series across calls, so a sweep over thresholds builds each once."""
+    """``M -> N(M)`` on one validated instance, by ``method``, one of :data:`METHODS`.  The
+    matrix-path counter keeps its Pascal series across calls, so a sweep over thresholds
+    builds each once."""
     W = ranking.d - k + 1
     cache: dict = {}
     if method == "matrix-paths":
         rows = _mhat_rows(ranking, k)
         return lambda M: _staircase_paths(_profile_from_rows(rows, M, strict), k, W, cache)
-    if method == "ranking-paths":
-        return lambda M: _staircase_paths(_profile_from_ranking(ranking, k, M, strict), k, W, cache)
     if method == "dp":
         sc = ranking.sorted_counts
         return lambda M: _dp_count([ranking.at_least(sc[i] - M) for i in range(k)], k)
@@ -351,22 +336,15 @@ _NUMPY_LIMIT = 1 << 60
 
 def _candidate_thresholds(ranking: Ranking, k: int) -> list[int]:
     """The distinct entries of ``M̂`` (rows ``l < k``), ascending: ``N(M)`` can only change
-    at these values, and every utility of a set is minus one of them."""
-    cands = _candidate_array(ranking, k)
-    return cands if isinstance(cands, list) else [int(x) for x in cands]
-
-
-def _candidate_array(ranking: Ranking, k: int) -> Any:
-    """:func:`_candidate_thresholds` compactly: a ``numpy.int64`` array (exact: the counts
-    are below ``2**60``), or a list of Python ints for larger counts."""
+    at these values, and every utility of a set is minus one of them (numpy ``int64`` where
+    exact: counts below ``2**60``)."""
     sc, d = ranking.sorted_counts, ranking.d
     W = d - k + 1
     if max(abs(sc[0]), abs(sc[-1])) < _NUMPY_LIMIT:
         import numpy as np
 
         arr = np.asarray(sc, dtype=np.int64)
-        parts = [arr[l] - arr[l : l + W] for l in range(k)]
-        return np.unique(np.concatenate(parts))
+        return np.unique(np.concatenate([arr[l] - arr[l : l + W] for l in range(k)])).tolist()
     return sorted({sc[l] - sc[l + c] for l in range(k) for c in range(W)})
 
 
