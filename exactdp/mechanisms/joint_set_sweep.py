@@ -96,15 +96,18 @@ class Staircase:
 
         ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)``,   ``n = k - i``,
 
-    and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  For ``delta > 0`` the new
-    cells are at the row's end; the paths through one come from its left (the cell above
-    is outside the staircase) and leave downwards, so they number ``v_i[0]`` (the prefixes
-    on row ``i``) times the completions from row ``i + 1``, whose block is one column
-    narrower after each cell; the sum over the cells is the formula.  For ``delta < 0`` the
-    same, read backwards.  Rows that shrink are changed top first and rows that grow
-    bottom first, so every intermediate shape is a staircase.  A change of one row costs
-    one product by a short polynomial; moving to another row costs one Lemma 7 transfer
-    per row in between.
+    and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Why: the change moves
+    ``ell_i`` up and ``ell_{i+1}`` down by ``delta``; with ``A = R_{i+1} (1 - x)^delta``
+    (untruncated), the new ``R_i`` is ``(A mod x^n) q_{ell_i} (1 - x)^{-delta} mod x^{n+1}``
+    ``= R_i - A[n] x^n`` (as ``A (1 - x)^{-delta} = R_{i+1}``), and ``N = [x^n] (v_i R_i)``
+    with ``v_i`` unchanged drops by ``v_i[0] A[n]``.  This is an identity of the block
+    chain, so the changed rows may be taken in any order (intermediate widths need not
+    form a staircase); they are taken from the end nearer the last row touched.  Read as
+    paths, for ``delta > 0``: the new cells are at the row's end, a path through one comes
+    from its left and leaves downwards, so there are ``v_i[0]`` (the prefixes on row ``i``)
+    times the completions from row ``i + 1`` of them.  A change of one row costs one
+    product by a short polynomial; moving to another row costs one Lemma 7 transfer per
+    row in between.
 
     >>> st = Staircase([1, 2], 3)
     >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])
@@ -186,9 +189,11 @@ class Staircase:
             self._meet(0, 0)
             self.count = int(self.R[0][k])
             return self.count
-        for i in sorted(i for i in old if eff[i] < old[i]):  # shrinking: top first
-            self._row(i, eff[i] - old[i])
-        for i in sorted((i for i in old if eff[i] > old[i]), reverse=True):  # growing: bottom first
+        rows = sorted(old)
+        here = self.g - 1  # the row touched last: the half-chains meet there
+        if abs(rows[-1] - here) < abs(rows[0] - here):
+            rows.reverse()
+        for i in rows:
             self._row(i, eff[i] - old[i])
         return self.count
 
