@@ -197,18 +197,15 @@ class PrivacyLoss:
 # =====================================================================================
 
 
-def _log_ball(p: mpmath.mpf, digits: int, error: Optional[arb] = None) -> Optional[arb]:
+def _log_ball(p: mpmath.mpf, error: arb) -> Optional[arb]:
     """A ball containing ``ln P`` given ``p`` with relative error ``<= 10**-digits``
     (``|ln(1 + eta)| <= 2|eta|`` for ``|eta| <= 1/2``); ``None`` for ``p == 0``.  ``error``
-    is the ball ``[-2·10**-digits, 2·10**-digits]`` when the caller has it (one per call of
-    many, at the working precision)."""
+    is :func:`_log_error` of those digits, made once per pass at the working precision."""
     if not p:
         return None
     # ln(man * 2**exp) = ln(man) + exp * ln 2: arb's log of a ball whose exponent has
     # hundreds of digits (epsilon = 1e400 gives P = 10**(-10**400)) returns nan.
     man, exp = p.man_exp
-    if error is None:
-        error = _log_error(digits)
     return arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2() + error
 
 
@@ -287,8 +284,8 @@ def privacy_loss(
         rows = []
         with flint_workprec(prec):
             error = _log_error(digits)
-            la_balls = {a: _log_ball(p, digits, error) for a, p in pa.items()}
-            lb_balls = {b: _log_ball(p, digits, error) for b, p in pb.items()}
+            la_balls = {a: _log_ball(p, error) for a, p in pa.items()}
+            lb_balls = {b: _log_ball(p, error) for b, p in pb.items()}
             for (la, lb), (o, size) in pairs.items():
                 ba = la_balls.get(la) if la is not None else None
                 bb = lb_balls.get(lb) if lb is not None else None

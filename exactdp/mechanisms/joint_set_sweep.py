@@ -235,11 +235,8 @@ class StaircaseSweep:
         sc = self.sc
         self.T = T = [ranking.at_least(sc[l] - M) for l in range(k)]
         self.prof = [min(max(t - l, 0), W) for l, t in enumerate(T)]
-        eff = [0] * k
-        run = W
-        for l in range(k - 1, -1, -1):
-            run = eff[l] = min(self.prof[l], run)
-        self.stairs = Staircase(eff, W)
+        self.stairs = Staircase([0] * k, W)
+        self.stairs.set_profile(self.prof)  # the staircase of the rows of ones (suffix minimum)
         self.heap = [(sc[l] - sc[T[l]], l) for l in range(k) if self.prof[l] < W]
         heapq.heapify(self.heap)
 
