@@ -32,6 +32,7 @@ import mpmath
 import numpy as np
 from flint import arb, fmpz
 
+from ._footprint import Footprint
 from ._groups import Groups
 from ._neighbours import AuditLimitError, tied_classes
 from .core._lazy import sympy
@@ -41,7 +42,7 @@ from .core.validation import as_sequence_output, as_set_output
 from .errors import ArgumentTypeError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
-__all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "output_orbit_count",
+__all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit", "output_orbit_count",
            "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
@@ -290,14 +291,25 @@ class Pair:
     """Two distributions over one output space, split into :class:`Cell` s."""
 
     def __init__(self, a: Union[Groups, MappingDistribution], b: Union[Groups, MappingDistribution],
-                 cells: Sequence[Cell]):
+                 cells: Sequence[Cell], footprint: Optional[Footprint] = None):
         self.a, self.b = a, b
         self.cells = tuple(c for c in cells if c.ga is not None or c.gb is not None)
+        #: the audit's memory check (None: nothing to check)
+        self.footprint = footprint
+
+    def check_memory(self, digits: int, what: str) -> None:
+        """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) when the certified
+        probabilities and balls at ``digits`` digits would not fit the budget
+        (:mod:`exactdp._footprint`)."""
+        if self.footprint is not None:
+            levels = sum(len(v.groups) for v in (self.a, self.b) if isinstance(v, Groups))
+            self.footprint.check(levels=levels, cells=len(self.cells), digits=digits, what=what)
 
     def balls(self, digits: int) -> list[tuple[Optional[arb], Optional[arb]]]:
         """Per cell, balls containing the true ``P(o)`` and ``Q(o)`` of one of its outputs
         (None: exactly 0), at flint's current precision; ``digits`` is the precision of a
-        mechanism's certified probabilities."""
+        mechanism's certified probabilities.  Refuses past the memory budget first."""
+        self.check_memory(digits, f"this audit, at {digits} digits,")
         pa, pb = _balls(self.a, digits), _balls(self.b, digits)
         return [(None if c.ga is None else pa[c.ga], None if c.gb is None else pb[c.gb]) for c in self.cells]
 
@@ -332,10 +344,12 @@ def _exact(view: Union[Groups, MappingDistribution], g: Optional[int], witness: 
 def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = True) -> Pair:
     """The cells of two distributions (mechanisms or mappings; see the module docstring)."""
     va, vb = as_distribution(a, "a", dps), as_distribution(b, "b", dps)
+    footprint = Footprint(a, b)
     if isinstance(va, Groups) and isinstance(vb, Groups):
         _check_same_space(a, b)
+        check_cells_fit(footprint, va, vb, dps)
         pairs, _ = mechanism_pairs(a, b, max_outputs, symmetric)
-        return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in pairs.items()])
+        return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in pairs.items()], footprint)
     if isinstance(va, MappingDistribution) and isinstance(vb, Groups):
         va = va.keyed_like(b, "a")
     elif isinstance(vb, MappingDistribution) and isinstance(va, Groups):
@@ -349,7 +363,16 @@ def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = Tru
             key = (g, h) if first else (h, g)
             entry = found.setdefault(key, [o, 0])
             entry[1] += 1
-    return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in found.items()])
+    return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in found.items()], footprint)
+
+
+def check_cells_fit(footprint: Footprint, a: Groups, b: Groups, dps: int, rows: bool = False) -> None:
+    """Before the cells of two mechanisms are counted: every level is in at least one
+    cell, so there are at least as many cells as levels on either side; refuse when
+    that many cells with their values at ``dps + 10`` digits (the first precision tried)
+    would not fit the budget."""
+    footprint.check(levels=len(a.groups) + len(b.groups), cells=max(len(a.groups), len(b.groups)),
+                    digits=dps + 10, what="this audit", rows=rows)
 
 
 def _check_same_space(a: Any, b: Any) -> str:

@@ -17,6 +17,7 @@ mechanism's ``log_form`` serves the per-delta audits (:meth:`Groups.log_form`).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import mpmath
@@ -24,7 +25,7 @@ import mpmath
 from .core._typing import MechanismLike, Output, OutputLike
 from .core.mechanism import Mechanism
 from .core.precision import times_int
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, MemoryBudgetError
 
 if TYPE_CHECKING:
     from .core.levels import Level
@@ -48,7 +49,12 @@ class Groups:
         self.mechanism = mechanism
         self.dps = dps
         self.kind: str = getattr(mechanism, "output_kind", "sequence")
-        self.groups: tuple[Level, ...] = tuple(mechanism.groups())
+        try:
+            self.groups: tuple[Level, ...] = tuple(mechanism.groups())
+        except MemoryBudgetError as e:  # the streamed alternative it names is no help here
+            reason = re.sub(r"use \S+ \(streamed, within the budget\) or ", "", e.reason)
+            raise MemoryBudgetError(e.argument, e.value, "the oracle (audits, certification) holds every level "
+                                    f"at once: {reason}", limit=getattr(e, "limit", None)) from None
         self.support_size: int = sum(g.multiplicity for g in self.groups)
         self._output_probs: dict[int, list[mpmath.mpf]] = {}
         self._group_probs: Optional[list[mpmath.mpf]] = None

@@ -66,7 +66,9 @@ import mpmath
 from flint import arb, fmpz
 from mpmath import libmp
 
-from ._distributions import ExponentialPair, _check_same_space, mechanism_pairs, output_orbit_count, pair_cells  # noqa: F401
+from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit, mechanism_pairs,  # noqa: F401
+                             output_orbit_count, pair_cells)
+from ._footprint import Footprint
 from ._groups import Groups
 from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for_delta, privacy_profile,  # noqa: F401
                        proven_zero, pure_loss, renyi_divergence, zcdp_rho)
@@ -266,8 +268,10 @@ def privacy_loss(
     if not all(hasattr(m, "groups") for m in (mechanism_a, mechanism_b)):
         return _loss_with_mapping(mechanism_a, mechanism_b, digits_wanted, limit)
     _check_same_space(mechanism_a, mechanism_b)
-    pairs, visited = mechanism_pairs(mechanism_a, mechanism_b, limit, symmetric)
     groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
+    footprint = Footprint(mechanism_a, mechanism_b)
+    check_cells_fit(footprint, groups_a, groups_b, digits_wanted, rows=True)
+    pairs, visited = mechanism_pairs(mechanism_a, mechanism_b, limit, symmetric)
     fast = _loss_by_delta(groups_a, groups_b, pairs, digits_wanted, visited)
     if fast is not None:
         return fast
@@ -278,6 +282,8 @@ def privacy_loss(
     cap = 4 * digits_wanted + 80
     tried_exact = proven_zero = False
     while True:
+        footprint.check(levels=len(groups_a.groups) + len(groups_b.groups), cells=len(pairs), digits=digits,
+                        what=f"this audit, at {digits} digits,", rows=True)
         pa = {a: p for a, p in enumerate(groups_a.output_probabilities(digits)) if a in reps_a}
         pb = {b: p for b, p in enumerate(groups_b.output_probabilities(digits)) if b in reps_b}
         prec = prec_for_dps(digits, 40)

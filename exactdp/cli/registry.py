@@ -93,7 +93,8 @@ OPTIONS: dict[str, Option] = {
     "memory_budget": Option(
         ("--memory-budget",), "memory_budget",
         "bytes of exact levels the level table may keep at once (default {default}); past "
-        "it, levels are streamed and recomputed, and whole lists are refused with an error",
+        "it, levels are streamed and recomputed, and whole lists are refused with an error "
+        "(an audit checks its own values against the two datasets' budgets together)",
         metavar="BYTES",
         library_default=lambda: DEFAULT_MEMORY_BUDGET,
         resource=True,
