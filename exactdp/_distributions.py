@@ -28,7 +28,6 @@ import math
 from fractions import Fraction
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
-import mpmath
 import numpy as np
 from flint import arb, fmpz
 
