@@ -37,7 +37,7 @@ from typing import Any, Optional
 from .core.level_blocks import DEFAULT_MEMORY_BUDGET
 from .errors import MemoryBudgetError
 
-__all__ = ["Footprint", "CELL_BYTES", "ROW_BYTES", "value_bytes"]
+__all__ = ["Footprint", "CELL_BYTES", "ROW_BYTES", "value_bytes", "estimate"]
 
 #: One cell: its key tuple and dictionary slot, ``[witness, outputs]``, the ``Cell`` tuple,
 #: the witness (a displaced-item witness is a small object) and the level indices.
@@ -55,6 +55,17 @@ def value_bytes(digits: int) -> int:
     (216, 267)
     """
     return 200 + (digits * 27) // 64
+
+
+def estimate(levels: int, cells: int, digits: int, rows: bool = False) -> int:
+    """Estimated bytes of ``levels`` certified probabilities and ``cells`` cells, each with
+    two balls (or, ``rows``, a row of ``privacy_loss`` and its value), at ``digits`` digits.
+
+    >>> estimate(1000, 1000, 40)
+    968000
+    """
+    v = value_bytes(digits)
+    return levels * v + cells * (CELL_BYTES + (ROW_BYTES + v if rows else 2 * v))
 
 
 def _text(size: int) -> str:
@@ -77,9 +88,7 @@ class Footprint:
         be more than the budget."""
         if self.budget is None:
             return
-        v = value_bytes(digits)
-        per_cell = CELL_BYTES + (ROW_BYTES + v if rows else 2 * v)
-        size = levels * v + cells * per_cell
+        size = estimate(levels, cells, digits, rows)
         if size <= self.budget:
             return
         sides = "the mechanism's memory_budget" if self.single else "the mechanisms' memory_budget together"
