@@ -29,16 +29,16 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
 import time
+from itertools import product
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from bench_audit_pairs import MECHANISMS, neighbour  # noqa: E402
+from bench_audit_pairs import MECHANISMS, neighbour, spawn  # noqa: E402
 from run import make_counts  # noqa: E402
 
 NOTIONS = ("privacy_loss", "renyi_divergence")
@@ -90,23 +90,6 @@ def child(mechanism: str, shape: str, kind: str, notion: str, d: int, k: int) ->
             "seconds": seconds, "outcome": outcome, "default": default}
 
 
-def spawn(args: list[str], cap_gib: float, timeout: float) -> dict:
-    cap = int(cap_gib * 2**30)
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    try:
-        done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=limit)
-    except subprocess.TimeoutExpired:
-        return {"error": f"> {timeout:.0f} s"}
-    if done.returncode:
-        tail = done.stderr.strip().splitlines()[-1:] or ["?"]
-        return {"error": tail[0][:70]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--d", type=int, nargs="+", default=[10_000, 20_000])
@@ -127,20 +110,14 @@ def main() -> None:
     print("| mechanism | shape | neighbour | d | notion | levels (both) | estimate MiB | peak - base MiB "
           "| peak MiB | audit CPU s | outcome | default budgets |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for mech in opts.mechanisms:
-        for d in opts.d:
-            for shape in opts.shapes:
-                for kind in opts.neighbours:
-                    for notion in opts.notions:
-                        r = spawn([mech, shape, kind, notion, str(d), str(opts.k)], opts.cap_gib, opts.timeout)
-                        head = f"| {MECHANISMS[mech]} | {shape} | {kind} | {d:,} | {notion} |"
-                        if "error" in r:
-                            print(f"{head} | | | | | {r['error']} | |", flush=True)
-                            continue
-                        print(f"{head} {r['levels']:,} | {r['estimate'] / mib:,.0f} | "
-                              f"{(r['peak'] - r['base']) / mib:,.0f} | {r['peak'] / mib:,.0f} | "
-                              f"{r['seconds']:.1f} | {r['outcome']} | {r['default']} |", flush=True)
-
+    for mech, d, shape, kind, notion in product(opts.mechanisms, opts.d, opts.shapes, opts.neighbours, opts.notions):
+        r = spawn([mech, shape, kind, notion, str(d), str(opts.k)], opts.cap_gib, opts.timeout, __file__)
+        head = f"| {MECHANISMS[mech]} | {shape} | {kind} | {d:,} | {notion} |"
+        if "error" in r:
+            print(f"{head} | | | | | {r['error']} | |", flush=True)
+            continue
+        print(f"{head} {r['levels']:,} | {r['estimate'] / mib:,.0f} | {(r['peak'] - r['base']) / mib:,.0f} | "
+              f"{r['peak'] / mib:,.0f} | {r['seconds']:.1f} | {r['outcome']} | {r['default']} |", flush=True)
 
 if __name__ == "__main__":
     main()

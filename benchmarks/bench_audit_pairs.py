@@ -48,7 +48,6 @@ import json
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -178,14 +177,15 @@ def small_child(mechanism: str, shape: str, d: int, k: int) -> dict:
     return {"sweep": sweep, "orbits": orbits, "visited": slow.orbits, "cells": len(fast.pairs)}
 
 
-def spawn(args: list[str], cap_gib: float, timeout: float) -> dict:
+def spawn(args: list[str], cap_gib: float, timeout: float, script: str = __file__) -> dict:
+    """Run ``script --child ARGS`` under an address-space cap; its last stdout line as JSON."""
     cap = int(cap_gib * 2**30)
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     try:
-        done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True,
                               timeout=timeout, preexec_fn=limit)
     except subprocess.TimeoutExpired:
         return {"error": f"> {timeout:.0f} s"}
