@@ -119,5 +119,6 @@ def main() -> None:
         print(f"{head} {r['levels']:,} | {r['estimate'] / mib:,.0f} | {(r['peak'] - r['base']) / mib:,.0f} | "
               f"{r['peak'] / mib:,.0f} | {r['seconds']:.1f} | {r['outcome']} | {r['default']} |", flush=True)
 
+
 if __name__ == "__main__":
     main()
