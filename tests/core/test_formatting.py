@@ -7,7 +7,10 @@ from fractions import Fraction
 
 import mpmath
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from exactdp.core.formatting import _far_text  # noqa: E402 (the far-exponent path)
 from exactdp.core.formatting import (ABBREVIATE_DIGITS, abbreviate_ints, change_text, exact_text, format_int,
                                      int_text, json_scalar, number_text, output_ids, output_text, table,
                                      table_lines)
@@ -69,3 +72,68 @@ def test_json_scalar():
     assert json_scalar(mpmath.mpf(1) / 4, 3) == "0.250" and json_scalar(-mpmath.inf, 3) == "-inf"
     with pytest.raises(InvalidParameterError, match="digits"):
         json_scalar(0.5)
+
+
+# --- far exponents: MPFR's correctly rounded digits in nstr's layout --------------------
+
+def _exact_sci(x: mpmath.mpf, digits: int, strip_zeros: bool, rounding: str = "nearest") -> str:
+    """The twin: ``x`` to ``digits`` significant digits by exact integer arithmetic
+    (round half to even, or truncation for the negative control), in nstr's layout."""
+    sign, man, exp, bc = x._mpf_
+    num, den = (man << exp, 1) if exp >= 0 else (man, 1 << -exp)
+    e10 = len(str(num // den)) - 1 if num >= den else -len(str(den // num))  # a first guess
+    while num * 10 ** max(-e10, 0) < den * 10 ** max(e10, 0):  # 10**e10 <= x
+        e10 -= 1
+    while num * 10 ** max(-(e10 + 1), 0) >= den * 10 ** max(e10 + 1, 0):
+        e10 += 1
+    shift = digits - 1 - e10  # q = x * 10**shift, rounded
+    n, d = (num * 10 ** shift, den) if shift >= 0 else (num, den * 10 ** -shift)
+    q, r = divmod(n, d)
+    if rounding == "nearest" and (2 * r > d or (2 * r == d and q % 2)):
+        q += 1
+    if q == 10 ** digits:
+        q //= 10
+        e10 += 1
+    text = str(q)
+    tail = text[1:].rstrip("0") or "0" if strip_zeros else text[1:]
+    return f"{'-' if sign else ''}{text[0]}.{tail}e{'+' if e10 >= 0 else '-'}{abs(e10)}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(man=st.integers(1, 2**200), exp=st.integers(-20_000, 20_000), negative=st.booleans(),
+       digits=st.integers(2, 40), strip=st.booleans())
+def test_far_exponents_are_correctly_rounded_in_nstrs_layout(man, exp, negative, digits, strip):
+    x = mpmath.mpf((-man if negative else man) * 2**exp) if exp >= 0 else mpmath.mpf(mpmath.libmp.from_man_exp(
+        -man if negative else man, exp))
+    text = number_text(x, digits, strip_zeros=strip)
+    far = _far_text(x, digits, strip)
+    if far is None:  # near exponents: nstr itself
+        assert text == mpmath.nstr(x, digits, strip_zeros=strip)
+        return
+    assert text == far == _exact_sci(x, digits, strip)
+    nstr = mpmath.nstr(x, digits, strip_zeros=strip)
+    if nstr != far:  # nstr is not always correctly rounded: then only its last digit may differ
+        assert nstr.split("e")[1] == far.split("e")[1] and len(nstr) == len(far) or strip
+
+
+def test_far_exponent_twin_can_fail():
+    """Negative control: a formatter that truncates instead of rounding is told apart by
+    the twin, on a value whose next digit rounds up (found among small mantissas)."""
+    for man in range(1, 100):
+        x = mpmath.mpf(mpmath.libmp.from_man_exp(man, -20_000))
+        wrong, right = _exact_sci(x, 15, True, rounding="truncate"), _exact_sci(x, 15, True)
+        if wrong != right:
+            break
+    else:
+        pytest.fail("no mantissa below 100 rounds up: the control found nothing to tell apart")
+    assert _far_text(x, 15, True) == right != wrong
+
+
+def test_far_exponent_past_2_53_falls_back_to_nstr():
+    x = mpmath.mpf(mpmath.libmp.from_man_exp(3, 2**63))
+    assert _far_text(x, 15, True) is None and number_text(x, 5) == mpmath.nstr(x, 5) == "4.1428e+2776511644261678566"
+
+
+def test_far_exponent_where_nstr_misrounds():
+    x = mpmath.mpf(mpmath.libmp.from_man_exp(6361991972799459, -7134016))
+    assert number_text(x, 15) == "9.95511644493984e-2147538"
