@@ -174,20 +174,21 @@ def _far_text(x: mpmath.mpf, digits: int, strip_zeros: bool) -> Optional[str]:
 
     guess = math.floor((exp + bc - 1) * _LOG10_2)  # floor(log10 |x|), or one off
     low = 10 ** (digits - 1)
+    high, half = 10 * low, arb(1) / 2
     prec = 4 * digits + 64 + int(exp).bit_length()
     for _ in range(4):
         with flint_workprec(prec):
             ball = arb((fmpz(int(man)), fmpz(int(exp))))  # exact
-            for e10 in (guess, guess - 1, guess + 1):
+            for e10 in (guess, guess + 1, guess - 1):  # 2**(exp+bc-1) <= |x| < 2**(exp+bc): guess or one above
                 y = ball / arb(10) ** (e10 - digits + 1)
-                if not (y >= low and y < 10 * low):
+                if not (y >= low and y < high):
                     continue  # the wrong exponent, or undecided: the next one, then more bits
-                r = y + arb(1) / 2
+                r = y + half
                 q = r.floor().unique_fmpz()
                 if q is None or (r - q).contains(0):
                     break
                 q, e = int(q), e10
-                if q == 10 * low:
+                if q == high:
                     q, e = low, e + 1
                 text = str(q)
                 tail = (text[1:].rstrip("0") or "0") if strip_zeros else text[1:]
