@@ -231,7 +231,11 @@ class _Design:
 
     def n_needed(self, delta: float, alpha: float, target: float, max_n: int) -> Optional[int]:
         """The smallest ``n`` (doubling, then bisection to within 1%) whose least
-        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``."""
+        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``, at once
+        when even ``max_n`` draws leave a deviation of ``delta`` invisible to the bins
+        (levels skipped past ``max_enumerate``: more draws do not list them)."""
+        if self.shape(max_n).blind >= delta:
+            return None
         return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha)[0] >= target, max_n)
 
 

@@ -39,8 +39,14 @@ from .io import IdMap, normalise_output, relabel
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
 
-def _fmt_needed(n: Optional[int], max_n: int) -> str:
-    return f"more than {max_n:,}" if n is None else f"{n:,}"
+def _fmt_needed(n: Optional[int], max_n: int, design: Optional[_Design] = None, delta: float = 0.0) -> str:
+    if n is not None:
+        return f"{n:,}"
+    blind = design.shape(max_n).blind if design is not None else -1.0
+    if blind >= delta:
+        return (f"none: deviations of TV up to {blind:.3g} stay invisible at any n (levels whose uniformity "
+                "is not tested: within=False, or past max_enumerate)")
+    return f"more than {max_n:,}"
 
 
 def _fmt_delta(d: float) -> str:
@@ -273,7 +279,7 @@ class GoodnessOfFit:
             f"p-value {number_text(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
             f"{self.delta:g} (PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
             f"{_fmt_delta(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
-            f"{_fmt_needed(self.samples_needed(a), self.max_n)}; " + (self.plan.describe() if self.plan is not None else "")
+            f"{_fmt_needed(self.samples_needed(a), self.max_n, self._design, self.delta)}; " + (self.plan.describe() if self.plan is not None else "")
         )
 
     def worst_bins(self, limit: int = 10) -> list[Bin]:

@@ -40,7 +40,8 @@ def test_a_deviation_hidden_in_untested_levels_is_not_a_pass():
     assert fit.plan.blind > 0.5 and fit.power() == pytest.approx(fit.alpha)
     assert fit.detectable_delta() > fit.plan.blind
     assert "invisible to these bins: deviations of TV up to" in fit.verdict_line()
-    assert fit.samples_needed() is None  # no n helps while the uniformity is untested
+    assert fit.samples_needed() is None  # no n helps while the uniformity is untested, and it says so
+    assert "n needed for TV 0.05: none: deviations of TV up to" in fit.verdict_line()
     # the full test sees it and fails it
     assert certify.goodness_of_fit(bad, m).verdict() == "fail"
     # and a correct sampler with every output in its own bin still passes: nothing is blind
