@@ -216,7 +216,7 @@ def assert_sampler_matches(
     if verdict == "inconclusive":
         needed = fit.samples_needed()
         rerun = (f"rerun with n >= {needed:,} draws" if needed is not None
-                 else f"more than {fit.max_n:,} draws would be needed")
+                 else f"no n up to {fit.max_n:,} draws would do (see 'n needed' below)")
         raise Inconclusive(
             f"sampler test inconclusive for {mechanism!r}: not rejected, but too weak to say PASS; {rerun} "
             f"(or a larger delta than {fit.delta:g}) ({s.description}, n={count}, {s.seed_text(seed)})\n{details}",
