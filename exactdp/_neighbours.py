@@ -18,6 +18,7 @@ from itertools import combinations, product
 from typing import Hashable, Iterator, Optional, Sequence
 
 from .core._typing import CountsLike
+from .core.formatting import format_int
 from .core.validation import as_counts, as_positive_int
 from .errors import InvalidParameterError, TooManyOutputsError
 
@@ -199,7 +200,7 @@ def neighbours(
     if total > limit:
         raise AuditLimitError(
             "max_neighbours", limit,
-            f"counts with d={len(c)} have {total} {rel} neighbours"
+            f"counts with d={len(c)} have {format_int(total, ellipsis='...')} {rel} neighbours"  # 50,000 digits at d = 166,000
             f"{' up to symmetry' if up_to_symmetry else ''}; raise max_neighbours, bound "
             "contribution, or use up_to_symmetry=True",
         )

@@ -162,7 +162,8 @@ def cdp_peel_round_epsilon_below(epsilon: RationalLike, delta: RationalLike, k: 
     budget that is certainly at most the accounted one: ``eps'`` certified to
     ``decimals + 10`` significant digits past its integer part, rounded down to ``decimals``
     decimals and lowered by one unit of the last one (the certified value's error is far
-    below that unit).
+    below that unit).  When that leaves nothing positive (``eps'`` below two units of the
+    last decimal) the error names ``decimals`` and the value that works.
 
     >>> cdp_peel_round_epsilon_below(1, Fraction(1, 10**6), 50, decimals=6)
     Fraction(26433, 500000)
@@ -174,7 +175,13 @@ def cdp_peel_round_epsilon_below(epsilon: RationalLike, delta: RationalLike, k: 
     man, exp = value.man_exp  # the certified mpf read exactly, so no float rounds the floor
     exact_value = Fraction(int(man)) * Fraction(2) ** int(exp)
     scale = 10**places
-    return Fraction(math.floor(exact_value * scale) - 1, scale)
+    below = math.floor(exact_value * scale) - 1
+    if below <= 0:  # eps' under two units of the last decimal: no positive budget to give
+        needed = -int(mpmath.floor(mpmath.log10(magnitude)))  # eps' * 10**needed in [1, 10)
+        needed += math.floor(exact_value * 10**needed) < 2  # the smallest with two units below eps'
+        raise InvalidParameterError("decimals", decimals, f"the per-round eps' = {mpmath.nstr(magnitude, 6)} has no "
+                                    f"positive value below it at {places} decimals: use decimals={needed} or more")
+    return Fraction(below, scale)
 
 def cdp_peel_local_epsilon(epsilon: RationalLike, delta: RationalLike, k: SupportsIndex, *, dps: Optional[int] = None,
                            exact: bool = False) -> Union[mpmath.mpf, sympy.Expr]:

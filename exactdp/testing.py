@@ -181,7 +181,9 @@ def assert_sampler_matches(
     """Draw ``n`` outputs (default :func:`default_samples`) and assert the chi-square test
     of :func:`exactdp.certify.goodness_of_fit` says PASS at level ``alpha``.
 
-    * FAIL (the test rejects: a correct sampler does so with probability ``alpha``):
+    * FAIL (the test rejects: a correct sampler does so with probability about ``alpha``,
+      Pearson's chi-square approximation; a few times ``alpha`` at ``1e-6`` with bins of
+      about 5 expected draws, docs/oracle.md):
       ``AssertionError`` with the verdict line, both stages' p-values, the worst bins and
       the seed;
     * INCONCLUSIVE (not rejected, but the test had 0 degrees of freedom, or power below
@@ -216,7 +218,7 @@ def assert_sampler_matches(
     if verdict == "inconclusive":
         needed = fit.samples_needed()
         rerun = (f"rerun with n >= {needed:,} draws" if needed is not None
-                 else f"more than {fit.max_n:,} draws would be needed")
+                 else f"no n up to {fit.max_n:,} draws would do (see 'n needed' below)")
         raise Inconclusive(
             f"sampler test inconclusive for {mechanism!r}: not rejected, but too weak to say PASS; {rerun} "
             f"(or a larger delta than {fit.delta:g}) ({s.description}, n={count}, {s.seed_text(seed)})\n{details}",

@@ -41,7 +41,49 @@ def chi2_sf(x: Union[float, mpmath.mpf], df: int) -> mpmath.mpf:
             return mpmath.mpf(0)
         if x <= 0:
             return mpmath.mpf(1)
-        return +mpmath.gammainc(mpmath.mpf(df) / 2, x / 2, mpmath.inf, regularized=True)
+        return _upper_q(mpmath.mpf(df) / 2, x / 2)
+
+
+def _upper_q(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
+    """The regularised upper incomplete gamma ``Q(s, y)`` at the working precision.
+
+    mpmath's ``gammainc`` gives up (``NoConvergence``) for half-integer ``s`` past about
+    15,000 with ``y >= s`` (odd ``df`` of a test with many bins); then ``Q`` comes from
+    Legendre's continued fraction (``y > s``, modified Lentz) or ``1 - P`` from the power
+    series of ``P`` (``y <= s``, where ``Q`` is not small enough to lose digits)."""
+    try:
+        return +mpmath.gammainc(s, y, mpmath.inf, regularized=True)
+    except mpmath.libmp.NoConvergence:
+        return _upper_q_expansions(s, y)
+
+
+def _upper_q_expansions(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
+    """``Q(s, y)`` from the continued fraction (``y > s``) or ``1 -`` the series of ``P``."""
+    eps = mpmath.mpf(2) ** (-mpmath.mp.prec)
+    log_front = s * mpmath.log(y) - y - mpmath.loggamma(s)
+    if y > s:
+        tiny = mpmath.mpf(10) ** -300
+        b = y + 1 - s
+        c, d = 1 / tiny, 1 / b
+        h = d
+        for i in range(1, 10**7):
+            an = -i * (i - s)
+            b += 2
+            d = an * d + b
+            d = 1 / (d if d != 0 else tiny)
+            c = b + an / c
+            c = c if c != 0 else tiny
+            h *= d * c
+            if abs(d * c - 1) < eps:
+                return mpmath.exp(log_front) * h
+    else:
+        term = total = 1 / s
+        for i in range(1, 10**7):
+            term *= y / (s + i)
+            total += term
+            if term < total * eps:
+                return 1 - mpmath.exp(log_front) * total
+    raise mpmath.libmp.NoConvergence(f"Q({s}, {y}) did not converge")  # pragma: no cover - 1e7 terms
 
 
 def chi2_isf(alpha: float, df: int) -> mpmath.mpf:
@@ -82,7 +124,7 @@ def ncx2_sf(x: Union[float, mpmath.mpf], df: int, nc: Union[float, mpmath.mpf]) 
         j0 = int(max(0, mpmath.floor(mu - width)))
         j1 = int(mpmath.ceil(mu + width))
         s = mpmath.mpf(df) / 2 + j0
-        q = mpmath.gammainc(s, y, mpmath.inf, regularized=True)
+        q = _upper_q(s, y)
         log_w = -mu + j0 * mpmath.log(mu) - mpmath.loggamma(j0 + 1)
         log_y = mpmath.log(y)
         total = mpmath.mpf(0)
@@ -139,7 +181,7 @@ def _ncx2_sf_fast(x: float, df: int, nc: float) -> float:
     j1 = int(math.ceil(mu + width))
     s = df / 2.0 + j0
     with mp_workdps(20):
-        q = float(mpmath.gammainc(s, y, mpmath.inf, regularized=True))
+        q = float(_upper_q(mpmath.mpf(s), mpmath.mpf(y)))
     log_w = -mu + j0 * math.log(mu) - math.lgamma(j0 + 1)
     log_y, log_mu = math.log(y), math.log(mu)
     total = 0.0
@@ -168,17 +210,22 @@ def _lambda_for_power(alpha: float, df: int, target: float) -> float:
 
 
 def _lf_power(shape: BinPlan, delta: float, alpha: float) -> tuple[float, float]:
-    """(power, noncentrality) against the least favourable alternative at TV ``delta``."""
+    """(power, noncentrality) against the least favourable alternative at TV ``delta``:
+    the largest deviation the bins cannot see (``shape.blind``) plus the least favourable
+    visible one of TV ``delta - blind``; when ``blind >= delta`` the whole deviation can
+    hide inside the bins, and the power is ``alpha`` (noncentrality 0)."""
     if shape.df <= 0 or shape.spread <= 0:
         return 0.0, 0.0
-    lam = shape.n * delta * delta / shape.spread
+    seen = delta - shape.blind
+    if seen <= 0:
+        return alpha, 0.0
+    lam = shape.n * seen * seen / shape.spread
     return _ncx2_sf_fast(_critical(alpha, shape.df), shape.df, lam), lam
 
 
 def _lf_delta(shape: BinPlan, alpha: float, target: float) -> float:
-    """The smallest TV deviation detected with power ``target`` (``inf`` when ``df = 0``)."""
+    """The smallest TV deviation detected with power ``target`` (``inf`` when ``df = 0``):
+    the invisible ``shape.blind`` plus the smallest visible deviation detected."""
     if shape.df <= 0 or shape.spread <= 0:
         return math.inf
-    return math.sqrt(_lambda_for_power(alpha, shape.df, target) * shape.spread / shape.n)
-
-
+    return shape.blind + math.sqrt(_lambda_for_power(alpha, shape.df, target) * shape.spread / shape.n)

@@ -148,7 +148,10 @@ class BinPlan:
     outputs); ``untested_outputs`` outputs of levels of two or more outputs whose
     uniformity is not tested at all (too few draws expected, no draw observed, the support
     too large to list, or ``within=False``); ``spread``: the largest ``V`` of
-    :func:`sensitivity` (0 when ``df = 0``).
+    :func:`sensitivity` (0 when ``df = 0``); ``blind``: the total variation of the largest
+    deviation the bins cannot see (mass moved between outputs that share a bin: between
+    the levels of a pooled bin, within an untested level, within a group of outputs), which
+    no number of draws with these bins can detect.
     """
 
     n: int
@@ -161,13 +164,15 @@ class BinPlan:
     within_grouped: int
     untested_outputs: int
     spread: float
+    blind: float = 0.0
 
     def describe(self) -> str:
         """``"levels: 5 in 4 bins (2 pooled); within levels: 16 outputs in 12 bins (6
         grouped), 4 untested"``."""
         return (f"levels: {self.levels} in {self.level_bins} bin{'s' if self.level_bins != 1 else ''} "
                 f"({self.pooled_levels} pooled); within levels: {self.within_outputs} outputs in "
-                f"{self.within_bins} bins ({self.within_grouped} grouped), {self.untested_outputs} untested")
+                f"{self.within_bins} bins ({self.within_grouped} grouped), {self.untested_outputs} untested"
+                + (f"; invisible to these bins: deviations of TV up to {self.blind:.3g}" if self.blind > 0 else ""))
 
 
 def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan, n: int,
@@ -179,6 +184,7 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
     spreads = [_spread(p_bins)] if df > 0 else []
     pooled = sum(len(g) for g in plan.level_bins if len(g) > 1)
     tested = wbins = grouped = untested = 0
+    hidden = [0.0] * len(levels)  # per level: TV of the largest deviation inside it no bin sees
     for a, lv in enumerate(levels):
         m = lv.multiplicity
         if m < 2:
@@ -186,6 +192,7 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
         lp = plan.within.get(a)
         if lp is None or lp.mode == "skip" or (level_obs is not None and level_obs[a] == 0):
             untested += m
+            hidden[a] = float(probs[a]) * (1 - 1 / m)  # all of the level's mass onto one output
             continue
         if lp.mode == "outputs":
             slots, cond = m, 0.25  # m >= 2 equal bins: some union holds half, or m = 2
@@ -193,12 +200,17 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
             slots = lp.groups
             cond = _spread([lp.size / m, _group_size(lp, m, lp.groups - 1) / m])
             grouped += m
+            hidden[a] = float(probs[a]) * (1 - slots / m)  # each group's mass onto one of its outputs
         tested += m
         wbins += slots
         df += slots - 1
         spreads.append(float(probs[a]) * cond)
+    # A bin's deviations add up over disjoint bins.  Inside a pooled bin, moving its whole
+    # mass onto its lightest level (uniformly there) is invisible too.
+    blind = sum(max(sum(hidden[a] for a in g), p - min(float(probs[a]) for a in g) if len(g) > 1 else 0.0)
+                for g, p in zip(plan.level_bins, p_bins))
     return BinPlan(n, df, len(levels), len(plan.level_bins), pooled, tested, wbins, grouped, untested,
-                   max(spreads) if df > 0 and spreads else 0.0)
+                   max(spreads) if df > 0 and spreads else 0.0, blind)
 
 
 class _Design:
@@ -219,7 +231,11 @@ class _Design:
 
     def n_needed(self, delta: float, alpha: float, target: float, max_n: int) -> Optional[int]:
         """The smallest ``n`` (doubling, then bisection to within 1%) whose least
-        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``."""
+        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``, at once
+        when even ``max_n`` draws leave a deviation of ``delta`` invisible to the bins
+        (levels skipped past ``max_enumerate``: more draws do not list them)."""
+        if self.shape(max_n).blind >= delta:
+            return None
         return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha)[0] >= target, max_n)
 
 

@@ -39,8 +39,14 @@ from .io import IdMap, normalise_output, relabel
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
 
-def _fmt_needed(n: Optional[int], max_n: int) -> str:
-    return f"more than {max_n:,}" if n is None else f"{n:,}"
+def _fmt_needed(n: Optional[int], max_n: int, design: Optional[_Design] = None, delta: float = 0.0) -> str:
+    if n is not None:
+        return f"{n:,}"
+    blind = design.shape(max_n).blind if design is not None else -1.0
+    if blind >= delta:
+        return (f"none: deviations of TV up to {blind:.3g} stay invisible at any n (levels whose uniformity "
+                "is not tested: within=False, or past max_enumerate)")
+    return f"more than {max_n:,}"
 
 
 def _fmt_delta(d: float) -> str:
@@ -125,6 +131,13 @@ def sensitivity(
     same argument only guarantees the smaller noncentrality
     ``n delta**2 / (V_L + sum_a q_a V_a)``.
 
+    **Invisible deviations.**  The largest deviation inside the bins (mass moved between
+    the levels of a pooled bin, inside an untested level, inside a group of outputs) has
+    total variation :attr:`BinPlan.blind`.  The least favourable alternative at ``delta``
+    is that deviation plus a visible one of total variation ``delta - blind``: ``lambda``
+    uses ``delta - blind``, and when ``blind >= delta`` the power is ``alpha`` (so the
+    verdict cannot be PASS); ``detectable_delta`` is ``blind`` plus the visible part.
+
     **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
     test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
     the classical large-sample approximation of Pearson's statistic under an alternative
@@ -154,7 +167,8 @@ class GoodnessOfFit:
     counts within each level, so the two statistics add).  ``level_*`` and ``within_*`` are
     the two stages alone.  ``bins``: every bin (unobserved single-output bins of one level
     are summarised in one row); ``invalid``: draws that are not outputs at all;
-    ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0);
+    ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0),
+    each once; ``outside``: the number of draws that are invalid or impossible;
     ``skipped``: ``{level: reason}`` for levels whose uniformity was not tested;
     ``plan``: the :class:`BinPlan` (what was pooled or left untested).
 
@@ -183,6 +197,7 @@ class GoodnessOfFit:
     bins: tuple[Bin, ...]
     invalid: tuple[tuple[object, str], ...] = ()  # (the draw as given, why it is not an output)
     impossible: tuple[Output, ...] = ()
+    outside: int = 0
     skipped: dict[int, str] = field(default_factory=dict)
     plan: Optional[BinPlan] = None
     alpha: float = DEFAULT_ALPHA
@@ -249,7 +264,7 @@ class GoodnessOfFit:
         a = self._alpha(alpha)
         v = self.verdict(a)
         if v == "fail":
-            bad = len(self.invalid) + len(self.impossible)
+            bad = self.outside
             why = (f"{bad} draw{'s' if bad != 1 else ''} outside the support" if bad
                    else "the draws do not follow the exact distribution")
         elif self.df <= 0:
@@ -264,7 +279,7 @@ class GoodnessOfFit:
             f"p-value {number_text(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
             f"{self.delta:g} (PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
             f"{_fmt_delta(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
-            f"{_fmt_needed(self.samples_needed(a), self.max_n)}; " + (self.plan.describe() if self.plan is not None else "")
+            f"{_fmt_needed(self.samples_needed(a), self.max_n, self._design, self.delta)}; " + (self.plan.describe() if self.plan is not None else "")
         )
 
     def worst_bins(self, limit: int = 10) -> list[Bin]:
@@ -357,14 +372,16 @@ def goodness_of_fit(
     level_obs = [0] * len(lv.groups)
     per_output: dict[Output, tuple[int, int]] = {}  # output -> (level, count)
     impossible = []
+    outside = 0  # impossible draws (the invalid ones are counted from `invalid` below)
     for o, count in tally.items():
         try:
             a = lv.index(o)
         except ExactDPError as err:
-            invalid.append((o, str(err)))
+            invalid.extend([(o, str(err))] * count)  # one entry per draw, as above
             continue
         if a is None:
             impossible.append(o)
+            outside += count
             continue
         level_obs[a] += count
         per_output[o] = (a, count)
@@ -443,7 +460,8 @@ def goodness_of_fit(
         level_statistic=level_stat, level_df=level_df, level_p_value=zero if bad else chi2_sf(level_stat, level_df),
         within_statistic=within_stat, within_df=within_df,
         within_p_value=chi2_sf(within_stat, within_df),
-        bins=tuple(bins), invalid=tuple(invalid), impossible=tuple(impossible), skipped=skipped,
+        bins=tuple(bins), invalid=tuple(invalid), impossible=tuple(impossible),
+        outside=outside + len(invalid), skipped=skipped,
         plan=shape, alpha=alpha, delta=delta, min_power=min_power, max_n=as_positive_int(max_n, "max_n"),
         _design=design,
     )

@@ -267,11 +267,13 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     output = args.output
     utility = m.utility(output)  # validates the output (length, repeats, unknown ids)
     if _single_rule(m):
-        levels = m.levels()
-        index = next(a for a, lv in enumerate(levels) if lv.utility == utility)
-        size, unit = levels[index].multiplicity, "level"
+        # the output's level from the level table, not levels(): a table past its memory
+        # budget streams its blocks, and levels() would refuse what probability() answers
+        table = m.table
+        index = m.group_index(output)
+        size, unit = table.multiplicities[index], "level"
         key: dict[str, object] = {"level": index, "level_multiplicity": int_text(size)}
-        where = f"level {index} of {len(levels)}"
+        where = f"level {index} of {len(table)}"
     else:  # CanonicalGamma1: the output's (h, t) class, its group of equal probability
         groups = m.groups()
         index = m.group_index(output)

@@ -120,3 +120,18 @@ def test_json_array_prints_as_the_list(values, indent):
     text = "".join(_json_lines(obj, indent, 0))
     assert "".join(_json_lines(streamed, indent, 0)) == text
     assert json.loads(text) == obj
+
+
+@pytest.mark.parametrize("mechanism", ["joint", "pnf-joint", "joint-set", "canonical"])
+def test_prob_does_not_hold_every_level(mechanism):
+    # `prob` found the output's level in levels(), which a table past its memory budget
+    # refuses, while probability() answers from the streamed blocks: at d = 166,000,
+    # k = 200 `exactdp prob` failed where the library gave the probability in seconds
+    base = ["prob", mechanism, "--counts", "5,3,3,1,0,0", "-k", "2", "--output", "1,0", "--json"]
+    status, full = _run(base)
+    small_status, small = _run(base + ["--memory-budget", "64"])
+    assert status == small_status == 0
+    a, b = json.loads(full), json.loads(small)
+    same = {key: value for key, value in a.items() if key not in ("mechanism", "description")}
+    assert same == {key: value for key, value in b.items() if key not in ("mechanism", "description")}
+    assert a["level"] >= 0 and int(a["level_multiplicity"]) >= 1

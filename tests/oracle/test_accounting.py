@@ -176,3 +176,17 @@ def test_round_epsilon_below_rejects_bad_decimals():
     with pytest.raises(errors.InvalidParameterError, match="decimals"):
         cdp_peel_round_epsilon_below(1, Fraction(1, 10**6), 2, decimals=0)
 
+
+
+@pytest.mark.parametrize("eps,decimals", [(Fraction(1, 10**14), 6), (Fraction(1, 10**5), 6), (Fraction(1, 10**14), 15)])
+def test_round_epsilon_below_is_never_zero_or_negative(eps, decimals):
+    # eps' below two units of the last decimal left floor(...) - 1 <= 0: a negative
+    # "budget" was returned; now the error names decimals and the value that works
+    with pytest.raises(errors.InvalidParameterError, match="decimals") as info:
+        cdp_peel_round_epsilon_below(eps, Fraction(1, 10**6), 50, decimals=decimals)
+    assert info.value.argument == "decimals"
+    needed = int(str(info.value).split("use decimals=")[1].split()[0])
+    q = cdp_peel_round_epsilon_below(eps, Fraction(1, 10**6), 50, decimals=needed)
+    assert q > 0 and _just_below(q, eps, Fraction(1, 10**6), 50, needed)
+    with pytest.raises(errors.InvalidParameterError):  # and it is the smallest that works
+        cdp_peel_round_epsilon_below(eps, Fraction(1, 10**6), 50, decimals=needed - 1)
