@@ -133,6 +133,8 @@ class Staircase:
     def _q(self, width: int) -> fmpz_poly:
         q = self._series.get(width)
         if q is None:
+            if len(self._series) >= _SERIES_CACHE:
+                self._series.clear()  # a sweep meets up to d widths; only k + 1 are in use at once
             q = self._series[width] = pascal_series(width, self.k + 1)
         return q
 
@@ -166,6 +168,8 @@ class Staircase:
         n = k - i
         z = self._falling.get(delta)
         if z is None:
+            if len(self._falling) >= _SERIES_CACHE:
+                self._falling.clear()
             # (1 - x)^delta to n + 1 terms; delta < 0 is a Pascal series
             z = self._falling[delta] = _falling_series(delta, k + 2) if delta > 0 else pascal_series(-delta, k + 2)
         R = self.R
@@ -280,6 +284,11 @@ class StaircaseSweep:
 
 
 _ONE = fmpz_poly([1])
+#: At most this many block series (and as many width changes) are kept.  A sweep over
+#: distinct heavy-tailed counts meets almost every width up to ``d - k + 1``, each series
+#: ``k + 1`` integers of up to ``k log2 d`` bits: kept all, they grew to gigabytes
+#: (d = 166,000, k = 200); rebuilding the few in use after a clear is cheap.
+_SERIES_CACHE = 1024
 #: A change of more than ``k / _RECOUNT_SHARE`` rows is recounted (all ``k`` transfers):
 #: per-row updates cost about two products each plus the transfers between them.
 _RECOUNT_SHARE = 3

@@ -141,6 +141,24 @@ def test_heavy_tailed_and_distinct_shapes():
             assert list(iter_joint_set_levels(Ranking(counts), k)) == levels_matrix_paths(counts, k)
 
 
+def test_series_caches_stay_bounded_and_clearing_changes_nothing(monkeypatch):
+    """A sweep over distinct counts meets most widths up to d - k + 1: the block series it
+    keeps are capped (_SERIES_CACHE), and levels with the caches cleared every few widths
+    are the recount's."""
+    counts = random.Random(7).sample(range(20_000), 2_500)
+    s = StaircaseSweep(Ranking(counts), 3, -1)
+    widths = set()
+    while s.advance() is not None:
+        widths.update(s.stairs.ell)
+    assert len(widths) > sweep_module._SERIES_CACHE  # the cap was reached
+    assert len(s.stairs._series) <= sweep_module._SERIES_CACHE
+    assert len(s.stairs._falling) <= sweep_module._SERIES_CACHE
+    monkeypatch.setattr(sweep_module, "_SERIES_CACHE", 2)
+    for counts in ([10**12 // r**2 for r in range(1, 120)], random.Random(1).sample(range(600), 120)):
+        for k in (1, 4, 9):
+            assert list(iter_joint_set_levels(Ranking(counts), k)) == levels_matrix_paths(counts, k)
+
+
 # ---------------------------------------------------------------------------------------
 # Negative controls: the comparisons above catch a wrong update
 # ---------------------------------------------------------------------------------------
