@@ -197,8 +197,9 @@ class Mechanism(abc.ABC):
 
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability that the output lies in it)`` for every level, certified."""
-        table = self.table
-        return list(zip(table.levels, self.rule.level_probabilities(table, as_dps(dps))))
+        digits = as_dps(dps)
+        levels = self.levels()  # first: a mechanism may refuse them before building its table
+        return list(zip(levels, self.rule.level_probabilities(self.table, digits)))
 
     def iter_levels(self) -> Iterator[Level]:
         """The levels of :meth:`levels`, best first, one at a time.  Joint, PNFJoint,

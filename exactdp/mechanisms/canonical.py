@@ -65,7 +65,8 @@ import mpmath
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_table
+from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_within, stream_level_bytes,
+                                 stream_table)
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
@@ -461,8 +462,20 @@ class Canonical(CanonicalFamily):
         return [Level(_rational(-key, q), sizes[key]) for key in keys]
 
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
-        level_bytes = (self.k * self.d.bit_length()) // 8 + 8  # m <= C(d, k) < d**k
+        level_bytes = stream_level_bytes(self.k, self.d)
         return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes)
+
+    def levels(self) -> tuple[Level, ...]:
+        """Every level, best first.  Before the level table exists they are read from
+        :meth:`iter_levels` and refused as soon as they pass ``memory_budget``
+        (:func:`~exactdp.core.level_blocks.levels_within`), without the whole pass the
+        table would make first."""
+        if self._table is not None:
+            return self.table.levels
+        if self.__dict__.get("_levels_read") is None:
+            self.__dict__["_levels_read"] = levels_within(self.iter_levels(), self.memory_budget,
+                                                          stream_level_bytes(self.k, self.d))
+        return self.__dict__["_levels_read"]
 
     def iter_levels(self) -> Iterator[Level]:
         """The levels of :meth:`levels`, best first, one at a time: the merge of

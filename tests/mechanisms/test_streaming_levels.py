@@ -183,3 +183,37 @@ def test_canonical_sample_needs_no_key_table(monkeypatch):
     # the control: the key table is really refused
     with pytest.raises(AssertionError, match="loss key"):
         m.classes_.level_sizes()
+
+
+# --- levels() of a streamed mechanism: refused as soon as past the budget -------------------
+
+@pytest.mark.parametrize("make", [lambda c, **kw: exactdp.JointSet(c, 4, epsilon=1, **kw),
+                                  lambda c, **kw: exactdp.Canonical(c, 4, epsilon=1, **kw)])
+def test_levels_refused_before_the_whole_pass(make, monkeypatch):
+    """With a budget for a few levels, levels() and level_probabilities() stop reading the
+    stream just past it (a spy counts the levels read) and build no level table; with
+    room, levels() is the table's levels and level_probabilities() unchanged."""
+    counts = random.Random(5).sample(range(4000), 60)
+    full = make(counts)
+    all_levels = full.levels()
+    assert all_levels == tuple(full.table.levels) and len(all_levels) > 40
+    per = level_blocks.level_list_bytes(1, level_blocks.stream_level_bytes(4, 60))
+    small = make(counts, memory_budget=20 * per)
+    read = []
+    original = type(small).iter_levels
+
+    def spy(self):
+        for level in original(self):
+            read.append(level)
+            yield level
+
+    monkeypatch.setattr(type(small), "iter_levels", spy)
+    for method in (small.levels, small.level_probabilities):
+        read.clear()
+        with pytest.raises(exactdp.errors.MemoryBudgetError, match="more than 20 levels"):
+            method()
+        assert len(read) == 21 and small._table is None
+    monkeypatch.undo()
+    roomy = make(counts, memory_budget=10 * len(all_levels) * per)
+    assert roomy.levels() == all_levels
+    assert roomy.level_probabilities(20) == full.level_probabilities(20)
