@@ -545,6 +545,19 @@ def levels_within(levels: Iterator[Level], memory_budget: int, level_bytes: int)
     return tuple(out)
 
 
+def streamed_levels(mechanism: Any) -> tuple[Level, ...]:
+    """``levels()`` of a mechanism with a :func:`stream_table` (JointSet, Canonical): the
+    table's once it exists; before, its ``iter_levels()`` read by :func:`levels_within`
+    (kept on the mechanism), so a refusal comes without the table's whole pass."""
+    if mechanism._table is not None:
+        return mechanism.table.levels
+    read = mechanism.__dict__.get("_levels_read")
+    if read is None:
+        read = mechanism.__dict__["_levels_read"] = levels_within(
+            mechanism.iter_levels(), mechanism.memory_budget, stream_level_bytes(mechanism.k, mechanism.d))
+    return read
+
+
 def _neg_utility(level: Level) -> Any:
     return -level.utility  # type: ignore[operator]
 

@@ -65,8 +65,8 @@ import mpmath
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_within, stream_level_bytes,
-                                 stream_table)
+from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_level_bytes, stream_table,
+                                 streamed_levels)
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
@@ -466,16 +466,9 @@ class Canonical(CanonicalFamily):
         return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes)
 
     def levels(self) -> tuple[Level, ...]:
-        """Every level, best first.  Before the level table exists they are read from
-        :meth:`iter_levels` and refused as soon as they pass ``memory_budget``
-        (:func:`~exactdp.core.level_blocks.levels_within`), without the whole pass the
-        table would make first."""
-        if self._table is not None:
-            return self.table.levels
-        if self.__dict__.get("_levels_read") is None:
-            self.__dict__["_levels_read"] = levels_within(self.iter_levels(), self.memory_budget,
-                                                          stream_level_bytes(self.k, self.d))
-        return self.__dict__["_levels_read"]
+        """Every level, best first; refused past ``memory_budget`` as soon as the levels
+        read pass it (:func:`~exactdp.core.level_blocks.streamed_levels`)."""
+        return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:
         """The levels of :meth:`levels`, best first, one at a time: the merge of

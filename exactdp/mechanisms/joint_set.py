@@ -63,8 +63,8 @@ from flint import fmpz_poly
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_within, stream_level_bytes,
-                                 stream_table)
+from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_level_bytes, stream_table,
+                                 streamed_levels)
 from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
@@ -524,16 +524,9 @@ class JointSet(JointFamily):
         return math.comb(self.d, self.k)
 
     def levels(self) -> tuple[Level, ...]:
-        """Every level, best first.  Before the level table exists they are read from
-        :meth:`iter_levels` and refused as soon as they pass ``memory_budget``
-        (:func:`~exactdp.core.level_blocks.levels_within`), without the whole pass the
-        table would make first."""
-        if self._table is not None:
-            return self.table.levels
-        if self.__dict__.get("_levels_read") is None:
-            self.__dict__["_levels_read"] = levels_within(self.iter_levels(), self.memory_budget,
-                                                          stream_level_bytes(self.k, self.d))
-        return self.__dict__["_levels_read"]
+        """Every level, best first; refused past ``memory_budget`` as soon as the levels
+        read pass it (:func:`~exactdp.core.level_blocks.streamed_levels`)."""
+        return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:
         """The levels, best first, one at a time: the threshold sweep (:func:`iter_joint_set_levels`,
