@@ -41,8 +41,8 @@ from .core.validation import as_sequence_output, as_set_output
 from .errors import ArgumentTypeError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
-__all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit", "output_orbit_count",
-           "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
+__all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
+           "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
