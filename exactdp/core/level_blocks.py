@@ -453,9 +453,13 @@ class StreamSource(BlockSource):
     the same values on either table.
     """
 
-    def __init__(self, levels_from: Callable[[Optional[Utility]], Iterator[Level]], level_bytes: int = 32) -> None:
+    def __init__(self, levels_from: Callable[[Optional[Utility]], Iterator[Level]], level_bytes: int = 32,
+                 first_pass: Optional[Sequence[Level]] = None) -> None:
         self.levels_from = levels_from
         self.level_bytes = level_bytes
+        #: every level, already read (:func:`streamed_levels`): the first pass reads them
+        #: instead of the stream
+        self._first_pass = first_pass
         self._keep: Optional[Callable[[tuple, int, Callable[[], Any]], Any]] = None
         self._sizes: Optional[list[int]] = None
         self._firsts: list[Utility] = []
@@ -466,7 +470,9 @@ class StreamSource(BlockSource):
     def block_sizes(self) -> list[int]:
         if self._sizes is None:
             self._sizes = []
-            for block in _chunks(self.levels_from(None), STREAM_BLOCK_LEVELS):
+            levels = self.levels_from(None) if self._first_pass is None else iter(self._first_pass)
+            self._first_pass = None
+            for block in _chunks(levels, STREAM_BLOCK_LEVELS):
                 b = len(self._sizes)
                 self._sizes.append(len(block))
                 self._firsts.append(block[0].utility)
@@ -496,13 +502,14 @@ def _chunks(items: Iterator[Level], size: int) -> Iterator[list[Level]]:
 
 
 def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], scale: Scale, memory_budget: int,
-                 level_bytes: int = 32) -> BlockLevelTable:
+                 level_bytes: int = 32, first_pass: Optional[Sequence[Level]] = None) -> BlockLevelTable:
     """The level table of a mechanism whose levels stream (:class:`StreamSource`): one
-    pass fixes the blocks, which are kept within ``memory_budget`` and recomputed past it.
+    pass fixes the blocks, which are kept within ``memory_budget`` and recomputed past it
+    (over ``first_pass`` instead of the stream when every level was already read).
     Exact sampling starts at the sampler's own first precision (``sampling_prec = None``),
     as over a :class:`~exactdp.core.levels.LevelTable`, so seeded draws are those of the
     same levels in memory."""
-    table = BlockLevelTable(StreamSource(levels_from, level_bytes), scale, memory_budget)
+    table = BlockLevelTable(StreamSource(levels_from, level_bytes, first_pass), scale, memory_budget)
     table.sampling_prec = None
     return table
 
@@ -548,14 +555,21 @@ def levels_within(levels: Iterator[Level], memory_budget: int, level_bytes: int)
 def streamed_levels(mechanism: Any) -> tuple[Level, ...]:
     """``levels()`` of a mechanism with a :func:`stream_table` (JointSet, Canonical): the
     table's once it exists; before, its ``iter_levels()`` read by :func:`levels_within`
-    (kept on the mechanism), so a refusal comes without the table's whole pass."""
-    if mechanism._table is not None:
+    (kept on the mechanism), so a refusal comes without the table's whole pass.  Levels
+    read here serve the table's first pass later (``first_pass``, :func:`levels_read`):
+    no level is computed twice, and no second tuple is made of them."""
+    read = levels_read(mechanism)
+    if read is None and mechanism._table is not None:
         return mechanism.table.levels
-    read = mechanism.__dict__.get("_levels_read")
     if read is None:
         read = mechanism.__dict__["_levels_read"] = levels_within(
             mechanism.iter_levels(), mechanism.memory_budget, stream_level_bytes(mechanism.k, mechanism.d))
     return read
+
+
+def levels_read(mechanism: Any) -> Optional[tuple[Level, ...]]:
+    """The levels :func:`streamed_levels` read and kept on ``mechanism``, or None."""
+    return mechanism.__dict__.get("_levels_read")
 
 
 def _neg_utility(level: Level) -> Any:

@@ -65,8 +65,8 @@ import mpmath
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_level_bytes, stream_table,
-                                 streamed_levels)
+from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_read, stream_level_bytes,
+                                 stream_table, streamed_levels)
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
@@ -463,7 +463,7 @@ class Canonical(CanonicalFamily):
 
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
         level_bytes = stream_level_bytes(self.k, self.d)
-        return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes)
+        return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes, levels_read(self))
 
     def levels(self) -> tuple[Level, ...]:
         """Every level, best first; refused past ``memory_budget`` as soon as the levels

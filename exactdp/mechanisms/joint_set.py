@@ -63,8 +63,8 @@ from flint import fmpz_poly
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, stream_level_bytes, stream_table,
-                                 streamed_levels)
+from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_read, stream_level_bytes,
+                                 stream_table, streamed_levels)
 from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
@@ -514,7 +514,7 @@ class JointSet(JointFamily):
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
         level_bytes = stream_level_bytes(self.k, self.d)
         return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u), self.scale,
-                            self.memory_budget, level_bytes)
+                            self.memory_budget, level_bytes, levels_read(self))
 
     def _compute_levels(self) -> Iterator[Level]:  # the block table's, as Joint's
         return self.table.iter_levels()

@@ -217,3 +217,26 @@ def test_levels_refused_before_the_whole_pass(make, monkeypatch):
     roomy = make(counts, memory_budget=10 * len(all_levels) * per)
     assert roomy.levels() == all_levels
     assert roomy.level_probabilities(20) == full.level_probabilities(20)
+
+
+def test_levels_read_serve_the_tables_first_pass(monkeypatch):
+    """levels() then level_probabilities(): the sweep runs once (the table's first pass reads
+    the levels already read), the values are the table's, and levels() makes no second tuple."""
+    from exactdp.mechanisms import joint_set as joint_set_module
+
+    calls = []
+    original = joint_set_module.iter_joint_set_levels
+
+    def counted(*args):
+        calls.append(args[2:] or (None,))
+        return original(*args)
+
+    monkeypatch.setattr(joint_set_module, "iter_joint_set_levels", counted)
+    counts = random.Random(5).sample(range(4000), 60)
+    m = exactdp.JointSet(counts, 4, epsilon=1)
+    levels = m.levels()
+    probabilities = m.level_probabilities(20)
+    assert len(calls) == 1 and m.levels() is levels
+    monkeypatch.undo()
+    fresh = exactdp.JointSet(counts, 4, epsilon=1)
+    assert probabilities == fresh.level_probabilities(20) and tuple(fresh.table.levels) == levels
