@@ -20,6 +20,13 @@ The running sums ``C_a = sum_{b <= a} m_b e_b`` (for exact sampling) are formed 
 per precision, in level order, storing only ``C`` at each block start; a block's own sums
 continue from there with the same additions in the same order as one global running sum.
 
+A *lazy* source (:attr:`BlockSource.lazy`; JointSet's and Canonical's level streams) does
+not know its blocks in advance: the table finds them in order, only as far as an operation
+reads (a running sum that stops early, a level index, one utility), so a sample of
+fast-decaying weights never computes the levels past the first few blocks.  Its guard
+bits come from the source's bound on the number of levels, so nothing depends on how many
+blocks were found.
+
 Views (:attr:`BlockLevelTable.utilities`, ``multiplicities``, ``relative_weights()``,
 ``level_weights()``, ``cumulative()``) are sequences over all levels that compute the block
 they are read in, so every selection rule works on this table unchanged; ``levels`` (all
@@ -48,7 +55,7 @@ from __future__ import annotations
 import abc
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from itertools import chain, islice
+from itertools import chain, count, takewhile
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -58,11 +65,10 @@ from ..errors import MemoryBudgetError
 from ._gc import gc_paused
 from .precision import prec_for_dps
 from .sampling import first_not_below
-from .levels import Level, Utility, relative_weight
+from .levels import Level, Utility
 from .scale import Scale
 
-__all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_list_bytes", "StreamSource",
-           "STREAM_BLOCK_LEVELS", "stream_table"]
+__all__ = ["BlockSource", "BlockLevelTable", "DEFAULT_MEMORY_BUDGET", "level_list_bytes", "levels_within"]
 
 #: Default ``memory_budget`` (bytes) of a block table: the estimated size of the exact
 #: levels and enclosures it may keep at once.  Raise it with the mechanism's
@@ -116,6 +122,23 @@ class BlockSource(abc.ABC):
         ``None`` (the default): always sum every block."""
         return None
 
+    #: A *lazy* source finds its blocks one after another (:meth:`next_block`) instead of
+    #: knowing every size at once (:meth:`block_sizes`): the table then reads only the
+    #: blocks an operation needs, so a sample or one probability of fast-decaying weights
+    #: costs a few blocks, not a pass over millions of levels.
+    lazy: bool = False
+
+    def next_block(self) -> Optional[tuple[int, Utility]]:
+        """A lazy source's next block as ``(number of levels, first utility)``, ``None``
+        after the last (called once per block, in order)."""
+        raise NotImplementedError
+
+    def level_bound(self) -> int:
+        """A lazy source's upper bound on its number of levels, known without finding
+        them: the table's guard bits (``extra_bits``) are computed from it, so no value
+        depends on how many blocks were found."""
+        raise NotImplementedError
+
 
 class _View(Sequence):
     """All levels' values of one kind, computed block by block on access.
@@ -146,19 +169,18 @@ class _View(Sequence):
                 out.extend(part if self._field is None else map(self._field, part))
                 start, b = end, b + 1
             return out
-        n = len(self._table)
         if a < 0:
-            a += n
-        if not 0 <= a < n:
-            raise IndexError(a)
-        b = bisect_right(self._table._starts, a) - 1
+            a += len(self._table)
+        b = self._table._block_of(a)
         value = self._block(b)[a - self._table._starts[b]]
         return value if self._field is None else self._field(value)
 
     def __iter__(self) -> Iterator:
-        for b in range(len(self._table._sizes)):
+        b = 0
+        while self._table._discover(b):
             block = self._block(b)
             yield from (block if self._field is None else map(self._field, block))
+            b += 1
 
 
 class _CumulativeView(_View):
@@ -173,8 +195,9 @@ class _CumulativeView(_View):
         return table._starts[b] + first_not_below(self._block(b), lower)
 
     def __getitem__(self, a):  # type: ignore[override]
-        # The last running sum is the total: its enclosure needs no pass to the end.
-        if isinstance(a, int) and a in (-1, len(self) - 1):
+        # The last running sum is the total: its enclosure needs no pass to the end (and
+        # reading index -1 of a lazy table finds no block beyond the one it needs).
+        if isinstance(a, int) and (a == -1 or (a >= 0 and self._table._is_last(a))):
             return self._table.total()
         return super().__getitem__(a)
 
@@ -197,11 +220,10 @@ class _Pass:
         self.table = table
         self.starts: list[arb] = []
         self.run = arb(0)
-        n = len(table._sizes)
-        while len(self.starts) < n:
+        while table._discover(len(self.starts)):
             b = self._extend()
             remaining = table.source.remaining_after(b)
-            if remaining is None or b == n - 1:
+            if remaining is None or not table._discover(b + 1):  # none after the last block
                 continue
             tail = arb(remaining) * table._block_weights(b)[0][-1]
             if tail.upper() <= (self.run * arb(2) ** -prec).lower():
@@ -209,7 +231,7 @@ class _Pass:
                 self.total = self.run + self.tail
                 return
         #: blocks summed before the rest was bounded, and the ball bounding that rest
-        self.stop, self.tail = n, arb(0)
+        self.stop, self.tail = len(self.starts), arb(0)
         self.total = self.run
 
     def _extend(self) -> int:
@@ -232,8 +254,7 @@ class _Pass:
 
     def first_block_not_below(self, lower: Any) -> int:
         """First block whose last running sum's upper bound is not ``<= lower``."""
-        n = len(self.table._sizes)
-        while len(self.starts) < n and self.run.upper() <= lower:
+        while self.run.upper() <= lower and self.table._discover(len(self.starts)):
             self._extend()  # the target lies beyond the blocks summed so far
         return first_not_below(self.starts[1:] + [self.run], lower)
 
@@ -250,18 +271,29 @@ class BlockLevelTable:
         self._cached_bytes = 0
         self._recent: OrderedDict[tuple, Any] = OrderedDict()
         source.attach_cache(self._keep)
-        self._sizes = list(source.block_sizes())
-        if not self._sizes or min(self._sizes) <= 0:
-            raise AssertionError("a block source has at least one block and no empty block")
-        self._starts = [0]
-        for n in self._sizes[:-1]:
-            self._starts.append(self._starts[-1] + n)
-        self._length = self._starts[-1] + self._sizes[-1]
+        self._sizes: list[int] = []
+        self._starts: list[int] = []
         # negated, so increasing: bisect finds the block of a utility
-        self._neg_first_utilities = [-u for u in source.block_first_utilities()]  # type: ignore[operator]
+        self._neg_first_utilities: list[Any] = []
+        #: every block is known (a lazy source's are found as operations need them)
+        self._complete = not source.lazy
+        if source.lazy:
+            if not self._discover(0):
+                raise AssertionError("a block source has at least one block")
+            bound = source.level_bound()
+        else:
+            self._sizes = list(source.block_sizes())
+            if not self._sizes or min(self._sizes) <= 0:
+                raise AssertionError("a block source has at least one block and no empty block")
+            self._starts = [0]
+            for n in self._sizes[:-1]:
+                self._starts.append(self._starts[-1] + n)
+            self._neg_first_utilities = [-u for u in source.block_first_utilities()]  # type: ignore[operator]
+            bound = len(self)
         self._passes: dict[int, _Pass] = {}
         self._levels: Optional[tuple[Level, ...]] = None
-        self.extra_bits = 2 * self._length.bit_length() + 8
+        #: guard bits of sums over the levels: from their number, or a lazy source's bound on it
+        self.extra_bits = 2 * bound.bit_length() + 8
         #: Working precision of exact sampling's first attempt: that of 30-digit
         #: probabilities, so one pass over the blocks serves both (and never depends on
         #: what was computed before).
@@ -272,8 +304,59 @@ class BlockLevelTable:
     def __len__(self) -> int:
         return self._length
 
+    @property
+    def _length(self) -> int:
+        """The number of levels (a lazy source's blocks are all found first)."""
+        self._discover_all()
+        return self._starts[-1] + self._sizes[-1]
+
+    def _discover(self, b: int) -> bool:
+        """Whether block ``b`` exists, finding a lazy source's blocks up to it."""
+        while len(self._sizes) <= b:
+            if self._complete:
+                return False
+            found = self.source.next_block()
+            if found is None:
+                self._complete = True
+                return False
+            size, first = found
+            if size <= 0:
+                raise AssertionError("a block source has no empty block")
+            self._starts.append(self._starts[-1] + self._sizes[-1] if self._sizes else 0)
+            self._sizes.append(size)
+            self._neg_first_utilities.append(-first)  # type: ignore[operator]
+        return True
+
+    def _discover_all(self) -> None:
+        while self._discover(len(self._sizes)):
+            pass
+
+    def _block_of(self, a: int) -> int:
+        """The block holding level ``a >= 0`` (IndexError past the last level)."""
+        while a >= (self._starts[-1] + self._sizes[-1]) and self._discover(len(self._sizes)):
+            pass
+        if not 0 <= a < self._starts[-1] + self._sizes[-1]:
+            raise IndexError(a)
+        return bisect_right(self._starts, a) - 1
+
+    def _is_last(self, a: int) -> bool:
+        """Whether ``a`` is the last level's index (finding at most one block past it)."""
+        b = self._block_of(a)
+        return a == self._starts[b] + self._sizes[b] - 1 and not self._discover(b + 1)
+
+    def sampling_size(self) -> int:
+        """The number of levels as exact sampling needs it: 1 for a single level (no
+        random bits drawn), else the number of levels or a lazy source's bound on it
+        (the sampler's precision guard), without finding every block."""
+        if self._complete:
+            return len(self)
+        if self._sizes[0] == 1 and not self._discover(1):
+            return 1
+        return max(self.source.level_bound(), 2)
+
     def block_ranges(self) -> list[tuple[int, int]]:
         """``(start, stop)`` level indices of each block, in order."""
+        self._discover_all()
         return [(s, s + n) for s, n in zip(self._starts, self._sizes)]
 
     # -- the cache ---------------------------------------------------------------------
@@ -361,8 +444,11 @@ class BlockLevelTable:
     def levels(self) -> tuple[Level, ...]:
         """Every level at once; :class:`~exactdp.errors.MemoryBudgetError` past the budget."""
         if self._levels is None:
-            self.check_fits(level_list_bytes(self._length, self.source.level_bytes), "levels()", "iter_levels()")
-            self._levels = tuple(self.iter_levels())
+            if self._complete:
+                self.check_fits(level_list_bytes(self._length, self.source.level_bytes), "levels()", "iter_levels()")
+                self._levels = tuple(self.iter_levels())
+            else:  # refused as soon as the levels found pass the budget, not after finding all
+                self._levels = levels_within(self.iter_levels(), self.memory_budget, self.source.level_bytes)
         return self._levels
 
     def check_fits(self, size: int, what: str, instead: Optional[str]) -> None:
@@ -383,11 +469,14 @@ class BlockLevelTable:
         """Every level, best first, one block at a time."""
         if self._levels is not None:
             return iter(self._levels)
-        return chain.from_iterable(self._block_levels(b) for b in range(len(self._sizes)))
+        return chain.from_iterable(self._block_levels(b) for b in takewhile(self._discover, count()))
 
     def index_of(self, utility: Utility) -> int:
         """Level index of an exact utility value (KeyError when no output has it)."""
         # blocks are ordered by decreasing utility: the last block whose first utility >= it
+        # (a lazy table finds blocks until one starts below the utility)
+        while -utility >= self._neg_first_utilities[-1] and self._discover(len(self._sizes)):  # type: ignore[operator]
+            pass
         b = bisect_right(self._neg_first_utilities, -utility) - 1  # type: ignore[operator]
         if b < 0:
             raise KeyError(utility)
@@ -431,95 +520,6 @@ class BlockLevelTable:
         return others
 
 
-#: Levels per block of a :class:`StreamSource` (tests lower it to put boundaries everywhere).
-STREAM_BLOCK_LEVELS = 4096
-
-
-class StreamSource(BlockSource):
-    """A :class:`BlockSource` over a level stream that can start at any level.
-
-    ``levels_from(u)`` yields the exact levels of utility ``<= u``, best first (``u=None``:
-    all of them); a mechanism provides it when a level can be computed from its utility
-    alone (JointSet: the path count at a threshold and at the one before; Canonical: a
-    merge of its classes' losses started at a loss).  Block sizes are known only after
-    one pass over the stream (:meth:`block_sizes`), which keeps, per block of
-    :data:`STREAM_BLOCK_LEVELS` levels, only its first utility and its size (two compact
-    integers), and hands the blocks it computed to the table's cache while the budget
-    allows; any other block is recomputed from its first utility, identically.
-
-    Relative weights are :func:`~exactdp.core.levels.relative_weight` of each utility's gap
-    to the best one, and level weights ``arb(m) * e``: the balls of an in-memory
-    :class:`~exactdp.core.levels.LevelTable` of the same levels, so a selection rule gives
-    the same values on either table.
-    """
-
-    def __init__(self, levels_from: Callable[[Optional[Utility]], Iterator[Level]], level_bytes: int = 32,
-                 first_pass: Optional[Sequence[Level]] = None) -> None:
-        self.levels_from = levels_from
-        self.level_bytes = level_bytes
-        #: every level, already read (:func:`streamed_levels`): the first pass reads them
-        #: instead of the stream
-        self._first_pass = first_pass
-        self._keep: Optional[Callable[[tuple, int, Callable[[], Any]], Any]] = None
-        self._sizes: Optional[list[int]] = None
-        self._firsts: list[Utility] = []
-
-    def attach_cache(self, keep: Callable[[tuple, int, Callable[[], Any]], Any]) -> None:
-        self._keep = keep
-
-    def block_sizes(self) -> list[int]:
-        if self._sizes is None:
-            self._sizes = []
-            levels = self.levels_from(None) if self._first_pass is None else iter(self._first_pass)
-            self._first_pass = None
-            for block in _chunks(levels, STREAM_BLOCK_LEVELS):
-                b = len(self._sizes)
-                self._sizes.append(len(block))
-                self._firsts.append(block[0].utility)
-                if self._keep is not None:  # under the key the table reads blocks by
-                    self._keep(("levels", b), level_list_bytes(len(block), self.level_bytes), lambda: block)
-        return self._sizes
-
-    def block_first_utilities(self) -> list[Utility]:
-        self.block_sizes()
-        return self._firsts
-
-    def block_levels(self, b: int) -> list[Level]:
-        return list(islice(self.levels_from(self.block_first_utilities()[b]), self.block_sizes()[b]))
-
-    def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
-        lam, u0 = scale.lam_ball(), self.block_first_utilities()[0]
-        levels = self.block_levels(b) if self._keep is None else self._keep(
-            ("levels", b), level_list_bytes(self.block_sizes()[b], self.level_bytes), lambda: self.block_levels(b))
-        es = [relative_weight(lam, lv.utility - u0) for lv in levels]  # type: ignore[operator]
-        return es, [arb(lv.multiplicity) * e for lv, e in zip(levels, es)]
-
-
-def _chunks(items: Iterator[Level], size: int) -> Iterator[list[Level]]:
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
-def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], scale: Scale, memory_budget: int,
-                 level_bytes: int = 32, first_pass: Optional[Sequence[Level]] = None) -> BlockLevelTable:
-    """The level table of a mechanism whose levels stream (:class:`StreamSource`): one
-    pass fixes the blocks, which are kept within ``memory_budget`` and recomputed past it
-    (over ``first_pass`` instead of the stream when every level was already read).
-    Exact sampling starts at the sampler's own first precision (``sampling_prec = None``),
-    as over a :class:`~exactdp.core.levels.LevelTable`, so seeded draws are those of the
-    same levels in memory."""
-    table = BlockLevelTable(StreamSource(levels_from, level_bytes, first_pass), scale, memory_budget)
-    table.sampling_prec = None
-    return table
-
-
-def stream_level_bytes(k: int, d: int) -> int:
-    """Bytes of one level's multiplicity for a mechanism over k-subsets (or sequences) of
-    ``d`` items: ``m <= d**k``."""
-    return (k * d.bit_length()) // 8 + 8
-
-
 def levels_within(levels: Iterator[Level], memory_budget: int, level_bytes: int) -> tuple[Level, ...]:
     """Every level of a stream as a tuple, refused with
     :class:`~exactdp.errors.MemoryBudgetError` as soon as the levels read are past
@@ -550,26 +550,6 @@ def levels_within(levels: Iterator[Level], memory_budget: int, level_bytes: int)
                 limit=memory_budget,
             )
     return tuple(out)
-
-
-def streamed_levels(mechanism: Any) -> tuple[Level, ...]:
-    """``levels()`` of a mechanism with a :func:`stream_table` (JointSet, Canonical): the
-    table's once it exists; before, its ``iter_levels()`` read by :func:`levels_within`
-    (kept on the mechanism), so a refusal comes without the table's whole pass.  Levels
-    read here serve the table's first pass later (``first_pass``, :func:`levels_read`):
-    no level is computed twice, and no second tuple is made of them."""
-    read = levels_read(mechanism)
-    if read is None and mechanism._table is not None:
-        return mechanism.table.levels
-    if read is None:
-        read = mechanism.__dict__["_levels_read"] = levels_within(
-            mechanism.iter_levels(), mechanism.memory_budget, stream_level_bytes(mechanism.k, mechanism.d))
-    return read
-
-
-def levels_read(mechanism: Any) -> Optional[tuple[Level, ...]]:
-    """The levels :func:`streamed_levels` read and kept on ``mechanism``, or None."""
-    return mechanism.__dict__.get("_levels_read")
 
 
 def _neg_utility(level: Level) -> Any:

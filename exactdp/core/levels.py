@@ -87,6 +87,11 @@ class LevelTable:
     def __len__(self) -> int:
         return len(self.levels)
 
+    def sampling_size(self) -> int:
+        """The number of levels, as exact sampling needs it (a lazy block table gives a
+        bound instead, :meth:`~exactdp.core.level_blocks.BlockLevelTable.sampling_size`)."""
+        return len(self.levels)
+
     def index_of(self, utility: Utility) -> int:
         """Level index of an exact utility value (KeyError when no output has it)."""
         return self._index[utility]

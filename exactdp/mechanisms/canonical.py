@@ -65,8 +65,8 @@ import mpmath
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_read, stream_level_bytes,
-                                 stream_table, streamed_levels)
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
+from ..core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
 from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
@@ -463,11 +463,13 @@ class Canonical(CanonicalFamily):
 
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
         level_bytes = stream_level_bytes(self.k, self.d)
-        return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes, levels_read(self))
+        # one loss per class: the top-k class and k (d - k) classes (h, t)
+        return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes, levels_read(self),
+                            outputs=self.support_size(), level_bound=self.k * (self.d - self.k) + 1)
 
     def levels(self) -> tuple[Level, ...]:
         """Every level, best first; refused past ``memory_budget`` as soon as the levels
-        read pass it (:func:`~exactdp.core.level_blocks.streamed_levels`)."""
+        read pass it (:func:`~exactdp.core.level_stream.streamed_levels`)."""
         return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:
@@ -487,7 +489,7 @@ class Canonical(CanonicalFamily):
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, certified probability)``, best first.  The normaliser needs every
         level, so this is a global pass: the level table's first merge fixes blocks of
-        :data:`~exactdp.core.level_blocks.STREAM_BLOCK_LEVELS` levels (two integers per
+        :data:`~exactdp.core.level_stream.STREAM_BLOCK_LEVELS` levels (two integers per
         block, and the blocks themselves while ``memory_budget`` allows), then the rule
         certifies block by block (the exponential mechanism; permute-and-flip,
         ``noise="exponential"``, needs every level's enclosure at once)."""

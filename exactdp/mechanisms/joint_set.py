@@ -63,8 +63,8 @@ from flint import fmpz_poly
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
 from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import (DEFAULT_MEMORY_BUDGET, BlockLevelTable, levels_read, stream_level_bytes,
-                                 stream_table, streamed_levels)
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
+from ..core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
 from ..core.levels import Level
 from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
@@ -513,8 +513,10 @@ class JointSet(JointFamily):
 
     def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
         level_bytes = stream_level_bytes(self.k, self.d)
+        # every utility is minus one of the k (d - k + 1) entries of M-hat's first k rows
         return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u), self.scale,
-                            self.memory_budget, level_bytes, levels_read(self))
+                            self.memory_budget, level_bytes, levels_read(self), outputs=self.support_size(),
+                            level_bound=self.k * (self.d - self.k + 1))
 
     def _compute_levels(self) -> Iterator[Level]:  # the block table's, as Joint's
         return self.table.iter_levels()
@@ -525,7 +527,7 @@ class JointSet(JointFamily):
 
     def levels(self) -> tuple[Level, ...]:
         """Every level, best first; refused past ``memory_budget`` as soon as the levels
-        read pass it (:func:`~exactdp.core.level_blocks.streamed_levels`)."""
+        read pass it (:func:`~exactdp.core.level_stream.streamed_levels`)."""
         return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:

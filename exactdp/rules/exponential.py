@@ -168,7 +168,7 @@ class ExponentialMechanism(SelectionRule):
         return table.scale.symbolic_weight(table.utilities[a] - u0) / z
 
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        return choose_index(lambda prec: table.cumulative(), len(table), rng, prec=table.sampling_prec)
+        return choose_index(lambda prec: table.cumulative(), table.sampling_size(), rng, prec=table.sampling_prec)
 
     def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
         """``n`` inverse-CDF draws at once: ``n`` 64-bit words of ``rng`` (one

@@ -1,0 +1,125 @@
+"""Sampling JointSet and Canonical from a fresh mechanism: the lazy level table reads only
+the blocks a draw needs.
+
+Run:  python benchmarks/bench_stream_sample.py                   (d = 166,000, k in {50, 200},
+                                                                 heavy and distinct counts)
+      python benchmarks/bench_stream_sample.py --before REV      (also each exactdp row with the
+                                                                 package as of git revision REV)
+      python benchmarks/bench_stream_sample.py --d 20000 --k 50  (a quicker size)
+
+Every run is a fresh child process under ``benchmarks/run.py``'s helper (address-space
+cap ``--cap-gib``, timeout ``--timeout``); columns are CPU seconds of the child's timed
+parts and its peak resident memory (``ru_maxrss``, MiB, interpreter and counts included).
+
+- exactdp: ``JointSet(counts, k, epsilon=1)`` / ``Canonical(counts, k, epsilon=1)``
+  (``noise="gumbel"``), default ``memory_budget``; timed: one ``sample(rng=1)``, then its
+  ``probability(output, dps=30)``, then ``samples(1000, rng=2)``.
+- float64 reference: ``FloatJoint`` of ``examples/float_joint.py`` drawing one sample on
+  the same counts (the published float64 Joint pipeline: the ``k x d`` differences,
+  sorted, log m~, one Gumbel-max draw).  Neither paper publishes a float sampler for
+  JointSet or Canonical; Joint's is the float pipeline of the same size (``k x d``).
+
+Counts (``run.make_counts``): "heavy" ``floor(10**12 / r**1.1)``, "distinct"
+``random.Random(2026).sample(range(10 d), d)``, "zipf" ``floor(10**5 / r**1.1)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE)]
+
+from bench_streaming import export_revision, run_child  # noqa: E402  (benchmarks/ on the path)
+from run import machine_text, make_counts  # noqa: E402
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def child_exact(kind: str, shape: str, d: int, k: int) -> dict:
+    import exactdp
+
+    counts = make_counts(shape, d)
+    cls = exactdp.JointSet if kind == "JointSet" else exactdp.Canonical
+    m = cls(counts, k, epsilon=1)
+    start = cpu()
+    output = m.sample(rng=1)
+    t_sample = cpu() - start
+    start = cpu()
+    p = m.probability(output, dps=30)
+    t_prob = cpu() - start
+    start = cpu()
+    m.samples(1000, rng=2)
+    t_many = cpu() - start
+    return {"cpu": t_sample + t_prob, "sample": t_sample, "prob": t_prob, "many": t_many,
+            "note": f"P = {float(p):.3g}"}
+
+
+def child_float(shape: str, d: int, k: int) -> dict:
+    sys.path[:0] = [str(ROOT / "examples")]
+    from float_joint import FloatJoint
+
+    counts = make_counts(shape, d)
+    start = cpu()
+    FloatJoint(counts, k).sample(1)
+    return {"cpu": cpu() - start}
+
+
+def _seconds(r: dict, key: str) -> str:
+    return r["fail"] if "fail" in r else f"{r[key]:.2f}"
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        what, rest = sys.argv[2], sys.argv[3:]
+        if what == "exact":
+            rep = child_exact(rest[0], rest[1], int(rest[2]), int(rest[3]))
+        else:
+            rep = child_float(rest[0], int(rest[1]), int(rest[2]))
+        print(json.dumps(rep))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--d", type=int, nargs="+", default=[166_000])
+    ap.add_argument("--k", type=int, nargs="+", default=[50, 200])
+    ap.add_argument("--shapes", nargs="+", default=["heavy", "distinct"], choices=["heavy", "distinct", "zipf"])
+    ap.add_argument("--mechanisms", nargs="+", default=["JointSet", "Canonical"], choices=["JointSet", "Canonical"])
+    ap.add_argument("--before", metavar="REV", help="also run each exactdp row with the package at git revision REV")
+    ap.add_argument("--cap-gib", type=float, default=8.0)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    args = ap.parse_args()
+    now = str(ROOT)
+    before = export_revision(args.before) if args.before else None
+    print(machine_text())
+    print(f"\nstarted {time.strftime('%H:%M:%S')}; timeout {args.timeout:.0f} s and cap {args.cap_gib} GiB per run\n")
+    head = ("| mechanism | counts | d | k | sample s | probability(30) s | samples(1000) s | peak MiB | "
+            "float64 one sample s | exactdp sample+probability / float |")
+    if before:
+        head += f" before ({args.before}) sample s | before probability s | before peak MiB |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for shape in args.shapes:
+        for d in args.d:
+            for k in args.k:
+                flt = run_child(["float", shape, str(d), str(k)], args.cap_gib, args.timeout, now)
+                for kind in args.mechanisms:
+                    r = run_child(["exact", kind, shape, str(d), str(k)], args.cap_gib, args.timeout, now)
+                    ratio = "-" if "fail" in r or "fail" in flt else f"{r['cpu'] / flt['cpu']:.2g}"
+                    row = (f"| {kind} | {shape} | {d:,} | {k} | {_seconds(r, 'sample')} | {_seconds(r, 'prob')} | "
+                           f"{_seconds(r, 'many')} | {r['peak']:,.0f} | {_seconds(flt, 'cpu')} | {ratio} |")
+                    if before:
+                        b = run_child(["exact", kind, shape, str(d), str(k)], args.cap_gib, args.timeout, before)
+                        row += f" {_seconds(b, 'sample')} | {_seconds(b, 'prob')} | {b['peak']:,.0f} |"
+                    print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
