@@ -36,8 +36,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE)]
 
-from bench_streaming import export_revision, run_child  # noqa: E402  (benchmarks/ on the path)
-from run import machine_text, make_counts  # noqa: E402
+from bench_streaming import export_revision  # noqa: E402  (benchmarks/ on the path)
+from run import child_result, machine_text, make_counts  # noqa: E402
 
 
 def cpu() -> float:
@@ -74,8 +74,16 @@ def child_float(shape: str, d: int, k: int) -> dict:
     return {"cpu": cpu() - start}
 
 
+def run_child(args: list[str], cap: float, timeout: float, pythonpath: str) -> dict:
+    """One child of this script with ``exactdp`` from ``pythonpath``."""
+    argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(__file__).resolve()), "--child", *args]
+    return child_result(argv, cap, timeout, width=60)
+
+
 def _seconds(r: dict, key: str) -> str:
-    return r["fail"] if "fail" in r else f"{r[key]:.2f}"
+    if "fail" in r:  # the failure once, in the first column
+        return r["fail"] if key in ("sample", "cpu") else "-"
+    return f"{r[key]:.2f}"
 
 
 def main() -> None:

@@ -122,6 +122,16 @@ class BlockSource(abc.ABC):
         ``None`` (the default): always sum every block."""
         return None
 
+    #: The source forms a level's relative weight from its utility alone
+    #: (:meth:`relative_weight`), the very ball of its block.
+    weights_by_utility: bool = False
+
+    def relative_weight(self, utility: Utility, scale: Scale) -> arb:
+        """``e = w(utility) / w(u_0)`` at flint's current precision, the ball
+        :meth:`block_weights` gives the level of that utility (sources with
+        :attr:`weights_by_utility`)."""
+        raise NotImplementedError
+
     #: A *lazy* source finds its blocks one after another (:meth:`next_block`) instead of
     #: knowing every size at once (:meth:`block_sizes`): the table then reads only the
     #: blocks an operation needs, so a sample or one probability of fast-decaying weights
@@ -292,6 +302,8 @@ class BlockLevelTable:
             bound = len(self)
         self._passes: dict[int, _Pass] = {}
         self._levels: Optional[tuple[Level, ...]] = None
+        #: a level's relative weight comes from its utility alone (:meth:`relative_weight_of`)
+        self.weights_by_utility = source.weights_by_utility
         #: guard bits of sums over the levels: from their number, or a lazy source's bound on it
         self.extra_bits = 2 * bound.bit_length() + 8
         #: Working precision of exact sampling's first attempt: that of 30-digit
@@ -485,6 +497,12 @@ class BlockLevelTable:
         if i == len(levels) or levels[i].utility != utility:
             raise KeyError(utility)
         return self._starts[b] + i
+
+    def relative_weight_of(self, utility: Utility) -> arb:
+        """The relative weight of the level with ``utility``, at flint's current precision,
+        without finding its block (tables with :attr:`weights_by_utility`): the same ball
+        as ``relative_weights()[index_of(utility)]``."""
+        return self.source.relative_weight(utility, self.scale)
 
     def relative_weights(self) -> Sequence[arb]:
         return _View(self, lambda b: self._block_weights(b)[0])

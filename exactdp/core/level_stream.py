@@ -111,6 +111,11 @@ class StreamSource(BlockSource):
         # block b was found before it is read (the table finds blocks in order)
         return list(islice(self.levels_from(self._firsts[b]), self._sizes[b]))
 
+    weights_by_utility = True
+
+    def relative_weight(self, utility: Utility, scale: Scale) -> arb:
+        return relative_weight(scale.lam_ball(), utility - self._firsts[0])  # type: ignore[operator]
+
     def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
         lam, u0 = scale.lam_ball(), self._firsts[0]
         levels = self.block_levels(b) if self._keep is None else self._keep(

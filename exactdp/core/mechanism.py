@@ -135,7 +135,7 @@ class Mechanism(abc.ABC):
 
     def _group_probability(self, key: Any, dps: int) -> mpmath.mpf:
         """Certified probability of one output of the group with ``key``."""
-        return self.rule.output_probability(self.table, self.table.index_of(key), dps)
+        return self.rule.utility_probability(self.table, key, dps)
 
     def _group_log_probability(self, key: Any, dps: int) -> mpmath.mpf:
         """Certified log of :meth:`_group_probability`."""

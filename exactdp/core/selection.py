@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import random
-from typing import Iterator
+from typing import Any, Iterator
 
 import mpmath
 
@@ -34,6 +34,12 @@ class SelectionRule(abc.ABC):
     @abc.abstractmethod
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         """Probability of one particular output of level ``a``, to ``dps`` certified digits."""
+
+    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+        """:meth:`output_probability` of the level with ``utility`` (KeyError when no
+        output has it); a rule whose value needs no level index but the utility may find
+        no level (the exponential mechanism over a lazy table)."""
+        return self.output_probability(table, table.index_of(utility), dps)
 
     @abc.abstractmethod
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:

@@ -82,6 +82,15 @@ class ExponentialMechanism(SelectionRule):
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         return certify(lambda: table.relative_weights()[a] / table.total(), dps, extra_bits=table.extra_bits)
 
+    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+        """``w(u) / Z`` needs only the utility: over a lazy level table
+        (:meth:`~exactdp.core.level_blocks.BlockLevelTable.relative_weight_of`) the
+        level's own block is never found (the running sum for ``Z`` stops early on
+        fast-decaying weights), with the very ball of the level's block."""
+        if not getattr(table, "weights_by_utility", False):
+            return super().utility_probability(table, utility, dps)
+        return certify(lambda: table.relative_weight_of(utility) / table.total(), dps, extra_bits=table.extra_bits)
+
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         def compute():
             e_a = table.relative_weights()[a]

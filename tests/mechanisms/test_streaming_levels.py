@@ -352,3 +352,26 @@ def test_levels_after_a_sample_refused_before_the_whole_pass(kind, monkeypatch):
     roomy = _make(kind, counts, k)
     roomy.sample(rng=1)
     assert roomy.table.levels == levels and roomy.levels() == levels
+
+
+@pytest.mark.parametrize("kind", ["joint-set", "canonical"])
+def test_a_deep_outputs_probability_finds_no_block_of_its_own(kind):
+    """probability(output) needs w(u)/Z only: on heavy-tailed counts the worst output's
+    probability reads the first blocks (not its level's, the last), and is the value
+    given by level index on a table that found every block, and by the in-memory twin."""
+    level_stream.STREAM_BLOCK_LEVELS = 4
+    counts, k = _heavy(40), 3
+    worst = sorted(range(40), key=lambda i: counts[i])[:k]
+    full = _make(kind, counts, k)
+    law = full.level_probabilities(20)
+    a = full.table.index_of(full.utility(worst))
+    assert full.table._complete and a == len(law) - 1  # the control: the last level
+    expected = full.rule.output_probability(full.table, a, 25)
+    m = _make(kind, counts, k)
+    assert m.probability(worst, dps=25) == expected and not m.table._complete
+    assert _certified_close(expected, m.rule.output_probability(_in_memory(m), a, 25), 25)
+    # every level: by utility on a fresh lazy table, by index on the complete one
+    for lv_index, (lv, _) in enumerate(law):
+        fresh = _make(kind, counts, k)
+        assert (fresh.rule.utility_probability(fresh.table, lv.utility, 15)
+                == full.rule.output_probability(full.table, lv_index, 15))
