@@ -273,7 +273,7 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         index = m.group_index(output)
         size, unit = table.multiplicities[index], "level"
         key: dict[str, object] = {"level": index, "level_multiplicity": int_text(size)}
-        where = f"level {index} of {len(table)}"
+        where = f"level {index}"  # "of N" below, once the probabilities are computed
     else:  # CanonicalGamma1: the output's (h, t) class, its group of equal probability
         groups = m.groups()
         index = m.group_index(output)
@@ -284,6 +284,10 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     p = m.probability(output, dps)
     logp = m.log_probability(output, dps)
     exact = str(m.probability_exact(output)) if args.exact else None
+    if _single_rule(m):
+        # a lazy level table (JointSet, Canonical) counts its levels only by a whole pass
+        found = table.known_length() if hasattr(table, "known_length") else len(table)
+        where += f" of {found}" if found is not None else ", best first"
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({

@@ -356,6 +356,11 @@ class BlockLevelTable:
         b = self._block_of(a)
         return a == self._starts[b] + self._sizes[b] - 1 and not self._discover(b + 1)
 
+    def known_length(self) -> Optional[int]:
+        """The number of levels when every block is found, else ``None`` (a lazy table
+        finds them all only when an operation reads them all)."""
+        return len(self) if self._complete else None
+
     def sampling_size(self) -> int:
         """The number of levels as exact sampling needs it: 1 for a single level (no
         random bits drawn), else the number of levels or a lazy source's bound on it

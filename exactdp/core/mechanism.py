@@ -139,7 +139,7 @@ class Mechanism(abc.ABC):
 
     def _group_log_probability(self, key: Any, dps: int) -> mpmath.mpf:
         """Certified log of :meth:`_group_probability`."""
-        return self.rule.output_log_probability(self.table, self.table.index_of(key), dps)
+        return self.rule.utility_log_probability(self.table, key, dps)
 
     def _group_probability_exact(self, key: Any) -> sympy.Expr:
         """Exact probability of one output of the group with ``key``."""

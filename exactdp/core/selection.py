@@ -41,6 +41,11 @@ class SelectionRule(abc.ABC):
         no level (the exponential mechanism over a lazy table)."""
         return self.output_probability(table, table.index_of(utility), dps)
 
+    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+        """:meth:`output_log_probability` of the level with ``utility`` (see
+        :meth:`utility_probability`)."""
+        return self.output_log_probability(table, table.index_of(utility), dps)
+
     @abc.abstractmethod
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         """Natural log of :meth:`output_probability`, to ``dps`` certified digits."""

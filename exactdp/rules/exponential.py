@@ -91,6 +91,21 @@ class ExponentialMechanism(SelectionRule):
             return super().utility_probability(table, utility, dps)
         return certify(lambda: table.relative_weight_of(utility) / table.total(), dps, extra_bits=table.extra_bits)
 
+    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+        """``ln P = -ln(Z / e_u)`` from the utility alone (a lazy level table, as
+        :meth:`utility_probability`) when ``P <= 1/2`` is certain at the first working
+        precision: then ``|ln P| >= ln 2`` and no digit is lost.  Otherwise, or undecided,
+        the level's own ``-log1p(R_a)`` (:meth:`output_log_probability`), which keeps the
+        relative accuracy of a log near 0; such a level carries half the mass, so it lies
+        among the first levels found.  The choice depends on the utility and ``dps`` only."""
+        if getattr(table, "weights_by_utility", False):
+            with flint_workprec(prec_for_dps(dps, table.extra_bits)):
+                small = bool(2 * table.relative_weight_of(utility) <= table.total())
+            if small:
+                return certify(lambda: -(table.total() / table.relative_weight_of(utility)).log(), dps,
+                               extra_bits=table.extra_bits)
+        return super().utility_log_probability(table, utility, dps)
+
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         def compute():
             e_a = table.relative_weights()[a]

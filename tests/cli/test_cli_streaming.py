@@ -135,3 +135,20 @@ def test_prob_does_not_hold_every_level(mechanism):
     same = {key: value for key, value in a.items() if key not in ("mechanism", "description")}
     assert same == {key: value for key, value in b.items() if key not in ("mechanism", "description")}
     assert a["level"] >= 0 and int(a["level_multiplicity"]) >= 1
+
+
+@pytest.mark.parametrize("mechanism", ["joint-set", "canonical"])
+def test_prob_of_a_top_output_reads_a_few_blocks(monkeypatch, mechanism):
+    # JointSet's and Canonical's level tables find their blocks as far as an operation
+    # reads: `prob` of the top output on heavy-tailed counts does not count every level
+    # (a whole pass, about 20 minutes at d = 166,000, k = 200), so its line names the
+    # level without the number of levels; small tables count them as before
+    from exactdp.core import level_stream
+
+    monkeypatch.setattr(level_stream, "STREAM_BLOCK_LEVELS", 4)
+    counts = ",".join(str(10**12 // r**2) for r in range(1, 41))
+    status, out = _run(["prob", mechanism, "--counts", counts, "-k", "3", "--output", "0,1,2"])
+    assert status == 0 and "utility:         0  (level 0, best first; 1 output in the level)" in out
+    monkeypatch.undo()
+    status, out = _run(["prob", mechanism, "--counts", "5,3,1,0", "-k", "2", "--output", "0,1"])
+    assert status == 0 and re.search(r"\(level 0 of \d+; 1 output in the level\)", out)

@@ -375,3 +375,27 @@ def test_a_deep_outputs_probability_finds_no_block_of_its_own(kind):
         fresh = _make(kind, counts, k)
         assert (fresh.rule.utility_probability(fresh.table, lv.utility, 15)
                 == full.rule.output_probability(full.table, lv_index, 15))
+
+
+@pytest.mark.parametrize("kind", ["joint-set", "canonical"])
+def test_log_probability_by_utility(kind):
+    """log_probability(output) on a lazy table: from ``Z / e_u`` when ``P <= 1/2`` is
+    certain (the worst output: no block of its own found), from the level's ``-log1p(R)``
+    otherwise; certified like the in-memory twin's for every level."""
+    level_stream.STREAM_BLOCK_LEVELS = 4
+    counts, k = _heavy(40), 3
+    worst = sorted(range(40), key=lambda i: counts[i])[:k]
+    m = _make(kind, counts, k)
+    value = m.log_probability(worst, dps=25)
+    assert not m.table._complete and value < -10**9
+    full = _make(kind, counts, k)
+    levels = full.levels()
+    twin = _in_memory(full)
+    for a, lv in enumerate(levels):
+        fresh = _make(kind, counts, k)
+        got = fresh.rule.utility_log_probability(fresh.table, lv.utility, 20)
+        assert _certified_close(got, full.rule.output_log_probability(twin, a, 20), 20), a
+    # near 1 (the top output of heavy-tailed counts) the log keeps its relative accuracy
+    top = _make(kind, counts, k)
+    tiny = top.log_probability(sorted(range(40), key=lambda i: -counts[i])[:k], dps=20)
+    assert -1 < tiny < 0 and _certified_close(tiny, full.rule.output_log_probability(twin, 0, 20), 20)
