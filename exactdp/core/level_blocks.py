@@ -233,7 +233,9 @@ class _Pass:
         while table._discover(len(self.starts)):
             b = self._extend()
             remaining = table.source.remaining_after(b)
-            if remaining is None or not table._discover(b + 1):  # none after the last block
+            if remaining == 0:  # the last block (every block has outputs): no next block is read
+                break
+            if remaining is None:
                 continue
             tail = arb(remaining) * table._block_weights(b)[0][-1]
             if tail.upper() <= (self.run * arb(2) ** -prec).lower():
@@ -337,6 +339,8 @@ class BlockLevelTable:
             self._starts.append(self._starts[-1] + self._sizes[-1] if self._sizes else 0)
             self._sizes.append(size)
             self._neg_first_utilities.append(-first)  # type: ignore[operator]
+            # no outputs after it: the last block (every level has outputs), known at once
+            self._complete = self.source.remaining_after(len(self._sizes) - 1) == 0
         return True
 
     def _discover_all(self) -> None:
@@ -491,9 +495,12 @@ class BlockLevelTable:
     def index_of(self, utility: Utility) -> int:
         """Level index of an exact utility value (KeyError when no output has it)."""
         # blocks are ordered by decreasing utility: the last block whose first utility >= it
-        # (a lazy table finds blocks until one starts below the utility)
-        while -utility >= self._neg_first_utilities[-1] and self._discover(len(self._sizes)):  # type: ignore[operator]
-            pass
+        # (a lazy table finds blocks until one starts below the utility, or the last block
+        # found reaches down to it)
+        while not self._complete and -utility >= self._neg_first_utilities[-1]:  # type: ignore[operator]
+            last = len(self._sizes) - 1
+            if utility >= self._block_levels(last)[-1].utility or not self._discover(last + 1):  # type: ignore[operator]
+                break
         b = bisect_right(self._neg_first_utilities, -utility) - 1  # type: ignore[operator]
         if b < 0:
             raise KeyError(utility)
