@@ -61,6 +61,7 @@ __all__ = [
     "as_rng",
     "as_rho",
     "as_sequence_output",
+    "as_sequence_prefix",
     "as_set_output",
     "as_int",
     "as_positive_int",
@@ -444,31 +445,37 @@ def as_rng(rng: RngLike) -> random.Random:
     return random_from_seed(seed)
 
 
-def _output_ids(output: Any, d: int, k: int) -> list[int]:
+def _listed(output: Any, argument: str) -> list[Any]:
+    """The items of an iterable output (or prefix), refusing non-iterables and text."""
     if output is None or isinstance(output, (str, bytes, dict)):
-        raise ArgumentTypeError("output", output, "must be an iterable of item ids")
+        raise ArgumentTypeError(argument, output, "must be an iterable of item ids")
     try:
-        items = list(output)
+        return list(output)
     except TypeError:
-        raise ArgumentTypeError("output", output, "must be an iterable of item ids") from None
+        raise ArgumentTypeError(argument, output, "must be an iterable of item ids") from None
+
+
+def _output_ids(output: Any, d: int, k: int, argument: str = "output", items: Optional[list[Any]] = None) -> list[int]:
+    if items is None:
+        items = _listed(output, argument)
     if len(items) != k:
-        raise InvalidOutputError("output", output, f"must contain exactly k = {k} item ids, got {len(items)}")
+        raise InvalidOutputError(argument, output, f"must contain exactly k = {k} item ids, got {len(items)}")
     ids = []
     for position, value in enumerate(items):
         if _is_bool(value):
-            raise ArgumentTypeError(f"output[{position}]", value, "item ids must be integers")
+            raise ArgumentTypeError(f"{argument}[{position}]", value, "item ids must be integers")
         try:
             item = operator.index(value)
         except TypeError:
-            raise ArgumentTypeError(f"output[{position}]", value, "item ids must be integers") from None
+            raise ArgumentTypeError(f"{argument}[{position}]", value, "item ids must be integers") from None
         if not 0 <= item < d:
-            raise InvalidOutputError(f"output[{position}]", value, f"unknown item id (items are 0..{d - 1})")
+            raise InvalidOutputError(f"{argument}[{position}]", value, f"unknown item id (items are 0..{d - 1})")
         ids.append(item)
     if len(set(ids)) != len(ids):
         seen = set()
         for position, item in enumerate(ids):
             if item in seen:
-                raise InvalidOutputError(f"output[{position}]", item, "repeats an item id")
+                raise InvalidOutputError(f"{argument}[{position}]", item, "repeats an item id")
             seen.add(item)
     return ids
 
@@ -483,6 +490,23 @@ def as_sequence_output(output: OutputLike, d: int, k: int) -> tuple[int, ...]:
             "output", output, "a sequence mechanism needs an ordered output (tuple or list), not a set"
         )
     return tuple(_output_ids(output, d, k))
+
+
+def as_sequence_prefix(prefix: OutputLike, d: int, k: int) -> tuple[int, ...]:
+    """The first rounds of a sequence output (Peeling's ``prefix``): fewer than ``k``
+    distinct item ids in ``0..d-1``, as a tuple; errors name ``prefix``.
+
+    Unordered containers are refused as for :func:`as_sequence_output`: a prefix is the
+    order in which the items were picked.
+    """
+    if isinstance(prefix, (set, frozenset)):
+        raise ArgumentTypeError(
+            "prefix", prefix, "a prefix of a sequence needs an order (tuple or list), not a set"
+        )
+    items = _listed(prefix, "prefix")
+    if len(items) >= k:
+        raise InvalidOutputError("prefix", prefix, f"must hold fewer than k = {k} item ids, got {len(items)}")
+    return tuple(_output_ids(prefix, d, len(items), "prefix", items))
 
 
 def as_set_output(output: OutputLike, d: int, k: int) -> frozenset[int]:

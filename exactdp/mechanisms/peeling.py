@@ -111,8 +111,8 @@ from ..core.levels import Level, LevelTable
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
 from ..core.selection import SelectionRule
-from ..core.validation import as_dps, as_sequence_output
-from ..errors import InvalidOutputError, TooManyOutputsError
+from ..core.validation import as_dps, as_sequence_prefix
+from ..errors import TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
 from .peeling_sampling import nth_free, sample_many
 from .peeling_tree import WeightTree
@@ -331,23 +331,16 @@ class Peeling(Mechanism):
         times the level's multiplicity (exact), for every count sequence."""
         return [(lv, times_int(p, lv.multiplicity)) for lv, p in self.level_output_probabilities(dps)]
 
-    def _check_prefix(self, prefix: OutputLike) -> tuple[int, ...]:
-        items = list(prefix) if not isinstance(prefix, (str, bytes)) else prefix
-        n = len(items) if isinstance(items, list) else 0
-        if n >= self.k:
-            raise InvalidOutputError("prefix", prefix, f"must hold fewer than k = {self.k} item ids, got {n}")
-        return as_sequence_output(items, self.d, n)
-
     def round_levels(self, prefix: OutputLike = ()) -> tuple[Level, ...]:
         """Levels of the next round's selection after the items of ``prefix`` were chosen:
         ``Level(count, number of remaining items with that count)``, best first."""
-        p = self._check_prefix(prefix)
+        p = as_sequence_prefix(prefix, self.d, self.k)
         return self._round_table([self.counts[i] for i in p]).levels
 
     def round_distribution(self, prefix: OutputLike = (), dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
         """``(item, probability)`` of the next round for every remaining item (ids
         ascending), each certified to ``10**-dps``, given the chosen ``prefix``."""
-        p = self._check_prefix(prefix)
+        p = as_sequence_prefix(prefix, self.d, self.k)
         digits = as_dps(dps)
         table = self._round_table([self.counts[i] for i in p])
         per = [self.round_rule.output_probability(table, a, digits) for a in range(len(table))]

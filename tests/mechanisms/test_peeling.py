@@ -177,6 +177,31 @@ def test_round_view():
         m.round_distribution((0, 0))
 
 
+@pytest.mark.parametrize("prefix, error, shown", [
+    (None, errors.ArgumentTypeError, "prefix=None"),  # was a bare TypeError from list(None)
+    (5, errors.ArgumentTypeError, "prefix=5"),
+    ({0}, errors.ArgumentTypeError, "prefix={0}"),  # unordered, as for a sequence output
+    ((9,), errors.InvalidOutputError, r"prefix\[0\]=9"),  # was named output[0]
+    ((True,), errors.ArgumentTypeError, r"prefix\[0\]=True"),
+    ((0.0,), errors.ArgumentTypeError, r"prefix\[0\]=0.0"),
+    ((1, 1), errors.InvalidOutputError, r"prefix\[1\]=1: repeats"),
+    ((0, 1, 2), errors.InvalidOutputError, r"prefix=\(0, 1, 2\): must hold fewer than k = 3"),
+])
+@pytest.mark.parametrize("method", ["round_levels", "round_distribution"])
+def test_round_view_bad_prefix_names_the_prefix(prefix, error, shown, method):
+    m = exactdp.Peeling((5, 3, 3, 0), 3, base=Fraction(1, 2))
+    with pytest.raises(error, match=shown):
+        getattr(m, method)(prefix)
+
+
+def test_round_view_prefix_types():
+    """Lists, tuples and numpy integers are one prefix; the levels depend on the items only."""
+    np = pytest.importorskip("numpy")
+    m = exactdp.Peeling((5, 3, 3, 0), 3, base=Fraction(1, 2))
+    assert m.round_levels([1, 3]) == m.round_levels((np.int64(1), np.int32(3))) == m.round_levels((3, 1))
+    assert m.round_distribution([2], dps=20) == m.round_distribution((np.uint8(2),), dps=20)
+
+
 def test_large_instance_probability():
     counts = [10**5 // r for r in range(1, 5001)]
     k, eps = 5, Fraction(1, 50)
