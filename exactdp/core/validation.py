@@ -421,6 +421,15 @@ def random_from_seed(seed: SupportsIndex) -> random.Random:
     return random.Random(seed_to_nonnegative(seed))
 
 
+def _float_randbelow(cls: type) -> bool:
+    """Whether ``randrange`` of instances of the :class:`random.Random` subclass ``cls``
+    draws from floats: CPython gives a subclass the float-based ``_randbelow`` when, along
+    its MRO, it meets an override of ``random()`` before one of ``getrandbits()``
+    (``random.Random.__init_subclass__``)."""
+    float_based = getattr(random.Random, "_randbelow_without_getrandbits", None)
+    return float_based is not None and getattr(cls, "_randbelow", None) is float_based
+
+
 def as_rng(rng: RngLike) -> random.Random:
     """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
 
@@ -428,11 +437,20 @@ def as_rng(rng: RngLike) -> random.Random:
     ``0 <= n < 2**128`` gives exactly ``random.Random(n)``, and a negative seed another
     generator (``random.Random`` itself gives the same samples for ``n`` and ``-n``).
     Only ``getrandbits`` and ``randrange`` of the result are used: both are integer-valued,
-    so samples are reproducible bit for bit from a seed on every platform.
+    so samples are reproducible bit for bit from a seed on every platform.  A subclass
+    whose ``randrange`` CPython builds from ``random()`` floats (it overrides ``random()``
+    but not ``getrandbits()``) is refused with :class:`~exactdp.errors.ArgumentTypeError`.
     """
     if rng is None:
         return random.SystemRandom()
     if isinstance(rng, random.Random):
+        if _float_randbelow(type(rng)):
+            raise ArgumentTypeError(
+                "rng", rng,
+                "a random.Random subclass that overrides random() must also override getrandbits(): "
+                "without it, its randrange() is decided by floats from random() (not exact past 2**53) and "
+                "its getrandbits() ignores random(); exactdp draws from integer bits only",
+            )
         return rng
     if _is_bool(rng):
         raise ArgumentTypeError("rng", rng, "must be None, an int seed or a random.Random")

@@ -10,7 +10,8 @@ sorted by level).  So for every mechanism and set view:
   rate ``ALPHA = 1e-6`` per test (a dependent control is rejected);
 - ``rng`` is ``None``, an int seed (numpy integers too) or a :class:`random.Random`
   (:class:`random.SystemRandom` too); anything else (a numpy ``Generator`` or
-  ``RandomState``, a float, a string, a bool, the ``random`` module) is an
+  ``RandomState``, a float, a string, a bool, the ``random`` module, a subclass whose
+  ``randrange`` draws from floats) is an
   :class:`~exactdp.errors.ArgumentTypeError` naming ``rng``;
 - one seed gives the same draws whatever the global ``random`` and numpy states, and
   sampling leaves both global states as it found them.
@@ -98,8 +99,15 @@ def test_the_pair_test_rejects_dependent_draws():
     assert stat > threshold
 
 
+class _FloatOnly(random.Random):
+    """Randomness through ``random()`` only: CPython's ``randrange`` then uses floats."""
+
+    def random(self):
+        return 0.5
+
+
 GOOD_RNGS = [None, 0, 12345, -7, 2**200, np.int64(3), random.Random(3), random.SystemRandom()]
-BAD_RNGS = [np.random.default_rng(1), np.random.RandomState(1), 1.0, "1", True, random, [1]]
+BAD_RNGS = [np.random.default_rng(1), np.random.RandomState(1), 1.0, "1", True, random, [1], _FloatOnly(1)]
 
 
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
