@@ -143,6 +143,7 @@ class Peeling(Mechanism):
     """
 
     output_kind = "sequence"
+    _CACHES = {**Mechanism._CACHES, "_tables": dict, "_table_levels": int, "_trees": dict, "_plan": lambda: None}
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, noise: str = "gumbel") -> None:
