@@ -64,6 +64,7 @@ __all__ = [
     "as_sequence_prefix",
     "as_set_output",
     "as_int",
+    "as_index",
     "as_positive_int",
     "as_nonnegative_int",
     "DEFAULT_DPS",
@@ -166,6 +167,19 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
 def as_int(value: IntLike, argument: str) -> int:
     """An int of any sign (a threshold, an offset): integral values only."""
     return _as_int(value, argument)
+
+
+def as_index(value: SupportsIndex, argument: str) -> int:
+    """An integer index (a row, a column, a class coordinate): an ``int``, a numpy integer or
+    anything with ``__index__``; a bool or a number of another type (``1.0``,
+    ``Fraction(1)``) is refused with :class:`~exactdp.errors.ArgumentTypeError`, as it
+    usually hides a computed value.  The range is the caller's to check."""
+    if _is_bool(value):
+        raise ArgumentTypeError(argument, value, "booleans are not accepted as indices")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(argument, value, f"must be an integer index, not {type(value).__name__}") from None
 
 
 def as_positive_int(value: IntLike, argument: str) -> int:
