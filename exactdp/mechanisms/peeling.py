@@ -100,7 +100,7 @@ import random
 from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, Optional, Sequence, SupportsIndex
+from typing import Any, Iterable, Iterator, NoReturn, Optional, Sequence, SupportsIndex
 
 import mpmath
 from flint import arb, ctx
@@ -163,6 +163,8 @@ class Peeling(Mechanism):
         self._trees: dict[int, WeightTree] = {}
         #: planning floats of the exponential sampler (built on its first draw)
         self._plan: Optional[tuple[list[float], list[float]]] = None
+        #: the PEELING_LEVELS_LIMIT that levels() was refused at (None: not refused)
+        self._levels_refused: Optional[int] = None
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
 
     def _parameters(self) -> dict[str, object]:
@@ -353,18 +355,29 @@ class Peeling(Mechanism):
         return tuple(self.counts[i] for i in output)
 
     def _compute_levels(self) -> list[Level]:
-        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`."""
+        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`: at
+        once when the sequences of ``k`` distinct counts alone are more (``perm(#counts, k)``,
+        a lower bound on the number of count sequences), else when the walk passes the limit;
+        a refusal is remembered (every later call refuses at once, instead of walking a
+        million count sequences again: ``group_index`` and ``groups`` read the levels)."""
+        limit = PEELING_LEVELS_LIMIT
+        if self._levels_refused == limit or math.perm(len(self.ranking.values), self.k) > limit:
+            self._refuse_levels(limit)
         out: list[Level] = []
         for level in self._count_sequences():
-            if len(out) >= PEELING_LEVELS_LIMIT:
-                raise TooManyOutputsError(
-                    None, None,
-                    f"Peeling has more than PEELING_LEVELS_LIMIT = {PEELING_LEVELS_LIMIT} levels "
-                    "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
-                    "sample() or round_distribution()",
-                )
+            if len(out) >= limit:
+                self._refuse_levels(limit)
             out.append(level)
         return out
+
+    def _refuse_levels(self, limit: int) -> NoReturn:
+        self._levels_refused = limit
+        raise TooManyOutputsError(
+            None, None,
+            f"Peeling has more than PEELING_LEVELS_LIMIT = {limit} levels "
+            "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
+            "sample() or round_distribution()",
+        )
 
     def _count_sequences(self) -> Iterator[Level]:
         """Count sequences in lexicographically decreasing order with their multiplicities
