@@ -34,7 +34,7 @@ from __future__ import annotations
 import abc
 import random
 from fractions import Fraction
-from typing import Any, Hashable, Iterable, Iterator, Optional, Sequence, SupportsIndex, Union
+from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Optional, Sequence, SupportsIndex, Union
 
 import mpmath
 import numpy as np
@@ -97,6 +97,12 @@ class Mechanism(abc.ABC):
     #: items, only when this holds for every mechanism involved; a mechanism whose law
     #: depends on how ties are ranked sets it to False.
     ties_exchangeable: bool = True
+    #: The attributes that only cache what is recomputed on demand (the level table,
+    #: certified balls, weight trees), each with a factory of its fresh value.  A pickle or
+    #: a copy leaves them out (flint's balls cannot be pickled), so a mechanism that has
+    #: been used pickles, deep-copies and goes to a process pool like a fresh one, with
+    #: the same results.  A subclass with caches of its own extends the mapping.
+    _CACHES: ClassVar[dict[str, Callable[[], Any]]] = {"_table": lambda: None}
 
     def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)
@@ -104,6 +110,17 @@ class Mechanism(abc.ABC):
         self.k: int = as_k(k, self.d)
         self.ranking = Ranking(self.counts)
         self._table: Optional[LevelTable] = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for name in self._CACHES:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name, fresh in self._CACHES.items():
+            setattr(self, name, fresh())
 
     @property
     def epsilon(self) -> Optional[Fraction]:

@@ -61,8 +61,10 @@ __all__ = [
     "as_rng",
     "as_rho",
     "as_sequence_output",
+    "as_sequence_prefix",
     "as_set_output",
     "as_int",
+    "as_index",
     "as_positive_int",
     "as_nonnegative_int",
     "DEFAULT_DPS",
@@ -165,6 +167,19 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
 def as_int(value: IntLike, argument: str) -> int:
     """An int of any sign (a threshold, an offset): integral values only."""
     return _as_int(value, argument)
+
+
+def as_index(value: SupportsIndex, argument: str) -> int:
+    """An integer index (a row, a column, a class coordinate): an ``int``, a numpy integer or
+    anything with ``__index__``; a bool or a number of another type (``1.0``,
+    ``Fraction(1)``) is refused with :class:`~exactdp.errors.ArgumentTypeError`, as it
+    usually hides a computed value.  The range is the caller's to check."""
+    if _is_bool(value):
+        raise ArgumentTypeError(argument, value, "booleans are not accepted as indices")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(argument, value, f"must be an integer index, not {type(value).__name__}") from None
 
 
 def as_positive_int(value: IntLike, argument: str) -> int:
@@ -420,6 +435,15 @@ def random_from_seed(seed: SupportsIndex) -> random.Random:
     return random.Random(seed_to_nonnegative(seed))
 
 
+def _float_randbelow(cls: type) -> bool:
+    """Whether ``randrange`` of instances of the :class:`random.Random` subclass ``cls``
+    draws from floats: CPython gives a subclass the float-based ``_randbelow`` when, along
+    its MRO, it meets an override of ``random()`` before one of ``getrandbits()``
+    (``random.Random.__init_subclass__``)."""
+    float_based = getattr(random.Random, "_randbelow_without_getrandbits", None)
+    return float_based is not None and getattr(cls, "_randbelow", None) is float_based
+
+
 def as_rng(rng: RngLike) -> random.Random:
     """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
 
@@ -427,11 +451,20 @@ def as_rng(rng: RngLike) -> random.Random:
     ``0 <= n < 2**128`` gives exactly ``random.Random(n)``, and a negative seed another
     generator (``random.Random`` itself gives the same samples for ``n`` and ``-n``).
     Only ``getrandbits`` and ``randrange`` of the result are used: both are integer-valued,
-    so samples are reproducible bit for bit from a seed on every platform.
+    so samples are reproducible bit for bit from a seed on every platform.  A subclass
+    whose ``randrange`` CPython builds from ``random()`` floats (it overrides ``random()``
+    but not ``getrandbits()``) is refused with :class:`~exactdp.errors.ArgumentTypeError`.
     """
     if rng is None:
         return random.SystemRandom()
     if isinstance(rng, random.Random):
+        if _float_randbelow(type(rng)):
+            raise ArgumentTypeError(
+                "rng", rng,
+                "a random.Random subclass that overrides random() must also override getrandbits(): "
+                "without it, its randrange() is decided by floats from random() (not exact past 2**53) and "
+                "its getrandbits() ignores random(); exactdp draws from integer bits only",
+            )
         return rng
     if _is_bool(rng):
         raise ArgumentTypeError("rng", rng, "must be None, an int seed or a random.Random")
@@ -444,31 +477,37 @@ def as_rng(rng: RngLike) -> random.Random:
     return random_from_seed(seed)
 
 
-def _output_ids(output: Any, d: int, k: int) -> list[int]:
+def _listed(output: Any, argument: str) -> list[Any]:
+    """The items of an iterable output (or prefix), refusing non-iterables and text."""
     if output is None or isinstance(output, (str, bytes, dict)):
-        raise ArgumentTypeError("output", output, "must be an iterable of item ids")
+        raise ArgumentTypeError(argument, output, "must be an iterable of item ids")
     try:
-        items = list(output)
+        return list(output)
     except TypeError:
-        raise ArgumentTypeError("output", output, "must be an iterable of item ids") from None
+        raise ArgumentTypeError(argument, output, "must be an iterable of item ids") from None
+
+
+def _output_ids(output: Any, d: int, k: int, argument: str = "output", items: Optional[list[Any]] = None) -> list[int]:
+    if items is None:
+        items = _listed(output, argument)
     if len(items) != k:
-        raise InvalidOutputError("output", output, f"must contain exactly k = {k} item ids, got {len(items)}")
+        raise InvalidOutputError(argument, output, f"must contain exactly k = {k} item ids, got {len(items)}")
     ids = []
     for position, value in enumerate(items):
         if _is_bool(value):
-            raise ArgumentTypeError(f"output[{position}]", value, "item ids must be integers")
+            raise ArgumentTypeError(f"{argument}[{position}]", value, "item ids must be integers")
         try:
             item = operator.index(value)
         except TypeError:
-            raise ArgumentTypeError(f"output[{position}]", value, "item ids must be integers") from None
+            raise ArgumentTypeError(f"{argument}[{position}]", value, "item ids must be integers") from None
         if not 0 <= item < d:
-            raise InvalidOutputError(f"output[{position}]", value, f"unknown item id (items are 0..{d - 1})")
+            raise InvalidOutputError(f"{argument}[{position}]", value, f"unknown item id (items are 0..{d - 1})")
         ids.append(item)
     if len(set(ids)) != len(ids):
         seen = set()
         for position, item in enumerate(ids):
             if item in seen:
-                raise InvalidOutputError(f"output[{position}]", item, "repeats an item id")
+                raise InvalidOutputError(f"{argument}[{position}]", item, "repeats an item id")
             seen.add(item)
     return ids
 
@@ -483,6 +522,23 @@ def as_sequence_output(output: OutputLike, d: int, k: int) -> tuple[int, ...]:
             "output", output, "a sequence mechanism needs an ordered output (tuple or list), not a set"
         )
     return tuple(_output_ids(output, d, k))
+
+
+def as_sequence_prefix(prefix: OutputLike, d: int, k: int) -> tuple[int, ...]:
+    """The first rounds of a sequence output (Peeling's ``prefix``): fewer than ``k``
+    distinct item ids in ``0..d-1``, as a tuple; errors name ``prefix``.
+
+    Unordered containers are refused as for :func:`as_sequence_output`: a prefix is the
+    order in which the items were picked.
+    """
+    if isinstance(prefix, (set, frozenset)):
+        raise ArgumentTypeError(
+            "prefix", prefix, "a prefix of a sequence needs an order (tuple or list), not a set"
+        )
+    items = _listed(prefix, "prefix")
+    if len(items) >= k:
+        raise InvalidOutputError("prefix", prefix, f"must hold fewer than k = {k} item ids, got {len(items)}")
+    return tuple(_output_ids(prefix, d, len(items), "prefix", items))
 
 
 def as_set_output(output: OutputLike, d: int, k: int) -> frozenset[int]:

@@ -82,6 +82,7 @@ class CanonicalGamma1(CanonicalFamily):
     ``rho = 1`` (stage 2 uniform) it is :class:`Canonical` with Gumbel noise and tie-rule
     free; :class:`Canonical` is tie-rule free for every ``rho``.
     """
+    _CACHES = {**CanonicalFamily._CACHES, "_cache": dict}  # its stage weights: out of pickles and copies
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, rho: RationalLike = Fraction(1, 2)) -> None:

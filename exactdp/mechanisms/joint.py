@@ -62,7 +62,7 @@ from ..rules.exponential import ExponentialMechanism
 from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
 from ..core._typing import CountsLike, RationalLike
-from ..core.validation import as_dps, as_memory_budget
+from ..core.validation import as_dps, as_index, as_memory_budget
 
 __all__ = ["Joint", "joint_mtilde"]
 
@@ -237,6 +237,7 @@ class Joint(JointFamily):
     def refined_utility(self, row: int, col: int) -> Fraction:
         """``Ũ[row][col] = -(c_(row) - c_(col)) - (d(k-1-row) + col + 1) / (2dk)``, 0-based
         rank indices (the paper's ``z_ij`` shifted to 0-based)."""
+        row, col = as_index(row, "row"), as_index(col, "col")
         if not (0 <= row < self.k and 0 <= col < self.d):
             raise InvalidParameterError("(row, col)", (row, col), f"need 0 <= row < k = {self.k}, 0 <= col < d = {self.d}")
         sc, d, k = self.ranking.sorted_counts, self.d, self.k

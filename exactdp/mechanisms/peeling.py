@@ -100,7 +100,7 @@ import random
 from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, Optional, Sequence, SupportsIndex
+from typing import Any, Iterable, Iterator, NoReturn, Optional, Sequence, SupportsIndex
 
 import mpmath
 from flint import arb, ctx
@@ -111,8 +111,8 @@ from ..core.levels import Level, LevelTable
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
 from ..core.selection import SelectionRule
-from ..core.validation import as_dps, as_sequence_output
-from ..errors import InvalidOutputError, TooManyOutputsError
+from ..core.validation import as_dps, as_sequence_prefix
+from ..errors import TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
 from .peeling_sampling import nth_free, sample_many
 from .peeling_tree import WeightTree
@@ -143,6 +143,7 @@ class Peeling(Mechanism):
     """
 
     output_kind = "sequence"
+    _CACHES = {**Mechanism._CACHES, "_tables": dict, "_table_levels": int, "_trees": dict, "_plan": lambda: None}
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, noise: str = "gumbel") -> None:
@@ -162,6 +163,8 @@ class Peeling(Mechanism):
         self._trees: dict[int, WeightTree] = {}
         #: planning floats of the exponential sampler (built on its first draw)
         self._plan: Optional[tuple[list[float], list[float]]] = None
+        #: the PEELING_LEVELS_LIMIT that levels() was refused at (None: not refused)
+        self._levels_refused: Optional[int] = None
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
 
     def _parameters(self) -> dict[str, object]:
@@ -331,23 +334,16 @@ class Peeling(Mechanism):
         times the level's multiplicity (exact), for every count sequence."""
         return [(lv, times_int(p, lv.multiplicity)) for lv, p in self.level_output_probabilities(dps)]
 
-    def _check_prefix(self, prefix: OutputLike) -> tuple[int, ...]:
-        items = list(prefix) if not isinstance(prefix, (str, bytes)) else prefix
-        n = len(items) if isinstance(items, list) else 0
-        if n >= self.k:
-            raise InvalidOutputError("prefix", prefix, f"must hold fewer than k = {self.k} item ids, got {n}")
-        return as_sequence_output(items, self.d, n)
-
     def round_levels(self, prefix: OutputLike = ()) -> tuple[Level, ...]:
         """Levels of the next round's selection after the items of ``prefix`` were chosen:
         ``Level(count, number of remaining items with that count)``, best first."""
-        p = self._check_prefix(prefix)
+        p = as_sequence_prefix(prefix, self.d, self.k)
         return self._round_table([self.counts[i] for i in p]).levels
 
     def round_distribution(self, prefix: OutputLike = (), dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
         """``(item, probability)`` of the next round for every remaining item (ids
         ascending), each certified to ``10**-dps``, given the chosen ``prefix``."""
-        p = self._check_prefix(prefix)
+        p = as_sequence_prefix(prefix, self.d, self.k)
         digits = as_dps(dps)
         table = self._round_table([self.counts[i] for i in p])
         per = [self.round_rule.output_probability(table, a, digits) for a in range(len(table))]
@@ -359,18 +355,29 @@ class Peeling(Mechanism):
         return tuple(self.counts[i] for i in output)
 
     def _compute_levels(self) -> list[Level]:
-        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`."""
+        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`: at
+        once when the sequences of ``k`` distinct counts alone are more (``perm(#counts, k)``,
+        a lower bound on the number of count sequences), else when the walk passes the limit;
+        a refusal is remembered (every later call refuses at once, instead of walking a
+        million count sequences again: ``group_index`` and ``groups`` read the levels)."""
+        limit = PEELING_LEVELS_LIMIT
+        if self._levels_refused == limit or math.perm(len(self.ranking.values), self.k) > limit:
+            self._refuse_levels(limit)
         out: list[Level] = []
         for level in self._count_sequences():
-            if len(out) >= PEELING_LEVELS_LIMIT:
-                raise TooManyOutputsError(
-                    None, None,
-                    f"Peeling has more than PEELING_LEVELS_LIMIT = {PEELING_LEVELS_LIMIT} levels "
-                    "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
-                    "sample() or round_distribution()",
-                )
+            if len(out) >= limit:
+                self._refuse_levels(limit)
             out.append(level)
         return out
+
+    def _refuse_levels(self, limit: int) -> NoReturn:
+        self._levels_refused = limit
+        raise TooManyOutputsError(
+            None, None,
+            f"Peeling has more than PEELING_LEVELS_LIMIT = {limit} levels "
+            "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
+            "sample() or round_distribution()",
+        )
 
     def _count_sequences(self) -> Iterator[Level]:
         """Count sequences in lexicographically decreasing order with their multiplicities

@@ -81,7 +81,7 @@ from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
 from itertools import product
-from typing import Any, Callable, Hashable, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterator, Optional, Sequence
 
 import mpmath
 import numpy as np
@@ -167,10 +167,33 @@ class SetMarginal(Mechanism):
         suffix = [0] * (len(values) + 1)  # items of count values[j:]
         for j in range(len(values) - 1, -1, -1):
             suffix[j] = suffix[j + 1] + mult[j]
-        out: list[Level] = []
+        n = len(values)
 
-        def walk(start: int, left: int, key: list[int], size: int) -> None:
-            if left == 0:
+        def choices(start: int, left: int) -> Iterator[tuple[int, int]]:
+            """``(j, m)``: ``m`` items of count ``values[j]``, ``j >= start``, in output order."""
+            for j in range(start, n):
+                if suffix[j] < left:
+                    return
+                for m in range(min(mult[j], left), 0, -1):
+                    yield j, m
+
+        # a depth-first walk with an explicit stack (one frame per distinct count taken: a
+        # recursion would pass Python's limit at k of about a thousand distinct counts)
+        out: list[Level] = []
+        key: list[int] = []
+        frames = [(choices(0, self.k), self.k, 1)]  # (choices left, items left, size so far)
+        taken: list[int] = []  # m of every frame below the first
+        while frames:
+            step = next(frames[-1][0], None)
+            if step is None:
+                frames.pop()
+                if frames:
+                    del key[len(key) - taken.pop():]
+                continue
+            j, m = step
+            _, left, size = frames[-1]
+            size *= math.comb(mult[j], m)
+            if left == m:
                 if len(out) >= SET_GROUPS_LIMIT:
                     raise TooManyOutputsError(
                         None, None,
@@ -178,15 +201,11 @@ class SetMarginal(Mechanism):
                         "multisets); raise exactdp.mechanisms.set_marginal.SET_GROUPS_LIMIT, or use "
                         "probability(), probability_exact() and sample(), which never list them",
                     )
-                out.append(Level(tuple(key), size))
-                return
-            for j in range(start, len(values)):
-                if suffix[j] < left:
-                    return
-                for m in range(min(mult[j], left), 0, -1):
-                    walk(j + 1, left - m, key + [values[j]] * m, size * math.comb(mult[j], m))
-
-        walk(0, self.k, [], 1)
+                out.append(Level(tuple(key) + (values[j],) * m, size))
+                continue
+            key += [values[j]] * m
+            taken.append(m)
+            frames.append((choices(j + 1, left - m), left - m, size))
         return out
 
     def _multiplicities(self) -> list[int]:

@@ -297,6 +297,38 @@ def test_as_rng():
             as_rng(bad)
 
 
+class _FloatSource(random.Random):
+    """A generator that supplies its randomness through ``random()`` only, as the
+    :mod:`random` docs describe subclassing: CPython then builds its ``randrange`` from
+    floats (biased past ``2**53``) and its inherited ``getrandbits`` ignores ``random()``."""
+
+    def random(self):
+        return 0.5
+
+
+class _BitsSource(_FloatSource):
+    def getrandbits(self, k):
+        return super().getrandbits(k)
+
+
+class _FloatAgain(_BitsSource):
+    def random(self):  # nearer in the MRO than _BitsSource.getrandbits: floats again
+        return 0.25
+
+
+def test_as_rng_refuses_a_float_only_subclass():
+    """Regression: such a generator was accepted, and ``sample`` drew its uniform rank by
+    ``randrange`` from ``random()`` floats."""
+    for bad in (_FloatSource(1), _FloatAgain(1)):
+        with pytest.raises(errors.ArgumentTypeError, match=r"^rng=.*must also override getrandbits"):
+            as_rng(bad)
+        with pytest.raises(errors.ArgumentTypeError, match="getrandbits"):
+            exactdp.Joint([3, 1, 1], 2).sample(rng=bad)
+    ok = _BitsSource(1)
+    assert as_rng(ok) is ok
+    assert as_rng(random.SystemRandom()) is not None
+
+
 def test_as_outputs():
     assert as_sequence_output([2, 0], 3, 2) == (2, 0)
     assert as_sequence_output(np.array([2, 0]), 3, 2) == (2, 0)

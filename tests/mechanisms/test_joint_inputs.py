@@ -104,7 +104,18 @@ BAD_CALLS = [
     ("rng string", lambda: M4.sample(rng="x"), errors.ArgumentTypeError, "rng"),
     ("rng bool", lambda: M4.sample(rng=True), errors.ArgumentTypeError, "rng"),
     ("samples n = -1", lambda: M4.samples(-1, rng=1), errors.InvalidParameterError, "n"),
+    # refined_utility took True for the row index 1 and raised a bare TypeError for 1.0
+    ("refined_utility bool row", lambda: M4.refined_utility(True, 0), errors.ArgumentTypeError, "row"),
+    ("refined_utility float col", lambda: M4.refined_utility(0, 1.0), errors.ArgumentTypeError, "col"),
+    ("refined_utility Fraction row", lambda: M4.refined_utility(Fraction(1), 0), errors.ArgumentTypeError, "row"),
+    ("refined_utility string col", lambda: M4.refined_utility(0, "1"), errors.ArgumentTypeError, "col"),
+    ("refined_utility row = k", lambda: M4.refined_utility(2, 0), errors.InvalidParameterError, "(row, col)"),
 ]
+
+
+def test_refined_utility_takes_numpy_indices():
+    assert M4.refined_utility(np.int64(1), np.uint8(3)) == M4.refined_utility(1, 3)
+
 
 
 @pytest.mark.parametrize("label,call,cls,argument", BAD_CONSTRUCTION + BAD_CALLS,

@@ -161,6 +161,37 @@ def test_levels_limit(monkeypatch):
     assert len(m.sample(rng=1)) == 2
 
 
+
+def test_levels_refusal_is_quick_and_remembered(monkeypatch):
+    """Regression: every call reading the levels (``levels``, ``groups``, ``group_index``,
+    ``level_probabilities``) walked a million count sequences again before refusing
+    (about 2.6 s each at counts 0..29, k = 5)."""
+    import exactdp.mechanisms.peeling as peeling
+
+    walks = []
+    walk = peeling.Peeling._count_sequences
+
+    def counted(self):
+        walks.append(self.counts)
+        return walk(self)
+
+    monkeypatch.setattr(peeling.Peeling, "_count_sequences", counted)
+    # perm(30, 5) = 17,100,720 sequences of distinct counts alone: refused without a walk
+    m = exactdp.Peeling(list(range(30)), 5)
+    for call in (m.levels, m.groups, lambda: m.group_index((0, 1, 2, 3, 4)), m.level_probabilities):
+        with pytest.raises(errors.TooManyOutputsError, match="PEELING_LEVELS_LIMIT"):
+            call()
+    assert walks == []
+    # ties: the bound cannot decide (perm(2, 3) = 0 < 8 count sequences); one walk refuses
+    monkeypatch.setattr(peeling, "PEELING_LEVELS_LIMIT", 5)
+    m = exactdp.Peeling([1, 1, 1, 0, 0, 0], 3)
+    for _ in range(3):
+        with pytest.raises(errors.TooManyOutputsError, match="PEELING_LEVELS_LIMIT = 5 "):
+            m.levels()
+    assert len(walks) == 1
+    monkeypatch.setattr(peeling, "PEELING_LEVELS_LIMIT", 8)  # a new limit is tried afresh
+    assert len(m.levels()) == 8 and len(walks) == 2
+
 def test_round_view():
     counts = (5, 3, 3, 0)
     m = exactdp.Peeling(counts, 3, base=Fraction(1, 2))
@@ -175,6 +206,31 @@ def test_round_view():
         m.round_levels((0, 1, 2))
     with pytest.raises(errors.InvalidOutputError):
         m.round_distribution((0, 0))
+
+
+@pytest.mark.parametrize("prefix, error, shown", [
+    (None, errors.ArgumentTypeError, "prefix=None"),  # was a bare TypeError from list(None)
+    (5, errors.ArgumentTypeError, "prefix=5"),
+    ({0}, errors.ArgumentTypeError, "prefix={0}"),  # unordered, as for a sequence output
+    ((9,), errors.InvalidOutputError, r"prefix\[0\]=9"),  # was named output[0]
+    ((True,), errors.ArgumentTypeError, r"prefix\[0\]=True"),
+    ((0.0,), errors.ArgumentTypeError, r"prefix\[0\]=0.0"),
+    ((1, 1), errors.InvalidOutputError, r"prefix\[1\]=1: repeats"),
+    ((0, 1, 2), errors.InvalidOutputError, r"prefix=\(0, 1, 2\): must hold fewer than k = 3"),
+])
+@pytest.mark.parametrize("method", ["round_levels", "round_distribution"])
+def test_round_view_bad_prefix_names_the_prefix(prefix, error, shown, method):
+    m = exactdp.Peeling((5, 3, 3, 0), 3, base=Fraction(1, 2))
+    with pytest.raises(error, match=shown):
+        getattr(m, method)(prefix)
+
+
+def test_round_view_prefix_types():
+    """Lists, tuples and numpy integers are one prefix; the levels depend on the items only."""
+    np = pytest.importorskip("numpy")
+    m = exactdp.Peeling((5, 3, 3, 0), 3, base=Fraction(1, 2))
+    assert m.round_levels([1, 3]) == m.round_levels((np.int64(1), np.int32(3))) == m.round_levels((3, 1))
+    assert m.round_distribution([2], dps=20) == m.round_distribution((np.uint8(2),), dps=20)
 
 
 def test_large_instance_probability():

@@ -273,3 +273,27 @@ def test_k_equal_d_the_one_set_has_exact_probability_one(make):
     assert view.probability_exact(range(5)) == 1 and view.probability_exact(range(5)).is_Integer
     loss = audit.privacy_loss(view, exactdp.JointSet([1, 0, 2, 3, 3], 5), dps=25)
     assert loss.value == 0 and loss.direction == "equal"
+
+
+def test_groups_of_a_thousand_distinct_counts():
+    """Regression: the count multisets were listed by a recursion one call deep per distinct
+    count taken, and ``levels()``, ``groups()``, ``outputs()`` and ``group_index()`` of every
+    set view raised ``RecursionError`` from about k = 1,000 distinct counts."""
+    d = 1101
+    view = exactdp.Peeling(list(range(d)), d - 1).as_sets()
+    groups = view.groups()
+    # one group per left-out item, the smallest left out first (lexicographically decreasing)
+    assert [g.utility for g in groups] == [tuple(c for c in range(d - 1, -1, -1) if c != out) for out in range(d)]
+    assert {g.multiplicity for g in groups} == {1}
+    assert view.group_index(range(1, d)) == 0 and view.group_index(range(d - 1)) == d - 1
+
+
+@given(st.lists(st.integers(-2, 3), min_size=1, max_size=8), st.data())
+@settings(max_examples=60, deadline=None)
+def test_groups_are_the_count_multisets_of_every_set(counts, data):
+    """The walk over count multisets against enumeration: every k-subset's multiset, with
+    its number of subsets, lexicographically decreasing."""
+    k = data.draw(st.integers(1, len(counts)))
+    sizes = Counter(tuple(sorted((counts[i] for i in S), reverse=True)) for S in combinations(range(len(counts)), k))
+    expected = sorted(sizes.items(), reverse=True)
+    assert [(g.utility, g.multiplicity) for g in exactdp.Joint(counts, k).as_sets().groups()] == expected
