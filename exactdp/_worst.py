@@ -41,7 +41,7 @@ import mpmath
 
 from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
 from ._neighbours import _relation, neighbour_count, neighbours
-from ._notions import _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
+from ._notions import _cap, _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
@@ -119,7 +119,10 @@ class WorstCase:
     Every notion: ``notion``; ``value`` (certified ``mpf``; zCDP: the upper end of the
     bracket, with ``lower``/``upper``); ``claim`` (exact: a Fraction or a sympy
     expression) and ``claim_value`` (certified ``mpf``); ``verdict``: ``"below"``,
-    ``"attained"``, ``"violated"`` or (zCDP only) ``"inconclusive"``: the bracket contains
+    ``"attained"`` (within ``3 * 10**-dps`` of the claim, proved equal by sympy or equal to
+    every digit of a recomputation at up to ``4 * dps + 80`` digits: a value that differs
+    from the claim by less than the band is recomputed until it is found below or
+    violated), ``"violated"`` or (zCDP only) ``"inconclusive"``: the bracket contains
     the claim but is wider than ``3 * 10**-dps`` of it, because a bracket did not converge
     within ``zcdp_rho``'s step cap (raise ``dps`` or audit that neighbour's pair with a
     larger ``max_steps``); ``margin = claim_value - value``; ``neighbour``,
@@ -569,6 +572,37 @@ def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value:
     return "attained" if narrow else "inconclusive"
 
 
+def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> str:
+    """The verdict when the worst value is within the band ``3 * 10**-dps`` of the claim
+    but not proved equal to it: the neighbours in the band are audited again with twice
+    the digits (and again, up to ``4 * dps + 80``), so a claim that differs from the value
+    by less than the band (``2**-100`` at ``dps = 30``) is still found violated or held.
+    ``"attained"`` only when some neighbour is proved equal (sympy) or the values agree
+    with the claim to every digit tried."""
+    job = p.job
+    near = [r for r in records if _verdict(r.value, p.claim_value, job.dps) == "attained"]
+    equal = False
+    if job.notion == "pure":
+        proved = [r for r in near if _attained_exactly(p.base, job.factory(r.neighbour), r.witness, r.direction,
+                                                       p.claim)]
+        equal, near = bool(proved), [r for r in near if r not in proved]
+    digits = job.dps
+    while near and digits < _cap(job.dps):
+        digits = min(2 * digits + 10, _cap(job.dps))
+        claim_value = _claim_value(p.claim, digits)
+        base, still = job.factory(job.counts), []
+        for r in near:
+            value = pair_notion(base, job.factory(r.neighbour), job.notion, digits, job.pure, epsilon=job.epsilon,
+                                alpha=job.alpha, max_outputs=job.max_outputs, symmetric=job.symmetric)[1]
+            verdict = _verdict(value, claim_value, digits)
+            if verdict == "violated":
+                return verdict
+            if verdict == "attained":
+                still.append(r)
+        near = still
+    return "attained" if near or equal else "below"
+
+
 def _exact_probability(x: Any, output: Any) -> Any:
     if _is_mapping(x):
         m = MappingDistribution(x, "factory")
@@ -610,6 +644,8 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
             exactly = _attained_exactly(p.base, job.factory(worst.neighbour), worst.witness, worst.direction, p.claim)
         elif job.notion == "approx":
             exactly = bool(worst.loss.exact_zero and p.claim == 0)
+        if not exactly:
+            verdict = _decide_band(p, results)
     alpha = job.alpha if job.notion == "renyi" else (worst.loss.alpha if job.notion == "zcdp" else None)
     return WorstCase(
         counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,
