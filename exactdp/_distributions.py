@@ -51,8 +51,9 @@ FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
 class MappingDistribution:
     """A finite distribution given as a mapping ``output -> probability``.
 
-    Probabilities are exact: ints, Fractions, sympy Rationals, or Python floats taken at
-    their exact binary value (``Fraction(0.1)``, not 1/10).  They must be non-negative.
+    Probabilities are exact: ints, Fractions, sympy Rationals, or floats (Python's, or
+    numpy's of any width) taken at their exact binary value (``Fraction(0.1)``, not 1/10);
+    numpy integers are ints.  They must be non-negative.
     Exact values must sum to exactly 1; when any value is a float the sum must be within
     ``2**-40`` of 1 and the probabilities are divided by their exact sum (floats rarely sum
     to exactly 1).  Outputs are any hashables; outputs of probability 0 are dropped.
@@ -74,7 +75,7 @@ class MappingDistribution:
         floats = False
         for o, p in mapping.items():
             values[o] = self._exact(p, argument, o)
-            floats = floats or isinstance(p, float)
+            floats = floats or isinstance(p, (float, np.floating))
         total = sum(values.values(), Fraction(0))
         if floats:
             if abs(total - 1) > FLOAT_SUM_TOLERANCE:
@@ -91,19 +92,19 @@ class MappingDistribution:
 
     @staticmethod
     def _exact(p: Any, argument: str, output: Any) -> Fraction:
-        if isinstance(p, bool):
+        if isinstance(p, (bool, np.bool_)):
             raise ArgumentTypeError(argument, p, f"probability of {output!r}: booleans are not accepted")
-        if isinstance(p, float):
-            if not math.isfinite(p):
+        if isinstance(p, (float, np.floating)):  # numpy's float32, float64, longdouble: exact binary values
+            if not np.isfinite(p):
                 raise InvalidParameterError(argument, p, f"probability of {output!r} must be finite")
-            q = Fraction(p)
-        elif isinstance(p, (int, Fraction)):
-            q = Fraction(p)
+            q = Fraction(*p.as_integer_ratio())
+        elif isinstance(p, (int, np.integer, Fraction)):
+            q = Fraction(int(p)) if isinstance(p, np.integer) else Fraction(p)
         elif isinstance(p, sympy.Basic) and getattr(p, "is_Rational", False):
             q = Fraction(int(p.p), int(p.q))
         else:
             raise ArgumentTypeError(argument, p, f"probability of {output!r} must be an int, Fraction, "
-                                                 "sympy Rational or float")
+                                                 "sympy Rational or float (numpy's too)")
         if q < 0:
             raise InvalidParameterError(argument, p, f"probability of {output!r} must be non-negative")
         return q
