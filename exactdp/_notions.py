@@ -367,7 +367,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
             if (exact_zero_mass is not None and rest0.upper() <= rational_ball(delta - exact_zero_mass)) or (
                     (mass + rest0).upper() <= d):
                 return mpmath.mpf(0)
-            if not tried and (mass + rest0).lower() <= d:  # delta(0) <= delta undecided: decide exactly
+            if not tried and not (mass + rest0).lower() > d:  # delta(0) <= delta undecided: decide exactly
                 tried = True
                 tv = _exact_tv(pair, direction)
                 if tv is not None and tv <= delta:
