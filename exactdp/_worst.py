@@ -51,7 +51,7 @@ from .core.validation import as_counts, as_dps, as_positive_int
 from .errors import ArgumentTypeError, InvalidParameterError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
-           "finish", "output_text"]
+           "finish", "output_text", "refine_verdict"]
 
 #: The privacy notions :func:`exactdp.audit.worst_case` audits.
 NOTIONS = ("pure", "approx", "renyi", "zcdp")
@@ -574,11 +574,8 @@ def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value:
 
 def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> str:
     """The verdict when the worst value is within the band ``3 * 10**-dps`` of the claim
-    but not proved equal to it: the neighbours in the band are audited again with twice
-    the digits (and again, up to ``4 * dps + 80``), so a claim that differs from the value
-    by less than the band (``2**-100`` at ``dps = 30``) is still found violated or held.
-    ``"attained"`` only when some neighbour is proved equal (sympy) or the values agree
-    with the claim to every digit tried."""
+    but not proved equal to it (:func:`refine_verdict` over the neighbours in the band;
+    a pure loss proved equal to the claim by sympy keeps ``"attained"``)."""
     job = p.job
     near = [r for r in records if _verdict(r.value, p.claim_value, job.dps) == "attained"]
     equal = False
@@ -586,21 +583,37 @@ def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> str:
         proved = [r for r in near if _attained_exactly(p.base, job.factory(r.neighbour), r.witness, r.direction,
                                                        p.claim)]
         equal, near = bool(proved), [r for r in near if r not in proved]
-    digits = job.dps
-    while near and digits < _cap(job.dps):
-        digits = min(2 * digits + 10, _cap(job.dps))
-        claim_value = _claim_value(p.claim, digits)
-        base, still = job.factory(job.counts), []
-        for r in near:
-            value = pair_notion(base, job.factory(r.neighbour), job.notion, digits, job.pure, epsilon=job.epsilon,
-                                alpha=job.alpha, max_outputs=job.max_outputs, symmetric=job.symmetric)[1]
-            verdict = _verdict(value, claim_value, digits)
+
+    def again(r: NeighbourLoss) -> Callable[[int], mpmath.mpf]:
+        return lambda digits: pair_notion(job.factory(job.counts), job.factory(r.neighbour), job.notion, digits,
+                                          job.pure, epsilon=job.epsilon, alpha=job.alpha,
+                                          max_outputs=job.max_outputs, symmetric=job.symmetric)[1]
+
+    verdict = refine_verdict([again(r) for r in near], p.claim, job.dps)
+    return "attained" if equal and verdict == "below" else verdict
+
+
+def refine_verdict(values: Sequence[Callable[[int], mpmath.mpf]], claim: Any, dps: int) -> str:
+    """The verdict of values within the band ``3 * 10**-dps`` of ``claim`` (each given as
+    ``value(digits)``, the value certified to ``digits`` digits): computed again with
+    ``2 * dps + 10`` digits, and again up to ``4 * dps + 80``, so a claim that differs from
+    a value by less than the band (``2**-100`` at ``dps = 30``) is still found violated
+    (some value certainly above it) or held (every value certainly below).
+    ``"attained"`` when some value agrees with the claim to every digit tried (equal, or
+    too close to tell); ``"below"`` when there is no value."""
+    near, digits = list(values), dps
+    while near and digits < _cap(dps):
+        digits = min(2 * digits + 10, _cap(dps))
+        claim_value = _claim_value(claim, digits)
+        still = []
+        for value in near:
+            verdict = _verdict(value(digits), claim_value, digits)
             if verdict == "violated":
                 return verdict
             if verdict == "attained":
-                still.append(r)
+                still.append(value)
         near = still
-    return "attained" if near or equal else "below"
+    return "attained" if near else "below"
 
 
 def _exact_probability(x: Any, output: Any) -> Any:
