@@ -38,7 +38,7 @@ from .core._lazy import sympy
 from .core._typing import Output
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps, rational_ball
 from .core.validation import as_sequence_output, as_set_output
-from .errors import ArgumentTypeError, InvalidParameterError
+from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
@@ -114,11 +114,17 @@ class MappingDistribution:
         for a set mechanism, a tuple of ints for a sequence one), as the mechanism's
         ``probability`` takes it: a set given as the tuple ``(1, 0)`` is then found, not
         counted as an output the mechanism never gives.  Two keys naming one output are
-        refused; an output outside the mechanism's space raises its error."""
-        form = as_set_output if getattr(mechanism, "output_kind", "sequence") == "set" else as_sequence_output
+        refused; an output outside the mechanism's space raises the mechanism's error class,
+        naming ``argument``."""
+        kind = getattr(mechanism, "output_kind", "sequence")
+        form = as_set_output if kind == "set" else as_sequence_output
         keyed: dict[Any, Fraction] = {}
         for o, p in zip(self.outputs, self.probabilities):
-            key = form(o, mechanism.d, mechanism.k)
+            try:
+                key = form(o, mechanism.d, mechanism.k)
+            except ExactDPError as err:  # say which side holds the output: the mapping, not the mechanism
+                raise type(err)(argument, o, f"is not an output of the other side, a {kind} mechanism with "
+                                             f"d={mechanism.d}, k={mechanism.k} ({err})") from None
             if key in keyed:
                 raise InvalidParameterError(argument, o, f"names the output {sorted(key)} of another key again")
             keyed[key] = p
