@@ -72,3 +72,30 @@ def test_a_file_that_is_not_utf8_is_one_line_error(capsys, tmp_path):
     path = tmp_path / "pair.csv"
     path.write_bytes(b"\xff\xfe" + PAIR_CSV.encode("utf-16-le"))
     assert_error(*run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1"), "pair.csv")
+
+
+def test_claimed_epsilon_zero_audits_the_total_variation(capsys, tmp_path):
+    """--notion approx at --claimed-epsilon 0 is delta(0), the total variation (1/6 for the
+    pair: |1/2 - 1/3| + ... over one direction); the Python API takes epsilon=0 there, the
+    command line refused it as 'must be positive'."""
+    path = tmp_path / "pair.csv"
+    path.write_text(PAIR_CSV)
+    obj = run_json(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "0", "--notion", "approx",
+                   "--claimed-delta", "1/6")
+    assert obj["epsilon"] == "0" and obj["verdict"] == "attained"
+    with mpmath.workdps(40):
+        assert abs(mpmath.mpf(obj["value"]) - mpmath.mpf(1) / 6) < mpmath.mpf(10) ** -30
+    status, out, err = run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "0", "--notion", "approx",
+                           "--claimed-delta", "1/7", "--json")
+    assert status == 1 and json.loads(out)["verdict"] == "violated"
+
+
+@pytest.mark.parametrize("notion", [[], ["--notion", "renyi", "--alpha", "2"], ["--notion", "zcdp"]])
+def test_claimed_epsilon_zero_is_refused_for_the_other_notions(capsys, tmp_path, notion):
+    path = tmp_path / "pair.csv"
+    path.write_text(PAIR_CSV)
+    assert_error(*run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "0", *notion),
+                 "--claimed-epsilon 0 is for --notion approx")
+    assert_error(*run(capsys, "audit", "joint", "--counts", "2,1,0", "-k", "2", "--epsilon", "1",
+                      "--claimed-epsilon", "0", *notion), "--claimed-epsilon 0 is for --notion approx")
+    assert_error(*run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "-1"), "must be >= 0")
