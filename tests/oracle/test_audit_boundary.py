@@ -9,19 +9,23 @@ largest ratio ``P/Q`` exactly, ``sum P^2/Q`` exactly), never exactdp's code.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import mpmath
 import pytest
 import sympy
 
+import exactdp
 from exactdp import audit
 
+from twins import brute_probabilities_base
 from twins.notions import renyi_sum_exact, total_variation_exact
 from twins.worst import neighbours_brute
 
 COUNTS = (2, 1)
 TINY = Fraction(1, 2**100)
+HALF = Fraction(1, 2)
 
 
 def law(counts: tuple[int, ...]) -> dict[int, Fraction]:
@@ -87,3 +91,19 @@ def test_band_verdict_far_from_the_claim_unchanged():
     tv, _, _ = twin_values()
     assert audit.worst_case(law, COUNTS, notion="approx", epsilon=0, delta=tv / 2).verdict == "violated"
     assert audit.worst_case(law, COUNTS, notion="approx", epsilon=0, delta=tv * 2).verdict == "below"
+
+
+@pytest.mark.parametrize("shift, verdict", [(0, "attained"), (-1, "violated"), (1, "below")])
+def test_mechanism_claim_within_the_band(shift, verdict):
+    """Joint with base 1/2 (rational probabilities): the claim is the exact worst loss
+    ``ln(P_a(w) / P_b(w))`` from the brute-force probabilities of the witness, or 2**-100
+    off it; only the equal claim is attained (and proved so)."""
+    counts, k = (3, 2, 2, 0), 2
+    w = audit.worst_case(functools.partial(exactdp.Joint, k=k, base=HALF), counts)
+    pa = brute_probabilities_base(counts, k, HALF)[w.witness]
+    pb = brute_probabilities_base(w.neighbour, k, HALF)[w.witness]
+    ratio = pa / pb if pa > pb else pb / pa
+    exact = sympy.log(sympy.Rational(ratio.numerator, ratio.denominator))
+    got = audit.worst_case(functools.partial(exactdp.Joint, k=k, base=HALF), counts,
+                           epsilon=exact + shift * sympy.Rational(1, 2**100))
+    assert got.verdict == verdict and got.attained_exactly == (verdict == "attained")
