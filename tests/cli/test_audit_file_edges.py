@@ -99,3 +99,17 @@ def test_claimed_epsilon_zero_is_refused_for_the_other_notions(capsys, tmp_path,
     assert_error(*run(capsys, "audit", "joint", "--counts", "2,1,0", "-k", "2", "--epsilon", "1",
                       "--claimed-epsilon", "0", *notion), "--claimed-epsilon 0 is for --notion approx")
     assert_error(*run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "-1"), "must be >= 0")
+
+
+@pytest.mark.parametrize("notion", [[], ["--notion", "approx", "--claimed-delta", "1/10"],
+                                    ["--notion", "renyi", "--alpha", "2"], ["--notion", "zcdp"]])
+def test_pair_json_has_the_documented_fields(capsys, tmp_path, notion):
+    """The pair's JSON object: the head of every object, then the fields docs/cli.md lists
+    for a pair (not those of a worst case, which has neighbours), in that order."""
+    path = tmp_path / "pair.csv"
+    path.write_text(PAIR_CSV)
+    obj = run_json(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1", *notion)
+    assert list(obj) == ["mechanism", "class", "description", "output_kind", "parameters", "source", "tables",
+                         "notion", "pair", "dps", "value", "lower", "upper", "claim", "claim_value", "epsilon",
+                         "alpha", "verdict", "margin", "witness", "direction"]
+    assert obj["pair"] == [["2", "1", "0"], ["3", "1", "0"]]
