@@ -50,7 +50,7 @@ class PairResult:
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
     from .. import audit
-    from .._worst import _claim_value, _verdict, _zcdp_verdict, pair_notion, refine_verdict
+    from .._worst import _claim_value, _verdict, _zcdp_verdict, pair_notion, pair_verdict, refine_verdict
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
@@ -74,9 +74,9 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
         verdict = _zcdp_verdict(lower, upper, claim, claim_value, dps)
     else:
         verdict = _verdict(value, claim_value, dps)
-        if verdict == "attained":  # within the band: decided with more digits where it can be
-            verdict = refine_verdict([lambda digits: pair_notion(a, b, notion, digits, audit.privacy_loss, epsilon=eps,
-                                                                 alpha=alpha, max_outputs=limit)[1]], claim, dps)
+    if verdict == "attained":  # within the band: decided with more digits where it can be
+        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, audit.privacy_loss, claim,
+                                                              epsilon=eps, alpha=alpha, max_outputs=limit)], dps)
     with mp_workdps(dps + 10):
         margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     return PairResult(notion, ca, cb, value, claim, claim_value, verdict, margin, dps,

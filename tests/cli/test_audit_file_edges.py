@@ -13,7 +13,10 @@ from fractions import Fraction
 import mpmath
 import pytest
 
+from exactdp import audit
+
 from cli_helpers import assert_error, run, run_json
+from twins.worst import rho_estimate
 
 PAIR_CSV = ("counts,output,probability\n"
             "2 1 0,0 1,1/2\n2 1 0,1 0,1/2\n"
@@ -113,3 +116,20 @@ def test_pair_json_has_the_documented_fields(capsys, tmp_path, notion):
                          "notion", "pair", "dps", "value", "lower", "upper", "claim", "claim_value", "epsilon",
                          "alpha", "verdict", "margin", "witness", "direction"]
     assert obj["pair"] == [["2", "1", "0"], ["3", "1", "0"]]
+
+
+@pytest.mark.parametrize("shift, verdict, status", [(-1, "violated", 1), (1, "below", 0)])
+def test_pair_zcdp_claim_inside_the_bracket_is_decided(capsys, tmp_path, shift, verdict, status):
+    """--notion zcdp on the pair: a claimed rho 1e-14 from the true rho (the twin's sup over
+    alpha at 30 digits) is inside the default 6-digit bracket; it is bracketed again with
+    more digits instead of being called attained."""
+    path = tmp_path / "pair.csv"
+    path.write_text(PAIR_CSV)
+    P, Q = {(0, 1): Fraction(1, 2), (1, 0): Fraction(1, 2)}, {(0, 1): Fraction(1, 3), (1, 0): Fraction(2, 3)}
+    with mpmath.workdps(40):
+        claim = Fraction(int(mpmath.floor(rho_estimate(P, Q) * 10**20)), 10**20) + shift * Fraction(1, 10**14)
+        bracket = audit.zcdp_rho(P, Q)
+        assert bracket.lower < mpmath.mpf(claim.numerator) / claim.denominator < bracket.upper
+    status_, out, err = run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1", "--notion", "zcdp",
+                            "--claimed-rho", str(claim), "--json")
+    assert (status_, json.loads(out)["verdict"]) == (status, verdict), err

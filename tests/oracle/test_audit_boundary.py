@@ -21,7 +21,7 @@ from exactdp import audit
 
 from twins import brute_probabilities_base
 from twins.notions import renyi_sum_exact, total_variation_exact
-from twins.worst import neighbours_brute
+from twins.worst import neighbours_brute, worst_case_brute
 
 COUNTS = (2, 1)
 TINY = Fraction(1, 2**100)
@@ -107,3 +107,20 @@ def test_mechanism_claim_within_the_band(shift, verdict):
     got = audit.worst_case(functools.partial(exactdp.Joint, k=k, base=HALF), counts,
                            epsilon=exact + shift * sympy.Rational(1, 2**100))
     assert got.verdict == verdict and got.attained_exactly == (verdict == "attained")
+
+
+@pytest.mark.parametrize("shift, verdict", [(-1, "violated"), (1, "below")])
+def test_zcdp_claim_inside_the_bracket(shift, verdict):
+    """Joint with base 1/2: the default bracket (dps 6) of the worst rho is about 1e-6
+    wide; a claim 1e-11 below or above the true rho (the twin's sup over alpha, over every
+    neighbour, at 30 digits) lies inside it. The narrow bracket used to make both
+    "attained"; the neighbours whose bracket contains the claim are bracketed again with
+    more digits until one is certainly above the claim, or all below."""
+    factory = functools.partial(exactdp.Joint, k=2, base=HALF)
+    true, _ = worst_case_brute(lambda c: brute_probabilities_base(c, 2, HALF), (3, 2, 2, 0), "add_remove", "zcdp")
+    with mpmath.workdps(40):
+        claim = Fraction(int(mpmath.floor(true * 10**20)), 10**20) + shift * Fraction(1, 10**11)
+    coarse = audit.worst_case(factory, (3, 2, 2, 0), notion="zcdp", rho=1)
+    with mpmath.workdps(40):
+        assert coarse.lower < mpmath.mpf(claim.numerator) / claim.denominator < coarse.upper  # inside the bracket
+    assert audit.worst_case(factory, (3, 2, 2, 0), notion="zcdp", rho=claim).verdict == verdict
