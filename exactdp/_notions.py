@@ -38,7 +38,7 @@ from .core._lazy import sympy
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int, as_rational
-from .errors import InvalidParameterError, PrecisionError
+from .errors import InvalidParameterError, MemoryBudgetError, PrecisionError
 
 __all__ = ["PrivacyProfile", "EpsilonForDelta", "ZcdpBracket", "privacy_profile", "epsilon_for_delta",
            "renyi_divergence", "zcdp_rho", "DEFAULT_MAX_CELL_OUTPUTS"]
@@ -505,11 +505,12 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
     the largest upper bound is halved (or ``A`` doubled) until ``upper - lower <=
     10**-dps * lower`` (default ``dps = 6``) or ``max_steps`` refinements (then
     ``converged`` is False; the bracket is still rigorous).  All values are arb balls at a
-    fixed working precision (``dps + 20`` digits, doubled up to ``max(4 * dps + 80, 1000)``
-    while the KL divergence is not known to ``dps + 2`` digits: distributions that differ
-    by ``2**-200`` have a ``rho`` near ``10**-120``): lower ends of lower bounds, upper ends
-    of upper bounds.  ``rho = inf`` when the supports differ, ``0`` for equal
-    distributions (decided exactly).
+    working precision of ``dps + 20`` digits, doubled up to ``max(4 * dps + 80, 1000)``
+    (never past the mechanisms' ``memory_budget``) while the best lower bound (KL or
+    ``R(2)``) is not known to ``dps + 2`` digits: distributions that differ by ``2**-200``
+    have a ``rho`` near ``10**-120``.  Lower ends of lower bounds, upper ends of upper
+    bounds.  ``rho = inf`` when the supports differ, ``0`` for equal distributions (decided
+    exactly).
     """
     digits_wanted = 6 if dps is None else as_dps(dps)
     steps_cap = as_positive_int(max_steps, "max_steps")
@@ -524,7 +525,12 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
             if identical:
                 zero = mpmath.mpf(0)
                 return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
-        digits = min(2 * digits, cap)
+        more = min(2 * digits, cap)
+        try:  # more digits only within the memory budget; else the rigorous bracket at these
+            pair.check_memory(more, "zcdp_rho")
+        except MemoryBudgetError:
+            return _zcdp_at(pair, digits, digits_wanted, steps_cap, final=True)
+        digits = more
 
 
 #: :func:`zcdp_rho` raises its working precision up to this many digits (or ``4 * dps + 80``).

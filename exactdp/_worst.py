@@ -573,11 +573,12 @@ def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value:
     return "attained" if narrow else "inconclusive"
 
 
-def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> str:
-    """The verdict when the worst value is within the band of the claim (``3 * 10**-dps``;
-    zCDP: a narrow bracket that contains it) but not proved equal to it
-    (:func:`refine_verdict` over the neighbours in the band; a pure loss proved equal to the
-    claim by sympy keeps ``"attained"``)."""
+def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
+    """``(verdict, attained exactly)`` when the worst value is within the band of the claim
+    (``3 * 10**-dps``; zCDP: a narrow bracket that contains it): a pure loss proved equal
+    to the claim by sympy is ``"attained"`` exactly unless another neighbour in the band is
+    found above the claim; every other neighbour in the band goes to
+    :func:`refine_verdict`."""
     job = p.job
     if job.notion == "zcdp":
         near = [r for r in records if _zcdp_verdict(r.lower, r.value, p.claim, p.claim_value, job.dps) != "below"]
@@ -595,7 +596,9 @@ def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> str:
                                            max_outputs=job.max_outputs, symmetric=job.symmetric)
 
     verdict = refine_verdict([again(r) for r in near], job.dps)
-    return "attained" if equal and verdict == "below" else verdict
+    if equal and verdict != "violated":
+        return "attained", verdict == "below"  # exactly, unless another neighbour stays too close to tell
+    return verdict, False
 
 
 def pair_verdict(a: Any, b: Any, notion: str, digits: int, pure: Callable[..., Any], claim: Any, **kwargs: Any) -> str:
@@ -669,12 +672,10 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
         margin = p.claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     exactly = False
     if verdict == "attained":
-        if job.notion == "pure":
-            exactly = _attained_exactly(p.base, job.factory(worst.neighbour), worst.witness, worst.direction, p.claim)
-        elif job.notion == "approx":
-            exactly = bool(worst.loss.exact_zero and p.claim == 0)
-        if not exactly:
-            verdict = _decide_band(p, results)
+        if job.notion == "approx" and worst.loss.exact_zero and p.claim == 0:
+            exactly = True  # the largest delta is proved 0: every neighbour's is
+        else:
+            verdict, exactly = _decide_band(p, results)
     alpha = job.alpha if job.notion == "renyi" else (worst.loss.alpha if job.notion == "zcdp" else None)
     return WorstCase(
         counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,

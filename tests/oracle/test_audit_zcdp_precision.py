@@ -14,6 +14,7 @@ from fractions import Fraction
 import mpmath
 import pytest
 
+import exactdp
 from exactdp import audit
 
 
@@ -79,3 +80,22 @@ def test_identical_and_disjoint_unchanged():
     assert (z.lower, z.upper, z.converged) == (0, 0, True)
     z = audit.zcdp_rho({"x": Fraction(1)}, {"y": Fraction(1)})
     assert z.lower == z.upper == mpmath.inf
+
+
+def test_more_digits_only_within_the_memory_budget():
+    """Two Joint mechanisms whose epsilon is 10**-30: rho is near 10**-61, beyond the first
+    working digits. With ample memory the bracket converges; with a budget too small for
+    the digits it needs, the bracket at the digits that fit comes back (rigorous, not
+    converged) instead of a MemoryBudgetError."""
+    eps = Fraction(1, 10**30)
+    pair = ([3, 1, 0], [3, 2, 0])
+    z = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps), exactdp.Joint(pair[1], 1, epsilon=eps))
+    assert z.converged and 0 < z.lower < mpmath.mpf(10) ** -55
+    from exactdp._footprint import estimate
+    # 6 levels and 3 cells: the budget holds them at 60 digits (the exact identity check's
+    # enclosures), not at 104 (the third working precision, 26 -> 52 -> 104)
+    fits = estimate(6, 3, 60, False)
+    assert estimate(6, 3, 104, False) > fits
+    small = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps, memory_budget=fits // 2 + 1),
+                           exactdp.Joint(pair[1], 1, epsilon=eps, memory_budget=fits // 2 + 1))
+    assert not small.converged and 0 <= small.lower <= z.lower and small.upper >= z.upper
