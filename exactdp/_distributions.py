@@ -38,7 +38,7 @@ from .core._lazy import sympy
 from .core._typing import Output
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps, rational_ball
 from .core.validation import as_sequence_output, as_set_output
-from .errors import ArgumentTypeError, InvalidParameterError
+from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
@@ -51,8 +51,9 @@ FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
 class MappingDistribution:
     """A finite distribution given as a mapping ``output -> probability``.
 
-    Probabilities are exact: ints, Fractions, sympy Rationals, or Python floats taken at
-    their exact binary value (``Fraction(0.1)``, not 1/10).  They must be non-negative.
+    Probabilities are exact: ints, Fractions, sympy Rationals, or floats (Python's, or
+    numpy's of any width) taken at their exact binary value (``Fraction(0.1)``, not 1/10);
+    numpy integers are ints.  They must be non-negative.
     Exact values must sum to exactly 1; when any value is a float the sum must be within
     ``2**-40`` of 1 and the probabilities are divided by their exact sum (floats rarely sum
     to exactly 1).  Outputs are any hashables; outputs of probability 0 are dropped.
@@ -74,7 +75,7 @@ class MappingDistribution:
         floats = False
         for o, p in mapping.items():
             values[o] = self._exact(p, argument, o)
-            floats = floats or isinstance(p, float)
+            floats = floats or isinstance(p, (float, np.floating))
         total = sum(values.values(), Fraction(0))
         if floats:
             if abs(total - 1) > FLOAT_SUM_TOLERANCE:
@@ -91,19 +92,19 @@ class MappingDistribution:
 
     @staticmethod
     def _exact(p: Any, argument: str, output: Any) -> Fraction:
-        if isinstance(p, bool):
+        if isinstance(p, (bool, np.bool_)):
             raise ArgumentTypeError(argument, p, f"probability of {output!r}: booleans are not accepted")
-        if isinstance(p, float):
-            if not math.isfinite(p):
+        if isinstance(p, (float, np.floating)):  # numpy's float32, float64, longdouble: exact binary values
+            if not np.isfinite(p):
                 raise InvalidParameterError(argument, p, f"probability of {output!r} must be finite")
-            q = Fraction(p)
-        elif isinstance(p, (int, Fraction)):
-            q = Fraction(p)
+            q = Fraction(*p.as_integer_ratio())
+        elif isinstance(p, (int, np.integer, Fraction)):
+            q = Fraction(int(p)) if isinstance(p, np.integer) else Fraction(p)
         elif isinstance(p, sympy.Basic) and getattr(p, "is_Rational", False):
             q = Fraction(int(p.p), int(p.q))
         else:
             raise ArgumentTypeError(argument, p, f"probability of {output!r} must be an int, Fraction, "
-                                                 "sympy Rational or float")
+                                                 "sympy Rational or float (numpy's too)")
         if q < 0:
             raise InvalidParameterError(argument, p, f"probability of {output!r} must be non-negative")
         return q
@@ -113,11 +114,17 @@ class MappingDistribution:
         for a set mechanism, a tuple of ints for a sequence one), as the mechanism's
         ``probability`` takes it: a set given as the tuple ``(1, 0)`` is then found, not
         counted as an output the mechanism never gives.  Two keys naming one output are
-        refused; an output outside the mechanism's space raises its error."""
-        form = as_set_output if getattr(mechanism, "output_kind", "sequence") == "set" else as_sequence_output
+        refused; an output outside the mechanism's space raises the mechanism's error class,
+        naming ``argument``."""
+        kind = getattr(mechanism, "output_kind", "sequence")
+        form = as_set_output if kind == "set" else as_sequence_output
         keyed: dict[Any, Fraction] = {}
         for o, p in zip(self.outputs, self.probabilities):
-            key = form(o, mechanism.d, mechanism.k)
+            try:
+                key = form(o, mechanism.d, mechanism.k)
+            except ExactDPError as err:  # say which side holds the output: the mapping, not the mechanism
+                raise type(err)(argument, o, f"is not an output of the other side, a {kind} mechanism with "
+                                             f"d={mechanism.d}, k={mechanism.k} ({err})") from None
             if key in keyed:
                 raise InvalidParameterError(argument, o, f"names the output {sorted(key)} of another key again")
             keyed[key] = p

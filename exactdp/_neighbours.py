@@ -201,8 +201,8 @@ def neighbours(
         raise AuditLimitError(
             "max_neighbours", limit,
             f"counts with d={len(c)} have {format_int(total, ellipsis='...')} {rel} neighbours"  # 50,000 digits at d = 166,000
-            f"{' up to symmetry' if up_to_symmetry else ''}; raise max_neighbours, bound "
-            "contribution, or use up_to_symmetry=True",
+            f"{' up to symmetry' if up_to_symmetry else ''}; raise max_neighbours or bound contribution"
+            f"{'' if up_to_symmetry else ', or use up_to_symmetry=True'}",
         )
     changes = _changes_symmetric(c, rel, ell) if up_to_symmetry else _changes_full(len(c), rel, ell)
     return [tuple(ci + xi for ci, xi in zip(c, x)) for x in changes]

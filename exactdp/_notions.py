@@ -38,7 +38,7 @@ from .core._lazy import sympy
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int, as_rational
-from .errors import InvalidParameterError, PrecisionError
+from .errors import InvalidParameterError, MemoryBudgetError, PrecisionError
 
 __all__ = ["PrivacyProfile", "EpsilonForDelta", "ZcdpBracket", "privacy_profile", "epsilon_for_delta",
            "renyi_divergence", "zcdp_rho", "DEFAULT_MAX_CELL_OUTPUTS"]
@@ -367,7 +367,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
             if (exact_zero_mass is not None and rest0.upper() <= rational_ball(delta - exact_zero_mass)) or (
                     (mass + rest0).upper() <= d):
                 return mpmath.mpf(0)
-            if not tried and (mass + rest0).lower() <= d:  # delta(0) <= delta undecided: decide exactly
+            if not tried and not (mass + rest0).lower() > d:  # delta(0) <= delta undecided: decide exactly
                 tried = True
                 tv = _exact_tv(pair, direction)
                 if tv is not None and tv <= delta:
@@ -497,20 +497,49 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
     ``R(alpha) <= D_{a2} / a1``; as ``alpha -> 1+``, ``D_alpha -> D_1`` (KL) from above,
     so ``rho >= D_1`` and ``R <= D_{a2}`` on ``(1, a2]``; for ``alpha > A``,
     ``R(alpha) <= D_inf / A`` with ``D_inf`` the pure privacy loss (finite for equal
-    supports; then ``R -> 0`` and the sup is attained at a finite alpha).  Lower bounds are
-    the values ``R(alpha)`` at grid points (and ``D_1``).  The grid starts at
+    supports; then ``R -> 0`` and the sup is attained at a finite alpha); and
+    ``rho <= D_inf**2 / 2`` (pure ``D_inf``-DP of the pair implies ``D_inf**2/2``-zCDP: Bun
+    and Steinke, TCC 2016, arXiv:1605.02065, Proposition 1.4).  Lower bounds are the values
+    ``R(alpha)`` at grid points (and ``D_1``), never below 0.  The grid starts at
     ``1, 2, 4, ...`` up to ``A`` with ``D_inf / A`` below the lower bound; the interval with
     the largest upper bound is halved (or ``A`` doubled) until ``upper - lower <=
     10**-dps * lower`` (default ``dps = 6``) or ``max_steps`` refinements (then
     ``converged`` is False; the bracket is still rigorous).  All values are arb balls at a
-    fixed working precision (``dps + 20`` digits): lower ends of lower bounds, upper ends
-    of upper bounds.  ``rho = inf`` when the supports differ, ``0`` for equal
-    distributions (decided exactly).
+    working precision of ``dps + 20`` digits, doubled up to ``max(4 * dps + 80, 1000)``
+    (never past the mechanisms' ``memory_budget``) while the best lower bound (KL or
+    ``R(2)``) is not known to ``dps + 2`` digits: distributions that differ by ``2**-200``
+    have a ``rho`` near ``10**-120``.  Lower ends of lower bounds, upper ends of upper
+    bounds.  ``rho = inf`` when the supports differ, ``0`` for equal distributions (decided
+    exactly).
     """
     digits_wanted = 6 if dps is None else as_dps(dps)
     steps_cap = as_positive_int(max_steps, "max_steps")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    digits = digits_wanted + 20
+    digits, cap, identical = digits_wanted + 20, max(_cap(digits_wanted), _ZCDP_MAX_DIGITS), None
+    while True:
+        bracket = _zcdp_at(pair, digits, digits_wanted, steps_cap, final=digits >= cap)
+        if isinstance(bracket, ZcdpBracket):
+            return bracket
+        if identical is None:  # KL = 0 possible: decide exactly, once
+            identical = _identical(pair)
+            if identical:
+                zero = mpmath.mpf(0)
+                return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
+        more = min(2 * digits, cap)
+        try:  # more digits only within the memory budget; else the rigorous bracket at these
+            pair.check_memory(more, "zcdp_rho")
+        except MemoryBudgetError:
+            return _zcdp_at(pair, digits, digits_wanted, steps_cap, final=True)
+        digits = more
+
+
+#: :func:`zcdp_rho` raises its working precision up to this many digits (or ``4 * dps + 80``).
+_ZCDP_MAX_DIGITS = 1000
+
+
+def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final: bool) -> Optional[ZcdpBracket]:
+    """:func:`zcdp_rho` at ``digits`` digits; None (unless ``final``) when the KL divergence
+    is not known to ``digits_wanted + 2`` digits there (more digits are then needed)."""
     with flint_workprec(prec_for_dps(digits, 40)):
         balls = pair.balls(digits)
         both = [balls, _oriented(balls, "b>a")]
@@ -541,17 +570,20 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
         if kl is None:
             inf = mpmath.inf
             return ZcdpBracket(inf, inf, Fraction(1), True, 0, digits_wanted)
-        if not (kl[0][0] > 0 or kl[1][0] > 0) and _identical(pair):  # KL = 0 possible: decide exactly
-            zero = mpmath.mpf(0)
-            return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
         d_inf = max(((p.log() - q.log()).upper() for bs in both for p, q in bs if p is not None and q is not None),
                     key=lambda x: x.mid())
+        pure_bound = (abs(d_inf) ** 2 / 2).upper()  # Bun and Steinke: D_inf-DP implies D_inf**2/2-zCDP
         points = {Fraction(1): kl}
-        lower, best = max(kl[0][0], kl[1][0], key=lambda x: x.mid()), Fraction(1)
+        lower, best = max(kl[0][0], kl[1][0], arb(0), key=lambda x: x.mid()), Fraction(1)
         A = Fraction(2)
         points[A] = value(A)
         bounds = {(Fraction(1), A): interval_bound(Fraction(1), A)}
-        steps = 0
+        # the best lower bound so far (KL or R(2)) must be known to dps + 2 digits, else more digits
+        lo, hi = max(((lo / al, hi / al) for al in (1, 2) for lo, hi in points[Fraction(al)]), key=lambda b: b[0].mid())
+        precise = bool(lo > 0 and hi - lo <= arb(10) ** -(digits_wanted + 2) * lo)
+        if not (precise or final):
+            return None
+        steps, limit = 0, steps_cap if precise else 0  # at the last precision: the bracket as it is
         new = [A]
         while True:
             for al in new:
@@ -561,12 +593,15 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
                         lower, best = cand, al
             tail = (d_inf / rational_ball(A)).upper()
             top = max(bounds, key=lambda key: bounds[key].mid())
-            upper = bounds[top] if bounds[top] > tail else tail
+            grow = not bounds[top] > tail
+            upper = tail if grow else bounds[top]
+            if pure_bound < upper:
+                upper = pure_bound
             converged = bool((upper - lower).upper() <= (arb(10) ** (-digits_wanted) * lower).lower())
-            if converged or steps >= steps_cap:
+            if converged or steps >= limit:
                 break
             steps += 1
-            if upper is tail:
+            if grow:
                 A, old = 2 * A, A
                 points[A] = value(A)
                 bounds[(old, A)] = interval_bound(old, A)

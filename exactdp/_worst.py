@@ -41,7 +41,7 @@ import mpmath
 
 from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
 from ._neighbours import _relation, neighbour_count, neighbours
-from ._notions import _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
+from ._notions import _cap, _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
@@ -51,7 +51,7 @@ from .core.validation import as_counts, as_dps, as_positive_int
 from .errors import ArgumentTypeError, InvalidParameterError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
-           "finish", "output_text"]
+           "finish", "output_text", "pair_verdict", "refine_verdict"]
 
 #: The privacy notions :func:`exactdp.audit.worst_case` audits.
 NOTIONS = ("pure", "approx", "renyi", "zcdp")
@@ -119,7 +119,11 @@ class WorstCase:
     Every notion: ``notion``; ``value`` (certified ``mpf``; zCDP: the upper end of the
     bracket, with ``lower``/``upper``); ``claim`` (exact: a Fraction or a sympy
     expression) and ``claim_value`` (certified ``mpf``); ``verdict``: ``"below"``,
-    ``"attained"``, ``"violated"`` or (zCDP only) ``"inconclusive"``: the bracket contains
+    ``"attained"`` (within ``3 * 10**-dps`` of the claim, or a narrow zCDP bracket that
+    contains it, and proved equal by sympy or equal to every digit of a recomputation at up
+    to ``4 * dps + 80`` digits: a value that differs from the claim by less than the band is
+    recomputed until it is found below or violated), ``"violated"`` or (zCDP only)
+    ``"inconclusive"``: the bracket contains
     the claim but is wider than ``3 * 10**-dps`` of it, because a bracket did not converge
     within ``zcdp_rho``'s step cap (raise ``dps`` or audit that neighbour's pair with a
     larger ``max_steps``); ``margin = claim_value - value``; ``neighbour``,
@@ -569,6 +573,68 @@ def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value:
     return "attained" if narrow else "inconclusive"
 
 
+def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
+    """``(verdict, attained exactly)`` when the worst value is within the band of the claim
+    (``3 * 10**-dps``; zCDP: a narrow bracket that contains it): a pure loss proved equal
+    to the claim by sympy is ``"attained"`` exactly unless another neighbour in the band is
+    found above the claim; every other neighbour in the band goes to
+    :func:`refine_verdict`."""
+    job = p.job
+    if job.notion == "zcdp":
+        near = [r for r in records if _zcdp_verdict(r.lower, r.value, p.claim, p.claim_value, job.dps) != "below"]
+    else:
+        near = [r for r in records if _verdict(r.value, p.claim_value, job.dps) == "attained"]
+    equal = False
+    if job.notion == "pure":
+        proved = [r for r in near if _attained_exactly(p.base, job.factory(r.neighbour), r.witness, r.direction,
+                                                       p.claim)]
+        equal, near = bool(proved), [r for r in near if r not in proved]
+
+    def again(r: NeighbourLoss) -> Callable[[int], str]:
+        return lambda digits: pair_verdict(job.factory(job.counts), job.factory(r.neighbour), job.notion, digits,
+                                           job.pure, p.claim, epsilon=job.epsilon, alpha=job.alpha,
+                                           max_outputs=job.max_outputs, symmetric=job.symmetric)
+
+    verdict = refine_verdict([again(r) for r in near], job.dps)
+    if equal and verdict != "violated":
+        return "attained", verdict == "below"  # exactly, unless another neighbour stays too close to tell
+    return verdict, False
+
+
+def pair_verdict(a: Any, b: Any, notion: str, digits: int, pure: Callable[..., Any], claim: Any, **kwargs: Any) -> str:
+    """The verdict of one pair's notion against ``claim`` with ``digits`` digits
+    (:func:`pair_notion`): zCDP by its bracket (rigorous at any width), the others by
+    the band ``3 * 10**-digits``."""
+    claim_value = _claim_value(claim, digits)
+    _, value, _, _, lower = pair_notion(a, b, notion, digits, pure, **kwargs)
+    if notion == "zcdp":
+        return _zcdp_verdict(lower, value, claim, claim_value, digits)
+    return _verdict(value, claim_value, digits)
+
+
+def refine_verdict(verdicts: Sequence[Callable[[int], str]], dps: int) -> str:
+    """The verdict of values in the band of a claim (each given as ``verdict(digits)``, the
+    verdict of one value computed with ``digits`` digits, :func:`pair_verdict`): decided
+    again with ``2 * dps + 10`` digits, and again up to ``4 * dps + 80``, so a claim that
+    differs from a value by less than the band (``2**-100`` at ``dps = 30``) is still found
+    violated (some value certainly above it) or held (every value certainly below).
+    ``"attained"`` when some value stays undecided at every precision (equal to the claim,
+    or too close to tell; a zCDP bracket that contains the claim or is inconclusive);
+    ``"below"`` when there is no value."""
+    near, digits = list(verdicts), dps
+    while near and digits < _cap(dps):
+        digits = min(2 * digits + 10, _cap(dps))
+        still = []
+        for verdict_at in near:
+            verdict = verdict_at(digits)
+            if verdict == "violated":
+                return verdict
+            if verdict != "below":
+                still.append(verdict_at)
+        near = still
+    return "attained" if near else "below"
+
+
 def _exact_probability(x: Any, output: Any) -> Any:
     if _is_mapping(x):
         m = MappingDistribution(x, "factory")
@@ -606,10 +672,10 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
         margin = p.claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     exactly = False
     if verdict == "attained":
-        if job.notion == "pure":
-            exactly = _attained_exactly(p.base, job.factory(worst.neighbour), worst.witness, worst.direction, p.claim)
-        elif job.notion == "approx":
-            exactly = bool(worst.loss.exact_zero and p.claim == 0)
+        if job.notion == "approx" and worst.loss.exact_zero and p.claim == 0:
+            exactly = True  # the largest delta is proved 0: every neighbour's is
+        else:
+            verdict, exactly = _decide_band(p, results)
     alpha = job.alpha if job.notion == "renyi" else (worst.loss.alpha if job.notion == "zcdp" else None)
     return WorstCase(
         counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,

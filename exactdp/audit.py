@@ -459,7 +459,12 @@ def worst_case(
       claim ``rho`` (default ``epsilon**2/2``: pure epsilon-DP implies that zCDP, Bun and
       Steinke, "Concentrated Differential Privacy: Simplifications, Extensions, and Lower
       Bounds", TCC 2016, arXiv:1605.02065, Proposition 1.4); verdict ``below`` when the
-      upper end is below rho, ``violated`` when the lower end is above, else ``attained``.
+      upper end is below rho, ``violated`` when the lower end is above, else ``attained``
+      (a narrow bracket) or ``inconclusive`` (a wide one).
+
+    A value within the band ``3 * 10**-dps`` of the claim (zCDP: a narrow bracket that
+    contains it) is computed again with more digits, up to ``4 * dps + 80``, before it is
+    called ``attained``: a claim that differs from it is found ``violated`` or ``below``.
 
     A mapping claims nothing: pass the claim (``epsilon``, or ``rho``).  ``symmetric``:
     audit one neighbour per class of neighbours that differ by exchanging items of equal

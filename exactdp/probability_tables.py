@@ -142,7 +142,7 @@ def read_probability_tables(path: Union[str, "os.PathLike[str]"], output_kind: O
     else its first character: ``{`` is JSON).  See the module docstring for the formats."""
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8") as handle:
+        with open(source, encoding="utf-8-sig") as handle:  # a byte-order mark (spreadsheets write one) is not text
             text = handle.read()
     except (OSError, UnicodeDecodeError) as err:
         raise ProbabilityTableError(source, "", f"cannot read it: {getattr(err, 'strerror', None) or err}") from None

@@ -113,6 +113,9 @@ def _claims(args: argparse.Namespace, default_epsilon: Any) -> dict[str, Any]:
     """The claim keywords of :func:`exactdp.audit.worst_case` for ``--notion``; a notion's
     missing claim is a usage error naming the option."""
     eps = args.claimed_epsilon if args.claimed_epsilon is not None else default_epsilon
+    if args.claimed_epsilon == 0 and args.notion != "approx":
+        raise _UsageError(f"--claimed-epsilon 0 is for --notion approx (delta(0), the total variation), not "
+                          f"{args.notion}: a claim must be positive", f"{PROG} audit")
     if args.notion == "approx" and args.claimed_delta is None:
         raise _UsageError("--notion approx needs --claimed-delta", f"{PROG} audit")
     if args.notion == "renyi" and args.alpha is None:

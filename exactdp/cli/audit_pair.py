@@ -4,8 +4,8 @@ The pair's value comes from the oracle's notions of two distributions
 (:func:`exactdp.audit.privacy_loss`, :func:`~exactdp.audit.privacy_profile`,
 :func:`~exactdp.audit.renyi_divergence` in both directions,
 :func:`~exactdp.audit.zcdp_rho`), and its verdict from the rule of
-:func:`exactdp.audit.worst_case` (the same band of ``3 * 10**-dps``; zCDP's bracket
-compared exactly with a rational claim).
+:func:`exactdp.audit.worst_case` (the same band of ``3 * 10**-dps``, a value within it
+computed again with more digits; zCDP's bracket compared exactly with a rational claim).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class PairResult:
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
     from .. import audit
-    from .._worst import _claim_value, _verdict, _zcdp_verdict, pair_notion
+    from .._worst import _claim_value, _verdict, _zcdp_verdict, pair_notion, pair_verdict, refine_verdict
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
@@ -74,6 +74,9 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
         verdict = _zcdp_verdict(lower, upper, claim, claim_value, dps)
     else:
         verdict = _verdict(value, claim_value, dps)
+    if verdict == "attained":  # within the band: decided with more digits where it can be
+        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, audit.privacy_loss, claim,
+                                                              epsilon=eps, alpha=alpha, max_outputs=limit)], dps)
     with mp_workdps(dps + 10):
         margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     return PairResult(notion, ca, cb, value, claim, claim_value, verdict, margin, dps,
@@ -83,7 +86,7 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
 _CLAIMS = {"pure": "epsilon", "approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
 _VERDICTS = {
     "below": "below the claim for this pair",
-    "attained": "attained: the value equals the claim to the digits certified",
+    "attained": "attained: the value equals the claim to every digit computed",
     "violated": "VIOLATED: the value exceeds the claim",
     "inconclusive": "INCONCLUSIVE: the zCDP bracket contains the claim but is too wide to decide (raise --dps)",
 }

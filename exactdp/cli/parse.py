@@ -165,14 +165,19 @@ def _positive_int_arg(text: str) -> int:
 
 
 def _claimed_epsilon_arg(text: str) -> Fraction:
-    """A claimed epsilon, parsed exactly as ``--epsilon`` is ('1/2', '0.1', '2e-3')."""
-    from ..core.validation import as_positive_rational
+    """A claimed epsilon, parsed exactly as ``--epsilon`` is ('1/2', '0.1', '2e-3'); ``>= 0``
+    (0 only makes sense for ``--notion approx``: delta(0) is the total variation, and the
+    audit command refuses it for the other notions)."""
+    from ..core.validation import as_rational
     from ..errors import ExactDPError
 
     try:
-        return as_positive_rational(text, "--claimed-epsilon")
+        value = as_rational(text, "--claimed-epsilon")
     except ExactDPError as err:
         raise argparse.ArgumentTypeError(err.reason) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
 
 
 def _rational_arg(name: str, low: int, high: Optional[int], *, low_open: bool = True) -> Callable[[str], Fraction]:

@@ -14,7 +14,7 @@ import pytest
 
 import exactdp
 from exactdp import audit
-from exactdp.errors import ArgumentTypeError, InvalidParameterError
+from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
 SETS = exactdp.JointSet([3, 1, 0, 0], 2, base=Fraction(1, 2))
 EXACT = {S: Fraction(str(SETS.probability_exact(S))) for S in SETS.outputs()}
@@ -55,3 +55,19 @@ def test_a_set_key_for_a_sequence_mechanism_is_refused():
     seqs = exactdp.Joint([3, 1, 0], 2, base=Fraction(1, 2))
     with pytest.raises(ArgumentTypeError, match="needs an ordered output"):
         audit.privacy_loss(seqs, {frozenset({0, 1}): Fraction(1)})
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+@pytest.mark.parametrize("key, error", [((0, 5), InvalidOutputError), ((0, 0), InvalidOutputError),
+                                        ((0,), InvalidOutputError), (0, ArgumentTypeError)])
+def test_an_output_outside_the_mechanism_names_the_mapping(side, key, error):
+    """An auditor's table with an output the mechanism never gives (an unknown item, a
+    repeat, the wrong length, not a sequence) is refused naming the mapping's argument
+    (``a`` or ``b``), not an anonymous ``output``."""
+    seqs = exactdp.Joint([3, 1, 0], 2, base=Fraction(1, 2))
+    table = {(0, 1): Fraction(1, 2), key: Fraction(1, 2)}
+    pair = (table, seqs) if side == "a" else (seqs, table)
+    for notion in (lambda a, b: audit.privacy_loss(a, b), lambda a, b: audit.privacy_profile(a, b, 0)):
+        with pytest.raises(error) as info:
+            notion(*pair)
+        assert info.value.argument == side and "not an output of the other side" in str(info.value)

@@ -294,6 +294,34 @@ def test_delta_equal_to_the_mass_where_q_is_zero():
         assert close(got.epsilon, mpmath.log(mpmath.mpf(4) / 3), 25)
 
 
+def test_delta_equal_to_the_total_variation_is_epsilon_zero():
+    """delta equals delta(0), the total variation, exactly: epsilon is 0, decided with the
+    exact values (the balls of P - Q and of delta overlap at every precision; found by a
+    search over small mappings, it raised PrecisionError)."""
+    P = {0: Fraction(1)}
+    Q = {0: Fraction(5, 17), 1: Fraction(5, 17), 2: Fraction(7, 17)}
+    assert total_variation_exact(P, Q) == Fraction(12, 17)
+    for x, y in ((P, Q), (Q, P)):
+        for dps in (10, 30):
+            assert audit.epsilon_for_delta(x, y, Fraction(12, 17), dps=dps).epsilon == 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mapping_pairs(), st.integers(-1, 1))
+def test_epsilon_for_delta_at_the_breakpoints_of_the_profile(pq, shift):
+    """delta at a breakpoint of the profile, ``sum max(0, P - r Q)`` for a ratio ``r = P/Q``
+    of some output (and 2**-100 either side): the exact breakpoints where balls cannot
+    decide which piece the answer is on."""
+    P, Q = pq
+    for A, B in ((P, Q), (Q, P)):
+        for o in A:
+            if A[o] and B.get(o):
+                r = A[o] / B[o]
+                d = sum((max(Fraction(0), A[x] - r * B.get(x, 0)) for x in A), Fraction(0))
+                d = max(Fraction(0), d + shift * Fraction(1, 2**100))
+                assert close(audit.epsilon_for_delta(P, Q, d, dps=20).epsilon, epsilon_for_delta_brute(P, Q, d), 20)
+
+
 @pytest.mark.parametrize("counts_a, counts_b, k", [([3, 2, 2, 0], [3, 3, 2, 0], 2), ([5, 1, 0], [4, 1, 1], 1),
                                                    ([2, 2, 2], [2, 3, 2], 3)])
 def test_irrational_probabilities_against_mpmath_enumeration(counts_a, counts_b, k):

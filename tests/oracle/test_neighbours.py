@@ -17,3 +17,12 @@ def test_the_neighbour_limit_error_stays_short_at_large_d():
     assert len(text) < 400, len(text)
     assert text.startswith("max_neighbours=") and "raise max_neighbours" in text
     assert "e+49971 (49972 digits)" in text  # the size of the count, still said
+
+
+def test_the_neighbour_limit_error_suggests_symmetry_only_when_it_is_off():
+    """Listing up to symmetry already, the error must not suggest up_to_symmetry=True."""
+    with pytest.raises(audit.AuditLimitError) as info:
+        audit.neighbours([3, 2, 2, 0], "add_remove", up_to_symmetry=True, max_neighbours=3)
+    assert "up to symmetry" in str(info.value) and "up_to_symmetry=True" not in str(info.value)
+    with pytest.raises(audit.AuditLimitError, match="or use up_to_symmetry=True"):
+        audit.neighbours([3, 2, 2, 0], "add_remove", max_neighbours=3)
