@@ -568,6 +568,14 @@ def levels_within(levels: Iterator[Level], memory_budget: int, level_bytes: int)
     """
     out: list[Level] = []
     limit = memory_budget // level_list_bytes(1, level_bytes)
+    if limit == 0:  # not even one level fits: refused before any is computed
+        raise MemoryBudgetError(
+            "memory_budget", memory_budget,
+            f"levels() cannot hold a single level (one takes about {level_list_bytes(1, level_bytes)} bytes), "
+            f"more than memory_budget = {memory_budget} bytes; use iter_levels() (streamed, within the "
+            "budget) or raise memory_budget",
+            limit=memory_budget,
+        )
     for level in levels:
         out.append(level)
         if len(out) > limit:

@@ -71,8 +71,8 @@ from ..core.levels import Level
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import prec_for_dps, times_int
 from ..core.ranking import Ranking
-from ..core.validation import as_dps, as_memory_budget, as_rho
-from ..errors import ArgumentTypeError, InvalidParameterError, NoClosedFormError, NotSingleRuleError
+from ..core.validation import as_dps, as_index, as_memory_budget, as_rho
+from ..errors import InvalidParameterError, NoClosedFormError, NotSingleRuleError
 from ..rules.noise import as_noise, rule_for_noise
 
 __all__ = [
@@ -181,9 +181,7 @@ class CanonicalClasses:
         return 0 <= h <= k - 1 and k + 1 <= t <= d
 
     def check_class(self, h: int, t: int) -> tuple[int, int]:
-        for name, v in (("h", h), ("t", t)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ArgumentTypeError(name, v, "must be an int")
+        h, t = as_index(h, "h"), as_index(t, "t")  # ints and numpy integers, never bools
         if not self.is_class(h, t):
             raise InvalidParameterError(
                 "(h, t)", (h, t),

@@ -434,8 +434,11 @@ class _LevelPaths:
             gmax.append(i if i >= 0 and G[i] == b else -1)  # flag if n_b <= gmax
         self.gmax = gmax
         S = len(bounds)
+        # C(L, j) = 0 past j = L: a segment of L ranks takes at most L of them, so the sums
+        # below run to min(k - n, L) (k close to d makes the segments short: O(k d), not O(k^2 d))
         self.binoms = [
-            [math.comb(bounds[s + 1] - bounds[s], j) for j in range(k + 1)] for s in range(S - 1)
+            [math.comb(bounds[s + 1] - bounds[s], j) for j in range(min(k, bounds[s + 1] - bounds[s]) + 1)]
+            for s in range(S - 1)
         ]
         after = [None] * S
         last = [[0] * (k + 1), [0] * (k + 1)]
@@ -451,7 +454,7 @@ class _LevelPaths:
                 for n in range(self.need[s], k + 1):
                     f2 = 1 if (f or n <= gmax[s]) else 0
                     row = nxt[f2]
-                    cur[f][n] = sum(binom[j] * row[n + j] for j in range(k - n + 1))
+                    cur[f][n] = sum(binom[j] * row[n + j] for j in range(min(k - n, len(binom) - 1) + 1))
             after[s] = cur
         self.after = after
         self.size = after[0][0][0]
@@ -465,7 +468,7 @@ class _LevelPaths:
         for s in range(len(bounds) - 1):
             f = 1 if (f or n <= self.gmax[s]) else 0
             row, binom = self.after[s + 1][f], self.binoms[s]
-            for j in range(k - n + 1):
+            for j in range(min(k - n, len(binom) - 1) + 1):
                 w = binom[j] * row[n + j]
                 if r < w:
                     r, idx = divmod(r, binom[j])

@@ -435,3 +435,13 @@ def test_memory_budget_is_a_constructor_argument_as_for_joint(noise):
     assert "memory_budget=300" in repr(small) and "memory_budget" not in repr(whole)
     with pytest.raises(errors.InvalidParameterError, match="memory_budget=0"):
         exactdp.Canonical(counts, k, memory_budget=0)
+
+
+def test_class_coordinates_accept_numpy_integers_and_refuse_bools():
+    import numpy as np
+
+    m = exactdp.Canonical([10, 5, 3, 1, 1], 2, epsilon=1)
+    assert m.class_probability(np.int64(0), np.int32(3)) == m.class_probability(0, 3)
+    for h, t in ((True, 3), (0, 3.0), (0, "3")):
+        with pytest.raises(errors.ArgumentTypeError):
+            m.class_probability(h, t)

@@ -459,3 +459,18 @@ def test_sampler_large_instance_runs():
 def test_exported():
     assert exactdp.JointSet is JointSet
     assert "JointSet" in exactdp.__all__
+
+
+@pytest.mark.parametrize("d", [6, 7, 9])
+def test_level_paths_near_k_equal_d_count_every_level(d):
+    """k close to d (short segments between the boundaries, the sums cut at the segment
+    length): every level's path count is its multiplicity, and unranking is a bijection
+    onto the sets of that level (plain enumeration)."""
+    for counts in ([5, 5, 3, 1, 1, 0, 4, 4, 2][:d], list(range(d)), [0] * d):
+        for k in (d - 2, d - 1, d):
+            m = JointSet(counts, k, epsilon=1)
+            by_level = {}
+            for s in itertools.combinations(range(d), k):
+                by_level.setdefault(m.utility(s), set()).add(frozenset(s))
+            for a, lv in enumerate(m.levels()):
+                assert {m._unrank(a, r) for r in range(lv.multiplicity)} == by_level[lv.utility]

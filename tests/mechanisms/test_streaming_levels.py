@@ -433,3 +433,13 @@ def test_no_value_depends_on_the_order_of_operations(inst, kind, order, seed):
     m = _make(kind, counts, k)
     m.memory_budget = budget
     assert run(m, order) == expected
+
+
+@pytest.mark.parametrize("kind", ["joint-set", "canonical"])
+def test_a_budget_below_one_level_is_refused_before_any_level(kind, monkeypatch):
+    m = _make(kind, [10, 5, 3, 1, 1, 0, 4, 4], 3)
+    m.memory_budget = 1
+    read = _count_levels_read(monkeypatch, m)
+    with pytest.raises(exactdp.errors.MemoryBudgetError, match=r"cannot hold a single level \(one takes about"):
+        m.levels()
+    assert read == []
