@@ -2,7 +2,7 @@
 
 A mechanism whose levels come from a stream that can start at any level (JointSet's
 threshold sweep; Canonical's merge of its classes' losses) gets its level table here:
-:class:`StreamSource` cuts the stream into blocks of :data:`STREAM_BLOCK_LEVELS` levels
+:class:`StreamSource` cuts the stream into blocks of up to :data:`STREAM_BLOCK_LEVELS` levels
 for a :class:`~exactdp.core.level_blocks.BlockLevelTable`, found only as far as an
 operation reads; :func:`streamed_levels` answers ``levels()`` within the memory budget.
 """
@@ -18,12 +18,16 @@ from .level_blocks import BlockLevelTable, BlockSource, level_list_bytes, levels
 from .levels import Level, Utility, relative_weight
 from .scale import Scale
 
-__all__ = ["StreamSource", "STREAM_BLOCK_LEVELS", "stream_table", "stream_level_bytes", "streamed_levels",
-           "levels_read"]
+__all__ = ["StreamSource", "STREAM_BLOCK_LEVELS", "STREAM_FIRST_BLOCK", "stream_table", "stream_level_bytes",
+           "streamed_levels", "levels_read"]
 
 
 #: Levels per block of a :class:`StreamSource` (tests lower it to put boundaries everywhere).
 STREAM_BLOCK_LEVELS = 4096
+#: Levels of a :class:`StreamSource`'s first block; each next block doubles, up to
+#: :data:`STREAM_BLOCK_LEVELS`: a running sum that can stop after a few hundred levels
+#: (heavy-tailed or tied counts) is checked at block ends, so early blocks are short.
+STREAM_FIRST_BLOCK = 64
 
 
 class StreamSource(BlockSource):
@@ -33,7 +37,8 @@ class StreamSource(BlockSource):
     all of them); a mechanism provides it when a level can be computed from its utility
     alone (JointSet: the path count at a threshold and at the one before; Canonical: a
     merge of its classes' losses started at a loss).  The blocks are found by reading the
-    stream once from the start, :data:`STREAM_BLOCK_LEVELS` levels per block: only each
+    stream once from the start, :data:`STREAM_FIRST_BLOCK` levels in the first block and
+    twice as many in each next, up to :data:`STREAM_BLOCK_LEVELS`: only each
     block's first utility, its size and the outputs up to its end are kept (three compact
     integers), and the blocks read are handed to the table's cache while the budget
     allows; any other block is recomputed from its first utility, identically.
@@ -125,9 +130,13 @@ class StreamSource(BlockSource):
 
 
 def _chunks(items: Iterator[Level], size: int) -> Iterator[list[Level]]:
+    """Consecutive blocks of ``items``: :data:`STREAM_FIRST_BLOCK` first (at most ``size``),
+    each next twice the last, up to ``size``."""
     it = iter(items)
-    while chunk := list(islice(it, size)):
+    n = min(size, STREAM_FIRST_BLOCK)
+    while chunk := list(islice(it, n)):
         yield chunk
+        n = min(size, 2 * n)
 
 
 def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], scale: Scale, memory_budget: int,

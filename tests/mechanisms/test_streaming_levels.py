@@ -50,6 +50,7 @@ def _certified_close(p, q, dps):
 
 def _check(kind, counts, k, block, budget, **kw):
     level_stream.STREAM_BLOCK_LEVELS = block
+    level_stream.STREAM_FIRST_BLOCK = 1  # blocks of 1, 2, 4, ... up to `block`
     m = _make(kind, counts, k, **kw)
     if m.rule.name != "exponential":
         budget = 1 << 30  # permute-and-flip holds every level's enclosure: refused past a budget
@@ -89,9 +90,9 @@ def _instances(d, top=3):
 
 @pytest.fixture(autouse=True)
 def _restore_block_size():
-    size = level_stream.STREAM_BLOCK_LEVELS
+    size, first = level_stream.STREAM_BLOCK_LEVELS, level_stream.STREAM_FIRST_BLOCK
     yield
-    level_stream.STREAM_BLOCK_LEVELS = size
+    level_stream.STREAM_BLOCK_LEVELS, level_stream.STREAM_FIRST_BLOCK = size, first
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
@@ -410,6 +411,7 @@ def test_no_value_depends_on_the_order_of_operations(inst, kind, order, seed):
     everything kept): exactly (bit for bit) what a table that found every block first gives."""
     counts, k, _, budget = inst
     level_stream.STREAM_BLOCK_LEVELS = 1 + seed % 4
+    level_stream.STREAM_FIRST_BLOCK = 1 + seed % 3
     rng = random.Random(seed)
     probe = tuple(rng.sample(range(len(counts)), k))
 
@@ -443,3 +445,16 @@ def test_a_budget_below_one_level_is_refused_before_any_level(kind, monkeypatch)
     with pytest.raises(exactdp.errors.MemoryBudgetError, match=r"cannot hold a single level \(one takes about"):
         m.levels()
     assert read == []
+
+
+def test_stream_blocks_double_from_the_first():
+    """Blocks of STREAM_FIRST_BLOCK levels, doubling up to STREAM_BLOCK_LEVELS (a running
+    sum that can stop early is checked at short block ends), the levels unchanged."""
+    level_stream.STREAM_BLOCK_LEVELS, level_stream.STREAM_FIRST_BLOCK = 16, 2
+    m = exactdp.JointSet(random.Random(3).sample(range(4000), 60), 4, epsilon=1)
+    levels = joint_set_levels(m.ranking, m.k)
+    source = StreamSource(lambda u: iter_joint_set_levels(m.ranking, m.k, u))
+    table = BlockLevelTable(source, m.scale, memory_budget=0)
+    sizes = source.block_sizes()
+    assert sizes[:4] == [2, 4, 8, 16] and set(sizes[4:-1]) == {16} and sum(sizes) == len(levels)
+    assert list(table.iter_levels()) == list(levels)
