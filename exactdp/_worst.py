@@ -41,7 +41,8 @@ import mpmath
 
 from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
 from ._neighbours import _relation, neighbour_count, neighbours
-from ._notions import _cap, _certified_divergence, _rational, privacy_profile, proven_zero, zcdp_rho
+from ._notions import _certified_divergence, _rational, privacy_profile, zcdp_rho
+from ._verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
@@ -51,7 +52,7 @@ from .core.validation import as_counts, as_dps, as_positive_int
 from .errors import ArgumentTypeError, InvalidParameterError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
-           "finish", "output_text", "pair_verdict", "refine_verdict"]
+           "finish", "output_text", "pair_verdict"]
 
 #: The privacy notions :func:`exactdp.audit.worst_case` audits.
 NOTIONS = ("pure", "approx", "renyi", "zcdp")
@@ -293,14 +294,6 @@ def _positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
     return q
 
 
-def _claim_value(x: Any, dps: int) -> mpmath.mpf:
-    """``x`` (a Fraction or a sympy expression) to ``dps + 10`` digits."""
-    with mp_workdps(dps + 10):
-        if isinstance(x, Fraction):
-            return mpmath.mpf(x.numerator) / x.denominator
-        return +sympy.N(x, dps + 10)._to_mpmath(mpmath.mp.prec)
-
-
 # =====================================================================================
 # Plan, work units, execution
 # =====================================================================================
@@ -337,10 +330,6 @@ class Plan:
     units: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
 
 
-def _is_mapping(x: Any) -> bool:
-    return not (hasattr(x, "groups") and hasattr(x, "group_index"))
-
-
 def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str = "add_remove",
          dps: Optional[int] = None, *, notion: str = "pure", epsilon: Any = None, delta: Any = None, rho: Any = None,
          alpha: Any = None, contribution: Optional[int] = None, symmetric: Optional[bool] = None,
@@ -359,7 +348,7 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     if not callable(factory):
         raise ArgumentTypeError("factory", factory, "must be a callable counts -> mechanism or mapping")
     base = factory(c)
-    mapping = _is_mapping(base)
+    mapping = is_mapping(base)
     if mapping:
         MappingDistribution(base, "factory(counts)")  # bad probabilities fail here, in the caller
     sym = (not mapping) if symmetric is None else bool(symmetric)
@@ -410,8 +399,8 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
         raise InvalidParameterError("counts", counts, "has no neighbours with these settings")
     job = _Job(factory, c, notion, digits, limit, sym, pure, job_eps, al)
     units = [tuple(todo[i:i + NEIGHBOURS_PER_UNIT]) for i in range(0, len(todo), NEIGHBOURS_PER_UNIT)]
-    return Plan(job, rel, todo, total, base, eps, claim, _claim_value(claim, digits),
-                None if eps is None else _claim_value(eps, digits), units)
+    return Plan(job, rel, todo, total, base, eps, claim, claim_mpf(claim, digits),
+                None if eps is None else claim_mpf(eps, digits), units)
 
 
 def pair_notion(a: Any, b: Any, notion: str, dps: int, pure: Callable[..., Any], *,
@@ -538,41 +527,6 @@ def _sort_key(notion: str) -> Callable[[NeighbourLoss], mpmath.mpf]:
     return key
 
 
-def _verdict(value: mpmath.mpf, claim_value: mpmath.mpf, digits: int) -> str:
-    """below / attained / violated with a relative band ``3 * 10**-digits``."""
-    tol = mpmath.mpf(10) ** (-digits)
-    with mp_workdps(digits + 10):
-        if mpmath.isinf(value) or value > claim_value * (1 + 3 * tol):
-            return "violated"
-        if value < claim_value * (1 - 3 * tol):
-            return "below"
-    return "attained"
-
-
-def _exact_compare(x: mpmath.mpf, claim: Any, claim_value: mpmath.mpf) -> int:
-    """The sign of ``x - claim``: exact for a rational claim (an mpf is a binary rational)."""
-    if mpmath.isinf(x):
-        return 1
-    if isinstance(claim, Fraction):
-        man, exp = x.man_exp if x else (0, 0)
-        q = Fraction(int(man)) * Fraction(2) ** int(exp)
-        return (q > claim) - (q < claim)
-    return (x > claim_value) - (x < claim_value)
-
-
-def _zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value: mpmath.mpf, digits: int) -> str:
-    """below / violated when the bracket is certainly on one side of the claim; attained
-    when it contains the claim and is narrower than ``3 * 10**-digits`` of it (the band of
-    :func:`_verdict`); otherwise inconclusive: a wide bracket says nothing either way."""
-    if _exact_compare(upper, claim, claim_value) < 0:
-        return "below"
-    if _exact_compare(lower, claim, claim_value) > 0:
-        return "violated"
-    with mp_workdps(digits + 10):
-        narrow = upper - lower <= 3 * mpmath.mpf(10) ** (-digits) * claim_value
-    return "attained" if narrow else "inconclusive"
-
-
 def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
     """``(verdict, attained exactly)`` when the worst value is within the band of the claim
     (``3 * 10**-dps``; zCDP: a narrow bracket that contains it): a pure loss proved equal
@@ -581,12 +535,12 @@ def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
     :func:`refine_verdict`."""
     job = p.job
     if job.notion == "zcdp":
-        near = [r for r in records if _zcdp_verdict(r.lower, r.value, p.claim, p.claim_value, job.dps) != "below"]
+        near = [r for r in records if zcdp_verdict(r.lower, r.value, p.claim, p.claim_value, job.dps) != "below"]
     else:
-        near = [r for r in records if _verdict(r.value, p.claim_value, job.dps) == "attained"]
+        near = [r for r in records if band_verdict(r.value, p.claim_value, job.dps) == "attained"]
     equal = False
     if job.notion == "pure":
-        proved = [r for r in near if _attained_exactly(p.base, job.factory(r.neighbour), r.witness, r.direction,
+        proved = [r for r in near if attained_exactly(p.base, job.factory(r.neighbour), r.witness, r.direction,
                                                        p.claim)]
         equal, near = bool(proved), [r for r in near if r not in proved]
 
@@ -605,54 +559,11 @@ def pair_verdict(a: Any, b: Any, notion: str, digits: int, pure: Callable[..., A
     """The verdict of one pair's notion against ``claim`` with ``digits`` digits
     (:func:`pair_notion`): zCDP by its bracket (rigorous at any width), the others by
     the band ``3 * 10**-digits``."""
-    claim_value = _claim_value(claim, digits)
+    claim_value = claim_mpf(claim, digits)
     _, value, _, _, lower = pair_notion(a, b, notion, digits, pure, **kwargs)
     if notion == "zcdp":
-        return _zcdp_verdict(lower, value, claim, claim_value, digits)
-    return _verdict(value, claim_value, digits)
-
-
-def refine_verdict(verdicts: Sequence[Callable[[int], str]], dps: int) -> str:
-    """The verdict of values in the band of a claim (each given as ``verdict(digits)``, the
-    verdict of one value computed with ``digits`` digits, :func:`pair_verdict`): decided
-    again with ``2 * dps + 10`` digits, and again up to ``4 * dps + 80``, so a claim that
-    differs from a value by less than the band (``2**-100`` at ``dps = 30``) is still found
-    violated (some value certainly above it) or held (every value certainly below).
-    ``"attained"`` when some value stays undecided at every precision (equal to the claim,
-    or too close to tell; a zCDP bracket that contains the claim or is inconclusive);
-    ``"below"`` when there is no value."""
-    near, digits = list(verdicts), dps
-    while near and digits < _cap(dps):
-        digits = min(2 * digits + 10, _cap(dps))
-        still = []
-        for verdict_at in near:
-            verdict = verdict_at(digits)
-            if verdict == "violated":
-                return verdict
-            if verdict != "below":
-                still.append(verdict_at)
-        near = still
-    return "attained" if near else "below"
-
-
-def _exact_probability(x: Any, output: Any) -> Any:
-    if _is_mapping(x):
-        m = MappingDistribution(x, "factory")
-        i = m.index(output)
-        return sympy.Integer(0) if i is None else sympy.Rational(m.probabilities[i].numerator,
-                                                                  m.probabilities[i].denominator)
-    return x.probability_exact(output)
-
-
-def _attained_exactly(a: Any, b: Any, witness: Any, direction: str, eps: Any) -> bool:
-    """Decide ``|ln P_a(w) - ln P_b(w)| == epsilon`` exactly with sympy (False if undecided)."""
-    try:
-        pa, pb = _exact_probability(a, witness), _exact_probability(b, witness)
-        e = sympy.Rational(eps.numerator, eps.denominator) if isinstance(eps, Fraction) else eps
-        ratio = pa / pb if direction == "a>b" else pb / pa
-        return bool(proven_zero(ratio - sympy.exp(e)))
-    except Exception:  # no closed form within the mechanism's limits: undecided
-        return False
+        return zcdp_verdict(lower, value, claim, claim_value, digits)
+    return band_verdict(value, claim_value, digits)
 
 
 def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
@@ -665,9 +576,9 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
     if job.notion == "zcdp":
         lower = max((r.lower for r in results), key=lambda x: x)
         upper = value = max((r.value for r in results), key=lambda x: x)
-        verdict = _zcdp_verdict(lower, upper, p.claim, p.claim_value, job.dps)
+        verdict = zcdp_verdict(lower, upper, p.claim, p.claim_value, job.dps)
     else:
-        verdict = _verdict(value, p.claim_value, job.dps)
+        verdict = band_verdict(value, p.claim_value, job.dps)
     with mp_workdps(job.dps + 10):
         margin = p.claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     exactly = False
@@ -687,7 +598,7 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
 
 
 def _describe(base: Any) -> str:
-    if _is_mapping(base):
+    if is_mapping(base):
         return f"<mapping with {len(base)} outputs>"
     return repr(base)
 

@@ -50,7 +50,8 @@ class PairResult:
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
     from .. import audit
-    from .._worst import _claim_value, _verdict, _zcdp_verdict, pair_notion, pair_verdict, refine_verdict
+    from .._verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
+    from .._worst import pair_notion, pair_verdict
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
@@ -69,11 +70,11 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
         upper, alpha = value, result.alpha
         claim = claims["rho"] if claims["rho"] is not None else eps * eps / 2
     claim = Fraction(claim)
-    claim_value = _claim_value(claim, dps)
+    claim_value = claim_mpf(claim, dps)
     if notion == "zcdp":
-        verdict = _zcdp_verdict(lower, upper, claim, claim_value, dps)
+        verdict = zcdp_verdict(lower, upper, claim, claim_value, dps)
     else:
-        verdict = _verdict(value, claim_value, dps)
+        verdict = band_verdict(value, claim_value, dps)
     if verdict == "attained":  # within the band: decided with more digits where it can be
         verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, audit.privacy_loss, claim,
                                                               epsilon=eps, alpha=alpha, max_outputs=limit)], dps)

@@ -202,6 +202,6 @@ def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
     attained (the verdict is forced here; exactdp._worst decides it from the bracket)."""
     import exactdp._worst as worst
 
-    monkeypatch.setattr(worst, "_zcdp_verdict", lambda *args: "inconclusive")
+    monkeypatch.setattr(worst, "zcdp_verdict", lambda *args: "inconclusive")
     status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "1/10", "--no-progress")
     assert status == 3 and "INCONCLUSIVE" in out

@@ -328,11 +328,11 @@ def test_neighbours_twin_matches():
 
 def test_zcdp_verdict_wide_bracket_is_inconclusive():
     """A zCDP bracket that contains the claim but is wide says neither attained nor below."""
-    from exactdp._worst import _zcdp_verdict
+    from exactdp._verdicts import zcdp_verdict
 
     claim = Fraction(1, 16)
     cv = mpmath.mpf(1) / 16
-    assert _zcdp_verdict(mpmath.mpf("0.05"), mpmath.mpf("0.07"), claim, cv, 6) == "inconclusive"
-    assert _zcdp_verdict(cv * (1 - mpmath.mpf(10) ** -8), cv * (1 + mpmath.mpf(10) ** -8), claim, cv, 6) == "attained"
-    assert _zcdp_verdict(mpmath.mpf("0.05"), mpmath.mpf("0.06"), claim, cv, 6) == "below"
-    assert _zcdp_verdict(mpmath.mpf("0.07"), mpmath.mpf("0.08"), claim, cv, 6) == "violated"
+    assert zcdp_verdict(mpmath.mpf("0.05"), mpmath.mpf("0.07"), claim, cv, 6) == "inconclusive"
+    assert zcdp_verdict(cv * (1 - mpmath.mpf(10) ** -8), cv * (1 + mpmath.mpf(10) ** -8), claim, cv, 6) == "attained"
+    assert zcdp_verdict(mpmath.mpf("0.05"), mpmath.mpf("0.06"), claim, cv, 6) == "below"
+    assert zcdp_verdict(mpmath.mpf("0.07"), mpmath.mpf("0.08"), claim, cv, 6) == "violated"
