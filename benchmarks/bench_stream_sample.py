@@ -75,9 +75,13 @@ def child_float(shape: str, d: int, k: int) -> dict:
 
 
 def run_child(args: list[str], cap: float, timeout: float, pythonpath: str) -> dict:
-    """One child of this script with ``exactdp`` from ``pythonpath``."""
+    """One child of this script with ``exactdp`` from ``pythonpath`` (past the timeout:
+    ``{"fail": "> T s"}``)."""
     argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(__file__).resolve()), "--child", *args]
-    return child_result(argv, cap, timeout, width=60)
+    r = child_result(argv, cap, timeout, width=60)
+    if r.get("fail") == "failed: exit timeout":
+        r["fail"] = f"> {timeout:g} s"
+    return r
 
 
 def _seconds(r: dict, key: str) -> str:
