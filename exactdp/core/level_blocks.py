@@ -367,9 +367,10 @@ class BlockLevelTable:
 
     def sampling_size(self) -> int:
         """The number of levels as exact sampling needs it: 1 for a single level (no
-        random bits drawn), else the number of levels or a lazy source's bound on it
-        (the sampler's precision guard), without finding every block."""
-        if self._complete:
+        random bits drawn), else the number of levels or, for a lazy source, its bound on
+        it (the sampler's precision guard) whether or not every block was found since: a
+        draw reads its random bits the same way whatever was computed before."""
+        if not self.source.lazy:
             return len(self)
         if self._sizes[0] == 1 and not self._discover(1):
             return 1

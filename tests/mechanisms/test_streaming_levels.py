@@ -458,3 +458,16 @@ def test_stream_blocks_double_from_the_first():
     sizes = source.block_sizes()
     assert sizes[:4] == [2, 4, 8, 16] and set(sizes[4:-1]) == {16} and sum(sizes) == len(levels)
     assert list(table.iter_levels()) == list(levels)
+
+
+@pytest.mark.parametrize("kind", ["joint-set", "canonical"])
+def test_sampling_size_does_not_depend_on_the_blocks_found(kind):
+    """The sampler's size (its precision guard when a draw is undecided) is the bound on
+    the number of levels before and after every block is found, and 1 for one level."""
+    level_stream.STREAM_BLOCK_LEVELS = 4
+    m = _make(kind, _heavy(40), 3)
+    before = m.table.sampling_size()
+    list(m.iter_level_probabilities(10))
+    assert m.table._complete and m.table.sampling_size() == before == m.table.source.level_bound() >= len(m.table) > 1
+    one = _make(kind, [5, 5, 5], 3)
+    assert one.table.sampling_size() == 1 == len(one.table)
