@@ -266,7 +266,8 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     dps, digits = _digits(args)
     output = args.output
     utility = m.utility(output)  # validates the output (length, repeats, unknown ids)
-    if _single_rule(m):
+    single = _single_rule(m)
+    if single:
         # the output's level from the level table, not levels(): a table past its memory
         # budget streams its blocks, and levels() would refuse what probability() answers
         table = m.table
@@ -284,9 +285,9 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     p = m.probability(output, dps)
     logp = m.log_probability(output, dps)
     exact = str(m.probability_exact(output)) if args.exact else None
-    if _single_rule(m):
+    if single:
         # a lazy level table (JointSet, Canonical) counts its levels only by a whole pass
-        found = table.known_length() if hasattr(table, "known_length") else len(table)
+        found = table.known_length()
         where += f" of {found}" if found is not None else ", best first"
     if args.json:
         obj = _mechanism_json(name, m, spec)

@@ -65,7 +65,6 @@ class StreamSource(BlockSource):
         self._first_pass = first_pass
         self._keep: Optional[Callable[[tuple, int, Callable[[], Any]], Any]] = None
         self._stream: Optional[Iterator[list[Level]]] = None
-        self._done = False
         self._sizes: list[int] = []
         self._firsts: list[Utility] = []
         #: outputs in the blocks up to each block's end
@@ -81,9 +80,8 @@ class StreamSource(BlockSource):
             levels = self.levels_from(None) if self._first_pass is None else iter(self._first_pass)
             self._first_pass = None
             self._stream = _chunks(levels, STREAM_BLOCK_LEVELS)
-        block = None if self._done else next(self._stream, None)
+        block = next(self._stream, None)  # None again and again once the stream is done
         if block is None:
-            self._done = True
             return None
         b = len(self._sizes)
         self._sizes.append(len(block))

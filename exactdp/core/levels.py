@@ -87,6 +87,11 @@ class LevelTable:
     def __len__(self) -> int:
         return len(self.levels)
 
+    def known_length(self) -> Optional[int]:
+        """The number of levels (all are known; a lazy block table may not know it yet,
+        :meth:`~exactdp.core.level_blocks.BlockLevelTable.known_length`)."""
+        return len(self.levels)
+
     def sampling_size(self) -> int:
         """The number of levels, as exact sampling needs it (a lazy block table gives a
         bound instead, :meth:`~exactdp.core.level_blocks.BlockLevelTable.sampling_size`)."""
