@@ -106,4 +106,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_NAMES) | _LAZY_SUBMODULES)
+    # the public names and the loaded subpackages; not this module's own helpers
+    # (importlib, typing's names), which tab completion would otherwise offer
+    hidden = {"annotations", "importlib", "Any", "TYPE_CHECKING"}
+    return sorted((set(globals()) - hidden) | set(_LAZY_NAMES) | _LAZY_SUBMODULES)

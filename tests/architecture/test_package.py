@@ -86,6 +86,13 @@ def test_every_public_name_resolves_and_is_listed():
     from exactdp import Canonical, PNFJoint, audit  # noqa: F401  (the from-import form)
 
 
+def test_dir_hides_the_modules_own_helpers():
+    listed = dir(exactdp)
+    for helper in ("importlib", "Any", "TYPE_CHECKING", "annotations"):
+        assert helper not in listed, helper
+    assert "__version__" in listed and "Joint" in listed
+
+
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'NoSuchMechanism'"):
         exactdp.NoSuchMechanism  # noqa: B018
