@@ -386,6 +386,12 @@ class BlockLevelTable:
         self._discover_all()
         return [(s, s + n) for s, n in zip(self._starts, self._sizes)]
 
+    def output_count(self) -> Optional[int]:
+        """The exact number of outputs when the source knows how many follow its first
+        block (:meth:`BlockSource.remaining_after`), else ``None``: no other block is read."""
+        rest = self.source.remaining_after(0)
+        return None if rest is None else sum(lv.multiplicity for lv in self._block_levels(0)) + rest
+
     def block_range(self, b: int) -> Optional[tuple[int, int]]:
         """``(start, stop)`` of block ``b`` (``None`` past the last), finding a lazy
         source's blocks only up to it."""

@@ -135,7 +135,11 @@ def _np() -> Any:
 
 def use_poly(table: LevelTable, prec: int) -> bool:
     """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``
-    (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels)."""
+    (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels, none past the first block when
+    the table knows its number of outputs)."""
+    known = getattr(table, "output_count", None)
+    if known is not None and (known() or 0) > PNF_POLY_SUPPORT_LIMIT:
+        return False
     M = 0
     for m in table.multiplicities:
         M += m
