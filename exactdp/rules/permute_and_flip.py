@@ -55,6 +55,16 @@ ball has relative radius ``<= 10**-dps``): the returned value has relative error
 certified separately).  Measured: ``10**4`` levels with
 multiplicities around ``10**400`` to 30 digits in well under a second (benchmarks).
 
+**Lazy tables: the tail bound.**  One output's probability is at most its relative weight:
+``P_b = p_b I_b <= p_b``, since the integrand of ``I_b = int_0^1 F(t)/(1 - t p_b) dt`` is a
+product of factors ``1 - t p_c`` in ``[0, 1]``.  So the levels after a block carry at most
+``sum m_b p_b <= remaining_after(b) * e_last`` of the mass (``e_top = 1``), the bound a
+:class:`~exactdp.core.level_blocks.BlockLevelTable`'s running sum stops on.  The shared values
+read only the blocks that sum read (the rest enters the power sums as ``[0, T]``); a draw
+forms the running sums of ``m_a P_a`` block by block only up to its uniform (one past them
+reads the next block); :meth:`PermuteAndFlip.utility_probability` gives a level not read its
+value from its utility; ``log`` complements add ``[0, T]`` for the levels not read.
+
 **Exact values.**  With a rational base and integral utility gaps every ``p_b`` is
 rational: ``P_a = r_a int_0^1 H(t)/(q_a - r_a t) dt / prod_b q_b^{m_b}`` with
 ``p_b = r_b/q_b`` and ``H = prod_b (q_b - r_b t)^{m_b}`` an integer polynomial of degree

@@ -73,7 +73,7 @@ import math
 from typing import Optional, Sequence
 
 import mpmath
-from flint import arb, arb_poly
+from flint import arb, arb_poly, ctx
 
 from ..core.precision import balls_to_mpf, flint_workprec, is_accurate, prec_for_dps
 from ..core.scale import Scale
@@ -104,12 +104,13 @@ def _tops(values: Sequence[int], mult: Sequence[int], chosen: Sequence[int]) -> 
     return out
 
 
-def _guard(values: Sequence[int], mult: Sequence[int], tops: Sequence[int], scale: Scale) -> float:
-    """Planned cancellation bits ``max_r S_r log2(e) + log2(1 + S_r)`` (floats, planning
-    only), with ``S_r`` bounded by the weights of every item of count ``<= M_r``."""
+def _plan(values: Sequence[int], mult: Sequence[int], tops: Sequence[int], scale: Scale) -> tuple[float, float]:
+    """``(guard bits, S)``: the planned cancellation ``max_r S_r log2(e) + log2(1 + S_r)``
+    and the largest ``S_r`` (floats, planning only), with ``S_r`` bounded by the weights of
+    every item of count ``<= M_r``."""
     lam_log = ln_lam(scale)
     lam = math.exp(min(lam_log, 700.0)) if lam_log > -math.inf else 0.0
-    worst = 0.0
+    most = 0.0
     for top in sorted(set(tops)):
         s = 0.0
         for v, m in zip(values, mult):
@@ -118,13 +119,37 @@ def _guard(values: Sequence[int], mult: Sequence[int], tops: Sequence[int], scal
                 if x > 745.0:
                     break  # (values descending: every later weight underflows too)
                 s += m * math.exp(-x)
-        worst = max(worst, s * _LOG2E + math.log2(1.0 + s))
-    return worst
+        most = max(most, s)
+    return most * _LOG2E + math.log2(1.0 + most), most
 
 
-def _tree(polys: list) -> arb_poly:
+def _length(S: float, prec: int, items: int) -> int:
+    """The number of coefficients kept (planning only): the first ``J`` with
+    ``S^J e^S / J! <= 2^-(prec + 16) / (1 + S)`` (the dropped terms' bound, far below the
+    integral's ``>= 1/(1 + S)``), at most ``items + 1`` (then nothing is dropped)."""
+    goal = -(prec + 16) * math.log(2) - math.log1p(S) - S
+    log_s = math.log(S) if S > 0 else -math.inf
+    j, term = 1, log_s
+    while term > goal and j <= items:
+        j += 1
+        term += log_s - math.log(j)
+    return min(j, items + 1)
+
+
+def _binomial(e: arb, n: int, length: int) -> arb_poly:
+    """``(1 - t e)^n`` modulo ``t^length``."""
+    if n < length:
+        return arb_poly([1, -e]) ** n
+    out = [arb(1)]
+    for j in range(1, length):
+        out.append(out[-1] * (-e) * (n - j + 1) / j)
+    return arb_poly(out)
+
+
+def _tree(polys: list, length: int) -> arb_poly:
     while len(polys) > 1:
-        polys = [polys[i] * polys[i + 1] if i + 1 < len(polys) else polys[i] for i in range(0, len(polys), 2)]
+        polys = [(polys[i] * polys[i + 1]).truncate(length) if i + 1 < len(polys) else polys[i]
+                 for i in range(0, len(polys), 2)]
     return polys[0]
 
 
@@ -139,30 +164,48 @@ def _rescale(poly: arb_poly, rho: arb) -> arb_poly:
 
 
 def _balls(values: Sequence[int], mult: Sequence[int], chosen: Sequence[int], tops: Sequence[int],
-           scale: Scale, log: bool) -> arb:
-    """``P`` (or ``ln P``) at flint's current precision (module docstring)."""
+           scale: Scale, log: bool, S_plan: float) -> arb:
+    """``P`` (or ``ln P``) at flint's current precision (module docstring).
+
+    Only the first ``J`` coefficients of each ``H_r`` are formed (products modulo ``t^J``:
+    the low coefficients of a product need only the low coefficients of its factors).  The
+    rest is bounded rigorously: ``|h_j| = e_j(p) <= S_r^j / j!`` for positive weights ``p``
+    of sum ``S_r`` (each product of ``j`` distinct weights appears ``j!`` times in
+    ``S_r^j``), so the dropped part of ``int_0^1 H_r`` (and of ``Q_r``) is at most
+    ``sum_{j >= J} S_r^j / j! <= S_r^J e^{S_r} / J!`` (Taylor's remainder of ``e^{S_r}``),
+    added as a ball radius.  ``S_r`` follows the same recursion as ``H_r``:
+    ``S_r = rho_r S_{r+1} + q_r``."""
     lam = scale.lam_ball()
     k = len(chosen)
     left = dict(zip(values, mult))
     for v in chosen:
         left[v] -= 1
+    items = sum(left.values()) + k
+    length = _length(S_plan, ctx.prec, items)
     last = tops[-1]
-    factors = [arb_poly([1, -(-lam * (last - v)).exp()]) ** n for v, n in left.items() if n]
-    H = _tree(factors) if factors else arb_poly([1])
+    weights = [((-lam * (last - v)).exp(), n) for v, n in left.items() if n]
+    H = _tree([_binomial(e, n, length) for e, n in weights], length) if weights else arb_poly([1])
+    S = sum((n * e for e, n in weights), arb(0))
     acc = arb(0) if log else arb(1)
     for r in range(k - 1, -1, -1):
         if r < k - 1:
             if tops[r] != tops[r + 1]:
-                H = _rescale(H, (-lam * (tops[r] - tops[r + 1])).exp())
-            H = H * arb_poly([1, -(-lam * (tops[r] - chosen[r + 1])).exp()])
+                rho = (-lam * (tops[r] - tops[r + 1])).exp()
+                H, S = _rescale(H, rho), S * rho
+            q = (-lam * (tops[r] - chosen[r + 1])).exp()
+            H, S = (H * arb_poly([1, -q])).truncate(length), S + q
+        dropped = arb(0)
+        if items - r > length:  # (H_r: one factor per item left after round r, items - r coefficients)
+            top = S.upper()
+            dropped = arb(0, (top ** length * top.exp() / math.factorial(length)).upper())
         coeffs = H.coeffs()
         if log and chosen[r] == tops[r]:
-            q = arb(0)
-            for j in range(1, len(coeffs)):
-                q -= coeffs[j] / (j + 1)
-            acc += (-q).log1p()
+            q_r = arb(0)
+            for j in range(len(coeffs) - 1, 0, -1):
+                q_r -= coeffs[j] / (j + 1)
+            acc += (-(q_r + dropped)).log1p()
             continue
-        integral = arb(0)
+        integral = dropped
         for j in range(len(coeffs) - 1, -1, -1):  # (the smallest terms first)
             integral += coeffs[j] / (j + 1)
         if log:
@@ -188,13 +231,14 @@ def peel_pnf_value(values: Sequence[int], mult: Sequence[int], chosen: Sequence[
     if not chosen:
         return mpmath.mpf(0) if log else mpmath.mpf(1)
     tops = _tops(values, mult, chosen)
-    guard = _guard(values, mult, tops, scale) + extra_bits + 2 * sum(mult).bit_length() + 16
+    cancel, S_plan = _plan(values, mult, tops, scale)
+    guard = cancel + extra_bits + 2 * sum(mult).bit_length() + 16
     if guard > PEEL_PNF_MAX_GUARD:
         return None
     prec = prec_for_dps(dps, int(math.ceil(guard)))
     for _ in range(PEEL_PNF_DOUBLINGS + 1):
         with flint_workprec(prec):
-            ball = _balls(values, mult, chosen, tops, scale, log)
+            ball = _balls(values, mult, chosen, tops, scale, log, S_plan)
             if is_accurate(ball, dps):
                 return balls_to_mpf([ball])[0]
         prec *= 2

@@ -128,3 +128,38 @@ def test_declines_to_the_per_round_route(monkeypatch):
     assert peel_pnf_value(m.ranking.values, m._mult, (9, 7, 7), m.scale, 25, False) is None
     fresh = exactdp.Peeling(counts, k, epsilon=1, noise="exponential")
     assert [mpmath.nstr(fresh.probability(s, dps=25), 25) for s in ((0, 1, 2), (6, 5, 4))] == want
+
+
+def test_truncated_polynomials_against_the_quadrature_route(monkeypatch):
+    """Many items of small total weight: only the first coefficients of each round's
+    polynomial are formed (the control: fewer than the items), the rest bounded by
+    ``S^J e^S / J!``; the same certified digits as the per-round quadrature route."""
+    lengths = []
+    original = pnf_rounds._length
+
+    def spy(S, prec, items):
+        got = original(S, prec, items)
+        lengths.append((got, items))
+        return got
+
+    monkeypatch.setattr(pnf_rounds, "_length", spy)
+    counts = [7 * i + (i % 3) for i in range(400)]
+    m = exactdp.Peeling(counts, 4, epsilon=2, noise="exponential")
+    for seq in ((399, 398, 397, 396), (0, 399, 200, 398), (5, 6, 7, 8)):
+        values = tuple(counts[i] for i in seq)
+        for log in (False, True):
+            lengths.clear()
+            fast = _fast(m, values, 30, log)
+            assert lengths and all(n < items for n, items in lengths)  # truncated
+            assert _close(fast, m._values_probability_rounds(values, 30, log=log), 29), (seq, log)
+
+
+def test_the_dropped_coefficients_are_bounded(monkeypatch):
+    """Keeping two coefficients only, the bound on the rest makes every ball too wide to
+    certify: the recursion declines (a missing bound would return a wrong value)."""
+    counts = [7 * i + (i % 3) for i in range(400)]
+    m = exactdp.Peeling(counts, 4, epsilon=2, noise="exponential")
+    values = (counts[399], counts[398], counts[397], counts[396])
+    assert _fast(m, values, 30, False) is not None
+    monkeypatch.setattr(pnf_rounds, "_length", lambda S, prec, items: 2)
+    assert peel_pnf_value(m.ranking.values, m._mult, values, m.scale, 30, False, m._extra_bits) is None
