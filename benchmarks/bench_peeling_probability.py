@@ -11,7 +11,8 @@ parts and its peak resident memory (``ru_maxrss``, MiB, interpreter and counts i
 
 - exactdp: ``Peeling(counts, k, epsilon=1, noise="exponential")``; timed: ``probability(seq,
   dps=30)`` then ``log_probability(seq, dps=30)`` of two sequences: the top ``k`` items by
-  count (the likeliest) and ``k`` items drawn by ``random.Random(7)``.
+  count (the likeliest) and ``k`` items drawn by ``random.Random(7)``; with ``--before REV``
+  the same probabilities (not the logs) with the package at ``REV``.
 - float64 reference: the same per-round formula ``P_r = p_r int_0^1 prod_{b != r} (1 - t p_b)
   dt`` in numpy (``p_b = exp((eps/k)(c_b - max remaining))``, the integral by 128-node
   Gauss-Legendre on ``[0, 1]``, the product as a sum of ``log1p``), ``k`` rounds, summed as
@@ -29,15 +30,14 @@ import json
 import random
 import resource
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE)]
 
-from bench_streaming import export_revision  # noqa: E402  (benchmarks/ on the path)
-from run import child_result, machine_text, make_counts  # noqa: E402
+from bench_stream_sample import run_child as run_stream_child, start_run  # noqa: E402  (benchmarks/ on the path)
+from run import make_counts  # noqa: E402
 
 DEFAULT_ROWS = ["301:300:consecutive", "301:300:distinct", "10000:50:distinct", "10000:50:heavy", "10000:50:zipf"]
 
@@ -56,7 +56,7 @@ def sequences(counts: list[int], k: int) -> dict[str, tuple[int, ...]]:
     return {"top": top, "random": tuple(random.Random(7).sample(range(len(counts)), k))}
 
 
-def child_exact(shape: str, d: int, k: int) -> dict:
+def child_exact(shape: str, d: int, k: int, logs: bool = True) -> dict:
     import exactdp
 
     counts = counts_of(shape, d)
@@ -66,10 +66,12 @@ def child_exact(shape: str, d: int, k: int) -> dict:
         start = cpu()
         m.probability(seq, dps=30)
         out[f"{name}_p"] = cpu() - start
+        if not logs:  # (the previous revision's rows: probabilities only)
+            continue
         start = cpu()
         out[f"{name}_logp_value"] = str(m.log_probability(seq, dps=30))
         out[f"{name}_logp"] = cpu() - start
-    out["cpu"] = out["top_p"] + out["top_logp"] + out["random_p"] + out["random_logp"]
+    out["cpu"] = sum(out[key] for key in ("top_p", "top_logp", "random_p", "random_logp") if key in out)
     return out
 
 
@@ -99,11 +101,7 @@ def child_float(shape: str, d: int, k: int) -> dict:
 
 
 def run_child(args: list[str], cap: float, timeout: float, pythonpath: str) -> dict:
-    argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(__file__).resolve()), "--child", *args]
-    r = child_result(argv, cap, timeout, width=60)
-    if r.get("fail") == "failed: exit timeout":
-        r["fail"] = f"> {timeout:g} s"
-    return r
+    return run_stream_child(args, cap, timeout, pythonpath, script=__file__)
 
 
 def _s(r: dict, key: str) -> str:
@@ -125,19 +123,15 @@ def _rel_err(exact: dict, flt: dict, name: str) -> str:
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         what, rest = sys.argv[2], sys.argv[3:]
-        child = child_exact if what == "exact" else child_float
-        print(json.dumps(child(rest[0], int(rest[1]), int(rest[2]))))
+        if what == "float":
+            print(json.dumps(child_float(rest[0], int(rest[1]), int(rest[2]))))
+        else:
+            print(json.dumps(child_exact(rest[0], int(rest[1]), int(rest[2]), logs=what == "exact")))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", nargs="+", default=DEFAULT_ROWS, metavar="D:K:SHAPE")
-    ap.add_argument("--before", metavar="REV", help="also run each exactdp row with the package at git revision REV")
-    ap.add_argument("--cap-gib", type=float, default=8.0)
-    ap.add_argument("--timeout", type=float, default=600.0)
-    args = ap.parse_args()
+    args, before = start_run(ap)
     now = str(ROOT)
-    before = export_revision(args.before) if args.before else None
-    print(machine_text())
-    print(f"\nstarted {time.strftime('%H:%M:%S')}; timeout {args.timeout:.0f} s and cap {args.cap_gib} GiB per run\n")
     head = ("| counts | d | k | top: probability s | top: log_probability s | random: probability s | "
             "random: log_probability s | peak MiB | float64 top + random s | exactdp / float | "
             "float rel. err ln P (top, random) |")
@@ -154,7 +148,7 @@ def main() -> None:
                f"{_s(exact, 'random_p')} | {_s(exact, 'random_logp')} | {exact['peak']:,.0f} | {_s(flt, 'cpu')} | "
                f"{ratio} | {_rel_err(exact, flt, 'top')}, {_rel_err(exact, flt, 'random')} |")
         if before:
-            b = run_child(["exact", shape, d, k], args.cap_gib, args.timeout, before)
+            b = run_child(["before", shape, d, k], args.cap_gib, args.timeout, before)
             row += f" {_s(b, 'top_p')} | {_s(b, 'random_p')} | {b['peak']:,.0f} |"
         print(row, flush=True)
 

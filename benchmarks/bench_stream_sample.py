@@ -36,6 +36,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -79,14 +80,27 @@ def child_float(shape: str, d: int, k: int, noise: str = "gumbel") -> dict:
     return {"cpu": cpu() - start}
 
 
-def run_child(args: list[str], cap: float, timeout: float, pythonpath: str) -> dict:
-    """One child of this script with ``exactdp`` from ``pythonpath`` (past the timeout:
-    ``{"fail": "> T s"}``)."""
-    argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(__file__).resolve()), "--child", *args]
+def run_child(args: list[str], cap: float, timeout: float, pythonpath: str, script: str = __file__) -> dict:
+    """One child of ``script`` (this one by default) with ``exactdp`` from ``pythonpath``
+    (past the timeout: ``{"fail": "> T s"}``)."""
+    argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(script).resolve()), "--child", *args]
     r = child_result(argv, cap, timeout, width=60)
     if r.get("fail") == "failed: exit timeout":
         r["fail"] = f"> {timeout:g} s"
     return r
+
+
+def start_run(ap: argparse.ArgumentParser) -> tuple[argparse.Namespace, Optional[str]]:
+    """``ap``'s arguments with ``--before``, ``--cap-gib`` and ``--timeout`` added, and the
+    package exported at ``--before`` (or ``None``); prints the machine and the start."""
+    ap.add_argument("--before", metavar="REV", help="also run each exactdp row with the package at git revision REV")
+    ap.add_argument("--cap-gib", type=float, default=8.0)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    args = ap.parse_args()
+    before = export_revision(args.before) if args.before else None
+    print(machine_text())
+    print(f"\nstarted {time.strftime('%H:%M:%S')}; timeout {args.timeout:.0f} s and cap {args.cap_gib} GiB per run\n")
+    return args, before
 
 
 def _seconds(r: dict, key: str) -> str:
@@ -111,14 +125,8 @@ def main() -> None:
     ap.add_argument("--mechanisms", nargs="+", default=["JointSet", "Canonical"], choices=["JointSet", "Canonical"])
     ap.add_argument("--noise", nargs="+", default=["gumbel"], choices=["gumbel", "exponential"],
                     help="Canonical's noise (exponential: permute-and-flip; JointSet rows only with gumbel)")
-    ap.add_argument("--before", metavar="REV", help="also run each exactdp row with the package at git revision REV")
-    ap.add_argument("--cap-gib", type=float, default=8.0)
-    ap.add_argument("--timeout", type=float, default=600.0)
-    args = ap.parse_args()
+    args, before = start_run(ap)
     now = str(ROOT)
-    before = export_revision(args.before) if args.before else None
-    print(machine_text())
-    print(f"\nstarted {time.strftime('%H:%M:%S')}; timeout {args.timeout:.0f} s and cap {args.cap_gib} GiB per run\n")
     head = ("| mechanism | counts | d | k | sample s | probability(30) s | samples(1000) s | peak MiB | "
             "float64 one sample s | exactdp sample+probability / float |")
     if before:

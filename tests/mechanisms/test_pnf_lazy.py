@@ -27,7 +27,7 @@ from exactdp.core import level_stream
 from exactdp.core.levels import LevelTable
 from exactdp.rules import pnf_levels
 
-from twins import ALPHA, NoFloatRandom, chi2_quantile, chi2_stat
+from twins import ALPHA, NoFloatRandom, chi2_quantile, chi2_stat, run_operations
 
 HALF = Fraction(1, 2)
 
@@ -193,17 +193,7 @@ def test_no_value_depends_on_the_order_of_operations(inst, order, seed, quadratu
     pnf_levels.PNF_POLY_SUPPORT_LIMIT = 0 if quadrature else limit
     try:
         def run(m, steps):
-            out = {}
-            for step in steps:
-                if step == 0:
-                    out["samples"] = m.samples(4, rng=seed)
-                elif step == 1:
-                    out["p"] = m.probability(probe, dps=15)
-                elif step == 2:
-                    out["logp"] = m.log_probability(probe, dps=15)
-                else:
-                    out["law"] = list(m.iter_level_probabilities(15))
-            return out
+            return run_operations(m, steps, seed, probe, lists=False)
 
         expected = run(_complete(counts, k), range(4))
         m = _make(counts, k, memory_budget=1 if seed % 2 else 1 << 30)

@@ -24,7 +24,7 @@ import exactdp
 from exactdp.rules import pnf_rounds
 from exactdp.rules.pnf_rounds import peel_pnf_value
 
-from twins import peel_exact
+from twins import peel_exact, peel_pnf_mp
 
 
 def _close(got, want, dps):
@@ -60,22 +60,6 @@ def test_exhaustive_against_exact_rationals(base):
             assert m.probability(seq, dps=25) == p  # the mechanism's value is the recursion's
 
 
-def _peel_mp(counts, seq, lam):
-    """Per-round permute-and-flip among the remaining items, polynomials expanded in mpmath."""
-    p = mpmath.mpf(1)
-    remaining = set(range(len(counts)))
-    for j in seq:
-        top = max(counts[i] for i in remaining)
-        w = {i: mpmath.exp(lam * (counts[i] - top)) for i in remaining}
-        poly = [mpmath.mpf(1)]
-        for i in remaining:
-            if i != j:
-                poly = [a - w[i] * b for a, b in zip(poly + [0], [0] + poly)]
-        p *= w[j] * mpmath.fsum(c / (n + 1) for n, c in enumerate(poly))
-        remaining.discard(j)
-    return p
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(0, 60), min_size=1, max_size=8), st.data(),
        st.sampled_from([Fraction(1), Fraction(1, 7), Fraction(5), Fraction(40)]))
@@ -85,7 +69,7 @@ def test_random_against_expanded_polynomials(counts, data, eps):
     m = exactdp.Peeling(counts, k, epsilon=eps, noise="exponential")
     values = tuple(counts[i] for i in seq)
     with mpmath.workdps(300):  # (a log near 0 needs the digits of its distance to 1)
-        want = _peel_mp(counts, seq, mpmath.mpf(eps.numerator) / (eps.denominator * k))
+        want = peel_pnf_mp(counts, seq, mpmath.mpf(eps.numerator) / (eps.denominator * k))
         assert _close(_fast(m, values, 30, log=False), want, 30)
         assert _close(_fast(m, values, 30, log=True), mpmath.log(want), 30)
 
