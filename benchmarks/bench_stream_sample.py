@@ -6,6 +6,8 @@ Run:  python benchmarks/bench_stream_sample.py                   (d = 166,000, k
       python benchmarks/bench_stream_sample.py --before REV      (also each exactdp row with the
                                                                  package as of git revision REV)
       python benchmarks/bench_stream_sample.py --d 20000 --k 50  (a quicker size)
+      python benchmarks/bench_stream_sample.py --noise exponential --mechanisms Canonical
+                                                                (Canonical with permute-and-flip)
 
 Every run is a fresh child process under ``benchmarks/run.py``'s helper (address-space
 cap ``--cap-gib``, timeout ``--timeout``); columns are CPU seconds of the child's timed
@@ -14,6 +16,9 @@ parts and its peak resident memory (``ru_maxrss``, MiB, interpreter and counts i
 - exactdp: ``JointSet(counts, k, epsilon=1)`` / ``Canonical(counts, k, epsilon=1)``
   (``noise="gumbel"``), default ``memory_budget``; timed: one ``sample(rng=1)``, then its
   ``probability(output, dps=30)``, then ``samples(1000, rng=2)``.
+- ``--noise exponential``: ``Canonical(counts, k, epsilon=1, noise="exponential")``
+  (permute-and-flip over the same lazy table; JointSet has no such option), against
+  ``FloatPNFJoint`` of ``examples/float_joint.py`` (Algorithm 5 in float64) drawing one sample.
 - float64 reference: ``FloatJoint`` of ``examples/float_joint.py`` drawing one sample on
   the same counts (the published float64 Joint pipeline: the ``k x d`` differences,
   sorted, log m~, one Gumbel-max draw).  Neither paper publishes a float sampler for
@@ -31,6 +36,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -45,12 +51,12 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def child_exact(kind: str, shape: str, d: int, k: int) -> dict:
+def child_exact(kind: str, shape: str, d: int, k: int, noise: str = "gumbel") -> dict:
     import exactdp
 
     counts = make_counts(shape, d)
-    cls = exactdp.JointSet if kind == "JointSet" else exactdp.Canonical
-    m = cls(counts, k, epsilon=1)
+    m = exactdp.JointSet(counts, k, epsilon=1) if kind == "JointSet" else exactdp.Canonical(counts, k, epsilon=1,
+                                                                                           noise=noise)
     start = cpu()
     output = m.sample(rng=1)
     t_sample = cpu() - start
@@ -64,24 +70,37 @@ def child_exact(kind: str, shape: str, d: int, k: int) -> dict:
             "note": f"P = {float(p):.3g}"}
 
 
-def child_float(shape: str, d: int, k: int) -> dict:
+def child_float(shape: str, d: int, k: int, noise: str = "gumbel") -> dict:
     sys.path[:0] = [str(ROOT / "examples")]
-    from float_joint import FloatJoint
+    from float_joint import FloatJoint, FloatPNFJoint
 
     counts = make_counts(shape, d)
     start = cpu()
-    FloatJoint(counts, k).sample(1)
+    (FloatJoint if noise == "gumbel" else FloatPNFJoint)(counts, k).sample(1)
     return {"cpu": cpu() - start}
 
 
-def run_child(args: list[str], cap: float, timeout: float, pythonpath: str) -> dict:
-    """One child of this script with ``exactdp`` from ``pythonpath`` (past the timeout:
-    ``{"fail": "> T s"}``)."""
-    argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(__file__).resolve()), "--child", *args]
+def run_child(args: list[str], cap: float, timeout: float, pythonpath: str, script: str = __file__) -> dict:
+    """One child of ``script`` (this one by default) with ``exactdp`` from ``pythonpath``
+    (past the timeout: ``{"fail": "> T s"}``)."""
+    argv = ["env", f"PYTHONPATH={pythonpath}", sys.executable, str(Path(script).resolve()), "--child", *args]
     r = child_result(argv, cap, timeout, width=60)
     if r.get("fail") == "failed: exit timeout":
         r["fail"] = f"> {timeout:g} s"
     return r
+
+
+def start_run(ap: argparse.ArgumentParser) -> tuple[argparse.Namespace, Optional[str]]:
+    """``ap``'s arguments with ``--before``, ``--cap-gib`` and ``--timeout`` added, and the
+    package exported at ``--before`` (or ``None``); prints the machine and the start."""
+    ap.add_argument("--before", metavar="REV", help="also run each exactdp row with the package at git revision REV")
+    ap.add_argument("--cap-gib", type=float, default=8.0)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    args = ap.parse_args()
+    before = export_revision(args.before) if args.before else None
+    print(machine_text())
+    print(f"\nstarted {time.strftime('%H:%M:%S')}; timeout {args.timeout:.0f} s and cap {args.cap_gib} GiB per run\n")
+    return args, before
 
 
 def _seconds(r: dict, key: str) -> str:
@@ -94,9 +113,9 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         what, rest = sys.argv[2], sys.argv[3:]
         if what == "exact":
-            rep = child_exact(rest[0], rest[1], int(rest[2]), int(rest[3]))
+            rep = child_exact(rest[0], rest[1], int(rest[2]), int(rest[3]), *rest[4:])
         else:
-            rep = child_float(rest[0], int(rest[1]), int(rest[2]))
+            rep = child_float(rest[0], int(rest[1]), int(rest[2]), *rest[3:])
         print(json.dumps(rep))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -104,34 +123,28 @@ def main() -> None:
     ap.add_argument("--k", type=int, nargs="+", default=[50, 200])
     ap.add_argument("--shapes", nargs="+", default=["heavy", "distinct"], choices=["heavy", "distinct", "zipf"])
     ap.add_argument("--mechanisms", nargs="+", default=["JointSet", "Canonical"], choices=["JointSet", "Canonical"])
-    ap.add_argument("--before", metavar="REV", help="also run each exactdp row with the package at git revision REV")
-    ap.add_argument("--cap-gib", type=float, default=8.0)
-    ap.add_argument("--timeout", type=float, default=600.0)
-    args = ap.parse_args()
+    ap.add_argument("--noise", nargs="+", default=["gumbel"], choices=["gumbel", "exponential"],
+                    help="Canonical's noise (exponential: permute-and-flip; JointSet rows only with gumbel)")
+    args, before = start_run(ap)
     now = str(ROOT)
-    before = export_revision(args.before) if args.before else None
-    print(machine_text())
-    print(f"\nstarted {time.strftime('%H:%M:%S')}; timeout {args.timeout:.0f} s and cap {args.cap_gib} GiB per run\n")
     head = ("| mechanism | counts | d | k | sample s | probability(30) s | samples(1000) s | peak MiB | "
             "float64 one sample s | exactdp sample+probability / float |")
     if before:
         head += f" before ({args.before}) sample s | before probability s | before peak MiB |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
-    for shape in args.shapes:
-        for d in args.d:
-            for k in args.k:
-                flt = run_child(["float", shape, str(d), str(k)], args.cap_gib, args.timeout, now)
-                for kind in args.mechanisms:
-                    r = run_child(["exact", kind, shape, str(d), str(k)], args.cap_gib, args.timeout, now)
-                    ratio = "-" if "fail" in r or "fail" in flt else f"{r['cpu'] / flt['cpu']:.2g}"
-                    row = (f"| {kind} | {shape} | {d:,} | {k} | {_seconds(r, 'sample')} | {_seconds(r, 'prob')} | "
-                           f"{_seconds(r, 'many')} | {r['peak']:,.0f} | {_seconds(flt, 'cpu')} | {ratio} |")
-                    if before:
-                        b = run_child(["exact", kind, shape, str(d), str(k)], args.cap_gib, args.timeout, before)
-                        row += f" {_seconds(b, 'sample')} | {_seconds(b, 'prob')} | {b['peak']:,.0f} |"
-                    print(row, flush=True)
-
+    for shape, d, k, noise in ((s, d, k, n) for s in args.shapes for d in args.d for k in args.k for n in args.noise):
+        flt = run_child(["float", shape, str(d), str(k), noise], args.cap_gib, args.timeout, now)
+        for kind in [m for m in args.mechanisms if noise == "gumbel" or m == "Canonical"]:
+            r = run_child(["exact", kind, shape, str(d), str(k), noise], args.cap_gib, args.timeout, now)
+            label = kind if noise == "gumbel" else f"{kind} ({noise})"
+            ratio = "-" if "fail" in r or "fail" in flt else f"{r['cpu'] / flt['cpu']:.2g}"
+            row = (f"| {label} | {shape} | {d:,} | {k} | {_seconds(r, 'sample')} | {_seconds(r, 'prob')} | "
+                   f"{_seconds(r, 'many')} | {r['peak']:,.0f} | {_seconds(flt, 'cpu')} | {ratio} |")
+            if before:
+                b = run_child(["exact", kind, shape, str(d), str(k), noise], args.cap_gib, args.timeout, before)
+                row += f" {_seconds(b, 'sample')} | {_seconds(b, 'prob')} | {b['peak']:,.0f} |"
+            print(row, flush=True)
 
 if __name__ == "__main__":
     main()

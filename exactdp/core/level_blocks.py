@@ -166,7 +166,12 @@ class _View(Sequence):
 
     def __getitem__(self, a):  # type: ignore[override]
         if isinstance(a, slice):
-            start, stop, step = a.indices(len(self))
+            if a.step in (None, 1) and (a.start or 0) >= 0 and a.stop is not None and a.stop > (a.start or 0):
+                start, stop, step = a.start or 0, a.stop, 1  # a lazy table finds blocks up to stop only
+                if stop - 1 >= self._table._starts[-1] + self._table._sizes[-1]:
+                    stop = min(stop, len(self))
+            else:
+                start, stop, step = a.indices(len(self))
             if step != 1:
                 return [self[i] for i in range(start, stop, step)]
             out: list = []
@@ -380,6 +385,17 @@ class BlockLevelTable:
         """``(start, stop)`` level indices of each block, in order."""
         self._discover_all()
         return [(s, s + n) for s, n in zip(self._starts, self._sizes)]
+
+    def output_count(self) -> Optional[int]:
+        """The exact number of outputs when the source knows how many follow its first
+        block (:meth:`BlockSource.remaining_after`), else ``None``: no other block is read."""
+        rest = self.source.remaining_after(0)
+        return None if rest is None else sum(lv.multiplicity for lv in self._block_levels(0)) + rest
+
+    def block_range(self, b: int) -> Optional[tuple[int, int]]:
+        """``(start, stop)`` of block ``b`` (``None`` past the last), finding a lazy
+        source's blocks only up to it."""
+        return (self._starts[b], self._starts[b] + self._sizes[b]) if self._discover(b) else None
 
     # -- the cache ---------------------------------------------------------------------
     def _keep(self, key: tuple, size: int, build: Callable[[], Any]) -> Any:

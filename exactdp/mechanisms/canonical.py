@@ -489,8 +489,9 @@ class Canonical(CanonicalFamily):
         level, so this is a global pass: the level table's first merge fixes blocks of
         :data:`~exactdp.core.level_stream.STREAM_BLOCK_LEVELS` levels (two integers per
         block, and the blocks themselves while ``memory_budget`` allows), then the rule
-        certifies block by block (the exponential mechanism; permute-and-flip,
-        ``noise="exponential"``, needs every level's enclosure at once)."""
+        certifies block by block (both rules: permute-and-flip, ``noise="exponential"``,
+        from its shared values, formed in one pass that stops where the table's running
+        sum does)."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 

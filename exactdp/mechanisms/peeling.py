@@ -114,6 +114,7 @@ from ..core.selection import SelectionRule
 from ..core.validation import as_dps, as_sequence_prefix
 from ..errors import TooManyOutputsError
 from ..rules.noise import as_noise, rule_for_noise
+from ..rules.pnf_rounds import peel_pnf_value
 from .peeling_sampling import nth_free, sample_many
 from .peeling_tree import WeightTree
 from .set_marginal import PeelingSetMarginal
@@ -312,14 +313,16 @@ class Peeling(Mechanism):
         (gumbel: the weight tree; exponential: per-round permute-and-flip tables)."""
         if self.noise == "gumbel":
             return self._tree_probability(values, dps, log=False)
-        return self._values_probability_rounds(values, dps)
+        fast = peel_pnf_value(self.ranking.values, self._mult, values, self.scale, dps, False, self._extra_bits)
+        return self._values_probability_rounds(values, dps) if fast is None else fast
 
     def _group_log_probability(self, values: tuple, dps: int) -> mpmath.mpf:
         """Sum of the per-round log-probabilities (arb enclosures, no cancellation: every
         term is ``<= 0``), certified to relative error ``10**-dps``."""
         if self.noise == "gumbel":
             return self._tree_probability(values, dps, log=True)
-        return self._values_probability_rounds(values, dps, log=True)
+        fast = peel_pnf_value(self.ranking.values, self._mult, values, self.scale, dps, True, self._extra_bits)
+        return self._values_probability_rounds(values, dps, log=True) if fast is None else fast
 
     def _group_probability_exact(self, values: tuple) -> sympy.Expr:
         """Product of the rules' exact per-round probabilities (a Rational with ``base``);

@@ -55,6 +55,16 @@ ball has relative radius ``<= 10**-dps``): the returned value has relative error
 certified separately).  Measured: ``10**4`` levels with
 multiplicities around ``10**400`` to 30 digits in well under a second (benchmarks).
 
+**Lazy tables: the tail bound.**  One output's probability is at most its relative weight:
+``P_b = p_b I_b <= p_b``, since the integrand of ``I_b = int_0^1 F(t)/(1 - t p_b) dt`` is a
+product of factors ``1 - t p_c`` in ``[0, 1]``.  So the levels after a block carry at most
+``sum m_b p_b <= remaining_after(b) * e_last`` of the mass (``e_top = 1``), the bound a
+:class:`~exactdp.core.level_blocks.BlockLevelTable`'s running sum stops on.  The shared values
+read only the blocks that sum read (the rest enters the power sums as ``[0, T]``); a draw
+forms the running sums of ``m_a P_a`` block by block only up to its uniform (one past them
+reads the next block); :meth:`PermuteAndFlip.utility_probability` gives a level not read its
+value from its utility; ``log`` complements add ``[0, T]`` for the levels not read.
+
 **Exact values.**  With a rational base and integral utility gaps every ``p_b`` is
 rational: ``P_a = r_a int_0^1 H(t)/(q_a - r_a t) dt / prod_b q_b^{m_b}`` with
 ``p_b = r_b/q_b`` and ``H = prod_b (q_b - r_b t)^{m_b}`` an integer polynomial of degree
@@ -95,7 +105,7 @@ import random
 import weakref
 from fractions import Fraction
 from collections import OrderedDict
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import mpmath
 from flint import arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
@@ -109,7 +119,8 @@ from ..core.sampling import choose_index
 from ..core.selection import SelectionRule
 from ..errors import InvalidParameterError, NoClosedFormError, PrecisionError
 from .pnf_levels import (PNF_POLY_MIN_PREC, PNF_POLY_SUPPORT_LIMIT, PNF_POLY_WORK_LIMIT,
-                         PNF_POLY_WORK_LIMIT_HIGH_PREC, PnfLevels, ln_magnitudes, use_poly)
+                         PNF_POLY_WORK_LIMIT_HIGH_PREC, PnfLevels, ln_magnitudes, single_output,
+                         use_poly)
 from .quadrature import LN2
 
 __all__ = [
@@ -168,7 +179,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
     levels = PnfLevels(table, method)
     out_p: list[arb] = []
     out_l: list[arb] = []
-    for b in range(len(levels.ranges)):
+    for b in range(len(levels.ranges)):  # (every level: a lazy table finds every block)
         P, L = levels.block(b)
         out_p += P
         out_l += L
@@ -332,7 +343,7 @@ class PermuteAndFlip(SelectionRule):
     def _check_dps(self, table: LevelTable, dps: int) -> None:
         """:class:`PrecisionError` when the quadrature route would be asked for more than
         :data:`PNF_QUADRATURE_MAX_DPS` digits (its cost grows steeply with ``dps``)."""
-        if dps <= PNF_QUADRATURE_MAX_DPS or (len(table) == 1 and table.multiplicities[0] == 1):
+        if dps <= PNF_QUADRATURE_MAX_DPS or single_output(table):
             return
         if self.method == "poly" or (self.method == "auto" and use_poly(table, MAX_PREC)):
             return
@@ -349,23 +360,53 @@ class PermuteAndFlip(SelectionRule):
         self._check_dps(table, dps)
         return certify(lambda: self._levels(table, ctx.prec).value(a)[0], dps, extra_bits=table.extra_bits)
 
+    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+        """``P_a`` of the level with ``utility``: over a lazy table whose shared values
+        stopped early, a level past the blocks they read is never found
+        (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by
+        its index)."""
+        if not getattr(table, "weights_by_utility", False):
+            return super().utility_probability(table, utility, dps)
+        self._check_dps(table, dps)
+        return certify(lambda: self._levels(table, ctx.prec).utility_value(utility), dps, extra_bits=table.extra_bits)
+
+    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+        """``ln P_a`` from :meth:`utility_probability`'s ball when ``P_a <= 1/2`` is certain
+        at the first working precision (no digit lost in the log), else the level's own
+        :meth:`output_log_probability`; the choice depends on the utility and ``dps`` only."""
+        if getattr(table, "weights_by_utility", False):
+            self._check_dps(table, dps)
+            prec = prec_for_dps(dps, table.extra_bits)
+            with flint_workprec(prec):
+                small = bool(2 * self._levels(table, prec).utility_value(utility) <= 1)
+            if small:
+                return certify(lambda: self._levels(table, ctx.prec).utility_value(utility).log(), dps,
+                               extra_bits=table.extra_bits)
+        return super().utility_log_probability(table, utility, dps)
+
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
         """``log P_a``; near 1 computed as ``log1p(-Q_a)`` with the complement
         ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures, formed
         block by block), so that probabilities close to 1 keep full relative accuracy in
-        the log."""
+        the log.  Over a lazy table whose shared values stopped early, the levels not read
+        add ``[0, T]`` (``T`` the table's bound on their weights ``sum m_b p_b``; each
+        ``P_b = p_b I_b <= p_b`` as ``I_b <= 1``)."""
         self._check_dps(table, dps)
 
         def compute():
-            if len(table) == 1 and table.multiplicities[0] == 1:
+            if single_output(table):
                 return arb(0)
             levels = self._levels(table, ctx.prec)
             p_a = levels.value(a)[0]
             q = (table.multiplicities[a] - 1) * p_a
-            for b, (start, _) in enumerate(levels.ranges):
+            n = len(levels.ranges) if levels.tail is None else levels.visited
+            for b in range(n):
+                start = levels.block_range(b)[0]  # type: ignore[index]
                 for i, lv in enumerate(levels.block(b)[1]):
                     if start + i != a:
                         q += lv
+            if levels.tail is not None:
+                q += levels.tail
             if q < 0.5:
                 return (-q).log1p()
             return p_a.log()
@@ -407,13 +448,15 @@ class PermuteAndFlip(SelectionRule):
         prec = prec_for_dps(dps, table.extra_bits)
         bits = accuracy_bits(dps)
         levels = self._levels(table, prec)
-        for b in range(len(levels.ranges)):
+        b = 0
+        while levels.block_range(b) is not None:
             with flint_workprec(prec), gc_paused():  # compute under the precision lock, yield outside it
                 balls = levels.block(b)[which]
                 slow = [i for i, ball in enumerate(balls)  # fast test first, then the exact one
                         if ball.rel_accuracy_bits() < bits and not is_accurate(ball, dps)]
                 values = balls_to_mpf(balls)
-            start = levels.ranges[b][0]
+            start = levels.block_range(b)[0]  # type: ignore[index]
+            b += 1
             for i in slow:
                 values[i] = late(start + i)
             yield from values
@@ -451,9 +494,10 @@ class PermuteAndFlip(SelectionRule):
         """
         if self.sampler == "algorithm5":
             return self.sample_level_algorithm5(table, rng)
-        if len(table) == 1:
+        size = table.sampling_size()  # (a lazy table: its bound on the number of levels)
+        if size == 1:
             return 0
-        return choose_index(lambda prec: self._levels(table, prec, at_least=True).cumulative(), len(table), rng,
+        return choose_index(lambda prec: self._levels(table, prec, at_least=True).cumulative(), size, rng,
                             prec=table.sampling_prec)
 
     def sample_level_algorithm5(self, table: LevelTable, rng: random.Random,

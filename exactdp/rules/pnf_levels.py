@@ -47,7 +47,7 @@ from ..errors import InvalidParameterError
 from .quadrature import LN2, LN_CLAMP, ln_int, poly_integrals
 from .quadrature_stream import StreamedQuadrature
 
-__all__ = ["PnfLevels", "PnfCumulative", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
+__all__ = ["PnfLevels", "PnfCumulative", "single_output", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
            "PNF_POLY_WORK_LIMIT_HIGH_PREC", "use_poly", "ln_lam", "ln_magnitudes"]
 
 #: ``method="auto"`` integrates the polynomial ``F`` exactly in ball arithmetic (the
@@ -135,7 +135,11 @@ def _np() -> Any:
 
 def use_poly(table: LevelTable, prec: int) -> bool:
     """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``
-    (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels)."""
+    (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels, none past the first block when
+    the table knows its number of outputs)."""
+    known = getattr(table, "output_count", None)
+    if known is not None and (known() or 0) > PNF_POLY_SUPPORT_LIMIT:
+        return False
     M = 0
     for m in table.multiplicities:
         M += m
@@ -145,22 +149,33 @@ def use_poly(table: LevelTable, prec: int) -> bool:
     return work <= PNF_POLY_WORK_LIMIT or (prec >= PNF_POLY_MIN_PREC and work <= PNF_POLY_WORK_LIMIT_HIGH_PREC)
 
 
+def single_output(table: LevelTable) -> bool:
+    """Whether ``table`` has one output (one level of multiplicity 1); a lazy table finds
+    at most its second block."""
+    return table.sampling_size() == 1 and table.multiplicities[0] == 1
+
+
 class PnfLevels:
     """Permute-and-flip's values over ``table`` at flint's current precision (module
     docstring); ``method`` as :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`'s."""
 
     def __init__(self, table: LevelTable, method: str):
         self.table, self.method, self.prec = table, method, ctx.prec
-        self.ranges = table.block_ranges()
-        self._starts = [start for start, _ in self.ranges]
+        self._found: list[tuple[int, int]] = []  # the block ranges found so far, in order
+        self._all = False  # whether _found holds every block
         self._lam_log = ln_lam(table.scale)
         self._u0 = table.utilities[0]
         self.poly: Optional[tuple[list[arb], list[arb]]] = None
         self.quad: Optional[StreamedQuadrature] = None
         self._cumulative: Optional[PnfCumulative] = None
+        #: blocks whose levels the shared values summed (the rest: bounded by ``tail``)
+        self.visited = 0
+        #: ``None``, or a ball ``[0, T]`` enclosing ``sum m_b p_b`` over the levels not visited
+        self.tail: Optional[arb] = None
         mult = table.multiplicities
-        if len(table) == 1 and mult[0] == 1:
+        if single_output(table):
             self.poly = [arb(1)], [arb(1)]
+            self.visited = 1
         elif method == "poly" or (method == "auto" and use_poly(table, self.prec)):
             if method == "poly" and sum(mult) > PNF_POLY_SUPPORT_LIMIT:
                 raise InvalidParameterError(
@@ -170,19 +185,47 @@ class PnfLevels:
                 )
             p = table.relative_weights()
             self.poly = poly_integrals(p, mult, table.total(), lambda a: self._accurate(p[a], a))
+            self.visited = len(self.ranges)
         else:
+            # a block table's running sum may stop early (fast-decaying weights): the shared
+            # values then read only the blocks it summed, and bound the rest by its tail
             summed = getattr(table, "summed_blocks", None)
-            self.quad = StreamedQuadrature(table.total(), self.ranges, self._read, mult.__getitem__, method,
-                                           summed() if summed is not None else None)
+            n, tail = summed() if summed is not None else (1, arb(0))
+            self.visited = n
+            self.tail = None if tail.is_zero() else tail
+            ranges = [self.block_range(b) for b in range(n)]
+            self.quad = StreamedQuadrature(table.total(), ranges, self._read, mult.__getitem__, method,
+                                           None if self.tail is None else (n, self.tail))
+
+    def block_range(self, b: int) -> Optional[tuple[int, int]]:
+        """``(start, stop)`` of block ``b``, ``None`` past the last: a lazy table finds its
+        blocks only up to ``b``."""
+        while len(self._found) <= b and not self._all:
+            get = getattr(self.table, "block_range", None)
+            got = get(len(self._found)) if get is not None else (
+                (0, len(self.table)) if not self._found else None)
+            if got is None:
+                self._all = True
+            else:
+                self._found.append(got)
+        return self._found[b] if b < len(self._found) else None
+
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` of every block (a lazy table finds them all)."""
+        b = len(self._found)
+        while self.block_range(b) is not None:
+            b += 1
+        return self._found
 
     def _read(self, b: int) -> tuple[list[float], Sequence[arb], Sequence[arb]]:
         """Block ``b``'s planning floats ``ln p_a`` and balls ``p_a``, ``m_a p_a``."""
-        start, stop = self.ranges[b]
+        start, stop = self._found[b]
         t, lam_log, u0 = self.table, self._lam_log, self._u0
         lnp = _ln_ps(lam_log, u0, t.utilities[start:stop])
         return lnp, t.relative_weights()[start:stop], t.level_weights()[start:stop]
 
-    def _accurate(self, pa: arb, a: int) -> arb:
+    def _accurate(self, pa: arb, a: int, utility: Any = None) -> arb:
         """``p_a`` with full relative accuracy at flint's precision.  The table's relative
         weights are ``exp(lam (u_a - u_0))`` at the working precision, which for an
         astronomically small ``p_a`` (``|lam (u_a - u_0)|`` beyond ``2**prec``) is a ball
@@ -195,7 +238,7 @@ class PnfLevels:
         # those balls are fine, and recomputing them would cost an exponential per level)
         if a == 0 or pa.rel_accuracy_bits() >= prec - 16 - self.table.extra_bits:  # (inlined in block)
             return pa
-        delta = Fraction(self.table.utilities[a] - self._u0)
+        delta = Fraction((self.table.utilities[a] if utility is None else utility) - self._u0)
         ln_mag = _ln_gap(self._lam_log, -delta)  # ln |ln p_a|, this level only
         extra = 64 + (int(math.ceil(ln_mag / LN2)) if ln_mag > 0 else 0)
         with flint_workprec(prec + extra):
@@ -212,7 +255,10 @@ class PnfLevels:
 
     def block(self, b: int) -> tuple[list[arb], list[arb]]:
         """``(P_a, m_a P_a)`` for the levels of block ``b`` (at this object's precision)."""
-        start, stop = self.ranges[b]
+        found = self.block_range(b)
+        if found is None:
+            raise IndexError(b)
+        start, stop = found
         if self.poly is not None:
             return self.poly[0][start:stop], self.poly[1][start:stop]
         quad = self.quad
@@ -245,9 +291,37 @@ class PnfLevels:
             return self._one(a, _ln_ps(self._lam_log, self._u0, [t.utilities[a]])[0], t.relative_weights()[a],
                              t.level_weights()[a])
 
+    def utility_value(self, utility: Any) -> arb:
+        """``P_a`` of the level with ``utility`` (a table with ``weights_by_utility``): a
+        level past the blocks the shared values read is never found, its ``p_a`` is the
+        table's ball for that utility (the very ball of its block) and its integral the
+        one :meth:`value` gives it (a level not read has no direct integral kept), so the
+        value is the same as ``value(index_of(utility))[0]``."""
+        if self.poly is not None or self.tail is None:
+            return self.value(self.table.index_of(utility))[0]
+        last_visited = self._found[self.visited - 1][1] - 1
+        if utility >= self.table.utilities[last_visited]:
+            return self.value(self.table.index_of(utility))[0]
+        assert self.quad is not None
+        with flint_workprec(self.prec):
+            pa = self.table.relative_weight_of(utility)
+            lnp = _ln_ps(self._lam_log, self._u0, [utility])[0]
+            # (a level not read is no level 0 and has no direct integral: any such index)
+            return self._accurate(pa, -1, utility) * self.quad.integral(-1, lnp, pa)
+
     def block_of(self, a: int) -> int:
-        """The index of the block holding level ``a``."""
-        return bisect_right(self._starts, a) - 1
+        """The index of the block holding level ``a`` (a lazy table finds blocks up to it)."""
+        b = len(self._found) - 1
+        while b < 0 or self._found[b][1] <= a:
+            b += 1
+            if self.block_range(b) is None:
+                raise IndexError(a)
+        return bisect_right(self._found, (a, math.inf)) - 1
+
+    def is_last(self, a: int) -> bool:
+        """Whether ``a`` is the last level's index (finding at most one block past it)."""
+        b = self.block_of(a)
+        return a == self._found[b][1] - 1 and self.block_range(b + 1) is None
 
     def cumulative(self) -> "PnfCumulative":
         """The running sums of the level probabilities (:class:`PnfCumulative`), kept."""
@@ -259,18 +333,22 @@ class PnfLevels:
 class PnfCumulative(Sequence):
     """``C_a = sum_{b <= a} m_b P_b`` for :func:`~exactdp.core.sampling.choose_index`, at the
     precision of its :class:`PnfLevels` (module docstring).  ``C_last`` is exactly 1; the
-    running sum is formed in level order, the same additions however far it was asked."""
+    running sum is formed in level order, the same additions however far it was asked.
+
+    Over a lazy table the blocks are found only as far as a draw reads: ``C_last = 1``
+    needs no pass (the level probabilities of a distribution sum to 1), and a uniform
+    beyond the sums formed so far reads the next blocks (their ``P_a`` from the shared
+    values, :meth:`PnfLevels.block`), never rounded to a level already read."""
 
     _KEEP = 2  # blocks of running sums kept (a draw reads C_{a-1} and C_a: at most two)
 
     def __init__(self, levels: PnfLevels):
         self.levels = levels
-        self._n = len(levels.table)
         self._ends: list[arb] = []  # the running sum at the end of each block formed so far
         self._kept: "OrderedDict[int, list[arb]]" = OrderedDict()
 
     def __len__(self) -> int:
-        return self._n
+        return len(self.levels.table)
 
     def _block(self, b: int) -> list[arb]:
         got = self._kept.get(b)
@@ -294,25 +372,28 @@ class PnfCumulative(Sequence):
 
     def __getitem__(self, a):  # type: ignore[override]
         if isinstance(a, slice):
-            return [self[i] for i in range(*a.indices(self._n))]
-        if a < 0:
-            a += self._n
-        if not 0 <= a < self._n:
-            raise IndexError(a)
-        if a == self._n - 1:
+            return [self[i] for i in range(*a.indices(len(self)))]
+        if a == -1:
             return arb(1)  # the level probabilities sum to exactly 1
+        if a < 0:
+            a += len(self)
+        if a < 0:
+            raise IndexError(a)
+        if self.levels.is_last(a):
+            return arb(1)
         b = self.levels.block_of(a)
-        return self._block(b)[a - self.levels.ranges[b][0]]
+        return self._block(b)[a - self.levels.block_range(b)[0]]  # type: ignore[index]
 
     def first_not_below(self, lower: Any) -> int:
         """First index whose upper bound is not ``<= lower`` (the last if none): the block
-        sums are formed in order until one ends above ``lower``, then one block is searched."""
-        last = len(self.levels.ranges) - 1
+        sums are formed in order until one ends above ``lower`` (a lazy table finds the
+        next block only when the sums so far end below it), then one block is searched."""
+        levels = self.levels
         b = 0
-        while b < last:
+        while levels.block_range(b + 1) is not None:  # block b is not the last
             if len(self._ends) <= b:
                 self._block(b)
             if not self._ends[b].upper() <= lower:
                 break
             b += 1
-        return self.levels.ranges[b][0] + first_not_below(self._block(b), lower)
+        return levels.block_range(b)[0] + first_not_below(self._block(b), lower)  # type: ignore[index]

@@ -89,8 +89,9 @@ class StreamedQuadrature:
         self.cap = cap = 4 * prec + 64
         self._zero_need = min(lnS - 60.0, lnS - (prec + 7) * LN2 - 1.0)  # below: need 0 for sure
         n_blocks, tail = summed if summed is not None else (len(ranges), None)
-        if n_blocks >= len(ranges):
-            n_blocks, tail = len(ranges), None  # every level is visited
+        if tail is not None and tail.is_zero():
+            tail = None  # every level is visited
+        n_blocks = min(n_blocks, len(ranges))  # (a lazy table's caller passes the summed blocks only)
         self.tail = tail  # None, or a bound on the weights of the levels not visited
 
         # -- the one pass over the levels --------------------------------------------------

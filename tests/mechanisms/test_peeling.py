@@ -41,6 +41,7 @@ from twins import (
     one_shot_probability_nested,
     peel_exact,
     peel_gumbel_mp,
+    peel_pnf_mp,
     rel_close,
     run_python,
 )
@@ -99,17 +100,7 @@ def test_certified_exponential_with_epsilon():
     with mpmath.workdps(80):
         lam = mpmath.mpf(eps.numerator) / (eps.denominator * k)
         for seq in permutations(range(len(counts)), k):
-            p = mpmath.mpf(1)
-            remaining = set(range(len(counts)))
-            for j in seq:
-                top = max(counts[i] for i in remaining)
-                acc = {i: mpmath.exp(lam * (counts[i] - top)) for i in remaining}
-                poly = [mpmath.mpf(1)]
-                for i in remaining:
-                    if i != j:
-                        poly = [a - acc[i] * b for a, b in zip(poly + [0], [0] + poly)]
-                p *= acc[j] * mpmath.fsum(c / (n + 1) for n, c in enumerate(poly))
-                remaining.discard(j)
+            p = peel_pnf_mp(counts, seq, lam)
             assert rel_close(m.probability(seq, dps=30), p)
             assert rel_close(m.log_probability(seq, dps=30), mpmath.log(p))
 

@@ -25,6 +25,8 @@ from exactdp.core.level_stream import StreamSource
 from exactdp.core.levels import LevelTable
 from exactdp.mechanisms.joint_set import iter_joint_set_levels, joint_set_levels
 
+from twins import run_operations
+
 NOISES = ("gumbel", "exponential")
 
 
@@ -416,17 +418,7 @@ def test_no_value_depends_on_the_order_of_operations(inst, kind, order, seed):
     probe = tuple(rng.sample(range(len(counts)), k))
 
     def run(m, steps):
-        out = {}
-        for step in steps:
-            if step == 0:
-                out["samples"] = m.samples(5, rng=seed)
-            elif step == 1:
-                out["p"] = m.probability(probe, dps=15)
-            elif step == 2:
-                out["logp"] = m.log_probability(probe, dps=15)
-            else:
-                out["law"] = m.level_probabilities(15) if budget else list(m.iter_level_probabilities(15))
-        return out
+        return run_operations(m, steps, seed, probe, lists=bool(budget))
 
     full = _make(kind, counts, k)
     list(full.iter_level_probabilities(15))

@@ -84,6 +84,7 @@ from .peeling import (  # noqa: F401  (re-exported: from twins import ...)
     one_shot_probability,
     one_shot_probability_nested,
     peel_exact,
+    peel_pnf_mp,
     peel_gumbel_mp,
 )
 from .set_marginal import orderings_by_level, set_marginal  # noqa: F401  (re-exported)
@@ -105,5 +106,6 @@ from .shared import (  # noqa: F401  (re-exported: from twins import ...)
     as_fraction,
     rel_close,
     rel_err,
+    run_operations,
     run_python,
 )

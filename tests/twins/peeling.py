@@ -155,3 +155,21 @@ def pnf_by_accepted_set(weights: dict) -> dict:
             for o in chosen:
                 out[o] += prob / size
     return out
+
+
+def peel_pnf_mp(counts: Sequence[int], seq: tuple, lam) -> "mpmath.mpf":
+    """Per-round permute-and-flip among the remaining items at mpmath's precision:
+    ``p_j int_0^1 prod_{i != j} (1 - t p_i) dt`` with ``p_i = exp(lam (c_i - max remaining))``,
+    the polynomial expanded item by item and integrated term by term."""
+    p = mpmath.mpf(1)
+    remaining = set(range(len(counts)))
+    for j in seq:
+        top = max(counts[i] for i in remaining)
+        w = {i: mpmath.exp(lam * (counts[i] - top)) for i in remaining}
+        poly = [mpmath.mpf(1)]
+        for i in remaining:
+            if i != j:
+                poly = [a - w[i] * b for a, b in zip(poly + [0], [0] + poly)]
+        p *= w[j] * mpmath.fsum(c / (n + 1) for n, c in enumerate(poly))
+        remaining.discard(j)
+    return p

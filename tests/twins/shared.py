@@ -59,3 +59,21 @@ def run_python(code: str, timeout: int = 120, limit_bytes: int | None = None) ->
 
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=timeout, preexec_fn=limit)
+
+
+def run_operations(m, steps, seed: int, probe: tuple, lists: bool = True) -> dict:
+    """The operations of the order-of-operations tests on any mechanism object, in the
+    order ``steps`` (0: ``samples(5, rng=seed)``; 1 and 2: ``probability`` and
+    ``log_probability`` of ``probe`` to 15 digits; 3: the level law, as a list when
+    ``lists`` else streamed), as a dict to compare bit for bit."""
+    out = {}
+    for step in steps:
+        if step == 0:
+            out["samples"] = m.samples(5, rng=seed)
+        elif step == 1:
+            out["p"] = m.probability(probe, dps=15)
+        elif step == 2:
+            out["logp"] = m.log_probability(probe, dps=15)
+        else:
+            out["law"] = m.level_probabilities(15) if lists else list(m.iter_level_probabilities(15))
+    return out
