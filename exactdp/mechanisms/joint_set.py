@@ -510,19 +510,16 @@ class JointSet(JointFamily):
         order = self.ranking.order
         return frozenset(order[x] for x in self._level_paths(a).unrank(r))
 
-    def _sample(self, gen: random.Random) -> frozenset:
-        """One exact draw: the level by the rule, then a uniform set of it
-        (:meth:`~exactdp.mechanisms.joint_set_unrank.LevelPaths.draw`: the numbers of ranks
-        per segment from one uniform rank, the ranks within a segment by Floyd's algorithm)."""
-        order = self.ranking.order
-        return frozenset(order[x] for x in self._level_paths(self.rule.sample_level(self.table, gen)).draw(gen))
-
     def _samples(self, n: int, gen: random.Random) -> list[frozenset]:
         """``n`` exact draws: the ``n`` levels at once by the rule's
         :meth:`~exactdp.core.selection.SelectionRule.sample_levels` (64-bit words against
         the level law's integer bounds, reading only the blocks the words reach), then the
         draws of each level together, levels in increasing index, from one table per level
-        built once per call; each draw has the law of :meth:`sample`."""
+        built once per call, each set drawn by
+        :meth:`~exactdp.mechanisms.joint_set_unrank.LevelPaths.draw` (the numbers of ranks
+        per segment by 64-bit words against exact integer bounds, the ranks within a segment
+        by Floyd's algorithm): each draw has the law of :meth:`sample`, which unranks one
+        uniform integer (the walk-through's route)."""
         levels = self.rule.sample_levels(self.table, gen, n)
         by_level: dict[int, list[int]] = {}
         for t, a in enumerate(levels):

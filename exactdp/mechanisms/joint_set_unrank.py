@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from typing import Iterator
+from typing import Iterator, Optional
 
 from flint import arb, fmpz, fmpz_poly
 
@@ -61,6 +61,7 @@ __all__ = ["LevelPaths", "uniform_subset"]
 
 _ONE = fmpz_poly([1])
 _ZERO = fmpz_poly([])
+_NEW = object()  # a state no draw has reached
 
 
 def uniform_subset(rng: random.Random, size: int, j: int) -> list[int]:
@@ -93,16 +94,27 @@ def uniform_subset(rng: random.Random, size: int, j: int) -> list[int]:
 _SHORT_SEGMENT = 8
 
 
-def _segment(after: fmpz_poly, binom: fmpz_poly, size: int, length: int, shift: int) -> fmpz_poly:
-    """``((1 + y)**size * after mod y**length) >> shift`` (``binom`` is ``(1 + y)**size``
-    truncated): one segment of the window recurrence."""
+def _binomials(size: int, top: int) -> list[fmpz]:
+    """``C(size, j)`` for ``j = 0..top``, each from the last by one exact multiplication
+    and division."""
+    out, c = [fmpz(1)], fmpz(1)
+    for j in range(top):
+        c = c * (size - j) // (j + 1)
+        out.append(c)
+    return out
+
+
+def _segment(after: fmpz_poly, binom: list[fmpz], length: int, shift: int) -> fmpz_poly:
+    """``((1 + y)**L * after mod y**length) >> shift`` for a segment of ``L`` ranks
+    (``binom``: ``(1 + y)**L``'s first coefficients, as many as ``length`` needs): one
+    segment of the window recurrence."""
     if length <= shift or after.length() == 0:
         return _ZERO
-    if size <= _SHORT_SEGMENT:
-        for _ in range(size):
+    if len(binom) - 1 <= _SHORT_SEGMENT and binom[-1] == 1:  # (1 + y)**L in full, L short: L shifted sums
+        for _ in range(len(binom) - 1):
             after = after + after.left_shift(1)
         return after.truncate(length).right_shift(shift)
-    return after.mul_low(binom, length).right_shift(shift)
+    return after.mul_low(fmpz_poly(binom), length).right_shift(shift)
 
 
 class LevelPaths:
@@ -133,22 +145,20 @@ class LevelPaths:
         binoms: list = [None] * (S - 1)
         for s in range(S - 2, -1, -1):
             top = hi[s + 1] - lo[s]  # the largest power kept (n = lo_s)
+            size, shift = self.lengths[s], hi[s + 1] - hi[s]
             # j ranks of the segment: at most its length and at most the window's spread
-            q = fmpz_poly([1, 1]).pow_trunc(self.lengths[s], max(0, min(self.lengths[s], top)) + 1)
-            binoms[s] = q.coeffs()
-            shift = hi[s + 1] - hi[s]
-            size = self.lengths[s]
-            a[s] = _segment(a[s + 1], q, size, top + 1, shift)
-            bb[s] = _segment(bb[s + 1], q, size, hi[s + 1] - max(lo[s], need_g[s]) + 1, shift)
+            binoms[s] = _binomials(size, max(0, min(size, top)))
+            a[s] = _segment(a[s + 1], binoms[s], top + 1, shift)
+            bb[s] = _segment(bb[s + 1], binoms[s], hi[s + 1] - max(lo[s], need_g[s]) + 1, shift)
         self.binoms = binoms
-        # coefficient lists, index hi_s - n (past a list's end: 0)
-        self.a = [p.coeffs() for p in a]
-        self.b = [p.coeffs() for p in bb]
+        #: the polynomials A_s and B_s: ``a[s][hi_s - n]`` is ``A[s][n]`` (0 past the end)
+        self.a, self.b = a, bb
         self.first_flag = self.fire[0] >= 0
         self.size = int(self._left(0, 0, self.first_flag))
         self._find_runs()
-        #: (segment, n, flag) -> the draw's choice there (:meth:`_step`), built as draws reach it
-        self.steps: dict[tuple[int, int, bool], tuple] = {}
+        #: (segment, n, flag) -> the draw's choice there (:meth:`_step`), built when draws reach
+        #: it a second time (``None``: reached once)
+        self.steps: dict[tuple[int, int, bool], Optional[tuple]] = {}
 
     def _find_runs(self) -> None:
         """The segments a draw passes without a choice: both windows a single state and the
@@ -180,10 +190,9 @@ class LevelPaths:
         """The sets still possible from boundary ``s`` with ``n`` ranks chosen (``flag``:
         some row has reached the level)."""
         e = self.hi[s] - n
-        a, b = self.a[s], self.b[s]
-        x = a[e] if 0 <= e < len(a) else fmpz(0)
-        if not flag and e < len(b):
-            x -= b[e]
+        x = self.a[s][e]
+        if not flag:
+            x -= self.b[s][e]
         return x
 
     def _walk(self, r: int) -> Iterator[tuple[int, int, fmpz]]:
@@ -204,8 +213,8 @@ class LevelPaths:
                 if j == jhi:  # the last choice left: r lies in it
                     break
                 e = h - n2
-                x = a[e] if e < len(a) else 0
-                if not flag2 and e < len(b):
+                x = a[e]
+                if not flag2:
                     x -= b[e]
                 w = binom[j] * x
                 if rr < w:
@@ -242,8 +251,8 @@ class LevelPaths:
         for j in range(jlo, jhi + 1):
             n2 = n + j
             e = h - n2
-            x = a[e] if e < len(a) else 0
-            if n2 > fire and not flag and e < len(b):
+            x = a[e]
+            if n2 > fire and not flag:
                 x -= b[e]
             run += binom[j] * x
             yield run
@@ -264,6 +273,21 @@ class LevelPaths:
             step = (jlo, lo, hi)
         self.steps[s, n, flag] = step
         return step
+
+    def _first_visit(self, s: int, n: int, flag: bool, rng: random.Random) -> int:
+        """The number of ranks chosen at segment ``s`` from a state no draw has reached
+        before: a uniform integer below the state's count (``rng.randrange``) against the
+        running sums of its weights, exactly, without the bounds :meth:`_step` builds for
+        the states reached again (most states are reached once or twice)."""
+        jlo = self._least_j(s, n)
+        if jlo == min(self.lengths[s], self.hi[s + 1] - n):
+            return self._step(s, n, flag)[0]
+        self.steps[s, n, flag] = None  # reached once: the next visit builds the bounds
+        u = rng.randrange(int(self._left(s, n, flag)))
+        for j, run in enumerate(self._weights(s, n, flag), start=jlo):
+            if u < run:
+                return j
+        raise AssertionError("the weights of a state add up to its count")  # pragma: no cover
 
     def _finish(self, s: int, n: int, flag: bool, u: int, rng: random.Random) -> int:
         """A choice its first 64 bits ``u`` left undecided (probability about ``2**-60``),
@@ -292,14 +316,17 @@ class LevelPaths:
                 flag = flag or run_fires[e] > run_fires[s]
                 n, s = hi[e], e
                 continue
-            step = steps.get((s, n, flag))
-            jlo, lo, up = step if step is not None else self._step(s, n, flag)
-            if lo is None:
-                j = jlo
+            step = steps.get((s, n, flag), _NEW)
+            if step is _NEW:
+                j = self._first_visit(s, n, flag, rng)
             else:
-                u = getrandbits(WORD_BITS)
-                i = inverse_cdf_word(lo, up, u)
-                j = jlo + (i if i is not None else self._finish(s, n, flag, u, rng))
+                jlo, lo, up = step if step is not None else self._step(s, n, flag)
+                if lo is None:
+                    j = jlo
+                else:
+                    u = getrandbits(WORD_BITS)
+                    i = inverse_cdf_word(lo, up, u)
+                    j = jlo + (i if i is not None else self._finish(s, n, flag, u, rng))
             if j:
                 size, base = lengths[s], bounds[s]
                 if j == size:
