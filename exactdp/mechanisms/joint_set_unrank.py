@@ -57,6 +57,8 @@ from ..core.combinatorics import unrank_combination
 from ..core.ranking import Ranking
 from ..core.sampling import WORD_BITS, choose_index, inverse_cdf_word, word_bounds
 
+_WORD_MAX = (1 << WORD_BITS) - 1
+
 __all__ = ["LevelPaths", "uniform_subset"]
 
 _ONE = fmpz_poly([1])
@@ -274,20 +276,26 @@ class LevelPaths:
         self.steps[s, n, flag] = step
         return step
 
-    def _first_visit(self, s: int, n: int, flag: bool, rng: random.Random) -> int:
+    def _first_visit(self, s: int, n: int, flag: bool, u: int, rng: random.Random) -> int:
         """The number of ranks chosen at segment ``s`` from a state no draw has reached
-        before: a uniform integer below the state's count (``rng.randrange``) against the
-        running sums of its weights, exactly, without the bounds :meth:`_step` builds for
-        the states reached again (most states are reached once or twice)."""
-        jlo = self._least_j(s, n)
-        if jlo == min(self.lengths[s], self.hi[s + 1] - n):
-            return self._step(s, n, flag)[0]
+        before, for the word ``u``: the index :meth:`_step`'s bounds would give (the first
+        ``j`` with ``2**64 C_j >= (u + 1) X``, decided when ``2**64 C_{j-1} <= u X``, for the
+        running sums ``C`` and the state's count ``X``), found by exact comparisons along
+        the running sums instead of building the bounds: most states are reached once or
+        twice, and a draw reads the same bits whichever way it is decided."""
         self.steps[s, n, flag] = None  # reached once: the next visit builds the bounds
-        u = rng.randrange(int(self._left(s, n, flag)))
-        for j, run in enumerate(self._weights(s, n, flag), start=jlo):
-            if u < run:
-                return j
-        raise AssertionError("the weights of a state add up to its count")  # pragma: no cover
+        if u != _WORD_MAX:
+            total = self._left(s, n, flag)
+            low = total * u
+            high, before = low + total, fmpz(0)
+            for j, run in enumerate(self._weights(s, n, flag), start=self._least_j(s, n)):
+                run <<= WORD_BITS
+                if run >= high:
+                    if before <= low:
+                        return j
+                    break
+                before = run
+        return self._least_j(s, n) + self._finish(s, n, flag, u, rng)
 
     def _finish(self, s: int, n: int, flag: bool, u: int, rng: random.Random) -> int:
         """A choice its first 64 bits ``u`` left undecided (probability about ``2**-60``),
@@ -317,8 +325,10 @@ class LevelPaths:
                 n, s = hi[e], e
                 continue
             step = steps.get((s, n, flag), _NEW)
+            if step is _NEW and self._least_j(s, n) == min(lengths[s], hi[s + 1] - n):
+                step = self._step(s, n, flag)  # one choice: kept at once (no bits read)
             if step is _NEW:
-                j = self._first_visit(s, n, flag, rng)
+                j = self._first_visit(s, n, flag, getrandbits(WORD_BITS), rng)
             else:
                 jlo, lo, up = step if step is not None else self._step(s, n, flag)
                 if lo is None:
