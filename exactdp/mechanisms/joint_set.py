@@ -529,5 +529,5 @@ class JointSet(JointFamily):
         for a in sorted(by_level):
             draw = self._level_paths(a).draw
             for t in by_level[a]:
-                out[t] = frozenset([order[x] for x in draw(gen)])
+                out[t] = frozenset(draw(gen, order))
         return out

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from flint import arb, fmpz, fmpz_poly
 
@@ -125,7 +125,7 @@ class LevelPaths:
     ``range(size)`` onto their rank lists) and :meth:`draw` (one uniform set's ranks)."""
 
     __slots__ = ("k", "bounds", "lengths", "lo", "hi", "fire", "binoms", "a", "b", "size", "first_flag",
-                 "run_end", "run_ranks", "run_offset", "run_fires", "steps")
+                 "run_end", "run_ranks", "run_offset", "run_fires", "run_items", "steps")
 
     def __init__(self, ranking: Ranking, k: int, M: int):
         sc = ranking.sorted_counts
@@ -187,6 +187,8 @@ class LevelPaths:
             if forced[s]:
                 end[s] = end[s + 1]
         self.run_end, self.run_ranks, self.run_offset, self.run_fires = end, ranks, offset, fires
+        #: ``(order, run_ranks as items of order)`` for the last ``order`` a draw was given
+        self.run_items: tuple = (None, [])
 
     def _left(self, s: int, n: int, flag: bool) -> fmpz:
         """The sets still possible from boundary ``s`` with ``n`` ranks chosen (``flag``:
@@ -303,9 +305,9 @@ class LevelPaths:
         ends = list(self._weights(s, n, flag))
         return choose_index(lambda prec: [arb(e) for e in ends], len(ends), rng, prefix=(u, WORD_BITS))
 
-    def draw(self, rng: random.Random) -> list[int]:
-        """A uniform set of the level (its ranks, in no particular order), from integer
-        randomness only.  The walk of :meth:`unrank` as a chain of exact draws: at each
+    def draw(self, rng: random.Random, order: Optional[Sequence[int]] = None) -> list[int]:
+        """A uniform set of the level (its ranks, in no particular order; the items
+        ``order[rank]`` when ``order`` is given), from integer randomness only.  The walk of :meth:`unrank` as a chain of exact draws: at each
         segment with a choice, the number of ranks by one 64-bit word of ``rng`` against the
         integer bounds of its law (:meth:`_step`, built once per state and kept), finished
         exactly in the rare undecided case; the ranks within the segment by
@@ -314,13 +316,20 @@ class LevelPaths:
         chain's steps are the ratios of the counts ``unrank`` reads."""
         getrandbits = rng.getrandbits
         steps, lengths, bounds, fire, hi = self.steps, self.lengths, self.bounds, self.fire, self.hi
-        run_end, run_ranks, run_offset, run_fires = self.run_end, self.run_ranks, self.run_offset, self.run_fires
+        run_end, run_offset, run_fires = self.run_end, self.run_offset, self.run_fires
+        if order is None:
+            order, run_items = range(bounds[-1]), self.run_ranks
+        else:
+            held, run_items = self.run_items
+            if held is not order:  # the forced ranks as items, once per order
+                run_items = [order[x] for x in self.run_ranks]
+                self.run_items = (order, run_items)
         ranks: list[int] = []
         n, flag, s, last = 0, self.first_flag, 0, len(lengths)
         while s < last:
             e = run_end[s]
             if e > s:  # no choice up to boundary e
-                ranks += run_ranks[run_offset[s]:run_offset[e]]
+                ranks += run_items[run_offset[s]:run_offset[e]]
                 flag = flag or run_fires[e] > run_fires[s]
                 n, s = hi[e], e
                 continue
@@ -340,15 +349,15 @@ class LevelPaths:
             if j:
                 size, base = lengths[s], bounds[s]
                 if j == size:
-                    ranks += range(base, base + size)
+                    ranks += order[base:base + size]
                 elif j == 1:
                     bits = size.bit_length()
                     x = getrandbits(bits)
                     while x >= size:
                         x = getrandbits(bits)
-                    ranks.append(base + x)
+                    ranks.append(order[base + x])
                 else:
-                    ranks += [base + x for x in uniform_subset(rng, size, j)]
+                    ranks += [order[base + x] for x in uniform_subset(rng, size, j)]
             n += j
             s += 1
             flag = flag or n <= fire[s]
