@@ -8,6 +8,10 @@ Run:  python benchmarks/bench_stream_sample.py                   (d = 166,000, k
       python benchmarks/bench_stream_sample.py --d 20000 --k 50  (a quicker size)
       python benchmarks/bench_stream_sample.py --noise exponential --mechanisms Canonical
                                                                 (Canonical with permute-and-flip)
+      python benchmarks/bench_stream_sample.py --mechanisms JointSet --shapes heavy distinct zipf \
+          --draws 100000 --before main                         (JointSet's samples(n) at n = 10**5)
+      python benchmarks/bench_stream_sample.py --prob-worst --before main
+                                                                (``exactdp prob`` of the worst output)
 
 Every run is a fresh child process under ``benchmarks/run.py``'s helper (address-space
 cap ``--cap-gib``, timeout ``--timeout``); columns are CPU seconds of the child's timed
@@ -15,10 +19,13 @@ parts and its peak resident memory (``ru_maxrss``, MiB, interpreter and counts i
 
 - exactdp: ``JointSet(counts, k, epsilon=1)`` / ``Canonical(counts, k, epsilon=1)``
   (``noise="gumbel"``), default ``memory_budget``; timed: one ``sample(rng=1)``, then its
-  ``probability(output, dps=30)``, then ``samples(1000, rng=2)``.
+  ``probability(output, dps=30)``, then ``samples(N, rng=2)`` (``--draws N``, default 1000).
 - ``--noise exponential``: ``Canonical(counts, k, epsilon=1, noise="exponential")``
   (permute-and-flip over the same lazy table; JointSet has no such option), against
   ``FloatPNFJoint`` of ``examples/float_joint.py`` (Algorithm 5 in float64) drawing one sample.
+- ``--prob-worst``: ``exactdp prob joint-set|canonical --counts-file F -k K --epsilon 1
+  --output WORST`` in-process (stdout to ``/dev/null``), WORST the ``k`` items of the lowest
+  counts (the deepest level), with the package now and at ``--before``.
 - float64 reference: ``FloatJoint`` of ``examples/float_joint.py`` drawing one sample on
   the same counts (the published float64 Joint pipeline: the ``k x d`` differences,
   sorted, log m~, one Gumbel-max draw).  Neither paper publishes a float sampler for
@@ -51,7 +58,7 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def child_exact(kind: str, shape: str, d: int, k: int, noise: str = "gumbel") -> dict:
+def child_exact(kind: str, shape: str, d: int, k: int, noise: str = "gumbel", draws: int = 1000) -> dict:
     import exactdp
 
     counts = make_counts(shape, d)
@@ -64,10 +71,58 @@ def child_exact(kind: str, shape: str, d: int, k: int, noise: str = "gumbel") ->
     p = m.probability(output, dps=30)
     t_prob = cpu() - start
     start = cpu()
-    m.samples(1000, rng=2)
+    m.samples(draws, rng=2)
     t_many = cpu() - start
     return {"cpu": t_sample + t_prob, "sample": t_sample, "prob": t_prob, "many": t_many,
             "note": f"P = {float(p):.3g}"}
+
+
+def child_prob(kind: str, path: str, k: int, output: str) -> dict:
+    """``exactdp prob`` in this process, its output discarded."""
+    import os
+
+    from exactdp.cli import main
+
+    start = cpu()
+    saved = sys.stdout
+    with open(os.devnull, "w") as sink:
+        sys.stdout = sink
+        try:
+            status = main(["prob", kind, "--counts-file", path, "-k", str(k), "--epsilon", "1", "--output", output])
+        finally:
+            sys.stdout = saved
+    return {"cpu": cpu() - start, "note": f"exit {status}"}
+
+
+def worst_output(counts: list[int], k: int) -> str:
+    """The ``k`` items of the lowest counts (ties: the larger ids, the last ranks)."""
+    order = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    return ",".join(map(str, sorted(order[-k:])))
+
+
+def prob_table(args: argparse.Namespace, now: str, before: "str | None") -> None:
+    import tempfile
+
+    head = "| command | counts | d | k | CPU s | peak MiB |"
+    if before:
+        head += f" before ({args.before}) CPU s | before peak MiB |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for shape in args.shapes:
+        for d in args.d:
+            counts = make_counts(shape, d)
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+                f.write(" ".join(map(str, counts)))
+            for k in args.k:
+                output = worst_output(counts, k)
+                for kind in ("joint-set", "canonical"):
+                    child = ["prob", kind, f.name, str(k), output]
+                    r = run_child(child, args.cap_gib, args.timeout, now)
+                    row = f"| prob {kind} (worst output) | {shape} | {d:,} | {k} | {_seconds(r, 'cpu')} | {r['peak']:,.0f} |"
+                    if before:
+                        b = run_child(child, args.cap_gib, args.timeout, before)
+                        row += f" {_seconds(b, 'cpu')} | {b['peak']:,.0f} |"
+                    print(row, flush=True)
 
 
 def child_float(shape: str, d: int, k: int, noise: str = "gumbel") -> dict:
@@ -113,7 +168,9 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         what, rest = sys.argv[2], sys.argv[3:]
         if what == "exact":
-            rep = child_exact(rest[0], rest[1], int(rest[2]), int(rest[3]), *rest[4:])
+            rep = child_exact(rest[0], rest[1], int(rest[2]), int(rest[3]), rest[4], int(rest[5]))
+        elif what == "prob":
+            rep = child_prob(rest[0], rest[1], int(rest[2]), rest[3])
         else:
             rep = child_float(rest[0], int(rest[1]), int(rest[2]), *rest[3:])
         print(json.dumps(rep))
@@ -125,25 +182,34 @@ def main() -> None:
     ap.add_argument("--mechanisms", nargs="+", default=["JointSet", "Canonical"], choices=["JointSet", "Canonical"])
     ap.add_argument("--noise", nargs="+", default=["gumbel"], choices=["gumbel", "exponential"],
                     help="Canonical's noise (exponential: permute-and-flip; JointSet rows only with gumbel)")
+    ap.add_argument("--draws", type=int, default=1000, help="the n of the timed samples(n) (default 1000)")
+    ap.add_argument("--prob-worst", action="store_true", help="time `exactdp prob` of the worst output instead")
     args, before = start_run(ap)
     now = str(ROOT)
-    head = ("| mechanism | counts | d | k | sample s | probability(30) s | samples(1000) s | peak MiB | "
-            "float64 one sample s | exactdp sample+probability / float |")
+    if args.prob_worst:
+        prob_table(args, now, before)
+        return
+    head = (f"| mechanism | counts | d | k | sample s | probability(30) s | samples({args.draws:,}) s | peak MiB | "
+            "float64 one sample s | exactdp sample+probability / float | samples per draw / float |")
     if before:
-        head += f" before ({args.before}) sample s | before probability s | before peak MiB |"
+        head += (f" before ({args.before}) sample s | before probability s | before samples({args.draws:,}) s | "
+                 "before peak MiB |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for shape, d, k, noise in ((s, d, k, n) for s in args.shapes for d in args.d for k in args.k for n in args.noise):
         flt = run_child(["float", shape, str(d), str(k), noise], args.cap_gib, args.timeout, now)
         for kind in [m for m in args.mechanisms if noise == "gumbel" or m == "Canonical"]:
-            r = run_child(["exact", kind, shape, str(d), str(k), noise], args.cap_gib, args.timeout, now)
+            child = ["exact", kind, shape, str(d), str(k), noise, str(args.draws)]
+            r = run_child(child, args.cap_gib, args.timeout, now)
             label = kind if noise == "gumbel" else f"{kind} ({noise})"
             ratio = "-" if "fail" in r or "fail" in flt else f"{r['cpu'] / flt['cpu']:.2g}"
+            per_draw = "-" if "fail" in r or "fail" in flt else f"{r['many'] / args.draws / flt['cpu']:.2g}"
             row = (f"| {label} | {shape} | {d:,} | {k} | {_seconds(r, 'sample')} | {_seconds(r, 'prob')} | "
-                   f"{_seconds(r, 'many')} | {r['peak']:,.0f} | {_seconds(flt, 'cpu')} | {ratio} |")
+                   f"{_seconds(r, 'many')} | {r['peak']:,.0f} | {_seconds(flt, 'cpu')} | {ratio} | {per_draw} |")
             if before:
-                b = run_child(["exact", kind, shape, str(d), str(k), noise], args.cap_gib, args.timeout, before)
-                row += f" {_seconds(b, 'sample')} | {_seconds(b, 'prob')} | {b['peak']:,.0f} |"
+                b = run_child(child, args.cap_gib, args.timeout, before)
+                row += (f" {_seconds(b, 'sample')} | {_seconds(b, 'prob')} | {_seconds(b, 'many')} | "
+                        f"{b['peak']:,.0f} |")
             print(row, flush=True)
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from types import ModuleType
 from itertools import chain
-from typing import Iterator, TypeVar
+from typing import Any, Iterator, TypeVar
 
 import mpmath
 
@@ -267,28 +267,19 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     output = args.output
     utility = m.utility(output)  # validates the output (length, repeats, unknown ids)
     single = _single_rule(m)
-    if single:
-        # the output's level from the level table, not levels(): a table past its memory
-        # budget streams its blocks, and levels() would refuse what probability() answers
-        table = m.table
-        index = m.group_index(output)
-        size, unit = table.multiplicities[index], "level"
-        key: dict[str, object] = {"level": index, "level_multiplicity": int_text(size)}
-        where = f"level {index}"  # "of N" below, once the probabilities are computed
-    else:  # CanonicalGamma1: the output's (h, t) class, its group of equal probability
+    if not single:  # CanonicalGamma1: the output's (h, t) class, its group of equal probability
         groups = m.groups()
         index = m.group_index(output)
         (h, t), size, unit = groups[index].utility, groups[index].multiplicity, "class"
-        key = {"h": h, "t": t, "group": index, "class_multiplicity": int_text(size)}
+        key: dict[str, object] = {"h": h, "t": t, "group": index, "class_multiplicity": int_text(size)}
         where = f"class (h, t) = ({h}, {t}), {index} of {len(groups)}"
         output = sorted(output)
     p = m.probability(output, dps)
     logp = m.log_probability(output, dps)
     exact = str(m.probability_exact(output)) if args.exact else None
     if single:
-        # a lazy level table (JointSet, Canonical) counts its levels only by a whole pass
-        found = table.known_length()
-        where += f" of {found}" if found is not None else ", best first"
+        key, size, where = _level_of(m.table, utility)
+        unit = "level"
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
@@ -315,6 +306,26 @@ def cmd_prob(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
         _out(f"exact:           {exact}")
     _out(f"mechanism:       {_describe(m)}")
     _out(f"precision:       certified to relative error 1e-{dps}, shown to {digits} significant digits")
+
+
+def _level_of(table: Any, utility: Any) -> tuple[dict[str, object], int, str]:
+    """The JSON keys, size and text of the level holding an output of ``utility``, read
+    from the level table after the probability (not levels(): a table past its memory
+    budget streams its blocks, and levels() would refuse what probability() answers).  A
+    lazy table (JointSet, Canonical) finds its levels only as far as an operation reads:
+    the index is given when the blocks found hold the level, and the number of levels
+    when every block is found (a whole pass, about 20 minutes for JointSet at
+    d = 166,000, k = 200); a deeper level is named by its utility, and its size is
+    counted from the utility alone."""
+    index = table.known_index(utility)
+    if index is None:
+        size = table.level_at(utility).multiplicity
+        where = f"level of utility {exact_text(utility)}; its index not counted"
+    else:
+        size = table.multiplicities[index]
+        found = table.known_length()
+        where = f"level {index}" + (f" of {found}" if found is not None else ", best first")
+    return {"level": index, "level_multiplicity": int_text(size)}, size, where
 
 
 def cmd_sample(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:

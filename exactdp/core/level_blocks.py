@@ -365,6 +365,26 @@ class BlockLevelTable:
         b = self._block_of(a)
         return a == self._starts[b] + self._sizes[b] - 1 and not self._discover(b + 1)
 
+    def known_index(self, utility: Utility) -> Optional[int]:
+        """The index of the level with ``utility`` when the blocks found so far hold it,
+        else ``None`` (no block is found: a lazy table counts the levels above a deep one
+        only by finding them); KeyError when no level has it."""
+        b = bisect_right(self._neg_first_utilities, -utility) - 1  # type: ignore[operator]
+        if b == len(self._sizes) - 1 and not self._complete and utility < self._block_levels(b)[-1].utility:
+            return None  # beyond the blocks found
+        return self.index_of(utility)
+
+    def level_at(self, utility: Utility) -> Level:
+        """The level with ``utility`` (KeyError when none), from a source that starts at
+        any level (a stream: no block above it is found), else by its index."""
+        start = getattr(self.source, "levels_from", None)
+        if start is None:
+            return Level(utility, self.multiplicities[self.index_of(utility)])
+        level = next(iter(start(utility)), None)
+        if level is None or level.utility != utility:
+            raise KeyError(utility)
+        return level
+
     def known_length(self) -> Optional[int]:
         """The number of levels when every block is found, else ``None`` (a lazy table
         finds them all only when an operation reads them all)."""

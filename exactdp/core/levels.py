@@ -92,6 +92,15 @@ class LevelTable:
         :meth:`~exactdp.core.level_blocks.BlockLevelTable.known_length`)."""
         return len(self.levels)
 
+    def known_index(self, utility: Utility) -> Optional[int]:
+        """:meth:`index_of` (every level is known; a lazy block table may not know it yet,
+        :meth:`~exactdp.core.level_blocks.BlockLevelTable.known_index`)."""
+        return self.index_of(utility)
+
+    def level_at(self, utility: Utility) -> Level:
+        """The level with ``utility`` (KeyError when none)."""
+        return self.levels[self.index_of(utility)]
+
     def sampling_size(self) -> int:
         """The number of levels, as exact sampling needs it (a lazy block table gives a
         bound instead, :meth:`~exactdp.core.level_blocks.BlockLevelTable.sampling_size`)."""

@@ -39,9 +39,9 @@ A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 
 from __future__ import annotations
 
-import itertools
 import random
-from typing import Callable, Optional, Sequence
+from bisect import bisect_right
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 from flint import arb
@@ -56,7 +56,9 @@ __all__ = [
     "numpy_generator",
     "cdf_bounds",
     "cdf_bounds_exact",
+    "word_bounds",
     "inverse_cdf_words",
+    "inverse_cdf_word",
     "WORD_BITS",
     "first_not_below",
 ]
@@ -160,13 +162,26 @@ def cdf_bounds_exact(ends: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     exact (integer division) for nondecreasing non-negative integers ``ends`` (the last
     positive); both are capped at ``2**64 - 1`` (a lower bound stays one; a capped upper
     bound is allowed for by :func:`inverse_cdf_words`)."""
-    total = ends[-1]
-    lo, hi = [], []
-    for e in ends[:-1]:
+    lo, hi = word_bounds(ends[:-1], ends[-1], stop=False)
+    return _as_words(lo), _as_words(hi)
+
+
+def word_bounds(ends: Iterable[int], total: int, stop: bool = True) -> tuple[list[int], list[int]]:
+    """:func:`cdf_bounds_exact` as Python int lists, for running sums ``ends`` given one by
+    one and their ``total``: with ``stop``, the lists end at the first lower bound of
+    ``2**64 - 1`` (every later boundary is at least that, and :func:`inverse_cdf_words` or
+    :func:`inverse_cdf_word` gives every word below ``2**64 - 1`` the same index without
+    them), so an iterator computes only the sums up to ``1 - 2**-64`` of the mass."""
+    lo: list[int] = []
+    hi: list[int] = []
+    for e in ends:
         q, r = divmod(e << WORD_BITS, total)
+        q = int(q)
         lo.append(min(q, _WORD_MAX))
         hi.append(min(q + (r != 0), _WORD_MAX))
-    return _as_words(lo), _as_words(hi)
+        if stop and q >= _WORD_MAX:
+            break
+    return lo, hi
 
 
 def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
@@ -181,26 +196,29 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
     an upper bound capped at ``2**64 - 1`` is allowed for by :func:`inverse_cdf_words`).
     A ball too wide to give an integer (never at the precision the callers use) gives the
     trivial bounds.  Once a lower bound reaches ``2**64 - 1`` the remaining boundaries are
-    all at least that, and are filled in without arithmetic.
+    all at least that, and the arrays stop there: :func:`inverse_cdf_words` gives every
+    word below ``2**64 - 1`` an index at most that boundary's, as the full arrays would.
+    So the arrays hold at most ``len(cumulative) - 1`` boundaries, fewer when the mass
+    after some level is below ``2**-64``.
     """
     scale = arb(2) ** WORD_BITS / cumulative[-1]
     lo, hi = [], []
-    size = len(cumulative) - 1
-    # islice, not a slice: a streamed table (BlockLevelTable) then computes only the
-    # blocks read before the break below
-    for c in itertools.islice(cumulative, size):
+    # iterated, never len(): a streamed table (BlockLevelTable) then computes only the
+    # blocks read before the break below, and never counts its levels
+    for c in cumulative:
         q = c * scale
         f = q.lower().floor().unique_fmpz()
         g = q.upper().ceil().unique_fmpz()
         lo.append(0 if f is None else min(max(int(f), 0), _WORD_MAX))
         hi.append(_WORD_MAX if g is None else min(max(int(g), 0), _WORD_MAX))
         if lo[-1] == _WORD_MAX:
-            # 2**64 F_a >= 2**64 - 1, so every later boundary is too: the rest are capped
-            # (a long tail of levels holding less than 2**-64 of the mass costs nothing)
+            # 2**64 F_a >= 2**64 - 1, so every later boundary is too: the rest are left
+            # out (a long tail of levels holding less than 2**-64 of the mass costs nothing)
             break
-    lo_a = np.full(size, _WORD_MAX, dtype=np.uint64)
-    hi_a = np.full(size, _WORD_MAX, dtype=np.uint64)
-    lo_a[: len(lo)], hi_a[: len(hi)] = _as_words(lo), _as_words(hi)
+    else:  # every running sum read: the last is Z itself (F = 1), no boundary
+        lo.pop()
+        hi.pop()
+    lo_a, hi_a = _as_words(lo), _as_words(hi)
     if len(lo):
         lo_a = np.minimum.accumulate(lo_a[::-1])[::-1].copy()
         hi_a = np.maximum.accumulate(hi_a)
@@ -226,3 +244,20 @@ def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tupl
     below[has_below] = hi[index[has_below] - 1]
     decided = (below <= words) & (words != np.uint64(_WORD_MAX))
     return index, ~decided
+
+
+def inverse_cdf_word(lo: Sequence[int], hi: Sequence[int], u: int) -> Optional[int]:
+    """:func:`inverse_cdf_words` for one word ``u`` against bounds held as Python ints
+    (``cdf_bounds_exact(...)[i].tolist()``): the index when ``u`` decides it, else
+    ``None`` (finish with :func:`choose_index` from the prefix ``(u, 64)``).  For a walk
+    that makes one small draw per step, where a numpy call per word would cost more than
+    the draw.
+
+    >>> lo, hi = cdf_bounds_exact([1, 2, 3])     # boundaries 1/3 and 2/3
+    >>> [inverse_cdf_word(lo.tolist(), hi.tolist(), u) for u in (0, 2**64 // 3, 2**63, 2**64 - 1)]
+    [0, None, 1, None]
+    """
+    a = bisect_right(lo, u)
+    if u == _WORD_MAX or (a and hi[a - 1] > u):
+        return None
+    return a

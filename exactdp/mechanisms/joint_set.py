@@ -35,9 +35,10 @@ sweeps the thresholds where a row of ``A`` grows and updates the matrix-path cou
 the staircase changed (:mod:`exactdp.mechanisms.joint_set_sweep`);
 :func:`levels_matrix_paths` recounts it at every candidate value ``M`` (the distinct
 entries of ``M̂``), as the paper does, and is the sweep's twin.
-The sampler draws a level exactly and then a uniform set of that level by unranking a
-uniform integer through the path counts of the level (a dynamic programme over the same
-zero-free column blocks, walked backwards).
+The sampler draws a level exactly and then a uniform set of that level through the path
+counts of the level (a dynamic programme over the same zero-free column blocks, one exact
+polynomial product per block: :mod:`exactdp.mechanisms.joint_set_unrank`); ``samples(n)``
+draws the ``n`` levels at once and every set of one level from one table.
 
 >>> m = JointSet([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()
@@ -53,6 +54,7 @@ zero-free column blocks, walked backwards).
 from __future__ import annotations
 
 import math
+import random
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, combinations
 from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex, Union
@@ -62,7 +64,6 @@ from flint import fmpz_poly
 
 from ..core._typing import CountsLike, RationalLike
 from ..errors import InvalidParameterError, TooManyOutputsError
-from ..core.combinatorics import unrank_combination
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
 from ..core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
 from ..core.levels import Level
@@ -71,6 +72,7 @@ from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
 from .joint_set_sweep import iter_sweep_levels, pascal_series as _pascal_series
+from .joint_set_unrank import LevelPaths
 
 __all__ = [
     "JointSet",
@@ -402,87 +404,6 @@ def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterabl
 
 
 # =====================================================================================
-# Sets of one level: counting and unranking (the sampler's second stage)
-# =====================================================================================
-class _LevelPaths:
-    """The sets with utility exactly ``-M``, as rank sequences: ``r_i < T_i`` for every
-    ``i`` (``T_i`` = items with count ``>= sc[i] - M``) and ``r_i >= G_i`` for at least
-    one ``i`` (``G_i`` = items with count ``> sc[i] - M``).
-
-    With ``n_b`` = number of chosen ranks below position ``b``: ``r_i < T_i`` iff
-    ``n_{T_i} >= i + 1`` and ``r_i >= G_i`` iff ``n_{G_i} <= i``.  So a dynamic programme over
-    the segments between consecutive boundaries (every ``T_i`` and ``G_i``) with state
-    ``(n, flag)`` -- ``flag``: some row already reached the level -- counts them, choosing
-    ``j`` ranks in a segment of length ``L`` in ``C(L, j)`` ways (the zero-free blocks of
-    Lemma 7 again).  ``after[s][flag][n]`` counts completions from boundary ``s``; the
-    unranking walks forwards subtracting them, and picks the ranks inside a segment by
-    unranking a combination.
-    """
-
-    def __init__(self, ranking: Ranking, k: int, M: int):
-        sc = ranking.sorted_counts
-        self.k = k
-        T = [ranking.at_least(sc[i] - M) for i in range(k)]
-        G = [ranking.greater_than(sc[i] - M) for i in range(k)]
-        end = T[-1]
-        bounds = sorted({0, end} | {t for t in T if t <= end} | {g for g in G if g <= end})
-        self.bounds = bounds
-        self.need = [bisect_right(T, b) for b in bounds]  # n_b >= need
-        gmax = []
-        for b in bounds:
-            i = bisect_right(G, b) - 1
-            gmax.append(i if i >= 0 and G[i] == b else -1)  # flag if n_b <= gmax
-        self.gmax = gmax
-        S = len(bounds)
-        # C(L, j) = 0 past j = L: a segment of L ranks takes at most L of them, so the sums
-        # below run to min(k - n, L) (k close to d makes the segments short: O(k d), not O(k^2 d))
-        self.binoms = [
-            [math.comb(bounds[s + 1] - bounds[s], j) for j in range(min(k, bounds[s + 1] - bounds[s]) + 1)]
-            for s in range(S - 1)
-        ]
-        after = [None] * S
-        last = [[0] * (k + 1), [0] * (k + 1)]
-        for f in (0, 1):
-            f2 = f or k <= gmax[S - 1]
-            if k >= self.need[S - 1] and f2:
-                last[f][k] = 1
-        after[S - 1] = last
-        for s in range(S - 2, -1, -1):
-            nxt, binom = after[s + 1], self.binoms[s]
-            cur = [[0] * (k + 1), [0] * (k + 1)]
-            for f in (0, 1):
-                for n in range(self.need[s], k + 1):
-                    f2 = 1 if (f or n <= gmax[s]) else 0
-                    row = nxt[f2]
-                    cur[f][n] = sum(binom[j] * row[n + j] for j in range(min(k - n, len(binom) - 1) + 1))
-            after[s] = cur
-        self.after = after
-        self.size = after[0][0][0]
-
-    def unrank(self, r: int) -> list[int]:
-        if not 0 <= r < self.size:  # pragma: no cover - guarded by the caller
-            raise AssertionError("rank beyond the level's multiplicity")
-        k, bounds = self.k, self.bounds
-        ranks: list[int] = []
-        n, f = 0, 0
-        for s in range(len(bounds) - 1):
-            f = 1 if (f or n <= self.gmax[s]) else 0
-            row, binom = self.after[s + 1][f], self.binoms[s]
-            for j in range(min(k - n, len(binom) - 1) + 1):
-                w = binom[j] * row[n + j]
-                if r < w:
-                    r, idx = divmod(r, binom[j])
-                    base = bounds[s]
-                    ranks.extend(base + x for x in unrank_combination(idx, bounds[s + 1] - base, j))
-                    n += j
-                    break
-                r -= w
-            else:  # pragma: no cover
-                raise AssertionError("unranking fell off the end of a segment")
-        return ranks
-
-
-# =====================================================================================
 # The mechanism
 # =====================================================================================
 class JointSet(JointFamily):
@@ -499,6 +420,8 @@ class JointSet(JointFamily):
     rule = ExponentialMechanism()
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
+    _CACHES = {**JointFamily._CACHES, "_paths": dict}  # the level tables: out of pickles and copies
+
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, sensitivity: RationalLike = 1,
                  memory_budget: Optional[Union[int, str]] = None):
@@ -506,7 +429,7 @@ class JointSet(JointFamily):
         #: Bytes of levels the table keeps (past it blocks are recomputed and ``levels()``
         #: refuses), as Joint's.
         self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
-        self._paths: dict[int, _LevelPaths] = {}
+        self._paths: dict[int, LevelPaths] = {}
 
     def _parameters(self) -> dict[str, object]:
         params = super()._parameters()
@@ -568,12 +491,14 @@ class JointSet(JointFamily):
         """Number of sets with utility exactly ``-M`` (see :func:`count_exactly`)."""
         return count_exactly(self.counts, self.k, M, method)
 
-    def _level_paths(self, a: int) -> _LevelPaths:
+    def _level_paths(self, a: int) -> LevelPaths:
+        """Level ``a``'s sets (:class:`~exactdp.mechanisms.joint_set_unrank.LevelPaths`),
+        the last :attr:`LEVEL_CACHE` levels' kept."""
         paths = self._paths.get(a)
         if paths is None:
             if len(self._paths) >= self.LEVEL_CACHE:
-                self._paths.pop(next(iter(self._paths)))
-            paths = _LevelPaths(self.ranking, self.k, -self.table.utilities[a])
+                self._paths.pop(next(iter(self._paths), None), None)  # the oldest level's
+            paths = LevelPaths(self.ranking, self.k, -self.table.utilities[a])
             if paths.size != self.table.multiplicities[a]:  # pragma: no cover - a bug
                 raise AssertionError(f"level {a}: {paths.size} sets by paths, {self.table.multiplicities[a]} by levels")
             self._paths[a] = paths
@@ -581,8 +506,28 @@ class JointSet(JointFamily):
 
     def _unrank(self, a: int, r: int) -> frozenset:
         """The ``r``-th set of level ``a`` (a bijection from ``range(m_a)``): see
-        :class:`_LevelPaths`."""
+        :meth:`~exactdp.mechanisms.joint_set_unrank.LevelPaths.unrank`."""
         order = self.ranking.order
         return frozenset(order[x] for x in self._level_paths(a).unrank(r))
 
-
+    def _samples(self, n: int, gen: random.Random) -> list[frozenset]:
+        """``n`` exact draws: the ``n`` levels at once by the rule's
+        :meth:`~exactdp.core.selection.SelectionRule.sample_levels` (64-bit words against
+        the level law's integer bounds, reading only the blocks the words reach), then the
+        draws of each level together, levels in increasing index, from one table per level
+        built once per call, each set drawn by
+        :meth:`~exactdp.mechanisms.joint_set_unrank.LevelPaths.draw` (the numbers of ranks
+        per segment by 64-bit words against exact integer bounds, the ranks within a segment
+        by Floyd's algorithm): each draw has the law of :meth:`sample`, which unranks one
+        uniform integer (the walk-through's route)."""
+        levels = self.rule.sample_levels(self.table, gen, n)
+        by_level: dict[int, list[int]] = {}
+        for t, a in enumerate(levels):
+            by_level.setdefault(a, []).append(t)
+        order = self.ranking.order
+        out: list = [None] * n
+        for a in sorted(by_level):
+            draw = self._level_paths(a).draw
+            for t in by_level[a]:
+                out[t] = frozenset(draw(gen, order))
+        return out

@@ -201,13 +201,13 @@ class ExponentialMechanism(SelectionRule):
         in :func:`~exactdp.core.sampling.choose_index` from that prefix.  Each draw has
         exactly the law of :meth:`sample_level` (the inverse CDF of its own uniform ``U``)."""
         words = random_words(rng, n)
-        if len(table) == 1:
+        if table.sampling_size() == 1:  # not len(): a lazy table would count every level
             return [0] * n
         lo, hi = _word_bounds(table)
         index, undecided = inverse_cdf_words(lo, hi, words)
         draws = index.tolist()
         for t in undecided.nonzero()[0].tolist():
-            draws[t] = choose_index(lambda prec: table.cumulative(), len(table), rng,
+            draws[t] = choose_index(lambda prec: table.cumulative(), table.sampling_size(), rng,
                                     prefix=(int(words[t]), WORD_BITS), prec=table.sampling_prec)
         return draws
 

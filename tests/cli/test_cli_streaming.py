@@ -152,3 +152,34 @@ def test_prob_of_a_top_output_reads_a_few_blocks(monkeypatch, mechanism):
     monkeypatch.undo()
     status, out = _run(["prob", mechanism, "--counts", "5,3,1,0", "-k", "2", "--output", "0,1"])
     assert status == 0 and re.search(r"\(level 0 of \d+; 1 output in the level\)", out)
+
+
+@pytest.mark.parametrize("mechanism", ["joint-set", "canonical"])
+def test_prob_of_a_deep_output_names_its_level_by_utility(monkeypatch, mechanism):
+    # the worst output's level index needs every level above it (a whole pass at
+    # d = 166,000, k = 200); probability() does not, so `prob` names the level by its
+    # utility, counts its outputs from the utility alone, and finds no further block
+    from exactdp.core import level_stream
+
+    monkeypatch.setattr(level_stream, "STREAM_BLOCK_LEVELS", 4)
+    counts = [10**12 // r**2 for r in range(1, 41)]
+    cls = exactdp.JointSet if mechanism == "joint-set" else exactdp.Canonical
+    levels = cls(counts, 3, epsilon=1).levels()
+    u = cls(counts, 3, epsilon=1).utility([37, 38, 39])
+    size = next(lv.multiplicity for lv in levels if lv.utility == u)
+    argv = ["prob", mechanism, "--counts", ",".join(map(str, counts)), "-k", "3", "--output", "37,38,39"]
+    status, out = _run(argv)
+    text = f"(level of utility {u}; its index not counted; {size} output{'s' if size != 1 else ''} in the level)"
+    assert status == 0 and f"utility:         {u}  {text}" in out
+    status, out = _run(argv + ["--json"])
+    data = json.loads(out)
+    assert status == 0 and data["level"] is None and data["level_multiplicity"] == str(size)
+    assert data["utility"] == str(u)
+    # a table whose first blocks hold every level keeps the worst output's index
+    monkeypatch.undo()
+    small = cls([5, 3, 3, 1, 0, 0], 2, epsilon=1)
+    worst = small.levels()[-1]
+    status, out = _run(["prob", mechanism, "--counts", "5,3,3,1,0,0", "-k", "2", "--output", "4,5", "--json"])
+    data = json.loads(out)
+    assert status == 0 and data["level"] == len(small.levels()) - 1
+    assert data["level_multiplicity"] == str(worst.multiplicity) and data["utility"] == str(worst.utility)

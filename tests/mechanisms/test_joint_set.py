@@ -439,9 +439,11 @@ def test_sampler_reproducible_and_exact_types():
     a = m.samples(50, rng=123)
     b = m.samples(50, rng=random.Random(123))
     assert a == b
-    gen = random.Random(123)
     fresh = JointSet(list(range(20)), 5, epsilon=Fraction(1, 5))
-    assert [fresh.sample(rng=gen) for _ in range(50)] == a  # same stream, fresh instance
+    assert fresh.samples(50, rng=123) == a  # a fresh instance (no level table kept) draws the same
+    gen, again = random.Random(123), random.Random(123)
+    one_by_one = [m.sample(rng=gen) for _ in range(50)]  # sample() reads the stream its own way
+    assert [fresh.sample(rng=again) for _ in range(50)] == one_by_one
     assert m.samples(50, rng=124) != a
     assert all(type(o) is frozenset and len(o) == 5 for o in a)
     assert m.sample(rng=5) == m.sample(rng=5)
