@@ -329,7 +329,9 @@ def _level_of(table: Any, utility: Any) -> tuple[dict[str, object], int, str]:
 
 
 def cmd_sample(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
-    # One generator for all draws: identical to m.samples(n, rng=seed) for a seed.
+    # One generator for all draws, sample() n times on it: a seed gives what n calls of
+    # m.sample(rng) on as_rng(seed) give (m.samples(n) batches its draws, so it reads the
+    # generator in another order)
     gen = as_rng(args.seed)  # None: random.SystemRandom; a seed: exactly as in the library
     if args.json:
         _emit_json([output_ids(m.sample(gen)) for _ in range(args.n)], indent=None)
