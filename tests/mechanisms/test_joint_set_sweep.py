@@ -152,7 +152,6 @@ def test_series_caches_stay_bounded_and_clearing_changes_nothing(monkeypatch):
         widths.update(s.stairs.ell)
     assert len(widths) > sweep_module._SERIES_CACHE  # the cap was reached
     assert len(s.stairs._series) <= sweep_module._SERIES_CACHE
-    assert len(s.stairs._falling) <= sweep_module._SERIES_CACHE
     monkeypatch.setattr(sweep_module, "_SERIES_CACHE", 2)
     for counts in ([10**12 // r**2 for r in range(1, 120)], random.Random(1).sample(range(600), 120)):
         for k in (1, 4, 9):
@@ -183,9 +182,11 @@ def test_control_sweep_clean():
     assert _mismatches(CONTROL_COUNTS) == 0
 
 
-def test_control_wrong_narrowing_is_caught(monkeypatch):
-    """A row that grows by several columns updated as if it grew by one."""
-    monkeypatch.setattr(sweep_module, "_falling_series", lambda delta, length: sweep_module.fmpz_poly([1, -1]))
+def test_control_narrow_update_range_is_caught(monkeypatch):
+    """An update that redoes the blocks of the changed rows but not the block after the
+    last one (whose width is the difference to the changed row)."""
+    original = Staircase.update_rows
+    monkeypatch.setattr(Staircase, "update_rows", lambda self, lo, hi: original(self, lo, max(lo, hi - 1)))
     assert _mismatches(CONTROL_COUNTS) > 0
 
 
