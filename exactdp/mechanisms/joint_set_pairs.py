@@ -131,12 +131,15 @@ class _Pair:
         """``N(M1, M2)`` per point (exact ints); a negative bound counts no set."""
         total = [0] * len(M1)
         caches: dict[int, dict] = {}  # Pascal series per number of rows m: their length is m + 1
-        # one staircase per X, moved from point to point: the points come sorted, so
-        # consecutive profiles differ in a few rows (joint_set_sweep.Staircase)
-        stairs: dict[tuple, Staircase] = {}
+        # one staircase per number of rows m, moved from point to point: the points come
+        # sorted, so consecutive profiles differ in a few rows (joint_set_sweep.Staircase).
+        # Subsets X of one size often give the same profile at a point (changed items of
+        # about the same count), so the counts of a chunk are kept per m, not per X
+        stairs: dict[int, Staircase] = {}
         for start in range(0, len(M1), _CHUNK):
             m1, m2 = M1[start:start + _CHUNK], M2[start:start + _CHUNK]
             live = (m1 >= 0) & (m2 >= 0)
+            known: dict[int, dict[tuple, int]] = {}
             for X in self.subsets:
                 m = self.k - len(X)
                 T, feasible = self.bounds(m1, m2, X)
@@ -147,14 +150,14 @@ class _Pair:
                     continue
                 width = self.n - m + 1
                 profiles = np.clip(T - np.arange(m, dtype=np.int64)[:, None], 0, width)
-                seen: dict[tuple, int] = {}
+                seen = known.setdefault(m, {})
                 for i, column in zip(ok.tolist(), profiles[:, ok].T.tolist()):
                     key = tuple(column)
                     value = seen.get(key)
                     if value is None:
-                        walk = stairs.get(X)
+                        walk = stairs.get(m)
                         if walk is None:
-                            walk = stairs[X] = Staircase([0] * m, width, caches.setdefault(m, {}))
+                            walk = stairs[m] = Staircase([0] * m, width, caches.setdefault(m, {}))
                         value = seen[key] = walk.set_profile(column)
                     total[start + i] += value
         return total

@@ -89,25 +89,38 @@ class Staircase:
     ``<= W``, row ``k`` of width ``W``; ``count`` is the number of right/down paths from
     ``(0, 0)`` to ``(k, W - 1)`` through the staircase.  :meth:`set_profile` moves it to the
     staircase of another profile of rows of ones; :meth:`update` to widths already written
-    into ``eff``.  State: the two half-chains (``k + 1`` polynomials of length
-    ``<= k + 1``).
+    into ``eff``.  State: the block widths ``ell`` and the two half-chains (``k + 1``
+    polynomials of length ``<= k + 1``), ``v_s`` valid for ``s <= f`` and ``R_s`` for
+    ``s >= g``.
 
-    A row ``i`` that changes by ``delta`` columns (either sign) changes the count by
+    Two ways to follow a change, chosen by how many rows changed:
 
-        ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)``,   ``n = k - i``,
+    - *Row by row* (a few rows: heavy-tailed counts change the same one or two rows level
+      after level).  A row ``i`` that changes by ``delta`` columns (either sign) changes
+      the count by
 
-    and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Why: the change moves
-    ``ell_i`` up and ``ell_{i+1}`` down by ``delta``; with ``A = R_{i+1} (1 - x)^delta``
-    (untruncated), the new ``R_i`` is ``(A mod x^n) q_{ell_i} (1 - x)^{-delta} mod x^{n+1}``
-    ``= R_i - A[n] x^n`` (as ``A (1 - x)^{-delta} = R_{i+1}``), and ``N = [x^n] (v_i R_i)``
-    with ``v_i`` unchanged drops by ``v_i[0] A[n]``.  This is an identity of the block
-    chain, so the changed rows may be taken in any order (intermediate widths need not
-    form a staircase); they are taken from the end nearer the last row touched.  Read as
-    paths, for ``delta > 0``: the new cells are at the row's end, a path through one comes
-    from its left and leaves downwards, so there are ``v_i[0]`` (the prefixes on row ``i``)
-    times the completions from row ``i + 1`` of them.  A change of one row costs one
-    product by a short polynomial; moving to another row costs one Lemma 7 transfer per
-    row in between.
+          ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)``,   ``n = k - i``,
+
+      and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Why: the change moves
+      ``ell_i`` up and ``ell_{i+1}`` down by ``delta``; with ``A = R_{i+1} (1 - x)^delta``
+      (untruncated), the new ``R_i`` is ``(A mod x^n) q_{ell_i} (1 - x)^{-delta} mod
+      x^{n+1}`` ``= R_i - A[n] x^n`` (as ``A (1 - x)^{-delta} = R_{i+1}``), and
+      ``N = [x^n] (v_i R_i)`` with ``v_i`` unchanged drops by ``v_i[0] A[n]``.  This is an
+      identity of the block chain, so the changed rows may be taken in any order
+      (intermediate widths need not form a staircase); they are taken from the end nearer
+      the last row touched.  Read as paths, for ``delta > 0``: the new cells are at the
+      row's end, a path through one comes from its left and leaves downwards, so there are
+      ``v_i[0]`` (the prefixes on row ``i``) times the completions from row ``i + 1`` of
+      them.  A row costs one product by a short polynomial (and no new block series);
+      moving to another row costs one Lemma 7 transfer per row in between.
+    - *By range* (more rows: zipf-like counts change a run of rows at every level, each by
+      its own amount).  A change of the rows ``a..b`` changes the block widths
+      ``ell_a..ell_{b+1}`` only, so ``v_s`` stays valid for ``s <= a`` (it reads
+      ``ell_0..ell_{s-1}``) and ``R_s`` for ``s > b + 1`` (it reads ``ell_s..ell_{k-1}``).
+      The update redoes the transfers between the valid ends with the new widths and reads
+      ``N = [x^{k-s}] (v_s · R_s)`` at a split ``s`` inside the change: one product per row
+      from where the halves were valid, plus one for the read, instead of about three per
+      changed row.
 
     >>> st = Staircase([1, 2], 3)
     >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])
@@ -185,20 +198,46 @@ class Staircase:
 
     def update(self, old: dict[int, int]) -> int:
         """The widths in ``eff`` have changed, ``old`` holds the previous width of each changed
-        row: update ``count`` and return it."""
-        eff, k = self.eff, self.k
-        if _RECOUNT_SHARE * len(old) > k:  # many rows changed: one recount is cheaper than per-row updates
-            self.ell = [eff[l] - (eff[l - 1] if l else 0) for l in range(k)]
-            self.f, self.g = 0, k
-            self._meet(0, 0)
-            self.count = int(self.R[0][k])
-            return self.count
+        row: update ``count`` and return it (row by row or by range, the class docstring)."""
+        if len(old) > _ROW_BY_ROW:
+            return self.update_rows(min(old), max(old))
+        eff = self.eff
         rows = sorted(old)
         here = self.g - 1  # the row touched last: the half-chains meet there
         if abs(rows[-1] - here) < abs(rows[0] - here):
             rows.reverse()
         for i in rows:
             self._row(i, eff[i] - old[i])
+        return self.count
+
+    def update_rows(self, lo: int, hi: int) -> int:
+        """The widths in ``eff`` of rows ``lo..hi`` may have changed (and no others): update
+        ``count`` and return it (the class docstring)."""
+        eff, k, ell = self.eff, self.k, self.ell
+        if hi + 1 < k:
+            hi += 1  # ell_{hi+1} is the difference to the last changed row
+        first, last = k, -1  # the blocks whose width changed
+        previous = eff[lo - 1] if lo else 0
+        for l in range(lo, hi + 1):
+            width = eff[l]
+            if ell[l] != width - previous:
+                ell[l] = width - previous
+                if first == k:
+                    first = l
+                last = l
+            previous = width
+        if last < 0:
+            return self.count
+        # v_s reads ell_0..ell_{s-1}, R_s reads ell_s..ell_{k-1}: valid for s <= F and s >= G
+        F = self.f if self.f < first else first
+        G = self.g if self.g > last + 1 else last + 1
+        self.f, self.g = F, G
+        # any split s in [F, G] costs G - F transfers; the middle of this change is where
+        # the next one most likely starts or ends, so the halves meet there
+        s = (first + last + 1) // 2
+        self._meet(s, s)
+        n = k - s
+        self.count = int(self.V[s].mul_low(self.R[s], n + 1)[n])
         return self.count
 
     def set_profile(self, profile: list[int]) -> int:
@@ -283,15 +322,14 @@ class StaircaseSweep:
         return M
 
 
-_ONE = fmpz_poly([1])
 #: At most this many block series (and as many width changes) are kept.  A sweep over
 #: distinct heavy-tailed counts meets almost every width up to ``d - k + 1``, each series
 #: ``k + 1`` integers of up to ``k log2 d`` bits: kept all, they grew to gigabytes
 #: (d = 166,000, k = 200); rebuilding the few in use after a clear is cheap.
 _SERIES_CACHE = 1024
-#: A change of more than ``k / _RECOUNT_SHARE`` rows is recounted (all ``k`` transfers):
-#: per-row updates cost about two products each plus the transfers between them.
-_RECOUNT_SHARE = 3
+#: A change of at most this many rows is followed row by row, a larger one by range.
+_ROW_BY_ROW = 2
+_ONE = fmpz_poly([1])
 
 
 def iter_sweep_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:

@@ -74,6 +74,41 @@ def test_staircase_random_walks(k, W, seed):
         assert st_.set_profile(profile) == grid_paths(staircase_matrix(profile, W)), (k, W, profile)
 
 
+@pytest.mark.parametrize("row_by_row", [0, 10**9])
+def test_staircase_both_update_ways(monkeypatch, row_by_row):
+    """Every change followed by range (threshold 0) or row by row (threshold above k): the
+    same counts as the grid, on walks mixing moves of some rows and whole new profiles."""
+    monkeypatch.setattr(sweep_module, "_ROW_BY_ROW", row_by_row)
+    for seed in range(120):
+        _walk_against_grid(random.Random(seed))
+
+
+def _walk_against_grid(rng: random.Random) -> None:
+    k, W = rng.randint(1, 8), rng.randint(1, 12)
+    st_ = Staircase([0] * k, W)
+    profile = random_profile(rng, k, W)
+    for _ in range(20):
+        if rng.random() < 0.5:
+            profile = list(profile)
+            for i in rng.sample(range(k), rng.randint(1, k)):
+                profile[i] = max(-1, min(W + 1, profile[i] + rng.choice((-2, -1, 1, 2))))
+        else:
+            profile = random_profile(rng, k, W)
+        assert st_.set_profile(profile) == grid_paths(staircase_matrix(profile, W)), (k, W, profile)
+
+
+def test_sweep_levels_both_update_ways(monkeypatch):
+    """The benchmark shapes' levels by range only and row by row only equal the recount."""
+    d = 200
+    shapes = [[10**12 // r**2 for r in range(1, d + 1)], random.Random(2026).sample(range(10 * d), d),
+              [10**5 // r for r in range(1, d + 1)]]
+    for row_by_row in (0, 10**9):
+        monkeypatch.setattr(sweep_module, "_ROW_BY_ROW", row_by_row)
+        for counts in shapes:
+            for k in (1, 9, 30):
+                assert list(iter_joint_set_levels(Ranking(counts), k)) == levels_matrix_paths(counts, k)
+
+
 # ---------------------------------------------------------------------------------------
 # StaircaseSweep: N(M) at every threshold, against enumeration
 # ---------------------------------------------------------------------------------------
@@ -152,7 +187,6 @@ def test_series_caches_stay_bounded_and_clearing_changes_nothing(monkeypatch):
         widths.update(s.stairs.ell)
     assert len(widths) > sweep_module._SERIES_CACHE  # the cap was reached
     assert len(s.stairs._series) <= sweep_module._SERIES_CACHE
-    assert len(s.stairs._falling) <= sweep_module._SERIES_CACHE
     monkeypatch.setattr(sweep_module, "_SERIES_CACHE", 2)
     for counts in ([10**12 // r**2 for r in range(1, 120)], random.Random(1).sample(range(600), 120)):
         for k in (1, 4, 9):
@@ -183,9 +217,11 @@ def test_control_sweep_clean():
     assert _mismatches(CONTROL_COUNTS) == 0
 
 
-def test_control_wrong_narrowing_is_caught(monkeypatch):
-    """A row that grows by several columns updated as if it grew by one."""
-    monkeypatch.setattr(sweep_module, "_falling_series", lambda delta, length: sweep_module.fmpz_poly([1, -1]))
+def test_control_narrow_update_range_is_caught(monkeypatch):
+    """An update that redoes the blocks of the changed rows but not the block after the
+    last one (whose width is the difference to the changed row)."""
+    original = Staircase.update_rows
+    monkeypatch.setattr(Staircase, "update_rows", lambda self, lo, hi: original(self, lo, max(lo, hi - 1)))
     assert _mismatches(CONTROL_COUNTS) > 0
 
 
@@ -193,6 +229,23 @@ def test_control_wrong_block_series_is_caught(monkeypatch):
     """The paths across a block of width 2 counted as across a block of width 3."""
     original = sweep_module.pascal_series
     monkeypatch.setattr(sweep_module, "pascal_series", lambda w, n: original(3 if w == 2 else w, n))
+    assert _mismatches(CONTROL_COUNTS) > 0
+
+
+def test_control_split_outside_the_valid_halves_is_caught(monkeypatch):
+    """A range update that reads the count at a split where one half-chain was not redone
+    (the row after the change, with ``R`` left stale there)."""
+    original = Staircase.update_rows
+
+    def update_rows(self, lo, hi):
+        original(self, lo, hi)
+        n = self.k - self.g
+        if self.g < self.k and self.V[self.g] is not None and self.R[self.g + 1] is not None:
+            self.count = int(self.V[self.g].mul_low(self.R[self.g + 1], n + 1)[n])  # R of the wrong row
+        return self.count
+
+    monkeypatch.setattr(sweep_module, "_ROW_BY_ROW", 0)
+    monkeypatch.setattr(Staircase, "update_rows", update_rows)
     assert _mismatches(CONTROL_COUNTS) > 0
 
 

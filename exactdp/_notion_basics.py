@@ -1,0 +1,150 @@
+"""Certified building blocks shared by the privacy notions of a pair: exact equality, ball helpers, the pure loss.
+
+The notions (:mod:`exactdp._notions`: delta(epsilon), epsilon(delta); :mod:`exactdp._renyi`:
+Rényi divergence, zCDP) all read the same certified balls of ``P`` and ``Q`` from
+:mod:`exactdp._distributions` and fall back to the same exact decisions: this module holds
+those shared pieces, and the pure privacy loss ``max_o |ln P(o) - ln Q(o)|`` that
+:func:`exactdp.audit.privacy_loss` reports.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Optional
+
+import mpmath
+from flint import arb
+
+from ._distributions import ExponentialPair, Pair
+from .core._lazy import sympy
+from .core.precision import ball_to_mpf, flint_workprec, prec_for_dps
+from .core.validation import as_rational
+from .errors import PrecisionError
+
+__all__ = ["DEFAULT_MAX_CELL_OUTPUTS", "proven_zero", "pure_loss"]
+
+#: A mechanism paired with a mapping is listed output by output up to this many outputs.
+DEFAULT_MAX_CELL_OUTPUTS = 200_000
+
+_DIRECTIONS = ("a>b", "b>a")
+#: Exact equalities are left undecided (None) rather than handed to ``sympy.simplify`` when
+#: the difference has more operations than this (a sum over many levels).
+_SIMPLIFY_OPS = 400
+#: :func:`_identical` separates the distributions with enclosures of this many digits first.
+_IDENTITY_DIGITS = 60
+
+def _rational(value: Any, argument: str) -> Fraction:
+    """``as_rational`` with plain int parts (flint refuses gmpy integers)."""
+    q = as_rational(value, argument)
+    return Fraction(int(q.numerator), int(q.denominator))
+
+def _power_of_ten_above(upper: arb) -> int:
+    """The least integer ``e`` (found from a float guess, then proven in arb) with
+    ``10**e >= upper`` for a positive finite ``upper``: a bound that is stated is proven,
+    not rounded."""
+    with flint_workprec(64):
+        exponent = int(mpmath.floor(mpmath.log10(ball_to_mpf(upper)))) + 1
+        while not arb(10) ** exponent >= upper:
+            exponent += 1
+        while arb(10) ** (exponent - 1) >= upper:
+            exponent -= 1
+    return exponent
+
+
+def _pos(x: arb) -> arb:
+    """A ball containing ``max(0, t)`` for every ``t`` in ``x``."""
+    if x > 0:
+        return x
+    if x.upper() <= 0:
+        return arb(0)
+    return arb(0).union(x.upper())
+
+
+def _oriented(balls: list, direction: str) -> list:
+    return balls if direction == "a>b" else [(q, p) for p, q in balls]
+
+
+def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Optional[bool]:
+    """Whether ``P(o) == e^eps Q(o)`` exactly (None when undecided)."""
+    try:
+        p, q = pair.exact(cell)
+        if direction == "b>a":
+            p, q = q, p
+        if isinstance(p, Fraction) and isinstance(q, Fraction):
+            # e^eps is irrational for rational eps != 0 (Lindemann): equal only when both vanish
+            return p == q if eps == 0 else (p == 0 and q == 0)
+        return proven_zero(sympy.sympify(p) - sympy.exp(sympy.Rational(eps.numerator, eps.denominator)) * q)
+    except Exception:  # no closed form within the mechanism's limits
+        return None
+
+
+def proven_zero(expression: Any) -> Optional[bool]:
+    """True when the sympy ``expression`` is proven to be 0, None when undecided: the one
+    place the oracle asks sympy for an exact equality.  ``sympy.simplify`` only sees
+    expressions of at most ``_SIMPLIFY_OPS`` operations: on a sum over thousands of levels
+    it can run for hours."""
+    if expression == 0:
+        return True
+    if sympy.count_ops(expression) > _SIMPLIFY_OPS:
+        return None
+    return True if sympy.simplify(expression) == 0 else None
+
+
+def _cap(dps: int) -> int:
+    return 4 * dps + 80
+
+def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
+    return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells])
+
+def _identical(pair: Pair) -> bool:
+    """Whether the two distributions are equal, decided exactly.  Balls first: a cell with
+    probability 0 on one side only, or with disjoint enclosures of ``P`` and ``Q``, proves
+    them different without any symbolic work."""
+    with flint_workprec(prec_for_dps(_IDENTITY_DIGITS, 40)):
+        for p, q in pair.balls(_IDENTITY_DIGITS):
+            if (p is None) != (q is None) or (p is not None and not p.overlaps(q)):
+                return False
+    return all(_exact_equal(pair, c, "a>b", Fraction(0)) for c in pair.cells)
+
+def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpmath.mpf], list[tuple[Any, Any]], bool]:
+    """``max_o |ln P(o) - ln Q(o)|`` over the cells of ``pair``: (value, index of the
+    attaining cell, signed ``ln P - ln Q`` per cell (``+-inf`` when one side is 0), the
+    two log-probabilities per cell, exactly zero?), certified to ``digits_wanted`` digits;
+    equal distributions (decided exactly) give an exact 0."""
+    digits, tried = digits_wanted + 10, False
+    while digits <= _cap(digits_wanted):
+        with flint_workprec(prec_for_dps(digits, 40)):
+            signed, logs, best, lo, hi = [], [], -1, arb(0), arb(0)
+            for i, (p, q) in enumerate(pair.balls(digits)):
+                lp = None if p is None else p.log()
+                lq = None if q is None else q.log()
+                logs.append((lp, lq))
+                if lp is None or lq is None:
+                    signed.append(mpmath.inf if lq is None else -mpmath.inf)
+                    continue
+                s = lp - lq
+                signed.append(s)
+                if abs(s).upper() > hi:
+                    hi = abs(s).upper()
+                if not s.contains(0) and abs(s).lower() > lo:
+                    lo, best = abs(s).lower(), i
+            infinite = [i for i, s in enumerate(signed) if isinstance(s, mpmath.mpf)]
+            if infinite:
+                i = infinite[0]
+                return mpmath.inf, i, _signed_mpf(signed), _log_mpf(logs), False
+            if best >= 0 and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+                return ball_to_mpf((lo + hi) / 2), best, _signed_mpf(signed), _log_mpf(logs), False
+        if best < 0 and not tried:
+            tried = True
+            if _identical(pair):
+                return mpmath.mpf(0), 0, [mpmath.mpf(0)] * len(signed), _log_mpf(logs), True
+        digits *= 2
+    raise PrecisionError("dps", digits_wanted, f"could not certify the privacy loss to {digits_wanted} digits")
+
+
+def _signed_mpf(signed: list) -> list[mpmath.mpf]:
+    return [s if isinstance(s, mpmath.mpf) else ball_to_mpf(s) for s in signed]
+
+
+def _log_mpf(logs: list) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    return [tuple(-mpmath.inf if x is None else ball_to_mpf(x) for x in pair) for pair in logs]

@@ -1,0 +1,256 @@
+"""Rényi divergence and the certified zCDP bracket of a pair of finite distributions.
+
+``P`` and ``Q`` as in :mod:`exactdp._notions` (two mechanisms or two mappings, as cells of
+:mod:`exactdp._distributions`), every value from arb balls that contain the true
+probabilities, with the working precision doubled until the result is known to ``dps``
+digits; re-exported by :mod:`exactdp.audit`.
+
+- ``D_alpha(P||Q) = ln(sum_o P(o)^alpha Q(o)^(1-alpha)) / (alpha - 1)`` for ``alpha > 1``
+  (:func:`renyi_divergence`), the KL divergence ``sum_o P ln(P/Q)`` at ``alpha = 1``.
+- zCDP: ``rho = sup_{alpha > 1} max(D_alpha(P||Q), D_alpha(Q||P)) / alpha``
+  (:func:`zcdp_rho`, bracketed: see its docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+import mpmath
+from flint import arb
+
+from ._distributions import Pair, pair_cells
+from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _identical, _oriented,
+                             _power_of_ten_above, _rational)
+from .core._typing import RationalLike
+from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
+from .core.validation import as_dps, as_positive_int
+from .errors import InvalidParameterError, MemoryBudgetError, PrecisionError
+
+__all__ = ["ZcdpBracket", "renyi_divergence", "zcdp_rho"]
+
+
+@dataclass(frozen=True)
+class ZcdpBracket:
+    """``lower <= rho <= upper`` (:func:`zcdp_rho`); ``alpha`` attains ``lower`` (``1``: the KL
+    limit), ``converged`` when ``upper - lower <= 10**-dps * lower``, ``steps`` refinements."""
+
+    lower: mpmath.mpf
+    upper: mpmath.mpf
+    alpha: Fraction
+    converged: bool
+    steps: int
+    dps: int
+
+    def __str__(self) -> str:
+        return f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"
+
+def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional[mpmath.mpf]:
+    """``D_alpha(P||Q) = log1p(S) / (alpha - 1)`` with ``S = sum P (e^((alpha-1) r) - 1)`` per
+    value of delta (``sum P = 1``): no ``ln`` of a number next to 1, so a divergence as tiny
+    as ``e^(-10^8)`` keeps its relative accuracy.  None when it does not apply or ``S`` is
+    not certified positive (equal distributions are then decided exactly per cell)."""
+    fast = _by_delta(pair)
+    digits = digits_wanted + 10
+    while fast is not None and digits <= _cap(digits_wanted):
+        with flint_workprec(fast.prec(digits)):
+            rs, pa, _, _, _ = fast.balls()
+            a1 = rational_ball(alpha - 1)
+            s = arb(0)
+            for r, p in zip(rs, pa):
+                s += p * (a1 * r).expm1()
+            if not s > 0:
+                return None
+            value = s.log1p() / a1
+            if is_accurate(value, digits_wanted):
+                return ball_to_mpf(value)
+        digits *= 2
+    return None
+
+def _renyi_ball(balls: list, cells: tuple, alpha: Fraction) -> Optional[arb]:
+    """A ball for D_alpha(P||Q) (alpha = 1: KL), None when infinite (some Q = 0 < P)."""
+    total = arb(0)
+    for (p, q), cell in zip(balls, cells):
+        if p is None:
+            continue
+        if q is None:
+            return None
+        lr = p.log() - q.log()
+        if alpha == 1:
+            total += p * lr * cell.outputs
+        else:
+            total += p * (rational_ball(alpha - 1) * lr).exp() * cell.outputs
+    return total if alpha == 1 else total.log() / rational_ball(alpha - 1)
+
+def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = None, *,
+                     max_outputs: int = DEFAULT_MAX_CELL_OUTPUTS) -> mpmath.mpf:
+    """``D_alpha(P_a || P_b) = ln(sum_o P(o)^alpha Q(o)^(1-alpha)) / (alpha - 1)`` for an
+    exact rational ``alpha > 1`` (one direction), certified to ``dps`` digits with arb
+    (each term as ``P * exp((alpha-1) ln(P/Q))``); ``mpmath.inf`` when some output has
+    ``Q = 0 < P``; exactly 0 when the distributions are equal (decided exactly)."""
+    digits_wanted = as_dps(dps)
+    al = _rational(alpha, "alpha")
+    if al <= 1:
+        raise InvalidParameterError("alpha", alpha, "must be > 1")
+    pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
+    fast = _renyi_by_delta(pair, al, digits_wanted)
+    return fast if fast is not None else _certified_divergence(pair, al, "a>b", digits_wanted)
+
+
+def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
+    digits, tried = digits_wanted + 10, False
+    while digits <= _cap(digits_wanted):
+        with flint_workprec(prec_for_dps(digits, 40)):
+            ball = _renyi_ball(_oriented(pair.balls(digits), direction), pair.cells, alpha)
+            if ball is None:
+                return mpmath.inf
+            if ball > 0 and is_accurate(ball, digits_wanted):
+                return ball_to_mpf(ball)
+        if not ball > 0 and not tried:
+            tried = True
+            if _identical(pair):
+                return mpmath.mpf(0)
+        digits *= 2
+    raise PrecisionError("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
+                         + _magnitude_note(ball, alpha, digits // 2, digits_wanted))
+
+
+def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int) -> str:
+    """What the last enclosure of a divergence says of its size, and what to do."""
+    if ball is None or not ball.is_finite() or not ball.upper() > 0:
+        return ""
+    exponent = _power_of_ten_above(ball.upper()) - 1
+    return (f": D_{alpha} <= 1e{exponent + 1}, so small that the sum of P^alpha Q^(1-alpha) is 1 to all "
+            f"{digits} digits of the probabilities; certifying it needs more than {max(-exponent, 0) + digits_wanted} "
+            "digits (the precision goes up to 4*dps + 80 digits: a larger dps goes further). Two mechanisms "
+            "with one epsilon and the exponential rule have no such limit (computed per value of delta)")
+
+
+def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000,
+             max_outputs: int = DEFAULT_MAX_CELL_OUTPUTS) -> ZcdpBracket:
+    """A rigorous bracket ``lower <= rho <= upper`` of the zCDP parameter
+    ``rho = sup_{alpha > 1} R(alpha)``, ``R(alpha) = max(D_alpha(a||b), D_alpha(b||a)) / alpha``.
+
+    The math: ``D_alpha`` is nondecreasing in ``alpha``, so for ``alpha`` in ``[a1, a2]``,
+    ``R(alpha) <= D_{a2} / a1``; as ``alpha -> 1+``, ``D_alpha -> D_1`` (KL) from above,
+    so ``rho >= D_1`` and ``R <= D_{a2}`` on ``(1, a2]``; for ``alpha > A``,
+    ``R(alpha) <= D_inf / A`` with ``D_inf`` the pure privacy loss (finite for equal
+    supports; then ``R -> 0`` and the sup is attained at a finite alpha); and
+    ``rho <= D_inf**2 / 2`` (pure ``D_inf``-DP of the pair implies ``D_inf**2/2``-zCDP: Bun
+    and Steinke, TCC 2016, arXiv:1605.02065, Proposition 1.4).  Lower bounds are the values
+    ``R(alpha)`` at grid points (and ``D_1``), never below 0.  The grid starts at
+    ``1, 2, 4, ...`` up to ``A`` with ``D_inf / A`` below the lower bound; the interval with
+    the largest upper bound is halved (or ``A`` doubled) until ``upper - lower <=
+    10**-dps * lower`` (default ``dps = 6``) or ``max_steps`` refinements (then
+    ``converged`` is False; the bracket is still rigorous).  All values are arb balls at a
+    working precision of ``dps + 20`` digits, doubled up to ``max(4 * dps + 80, 1000)``
+    (never past the mechanisms' ``memory_budget``) while the best lower bound (KL or
+    ``R(2)``) is not known to ``dps + 2`` digits: distributions that differ by ``2**-200``
+    have a ``rho`` near ``10**-120``.  Lower ends of lower bounds, upper ends of upper
+    bounds.  ``rho = inf`` when the supports differ, ``0`` for equal distributions (decided
+    exactly).
+    """
+    digits_wanted = 6 if dps is None else as_dps(dps)
+    steps_cap = as_positive_int(max_steps, "max_steps")
+    pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
+    digits, cap, identical = digits_wanted + 20, max(_cap(digits_wanted), _ZCDP_MAX_DIGITS), None
+    while True:
+        bracket = _zcdp_at(pair, digits, digits_wanted, steps_cap, final=digits >= cap)
+        if isinstance(bracket, ZcdpBracket):
+            return bracket
+        if identical is None:  # KL = 0 possible: decide exactly, once
+            identical = _identical(pair)
+            if identical:
+                zero = mpmath.mpf(0)
+                return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
+        more = min(2 * digits, cap)
+        try:  # more digits only within the memory budget; else the rigorous bracket at these
+            pair.check_memory(more, "zcdp_rho")
+        except MemoryBudgetError:
+            return _zcdp_at(pair, digits, digits_wanted, steps_cap, final=True)
+        digits = more
+
+
+#: :func:`zcdp_rho` raises its working precision up to this many digits (or ``4 * dps + 80``).
+_ZCDP_MAX_DIGITS = 1000
+
+
+def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final: bool) -> Optional[ZcdpBracket]:
+    """:func:`zcdp_rho` at ``digits`` digits; None (unless ``final``) when the KL divergence
+    is not known to ``digits_wanted + 2`` digits there (more digits are then needed)."""
+    with flint_workprec(prec_for_dps(digits, 40)):
+        balls = pair.balls(digits)
+        both = [balls, _oriented(balls, "b>a")]
+
+        def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
+            """(lower, upper) of D_alpha per direction; None when infinite."""
+            rs = [_renyi_ball(bs, pair.cells, alpha) for bs in both]
+            return None if any(r is None for r in rs) else [(r.lower(), r.upper()) for r in rs]
+
+        def interval_bound(a1: Fraction, a2: Fraction) -> arb:
+            """An upper bound of R on [a1, a2]: per direction the smaller of D_{a2}/a1
+            (monotonicity) and, for a1 > 1, max(R(a1), K(a2) / (a2(a2-1) - h**2)) with
+            K(alpha) = (alpha-1) D_alpha convex (chord above K, tangent of alpha(alpha-1)
+            below it: the bound is linear-fractional in alpha, extreme at an end)."""
+            out = arb(0)
+            for (_, hi1), (_, hi2) in zip(points[a1], points[a2]):
+                bound = (hi2 / rational_ball(a1)).upper()
+                if a1 > 1:
+                    h = a2 - a1
+                    convex = max((hi1 / rational_ball(a1)).upper(),
+                                 (hi2 * rational_ball(a2 - 1) / rational_ball(a2 * (a2 - 1) - h * h)).upper(),
+                                 key=lambda x: x.mid())
+                    bound = convex if convex < bound else bound
+                out = bound if bound > out else out
+            return out
+
+        kl = value(Fraction(1))
+        if kl is None:
+            inf = mpmath.inf
+            return ZcdpBracket(inf, inf, Fraction(1), True, 0, digits_wanted)
+        d_inf = max(((p.log() - q.log()).upper() for bs in both for p, q in bs if p is not None and q is not None),
+                    key=lambda x: x.mid())
+        pure_bound = (abs(d_inf) ** 2 / 2).upper()  # Bun and Steinke: D_inf-DP implies D_inf**2/2-zCDP
+        points = {Fraction(1): kl}
+        lower, best = max(kl[0][0], kl[1][0], arb(0), key=lambda x: x.mid()), Fraction(1)
+        A = Fraction(2)
+        points[A] = value(A)
+        bounds = {(Fraction(1), A): interval_bound(Fraction(1), A)}
+        # the best lower bound so far (KL or R(2)) must be known to dps + 2 digits, else more digits
+        lo, hi = max(((lo / al, hi / al) for al in (1, 2) for lo, hi in points[Fraction(al)]), key=lambda b: b[0].mid())
+        precise = bool(lo > 0 and hi - lo <= arb(10) ** -(digits_wanted + 2) * lo)
+        if not (precise or final):
+            return None
+        steps, limit = 0, steps_cap if precise else 0  # at the last precision: the bracket as it is
+        new = [A]
+        while True:
+            for al in new:
+                for lo_v, _ in points[al]:
+                    cand = (lo_v / rational_ball(al)).lower()
+                    if cand > lower:
+                        lower, best = cand, al
+            tail = (d_inf / rational_ball(A)).upper()
+            top = max(bounds, key=lambda key: bounds[key].mid())
+            grow = not bounds[top] > tail
+            upper = tail if grow else bounds[top]
+            if pure_bound < upper:
+                upper = pure_bound
+            converged = bool((upper - lower).upper() <= (arb(10) ** (-digits_wanted) * lower).lower())
+            if converged or steps >= limit:
+                break
+            steps += 1
+            if grow:
+                A, old = 2 * A, A
+                points[A] = value(A)
+                bounds[(old, A)] = interval_bound(old, A)
+                new = [A]
+            else:
+                a1, a2 = top
+                mid = (a1 + a2) / 2
+                points[mid] = value(mid)
+                del bounds[top]
+                bounds[(a1, mid)], bounds[(mid, a2)] = interval_bound(a1, mid), interval_bound(mid, a2)
+                new = [mid]
+        lo_mpf, hi_mpf = ball_to_mpf(lower), ball_to_mpf(upper.upper())
+    return ZcdpBracket(lo_mpf, hi_mpf, best, converged, steps, digits_wanted)
