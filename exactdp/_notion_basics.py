@@ -33,10 +33,12 @@ _SIMPLIFY_OPS = 400
 #: :func:`_identical` separates the distributions with enclosures of this many digits first.
 _IDENTITY_DIGITS = 60
 
+
 def _rational(value: Any, argument: str) -> Fraction:
     """``as_rational`` with plain int parts (flint refuses gmpy integers)."""
     q = as_rational(value, argument)
     return Fraction(int(q.numerator), int(q.denominator))
+
 
 def _power_of_ten_above(upper: arb) -> int:
     """The least integer ``e`` (found from a float guess, then proven in arb) with
@@ -93,8 +95,10 @@ def proven_zero(expression: Any) -> Optional[bool]:
 def _cap(dps: int) -> int:
     return 4 * dps + 80
 
+
 def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
     return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells])
+
 
 def _identical(pair: Pair) -> bool:
     """Whether the two distributions are equal, decided exactly.  Balls first: a cell with
@@ -105,6 +109,7 @@ def _identical(pair: Pair) -> bool:
             if (p is None) != (q is None) or (p is not None and not p.overlaps(q)):
                 return False
     return all(_exact_equal(pair, c, "a>b", Fraction(0)) for c in pair.cells)
+
 
 def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpmath.mpf], list[tuple[Any, Any]], bool]:
     """``max_o |ln P(o) - ln Q(o)|`` over the cells of ``pair``: (value, index of the

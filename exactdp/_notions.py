@@ -80,6 +80,7 @@ class EpsilonForDelta:
     def __str__(self) -> str:
         return f"epsilon({self.delta}) = {mpmath.nstr(self.epsilon, 15)} ({self.direction})"
 
+
 def _profile_note(open_ends: dict[str, tuple[arb, int]], eps: Fraction, digits: int) -> str:
     """What the last pass proved of the directions it could not certify: an upper bound on
     their delta, and how many cells have ``P`` equal to ``e^eps Q`` within the
@@ -92,6 +93,7 @@ def _profile_note(open_ends: dict[str, tuple[arb, int]], eps: Fraction, digits: 
                  "neither proved equal nor different (if equal, they add 0)") if near else ""
         notes.append(f"delta_{direction}({eps}) {bound} (proven){cells}")
     return (": " + "; ".join(notes)) if notes else ""
+
 
 def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = None, *,
                     max_outputs: int = DEFAULT_MAX_CELL_OUTPUTS) -> PrivacyProfile:
@@ -154,6 +156,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba, cab if first else cba,
                           digits_wanted, zab and zba)
 
+
 def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional[PrivacyProfile]:
     """:func:`privacy_profile` per value of delta (:class:`ExponentialPair`): ``P - e^eps Q
     = -P expm1(eps - r)``, positive exactly where ``r > eps``; None when it does not apply
@@ -183,6 +186,7 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
                                       cab if first else cba, digits_wanted, zab and zba)
         digits *= 2
     return None
+
 
 def _exact_mass(pair: Pair, cells: list[int], direction: str) -> Optional[Fraction]:
     """Exact ``P`` mass of the given cells when the probabilities are Fractions."""

@@ -46,6 +46,7 @@ class ZcdpBracket:
     def __str__(self) -> str:
         return f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"
 
+
 def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional[mpmath.mpf]:
     """``D_alpha(P||Q) = log1p(S) / (alpha - 1)`` with ``S = sum P (e^((alpha-1) r) - 1)`` per
     value of delta (``sum P = 1``): no ``ln`` of a number next to 1, so a divergence as tiny
@@ -68,6 +69,7 @@ def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional
         digits *= 2
     return None
 
+
 def _renyi_ball(balls: list, cells: tuple, alpha: Fraction) -> Optional[arb]:
     """A ball for D_alpha(P||Q) (alpha = 1: KL), None when infinite (some Q = 0 < P)."""
     total = arb(0)
@@ -82,6 +84,7 @@ def _renyi_ball(balls: list, cells: tuple, alpha: Fraction) -> Optional[arb]:
         else:
             total += p * (rational_ball(alpha - 1) * lr).exp() * cell.outputs
     return total if alpha == 1 else total.log() / rational_ball(alpha - 1)
+
 
 def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = None, *,
                      max_outputs: int = DEFAULT_MAX_CELL_OUTPUTS) -> mpmath.mpf:
