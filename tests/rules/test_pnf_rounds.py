@@ -68,7 +68,10 @@ def test_random_against_expanded_polynomials(counts, data, eps):
     seq = tuple(data.draw(st.permutations(range(len(counts))))[:k])
     m = exactdp.Peeling(counts, k, epsilon=eps, noise="exponential")
     values = tuple(counts[i] for i in seq)
-    with mpmath.workdps(300):  # (a log near 0 needs the digits of its distance to 1)
+    # A log near 0 needs the digits of P's distance to 1, which can be as small as about
+    # e^(-lam * 60) with lam <= 40 (10^-1043): 1,200 digits keep more than 150 of them
+    # (300 did not: counts [16, 0], epsilon 40 leaves 1 - P = e^-640 / 2, 21 digits).
+    with mpmath.workdps(1200):
         want = peel_pnf_mp(counts, seq, mpmath.mpf(eps.numerator) / (eps.denominator * k))
         assert _close(_fast(m, values, 30, log=False), want, 30)
         assert _close(_fast(m, values, 30, log=True), mpmath.log(want), 30)
