@@ -31,16 +31,14 @@ import mpmath
 from flint import arb
 
 from ._distributions import Pair, pair_cells
-from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal,  # noqa: F401
-                             _identical, _oriented, _pos, _power_of_ten_above, _rational, proven_zero, pure_loss)
-from ._renyi import ZcdpBracket, _certified_divergence, renyi_divergence, zcdp_rho  # noqa: F401
+from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
+                             _power_of_ten_above, _rational)
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
 from .errors import InvalidParameterError, PrecisionError
 
-__all__ = ["PrivacyProfile", "EpsilonForDelta", "ZcdpBracket", "privacy_profile", "epsilon_for_delta",
-           "renyi_divergence", "zcdp_rho", "DEFAULT_MAX_CELL_OUTPUTS"]
+__all__ = ["PrivacyProfile", "EpsilonForDelta", "privacy_profile", "epsilon_for_delta"]
 
 
 @dataclass(frozen=True)

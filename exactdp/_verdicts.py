@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import mpmath
 
 from ._distributions import MappingDistribution
-from ._notions import _cap, proven_zero
+from ._notion_basics import _cap, proven_zero
 from .core._lazy import sympy
 from .core.precision import mp_workdps
 

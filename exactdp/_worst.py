@@ -41,7 +41,9 @@ import mpmath
 
 from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
 from ._neighbours import _relation, neighbour_count, neighbours
-from ._notions import _certified_divergence, _rational, privacy_profile, zcdp_rho
+from ._notion_basics import _rational
+from ._notions import privacy_profile
+from ._renyi import _certified_divergence, zcdp_rho
 from ._verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output

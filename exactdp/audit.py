@@ -70,8 +70,9 @@ from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit
                              output_orbit_count, pair_cells)
 from ._footprint import Footprint
 from ._groups import Groups
-from ._notions import (EpsilonForDelta, PrivacyProfile, ZcdpBracket, epsilon_for_delta, privacy_profile,  # noqa: F401
-                       proven_zero, pure_loss, renyi_divergence, zcdp_rho)
+from ._notion_basics import proven_zero, pure_loss  # noqa: F401
+from ._notions import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
+from ._renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy

@@ -198,8 +198,10 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
     trivial bounds.  Once a lower bound reaches ``2**64 - 1`` the remaining boundaries are
     all at least that, and the arrays stop there: :func:`inverse_cdf_words` gives every
     word below ``2**64 - 1`` an index at most that boundary's, as the full arrays would.
-    So the arrays hold at most ``len(cumulative) - 1`` boundaries, fewer when the mass
-    after some level is below ``2**-64``.
+    So the arrays hold the ``len(cumulative) - 1`` boundaries, fewer when the mass after
+    some level is below ``2**-64``, or all ``len(cumulative)`` when the stop falls on the
+    last running sum itself (that extra bound, ``2**64 - 1``, changes no index: a word
+    past every earlier boundary gets the last index either way).
     """
     scale = arb(2) ** WORD_BITS / cumulative[-1]
     lo, hi = [], []

@@ -497,7 +497,7 @@ class JointSet(JointFamily):
         paths = self._paths.get(a)
         if paths is None:
             if len(self._paths) >= self.LEVEL_CACHE:
-                self._paths.pop(next(iter(self._paths), None), None)  # the oldest level's
+                del self._paths[next(iter(self._paths))]  # the oldest level's (dicts keep insertion order)
             paths = LevelPaths(self.ranking, self.k, -self.table.utilities[a])
             if paths.size != self.table.multiplicities[a]:  # pragma: no cover - a bug
                 raise AssertionError(f"level {a}: {paths.size} sets by paths, {self.table.multiplicities[a]} by levels")

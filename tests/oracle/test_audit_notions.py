@@ -355,7 +355,7 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     could take hours on a sum over many levels), and a divergence too small for the
     per-cell computation is a clear PrecisionError stating its magnitude bound (the
     per-delta computation, tested in test_audit_pairs.py, certifies it)."""
-    from exactdp import _distributions, _notions
+    from exactdp import _distributions, _notion_basics
     from exactdp.errors import PrecisionError
 
     asked = []
@@ -370,14 +370,14 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     n = list(c)
     n[3] += 1
     a, b = exactdp.Joint(c, 3, epsilon=1), exactdp.Joint(n, 3, epsilon=1)
-    assert not _notions._identical(_distributions.pair_cells(a, b, 30, 10**6))
+    assert not _notion_basics._identical(_distributions.pair_cells(a, b, 30, 10**6))
     monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
     with pytest.raises(PrecisionError, match=r"D_2 <= 1e-159, so small .* needs more than 190 digits"):
         audit.renyi_divergence(a, b, 2, dps=30)
     assert asked == []
     # negative control: equal distributions are not refuted by balls, so the exact check runs
     shifted = exactdp.Joint([x + 1 for x in c], 3, epsilon=1)
-    assert _notions._identical(_distributions.pair_cells(a, shifted, 30, 10**6))
+    assert _notion_basics._identical(_distributions.pair_cells(a, shifted, 30, 10**6))
     assert asked
 
 
@@ -386,15 +386,15 @@ def test_proven_zero_is_the_one_bounded_symbolic_equality(monkeypatch):
     terms is left undecided without calling sympy.simplify at all."""
     import sympy
 
-    from exactdp import _notions
+    from exactdp import _notion_basics
 
     x = sympy.Symbol("x", positive=True)
-    assert _notions.proven_zero(sympy.exp(1) * sympy.exp(-2) - sympy.exp(-1)) is True
-    assert _notions.proven_zero(sympy.exp(-1) - sympy.Rational(1, 3)) is None
+    assert _notion_basics.proven_zero(sympy.exp(1) * sympy.exp(-2) - sympy.exp(-1)) is True
+    assert _notion_basics.proven_zero(sympy.exp(-1) - sympy.Rational(1, 3)) is None
     big = sum(sympy.exp(-x * i) for i in range(1, 400)) - sum(sympy.exp(-x * i) for i in range(1, 399)) - sympy.exp(-399 * x)
     monkeypatch.setattr(sympy, "simplify", lambda e: (_ for _ in ()).throw(AssertionError("simplify called")))
-    assert _notions.proven_zero(big) in (True, None)  # auto-cancelled to 0, or undecided: never simplified
-    assert _notions.proven_zero(sum(sympy.exp(-x * i) for i in range(1, 400)) - 1) is None
+    assert _notion_basics.proven_zero(big) in (True, None)  # auto-cancelled to 0, or undecided: never simplified
+    assert _notion_basics.proven_zero(sum(sympy.exp(-x * i) for i in range(1, 400)) - 1) is None
 
 
 def test_profile_precision_error_states_a_proven_bound(monkeypatch):
