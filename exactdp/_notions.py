@@ -117,6 +117,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     digits = digits_wanted + 10
     while True:
         done: dict[str, Any] = {}
+        newly_equal = False
         open_ends: dict[str, tuple[arb, int]] = {}  # undecided direction: (bound, cells near equality)
         with flint_workprec(prec_for_dps(digits, 40)):
             balls = pair.balls(digits)
@@ -133,10 +134,15 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                         undecided.append(i)
                     positive.append(i)
                     total += _pos(diff) * pair.cells[i].outputs
+                # a carrier is a cell with P > e^eps Q: one whose sign is undecided (P equal to
+                # e^eps Q within the digits) is one only once more digits prove it positive; one
+                # proven equal drops out (at the cap, an unproven one is left out of the list)
+                settled = not undecided or digits >= _cap(digits_wanted)
                 if not positive:
                     done[direction] = (mpmath.mpf(0), True, ())
-                elif total > 0 and is_accurate(total, digits_wanted):
-                    carriers = tuple((pair.cells[i].witness, pair.cells[i].outputs) for i in positive)
+                elif total > 0 and is_accurate(total, digits_wanted) and settled:
+                    carriers = tuple((pair.cells[i].witness, pair.cells[i].outputs) for i in positive
+                                     if i not in undecided)
                     done[direction] = (ball_to_mpf(total), False, carriers)
                 else:
                     open_ends[direction] = (total.upper(), len(undecided))
@@ -145,12 +151,14 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                         tried[direction].add(i)
                         if _exact_equal(pair, pair.cells[i], direction, eps):
                             proven_equal[direction].add(i)
+                            newly_equal = True
         if len(done) == 2:
             break
         if digits >= _cap(digits_wanted):
             raise PrecisionError("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
                                  f"with probabilities of {digits} digits" + _profile_note(open_ends, eps, digits))
-        digits *= 2
+        if not newly_equal:  # equalities just proven: the same digits again, without those cells
+            digits *= 2
     (dab, zab, cab), (dba, zba, cba) = done["a>b"], done["b>a"]
     first = dab >= dba
     return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba, cab if first else cba,

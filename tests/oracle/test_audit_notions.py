@@ -420,3 +420,20 @@ def test_profile_precision_error_states_a_proven_bound(monkeypatch):
     assert {d for d, _ in bounds} == {"a>b", "b>a"}
     assert all(int(e) <= -100 for _, e in bounds)  # far below any delta a claim would state
     assert "1 cell with P within" in text and "neither proved equal nor different" in text
+
+
+@pytest.mark.parametrize("a, b, eps, carried", [
+    # (0, 2, 1) has P = Q = 1/6 exactly: its ball straddles 0 at eps = 0, but it carries nothing
+    (exactdp.Peeling([1, 1, 2], 3, base=HALF), exactdp.Peeling([1, 1, 1], 3, base=HALF), 0, 2),
+    # item 1 keeps its probability (the normalisers are equal by symmetry): irrational, proved equal by sympy
+    (exactdp.Joint([2, 4, 3], 1, epsilon=5), exactdp.Joint([3, 4, 2], 1, epsilon=5), 0, 1),
+])
+def test_profile_carriers_leave_out_cells_with_p_equal_to_e_eps_q(a, b, eps, carried):
+    """A cell with ``P = e^eps Q`` exactly adds 0 to delta and is no carrier, even when the
+    other cells already certify the value (it was listed when its ball merely contained 0)."""
+    prof = audit.privacy_profile(a, b, eps, dps=20)
+    p, q = (a, b) if prof.direction == "a>b" else (b, a)
+    growth = sympy.exp(sympy.Integer(eps))
+    carrying = [o for o in a.outputs() if sympy.N(p.probability_exact(o) - growth * q.probability_exact(o), 50) > 0]
+    assert sum(n for _, n in prof.carriers) == len(carrying) == carried
+    assert all(output in carrying for output, _ in prof.carriers)
