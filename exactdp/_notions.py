@@ -294,14 +294,14 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     """The tight epsilon for ``delta``: the least ``eps >= 0`` with ``delta(eps) <= delta`` in
     both directions (``0`` when ``delta`` is at least the total variation, ``inf`` when an
     output has ``Q = 0 < P`` carrying more than ``delta``; ``delta = 0`` gives the pure
-    privacy loss).  ``delta``: an exact rational ``>= 0``.  Certified to ``dps`` digits: the
+    privacy loss).  ``delta``: an exact rational in ``[0, 1]``.  Certified to ``dps`` digits: the
     lower end from the prefix formula of the module docstring, the upper end by checking
     ``delta(eps) <= delta`` there with balls.
     """
     digits_wanted = as_dps(dps)
     d = _rational(delta, "delta")
-    if d < 0:
-        raise InvalidParameterError("delta", delta, "must be >= 0")
+    if not 0 <= d <= 1:
+        raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
     eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
     eba = _eps_one_direction(pair, d, "b>a", digits_wanted)

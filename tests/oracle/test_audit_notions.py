@@ -269,6 +269,22 @@ def test_bad_input_names_the_argument():
         audit.privacy_profile(exactdp.Joint([1, 0], 1, epsilon=1), exactdp.Joint([1, 0, 0], 1, epsilon=1), 0)
 
 
+def test_bad_input_names_the_argument_as_called():
+    """The notions take ``a`` and ``b`` (``privacy_loss`` takes ``mechanism_a``/``_b``), and
+    a delta is a probability: past 1 it is refused, like a negative one."""
+    P = {0: HALF, 1: HALF}
+    j2, j3 = exactdp.Joint([1, 0], 1, epsilon=1), exactdp.Joint([1, 0, 0], 1, epsilon=1)
+    for call in (lambda: audit.privacy_profile(j2, j3, 0), lambda: audit.epsilon_for_delta(j2, j3, 0),
+                 lambda: audit.renyi_divergence(j2, j3, 2), lambda: audit.zcdp_rho(j2, j3)):
+        with pytest.raises(InvalidParameterError, match=r"^b=.*output space of a \(d=2"):
+            call()
+    with pytest.raises(InvalidParameterError, match=r"^mechanism_b=.*output space of mechanism_a"):
+        audit.privacy_loss(j2, j3)
+    with pytest.raises(InvalidParameterError, match=r"^delta=2: must satisfy 0 <= delta <= 1"):
+        audit.epsilon_for_delta(P, P, 2)
+    assert audit.epsilon_for_delta(P, P, 1).epsilon == 0
+
+
 def test_privacy_loss_of_mappings_against_twins():
     P = brute_probabilities_base([3, 2, 2, 0], 2, HALF)
     Q = brute_probabilities_base([3, 3, 2, 0], 2, HALF)
