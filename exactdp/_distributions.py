@@ -352,7 +352,7 @@ def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = Tru
     va, vb = as_distribution(a, "a", dps), as_distribution(b, "b", dps)
     footprint = Footprint(a, b)
     if isinstance(va, Groups) and isinstance(vb, Groups):
-        _check_same_space(a, b)
+        _check_same_space(a, b, ("a", "b"))
         check_cells_fit(footprint, va, vb, dps)
         pairs, _ = mechanism_pairs(a, b, max_outputs, symmetric)
         return Pair(va, vb, [Cell(ka, kb, o, n) for (ka, kb), (o, n) in pairs.items()], footprint)
@@ -381,13 +381,15 @@ def check_cells_fit(footprint: Footprint, a: Groups, b: Groups, dps: int, rows: 
                     digits=dps + 10, what="this audit", rows=rows)
 
 
-def _check_same_space(a: Any, b: Any) -> str:
+def _check_same_space(a: Any, b: Any, names: tuple[str, str] = ("mechanism_a", "mechanism_b")) -> str:
+    """The output kind of two mechanisms of one output space; else an error naming the
+    arguments as the caller calls them (``names``)."""
     kind_a = getattr(a, "output_kind", "sequence")
     kind_b = getattr(b, "output_kind", "sequence")
     if (a.d, a.k, kind_a) != (b.d, b.k, kind_b):
         raise InvalidParameterError(
-            "mechanism_b", b,
-            f"must have the output space of mechanism_a (d={a.d}, k={a.k}, {kind_a}s); "
+            names[1], b,
+            f"must have the output space of {names[0]} (d={a.d}, k={a.k}, {kind_a}s); "
             f"got d={b.d}, k={b.k}, {kind_b}s",
         )
     return kind_a

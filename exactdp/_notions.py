@@ -115,6 +115,7 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     digits = digits_wanted + 10
     while True:
         done: dict[str, Any] = {}
+        newly_equal = False
         open_ends: dict[str, tuple[arb, int]] = {}  # undecided direction: (bound, cells near equality)
         with flint_workprec(prec_for_dps(digits, 40)):
             balls = pair.balls(digits)
@@ -131,10 +132,15 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                         undecided.append(i)
                     positive.append(i)
                     total += _pos(diff) * pair.cells[i].outputs
+                # a carrier is a cell with P > e^eps Q: one whose sign is undecided (P equal to
+                # e^eps Q within the digits) is one only once more digits prove it positive; one
+                # proven equal drops out (at the cap, an unproven one is left out of the list)
+                settled = not undecided or digits >= _cap(digits_wanted)
                 if not positive:
                     done[direction] = (mpmath.mpf(0), True, ())
-                elif total > 0 and is_accurate(total, digits_wanted):
-                    carriers = tuple((pair.cells[i].witness, pair.cells[i].outputs) for i in positive)
+                elif total > 0 and is_accurate(total, digits_wanted) and settled:
+                    carriers = tuple((pair.cells[i].witness, pair.cells[i].outputs) for i in positive
+                                     if i not in undecided)
                     done[direction] = (ball_to_mpf(total), False, carriers)
                 else:
                     open_ends[direction] = (total.upper(), len(undecided))
@@ -143,12 +149,14 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                         tried[direction].add(i)
                         if _exact_equal(pair, pair.cells[i], direction, eps):
                             proven_equal[direction].add(i)
+                            newly_equal = True
         if len(done) == 2:
             break
         if digits >= _cap(digits_wanted):
             raise PrecisionError("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
                                  f"with probabilities of {digits} digits" + _profile_note(open_ends, eps, digits))
-        digits *= 2
+        if not newly_equal:  # equalities just proven: the same digits again, without those cells
+            digits *= 2
     (dab, zab, cab), (dba, zba, cba) = done["a>b"], done["b>a"]
     first = dab >= dba
     return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba, cab if first else cba,
@@ -284,14 +292,14 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     """The tight epsilon for ``delta``: the least ``eps >= 0`` with ``delta(eps) <= delta`` in
     both directions (``0`` when ``delta`` is at least the total variation, ``inf`` when an
     output has ``Q = 0 < P`` carrying more than ``delta``; ``delta = 0`` gives the pure
-    privacy loss).  ``delta``: an exact rational ``>= 0``.  Certified to ``dps`` digits: the
+    privacy loss).  ``delta``: an exact rational in ``[0, 1]``.  Certified to ``dps`` digits: the
     lower end from the prefix formula of the module docstring, the upper end by checking
     ``delta(eps) <= delta`` there with balls.
     """
     digits_wanted = as_dps(dps)
     d = _rational(delta, "delta")
-    if d < 0:
-        raise InvalidParameterError("delta", delta, "must be >= 0")
+    if not 0 <= d <= 1:
+        raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
     eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
     eba = _eps_one_direction(pair, d, "b>a", digits_wanted)

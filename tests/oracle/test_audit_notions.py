@@ -269,6 +269,22 @@ def test_bad_input_names_the_argument():
         audit.privacy_profile(exactdp.Joint([1, 0], 1, epsilon=1), exactdp.Joint([1, 0, 0], 1, epsilon=1), 0)
 
 
+def test_bad_input_names_the_argument_as_called():
+    """The notions take ``a`` and ``b`` (``privacy_loss`` takes ``mechanism_a``/``_b``), and
+    a delta is a probability: past 1 it is refused, like a negative one."""
+    P = {0: HALF, 1: HALF}
+    j2, j3 = exactdp.Joint([1, 0], 1, epsilon=1), exactdp.Joint([1, 0, 0], 1, epsilon=1)
+    for call in (lambda: audit.privacy_profile(j2, j3, 0), lambda: audit.epsilon_for_delta(j2, j3, 0),
+                 lambda: audit.renyi_divergence(j2, j3, 2), lambda: audit.zcdp_rho(j2, j3)):
+        with pytest.raises(InvalidParameterError, match=r"^b=.*output space of a \(d=2"):
+            call()
+    with pytest.raises(InvalidParameterError, match=r"^mechanism_b=.*output space of mechanism_a"):
+        audit.privacy_loss(j2, j3)
+    with pytest.raises(InvalidParameterError, match=r"^delta=2: must satisfy 0 <= delta <= 1"):
+        audit.epsilon_for_delta(P, P, 2)
+    assert audit.epsilon_for_delta(P, P, 1).epsilon == 0
+
+
 def test_privacy_loss_of_mappings_against_twins():
     P = brute_probabilities_base([3, 2, 2, 0], 2, HALF)
     Q = brute_probabilities_base([3, 3, 2, 0], 2, HALF)
@@ -420,3 +436,20 @@ def test_profile_precision_error_states_a_proven_bound(monkeypatch):
     assert {d for d, _ in bounds} == {"a>b", "b>a"}
     assert all(int(e) <= -100 for _, e in bounds)  # far below any delta a claim would state
     assert "1 cell with P within" in text and "neither proved equal nor different" in text
+
+
+@pytest.mark.parametrize("a, b, eps, carried", [
+    # (0, 2, 1) has P = Q = 1/6 exactly: its ball straddles 0 at eps = 0, but it carries nothing
+    (exactdp.Peeling([1, 1, 2], 3, base=HALF), exactdp.Peeling([1, 1, 1], 3, base=HALF), 0, 2),
+    # item 1 keeps its probability (the normalisers are equal by symmetry): irrational, proved equal by sympy
+    (exactdp.Joint([2, 4, 3], 1, epsilon=5), exactdp.Joint([3, 4, 2], 1, epsilon=5), 0, 1),
+])
+def test_profile_carriers_leave_out_cells_with_p_equal_to_e_eps_q(a, b, eps, carried):
+    """A cell with ``P = e^eps Q`` exactly adds 0 to delta and is no carrier, even when the
+    other cells already certify the value (it was listed when its ball merely contained 0)."""
+    prof = audit.privacy_profile(a, b, eps, dps=20)
+    p, q = (a, b) if prof.direction == "a>b" else (b, a)
+    growth = sympy.exp(sympy.Integer(eps))
+    carrying = [o for o in a.outputs() if sympy.N(p.probability_exact(o) - growth * q.probability_exact(o), 50) > 0]
+    assert sum(n for _, n in prof.carriers) == len(carrying) == carried
+    assert all(output in carrying for output, _ in prof.carriers)
