@@ -206,7 +206,28 @@ class CanonicalGamma1(CanonicalFamily):
         return certify(lambda: self._class_output_log_ball(*key), dps, extra_bits=self._extra_bits())
 
     def _group_output_probabilities(self, groups: Sequence[Level], dps: int) -> list[mpmath.mpf]:
-        return self._certify(lambda: [self._class_output_ball(*g.utility) for g in groups], dps)
+        """The balls of :meth:`_class_output_ball`, with each tail's stage-2 sum formed once
+        (not once per class: ``O(k d)`` ball operations instead of ``O(k^2 d)``)."""
+        k = self.k
+
+        def compute() -> list[arb]:
+            wt = self._weights()
+            eA, W1, Z1 = wt["eA"], wt["W1"], wt["Z1"]
+            sums: dict[int, arb] = {}
+            out = []
+            for g in groups:
+                h, t = g.utility
+                p_t = W1[t - k] / Z1
+                if t == k:
+                    out.append(p_t)
+                    continue
+                z2 = sums.get(t)
+                if z2 is None:
+                    z2 = sums[t] = sum(self._stage2_terms(t), arb(0))
+                out.append(p_t * eA[h] / z2)
+            return out
+
+        return self._certify(compute, dps)
 
     def _group_probability_exact(self, key: Hashable) -> sympy.Expr:
         """The exact probability as a sympy expression: a Rational when ``base`` is given

@@ -112,7 +112,8 @@ from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
 from ..core.selection import SelectionRule
 from ..core.validation import as_dps, as_sequence_prefix
-from ..errors import TooManyOutputsError
+from ..errors import NoClosedFormError, TooManyOutputsError
+from ..rules import exponential as _exponential
 from ..rules.noise import as_noise, rule_for_noise
 from ..rules.pnf_rounds import peel_pnf_value
 from .peeling_sampling import nth_free, sample_many
@@ -326,11 +327,38 @@ class Peeling(Mechanism):
 
     def _group_probability_exact(self, values: tuple) -> sympy.Expr:
         """Product of the rules' exact per-round probabilities (a Rational with ``base``);
-        :class:`~exactdp.errors.NoClosedFormError` when a round has no closed form."""
+        :class:`~exactdp.errors.NoClosedFormError` when a round has no closed form, or
+        when the rounds' symbolic sums together would have more than
+        :data:`~exactdp.rules.exponential.SYMBOLIC_LEVELS_LIMIT` terms (checked before any
+        is built: each term costs milliseconds in sympy, so ``k`` rounds of just under the
+        per-round limit would otherwise run for many minutes)."""
+        if self.noise == "gumbel" and not self.scale.is_rational:
+            self._check_symbolic_terms(values)
         out = sympy.Integer(1)
         for t, a in self._rounds(values):
             out = out * self.round_rule.output_probability_exact(t, a)
         return out
+
+    def _check_symbolic_terms(self, values: tuple) -> None:
+        """Refuse (:class:`~exactdp.errors.NoClosedFormError`) a symbolic closed form whose
+        ``k`` per-round sums have more than ``SYMBOLIC_LEVELS_LIMIT`` terms in all: round
+        ``r`` sums over the distinct counts still present after ``values[:r]``."""
+        limit = _exponential.SYMBOLIC_LEVELS_LIMIT
+        mult = dict(zip(self.ranking.values, self._mult))
+        present, used, total = len(mult), Counter(), 0
+        for v in values:
+            total += present
+            if total > limit:
+                raise NoClosedFormError(
+                    None, None,
+                    f"probability_exact: the {self.k} rounds' exponential sums would have more "
+                    f"than {limit} terms in all (SYMBOLIC_LEVELS_LIMIT = {limit}, "
+                    f"exactdp.rules.exponential.SYMBOLIC_LEVELS_LIMIT); use "
+                    f"probability(output, dps=...), or a rational base=... for an exact Rational",
+                )
+            used[v] += 1
+            if used[v] == mult[v]:
+                present -= 1
 
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability that the output lies in it)``: one output's probability

@@ -115,6 +115,30 @@ def test_paper_instance():
     assert x.probability((0, 1)) > g.probability((0, 1))
 
 
+def test_probability_exact_refuses_many_symbolic_terms_at_once(monkeypatch):
+    """The k rounds' symbolic sums count together against SYMBOLIC_LEVELS_LIMIT: each
+    round alone was under it, so d = 10,000 distinct counts, k = 50 built 50 sums of
+    10,000 sympy terms (many minutes) instead of refusing."""
+    from exactdp.rules import exponential
+
+    m = exactdp.Peeling(list(range(2000)), 6, epsilon=1)  # 6 rounds of about 2,000 terms
+    with pytest.raises(errors.NoClosedFormError, match="SYMBOLIC_LEVELS_LIMIT = 10000"):
+        m.probability_exact((1999, 1998, 1997, 1996, 1995, 1994))
+    assert m.probability((1999, 1998, 1997, 1996, 1995, 1994), dps=20) > 0
+    # the limit is exact: (3, 2, 2, 0), k = 2 sums 3 + 3 terms (a 2 is left after the first)
+    small = exactdp.Peeling([3, 2, 2, 0], 2, epsilon=1)
+    monkeypatch.setattr(exponential, "SYMBOLIC_LEVELS_LIMIT", 6)
+    assert small.probability_exact((1, 0)).free_symbols == set()
+    monkeypatch.setattr(exponential, "SYMBOLIC_LEVELS_LIMIT", 5)
+    with pytest.raises(errors.NoClosedFormError, match="SYMBOLIC_LEVELS_LIMIT = 5"):
+        small.probability_exact((1, 0))
+    # (3, 2, 2, 0) after the 3: 3 + 2 = 5 terms, within the limit
+    assert small.probability_exact((0, 1)).free_symbols == set()
+    # a rational base has no symbolic sums: not limited by it
+    exact = exactdp.Peeling([3, 2, 2, 0], 2, base=Fraction(1, 3)).probability_exact((1, 0))
+    assert exact == sympy.Rational(243, 1702)
+
+
 # --------------------------------------------------------------------------------------
 # levels (count sequences), outputs, rounds
 # --------------------------------------------------------------------------------------
