@@ -72,6 +72,12 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:
+    # the documented public names (__all__) and the module's dunders, not the helpers it
+    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+
+
 def _exact(value: Any) -> Any:
     """An ``mpmath.mpf`` at its exact binary value (so certified results can be fed back);
     anything else unchanged (validated by :mod:`exactdp.core.validation`)."""

@@ -109,6 +109,13 @@ __all__ = [
     "zcdp_rho",
 ]
 
+
+def __dir__() -> list[str]:
+    # the documented public names (__all__) and the module's dunders, not the helpers it
+    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+
+
 #: :func:`privacy_loss` refuses to visit more output orbits than this unless told otherwise.
 DEFAULT_MAX_OUTPUTS = 200_000
 #: :func:`worst_case` refuses more neighbours than this unless told otherwise.

@@ -31,8 +31,42 @@ __all__ = [
 
 
 def _show(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past CPython's int/str digit limit (4300), or one inside value
+        text = _long_repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _long_int(n: int) -> str:
+    """``n`` in full up to 60 digits, else as ``d.ddd...e+E (N digits)`` (truncated), without
+    CPython's int/str digit limit."""
+    import gmpy2  # only for an integer of more than 4300 digits
+
+    text = gmpy2.mpz(n).digits(10)
+    sign, body = ("-", text[1:]) if text.startswith("-") else ("", text)
+    if len(body) <= 60:
+        return text
+    return f"{sign}{body[0]}.{body[1:4]}...e+{len(body) - 1} ({len(body)} digits)"
+
+
+def _long_repr(value: Any) -> str:
+    """A short text of a value whose ``repr`` raised: ints and Fractions with too many
+    digits for ``repr`` abbreviated (also inside a list or tuple), else the value's type."""
+    from fractions import Fraction
+
+    if isinstance(value, int):
+        return _long_int(value)
+    if isinstance(value, Fraction):
+        return f"Fraction({_long_int(value.numerator)}, {_long_int(value.denominator)})"
+    if type(value) in (list, tuple):
+        # the first few items only: the message is cut at 80 characters anyway
+        items = ", ".join(_long_repr(v) for v in value[:8]) + (", ..." if len(value) > 8 else "")
+        return f"[{items}]" if type(value) is list else f"({items}{',' if len(value) == 1 else ''})"
+    try:
+        return repr(value)
+    except ValueError:
+        return f"<{type(value).__name__} with an integer too long to show>"
 
 
 class ExactDPError(Exception):

@@ -81,6 +81,13 @@ __all__ = [
     "dp_topk_mechanism",
 ]
 
+
+def __dir__() -> list[str]:
+    # the documented public names (__all__) and the module's dunders, not the helpers it
+    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+
+
 #: OpenDP's output measures (snake case, as ``dp.max_divergence()`` is spelt) and the
 #: report-noisy-max noise of each.
 OPENDP_MEASURES = {"max_divergence": "exponential", "zero_concentrated_divergence": "gumbel"}

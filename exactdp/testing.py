@@ -118,6 +118,13 @@ __all__ = [
     "rational_epsilons",
 ]
 
+
+def __dir__() -> list[str]:
+    # the documented public names (__all__) and the module's dunders, not the helpers it
+    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+
+
 #: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``
 #: says otherwise.  Enough for power 0.99 against every TV deviation of 0.05 (the default
 #: ``delta``, least favourable alternative, ``alpha = 1e-6``) on mechanisms with a few

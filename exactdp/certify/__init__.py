@@ -90,6 +90,13 @@ __all__ = [
     "DEFAULT_MIN_COVERAGE",
 ]
 
+
+def __dir__() -> list[str]:
+    # the documented public names (__all__) and the module's dunders, not the helpers it
+    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+
+
 # exactdp.certify is the documented home of these names: reprs, pickles and the API
 # reference name it, not the submodule that happens to define them.
 for _name in __all__:

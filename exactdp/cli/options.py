@@ -13,7 +13,7 @@ import textwrap
 from typing import NoReturn
 
 from ..core.validation import DEFAULT_DPS
-from .parse import _positive_int_arg
+from .parse import _digits_arg, _positive_int_arg
 
 __all__ = ["DEFAULT_DIGITS"]
 
@@ -27,7 +27,7 @@ def _add_precision(p: argparse.ArgumentParser, dps_help: str = "(default %(defau
         help=f"certified significant digits: relative error at most 1e-N {dps_help}",
     )
     p.add_argument(
-        "--digits", type=_positive_int_arg, default=DEFAULT_DIGITS, metavar="N",
+        "--digits", type=_digits_arg, default=DEFAULT_DIGITS, metavar="N",
         help="significant digits shown in tables (default %(default)s; computed "
         "at max(--dps, --digits) so every shown digit is certified; --json shows --dps digits)",
     )

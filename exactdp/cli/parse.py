@@ -23,7 +23,6 @@ __all__ = ["parse_counts", "MAX_COUNTS", "MAX_COUNT_DIGITS", "MAX_OPTION_DIGITS"
 
 _T = TypeVar("_T")
 
-_SEPARATORS = re.compile(r"[,\s]+")
 # Counts: items separated by one comma (with any whitespace around it) or by whitespace.
 _COUNT_SEPARATOR = re.compile(r"\s*,\s*|\s+")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -144,10 +143,12 @@ def _counts_file_arg(path: str) -> list[int]:
 
 
 def _output_arg(text: str) -> list[int]:
-    ids = []
-    for token in _SEPARATORS.split(text.strip()):
-        if not token:
-            continue
+    ids: list[int] = []
+    stripped = text.strip()
+    for token in _COUNT_SEPARATOR.split(stripped) if stripped else []:
+        if not token:  # '0,,1' is refused as --counts '10,,5' is: an id may be missing
+            raise argparse.ArgumentTypeError(f"the id at position {len(ids)} is empty (two commas in a row, or a comma at "
+                                             "the start or end)")
         try:
             ids.append(_int_arg(token))
         except argparse.ArgumentTypeError:
@@ -161,6 +162,18 @@ def _positive_int_arg(text: str) -> int:
     value = _int_arg(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _digits_arg(text: str) -> int:
+    """``--digits``: a positive integer, at most the most digits exactdp computes (the
+    range of ``dps``), so that a too large value is refused naming ``--digits``, not ``dps``."""
+    from ..core.validation import MAX_DPS
+
+    value = _positive_int_arg(text)
+    if value > MAX_DPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DPS} (shown digits are computed, and dps is at most "
+                                         f"{MAX_DPS}), got {value}")
     return value
 
 

@@ -3,8 +3,8 @@
 One place for what the oracle (:mod:`exactdp.audit`, :mod:`exactdp.certify`) and the
 command line print:
 
-- :func:`int_text`, :func:`format_int`, :func:`abbreviate_ints`, :func:`exact_text`: exact
-  integers and rationals, in full or with long integers abbreviated;
+- :func:`int_text`, :func:`format_int`, :func:`abbreviate_ints`, :func:`exact_text`,
+  :func:`exact_repr`: exact integers and rationals, in full or with long integers abbreviated;
 - :func:`number_text`: a certified ``mpmath.mpf`` (or a float) to a given number of
   significant digits, whatever mpmath's global precision;
 - :func:`output_ids`, :func:`output_text`, :func:`change_text`: outputs and change vectors;
@@ -43,6 +43,7 @@ __all__ = [
     "format_int",
     "abbreviate_ints",
     "exact_text",
+    "exact_repr",
     "number_text",
     "output_ids",
     "output_text",
@@ -108,6 +109,23 @@ def exact_text(value: object, ellipsis: Optional[str] = None) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return whole(value)
     return str(value)
+
+
+def exact_repr(value: object) -> str:
+    """``repr(value)`` for an int, a Fraction or a tuple of them, also past CPython's
+    4300-digit int/str conversion limit (every digit, through gmpy2); anything else: ``repr``.
+
+    >>> exact_repr(Fraction(-9, 2)), exact_repr((3, 1)), exact_repr((7,)), len(exact_repr(10**5000))
+    ('Fraction(-9, 2)', '(3, 1)', '(7,)', 5001)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
+    if isinstance(value, Fraction):
+        return f"Fraction({int_text(value.numerator)}, {int_text(value.denominator)})"
+    if type(value) is tuple:
+        items = [exact_repr(v) for v in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    return repr(value)
 
 
 def number_text(x: NumberLike, digits: int, *, strip_zeros: bool = True, ellipsis: Optional[str] = None) -> str:

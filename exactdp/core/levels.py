@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Tupl
 
 from flint import arb, ctx
 
+from .formatting import exact_repr
 from .precision import rational_ball
 from .scale import Scale
 
@@ -36,6 +37,11 @@ class Level(NamedTuple):
 
     utility: Utility
     multiplicity: int
+
+    def __repr__(self) -> str:
+        # exact, like the tuple's own repr, also past CPython's 4300-digit int/str limit
+        # (a multiplicity of Joint([1] * 2000, 2000) has 5736 digits)
+        return f"Level(utility={exact_repr(self.utility)}, multiplicity={exact_repr(self.multiplicity)})"
 
 
 def check_levels(levels: Iterable[Level]) -> tuple[Level, ...]:

@@ -42,6 +42,7 @@ from ._lazy import sympy
 
 from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import ArgumentTypeError, InvalidParameterError, TooManyOutputsError
+from .formatting import exact_text, int_text
 from .levels import Level, LevelTable, Utility
 from .ranking import Ranking
 from .scale import Scale
@@ -337,8 +338,10 @@ class Mechanism(abc.ABC):
         return {"epsilon": self.scale.epsilon}
 
     def __repr__(self) -> str:
-        counts = repr(list(self.counts)) if self.d <= 12 else f"<{self.d} counts>"
-        params = ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={value}"
+        # every digit, through gmpy2: a count or epsilon past CPython's 4300-digit int/str
+        # limit made repr() raise ValueError
+        counts = f"[{', '.join(int_text(c) for c in self.counts)}]" if self.d <= 12 else f"<{self.d} counts>"
+        params = ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={exact_text(value)}"
                            for name, value in self._parameters().items())
         return f"{type(self).__name__}({counts}, k={self.k}, {params})"
 

@@ -134,6 +134,11 @@ def choose_index(cumulative: Callable[[int], Sequence[arb]], size: int, rng: ran
     raise PrecisionError(None, None, f"sampler could not separate a boundary within {MAX_PREC} bits")
 
 
+#: Most words :func:`random_words` reads with one ``getrandbits`` call (whose argument is
+#: a C int, so at most ``2**31 - 1`` bits).
+_WORDS_PER_CALL = 1 << 20
+
+
 def random_words(rng: random.Random, n: int) -> np.ndarray:
     """``n`` independent uniform 64-bit words (``numpy.uint64``) from ``rng.getrandbits``.
 
@@ -143,8 +148,17 @@ def random_words(rng: random.Random, n: int) -> np.ndarray:
     """
     if n <= 0:
         return np.zeros(0, dtype=np.uint64)
-    raw = rng.getrandbits(WORD_BITS * n).to_bytes(8 * n, "little")
-    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+    if n <= _WORDS_PER_CALL:
+        raw = rng.getrandbits(WORD_BITS * n).to_bytes(8 * n, "little")
+        return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+    # getrandbits takes a C int number of bits: one call for n >= 2**25 words raised
+    # OverflowError.  Successive calls read the same 32-bit stream, so the words are
+    # exactly those one call would give.
+    out = np.empty(n, dtype=np.uint64)
+    for start in range(0, n, _WORDS_PER_CALL):
+        m = min(_WORDS_PER_CALL, n - start)
+        out[start:start + m] = np.frombuffer(rng.getrandbits(WORD_BITS * m).to_bytes(8 * m, "little"), dtype="<u8")
+    return out
 
 
 def numpy_generator(rng: random.Random) -> np.random.Generator:

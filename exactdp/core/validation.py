@@ -68,6 +68,7 @@ __all__ = [
     "as_positive_int",
     "as_nonnegative_int",
     "DEFAULT_DPS",
+    "MAX_DPS",
     "MAX_NUMBER_DIGITS",
     "MAX_INTEGER_DIGITS",
     "random_from_seed",
@@ -386,13 +387,17 @@ def as_rho(rho: RationalLike) -> Fraction:
     return r
 
 
+#: The most significant digits a certified value can be asked for (``dps``).
+MAX_DPS = 100_000
+
+
 def as_dps(dps: Optional[IntLike]) -> int:
     """``None`` -> the default (30); otherwise an integer number of digits, 1 <= dps <= 10**5."""
     if dps is None:
         return DEFAULT_DPS
     n = _as_int(dps, "dps")
-    if not 1 <= n <= 100_000:
-        raise InvalidParameterError("dps", dps, "must satisfy 1 <= dps <= 100000")
+    if not 1 <= n <= MAX_DPS:
+        raise InvalidParameterError("dps", dps, f"must satisfy 1 <= dps <= {MAX_DPS}")
     return n
 
 

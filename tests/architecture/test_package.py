@@ -6,6 +6,7 @@ numbers)."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import pathlib
@@ -91,6 +92,19 @@ def test_dir_hides_the_modules_own_helpers():
     for helper in ("importlib", "Any", "TYPE_CHECKING", "annotations"):
         assert helper not in listed, helper
     assert "__version__" in listed and "Joint" in listed
+
+
+@pytest.mark.parametrize("name", ["audit", "certify", "testing", "interop", "accounting"])
+def test_oracle_modules_dir_lists_their_public_names_only(name):
+    # tab completion on exactdp.audit offered mpmath, sympy, arb, fmpz, dataclass, Any, ...
+    module = importlib.import_module(f"exactdp.{name}")
+    listed = dir(module)
+    public = [n for n in listed if not (n.startswith("__") and n.endswith("__"))]
+    assert sorted(public) == sorted(module.__all__), sorted(set(public) ^ set(module.__all__))
+    assert "__doc__" in listed and "__name__" in listed
+    for helper in ("annotations", "Any", "mpmath", "sympy", "arb", "dataclass", "chi2", "InvalidParameterError"):
+        assert helper not in listed or helper in module.__all__, (name, helper)
+    assert all(hasattr(module, public_name) for public_name in module.__all__)
 
 
 def test_unknown_attribute_is_an_attribute_error():

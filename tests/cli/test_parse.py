@@ -52,6 +52,24 @@ def test_parse_counts_empty_item_is_an_error(text, position):
     assert parse_counts("10 ,5 , 3\n,2") == [10, 5, 3, 2]  # one comma, any whitespace: fine
 
 
+@pytest.mark.parametrize("text, position", [("0,,1", 1), (",0,1", 0), ("0,1,", 2), ("0, ,1", 1)])
+def test_output_empty_item_is_an_error(capsys, text, position):
+    # --output 0,,1 used to be read as 0,1 (the empty id silently dropped), unlike --counts
+    status, out, err = run(capsys, "prob", "joint", *SMALL, "--output", text)
+    assert_error(status, out, err, "argument --output", f"the id at position {position} is empty")
+    status, out, err = run(capsys, "prob", "joint", *SMALL, "--output", " 0, 1 ")
+    assert status == 0 and out.startswith("output:          0,1\n"), err
+
+
+@pytest.mark.parametrize("command", [["dist", "joint", *SMALL], ["prob", "joint", *SMALL, "--output", "0,1"],
+                                     ["compare", *SMALL, "--epsilon", "1"]])
+def test_digits_past_the_dps_limit_names_digits(capsys, command):
+    # --digits 100000000 used to fail with "dps=100000000: must satisfy 1 <= dps <= 100000"
+    status, out, err = run(capsys, *command, "--digits", "100001")
+    assert_error(status, out, err, "argument --digits: must be at most 100000", "got 100001")
+    assert "dps=" not in err
+
+
 def test_parse_counts_limits_are_checked_before_building():
     # 1x999999999999 used to allocate ~8 GB and die with a MemoryError traceback
     for text in ("10,5,1x999999999999", "1x" + "9" * 100, "1x10000000,1"):

@@ -137,3 +137,29 @@ def test_far_exponent_past_2_53_falls_back_to_nstr():
 def test_far_exponent_where_nstr_misrounds():
     x = mpmath.mpf(mpmath.libmp.from_man_exp(6361991972799459, -7134016))
     assert number_text(x, 15) == "9.95511644493984e-2147538"
+
+
+def test_reprs_show_integers_past_the_int_str_digit_limit():
+    """repr() of a Level, a mechanism and an error message raised ValueError ("Exceeds the
+    limit (4300 digits) for integer string conversion") once an integer had more than 4,300
+    digits: a multiplicity of Joint([1] * 2000, 2000) has 5,736."""
+    import sys
+
+    import exactdp
+    from exactdp.core.formatting import exact_repr
+    from exactdp.core.levels import Level
+    from exactdp.errors import InvalidParameterError
+
+    big = 10**5000 + 7
+    assert sys.get_int_max_str_digits() and len(str(7)) == 1
+    with pytest.raises(ValueError):  # the limit this test is about is in force
+        repr(big)
+    text = repr(Level((big, 1), big))
+    assert text == f"Level(utility=({exact_repr(big)}, 1), multiplicity={exact_repr(big)})"
+    assert text.count("1" + "0" * 4999 + "7") == 2
+    assert repr(Level(3, 5)) == "Level(utility=3, multiplicity=5)"  # small: the namedtuple's own
+    m = exactdp.Joint([big, 1], 1)
+    assert repr(m) == f"Joint([{exact_repr(big)}, 1], k=1, epsilon=1)"
+    err = InvalidParameterError("counts", [big], "example")
+    assert str(err).startswith("counts=[1.000...e+5000 (5001 digits)]: example")
+    assert exact_repr(Fraction(big, 3)) == f"Fraction({exact_repr(big)}, 3)"

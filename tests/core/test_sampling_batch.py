@@ -85,6 +85,30 @@ def test_random_words_are_successive_getrandbits():
     assert random_words(a, 0).shape == (0,)
 
 
+class _WidthCheckingRandom(random.Random):
+    def getrandbits(self, k):
+        assert 0 <= k < 2**31, k  # CPython takes a C int: more raised OverflowError
+        return super().getrandbits(k)
+
+
+def test_random_words_in_several_calls_are_the_same_words(monkeypatch):
+    # Joint.samples(34_000_000, ...) used to raise OverflowError: one getrandbits(64 * n)
+    # call takes at most 2**31 - 1 bits, so n >= 2**25 words are read in several calls
+    from exactdp.core import sampling
+
+    assert sampling._WORDS_PER_CALL * 64 < 2**31
+    whole = random_words(random.Random(9), 1000)
+    monkeypatch.setattr(sampling, "_WORDS_PER_CALL", 7)
+    a, b = _WidthCheckingRandom(9), random.Random(9)
+    words = random_words(a, 1000)
+    assert words.dtype == np.uint64 and words.tolist() == whole.tolist()
+    assert words.tolist() == [b.getrandbits(64) for _ in range(1000)]
+    assert a.getrandbits(32) == b.getrandbits(32)
+    monkeypatch.setattr(sampling, "_WORDS_PER_CALL", 2**25)
+    with pytest.raises(AssertionError):  # the check above can fail: one call of 2**25 words
+        random_words(_WidthCheckingRandom(9), 2**25)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 2**70), min_size=1, max_size=12).filter(lambda w: sum(w) > 0))
 def test_exact_bounds_are_floor_and_ceiling(weights):
