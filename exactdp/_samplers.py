@@ -113,10 +113,16 @@ def _normalise(raw: object, id_map: Optional[IdMap], index: int) -> object:
         if not isinstance(raw, list):
             raw = [raw]
     if id_map is None:
-        try:
-            label = next((x for x in raw if _is_label(x)), None)  # type: ignore[attr-defined]
-        except TypeError:
-            return raw  # not iterable: the certification reports it as an invalid draw
+        if not isinstance(raw, (list, tuple, set, frozenset)):
+            try:
+                raw = list(raw)  # type: ignore[call-overload]  # an iterator (map, generator) is read once: keep its ids
+            except TypeError:
+                return raw  # not iterable: the certification reports it as an invalid draw
+        label = next((x for x in raw if _is_label(x)), None)  # type: ignore[union-attr]
+        if isinstance(label, (float, np.floating)) and float(label).is_integer():
+            raise ArgumentTypeError("sampler", label, f"the sampler returned the float {label!r} (draw {index + 1}) "
+                                    "as an item id: item ids are integers (convert the draw, e.g. "
+                                    "numpy's .astype(int))")
         if label is not None:
             raise ArgumentTypeError("sampler", label, f"the sampler returned the label {label!r} (draw {index + 1}), "
                                     f"not an item id: pass id_map={{{label!r}: <item position>, ...}} "

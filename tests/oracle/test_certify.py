@@ -88,9 +88,47 @@ def test_compare_rational_base_exact():
     counts, k, base = [5, 3, 3, 0], 2, Fraction(1, 2)
     m = exactdp.Joint(counts, k, base=base)
     exact = brute_probabilities_base(counts, k, base)
-    # Fractions are compared exactly (converted with 30+ digits): no error at all
+    # Fractions converted with 30+ digits: no error above 1e-28 (and decided exactly at rtol = atol = 0)
     r = certify.compare_probabilities(exact, m, rtol=0, atol=1e-28)
     assert r.passed and r.max_abs_error < 1e-28
+
+
+def test_compare_exact_claims_exactly_at_zero_tolerance():
+    # exact rational claims equal to the exact probabilities pass with rtol = atol = 0
+    # (they failed: the certified values differ from them by ~10**-30), and a claim off
+    # by 10**-45 still fails; floats are taken at their exact binary value
+    counts, k, base = [5, 3, 3, 0], 2, Fraction(3, 10)
+    m = exactdp.Joint(counts, k, base=base)
+    exact = brute_probabilities_base(counts, k, base)
+    for claimed in (exact, {o: str(p) for o, p in exact.items()}, lambda o: exact[o]):
+        r = certify.compare_probabilities(claimed, m, rtol=0, atol=0)
+        assert r.verdict == "pass", r
+    off = dict(exact)
+    o = next(iter(off))
+    off[o] += Fraction(1, 10**45)
+    r = certify.compare_probabilities(off, m, rtol=0, atol=0)
+    assert r.verdict == "fail" and r.failures == 1 and r.worst[0].output == o
+    assert certify.compare_probabilities(off, m, rtol=0, atol=1e-44).verdict == "pass"
+    floats = {o: float(p) for o, p in exact.items()}
+    wrong = sum(Fraction(f) != exact[o] for o, f in floats.items())
+    assert certify.compare_probabilities(floats, m, rtol=0, atol=0).failures == wrong > 0
+
+
+def test_compare_left_out_outputs_are_claimed_zero():
+    m = exactdp.Joint(*SMALL, base=Fraction(1, 2))
+    exact = brute_probabilities_base(*SMALL, Fraction(1, 2))
+    rare = min(exact, key=exact.get)
+    claimed = {o: p for o, p in exact.items() if o != rare}
+    # left out = claimed 0: within atol >= P it passes, as an explicit 0 does
+    assert certify.compare_probabilities(claimed, m, atol=float(exact[rare]) * 2).verdict == "pass"
+    assert certify.compare_probabilities({**claimed, rare: 0}, m, atol=float(exact[rare]) * 2).verdict == "pass"
+    r = certify.compare_probabilities(claimed, m)
+    assert r.verdict == "fail" and r.failures == 1
+    # an output asked for through `outputs` that the mapping leaves out is claimed 0 too
+    top = max(exact, key=exact.get)
+    r = certify.compare_probabilities({top: exact[top]}, m, outputs=[top, rare], min_coverage=0)
+    assert r.verdict == "fail" and r.n_outputs == 2 and r.failures == 1
+    assert [row.output for row in r.worst if not row.ok] == [rare] and r.worst[0].note == "not claimed"
 
 
 def test_compare_mechanism_without_levels():

@@ -190,3 +190,17 @@ def test_labelled_draws_without_id_map_are_reported_once():
     lines = [line for line in fit.summary().splitlines() if "invalid draw" in line]
     assert lines == ["  invalid draws (40): output='kiwi': must be an iterable of item ids "
                      "(labels? pass id_map={label: item position, ...})"]
+
+
+def test_iterator_draws_are_read_once_and_kept():
+    # a sampler returning an iterator (map, generator) of item ids: the label check must
+    # not consume it (a correct sampler failed with every draw empty)
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    exact = testing.from_mechanism(m)
+    draws = iter(exact.draw(testing.certify.samples_needed(m), 3))
+    fit = testing.assert_sampler_matches(lambda: map(int, next(draws)), m, n=testing.certify.samples_needed(m))
+    assert fit.verdict() == "pass" and not fit.invalid
+    assert testing.from_callable(lambda: (i for i in (2,))).draw(2) == [[2], [2]]
+    # integral floats are not item ids: one clear error saying so
+    with pytest.raises(ArgumentTypeError, match=r"float 1\.0 \(draw 1\) as an item id: item ids are integers"):
+        testing.from_callable(lambda: np.array([1.0])).draw(3)
