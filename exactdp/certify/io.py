@@ -106,6 +106,7 @@ def read_samples(text: str, source: str = "samples") -> list[list[int]]:
     >>> read_samples("[0, 1]\\n[2, 0]\\n")
     [[0, 1], [2, 0]]
     """
+    text = text.removeprefix("\ufeff")  # a byte order mark (a CSV saved by a spreadsheet)
     stripped = text.strip()
     data = None
     if stripped.startswith("["):

@@ -613,6 +613,21 @@ def test_cli_certify(capsys, tmp_path):
     assert status == 1 and "verdict: FAIL" in out and err == ""
 
 
+def test_sample_files_with_a_byte_order_mark(capsys, tmp_path):
+    # a CSV saved by a spreadsheet starts with U+FEFF: it was refused ("'\ufeff3' is not an item id")
+    assert certify.read_samples("\ufeff3,1\n0 2\n") == [[3, 1], [0, 2]]
+    assert certify.read_samples("\ufeff[[3, 1]]") == [[3, 1]]
+    m = exactdp.Joint(*SMALL, epsilon=1)
+    draws = m.samples(3000, rng=9)
+    csv = tmp_path / "draws.csv"
+    csv.write_bytes(("\ufeff" + "".join(f"{a},{b}\n" for a, b in draws)).encode("utf-8"))
+    status = main(["certify", "joint", "--counts", "10,5,1,1", "-k", "2", "--samples", str(csv), "--delta", "0.1"])
+    out, err = capsys.readouterr()
+    assert status == 0 and err == "" and "verdict: PASS" in out
+    with pytest.raises(ValueError, match=r"line 1: 'a' is not an item id"):
+        certify.read_samples("\ufeffa,b\n")  # negative control: a header is still refused
+
+
 # ---------------------------------------------------------------------------------------
 # every mechanism that exists: its own exact sampler passes, its distribution compares
 
