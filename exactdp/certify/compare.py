@@ -425,6 +425,24 @@ def _class_key(key: Any) -> tuple[int, int]:
     raise InvalidParameterError("claimed", key, "keys must be classes (h, t): pairs of ints or UtilityClass values")
 
 
+def _exact_class(mechanism: Any, h: int, t: int, size: int, per: str) -> Optional[Fraction]:
+    """The exact rational probability of one set of class ``(h, t)`` (``per="set"``) or
+    of the whole class, from ``probability_exact`` of a member; ``None`` when it is not a
+    known rational."""
+    member = getattr(mechanism, "_member", None)
+    try:
+        rep = member(h, t, 0) if callable(member) else None
+        if rep is None or tuple(mechanism.class_of(rep)) != (h, t):
+            return None
+        e = mechanism.probability_exact(rep)
+    except (ExactDPError, NotImplementedError, AttributeError, ValueError, IndexError, MemoryError):
+        return None
+    if not getattr(e, "is_Rational", False):
+        return None
+    p = Fraction(int(e.p), int(e.q))
+    return p if per == "set" else p * size
+
+
 def compare_class_probabilities(
     mechanism: MechanismLike,
     claimed: ClaimedTable,
@@ -445,7 +463,10 @@ def compare_class_probabilities(
     divided by the class's exact size for ``per="set"``.
 
     A class passes when ``|claimed - exact| <= atol + rtol * exact`` (defaults
-    ``rtol = 1e-9``, ``atol = 0``).  A class the claim leaves out is compared as claimed
+    ``rtol = 1e-9``, ``atol = 0``); a claim too close to that bound for the certified
+    digits to decide (an exact table with ``rtol = atol = 0``) is decided on the exact
+    rational probability where there is one (``base=``), as in
+    :func:`compare_probabilities`.  A class the claim leaves out is compared as claimed
     probability 0 and flagged as missing; a claimed class the mechanism does not have is
     flagged as extra and fails unless its value is 0.
     """
@@ -474,7 +495,8 @@ def compare_class_probabilities(
             given = values.pop((h, t), None)
             c = mpmath.mpf(0) if given is None else _to_mpf(given)
             ae, re = _errors(c, exact)
-            ok = given is not None and not mpmath.isinf(ae) and bool(ae <= atol + rtol * exact)
+            ok = given is not None and _within(c, exact, ae, rtol, atol, digits, given,
+                                               lambda h=h, t=t, size=size: _exact_class(mechanism, h, t, size, per))
             rows.append(ClassRow(h, t, size, None if given is None else c, exact, ae, re, ok,
                                  "missing from the claim" if given is None else ""))
         missing = tuple((r.h, r.t) for r in rows if r.claimed is None)
