@@ -34,18 +34,24 @@ _LABEL_HINT = " (labels? pass id_map={label: item position, ...})"
 
 def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
-    (sets).  Accepts lists, tuples, numpy arrays and numpy integers.
+    (sets).  Accepts lists, tuples, numpy arrays and numpy integers; a single item id
+    (``int``, numpy integer) is the one-item output of a ``k = 1`` selection.
 
     >>> import numpy as np
     >>> normalise_output(np.array([3, 1]))
     (3, 1)
     >>> normalise_output([3, 1], "set") == frozenset({1, 3})
     True
+    >>> normalise_output(np.int64(2))
+    (2,)
     """
     if isinstance(output, (str, bytes)) or output is None:
         raise InvalidOutputError("output", output, "must be an iterable of item ids" + _LABEL_HINT * (output is not None))
+    raw = output.tolist() if hasattr(output, "tolist") else output
+    if isinstance(raw, int) or (hasattr(raw, "__index__") and not hasattr(raw, "__iter__")):
+        raw = [raw]  # one item id: the output of a k = 1 selection (a bool is refused below)
     try:
-        items = list(output.tolist() if hasattr(output, "tolist") else output)
+        items = list(raw)
     except TypeError:
         raise InvalidOutputError("output", output, "must be an iterable of item ids") from None
     ids = []

@@ -613,6 +613,23 @@ def test_cli_certify(capsys, tmp_path):
     assert status == 1 and "verdict: FAIL" in out and err == ""
 
 
+def test_single_ids_are_the_outputs_of_k_1():
+    # a k = 1 sampler's draws as bare ids (ints, numpy integers, a 1-D array) were all
+    # "invalid draws" and a correct sampler FAILed; a table keyed by ids was refused
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    draws = m.samples(certify.samples_needed(m), rng=1, as_array=True)
+    for flat in (draws[:, 0], draws[:, 0].tolist()):
+        fit = certify.goodness_of_fit(flat, m)
+        assert fit.verdict() == "pass" and not fit.invalid
+    exact = {o[0]: float(p) for o, p in m.distribution()}
+    assert certify.compare_probabilities(exact, m).verdict == "pass"
+    # k = 2: a bare id has the wrong length (an invalid draw); a bool is no id
+    m2 = exactdp.Joint([3, 1, 0, 2], 2, epsilon=1)
+    fit = certify.goodness_of_fit([1] + [list(o) for o in m2.samples(50, rng=1)], m2)
+    assert fit.verdict() == "fail" and "exactly k = 2 item ids" in fit.invalid[0][1]
+    assert "is not an integer" in certify.goodness_of_fit([True, 0], m).invalid[0][1]
+
+
 def test_sample_files_with_a_byte_order_mark(capsys, tmp_path):
     # a CSV saved by a spreadsheet starts with U+FEFF: it was refused ("'\ufeff3' is not an item id")
     assert certify.read_samples("\ufeff3,1\n0 2\n") == [[3, 1], [0, 2]]
