@@ -277,10 +277,17 @@ def assert_private(factory: Callable[[tuple[int, ...]], MechanismLike], counts: 
                    *, epsilon: Optional[RationalLike | sympy.Expr] = None, dps: Optional[int] = 20,
                    **kwargs: Any) -> audit.WorstCase:  # kwargs: audit.worst_case's keyword options, passed on
     """Assert no neighbour of ``counts`` has privacy loss above the claimed epsilon
-    (:func:`exactdp.audit.worst_case`; keyword arguments are passed on)."""
+    (:func:`exactdp.audit.worst_case`; keyword arguments are passed on).
+
+    Raises ``AssertionError`` on ``"violated"``, and :class:`Inconclusive` on
+    ``"inconclusive"`` (``notion="zcdp"``: a bracket that contains the claim but is too
+    wide to decide; raise ``dps``)."""
     w = audit.worst_case(factory, counts, relation, dps, epsilon=epsilon, **kwargs)
     if w.verdict == "violated":
         raise AssertionError(f"privacy violated for {w.mechanism} ({relation} neighbours)\n{w}\n{w.table()}")
+    if w.verdict == "inconclusive":
+        raise Inconclusive(f"privacy audit inconclusive for {w.mechanism} ({relation} neighbours): the bracket "
+                           f"contains the claim but is too wide to decide; raise dps\n{w}\n{w.table()}")
     return w
 
 
