@@ -226,6 +226,12 @@ def power(
                  (max(0.0, centre - half), min(1.0, centre + half)))
 
 
+#: Noncentrality per draw at or below which an alternative counts as the mechanism itself
+#: (float rounding of its probabilities): :func:`samples_needed` raises
+#: :class:`~exactdp.errors.NothingToDetectError`.
+_SAME = 1e-20
+
+
 def samples_needed(
     mechanism: MechanismLike,
     alternative: Optional[AlternativeLike] = None,
@@ -270,11 +276,16 @@ def samples_needed(
         return found
     alt = _Alternative(design, lv, alternative, max_enumerate)
     lam, df, *_ = alt.noncentrality(max_n)
-    if alt.outside <= 0 and (df <= 0 or lam <= 1e-12 * max_n):
+    # Per draw, the noncentrality is sum (q - p)**2 / p over the bins: float rounding of a
+    # claimed table leaves ~1e-32; 1e-20 (relative deviations of ~1e-10) is still "the
+    # same probabilities".  A larger deviation is real: too small for max_n draws, not
+    # undetectable (it used to be called "the same" up to relative deviations of ~1e-6).
+    if alt.outside <= 0 and (df <= 0 or lam <= _SAME * max_n):
         raise NothingToDetectError(
             "alternative", alternative,
-            f"has the same probabilities as {mechanism!r} on every bin the test uses (even with {max_n} draws: "
-            f"noncentrality {lam:.3g}): there is nothing to detect, so no number of draws suffices",
+            f"has the same probabilities as {mechanism!r} on every bin the test uses, up to float rounding "
+            f"(even with {max_n} draws: noncentrality {lam:.3g}): there is nothing to detect, so no number of "
+            "draws suffices",
         )
     if alt.power(max_n, alpha) < target:
         raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "

@@ -519,6 +519,18 @@ def test_samples_needed_nothing_to_detect_at_once(monkeypatch):
     assert info.value.argument == "max_n" and len(calls) == 1
     with pytest.raises(InvalidParameterError, match="delta"):
         certify.samples_needed(m, swapped, delta=0.1)
+    # a real deviation of 1e-6 relative on two outputs is not "the same probabilities"
+    # (it was NothingToDetectError): too small for max_n draws, said naming max_n
+    tiny = dict(exact)
+    tiny[(0, 1)] *= 1 + 1e-6
+    tiny[(0, 2)] -= exact[(0, 1)] * 1e-6
+    with pytest.raises(InvalidParameterError) as info:
+        certify.samples_needed(m, tiny)
+    assert info.value.argument == "max_n" and not isinstance(info.value, NothingToDetectError)
+    # float rounding of the exact table is still nothing to detect
+    rounded = {o: float(np.float64(p) * (1 + 2**-52)) for o, p in exact.items()}
+    with pytest.raises(NothingToDetectError):
+        certify.samples_needed(m, rounded)
 
 
 def test_compare_probabilities_inconclusive():
