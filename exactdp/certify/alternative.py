@@ -70,7 +70,21 @@ class Power:
 
 def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Output], float]:
     if isinstance(alternative, Mapping):
-        table = {normalise_output(o, kind): float(_to_mpf(p)) for o, p in alternative.items()}
+        table: dict[Output, float] = {}
+        for key, value in alternative.items():
+            o = normalise_output(key, kind)
+            if o in table:  # e.g. the sequences (0, 1) and (1, 0) against a set mechanism
+                raise InvalidParameterError("alternative", key, f"names the same {kind} output as another key"
+                                            + (" (sum the orderings of a set first)" if kind == "set" else ""))
+            q = float(_to_mpf(value))
+            if not (q >= 0 and math.isfinite(q)):
+                raise InvalidParameterError("alternative", key, f"has probability {value!r}: must be >= 0 and finite")
+            table[o] = q
+        total = math.fsum(table.values())
+        if abs(total - 1) > 1e-9:
+            raise InvalidParameterError("alternative", f"<{len(table)} outputs>", f"its probabilities sum to "
+                                        f"{total:.12g}, not 1: give a distribution (mass outside the support "
+                                        "under keys that are not outputs)")
         return lambda o: table.get(o, 0.0)
     if hasattr(alternative, "probability") and callable(alternative.probability):
         return lambda o: float(alternative.probability(o))
@@ -106,6 +120,9 @@ class _Alternative:
             gap = total_claimed - total_q
             self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
         else:
+            if total_q > 1 + 1e-9:
+                raise InvalidParameterError("alternative", alternative, f"gives the mechanism's outputs probability "
+                                            f"{total_q:.12g} in all, more than 1: give a distribution")
             self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
 
     def binned(self, plan: _Plan):

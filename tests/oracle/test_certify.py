@@ -533,6 +533,30 @@ def test_samples_needed_nothing_to_detect_at_once(monkeypatch):
         certify.samples_needed(m, rounded)
 
 
+def test_power_refuses_alternatives_that_are_not_distributions():
+    # the sequence law given against the set marginal collapsed (0, 1) and (1, 0) to one
+    # key (the last won) and counted the lost mass as "outside the support": power 1 at
+    # n = 1000 against the very same distribution; an unnormalised table was scored too
+    peel = exactdp.Peeling([4, 3, 3, 1, 0], 2, epsilon=2)
+    sets = peel.as_sets()
+    sequences = {o: float(p) for o, p in peel.distribution()}
+    with pytest.raises(InvalidParameterError, match="names the same set output"):
+        certify.power(sets, sequences, 1000)
+    marginal = {}
+    for o, p in sequences.items():
+        marginal[frozenset(o)] = marginal.get(frozenset(o), 0.0) + p
+    assert certify.power(sets, marginal, 1000).noncentrality < 1e-9  # summed first: the same law
+    with pytest.raises(InvalidParameterError, match="sum to 0.5, not 1"):
+        certify.power(sets, {o: p / 2 for o, p in marginal.items()}, 1000)
+    with pytest.raises(InvalidParameterError, match="more than 1"):
+        certify.samples_needed(sets, lambda o: 2 * float(sets.probability(o)))
+    with pytest.raises(InvalidParameterError, match="must be >= 0"):
+        certify.power(sets, {**marginal, frozenset({0, 1}): -0.1}, 1000)
+    # mass outside the support, under keys that are no outputs, is still accepted
+    outside = {**{o: p * 0.99 for o, p in marginal.items()}, (7, 8): 0.01}
+    assert certify.power(sets, outside, 1000).power == pytest.approx(1 - 0.99 ** 1000, rel=1e-6)
+
+
 def test_compare_probabilities_inconclusive():
     m = exactdp.Joint(*SMALL, epsilon=1)
     claimed = float_distribution(*SMALL)
