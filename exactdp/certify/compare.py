@@ -597,6 +597,10 @@ def compare_mtilde(
     dk = mechanism.d * mechanism.k
     if claimed.shape[0] != dk:
         raise InvalidParameterError("log_counts", f"<{claimed.shape[0]} values>", f"must have d*k = {dk} entries")
+    if (rows is None) != (cols is None):  # one without the other would check no order at all
+        missing = "cols" if cols is None else "rows"
+        raise InvalidParameterError(missing, None, "must be given with " + ("rows" if missing == "cols" else "cols")
+                                    + " (the positions are checked as (row, col) pairs)")
     pos_rows = None if rows is None else np.asarray(rows).ravel()
     pos_cols = None if cols is None else np.asarray(cols).ravel()
     for name, arr in (("rows", pos_rows), ("cols", pos_cols)):

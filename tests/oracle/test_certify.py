@@ -176,6 +176,18 @@ def test_compare_mtilde_catches_errors():
         certify.compare_mtilde(bad, object())
 
 
+def test_compare_mtilde_needs_rows_and_cols_together():
+    # rows without cols (or the reverse) silently skipped the order check
+    huge = [10**16, 10**16, 3, 2, 1, 0]
+    f = FloatJoint(huge, 2)
+    m = exactdp.Joint(huge, 2)
+    for kwargs, missing in ((dict(rows=f.rows), "cols"), (dict(cols=f.cols), "rows")):
+        with pytest.raises(InvalidParameterError) as info:
+            certify.compare_mtilde(f.log_mtilde, m, **kwargs)
+        assert info.value.argument == missing
+    assert certify.compare_mtilde(f.log_mtilde, m, rows=f.rows, cols=f.cols).order_mismatches
+
+
 def test_float_order_breaks_near_2_to_53():
     # measured: the float diff matrix loses distinctness when |c_i - c_j| 2dk nears 2**53
     counts = [10**16, 10**16, 3, 2, 1, 0]
