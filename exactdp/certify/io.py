@@ -151,10 +151,9 @@ def read_samples(text: str, source: str = "samples") -> list[list[int]]:
         for token in re.split(r"[,;\s]+", line):
             if not token:
                 continue
-            try:
-                ids.append(int(token))
-            except ValueError:
-                raise ValueError(f"{source}: line {lineno}: {token!r} is not an item id") from None
+            if not re.fullmatch(r"[+-]?[0-9]+", token):  # int() would also read "1_0" as 10
+                raise ValueError(f"{source}: line {lineno}: {token!r} is not an item id")
+            ids.append(int(token))
         out.append(ids)
     if not out:
         raise ValueError(f"{source}: no draws found")

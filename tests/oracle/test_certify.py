@@ -376,6 +376,40 @@ def test_verdict_line_states_everything():
     assert again.power() == pytest.approx(0.9, abs=1e-5)
 
 
+def test_bad_arguments_get_named_errors():
+    # these raised bare TypeError/AttributeError/ValueError, or were accepted
+    from exactdp.errors import ArgumentTypeError
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    for samples in (None, "012", 5):
+        with pytest.raises(ArgumentTypeError) as info:
+            certify.goodness_of_fit(samples, m)
+        assert info.value.argument == "samples"
+    for call in (lambda: certify.goodness_of_fit([[0]], "joint"), lambda: certify.compare_probabilities({}, 3),
+                 lambda: certify.sensitivity([3, 1, 0], 100)):
+        with pytest.raises(ArgumentTypeError) as info:
+            call()
+        assert info.value.argument == "mechanism"
+    for bad in (0, -1, float("nan"), "x"):  # bins expecting ~0 draws: no valid p-value
+        with pytest.raises(InvalidParameterError) as info:
+            certify.goodness_of_fit([[0]] * 9, m, min_expected=bad)
+        assert info.value.argument == "min_expected"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.ncx2_sf(1, 3, float("nan"))
+    assert info.value.argument == "nc"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.chi2_sf(float("nan"), 3)
+    assert info.value.argument == "x"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.chi2_sf(1, -1)
+    assert info.value.argument == "df"
+    assert certify.chi2_sf(float("inf"), 3) == 0 and certify.chi2_isf(np.float32(0.5), 2) > 0
+    assert certify.goodness_of_fit(iter([[0]] * 5), m).n == 5  # any iterable of draws
+    for text in ("1_0,2\n", "١,2\n"):  # int() reads "1_0" as 10 and Arabic-Indic digits as ids
+        with pytest.raises(ValueError, match="line 1: .* is not an item id"):
+            certify.read_samples(text)
+    assert certify.read_samples("-1,+2\n") == [[-1, 2]]
+
+
 def test_arguments_checked():
     m = exactdp.Joint(*SMALL, epsilon=1)
     draws = [(0, 1)] * 5
