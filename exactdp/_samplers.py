@@ -50,7 +50,7 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .certify.io import IdMap, relabel
+from .certify.io import IdMap, check_id_map, relabel
 from .core._typing import MechanismLike, SupportsRandomise
 from .errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
@@ -165,7 +165,7 @@ class Sampler:
                  id_map: Optional[IdMap] = None, *, seed_note: Optional[str] = None) -> None:
         self._fn = fn
         self.description = description
-        self.id_map = id_map
+        self.id_map = None if id_map is None else check_id_map(id_map)
         self.seed_note = seed_note
 
     @property

@@ -63,6 +63,7 @@ import numpy.typing as npt
 from .core._lazy import sympy  # named in hints
 
 from . import audit, certify
+from .certify.io import check_id_map
 from ._samplers import (
     RNG_NAMES,
     IdMap,
@@ -206,6 +207,8 @@ def assert_sampler_matches(
     (OpenDP); ``data``, ``id_map`` and ``takes_rng`` are passed to :func:`as_sampler`.
     """
     count = default_samples() if n is None else as_positive_int(n, "n")
+    if id_map is not None:
+        check_id_map(id_map, getattr(mechanism, "d", None))
     s = as_sampler(sampler, data, id_map=id_map, takes_rng=takes_rng)
     seed = as_seed(seed)
     draws = s.draw(count, seed)

@@ -34,7 +34,7 @@ from .chi2 import _lf_delta, _lf_power, chi2_sf
 from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
                      MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
                      _LevelPlan)
-from .io import IdMap, normalise_output, relabel
+from .io import IdMap, check_id_map, normalise_output, relabel
 
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
@@ -361,6 +361,8 @@ def goodness_of_fit(
                                 "read a file with certify.read_samples")
     digits = as_dps(dps)
     lv = Groups(mechanism, digits)
+    if id_map is not None:
+        check_id_map(id_map, getattr(mechanism, "d", None))
     kind = lv.kind
     tally: Counter = Counter()
     invalid: list[tuple[object, str]] = []

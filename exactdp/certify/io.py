@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import mpmath
 
 from ..core._typing import Output, OutputLike
-from ..errors import InvalidOutputError
+from ..errors import InvalidOutputError, InvalidParameterError
 
 __all__ = ["IdMap", "normalise_output", "relabel", "read_samples"]
 
@@ -89,6 +89,33 @@ def relabel(output: object, id_map: IdMap) -> list[int]:
     except (KeyError, TypeError):
         missing = next(x for x in items if not _in(x, id_map))
         raise InvalidOutputError("output", output, f"the label {missing!r} is not in id_map") from None
+
+
+def check_id_map(id_map: object, d: object = None) -> IdMap:
+    """``id_map`` itself when it maps labels to distinct item positions (ints, in
+    ``0..d-1`` when ``d`` is known); else :class:`~exactdp.errors.InvalidParameterError`
+    naming ``id_map`` (a wrong map would otherwise be blamed on the sampler).
+
+    >>> check_id_map({"fig": 0, "kiwi": 0})
+    Traceback (most recent call last):
+    ...
+    exactdp.errors.InvalidParameterError: id_map={'fig': 0, 'kiwi': 0}: maps 'fig' and 'kiwi' to the same item position 0
+    """
+    if not isinstance(id_map, Mapping):
+        raise InvalidParameterError("id_map", id_map, "must be a mapping {label: item position}")
+    seen: dict[int, object] = {}
+    for label, pos in id_map.items():
+        if isinstance(pos, bool) or not (isinstance(pos, int) or hasattr(pos, "__index__")):
+            raise InvalidParameterError("id_map", id_map, f"maps {label!r} to {pos!r}: item positions are integers")
+        pos = int(pos)
+        if pos < 0 or (isinstance(d, int) and pos >= d):
+            items = f"0..{d - 1}" if isinstance(d, int) else "non-negative"
+            raise InvalidParameterError("id_map", id_map, f"maps {label!r} to {pos}: item positions are {items}")
+        if pos in seen:
+            raise InvalidParameterError("id_map", id_map, f"maps {seen[pos]!r} and {label!r} to the same item "
+                                        f"position {pos}")
+        seen[pos] = label
+    return id_map
 
 
 def _in(label: object, id_map: IdMap) -> bool:

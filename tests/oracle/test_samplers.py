@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -204,3 +205,23 @@ def test_iterator_draws_are_read_once_and_kept():
     # integral floats are not item ids: one clear error saying so
     with pytest.raises(ArgumentTypeError, match=r"float 1\.0 \(draw 1\) as an item id: item ids are integers"):
         testing.from_callable(lambda: np.array([1.0])).draw(3)
+
+
+def test_a_wrong_id_map_is_a_named_error_not_a_failed_sampler():
+    # two labels on one position, a position out of range, a non-integer position: the
+    # test used to FAIL the sampler ("invalid draws", or a merged bin) for the map's fault
+    from exactdp.errors import InvalidParameterError
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    names = ["kiwi", "fig", "plum"]
+    draws = [names[o[0]] for o in m.samples(100, rng=1)]
+    for bad, fragment in (({"kiwi": 0, "fig": 1, "plum": 1}, "'fig' and 'plum' to the same item position 1"),
+                          ({"kiwi": 0, "fig": 1, "plum": 7}, "'plum' to 7: item positions are 0..2"),
+                          ({"kiwi": 0, "fig": 1, "plum": 2.0}, "item positions are integers"),
+                          ({"kiwi": 0, "fig": 1, "plum": True}, "item positions are integers")):
+        with pytest.raises(InvalidParameterError, match=re.escape(fragment)) as info:
+            testing.certify.goodness_of_fit(draws, m, id_map=bad)
+        assert info.value.argument == "id_map"
+        with pytest.raises(InvalidParameterError, match="id_map"):
+            testing.assert_sampler_matches(lambda: "kiwi", m, n=10, id_map=bad)
+    good = {name: i for i, name in enumerate(names)}
+    assert testing.certify.goodness_of_fit(draws, m, id_map=good).n == 100
