@@ -129,7 +129,8 @@ def _normalise(raw: object, id_map: Optional[IdMap], index: int) -> object:
                                     "mapping each label to its item position")
         return raw
     try:
-        return relabel(raw, id_map)
+        ids = relabel(raw, id_map)
+        return set(ids) if isinstance(raw, (set, frozenset)) else ids  # a set of labels stays a set
     except InvalidOutputError as err:  # a sampler bug, not bad input: the test fails
         raise AssertionError(f"sampler returned {raw!r} (draw {index + 1}): {err.reason}") from None
 

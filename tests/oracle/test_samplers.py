@@ -225,3 +225,20 @@ def test_a_wrong_id_map_is_a_named_error_not_a_failed_sampler():
             testing.assert_sampler_matches(lambda: "kiwi", m, n=10, id_map=bad)
     good = {name: i for i, name in enumerate(names)}
     assert testing.certify.goodness_of_fit(draws, m, id_map=good).n == 100
+
+
+def test_sets_of_labels_are_recognised_as_sets():
+    # a sampler of label sets against a sequence mechanism: with id_map the draws became
+    # lists in arbitrary order, so the test failed without saying the sampler returns sets
+    m = exactdp.Joint([3, 2, 1, 0], 2, epsilon=1)
+    names = ["kiwi", "fig", "plum", "pear"]
+    sets = m.as_sets()
+    draws = iter(sets.samples(200, rng=1))
+
+    def label_sets():
+        return {names[i] for i in next(draws)}
+
+    with pytest.raises(AssertionError, match=r"returns sets, .*as_sets\(\)"):
+        testing.assert_sampler_matches(label_sets, m, n=100, id_map={n: i for i, n in enumerate(names)})
+    assert testing.from_callable(label_sets, id_map={n: i for i, n in enumerate(names)}).draw(1)[0] in (
+        {0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3})
