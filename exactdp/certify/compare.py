@@ -171,6 +171,9 @@ class _ExactProbabilities:
 
     def get(self, output: Output, group: int) -> Optional[Fraction]:
         if group not in self.cache:
+            if getattr(self.mechanism, "base", None) is None:  # epsilon: exp(...), never rational
+                self.cache[group] = None
+                return None
             try:
                 e = self.mechanism.probability_exact(output)
             except (ExactDPError, NotImplementedError, AttributeError, ValueError, MemoryError):
@@ -430,6 +433,8 @@ def _exact_class(mechanism: Any, h: int, t: int, size: int, per: str) -> Optiona
     of the whole class, from ``probability_exact`` of a member; ``None`` when it is not a
     known rational."""
     member = getattr(mechanism, "_member", None)
+    if getattr(mechanism, "base", None) is None:  # epsilon: exp(...), never rational
+        return None
     try:
         rep = member(h, t, 0) if callable(member) else None
         if rep is None or tuple(mechanism.class_of(rep)) != (h, t):
