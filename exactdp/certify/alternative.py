@@ -76,7 +76,7 @@ def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Outpu
             if o in table:  # e.g. the sequences (0, 1) and (1, 0) against a set mechanism
                 raise InvalidParameterError("alternative", key, f"names the same {kind} output as another key"
                                             + (" (sum the orderings of a set first)" if kind == "set" else ""))
-            q = float(_to_mpf(value))
+            q = float(_to_mpf(value, "alternative"))
             if not (q >= 0 and math.isfinite(q)):
                 raise InvalidParameterError("alternative", key, f"has probability {value!r}: must be >= 0 and finite")
             table[o] = q
@@ -89,7 +89,7 @@ def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Outpu
     if hasattr(alternative, "probability") and callable(alternative.probability):
         return lambda o: float(alternative.probability(o))
     if callable(alternative):
-        return lambda o: float(_to_mpf(alternative(o)))
+        return lambda o: float(_to_mpf(alternative(o), "alternative"))
     raise InvalidParameterError("alternative", alternative, "must be a mapping output -> probability, a callable, "
                                 "or an object with .probability(output)")
 
@@ -116,7 +116,7 @@ class _Alternative:
         self.q_out = {a: np.array(v, dtype=float) for a, v in outs.items()}
         total_q = sum(self.q_level)
         if isinstance(alternative, Mapping):
-            total_claimed = math.fsum(float(_to_mpf(p)) for p in alternative.values())
+            total_claimed = math.fsum(float(_to_mpf(p, "alternative")) for p in alternative.values())
             gap = total_claimed - total_q
             self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
         else:

@@ -187,12 +187,24 @@ def read_samples(text: str, source: str = "samples") -> list[list[int]]:
     return out
 
 
-def _to_mpf(x: Any) -> mpmath.mpf:
-    """A caller's number (float, Fraction, sympy number, mpf, string...) as an ``mpmath.mpf``."""
+def _to_mpf(x: Any, argument: str = "claimed") -> mpmath.mpf:
+    """A caller's number (float, Fraction, sympy number, mpf, string...) as an ``mpmath.mpf``
+    at the working precision (a sympy expression such as ``1/(1 + exp(-1))`` is evaluated
+    to it, not rounded to a float)."""
+    if getattr(x, "is_Rational", False):
+        return mpmath.mpf(int(x.p)) / int(x.q)
+    if hasattr(x, "evalf") and getattr(x, "is_number", False):
+        value = x.evalf(mpmath.mp.dps + 10)
+        if getattr(value, "is_Float", False):
+            return mpmath.mpf(value)
     try:
         return mpmath.mpf(x)
     except (TypeError, ValueError):
         pass
     if hasattr(x, "numerator") and hasattr(x, "denominator"):
         return mpmath.mpf(int(x.numerator)) / int(x.denominator)
-    return mpmath.mpf(float(x))
+    try:
+        return mpmath.mpf(float(x))
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameterError(argument, x, "is not a real number (give floats, Fractions, "
+                                    "sympy numbers or decimal strings)") from None

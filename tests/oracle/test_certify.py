@@ -114,6 +114,24 @@ def test_compare_exact_claims_exactly_at_zero_tolerance():
     assert certify.compare_probabilities(floats, m, rtol=0, atol=0).failures == wrong > 0
 
 
+def test_compare_sympy_expressions_at_full_precision():
+    # an exact symbolic table of an epsilon mechanism was rounded to floats (53 bits) and
+    # failed at rtol = 1e-20; a claim off by 1e-22 still fails at 1e-25
+    import sympy
+    m = exactdp.Joint([3, 1, 0], 2, epsilon=1)
+    claimed = {o: m.probability_exact(o) for o in m.outputs()}
+    assert certify.compare_probabilities(claimed, m, rtol=1e-25).verdict == "pass"
+    o = next(iter(claimed))
+    off = {**claimed, o: claimed[o] * (1 + sympy.Rational(1, 10**22))}
+    r = certify.compare_probabilities(off, m, rtol=1e-25)
+    assert r.verdict == "fail" and r.failures == 1
+    logs = {o: sympy.log(p) for o, p in claimed.items()}
+    assert certify.compare_probabilities(logs, m, log=True, rtol=0, atol=1e-25).verdict == "pass"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.compare_probabilities({**claimed, o: sympy.Symbol("p")}, m)
+    assert info.value.argument == "claimed"
+
+
 def test_compare_left_out_outputs_are_claimed_zero():
     m = exactdp.Joint(*SMALL, base=Fraction(1, 2))
     exact = brute_probabilities_base(*SMALL, Fraction(1, 2))
