@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 
 from typing import Any, Mapping
 
@@ -193,6 +194,8 @@ def _to_mpf(x: Any, argument: str = "claimed") -> mpmath.mpf:
     to it, not rounded to a float)."""
     if getattr(x, "is_Rational", False):
         return mpmath.mpf(int(x.p)) / int(x.q)
+    if isinstance(x, Decimal) and x.is_finite():
+        return mpmath.mpf(str(x))  # its decimal digits, not its float rounding
     if hasattr(x, "evalf") and getattr(x, "is_number", False):
         value = x.evalf(mpmath.mp.dps + 10)
         if getattr(value, "is_Float", False):

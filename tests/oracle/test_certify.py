@@ -130,6 +130,12 @@ def test_compare_sympy_expressions_at_full_precision():
     with pytest.raises(InvalidParameterError) as info:
         certify.compare_probabilities({**claimed, o: sympy.Symbol("p")}, m)
     assert info.value.argument == "claimed"
+    # Decimals keep their digits (they were rounded to float64 too)
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 40
+        decimals = {o: Decimal(str(sympy.N(p, 45))) for o, p in claimed.items()}
+    assert certify.compare_probabilities(decimals, m, rtol=1e-35).verdict == "pass"
 
 
 def test_compare_left_out_outputs_are_claimed_zero():
