@@ -25,7 +25,7 @@ import mpmath
 from .core._typing import MechanismLike, Output, OutputLike
 from .core.mechanism import Mechanism
 from .core.precision import times_int
-from .errors import InvalidParameterError, MemoryBudgetError
+from .errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError
 
 if TYPE_CHECKING:
     from .core.levels import Level
@@ -46,6 +46,9 @@ class Groups:
     """
 
     def __init__(self, mechanism: MechanismLike, dps: int):
+        if not (callable(getattr(mechanism, "groups", None)) and callable(getattr(mechanism, "group_index", None))):
+            raise ArgumentTypeError("mechanism", mechanism, "is not an exactdp mechanism (it has no groups() and "
+                                    "group_index()): build one, e.g. exactdp.Joint(counts, k, epsilon=...)")
         self.mechanism = mechanism
         self.dps = dps
         self.kind: str = getattr(mechanism, "output_kind", "sequence")

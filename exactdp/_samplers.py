@@ -50,7 +50,7 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .certify.io import IdMap, relabel
+from .certify.io import IdMap, check_id_map, relabel
 from .core._typing import MechanismLike, SupportsRandomise
 from .errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
@@ -113,17 +113,24 @@ def _normalise(raw: object, id_map: Optional[IdMap], index: int) -> object:
         if not isinstance(raw, list):
             raw = [raw]
     if id_map is None:
-        try:
-            label = next((x for x in raw if _is_label(x)), None)  # type: ignore[attr-defined]
-        except TypeError:
-            return raw  # not iterable: the certification reports it as an invalid draw
+        if not isinstance(raw, (list, tuple, set, frozenset)):
+            try:
+                raw = list(raw)  # type: ignore[call-overload]  # an iterator (map, generator) is read once: keep its ids
+            except TypeError:
+                return raw  # not iterable: the certification reports it as an invalid draw
+        label = next((x for x in raw if _is_label(x)), None)  # type: ignore[union-attr]
+        if isinstance(label, (float, np.floating)) and float(label).is_integer():
+            raise ArgumentTypeError("sampler", label, f"the sampler returned the float {label!r} (draw {index + 1}) "
+                                    "as an item id: item ids are integers (convert the draw, e.g. "
+                                    "numpy's .astype(int))")
         if label is not None:
             raise ArgumentTypeError("sampler", label, f"the sampler returned the label {label!r} (draw {index + 1}), "
                                     f"not an item id: pass id_map={{{label!r}: <item position>, ...}} "
                                     "mapping each label to its item position")
         return raw
     try:
-        return relabel(raw, id_map)
+        ids = relabel(raw, id_map)
+        return set(ids) if isinstance(raw, (set, frozenset)) else ids  # a set of labels stays a set
     except InvalidOutputError as err:  # a sampler bug, not bad input: the test fails
         raise AssertionError(f"sampler returned {raw!r} (draw {index + 1}): {err.reason}") from None
 
@@ -159,7 +166,7 @@ class Sampler:
                  id_map: Optional[IdMap] = None, *, seed_note: Optional[str] = None) -> None:
         self._fn = fn
         self.description = description
-        self.id_map = id_map
+        self.id_map = None if id_map is None else check_id_map(id_map)
         self.seed_note = seed_note
 
     @property

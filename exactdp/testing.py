@@ -63,6 +63,7 @@ import numpy.typing as npt
 from .core._lazy import sympy  # named in hints
 
 from . import audit, certify
+from .certify.io import check_id_map
 from ._samplers import (
     RNG_NAMES,
     IdMap,
@@ -206,6 +207,8 @@ def assert_sampler_matches(
     (OpenDP); ``data``, ``id_map`` and ``takes_rng`` are passed to :func:`as_sampler`.
     """
     count = default_samples() if n is None else as_positive_int(n, "n")
+    if id_map is not None:
+        check_id_map(id_map, getattr(mechanism, "d", None))
     s = as_sampler(sampler, data, id_map=id_map, takes_rng=takes_rng)
     seed = as_seed(seed)
     draws = s.draw(count, seed)
@@ -277,10 +280,17 @@ def assert_private(factory: Callable[[tuple[int, ...]], MechanismLike], counts: 
                    *, epsilon: Optional[RationalLike | sympy.Expr] = None, dps: Optional[int] = 20,
                    **kwargs: Any) -> audit.WorstCase:  # kwargs: audit.worst_case's keyword options, passed on
     """Assert no neighbour of ``counts`` has privacy loss above the claimed epsilon
-    (:func:`exactdp.audit.worst_case`; keyword arguments are passed on)."""
+    (:func:`exactdp.audit.worst_case`; keyword arguments are passed on).
+
+    Raises ``AssertionError`` on ``"violated"``, and :class:`Inconclusive` on
+    ``"inconclusive"`` (``notion="zcdp"``: a bracket that contains the claim but is too
+    wide to decide; raise ``dps``)."""
     w = audit.worst_case(factory, counts, relation, dps, epsilon=epsilon, **kwargs)
     if w.verdict == "violated":
         raise AssertionError(f"privacy violated for {w.mechanism} ({relation} neighbours)\n{w}\n{w.table()}")
+    if w.verdict == "inconclusive":
+        raise Inconclusive(f"privacy audit inconclusive for {w.mechanism} ({relation} neighbours): the bracket "
+                           f"contains the claim but is too wide to decide; raise dps\n{w}\n{w.table()}")
     return w
 
 

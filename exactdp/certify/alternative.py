@@ -70,12 +70,26 @@ class Power:
 
 def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Output], float]:
     if isinstance(alternative, Mapping):
-        table = {normalise_output(o, kind): float(_to_mpf(p)) for o, p in alternative.items()}
+        table: dict[Output, float] = {}
+        for key, value in alternative.items():
+            o = normalise_output(key, kind)
+            if o in table:  # e.g. the sequences (0, 1) and (1, 0) against a set mechanism
+                raise InvalidParameterError("alternative", key, f"names the same {kind} output as another key"
+                                            + (" (sum the orderings of a set first)" if kind == "set" else ""))
+            q = float(_to_mpf(value, "alternative"))
+            if not (q >= 0 and math.isfinite(q)):
+                raise InvalidParameterError("alternative", key, f"has probability {value!r}: must be >= 0 and finite")
+            table[o] = q
+        total = math.fsum(table.values())
+        if abs(total - 1) > 1e-9:
+            raise InvalidParameterError("alternative", f"<{len(table)} outputs>", f"its probabilities sum to "
+                                        f"{total:.12g}, not 1: give a distribution (mass outside the support "
+                                        "under keys that are not outputs)")
         return lambda o: table.get(o, 0.0)
     if hasattr(alternative, "probability") and callable(alternative.probability):
         return lambda o: float(alternative.probability(o))
     if callable(alternative):
-        return lambda o: float(_to_mpf(alternative(o)))
+        return lambda o: float(_to_mpf(alternative(o), "alternative"))
     raise InvalidParameterError("alternative", alternative, "must be a mapping output -> probability, a callable, "
                                 "or an object with .probability(output)")
 
@@ -102,10 +116,13 @@ class _Alternative:
         self.q_out = {a: np.array(v, dtype=float) for a, v in outs.items()}
         total_q = sum(self.q_level)
         if isinstance(alternative, Mapping):
-            total_claimed = math.fsum(float(_to_mpf(p)) for p in alternative.values())
+            total_claimed = math.fsum(float(_to_mpf(p, "alternative")) for p in alternative.values())
             gap = total_claimed - total_q
             self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
         else:
+            if total_q > 1 + 1e-9:
+                raise InvalidParameterError("alternative", alternative, f"gives the mechanism's outputs probability "
+                                            f"{total_q:.12g} in all, more than 1: give a distribution")
             self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
 
     def binned(self, plan: _Plan):
@@ -226,6 +243,12 @@ def power(
                  (max(0.0, centre - half), min(1.0, centre + half)))
 
 
+#: Noncentrality per draw at or below which an alternative counts as the mechanism itself
+#: (float rounding of its probabilities): :func:`samples_needed` raises
+#: :class:`~exactdp.errors.NothingToDetectError`.
+_SAME = 1e-20
+
+
 def samples_needed(
     mechanism: MechanismLike,
     alternative: Optional[AlternativeLike] = None,
@@ -270,11 +293,16 @@ def samples_needed(
         return found
     alt = _Alternative(design, lv, alternative, max_enumerate)
     lam, df, *_ = alt.noncentrality(max_n)
-    if alt.outside <= 0 and (df <= 0 or lam <= 1e-12 * max_n):
+    # Per draw, the noncentrality is sum (q - p)**2 / p over the bins: float rounding of a
+    # claimed table leaves ~1e-32; 1e-20 (relative deviations of ~1e-10) is still "the
+    # same probabilities".  A larger deviation is real: too small for max_n draws, not
+    # undetectable (it used to be called "the same" up to relative deviations of ~1e-6).
+    if alt.outside <= 0 and (df <= 0 or lam <= _SAME * max_n):
         raise NothingToDetectError(
             "alternative", alternative,
-            f"has the same probabilities as {mechanism!r} on every bin the test uses (even with {max_n} draws: "
-            f"noncentrality {lam:.3g}): there is nothing to detect, so no number of draws suffices",
+            f"has the same probabilities as {mechanism!r} on every bin the test uses, up to float rounding "
+            f"(even with {max_n} draws: noncentrality {lam:.3g}): there is nothing to detect, so no number of "
+            "draws suffices",
         )
     if alt.power(max_n, alpha) < target:
         raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "

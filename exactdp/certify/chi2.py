@@ -30,18 +30,40 @@ if TYPE_CHECKING:
 __all__ = ["chi2_sf", "chi2_isf", "ncx2_sf"]
 
 
+def _num(value: object) -> mpmath.mpf:
+    """A number (int, float, numpy scalar, mpf, Fraction...) as an ``mpf``."""
+    try:
+        return mpmath.mpf(value)
+    except (TypeError, ValueError):
+        return mpmath.mpf(float(value))  # numpy float32 and other float-likes
+
+
+def _check_law_args(x: object, df: object, nc: object = 0) -> None:
+    """``x`` a number that is not NaN, ``df >= 0`` and ``nc >= 0`` finite: else the error naming it."""
+    for name, value, finite in (("x", x, False), ("df", df, True), ("nc", nc, True)):
+        try:
+            v = _num(value) if not isinstance(value, bool) else mpmath.nan
+            good = not mpmath.isnan(v) and (not finite or (mpmath.isfinite(v) and v >= 0))
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            rule = "must be a number (not NaN)" if name == "x" else "must be a finite number >= 0"
+            raise InvalidParameterError(name, value, rule)
+
+
 def chi2_sf(x: Union[float, mpmath.mpf], df: int) -> mpmath.mpf:
     """``P(X > x)`` for ``X ~ chi-square(df)``: the regularised upper incomplete gamma
     function ``Q(df/2, x/2)`` (mpmath, 30 digits).  ``df = 0``: 1 for ``x <= 0``."""
+    _check_law_args(x, df)
     with mp_workdps(30):
-        x = mpmath.mpf(x)
+        x = _num(x)
         if df <= 0:
             return mpmath.mpf(1) if x <= 0 else mpmath.mpf(0)
         if mpmath.isinf(x):
             return mpmath.mpf(0)
         if x <= 0:
             return mpmath.mpf(1)
-        return _upper_q(mpmath.mpf(df) / 2, x / 2)
+        return _upper_q(_num(df) / 2, x / 2)
 
 
 def _upper_q(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
@@ -89,13 +111,18 @@ def _upper_q_expansions(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
 def chi2_isf(alpha: float, df: int) -> mpmath.mpf:
     """The critical value ``c`` with ``P(X > c) = alpha`` for ``X ~ chi-square(df)``
     (bisection on :func:`chi2_sf`, relative accuracy about 1e-12)."""
-    if not 0 < alpha < 1:
+    try:
+        good = not isinstance(alpha, bool) and 0 < float(alpha) < 1
+    except (TypeError, ValueError):
+        good = False
+    if not good:
         raise InvalidParameterError("alpha", alpha, "must satisfy 0 < alpha < 1")
+    _check_law_args(0, df)
     if df <= 0:
         return mpmath.mpf(0)
     with mp_workdps(30):
-        a = mpmath.mpf(alpha)
-        lo, hi = mpmath.mpf(0), mpmath.mpf(df) + 10
+        a = alpha if isinstance(alpha, mpmath.mpf) else mpmath.mpf(float(alpha))
+        lo, hi = mpmath.mpf(0), _num(df) + 10
         while chi2_sf(hi, df) > a:
             lo, hi = hi, hi * 2
         while hi - lo > hi * mpmath.mpf(10) ** -13:
@@ -112,8 +139,9 @@ def ncx2_sf(x: Union[float, mpmath.mpf], df: int, nc: Union[float, mpmath.mpf]) 
     noncentrality ``nc``: the Poisson mixture ``sum_j Pois(j; nc/2) Q(df/2 + j, x/2)``,
     summed over a window of +-12 standard deviations of the Poisson weights with the
     recurrence ``Q(s + 1, y) = Q(s, y) + y**s e**-y / Gamma(s + 1)``."""
+    _check_law_args(x, df, nc)
     with mp_workdps(30):
-        x, nc = mpmath.mpf(x), mpmath.mpf(nc)
+        x, nc = _num(x), _num(nc)
         if nc <= 0:
             return chi2_sf(x, df)
         if x <= 0:
@@ -123,7 +151,7 @@ def ncx2_sf(x: Union[float, mpmath.mpf], df: int, nc: Union[float, mpmath.mpf]) 
         width = 12 * mpmath.sqrt(mu) + 20
         j0 = int(max(0, mpmath.floor(mu - width)))
         j1 = int(mpmath.ceil(mu + width))
-        s = mpmath.mpf(df) / 2 + j0
+        s = _num(df) / 2 + j0
         q = _upper_q(s, y)
         log_w = -mu + j0 * mpmath.log(mu) - mpmath.loggamma(j0 + 1)
         log_y = mpmath.log(y)

@@ -19,7 +19,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 import mpmath
 import numpy as np
@@ -31,7 +33,7 @@ from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Ou
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import certify as certify_ball, mp_workdps
 from ..core.validation import as_dps
-from ..errors import InvalidParameterError
+from ..errors import ExactDPError, InvalidParameterError
 from .design import DEFAULT_MAX_ENUMERATE
 from .io import _to_mpf, normalise_output
 
@@ -130,6 +132,75 @@ def _errors(claimed: mpmath.mpf, exact: mpmath.mpf) -> tuple[mpmath.mpf, mpmath.
     return err, err / abs(exact)
 
 
+def _as_fraction(value: Any) -> Optional[Fraction]:
+    """A claimed value's exact rational value (ints, Fractions, sympy Rationals,
+    Decimals, decimal or ``p/q`` strings, and floats at their exact binary value), or
+    ``None`` when it has none."""
+    if isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, (int, np.integer)):
+            return Fraction(int(value))
+        if isinstance(value, Fraction):
+            return value
+        if isinstance(value, (float, np.floating)):
+            f = float(value)  # float32/float16 widen exactly
+            return Fraction(f) if math.isfinite(f) else None
+        if isinstance(value, Decimal):
+            return Fraction(value) if value.is_finite() else None
+        if isinstance(value, str):
+            return Fraction(value.strip())
+        if getattr(value, "is_Rational", False):
+            return Fraction(int(value.p), int(value.q))
+        if isinstance(value, mpmath.mpf) and mpmath.isfinite(value):
+            man, exp = value.man_exp
+            return Fraction(int(man)) * Fraction(2) ** int(exp)
+    except (ValueError, ZeroDivisionError, TypeError, OverflowError):
+        return None
+    return None
+
+
+class _ExactProbabilities:
+    """The exact rational probability of one output of each group, asked of the
+    mechanism (``probability_exact``) only when a certified comparison is too close to
+    its tolerance to decide; ``None`` where the probability is not a known rational."""
+
+    def __init__(self, mechanism: MechanismLike):
+        self.mechanism = mechanism
+        self.cache: dict[int, Optional[Fraction]] = {}
+
+    def get(self, output: Output, group: int) -> Optional[Fraction]:
+        if group not in self.cache:
+            if getattr(self.mechanism, "base", None) is None:  # epsilon: exp(...), never rational
+                self.cache[group] = None
+                return None
+            try:
+                e = self.mechanism.probability_exact(output)
+            except (ExactDPError, NotImplementedError, AttributeError, ValueError, MemoryError):
+                e = None
+            self.cache[group] = Fraction(int(e.p), int(e.q)) if getattr(e, "is_Rational", False) else None
+        return self.cache[group]
+
+
+def _within(claimed: mpmath.mpf, exact: mpmath.mpf, abs_error: mpmath.mpf, rtol: float, atol: float,
+            digits: int, value: Any, exact_rational: Optional[Callable[[], Optional[Fraction]]]) -> bool:
+    """``|claimed - exact| <= atol + rtol * |exact|``, decided on the certified values;
+    when they are too close to the tolerance to decide (within the certification's
+    ``10**-digits`` relative error: an exact claim with ``rtol = atol = 0``), decided on
+    the exact rationals where both are known."""
+    if mpmath.isinf(abs_error):
+        return False
+    tol = atol + rtol * (abs(exact) if not mpmath.isinf(exact) else 0)
+    ok = bool(abs_error <= tol)
+    slack = (abs(exact) + abs(claimed)) * mpmath.mpf(10) ** (1 - digits)
+    if exact_rational is not None and abs(abs_error - tol) <= slack:
+        c = _as_fraction(value)
+        e = exact_rational() if c is not None else None
+        if e is not None:
+            return abs(c - e) <= Fraction(atol) + Fraction(rtol) * abs(e)
+    return ok
+
+
 
 def compare_probabilities(
     claimed: ClaimedProbabilities,
@@ -158,7 +229,12 @@ def compare_probabilities(
     An output passes when ``|claimed - exact| <= atol + rtol * |exact|``.  Defaults:
     ``rtol = 1e-9``; ``atol = 0`` for probabilities, ``1e-9`` for log-probabilities (an
     absolute error ``e`` in a log is a relative error of about ``e`` in the probability).
-    Exact values are certified to ``dps`` digits (default 30), so any float error shows.
+    Exact values are certified to ``dps`` digits (default 30), so any float error shows;
+    where the certified values are too close to the bound to decide it (an exact table
+    with ``rtol = atol = 0``), a claim with an exact rational value (int, Fraction, sympy
+    Rational, Decimal, decimal or ``p/q`` string, float at its exact binary value) is
+    decided on the mechanism's exact probability when that is rational (``base=``).
+    With ``outputs``, an output the mapping leaves out is compared as claimed 0 too.
 
     Verdict: FAIL when an output is out of tolerance; otherwise INCONCLUSIVE when the
     comparison cannot decide: nothing was compared (an empty claim, or ``outputs``
@@ -191,12 +267,18 @@ def compare_probabilities(
             zero = mpmath.mpf(0)
 
         items: list[tuple[Any, Any]] = []
+        unclaimed: set = set()  # outputs asked for through `outputs` that the mapping leaves out
         if isinstance(claimed, Mapping):
             for key, value in claimed.items():
                 items.append((normalise_output(key, kind), value))
             if outputs is not None:
-                wanted = {normalise_output(o, kind) for o in outputs}
-                items = [(o, v) for o, v in items if o in wanted]
+                wanted = list(dict.fromkeys(normalise_output(o, kind) for o in outputs))
+                keep = set(wanted)
+                named = {o for o, _ in items}
+                items = [(o, v) for o, v in items if o in keep]
+                # a mapping is a claimed distribution: what it leaves out is claimed 0
+                unclaimed = {o for o in wanted if o not in named}
+                items += [(o, zero) for o in wanted if o in unclaimed]
         elif callable(claimed):
             if outputs is None:
                 outs = [o for _, o in lv.enumerate(max_outputs, "compare_probabilities with a callable")]
@@ -207,6 +289,7 @@ def compare_probabilities(
             raise InvalidParameterError("claimed", claimed, "must be a mapping output -> value or a callable")
 
         rows: list[ComparisonRow] = []
+        exact_rationals = _ExactProbabilities(mechanism)
         seen_per_level: Counter = Counter()
         seen: set = set()
         total = mpmath.mpf(0)
@@ -224,8 +307,10 @@ def compare_probabilities(
             if not log and not mpmath.isnan(c):
                 total += c
             ae, re = _errors(c, e)
-            ok = bool(ae <= atol + rtol * (abs(e) if not mpmath.isinf(e) else 0)) if not mpmath.isinf(ae) else False
-            rows.append(ComparisonRow(o, a, c, e, ae, re, ok))
+            rational = (None if log or a is None
+                        else (lambda o=o, a=a: exact_rationals.get(o, a)))
+            ok = _within(c, e, ae, rtol, atol, digits, value, rational)
+            rows.append(ComparisonRow(o, a, c, e, ae, re, ok, "not claimed" if o in unclaimed else ""))
         missing = {}
         if isinstance(claimed, Mapping) and outputs is None:
             for a, level in enumerate(lv.groups):
@@ -235,10 +320,13 @@ def compare_probabilities(
                     covered += left * out_p[a]
                     c = zero
                     ae, re = _errors(c, exact_level[a])
-                    rows.append(ComparisonRow(None, a, c, exact_level[a], ae, re, False,
+                    # left out = claimed 0: within tolerance when atol covers the exact value
+                    ok = _within(c, exact_level[a], ae, rtol, atol, digits, 0, None)
+                    rows.append(ComparisonRow(None, a, c, exact_level[a], ae, re, ok,
                                               f"<{left} output{'s' if left != 1 else ''} not claimed>"))
         failures = sum(1 for r in rows if not r.ok)
-        failures += sum(missing.values()) - len(missing)  # each "missing" row stands for several
+        # each "missing" row stands for several outputs
+        failures += sum(missing[r.level] - 1 for r in rows if r.output is None and not r.ok)
         max_abs = max((r.abs_error for r in rows), default=mpmath.mpf(0))
         max_rel = max((r.rel_error for r in rows), default=mpmath.mpf(0))
         ranked = sorted(rows, key=lambda r: (r.ok, -r.rel_error, -r.abs_error))
@@ -340,6 +428,26 @@ def _class_key(key: Any) -> tuple[int, int]:
     raise InvalidParameterError("claimed", key, "keys must be classes (h, t): pairs of ints or UtilityClass values")
 
 
+def _exact_class(mechanism: Any, h: int, t: int, size: int, per: str) -> Optional[Fraction]:
+    """The exact rational probability of one set of class ``(h, t)`` (``per="set"``) or
+    of the whole class, from ``probability_exact`` of a member; ``None`` when it is not a
+    known rational."""
+    member = getattr(mechanism, "_member", None)
+    if getattr(mechanism, "base", None) is None:  # epsilon: exp(...), never rational
+        return None
+    try:
+        rep = member(h, t, 0) if callable(member) else None
+        if rep is None or tuple(mechanism.class_of(rep)) != (h, t):
+            return None
+        e = mechanism.probability_exact(rep)
+    except (ExactDPError, NotImplementedError, AttributeError, ValueError, IndexError, MemoryError):
+        return None
+    if not getattr(e, "is_Rational", False):
+        return None
+    p = Fraction(int(e.p), int(e.q))
+    return p if per == "set" else p * size
+
+
 def compare_class_probabilities(
     mechanism: MechanismLike,
     claimed: ClaimedTable,
@@ -360,7 +468,10 @@ def compare_class_probabilities(
     divided by the class's exact size for ``per="set"``.
 
     A class passes when ``|claimed - exact| <= atol + rtol * exact`` (defaults
-    ``rtol = 1e-9``, ``atol = 0``).  A class the claim leaves out is compared as claimed
+    ``rtol = 1e-9``, ``atol = 0``); a claim too close to that bound for the certified
+    digits to decide (an exact table with ``rtol = atol = 0``) is decided on the exact
+    rational probability where there is one (``base=``), as in
+    :func:`compare_probabilities`.  A class the claim leaves out is compared as claimed
     probability 0 and flagged as missing; a claimed class the mechanism does not have is
     flagged as extra and fails unless its value is 0.
     """
@@ -389,7 +500,8 @@ def compare_class_probabilities(
             given = values.pop((h, t), None)
             c = mpmath.mpf(0) if given is None else _to_mpf(given)
             ae, re = _errors(c, exact)
-            ok = given is not None and not mpmath.isinf(ae) and bool(ae <= atol + rtol * exact)
+            ok = given is not None and _within(c, exact, ae, rtol, atol, digits, given,
+                                               lambda h=h, t=t, size=size: _exact_class(mechanism, h, t, size, per))
             rows.append(ClassRow(h, t, size, None if given is None else c, exact, ae, re, ok,
                                  "missing from the claim" if given is None else ""))
         missing = tuple((r.h, r.t) for r in rows if r.claimed is None)
@@ -490,6 +602,10 @@ def compare_mtilde(
     dk = mechanism.d * mechanism.k
     if claimed.shape[0] != dk:
         raise InvalidParameterError("log_counts", f"<{claimed.shape[0]} values>", f"must have d*k = {dk} entries")
+    if (rows is None) != (cols is None):  # one without the other would check no order at all
+        missing = "cols" if cols is None else "rows"
+        raise InvalidParameterError(missing, None, "must be given with " + ("rows" if missing == "cols" else "cols")
+                                    + " (the positions are checked as (row, col) pairs)")
     pos_rows = None if rows is None else np.asarray(rows).ravel()
     pos_cols = None if cols is None else np.asarray(cols).ravel()
     for name, arr in (("rows", pos_rows), ("cols", pos_cols)):

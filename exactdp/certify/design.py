@@ -218,6 +218,14 @@ class _Design:
     probabilities certified once)."""
 
     def __init__(self, lv: Groups, min_expected: float, within: bool, max_enumerate: int):
+        try:
+            good = not isinstance(min_expected, bool) and 0 < float(min_expected) < math.inf
+        except (TypeError, ValueError):
+            good = False
+        if not good:  # bins expecting ~0 draws make Pearson's p-value meaningless
+            raise InvalidParameterError("min_expected", min_expected, "must be a positive finite number "
+                                        f"(draws each bin expects at least; default {MIN_EXPECTED})")
+        min_expected = float(min_expected)
         self.levels = lv.groups
         self.probs = lv.group_probabilities()
         self.support = lv.support_size

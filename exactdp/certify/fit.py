@@ -29,12 +29,12 @@ from ..core._typing import MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import mp_workdps
 from ..core.validation import as_dps, as_positive_int
-from ..errors import ExactDPError, InvalidParameterError
+from ..errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .chi2 import _lf_delta, _lf_power, chi2_sf
 from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
                      MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
                      _LevelPlan)
-from .io import IdMap, normalise_output, relabel
+from .io import IdMap, check_id_map, normalise_output, relabel
 
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
@@ -356,8 +356,13 @@ def goodness_of_fit(
     valid output, or has probability 0, makes the p-value 0.
     """
     alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
+    if samples is None or isinstance(samples, (str, bytes)) or not hasattr(samples, "__iter__"):
+        raise ArgumentTypeError("samples", samples, "must be an iterable of draws (lists of item ids); "
+                                "read a file with certify.read_samples")
     digits = as_dps(dps)
     lv = Groups(mechanism, digits)
+    if id_map is not None:
+        check_id_map(id_map, getattr(mechanism, "d", None))
     kind = lv.kind
     tally: Counter = Counter()
     invalid: list[tuple[object, str]] = []

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 
 from typing import Any, Mapping
 
 import mpmath
 
 from ..core._typing import Output, OutputLike
-from ..errors import InvalidOutputError
+from ..errors import InvalidOutputError, InvalidParameterError
 
 __all__ = ["IdMap", "normalise_output", "relabel", "read_samples"]
 
@@ -34,18 +35,24 @@ _LABEL_HINT = " (labels? pass id_map={label: item position, ...})"
 
 def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
-    (sets).  Accepts lists, tuples, numpy arrays and numpy integers.
+    (sets).  Accepts lists, tuples, numpy arrays and numpy integers; a single item id
+    (``int``, numpy integer) is the one-item output of a ``k = 1`` selection.
 
     >>> import numpy as np
     >>> normalise_output(np.array([3, 1]))
     (3, 1)
     >>> normalise_output([3, 1], "set") == frozenset({1, 3})
     True
+    >>> normalise_output(np.int64(2))
+    (2,)
     """
     if isinstance(output, (str, bytes)) or output is None:
         raise InvalidOutputError("output", output, "must be an iterable of item ids" + _LABEL_HINT * (output is not None))
+    raw = output.tolist() if hasattr(output, "tolist") else output
+    if isinstance(raw, int) or (hasattr(raw, "__index__") and not hasattr(raw, "__iter__")):
+        raw = [raw]  # one item id: the output of a k = 1 selection (a bool is refused below)
     try:
-        items = list(output.tolist() if hasattr(output, "tolist") else output)
+        items = list(raw)
     except TypeError:
         raise InvalidOutputError("output", output, "must be an iterable of item ids") from None
     ids = []
@@ -85,6 +92,33 @@ def relabel(output: object, id_map: IdMap) -> list[int]:
         raise InvalidOutputError("output", output, f"the label {missing!r} is not in id_map") from None
 
 
+def check_id_map(id_map: object, d: object = None) -> IdMap:
+    """``id_map`` itself when it maps labels to distinct item positions (ints, in
+    ``0..d-1`` when ``d`` is known); else :class:`~exactdp.errors.InvalidParameterError`
+    naming ``id_map`` (a wrong map would otherwise be blamed on the sampler).
+
+    >>> check_id_map({"fig": 0, "kiwi": 0})
+    Traceback (most recent call last):
+    ...
+    exactdp.errors.InvalidParameterError: id_map={'fig': 0, 'kiwi': 0}: maps 'fig' and 'kiwi' to the same item position 0
+    """
+    if not isinstance(id_map, Mapping):
+        raise InvalidParameterError("id_map", id_map, "must be a mapping {label: item position}")
+    seen: dict[int, object] = {}
+    for label, pos in id_map.items():
+        if isinstance(pos, bool) or not (isinstance(pos, int) or hasattr(pos, "__index__")):
+            raise InvalidParameterError("id_map", id_map, f"maps {label!r} to {pos!r}: item positions are integers")
+        pos = int(pos)
+        if pos < 0 or (isinstance(d, int) and pos >= d):
+            items = f"0..{d - 1}" if isinstance(d, int) else "non-negative"
+            raise InvalidParameterError("id_map", id_map, f"maps {label!r} to {pos}: item positions are {items}")
+        if pos in seen:
+            raise InvalidParameterError("id_map", id_map, f"maps {seen[pos]!r} and {label!r} to the same item "
+                                        f"position {pos}")
+        seen[pos] = label
+    return id_map
+
+
 def _in(label: object, id_map: IdMap) -> bool:
     try:
         return label in id_map
@@ -106,6 +140,7 @@ def read_samples(text: str, source: str = "samples") -> list[list[int]]:
     >>> read_samples("[0, 1]\\n[2, 0]\\n")
     [[0, 1], [2, 0]]
     """
+    text = text.removeprefix("\ufeff")  # a byte order mark (a CSV saved by a spreadsheet)
     stripped = text.strip()
     data = None
     if stripped.startswith("["):
@@ -144,22 +179,35 @@ def read_samples(text: str, source: str = "samples") -> list[list[int]]:
         for token in re.split(r"[,;\s]+", line):
             if not token:
                 continue
-            try:
-                ids.append(int(token))
-            except ValueError:
-                raise ValueError(f"{source}: line {lineno}: {token!r} is not an item id") from None
+            if not re.fullmatch(r"[+-]?[0-9]+", token):  # int() would also read "1_0" as 10
+                raise ValueError(f"{source}: line {lineno}: {token!r} is not an item id")
+            ids.append(int(token))
         out.append(ids)
     if not out:
         raise ValueError(f"{source}: no draws found")
     return out
 
 
-def _to_mpf(x: Any) -> mpmath.mpf:
-    """A caller's number (float, Fraction, sympy number, mpf, string...) as an ``mpmath.mpf``."""
+def _to_mpf(x: Any, argument: str = "claimed") -> mpmath.mpf:
+    """A caller's number (float, Fraction, sympy number, mpf, string...) as an ``mpmath.mpf``
+    at the working precision (a sympy expression such as ``1/(1 + exp(-1))`` is evaluated
+    to it, not rounded to a float)."""
+    if getattr(x, "is_Rational", False):
+        return mpmath.mpf(int(x.p)) / int(x.q)
+    if isinstance(x, Decimal) and x.is_finite():
+        return mpmath.mpf(str(x))  # its decimal digits, not its float rounding
+    if hasattr(x, "evalf") and getattr(x, "is_number", False):
+        value = x.evalf(mpmath.mp.dps + 10)
+        if getattr(value, "is_Float", False):
+            return mpmath.mpf(value)
     try:
         return mpmath.mpf(x)
     except (TypeError, ValueError):
         pass
     if hasattr(x, "numerator") and hasattr(x, "denominator"):
         return mpmath.mpf(int(x.numerator)) / int(x.denominator)
-    return mpmath.mpf(float(x))
+    try:
+        return mpmath.mpf(float(x))
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameterError(argument, x, "is not a real number (give floats, Fractions, "
+                                    "sympy numbers or decimal strings)") from None

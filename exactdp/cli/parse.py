@@ -126,9 +126,9 @@ def _parse_file_arg(path: str, parse: Callable[[str, str], _T]) -> _T:
     and parse errors into argparse's one-line errors."""
     try:
         if path == "-":
-            text = sys.stdin.read()
+            text = sys.stdin.read().removeprefix("\ufeff")
         else:
-            with open(path, encoding="utf-8") as handle:
+            with open(path, encoding="utf-8-sig") as handle:  # a byte order mark (spreadsheet CSV) is skipped
                 text = handle.read()
     except (OSError, UnicodeDecodeError) as err:
         raise argparse.ArgumentTypeError(f"cannot read {path!r}: {getattr(err, 'strerror', None) or err}") from None

@@ -88,9 +88,71 @@ def test_compare_rational_base_exact():
     counts, k, base = [5, 3, 3, 0], 2, Fraction(1, 2)
     m = exactdp.Joint(counts, k, base=base)
     exact = brute_probabilities_base(counts, k, base)
-    # Fractions are compared exactly (converted with 30+ digits): no error at all
+    # Fractions converted with 30+ digits: no error above 1e-28 (and decided exactly at rtol = atol = 0)
     r = certify.compare_probabilities(exact, m, rtol=0, atol=1e-28)
     assert r.passed and r.max_abs_error < 1e-28
+
+
+def test_compare_exact_claims_exactly_at_zero_tolerance():
+    # exact rational claims equal to the exact probabilities pass with rtol = atol = 0
+    # (they failed: the certified values differ from them by ~10**-30), and a claim off
+    # by 10**-45 still fails; floats are taken at their exact binary value
+    counts, k, base = [5, 3, 3, 0], 2, Fraction(3, 10)
+    m = exactdp.Joint(counts, k, base=base)
+    exact = brute_probabilities_base(counts, k, base)
+    for claimed in (exact, {o: str(p) for o, p in exact.items()}, lambda o: exact[o]):
+        r = certify.compare_probabilities(claimed, m, rtol=0, atol=0)
+        assert r.verdict == "pass", r
+    off = dict(exact)
+    o = next(iter(off))
+    off[o] += Fraction(1, 10**45)
+    r = certify.compare_probabilities(off, m, rtol=0, atol=0)
+    assert r.verdict == "fail" and r.failures == 1 and r.worst[0].output == o
+    assert certify.compare_probabilities(off, m, rtol=0, atol=1e-44).verdict == "pass"
+    floats = {o: float(p) for o, p in exact.items()}
+    wrong = sum(Fraction(f) != exact[o] for o, f in floats.items())
+    assert certify.compare_probabilities(floats, m, rtol=0, atol=0).failures == wrong > 0
+
+
+def test_compare_sympy_expressions_at_full_precision():
+    # an exact symbolic table of an epsilon mechanism was rounded to floats (53 bits) and
+    # failed at rtol = 1e-20; a claim off by 1e-22 still fails at 1e-25
+    import sympy
+    m = exactdp.Joint([3, 1, 0], 2, epsilon=1)
+    claimed = {o: m.probability_exact(o) for o in m.outputs()}
+    assert certify.compare_probabilities(claimed, m, rtol=1e-25).verdict == "pass"
+    o = next(iter(claimed))
+    off = {**claimed, o: claimed[o] * (1 + sympy.Rational(1, 10**22))}
+    r = certify.compare_probabilities(off, m, rtol=1e-25)
+    assert r.verdict == "fail" and r.failures == 1
+    logs = {o: sympy.log(p) for o, p in claimed.items()}
+    assert certify.compare_probabilities(logs, m, log=True, rtol=0, atol=1e-25).verdict == "pass"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.compare_probabilities({**claimed, o: sympy.Symbol("p")}, m)
+    assert info.value.argument == "claimed"
+    # Decimals keep their digits (they were rounded to float64 too)
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 40
+        decimals = {o: Decimal(str(sympy.N(p, 45))) for o, p in claimed.items()}
+    assert certify.compare_probabilities(decimals, m, rtol=1e-35).verdict == "pass"
+
+
+def test_compare_left_out_outputs_are_claimed_zero():
+    m = exactdp.Joint(*SMALL, base=Fraction(1, 2))
+    exact = brute_probabilities_base(*SMALL, Fraction(1, 2))
+    rare = min(exact, key=exact.get)
+    claimed = {o: p for o, p in exact.items() if o != rare}
+    # left out = claimed 0: within atol >= P it passes, as an explicit 0 does
+    assert certify.compare_probabilities(claimed, m, atol=float(exact[rare]) * 2).verdict == "pass"
+    assert certify.compare_probabilities({**claimed, rare: 0}, m, atol=float(exact[rare]) * 2).verdict == "pass"
+    r = certify.compare_probabilities(claimed, m)
+    assert r.verdict == "fail" and r.failures == 1
+    # an output asked for through `outputs` that the mapping leaves out is claimed 0 too
+    top = max(exact, key=exact.get)
+    r = certify.compare_probabilities({top: exact[top]}, m, outputs=[top, rare], min_coverage=0)
+    assert r.verdict == "fail" and r.n_outputs == 2 and r.failures == 1
+    assert [row.output for row in r.worst if not row.ok] == [rare] and r.worst[0].note == "not claimed"
 
 
 def test_compare_mechanism_without_levels():
@@ -136,6 +198,18 @@ def test_compare_mtilde_catches_errors():
         certify.compare_mtilde(bad[:-1], m)
     with pytest.raises(InvalidParameterError, match="mtilde"):
         certify.compare_mtilde(bad, object())
+
+
+def test_compare_mtilde_needs_rows_and_cols_together():
+    # rows without cols (or the reverse) silently skipped the order check
+    huge = [10**16, 10**16, 3, 2, 1, 0]
+    f = FloatJoint(huge, 2)
+    m = exactdp.Joint(huge, 2)
+    for kwargs, missing in ((dict(rows=f.rows), "cols"), (dict(cols=f.cols), "rows")):
+        with pytest.raises(InvalidParameterError) as info:
+            certify.compare_mtilde(f.log_mtilde, m, **kwargs)
+        assert info.value.argument == missing
+    assert certify.compare_mtilde(f.log_mtilde, m, rows=f.rows, cols=f.cols).order_mismatches
 
 
 def test_float_order_breaks_near_2_to_53():
@@ -326,6 +400,40 @@ def test_verdict_line_states_everything():
     assert again.power() == pytest.approx(0.9, abs=1e-5)
 
 
+def test_bad_arguments_get_named_errors():
+    # these raised bare TypeError/AttributeError/ValueError, or were accepted
+    from exactdp.errors import ArgumentTypeError
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    for samples in (None, "012", 5):
+        with pytest.raises(ArgumentTypeError) as info:
+            certify.goodness_of_fit(samples, m)
+        assert info.value.argument == "samples"
+    for call in (lambda: certify.goodness_of_fit([[0]], "joint"), lambda: certify.compare_probabilities({}, 3),
+                 lambda: certify.sensitivity([3, 1, 0], 100)):
+        with pytest.raises(ArgumentTypeError) as info:
+            call()
+        assert info.value.argument == "mechanism"
+    for bad in (0, -1, float("nan"), "x"):  # bins expecting ~0 draws: no valid p-value
+        with pytest.raises(InvalidParameterError) as info:
+            certify.goodness_of_fit([[0]] * 9, m, min_expected=bad)
+        assert info.value.argument == "min_expected"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.ncx2_sf(1, 3, float("nan"))
+    assert info.value.argument == "nc"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.chi2_sf(float("nan"), 3)
+    assert info.value.argument == "x"
+    with pytest.raises(InvalidParameterError) as info:
+        certify.chi2_sf(1, -1)
+    assert info.value.argument == "df"
+    assert certify.chi2_sf(float("inf"), 3) == 0 and certify.chi2_isf(np.float32(0.5), 2) > 0
+    assert certify.goodness_of_fit(iter([[0]] * 5), m).n == 5  # any iterable of draws
+    for text in ("1_0,2\n", "١,2\n"):  # int() reads "1_0" as 10 and Arabic-Indic digits as ids
+        with pytest.raises(ValueError, match="line 1: .* is not an item id"):
+            certify.read_samples(text)
+    assert certify.read_samples("-1,+2\n") == [[-1, 2]]
+
+
 def test_arguments_checked():
     m = exactdp.Joint(*SMALL, epsilon=1)
     draws = [(0, 1)] * 5
@@ -481,6 +589,42 @@ def test_samples_needed_nothing_to_detect_at_once(monkeypatch):
     assert info.value.argument == "max_n" and len(calls) == 1
     with pytest.raises(InvalidParameterError, match="delta"):
         certify.samples_needed(m, swapped, delta=0.1)
+    # a real deviation of 1e-6 relative on two outputs is not "the same probabilities"
+    # (it was NothingToDetectError): too small for max_n draws, said naming max_n
+    tiny = dict(exact)
+    tiny[(0, 1)] *= 1 + 1e-6
+    tiny[(0, 2)] -= exact[(0, 1)] * 1e-6
+    with pytest.raises(InvalidParameterError) as info:
+        certify.samples_needed(m, tiny)
+    assert info.value.argument == "max_n" and not isinstance(info.value, NothingToDetectError)
+    # float rounding of the exact table is still nothing to detect
+    rounded = {o: float(np.float64(p) * (1 + 2**-52)) for o, p in exact.items()}
+    with pytest.raises(NothingToDetectError):
+        certify.samples_needed(m, rounded)
+
+
+def test_power_refuses_alternatives_that_are_not_distributions():
+    # the sequence law given against the set marginal collapsed (0, 1) and (1, 0) to one
+    # key (the last won) and counted the lost mass as "outside the support": power 1 at
+    # n = 1000 against the very same distribution; an unnormalised table was scored too
+    peel = exactdp.Peeling([4, 3, 3, 1, 0], 2, epsilon=2)
+    sets = peel.as_sets()
+    sequences = {o: float(p) for o, p in peel.distribution()}
+    with pytest.raises(InvalidParameterError, match="names the same set output"):
+        certify.power(sets, sequences, 1000)
+    marginal = {}
+    for o, p in sequences.items():
+        marginal[frozenset(o)] = marginal.get(frozenset(o), 0.0) + p
+    assert certify.power(sets, marginal, 1000).noncentrality < 1e-9  # summed first: the same law
+    with pytest.raises(InvalidParameterError, match="sum to 0.5, not 1"):
+        certify.power(sets, {o: p / 2 for o, p in marginal.items()}, 1000)
+    with pytest.raises(InvalidParameterError, match="more than 1"):
+        certify.samples_needed(sets, lambda o: 2 * float(sets.probability(o)))
+    with pytest.raises(InvalidParameterError, match="must be >= 0"):
+        certify.power(sets, {**marginal, frozenset({0, 1}): -0.1}, 1000)
+    # mass outside the support, under keys that are no outputs, is still accepted
+    outside = {**{o: p * 0.99 for o, p in marginal.items()}, (7, 8): 0.01}
+    assert certify.power(sets, outside, 1000).power == pytest.approx(1 - 0.99 ** 1000, rel=1e-6)
 
 
 def test_compare_probabilities_inconclusive():
@@ -573,6 +717,38 @@ def test_cli_certify(capsys, tmp_path):
     status = main(["certify", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "2", "--samples", str(jsonl)])
     out, err = capsys.readouterr()
     assert status == 1 and "verdict: FAIL" in out and err == ""
+
+
+def test_single_ids_are_the_outputs_of_k_1():
+    # a k = 1 sampler's draws as bare ids (ints, numpy integers, a 1-D array) were all
+    # "invalid draws" and a correct sampler FAILed; a table keyed by ids was refused
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    draws = m.samples(certify.samples_needed(m), rng=1, as_array=True)
+    for flat in (draws[:, 0], draws[:, 0].tolist()):
+        fit = certify.goodness_of_fit(flat, m)
+        assert fit.verdict() == "pass" and not fit.invalid
+    exact = {o[0]: float(p) for o, p in m.distribution()}
+    assert certify.compare_probabilities(exact, m).verdict == "pass"
+    # k = 2: a bare id has the wrong length (an invalid draw); a bool is no id
+    m2 = exactdp.Joint([3, 1, 0, 2], 2, epsilon=1)
+    fit = certify.goodness_of_fit([1] + [list(o) for o in m2.samples(50, rng=1)], m2)
+    assert fit.verdict() == "fail" and "exactly k = 2 item ids" in fit.invalid[0][1]
+    assert "is not an integer" in certify.goodness_of_fit([True, 0], m).invalid[0][1]
+
+
+def test_sample_files_with_a_byte_order_mark(capsys, tmp_path):
+    # a CSV saved by a spreadsheet starts with U+FEFF: it was refused ("'\ufeff3' is not an item id")
+    assert certify.read_samples("\ufeff3,1\n0 2\n") == [[3, 1], [0, 2]]
+    assert certify.read_samples("\ufeff[[3, 1]]") == [[3, 1]]
+    m = exactdp.Joint(*SMALL, epsilon=1)
+    draws = m.samples(3000, rng=9)
+    csv = tmp_path / "draws.csv"
+    csv.write_bytes(("\ufeff" + "".join(f"{a},{b}\n" for a, b in draws)).encode("utf-8"))
+    status = main(["certify", "joint", "--counts", "10,5,1,1", "-k", "2", "--samples", str(csv), "--delta", "0.1"])
+    out, err = capsys.readouterr()
+    assert status == 0 and err == "" and "verdict: PASS" in out
+    with pytest.raises(ValueError, match=r"line 1: 'a' is not an item id"):
+        certify.read_samples("\ufeffa,b\n")  # negative control: a header is still refused
 
 
 # ---------------------------------------------------------------------------------------

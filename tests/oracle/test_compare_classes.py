@@ -109,3 +109,19 @@ def test_bad_arguments_raise_named_errors():
         certify.compare_class_probabilities(m, {(1, 2, 3): 0.5})
     with pytest.raises(errors.InvalidParameterError, match="twice"):
         certify.compare_class_probabilities(m, {(1, 2): 0.5, m.classes()[0]: 0.5})
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_exact_tables_pass_at_zero_tolerance(name):
+    # the exact rational tables equal the exact probabilities: they failed at rtol = atol = 0
+    # (the certified values differ from them by ~10**-40); off by 10**-45 they still fail
+    counts, k = [8, 4, 4, 2, 2, 0], 2
+    m = MECHANISMS[name][0](counts, k)
+    per_set, per_class = _tables(name, counts, k)
+    for table, per in ((per_set, "set"), (per_class, "class")):
+        r = certify.compare_class_probabilities(m, table, per=per, rtol=0, atol=0)
+        assert r.verdict == "pass", str(r)
+        key = max(table, key=table.get)
+        off = {**table, key: table[key] - Fraction(1, 10**45)}
+        r = certify.compare_class_probabilities(m, off, per=per, rtol=0, atol=0)
+        assert r.verdict == "fail" and r.failures == 1 and (r.worst[0].h, r.worst[0].t) == key

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -190,3 +191,54 @@ def test_labelled_draws_without_id_map_are_reported_once():
     lines = [line for line in fit.summary().splitlines() if "invalid draw" in line]
     assert lines == ["  invalid draws (40): output='kiwi': must be an iterable of item ids "
                      "(labels? pass id_map={label: item position, ...})"]
+
+
+def test_iterator_draws_are_read_once_and_kept():
+    # a sampler returning an iterator (map, generator) of item ids: the label check must
+    # not consume it (a correct sampler failed with every draw empty)
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    exact = testing.from_mechanism(m)
+    draws = iter(exact.draw(testing.certify.samples_needed(m), 3))
+    fit = testing.assert_sampler_matches(lambda: map(int, next(draws)), m, n=testing.certify.samples_needed(m))
+    assert fit.verdict() == "pass" and not fit.invalid
+    assert testing.from_callable(lambda: (i for i in (2,))).draw(2) == [[2], [2]]
+    # integral floats are not item ids: one clear error saying so
+    with pytest.raises(ArgumentTypeError, match=r"float 1\.0 \(draw 1\) as an item id: item ids are integers"):
+        testing.from_callable(lambda: np.array([1.0])).draw(3)
+
+
+def test_a_wrong_id_map_is_a_named_error_not_a_failed_sampler():
+    # two labels on one position, a position out of range, a non-integer position: the
+    # test used to FAIL the sampler ("invalid draws", or a merged bin) for the map's fault
+    from exactdp.errors import InvalidParameterError
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    names = ["kiwi", "fig", "plum"]
+    draws = [names[o[0]] for o in m.samples(100, rng=1)]
+    for bad, fragment in (({"kiwi": 0, "fig": 1, "plum": 1}, "'fig' and 'plum' to the same item position 1"),
+                          ({"kiwi": 0, "fig": 1, "plum": 7}, "'plum' to 7: item positions are 0..2"),
+                          ({"kiwi": 0, "fig": 1, "plum": 2.0}, "item positions are integers"),
+                          ({"kiwi": 0, "fig": 1, "plum": True}, "item positions are integers")):
+        with pytest.raises(InvalidParameterError, match=re.escape(fragment)) as info:
+            testing.certify.goodness_of_fit(draws, m, id_map=bad)
+        assert info.value.argument == "id_map"
+        with pytest.raises(InvalidParameterError, match="id_map"):
+            testing.assert_sampler_matches(lambda: "kiwi", m, n=10, id_map=bad)
+    good = {name: i for i, name in enumerate(names)}
+    assert testing.certify.goodness_of_fit(draws, m, id_map=good).n == 100
+
+
+def test_sets_of_labels_are_recognised_as_sets():
+    # a sampler of label sets against a sequence mechanism: with id_map the draws became
+    # lists in arbitrary order, so the test failed without saying the sampler returns sets
+    m = exactdp.Joint([3, 2, 1, 0], 2, epsilon=1)
+    names = ["kiwi", "fig", "plum", "pear"]
+    sets = m.as_sets()
+    draws = iter(sets.samples(200, rng=1))
+
+    def label_sets():
+        return {names[i] for i in next(draws)}
+
+    with pytest.raises(AssertionError, match=r"returns sets, .*as_sets\(\)"):
+        testing.assert_sampler_matches(label_sets, m, n=100, id_map={n: i for i, n in enumerate(names)})
+    assert testing.from_callable(label_sets, id_map={n: i for i, n in enumerate(names)}).draw(1)[0] in (
+        {0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3})

@@ -3,6 +3,8 @@ pytest plugin exactdp.pytest_plugin."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import random
 import re
@@ -272,6 +274,18 @@ def test_assert_private():
     assert w.verdict == "below"
     with pytest.raises(AssertionError, match="privacy violated"):
         testing.assert_private(lambda c: exactdp.Joint(c, 2, epsilon=1), [3, 2, 2, 0], "swap")
+
+
+def test_assert_private_raises_inconclusive_on_an_inconclusive_audit(monkeypatch):
+    # a zCDP audit whose bracket contains the claim but is too wide says "inconclusive":
+    # assert_private returned it as if the check had passed
+    real = testing.audit.worst_case
+    w = real(lambda c: exactdp.Joint(c, 1, epsilon=1), [2, 0], notion="zcdp")
+    assert w.verdict in ("below", "attained")
+    wide = dataclasses.replace(w, verdict="inconclusive")
+    monkeypatch.setattr(testing.audit, "worst_case", lambda *a, **k: wide)
+    with pytest.raises(testing.Inconclusive, match="too wide to decide"):
+        testing.assert_private(lambda c: exactdp.Joint(c, 1, epsilon=1), [2, 0], notion="zcdp")
 
 
 def test_default_samples_from_environment(monkeypatch):
