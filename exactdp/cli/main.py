@@ -126,8 +126,8 @@ def _args_certify(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=_alpha_arg, default=1e-6, metavar="ALPHA",
                    help="significance level: FAIL when the p-value is below ALPHA (default 1e-6)")
     p.add_argument("--delta", type=_delta_arg, default=0.05, metavar="TV",
-                   help="smallest total variation deviation the test must detect: INCONCLUSIVE (exit status 3) "
-                   "unless its power against the least favourable such deviation reaches --min-power (default 0.05)")
+                   help="smallest total variation deviation the test must detect (default 0.05): INCONCLUSIVE "
+                   "(exit status 3) unless its power against the least favourable such deviation reaches --min-power")
     p.add_argument("--min-power", type=_min_power_arg, default=0.99, metavar="P",
                    help="power needed at --delta before the verdict may be PASS (default 0.99)")
     p.add_argument("--levels-only", action="store_true", help="test the level frequencies only, not uniformity within levels")

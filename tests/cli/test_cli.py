@@ -380,6 +380,11 @@ def test_version_and_help(capsys):
                  "--digits", "--outputs", "--max-outputs", "--json"):
         assert flag in out
     assert "exactdp dist joint --counts 10,5,1,1 -k 2 --epsilon 1" in out
+    # each default sits with its own option: --delta's 0.05 once read as --min-power's
+    status, out, _ = run(capsys, "certify", "joint", "--help")
+    text = " ".join(out.split())
+    assert "must detect (default 0.05)" in text and "reaches --min-power (default" not in text
+    assert "before the verdict may be PASS (default 0.99)" in text
 
 
 def test_keyboard_interrupt_exits_130(capsys, monkeypatch):
