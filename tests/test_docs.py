@@ -221,3 +221,18 @@ def test_the_shell_runner_reads_expected_exit_statuses():
     commands = shell_commands(ROOT / "docs" / "cli.md")
     assert any(expected == 2 for _, _, expected in commands)
     assert all(_argv(segment) is not None for _, segment, _ in commands)
+
+
+def test_readme_names_every_dependency():
+    # README.md's "Dependencies, and why each is here" covers every requirement of
+    # pyproject.toml, the extras included (import-linter was missing)
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Dependencies, and why each is here", 1)[1].split("\n## ", 1)[0].lower()
+    names = {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower() for requirement in requirements}
+    missing = sorted(name for name in names if name not in section)
+    assert not missing, f"README.md's dependency list does not name {missing}"
