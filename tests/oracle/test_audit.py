@@ -443,3 +443,14 @@ def test_peeling_monotone_analysis(name):
     assert audit.worst_case(factory, [10, 5, 1, 1], "add_remove", dps=15).verdict == "below"
     w = audit.worst_case(factory, [10, 5, 1, 1], "swap", dps=15)
     assert w.verdict == "violated" and w.loss > 1.9
+
+
+def test_worst_case_docstring_names_every_parameter():
+    # relation, contribution and dps were not described in the docstring
+    import inspect
+    import re
+
+    doc = inspect.getdoc(audit.worst_case)
+    missing = [p for p in inspect.signature(audit.worst_case).parameters
+               if not re.search(r"``" + p + r"\b", doc)]
+    assert not missing, missing
