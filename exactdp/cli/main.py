@@ -207,11 +207,16 @@ COMMANDS: dict[str, Command] = {
 
 def _add_mechanism_parser(subs: "argparse._SubParsersAction[argparse.ArgumentParser]", command: str, cmd: Command,
                           name: str, spec: MechanismSpec) -> None:
+    epilog = f"example:\n  {PROG} {command} {name} {cmd.example}"
+    if command == "levels" and not commands._single_rule(spec.factory((1, 0), 1)):
+        # the generic example would fail: this mechanism has no utility levels (CanonicalGamma1)
+        epilog = (f"{name} has no utility levels, so 'levels' refuses it; its (h, t) classes:\n"
+                  f"  {PROG} dist {name} {COMMANDS['dist'].example}")
     p = subs.add_parser(
         name,
         help=spec.summary,
         description=_fill(f"{cmd.description}\n\nMechanism '{name}': {spec.summary}."),
-        epilog=f"example:\n  {PROG} {command} {name} {cmd.example}",
+        epilog=epilog,
         formatter_class=_FORMATTER,
         allow_abbrev=False,
     )

@@ -537,3 +537,15 @@ if __name__ == "__main__":  # pragma: no cover
         update_docs()
     else:
         sys.exit("usage: python tests/cli/test_cli.py --update-docs")
+
+
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+def test_levels_help_example_runs(capsys, mechanism):
+    # `exactdp levels canonical-gamma1 --help` showed an example that exits with status 2
+    # (canonical-gamma1 has no utility levels): every help example must run
+    status, out, _ = run(capsys, "levels", mechanism, "--help")
+    assert status == 0
+    example = out.rstrip("\n").split("\n")[-1].split()
+    assert example[0] == "exactdp"
+    status, out, err = run(capsys, *example[1:])
+    assert status == 0 and out and err == "", (example, err)
