@@ -285,7 +285,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
         (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--base", "2"], "0 < base < 1"),
         (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "1", "--base", "1/2"], "not both"),
         (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "0"], "--dps"),
-        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "100001"], "dps=100001"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "100001"], "argument --dps: must be at most 100000"),
         (["dist", "joint", "--counts", "10,5,x,1", "-k", "2"], "item 2: 'x'"),
         (["dist", "joint", "--counts-file", "/nonexistent/counts.txt", "-k", "2"], "cannot read"),
         (["dist", "joint", "-k", "2"], "--counts"),
