@@ -236,3 +236,20 @@ def test_readme_names_every_dependency():
     names = {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower() for requirement in requirements}
     missing = sorted(name for name in names if name not in section)
     assert not missing, f"README.md's dependency list does not name {missing}"
+
+
+def test_stated_binomial_sizes_are_true():
+    # docs/canonical.md said C(9998, 49) has 130 digits (134) and docs/joint_set.md that
+    # C(d, k) has 59 digits at d = 10,000, k = 20 (62); check every such statement
+    import math
+
+    checked = 0
+    for path in FILES:
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        for n, m, digits in re.findall(r"`C\((\d+), (\d+)\)`[^.;]*? has (\d+) digits", text):
+            assert len(str(math.comb(int(n), int(m)))) == int(digits), (path.name, n, m, digits)
+            checked += 1
+        for digits, d, k in re.findall(r"`C\(d, k\)`, (\d+) digits at `d = ([\d,]+), k = (\d+)`", text):
+            assert len(str(math.comb(int(d.replace(",", "")), int(k)))) == int(digits), (path.name, d, k, digits)
+            checked += 1
+    assert checked >= 2
