@@ -549,3 +549,16 @@ def test_levels_help_example_runs(capsys, mechanism):
     assert example[0] == "exactdp"
     status, out, err = run(capsys, *example[1:])
     assert status == 0 and out and err == "", (example, err)
+
+
+def test_json_schema_names_the_class_fields_with_their_types(capsys):
+    # docs/cli.md's schema left out class_multiplicity (a string), h, t, group (numbers)
+    # and certify's floats; each field it names must have the type it says
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    schema = page.split("### JSON schema (all commands)", 1)[1].split("| command |", 1)[0]
+    bullets = {b.split("**")[1]: b for b in schema.split("\n- ")[1:] if b.startswith("**")}
+    data = run_json(capsys, "prob", "canonical-gamma1", "--counts", "10,5,1,1", "-k", "2", "--output", "0,2")
+    assert isinstance(data["class_multiplicity"], str) and "`class_multiplicity`" in bullets["strings, exact"]
+    for key in ("h", "t", "group"):
+        assert type(data[key]) is int and f"`{key}`" in bullets["numbers"], key
+    assert "`certify`'s statistics" in bullets["floats"]
