@@ -281,7 +281,7 @@ def samples_needed(
             f"has the same probabilities as {mechanism!r} on every bin the test uses (even with {finest} draws: "
             f"noncentrality {lam_finest:.3g}): there is nothing to detect, so no number of draws suffices",
         )
-    lam, df, *_ = alt.noncentrality(max_n)
+    lam = lam_finest if finest == max_n else alt.noncentrality(max_n)[0]
     if alt.power(max_n, alpha) < target:
         raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "
                                     f"(noncentrality {lam:.3g} at {max_n}); raise max_n")
