@@ -253,3 +253,13 @@ def test_stated_binomial_sizes_are_true():
             assert len(str(math.comb(int(d.replace(",", "")), int(k)))) == int(digits), (path.name, d, k, digits)
             checked += 1
     assert checked >= 2
+
+
+def test_definitions_lists_every_cli_command():
+    # docs/definitions.md's list of commands left out explain and compare
+    from exactdp.cli.main import COMMANDS
+
+    page = (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
+    line = next(line for line in page.splitlines() if "the `exactdp` command (" in line)
+    for command in [*COMMANDS, "check", "compare"]:
+        assert f"`{command}`" in line, command
