@@ -181,7 +181,8 @@ COMMANDS: dict[str, Command] = {
         "one user), the exact privacy loss max_o |ln P(o | counts) - ln P(o | neighbour)|, "
         "certified, with the output attaining it; the worst case beside the claimed epsilon. "
         "--notion approx, renyi or zcdp audits delta(epsilon), the Renyi divergence or zCDP's rho "
-        "instead; --workers N uses N processes. Exit status 1 when the claim is violated.\n\n"
+        "instead; --workers N uses N processes. Exit status 1 when the claim is violated, 3 when "
+        "the audit is inconclusive (a zCDP bracket too wide to decide: raise --dps).\n\n"
         "'exactdp audit --mechanism-file FILE ...' (no mechanism) audits another implementation's "
         "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'.",
         "--counts 3,2,2,0 -k 2 --epsilon 1",

@@ -562,3 +562,11 @@ def test_json_schema_names_the_class_fields_with_their_types(capsys):
     for key in ("h", "t", "group"):
         assert type(data[key]) is int and f"`{key}`" in bullets["numbers"], key
     assert "`certify`'s statistics" in bullets["floats"]
+
+
+
+def test_audit_help_states_every_exit_status(capsys):
+    # `audit MECHANISM --help` gave exit status 1 only; 3 (inconclusive zCDP) was missing
+    status, out, _ = run(capsys, "audit", "joint", "--help")
+    text = " ".join(out.split())
+    assert status == 0 and "Exit status 1 when the claim is violated, 3 when the audit is inconclusive" in text
