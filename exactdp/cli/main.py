@@ -211,8 +211,9 @@ def _add_mechanism_parser(subs: "argparse._SubParsersAction[argparse.ArgumentPar
     epilog = f"example:\n  {PROG} {command} {name} {cmd.example}"
     if command == "levels" and not commands._single_rule(spec.factory((1, 0), 1)):
         # the generic example would fail: this mechanism has no utility levels (CanonicalGamma1)
-        epilog = (f"{name} has no utility levels, so 'levels' refuses it; its (h, t) classes:\n"
-                  f"  {PROG} dist {name} {COMMANDS['dist'].example}")
+        epilog = (f"example:\n  {PROG} dist {name} {COMMANDS['dist'].example}\n\n"
+                  f"{name} has no utility levels, so '{PROG} levels {name}' refuses it;\n"
+                  f"'dist' prints its (h, t) classes")
     p = subs.add_parser(
         name,
         help=spec.summary,

@@ -545,7 +545,8 @@ def test_levels_help_example_runs(capsys, mechanism):
     # (canonical-gamma1 has no utility levels): every help example must run
     status, out, _ = run(capsys, "levels", mechanism, "--help")
     assert status == 0
-    example = out.rstrip("\n").split("\n")[-1].split()
+    lines = out.split("\n")
+    example = lines[lines.index("example:") + 1].split()
     assert example[0] == "exactdp"
     status, out, err = run(capsys, *example[1:])
     assert status == 0 and out and err == "", (example, err)
