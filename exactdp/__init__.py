@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily
-    from . import accounting, audit, certify, errors, interop, testing
+    from . import accounting, audit, certify, errors, interop, probability_tables, testing, utility
     from .core.bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
     from .core.levels import Level, LevelTable
     from .core.mechanism import Mechanism
@@ -61,7 +61,8 @@ _LAZY_NAMES: dict[str, str] = {
 
 #: Submodules offered as attributes of the package (``exactdp.audit.worst_case`` works
 #: after a plain ``import exactdp``).
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"accounting", "audit", "certify", "errors", "interop", "testing"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset(
+    {"accounting", "audit", "certify", "errors", "interop", "probability_tables", "testing", "utility"})
 
 __all__ = [
     "Joint",
@@ -87,6 +88,8 @@ __all__ = [
     "interop",
     "testing",
     "explain",
+    "probability_tables",
+    "utility",
 ]
 
 

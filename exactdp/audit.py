@@ -448,6 +448,11 @@ def worst_case(
     over every neighbour ``n`` of ``counts`` (:func:`neighbours`), with the neighbour (and
     output) that attains it and the claim beside it (see :class:`WorstCase`).
 
+    ``relation`` (``"add_remove"``, the default, or ``"swap"``) and ``contribution`` (at
+    most that many items per user; default any number) choose the neighbours, as in
+    :func:`neighbours`; ``dps`` is the number of certified significant digits of every
+    value (default 30; 6 for ``notion="zcdp"``).
+
     ``factory(counts)`` builds an exactdp mechanism for a count vector, e.g.
     ``functools.partial(exactdp.Joint, k=2, epsilon=1)``, or returns a mapping ``output ->
     probability`` (another implementation's own probabilities; floats at their exact

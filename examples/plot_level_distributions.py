@@ -16,8 +16,11 @@ though Canonical ranks sets by another loss and peeling has no utility of its ow
 - JointSet and Canonical (rho = 1/2) output sets;
 - peeling here is the pure-epsilon one: ``k`` exponential-mechanism rounds of
   ``epsilon/k`` each (Gumbel noise, ``exactdp.Peeling(..., noise="gumbel")``).  It is
-  *not* the paper's CDP-Peel, which spends more per round and is only
-  ``(epsilon, delta)``-DP (docs/peeling.md; ``exactdp.accounting``).
+  *not* the paper's CDP-Peel, whose per-round ``eps'`` comes from Lemma 4.2 and which is
+  only ``(epsilon, delta)``-DP (docs/peeling.md; ``exactdp.accounting``).  Here (k = 2,
+  epsilon = 1, delta = 1e-6) that ``eps'`` is about 0.264, below ``epsilon/k = 1/2``
+  (Lemma 4.2 pays off only for larger k); the public dp_topk code takes
+  ``max(epsilon/k, eps')`` and so runs this very peeling.
 
 The probabilities span four orders of magnitude, so the y axis is logarithmic, and each
 bar is labelled with its probability to two significant digits (never rounded to 0) and

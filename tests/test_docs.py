@@ -221,3 +221,45 @@ def test_the_shell_runner_reads_expected_exit_statuses():
     commands = shell_commands(ROOT / "docs" / "cli.md")
     assert any(expected == 2 for _, _, expected in commands)
     assert all(_argv(segment) is not None for _, segment, _ in commands)
+
+
+def test_readme_names_every_dependency():
+    # README.md's "Dependencies, and why each is here" covers every requirement of
+    # pyproject.toml, the extras included (import-linter was missing)
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Dependencies, and why each is here", 1)[1].split("\n## ", 1)[0].lower()
+    names = {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower() for requirement in requirements}
+    missing = sorted(name for name in names if name not in section)
+    assert not missing, f"README.md's dependency list does not name {missing}"
+
+
+def test_stated_binomial_sizes_are_true():
+    # docs/canonical.md said C(9998, 49) has 130 digits (134) and docs/joint_set.md that
+    # C(d, k) has 59 digits at d = 10,000, k = 20 (62); check every such statement
+    import math
+
+    checked = 0
+    for path in FILES:
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        for n, m, digits in re.findall(r"`C\((\d+), (\d+)\)`[^.;]*? has (\d+) digits", text):
+            assert len(str(math.comb(int(n), int(m)))) == int(digits), (path.name, n, m, digits)
+            checked += 1
+        for digits, d, k in re.findall(r"`C\(d, k\)`, (\d+) digits at `d = ([\d,]+), k = (\d+)`", text):
+            assert len(str(math.comb(int(d.replace(",", "")), int(k)))) == int(digits), (path.name, d, k, digits)
+            checked += 1
+    assert checked >= 2
+
+
+def test_definitions_lists_every_cli_command():
+    # docs/definitions.md's list of commands left out explain and compare
+    from exactdp.cli.main import COMMANDS
+
+    page = (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
+    line = next(line for line in page.splitlines() if "the `exactdp` command (" in line)
+    for command in [*COMMANDS, "check", "compare"]:
+        assert f"`{command}`" in line, command

@@ -105,3 +105,16 @@ def test_pure_peeling_is_not_called_cdp_peel_and_cdp_peel_uses_lemma_4_2():
         # ... and only just (the rational is within 1e-14 of it)
         assert accounting.cdp_peel_round_epsilon(eps, example.DELTA, example.K, dps=30) - round_eps < 1e-14
         assert example.SEQUENCE_MECHANISMS[example.CDP_PEEL](eps).epsilon == example.K * round_eps
+
+
+def test_level_plot_docstring_compares_its_peeling_with_cdp_peel_truly():
+    # the docstring said CDP-Peel "spends more per round"; at this example's k and epsilon
+    # Lemma 4.2's per-round epsilon is below epsilon/k (dp_topk then runs this very peeling)
+    from fractions import Fraction
+
+    from exactdp import accounting
+
+    example = _load(LEVELS)
+    round_eps = accounting.cdp_peel_round_epsilon(example.EPSILON, Fraction(1, 10**6), example.K, dps=20)
+    assert abs(round_eps - 0.264) < 5e-4 and round_eps * example.K < example.EPSILON
+    assert "spends more per round" not in example.__doc__ and "about 0.264" in example.__doc__

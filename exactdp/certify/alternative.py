@@ -271,9 +271,10 @@ def samples_needed(
     total variation ``delta`` (default :data:`DEFAULT_DELTA`; see :func:`sensitivity`).
 
     Raises :class:`~exactdp.errors.NothingToDetectError` at once when the alternative
-    cannot be told from the mechanism on the test's bins even with ``max_n`` draws (e.g.
-    it is the same distribution), and :class:`~exactdp.errors.InvalidParameterError`
-    (argument ``max_n``) when the power stays below ``target`` up to ``max_n`` draws.
+    cannot be told from the mechanism on the test's bins with any number of draws (the
+    finest bins, those of ``max(max_n, DEFAULT_MAX_N)`` draws; e.g. it is the same
+    distribution), and :class:`~exactdp.errors.InvalidParameterError` (argument
+    ``max_n``) when the power stays below ``target`` up to ``max_n`` draws.
     """
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
         raise InvalidParameterError("target", target, "must satisfy 0 < target < 1")
@@ -292,18 +293,23 @@ def samples_needed(
                                         "draws; raise max_n or delta")
         return found
     alt = _Alternative(design, lv, alternative, max_enumerate)
-    lam, df, *_ = alt.noncentrality(max_n)
-    # Per draw, the noncentrality is sum (q - p)**2 / p over the bins: float rounding of a
-    # claimed table leaves ~1e-32; 1e-20 (relative deviations of ~1e-10) is still "the
-    # same probabilities".  A larger deviation is real: too small for max_n draws, not
+    # "nothing to detect" is decided on the finest bins (those of at least DEFAULT_MAX_N
+    # draws): with a small max_n every level may share one bin, although more draws would
+    # split them and see the alternative (then max_n is what is too small).  Per draw, the
+    # noncentrality is sum (q - p)**2 / p over the bins: float rounding of a claimed table
+    # leaves ~1e-32; 1e-20 (relative deviations of ~1e-10) is still "the same
+    # probabilities".  A larger deviation is real: too small for max_n draws, not
     # undetectable (it used to be called "the same" up to relative deviations of ~1e-6).
-    if alt.outside <= 0 and (df <= 0 or lam <= _SAME * max_n):
+    finest = max(max_n, DEFAULT_MAX_N)
+    lam_finest, df_finest, *_ = alt.noncentrality(finest)
+    if alt.outside <= 0 and (df_finest <= 0 or lam_finest <= _SAME * finest):
         raise NothingToDetectError(
             "alternative", alternative,
             f"has the same probabilities as {mechanism!r} on every bin the test uses, up to float rounding "
-            f"(even with {max_n} draws: noncentrality {lam:.3g}): there is nothing to detect, so no number of "
-            "draws suffices",
+            f"(even with {finest} draws: noncentrality {lam_finest:.3g}): there is nothing to detect, so no number "
+            "of draws suffices",
         )
+    lam = lam_finest if finest == max_n else alt.noncentrality(max_n)[0]
     if alt.power(max_n, alpha) < target:
         raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "
                                     f"(noncentrality {lam:.3g} at {max_n}); raise max_n")

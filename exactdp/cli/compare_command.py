@@ -27,7 +27,7 @@ from ..core.validation import as_counts, as_k
 from ..errors import ExactDPError, TooManyOutputsError
 from ..utility import DEFAULT_MAX_OUTPUTS, metrics
 from .options import _FORMATTER, _add_json, _fill
-from .parse import _counts_arg, _counts_file_arg, _digits_arg, _int_arg, _positive_int_arg, _rational_arg
+from .parse import _counts_arg, _counts_file_arg, _digits_arg, _dps_arg, _int_arg, _positive_int_arg, _rational_arg
 from .render import PROG, _emit_json, _out
 
 __all__ = ["add_compare_parser", "cmd_compare", "DEFAULT_DELTA", "ROWS"]
@@ -113,7 +113,7 @@ def add_compare_parser(subs: "argparse._SubParsersAction") -> None:  # type: ign
                    help="the privacy budget of every mechanism, an exact positive number ('1', '0.5', '1/3')")
     p.add_argument("--delta", type=_DELTA, default=DEFAULT_DELTA, metavar="D",
                    help="CDP-Peel's delta, an exact number in (0, 1) (default 1e-6)")
-    p.add_argument("--dps", type=_positive_int_arg, default=30, metavar="N",
+    p.add_argument("--dps", type=_dps_arg, default=30, metavar="N",
                    help="certified significant digits of every value (default %(default)s)")
     p.add_argument("--digits", type=_digits_arg, default=COMPARE_DIGITS, metavar="N",
                    help="significant digits shown in the table (default %(default)s; --json shows --dps digits)")

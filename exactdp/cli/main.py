@@ -126,8 +126,8 @@ def _args_certify(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=_alpha_arg, default=1e-6, metavar="ALPHA",
                    help="significance level: FAIL when the p-value is below ALPHA (default 1e-6)")
     p.add_argument("--delta", type=_delta_arg, default=0.05, metavar="TV",
-                   help="smallest total variation deviation the test must detect: INCONCLUSIVE (exit status 3) "
-                   "unless its power against the least favourable such deviation reaches --min-power (default 0.05)")
+                   help="smallest total variation deviation the test must detect (default 0.05): INCONCLUSIVE "
+                   "(exit status 3) unless its power against the least favourable such deviation reaches --min-power")
     p.add_argument("--min-power", type=_min_power_arg, default=0.99, metavar="P",
                    help="power needed at --delta before the verdict may be PASS (default 0.99)")
     p.add_argument("--levels-only", action="store_true", help="test the level frequencies only, not uniformity within levels")
@@ -181,7 +181,8 @@ COMMANDS: dict[str, Command] = {
         "one user), the exact privacy loss max_o |ln P(o | counts) - ln P(o | neighbour)|, "
         "certified, with the output attaining it; the worst case beside the claimed epsilon. "
         "--notion approx, renyi or zcdp audits delta(epsilon), the Renyi divergence or zCDP's rho "
-        "instead; --workers N uses N processes. Exit status 1 when the claim is violated.\n\n"
+        "instead; --workers N uses N processes. Exit status 1 when the claim is violated, 3 when "
+        "the audit is inconclusive (a zCDP bracket too wide to decide: raise --dps).\n\n"
         "'exactdp audit --mechanism-file FILE ...' (no mechanism) audits another implementation's "
         "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'.",
         "--counts 3,2,2,0 -k 2 --epsilon 1",
@@ -207,11 +208,17 @@ COMMANDS: dict[str, Command] = {
 
 def _add_mechanism_parser(subs: "argparse._SubParsersAction[argparse.ArgumentParser]", command: str, cmd: Command,
                           name: str, spec: MechanismSpec) -> None:
+    epilog = f"example:\n  {PROG} {command} {name} {cmd.example}"
+    if command == "levels" and not commands._single_rule(spec.factory((1, 0), 1)):
+        # the generic example would fail: this mechanism has no utility levels (CanonicalGamma1)
+        epilog = (f"example:\n  {PROG} dist {name} {COMMANDS['dist'].example}\n\n"
+                  f"{name} has no utility levels, so '{PROG} levels {name}' refuses it;\n"
+                  f"'dist' prints its (h, t) classes")
     p = subs.add_parser(
         name,
         help=spec.summary,
         description=_fill(f"{cmd.description}\n\nMechanism '{name}': {spec.summary}."),
-        epilog=f"example:\n  {PROG} {command} {name} {cmd.example}",
+        epilog=epilog,
         formatter_class=_FORMATTER,
         allow_abbrev=False,
     )

@@ -13,7 +13,7 @@ import textwrap
 from typing import NoReturn
 
 from ..core.validation import DEFAULT_DPS
-from .parse import _digits_arg, _positive_int_arg
+from .parse import _digits_arg, _dps_arg
 
 __all__ = ["DEFAULT_DIGITS"]
 
@@ -23,7 +23,7 @@ DEFAULT_DIGITS = 15
 
 def _add_precision(p: argparse.ArgumentParser, dps_help: str = "(default %(default)s)") -> None:
     p.add_argument(
-        "--dps", type=_positive_int_arg, default=DEFAULT_DPS, metavar="N",
+        "--dps", type=_dps_arg, default=DEFAULT_DPS, metavar="N",
         help=f"certified significant digits: relative error at most 1e-N {dps_help}",
     )
     p.add_argument(

@@ -165,6 +165,17 @@ def _positive_int_arg(text: str) -> int:
     return value
 
 
+def _dps_arg(text: str) -> int:
+    """``--dps``: a positive integer, at most ``MAX_DPS``, refused naming ``--dps`` (the
+    library's own check would name ``dps=``, not the option typed)."""
+    from ..core.validation import MAX_DPS
+
+    value = _positive_int_arg(text)
+    if value > MAX_DPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DPS}, got {value}")
+    return value
+
+
 def _digits_arg(text: str) -> int:
     """``--digits``: a positive integer, at most the most digits exactdp computes (the
     range of ``dps``), so that a too large value is refused naming ``--digits``, not ``dps``."""

@@ -89,7 +89,8 @@ OPTIONS: dict[str, Option] = {
         "canonical loss parameter, an exact rational in [0, 1] (default {default})",
         metavar="RHO",
     ),
-    "noise": Option(("--noise",), "noise", _noise_help(), metavar="NOISE", choices=NOISES),
+    "noise": Option(("--noise",), "noise", _noise_help() + " (default '{default}')", metavar="NOISE",
+                    choices=NOISES),
     "memory_budget": Option(
         ("--memory-budget",), "memory_budget",
         "bytes of exact levels the level table may keep at once (default {default}); past "

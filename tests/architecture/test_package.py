@@ -83,6 +83,12 @@ def test_every_public_name_resolves_and_is_listed():
         assert name in dir(exactdp), name
     for module in ("accounting", "audit", "certify", "errors", "testing"):
         assert getattr(exactdp, module).__name__ == f"exactdp.{module}"
+    # the docs write exactdp.utility.metrics and exactdp.probability_tables.read_probability_tables
+    # like exactdp.audit.worst_case: each works after a plain `import exactdp` (they raised
+    # AttributeError)
+    for module in ("utility", "probability_tables", "interop"):
+        assert getattr(exactdp, module).__name__ == f"exactdp.{module}"
+        assert module in exactdp.__all__ and module in dir(exactdp)
     assert exactdp.Joint is __import__("exactdp.mechanisms.joint", fromlist=["Joint"]).Joint
     from exactdp import Canonical, PNFJoint, audit  # noqa: F401  (the from-import form)
 

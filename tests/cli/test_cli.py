@@ -285,7 +285,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
         (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--base", "2"], "0 < base < 1"),
         (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "1", "--base", "1/2"], "not both"),
         (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "0"], "--dps"),
-        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "100001"], "dps=100001"),
+        (["dist", "joint", "--counts", "10,5,1,1", "-k", "2", "--dps", "100001"], "argument --dps: must be at most 100000"),
         (["dist", "joint", "--counts", "10,5,x,1", "-k", "2"], "item 2: 'x'"),
         (["dist", "joint", "--counts-file", "/nonexistent/counts.txt", "-k", "2"], "cannot read"),
         (["dist", "joint", "-k", "2"], "--counts"),
@@ -380,6 +380,11 @@ def test_version_and_help(capsys):
                  "--digits", "--outputs", "--max-outputs", "--json"):
         assert flag in out
     assert "exactdp dist joint --counts 10,5,1,1 -k 2 --epsilon 1" in out
+    # each default sits with its own option: --delta's 0.05 once read as --min-power's
+    status, out, _ = run(capsys, "certify", "joint", "--help")
+    text = " ".join(out.split())
+    assert "must detect (default 0.05)" in text and "reaches --min-power (default" not in text
+    assert "before the verdict may be PASS (default 0.99)" in text
 
 
 def test_keyboard_interrupt_exits_130(capsys, monkeypatch):
@@ -532,3 +537,37 @@ if __name__ == "__main__":  # pragma: no cover
         update_docs()
     else:
         sys.exit("usage: python tests/cli/test_cli.py --update-docs")
+
+
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+def test_levels_help_example_runs(capsys, mechanism):
+    # `exactdp levels canonical-gamma1 --help` showed an example that exits with status 2
+    # (canonical-gamma1 has no utility levels): every help example must run
+    status, out, _ = run(capsys, "levels", mechanism, "--help")
+    assert status == 0
+    lines = out.split("\n")
+    example = lines[lines.index("example:") + 1].split()
+    assert example[0] == "exactdp"
+    status, out, err = run(capsys, *example[1:])
+    assert status == 0 and out and err == "", (example, err)
+
+
+def test_json_schema_names_the_class_fields_with_their_types(capsys):
+    # docs/cli.md's schema left out class_multiplicity (a string), h, t, group (numbers)
+    # and certify's floats; each field it names must have the type it says
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    schema = page.split("### JSON schema (all commands)", 1)[1].split("| command |", 1)[0]
+    bullets = {b.split("**")[1]: b for b in schema.split("\n- ")[1:] if b.startswith("**")}
+    data = run_json(capsys, "prob", "canonical-gamma1", "--counts", "10,5,1,1", "-k", "2", "--output", "0,2")
+    assert isinstance(data["class_multiplicity"], str) and "`class_multiplicity`" in bullets["strings, exact"]
+    for key in ("h", "t", "group"):
+        assert type(data[key]) is int and f"`{key}`" in bullets["numbers"], key
+    assert "`certify`'s statistics" in bullets["floats"]
+
+
+
+def test_audit_help_states_every_exit_status(capsys):
+    # `audit MECHANISM --help` gave exit status 1 only; 3 (inconclusive zCDP) was missing
+    status, out, _ = run(capsys, "audit", "joint", "--help")
+    text = " ".join(out.split())
+    assert status == 0 and "Exit status 1 when the claim is violated, 3 when the audit is inconclusive" in text

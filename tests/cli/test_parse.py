@@ -195,3 +195,12 @@ def test_audit_claimed_epsilon(capsys):
     for bad in ("0", "-1", "abc"):
         status, _, err = run(capsys, *base, f"--claimed-epsilon={bad}")
         assert status == 2 and "--claimed-epsilon" in err
+
+
+@pytest.mark.parametrize("command", [["dist", "joint", *SMALL], ["prob", "joint", *SMALL, "--output", "0,1"],
+                                     ["audit", "joint", *SMALL], ["compare", *SMALL, "--epsilon", "1"]])
+def test_dps_past_the_limit_names_the_option(capsys, command):
+    # --dps 100001 failed with the library's "dps=100001: ...", not naming the option typed
+    status, out, err = run(capsys, *command, "--dps", "100001")
+    assert_error(status, out, err, "argument --dps: must be at most 100000", "got 100001")
+    assert "dps=" not in err

@@ -34,6 +34,9 @@ def test_registry_help_shows_the_constructors_defaults(capsys):
     assert MECHANISMS["joint"].option_help("sensitivity").startswith(
         "utility sensitivity, a positive exact rational (default 1:")
     assert "(the library's default, 1, when neither" in MECHANISMS["joint"].option_help("epsilon")
+    # --noise shows its default like every other option with one (it was left out)
+    for name in ("canonical", "peeling"):
+        assert MECHANISMS[name].option_help("noise").endswith("(default 'gumbel')"), name
 
     def factory(counts, k, epsilon=None, *, rho=Fraction(1, 3)):  # another default: shown as such
         return exactdp.Canonical(counts, k, epsilon, rho=rho)

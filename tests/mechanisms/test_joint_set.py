@@ -178,6 +178,14 @@ def test_paper_matrix_examples():
     assert [[x for x in row if x is not None] for row in M] == Mh[:3]
     # with ties the printed rule keeps extra zeros left of the diagonal
     assert jsp.paper_matrix([2, 2, 2], 2) == [[0, 0, None], [0, 0, 0]]
+    # so an entry count e(V) can pass k(d-k+1): with every count tied, row i (1-based) keeps
+    # d-k+i entries, k(d-k) + k(k+1)/2 in all (docs/joint_set.md states this bound)
+    for d in range(1, 7):
+        for k in range(1, d + 1):
+            entries = sum(v is not None for row in jsp.paper_matrix([0] * d, k) for v in row)
+            assert entries == k * (d - k) + k * (k + 1) // 2
+            assert k * (d - k + 1) <= entries
+    assert sum(v is not None for row in jsp.paper_matrix([0] * 4, 3) for v in row) == 9 > 3 * (4 - 3 + 1)
     # Lemma 6 on every threshold of a small instance: grid paths through A == brute force
     for counts in [(3, 1, 4, 1, 5), (2, 2, 0, 2, 1, 1)]:
         for k in range(1, len(counts) + 1):

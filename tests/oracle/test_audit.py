@@ -443,3 +443,29 @@ def test_peeling_monotone_analysis(name):
     assert audit.worst_case(factory, [10, 5, 1, 1], "add_remove", dps=15).verdict == "below"
     w = audit.worst_case(factory, [10, 5, 1, 1], "swap", dps=15)
     assert w.verdict == "violated" and w.loss > 1.9
+
+
+def test_worst_case_docstring_names_every_parameter():
+    # relation, contribution and dps were not described in the docstring
+    import inspect
+    import re
+
+    doc = inspect.getdoc(audit.worst_case)
+    missing = [p for p in inspect.signature(audit.worst_case).parameters
+               if not re.search(r"``" + p + r"\b", doc)]
+    assert not missing, missing
+
+
+def test_audit_page_k1_loss_at_d_200_is_as_stated():
+    # docs/audit.md said 0.4981; the loss at 200 equal counts, one count changed, is 0.49803
+    import functools
+    import math
+    import pathlib
+
+    import mpmath
+
+    w = audit.worst_case(functools.partial(exactdp.Joint, k=1, epsilon=1), [5] * 200, contribution=1, dps=15)
+    expected = 0.5 - math.log(200 / (199 + math.exp(-0.5)))
+    assert abs(w.value - mpmath.mpf(expected)) < 1e-12
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    assert f"{expected:.4f}" == "0.4980" and "at d = 200 equal counts, 0.4980" in " ".join(page.split())

@@ -627,6 +627,20 @@ def test_power_refuses_alternatives_that_are_not_distributions():
     assert certify.power(sets, outside, 1000).power == pytest.approx(1 - 0.99 ** 1000, rel=1e-6)
 
 
+def test_samples_needed_small_max_n_is_not_nothing_to_detect():
+    # with max_n = 10 every level of Joint([3, 1, 0], 1) shares one bin, but more draws
+    # split the bins and see this alternative: the error names max_n (it said "nothing to
+    # detect, so no number of draws suffices")
+    m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
+    alt = {(0,): 0.62, (1,): 0.24, (2,): 0.14}
+    with pytest.raises(InvalidParameterError) as info:
+        certify.samples_needed(m, alt, max_n=10)
+    assert info.value.argument == "max_n" and not isinstance(info.value, NothingToDetectError)
+    assert certify.samples_needed(m, alt) > 10
+    with pytest.raises(NothingToDetectError):  # the same distribution: nothing, whatever max_n
+        certify.samples_needed(m, {o: float(p) for o, p in m.distribution()}, max_n=10)
+
+
 def test_compare_probabilities_inconclusive():
     m = exactdp.Joint(*SMALL, epsilon=1)
     claimed = float_distribution(*SMALL)

@@ -269,3 +269,16 @@ def test_interop_examples_skip_without_the_library(name, tmp_path):
                          cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr
     assert "skipped:" in out.stdout and "not installed" in out.stdout
+
+
+def test_interop_table_states_dp_topk_joint_sensitivities_as_mapped():
+    # the table wrote `sensitivity=1 / 2` (read as 1/2); the mapping gives 1 or 2
+    import pathlib
+
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "interop.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| dp_topk | `joint`"))
+    assert "sensitivity=1 / 2" not in row
+    for neighbor_type, sensitivity in (("add_remove", 1), ("swap", 2)):
+        assert f"sensitivity={sensitivity}` (`{neighbor_type.upper()}`)" in row
+        for name in ("joint", "pnf_joint"):
+            assert interop.dp_topk_mechanism([3, 2, 1], 2, 1, neighbor_type, name).sensitivity == sensitivity
