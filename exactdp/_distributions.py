@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
-from flint import arb, fmpz
+from flint import arb, ctx, fmpz
 
 from ._footprint import Footprint
 from ._groups import Groups
@@ -42,7 +42,8 @@ from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
-           "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
+           "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS",
+           "expm1_ball"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
@@ -436,7 +437,7 @@ class ExponentialPair:
         """The engine for two views and their cells ``keys[c] = (group under a, group under
         b)`` of ``sizes[c]`` outputs, or None when it does not apply (a mapping side, no
         ``log_form``, two weight exponents not equal by their exact epsilon/divisor or base,
-        a probability 0, utilities that are not integers below ``2**60``, too many deltas)."""
+        a probability 0, utilities that are not integers, too many deltas)."""
         if not (isinstance(a, Groups) and isinstance(b, Groups)):
             return None
         if a.log_form_rule() is None or b.log_form_rule() is None:
@@ -519,11 +520,26 @@ class ExponentialPair:
         return np.lexsort((self.y, self.x, rank)).tolist()
 
 
+def expm1_ball(x: arb) -> arb:
+    """``e^x - 1`` keeping the relative accuracy of ``x`` when ``|x|`` is tiny.  arb's own
+    ``expm1`` does for ordinary exponents, but for a number like ``e^(-2**70)`` (counts near
+    ``2**70``) it returns only about 8 digits; there ``x +- x**2`` is used
+    (``|e^x - 1 - x| <= x**2`` for ``|x| <= 1``), tighter than the working precision."""
+    magnitude = abs(x).upper()
+    if magnitude < arb(2) ** -(ctx.prec + 8):
+        return x + magnitude * magnitude * arb(0, 1)
+    return x.expm1()
+
+
 def _int_utilities(view: Groups) -> Optional[np.ndarray]:
-    """The groups' utilities as ``int64`` (best first), None unless all are ints below ``2**60``."""
+    """The groups' utilities (best first) as ``int64``, or as Python ints in an object array
+    when one is ``2**60`` or more (counts such as ``2**70``: no int64 wraps around); None
+    unless all are ints."""
     u = [g.utility for g in view.groups]
-    if not all(type(v) is int for v in u) or max(abs(u[0]), abs(u[-1])) >= 2**60:
+    if not all(type(v) is int for v in u):
         return None
+    if max(abs(u[0]), abs(u[-1])) >= 2**60:
+        return np.asarray(u, dtype=object)
     return np.asarray(u, dtype=np.int64)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb
 
-from ._distributions import Pair, pair_cells
+from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
                              _power_of_ten_above, _rational)
 from .core._typing import Output, RationalLike
@@ -179,7 +179,7 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
                     return None
                 total, positive = arb(0), [g for g, gap in enumerate(gaps) if gap > 0]
                 for g in positive:
-                    total -= mass[g] * (-gaps[g]).expm1()
+                    total -= mass[g] * expm1_ball(-gaps[g])
                 if positive and not (total > 0 and is_accurate(total, digits_wanted)):
                     break
                 cells = sorted(c for g in positive for c in fast.cells[g])
