@@ -298,3 +298,23 @@ def test_notions_of_counts_past_2_to_60_are_certified_per_delta():
             assert abs(value - tv) <= mpmath.mpf(10) ** -DPS * tv
         d = audit.renyi_divergence(a, b, Fraction(3, 2), dps=DPS)
         assert d > 0 and abs(d - d_15) <= mpmath.mpf(10) ** -DPS * d_15
+
+
+def test_tail_difference_far_below_the_tails_is_certified():
+    """Joint at counts 100000,5,1 and 100001,5,1: the two normalisers' tails agree to about
+    e^(-50000) (the levels they share), so their difference, taken from the two tails as
+    balls, was 0 +- their error at any sane precision, and delta(0) raised PrecisionError.
+    The difference is now one signed sum with the shared levels cancelled exactly.  With
+    ``x = e^(-1/4)`` the four outputs of level ``B - 5`` and ``B - 1`` (``B - 4`` and ``B``
+    under the neighbour) carry ``TV = 2 (x^(B-5) + x^(B-1)) / Z_a - 2 (x^(B-4) + x^B) / Z_b``."""
+    big = 100000
+    a = exactdp.Joint([big, 5, 1], 2, epsilon=Fraction(1, 2))
+    b = exactdp.Joint([big + 1, 5, 1], 2, epsilon=Fraction(1, 2))
+    with mpmath.workdps(60):
+        x = mpmath.exp(-mpmath.mpf(1) / 4)
+        za = 1 + x**4 + 2 * x ** (big - 5) + 2 * x ** (big - 1)
+        zb = 1 + x**4 + 2 * x ** (big - 4) + 2 * x**big
+        tv = 2 * (x ** (big - 5) + x ** (big - 1)) / za - 2 * (x ** (big - 4) + x**big) / zb
+        prof = audit.privacy_profile(a, b, 0, dps=DPS)
+        for value in (prof.delta_a_b, prof.delta_b_a):
+            assert abs(value - tv) <= mpmath.mpf(10) ** -DPS * tv
