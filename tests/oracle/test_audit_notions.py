@@ -483,3 +483,20 @@ def test_exact_equality_of_high_degree_exponentials_is_left_undecided():
     assert _exp_degree(x) == 99995 and proven_zero(x) is None
     small = (sympy.exp(-sympy.Rational(1, 2)) - 1) / (e - 1) - (e + 1)
     assert small != 0 and _exp_degree(small) == 2 and proven_zero(small) is True
+
+
+def test_epsilon_for_delta_zero_with_a_tiny_direction():
+    """epsilon_for_delta(a, b, 0) is the pure loss per direction, ``max(0, max_o ln(P/Q))``.
+    Joint at counts 1000,1 and 1001,1 (k = 1): one direction's largest log-ratio is
+    ``ln(Z_b / Z_a)``, about ``-e^(-500)``, which the prefix search could not certify at any
+    precision it tried (PrecisionError "at or near a breakpoint") while privacy_loss gave
+    1/2.  With ``x = e^(-1/2)`` and ``s = log1p(x^999 (1 - x) / (1 + x^1000))``:
+    ``epsilon_a>b = 1/2 - s`` and ``epsilon_b>a = s``."""
+    a, b = exactdp.Joint([1000, 1], 1, epsilon=1), exactdp.Joint([1001, 1], 1, epsilon=1)
+    with mpmath.workdps(60):
+        x = mpmath.exp(-mpmath.mpf(1) / 2)
+        s = mpmath.log1p(x**999 * (1 - x) / (1 + x**1000))
+        e = audit.epsilon_for_delta(a, b, 0, dps=30)
+        assert e.direction == "a>b"
+        for got, want in ((e.epsilon_a_b, mpmath.mpf(1) / 2 - s), (e.epsilon_b_a, s)):
+            assert abs(got - want) <= mpmath.mpf(10) ** -30 * want
