@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
-from flint import arb, fmpz
+from flint import arb, ctx, fmpz
 
 from ._footprint import Footprint
 from ._groups import Groups
@@ -42,7 +42,8 @@ from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
-           "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS"]
+           "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS",
+           "expm1_ball", "tail_difference"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
@@ -436,7 +437,7 @@ class ExponentialPair:
         """The engine for two views and their cells ``keys[c] = (group under a, group under
         b)`` of ``sizes[c]`` outputs, or None when it does not apply (a mapping side, no
         ``log_form``, two weight exponents not equal by their exact epsilon/divisor or base,
-        a probability 0, utilities that are not integers below ``2**60``, too many deltas)."""
+        a probability 0, utilities that are not integers, too many deltas)."""
         if not (isinstance(a, Groups) and isinstance(b, Groups)):
             return None
         if a.log_form_rule() is None or b.log_form_rule() is None:
@@ -462,7 +463,14 @@ class ExponentialPair:
         mass of its cells; and the two log forms."""
         fa, fb = self.a.log_form(), self.b.log_form()
         lam = fa.lam
-        shared = ((fa.tail - fb.tail) / (1 + fb.tail)).log1p()
+        if fa.m0 == fb.m0 and fa.u0 == fb.u0:
+            # t - t' summed as one signed sum over both level lists: levels the two sides
+            # share cancel exactly, so a difference far below the tails themselves (counts
+            # 1000 or 2**61 next to small ones) keeps its relative accuracy
+            gap = tail_difference(lam, fa.u0, self.a.mechanism.table.levels, self.b.mechanism.table.levels) / fa.m0
+        else:
+            gap = fa.tail - fb.tail
+        shared = (gap / (1 + fb.tail)).log1p()
         if fa.m0 != fb.m0:
             shared += (arb(fa.m0) / fb.m0).log()
         self.shared = shared
@@ -519,11 +527,62 @@ class ExponentialPair:
         return np.lexsort((self.y, self.x, rank)).tolist()
 
 
+def tail_difference(lam: arb, u0: Any, levels_a: Sequence[Any], levels_b: Sequence[Any]) -> arb:
+    """An enclosure of ``sum_u (m_a(u) - m_b(u)) exp(lam (u - u0))`` over the levels after
+    the first of two level lists ``[(utility, multiplicity)]`` (best first, ``lam > 0``):
+    the difference of two :func:`~exactdp.rules.exponential.decaying_sum` tails, with the
+    terms of equal utility and multiplicity cancelled exactly instead of subtracted as
+    balls.  It stops, with the rest as the interval ``[-bound, bound]``, once the
+    multiplicity still to come times the current exponential is below ``2**-(prec + 8)``
+    of the sum so far."""
+    i, j, na, nb = 1, 1, len(levels_a), len(levels_b)
+    rest = sum(m for _, m in levels_a[1:]) + sum(m for _, m in levels_b[1:])
+    total, cut = arb(0), arb(2) ** -(ctx.prec + 8)
+    while i < na or j < nb:
+        ua = levels_a[i][0] if i < na else None
+        ub = levels_b[j][0] if j < nb else None
+        if ub is None or (ua is not None and ua > ub):
+            u, diff, used = ua, levels_a[i][1], levels_a[i][1]
+            i += 1
+        elif ua is None or ub > ua:
+            u, diff, used = ub, -levels_b[j][1], levels_b[j][1]
+            j += 1
+        else:
+            u, diff, used = ua, levels_a[i][1] - levels_b[j][1], levels_a[i][1] + levels_b[j][1]
+            i, j = i + 1, j + 1
+        rest -= used
+        if not diff:
+            continue
+        e = (lam * (arb(u - u0) if type(u - u0) is int else rational_ball(u - u0))).exp()
+        total += diff * e
+        if not rest:
+            break
+        bound = (e * rest).upper()
+        if bound <= (cut * abs(total)).lower():
+            return total + arb(0, 1) * bound
+    return total
+
+
+def expm1_ball(x: arb) -> arb:
+    """``e^x - 1`` keeping the relative accuracy of ``x`` when ``|x|`` is tiny.  arb's own
+    ``expm1`` does for ordinary exponents, but for a number like ``e^(-2**70)`` (counts near
+    ``2**70``) it returns only about 8 digits; there ``x +- x**2`` is used
+    (``|e^x - 1 - x| <= x**2`` for ``|x| <= 1``), tighter than the working precision."""
+    magnitude = abs(x).upper()
+    if magnitude < arb(2) ** -(ctx.prec + 8):
+        return x + magnitude * magnitude * arb(0, 1)
+    return x.expm1()
+
+
 def _int_utilities(view: Groups) -> Optional[np.ndarray]:
-    """The groups' utilities as ``int64`` (best first), None unless all are ints below ``2**60``."""
+    """The groups' utilities (best first) as ``int64``, or as Python ints in an object array
+    when one is ``2**60`` or more (counts such as ``2**70``: no int64 wraps around); None
+    unless all are ints."""
     u = [g.utility for g in view.groups]
-    if not all(type(v) is int for v in u) or max(abs(u[0]), abs(u[-1])) >= 2**60:
+    if not all(type(v) is int for v in u):
         return None
+    if max(abs(u[0]), abs(u[-1])) >= 2**60:
+        return np.asarray(u, dtype=object)
     return np.asarray(u, dtype=np.int64)
 
 

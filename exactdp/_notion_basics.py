@@ -9,6 +9,7 @@ those shared pieces, and the pure privacy loss ``max_o |ln P(o) - ln Q(o)|`` tha
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, Optional
 
@@ -30,6 +31,8 @@ _DIRECTIONS = ("a>b", "b>a")
 #: Exact equalities are left undecided (None) rather than handed to ``sympy.simplify`` when
 #: the difference has more operations than this (a sum over many levels).
 _SIMPLIFY_OPS = 400
+#: ... and when it is a polynomial of degree above this in its exponentials (:func:`_exp_degree`).
+_SIMPLIFY_DEGREE = 400
 #: :func:`_identical` separates the distributions with enclosures of this many digits first.
 _IDENTITY_DIGITS = 60
 
@@ -87,9 +90,29 @@ def proven_zero(expression: Any) -> Optional[bool]:
     it can run for hours."""
     if expression == 0:
         return True
-    if sympy.count_ops(expression) > _SIMPLIFY_OPS:
+    if sympy.count_ops(expression) > _SIMPLIFY_OPS or _exp_degree(expression) > _SIMPLIFY_DEGREE:
         return None
     return True if sympy.simplify(expression) == 0 else None
+
+
+def _exp_degree(expression: Any) -> int:
+    """The degree of ``expression`` as a polynomial in its exponentials: ``exp(-995/4)``
+    beside ``exp(-1/4)`` is ``x**995`` with ``x = exp(-1/4)``.  ``sympy.simplify`` turns
+    exponentials into such powers, so a large degree (counts of a few thousand: minutes)
+    is slow, and past about ``2**30`` (counts near ``10**5``) GMP aborts the whole process
+    ("gmp: overflow in mpz type"), which no ``try`` catches."""
+    coefficients: dict[Any, list[Fraction]] = {}
+    for atom in expression.atoms(sympy.exp):
+        c, rest = atom.args[0].as_coeff_Mul()
+        if not c.is_Rational:
+            return _SIMPLIFY_DEGREE + 1  # a float coefficient: nothing to prove exactly
+        coefficients.setdefault(rest, []).append(Fraction(int(c.p), int(c.q)))
+    degree = 0
+    for cs in coefficients.values():
+        unit = Fraction(math.gcd(*(q.numerator for q in cs)), math.lcm(*(q.denominator for q in cs)))
+        if unit:
+            degree = max(degree, int(max(abs(q) for q in cs) / unit))
+    return degree
 
 
 def _cap(dps: int) -> int:

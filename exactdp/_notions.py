@@ -30,7 +30,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb
 
-from ._distributions import Pair, pair_cells
+from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
                              _power_of_ten_above, _rational)
 from .core._typing import Output, RationalLike
@@ -179,7 +179,7 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
                     return None
                 total, positive = arb(0), [g for g, gap in enumerate(gaps) if gap > 0]
                 for g in positive:
-                    total -= mass[g] * (-gaps[g]).expm1()
+                    total -= mass[g] * expm1_ball(-gaps[g])
                 if positive and not (total > 0 and is_accurate(total, digits_wanted)):
                     break
                 cells = sorted(c for g in positive for c in fast.cells[g])
@@ -287,6 +287,35 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                          f"{digits_wanted} digits (delta is at or near a breakpoint of the profile)")
 
 
+def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+    """epsilon for delta = 0 in both directions, ``max(0, max_o ln(P/Q))``, per value of
+    delta (:class:`ExponentialPair`): each ``r`` keeps its relative accuracy however tiny
+    (the direction whose largest log-ratio is ``-C`` of about ``e^(-500)``, which the
+    prefix search cannot certify); None when it does not apply or a sign is undecided."""
+    fast = _by_delta(pair)
+    digits = digits_wanted + 10
+    while fast is not None and digits <= _cap(digits_wanted):
+        with flint_workprec(fast.prec(digits)):
+            rs = fast.balls()[0]
+            if any(r.contains(0) for r in rs):
+                return None
+            out = []
+            for sign in (1, -1):
+                positive = [sign * r for r in rs if sign * r > 0]
+                if not positive:
+                    out.append(mpmath.mpf(0))
+                    continue
+                lo = max((x.lower() for x in positive), key=lambda x: x.mid())
+                hi = max((x.upper() for x in positive), key=lambda x: x.mid())
+                if not (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+                    break
+                out.append(ball_to_mpf((lo + hi) / 2))
+            if len(out) == 2:
+                return out[0], out[1]
+        digits *= 2
+    return None
+
+
 def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = None, *,
                       max_outputs: int = DEFAULT_MAX_CELL_OUTPUTS) -> EpsilonForDelta:
     """The tight epsilon for ``delta``: the least ``eps >= 0`` with ``delta(eps) <= delta`` in
@@ -301,7 +330,11 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     if not 0 <= d <= 1:
         raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
-    eba = _eps_one_direction(pair, d, "b>a", digits_wanted)
+    pure = _pure_by_delta(pair, digits_wanted) if d == 0 else None
+    if pure is not None:
+        eab, eba = pure
+    else:
+        eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
+        eba = _eps_one_direction(pair, d, "b>a", digits_wanted)
     first = eab >= eba
     return EpsilonForDelta(d, eab if first else eba, "a>b" if first else "b>a", eab, eba, digits_wanted)

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb
 
-from ._distributions import Pair, pair_cells
+from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _identical, _oriented,
                              _power_of_ten_above, _rational)
 from .core._typing import RationalLike
@@ -60,7 +60,7 @@ def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional
             a1 = rational_ball(alpha - 1)
             s = arb(0)
             for r, p in zip(rs, pa):
-                s += p * (a1 * r).expm1()
+                s += p * expm1_ball(a1 * r)
             if not s > 0:
                 return None
             value = s.log1p() / a1

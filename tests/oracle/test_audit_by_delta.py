@@ -272,3 +272,49 @@ def test_profile_at_a_breakpoint_with_a_tiny_shared_term():
         want = delta_brute(P, Q, eps)
         with mpmath.workdps(40):
             assert abs(got.delta - want) <= mpmath.mpf(10) ** -18 * want, (eps, got, want)
+
+
+def test_notions_of_counts_past_2_to_60_are_certified_per_delta():
+    """Counts near 2**70 (utilities past int64's safe range) go per delta too, and the tiny
+    ``e^x - 1`` there keeps its digits (arb's ``expm1`` of ``e^(-2**70)`` gave about 8, and
+    the utilities were refused past ``2**60``, so delta(0) and D_alpha raised PrecisionError).
+    Closed forms: one output's level moves from ``B - 6`` to ``B - 5``, so with
+    ``t = e^(-lam (B - 6))``, ``t' = e^(-lam (B - 5))`` the total variation is
+    ``(t - t') / ((1 + t)(1 + t'))`` in both directions."""
+    big = 2**70
+    a, b = exactdp.Joint([5, big - 1], 2, epsilon=3), exactdp.Joint([5, big], 2, epsilon=3)
+    with mpmath.workdps(80):
+        lam = mpmath.mpf(3) / 2
+        t, t2 = mpmath.exp(-lam * (big - 6)), mpmath.exp(-lam * (big - 5))
+        tv = (t - t2) / ((1 + t) * (1 + t2))
+        r_top = mpmath.log1p(t2) - mpmath.log1p(t)  # ln P_a - ln P_b of (1, 0)
+        r_low = lam + r_top  # of (0, 1)
+        p_top, p_low = 1 / (1 + t), t / (1 + t)
+        alpha = mpmath.mpf(3) / 2
+        d_15 = mpmath.log1p(p_top * mpmath.expm1((alpha - 1) * r_top)
+                            + p_low * mpmath.expm1((alpha - 1) * r_low)) / (alpha - 1)
+        prof = audit.privacy_profile(a, b, 0, dps=DPS)
+        for value in (prof.delta_a_b, prof.delta_b_a):
+            assert abs(value - tv) <= mpmath.mpf(10) ** -DPS * tv
+        d = audit.renyi_divergence(a, b, Fraction(3, 2), dps=DPS)
+        assert d > 0 and abs(d - d_15) <= mpmath.mpf(10) ** -DPS * d_15
+
+
+def test_tail_difference_far_below_the_tails_is_certified():
+    """Joint at counts 100000,5,1 and 100001,5,1: the two normalisers' tails agree to about
+    e^(-50000) (the levels they share), so their difference, taken from the two tails as
+    balls, was 0 +- their error at any sane precision, and delta(0) raised PrecisionError.
+    The difference is now one signed sum with the shared levels cancelled exactly.  With
+    ``x = e^(-1/4)`` the four outputs of level ``B - 5`` and ``B - 1`` (``B - 4`` and ``B``
+    under the neighbour) carry ``TV = 2 (x^(B-5) + x^(B-1)) / Z_a - 2 (x^(B-4) + x^B) / Z_b``."""
+    big = 100000
+    a = exactdp.Joint([big, 5, 1], 2, epsilon=Fraction(1, 2))
+    b = exactdp.Joint([big + 1, 5, 1], 2, epsilon=Fraction(1, 2))
+    with mpmath.workdps(60):
+        x = mpmath.exp(-mpmath.mpf(1) / 4)
+        za = 1 + x**4 + 2 * x ** (big - 5) + 2 * x ** (big - 1)
+        zb = 1 + x**4 + 2 * x ** (big - 4) + 2 * x**big
+        tv = 2 * (x ** (big - 5) + x ** (big - 1)) / za - 2 * (x ** (big - 4) + x**big) / zb
+        prof = audit.privacy_profile(a, b, 0, dps=DPS)
+        for value in (prof.delta_a_b, prof.delta_b_a):
+            assert abs(value - tv) <= mpmath.mpf(10) ** -DPS * tv

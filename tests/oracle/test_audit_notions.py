@@ -453,3 +453,50 @@ def test_profile_carriers_leave_out_cells_with_p_equal_to_e_eps_q(a, b, eps, car
     carrying = [o for o in a.outputs() if sympy.N(p.probability_exact(o) - growth * q.probability_exact(o), 50) > 0]
     assert sum(n for _, n in prof.carriers) == len(carrying) == carried
     assert all(output in carrying for output, _ in prof.carriers)
+
+
+def test_exact_equality_of_high_degree_exponentials_is_left_undecided():
+    """delta(0) between Joint at counts 100000,5,1 and 100001,5,1 sends the cells the balls
+    cannot separate to sympy, whose simplify turned ``exp(-99995/4)`` into a polynomial of
+    degree 99995 and aborted the whole process in GMP ("overflow in mpz type"; counts near
+    1000 took a minute).  Such equalities are now left undecided (the audit then raises
+    PrecisionError with its proven bound, or certifies the value another way), in a process
+    that survives (run apart, so a regression cannot take the test session down)."""
+    import subprocess
+    import sys
+    code = ("import exactdp\n"
+            "from exactdp import audit\n"
+            "from exactdp.errors import PrecisionError\n"
+            "a = exactdp.Joint([100000, 5, 1], 2, epsilon='1/2')\n"
+            "b = exactdp.Joint([100001, 5, 1], 2, epsilon='1/2')\n"
+            "try:\n"
+            "    print(audit.privacy_profile(a, b, 0, dps=5).delta > 0)\n"
+            "except PrecisionError as e:\n"
+            "    print('proven' in str(e))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.split() == ["True"]
+    from exactdp._notion_basics import _exp_degree, proven_zero
+    e = sympy.exp(-sympy.Rational(1, 4))
+    big = sympy.exp(-sympy.Rational(99995, 4))
+    x = big / (1 + e) - big
+    assert _exp_degree(x) == 99995 and proven_zero(x) is None
+    small = (sympy.exp(-sympy.Rational(1, 2)) - 1) / (e - 1) - (e + 1)
+    assert small != 0 and _exp_degree(small) == 2 and proven_zero(small) is True
+
+
+def test_epsilon_for_delta_zero_with_a_tiny_direction():
+    """epsilon_for_delta(a, b, 0) is the pure loss per direction, ``max(0, max_o ln(P/Q))``.
+    Joint at counts 1000,1 and 1001,1 (k = 1): one direction's largest log-ratio is
+    ``ln(Z_b / Z_a)``, about ``-e^(-500)``, which the prefix search could not certify at any
+    precision it tried (PrecisionError "at or near a breakpoint") while privacy_loss gave
+    1/2.  With ``x = e^(-1/2)`` and ``s = log1p(x^999 (1 - x) / (1 + x^1000))``:
+    ``epsilon_a>b = 1/2 - s`` and ``epsilon_b>a = s``."""
+    a, b = exactdp.Joint([1000, 1], 1, epsilon=1), exactdp.Joint([1001, 1], 1, epsilon=1)
+    with mpmath.workdps(60):
+        x = mpmath.exp(-mpmath.mpf(1) / 2)
+        s = mpmath.log1p(x**999 * (1 - x) / (1 + x**1000))
+        e = audit.epsilon_for_delta(a, b, 0, dps=30)
+        assert e.direction == "a>b"
+        for got, want in ((e.epsilon_a_b, mpmath.mpf(1) / 2 - s), (e.epsilon_b_a, s)):
+            assert abs(got - want) <= mpmath.mpf(10) ** -30 * want
