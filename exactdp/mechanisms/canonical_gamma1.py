@@ -127,6 +127,12 @@ class CanonicalGamma1(CanonicalFamily):
         """The probability groups: one ``Level((h, t), size)`` per class, in the order of
         :meth:`classes` (every member of a class has the same probability); refused with
         :class:`TooManyOutputsError` past :data:`GAMMA1_GROUPS_LIMIT` classes."""
+        self._check_groups_limit()
+        return tuple(Level((c.h, c.t), c.size) for c in self.iter_classes())
+
+    def _check_groups_limit(self) -> None:
+        """:class:`TooManyOutputsError` past :data:`GAMMA1_GROUPS_LIMIT` classes (for
+        :meth:`groups` and every caller that lists all classes, as ``exactdp dist``)."""
         n = 1 + self.k * (self.d - self.k)
         if n > GAMMA1_GROUPS_LIMIT:
             raise TooManyOutputsError(
@@ -136,7 +142,6 @@ class CanonicalGamma1(CanonicalFamily):
                 "holds them all; use iter_classes() (streamed), class_probability(h, t), probability() "
                 "or sample(), or raise exactdp.mechanisms.canonical_gamma1.GAMMA1_GROUPS_LIMIT",
             )
-        return tuple(Level((c.h, c.t), c.size) for c in self.iter_classes())
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
         """Every output, class by class in the order of :meth:`groups`, streamed from
