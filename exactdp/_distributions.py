@@ -473,11 +473,26 @@ class ExponentialPair:
         shared = (gap / (1 + fb.tail)).log1p()
         if fa.m0 != fb.m0:
             shared += (arb(fa.m0) / fb.m0).log()
-        self.shared = shared
         za, zb = (1 + fa.tail) * fa.m0, (1 + fb.tail) * fb.m0
-        rs = [self.gap(g, 1, Fraction(0)) for g in range(len(self.deltas))]
         pa = [decaying_sum(lam, fa.u0, *terms) / za for terms in self.terms_a]
         pb = [decaying_sum(lam, fb.u0, *terms) / zb for terms in self.terms_b]
+        # The same C from the P_b masses adding up to 1 (P_b = P_a e^(C - lam delta) per cell):
+        # C = -log1p(sum_delta P_a(delta) expm1(-lam delta)), where delta = 0 adds exactly 0.
+        # The tails' difference above cancels when the tails are not tiny but differ by a
+        # tiny amount (a changed item far below the top k: t - t' ~ 1e-3461 next to t ~ 1e-8);
+        # this form keeps C's relative accuracy then.  Both enclose C: keep the narrower.
+        lam_exact = self.a.mechanism.table.scale.lam
+        lam_ball = rational_ball(lam_exact) if lam_exact is not None else self.a.mechanism.table.scale.lam_ball()
+        moved = arb(0)
+        for delta, p in zip(self.deltas, pa):
+            if delta:
+                moved += p * (-(lam_ball * delta)).expm1()
+        if moved > -1:
+            other = -moved.log1p()
+            if other.rad() < shared.rad() and other.overlaps(shared):
+                shared = other
+        self.shared = shared
+        rs = [self.gap(g, 1, Fraction(0)) for g in range(len(self.deltas))]
         return rs, pa, pb, fa, fb
 
     def gap(self, g: int, sign: int, eps: Fraction) -> arb:

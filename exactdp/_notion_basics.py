@@ -70,7 +70,15 @@ def _oriented(balls: list, direction: str) -> list:
 
 
 def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Optional[bool]:
-    """Whether ``P(o) == e^eps Q(o)`` exactly (None when undecided)."""
+    """Whether ``P(o) == e^eps Q(o)`` exactly (None when undecided).
+
+    Once one cell's symbolic difference is too large for ``sympy.simplify`` (over
+    ``_SIMPLIFY_OPS`` operations: the mechanisms' normalising sums, shared by every cell),
+    the pair's other cells are left undecided without forming theirs: each costs two
+    ``probability_exact`` calls (seconds for a sum over a thousand levels), and a profile
+    can have thousands of undecided cells."""
+    if getattr(pair, "_symbolic_too_large", False):
+        return None
     try:
         p, q = pair.exact(cell)
         if direction == "b>a":
@@ -78,9 +86,23 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
         if isinstance(p, Fraction) and isinstance(q, Fraction):
             # e^eps is irrational for rational eps != 0 (Lindemann): equal only when both vanish
             return p == q if eps == 0 else (p == 0 and q == 0)
-        return proven_zero(sympy.sympify(p) - sympy.exp(sympy.Rational(eps.numerator, eps.denominator)) * q)
+        expression = sympy.sympify(p) - sympy.exp(sympy.Rational(eps.numerator, eps.denominator)) * q
+        if expression != 0 and _too_large(expression):
+            pair._symbolic_too_large = True
+            return None
+        return proven_zero(expression)
     except Exception:  # no closed form within the mechanism's limits
         return None
+
+
+def _too_large(expression: Any) -> bool:
+    """Whether ``expression`` has more than ``_SIMPLIFY_OPS`` operations.  A tree of more
+    than ``8 * _SIMPLIFY_OPS`` nodes counts as too large without ``sympy.count_ops``, which
+    takes seconds on a sum over a thousand levels."""
+    for n, _ in enumerate(sympy.preorder_traversal(expression)):
+        if n > 8 * _SIMPLIFY_OPS:
+            return True
+    return sympy.count_ops(expression) > _SIMPLIFY_OPS
 
 
 def proven_zero(expression: Any) -> Optional[bool]:
@@ -90,7 +112,7 @@ def proven_zero(expression: Any) -> Optional[bool]:
     it can run for hours."""
     if expression == 0:
         return True
-    if sympy.count_ops(expression) > _SIMPLIFY_OPS or _exp_degree(expression) > _SIMPLIFY_DEGREE:
+    if _too_large(expression) or _exp_degree(expression) > _SIMPLIFY_DEGREE:
         return None
     return True if sympy.simplify(expression) == 0 else None
 

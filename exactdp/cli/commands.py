@@ -142,6 +142,9 @@ def cmd_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namesp
     dps = _digits(args)[0]
     _check_outputs_guard(m, args)
     if not _single_rule(m):  # CanonicalGamma1: its (h, t) classes, the groups of equal probability
+        check = getattr(m, "_check_groups_limit", None)
+        if check is not None:  # every class is listed at once below: refuse before, not MemoryError
+            check()
         rows = (_DistRow({"h": c.h, "t": c.t}, [str(c.h), str(c.t)], -c.loss, c.size, p, q)
                 for c, (_, _, p), (_, q) in zip(m.classes(), m.class_probabilities(dps),
                                                 m.group_output_probabilities(dps)))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 from itertools import accumulate
-from typing import Any, Callable, Hashable, NoReturn, Optional, Sequence, SupportsIndex, cast
+from typing import Any, Callable, Hashable, Iterator, NoReturn, Optional, Sequence, SupportsIndex, cast
 
 import gmpy2
 import mpmath
@@ -32,11 +32,16 @@ from ..core.levels import Level
 from ..core.precision import certify, certify_many, rational_ball
 from ..core.sampling import choose_index
 from ..core.validation import as_dps
-from ..errors import NoClosedFormError
+from ..errors import NoClosedFormError, TooManyOutputsError
 from ..rules.exponential import EXACT_BITS_LIMIT, SYMBOLIC_LEVELS_LIMIT
 from .canonical import CanonicalFamily, NotSingleRuleError, check_symbolic_bits
 
-__all__ = ["CanonicalGamma1"]
+__all__ = ["CanonicalGamma1", "GAMMA1_GROUPS_LIMIT"]
+
+#: ``groups()`` (and ``group_output_probabilities``, audits) hold one ``Level`` per class:
+#: refused past this many classes ``1 + k(d-k)`` (33 million at d = 166,000, k = 200 needed
+#: more than 6 GiB and ended in ``MemoryError``).  ``iter_classes()`` and ``outputs()`` stream.
+GAMMA1_GROUPS_LIMIT = 2_500_000
 
 #: Cumulative stage weights kept per mechanism (keyed by stage, tail and precision).
 _CUMULATIVE_CACHE = 4096
@@ -120,8 +125,29 @@ class CanonicalGamma1(CanonicalFamily):
 
     def groups(self) -> tuple[Level, ...]:
         """The probability groups: one ``Level((h, t), size)`` per class, in the order of
-        :meth:`classes` (every member of a class has the same probability)."""
+        :meth:`classes` (every member of a class has the same probability); refused with
+        :class:`TooManyOutputsError` past :data:`GAMMA1_GROUPS_LIMIT` classes."""
+        self._check_groups_limit()
         return tuple(Level((c.h, c.t), c.size) for c in self.iter_classes())
+
+    def _check_groups_limit(self) -> None:
+        """:class:`TooManyOutputsError` past :data:`GAMMA1_GROUPS_LIMIT` classes (for
+        :meth:`groups` and every caller that lists all classes, as ``exactdp dist``)."""
+        n = 1 + self.k * (self.d - self.k)
+        if n > GAMMA1_GROUPS_LIMIT:
+            raise TooManyOutputsError(
+                None, None,
+                f"CanonicalGamma1 has {n} classes (1 + k(d-k)), more than GAMMA1_GROUPS_LIMIT = "
+                f"{GAMMA1_GROUPS_LIMIT}, and groups() (as group_output_probabilities() and the audits) "
+                "holds them all; use iter_classes() (streamed), class_probability(h, t), probability() "
+                "or sample(), or raise exactdp.mechanisms.canonical_gamma1.GAMMA1_GROUPS_LIMIT",
+            )
+
+    def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
+        """Every output, class by class in the order of :meth:`groups`, streamed from
+        :meth:`iter_classes` (no list of the classes)."""
+        self._check_size(max_outputs)
+        return (self._unrank(a, r) for a, c in enumerate(self.iter_classes()) for r in range(c.size))
 
     def group_index(self, output: OutputLike) -> int:
         """Index in :meth:`groups` of the class of ``output`` (validated)."""

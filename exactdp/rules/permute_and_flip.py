@@ -464,10 +464,11 @@ class PermuteAndFlip(SelectionRule):
     # -- exact --------------------------------------------------------------------------
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
         """Exact rational (rational base, integral gaps) or a sympy sum of exponentials
-        (tiny supports); :class:`NoClosedFormError` naming the limit otherwise."""
+        (tiny supports); ``1/support`` for a single level (all weights 1) at any support;
+        :class:`NoClosedFormError` naming the limit otherwise."""
         support = sum(table.multiplicities)
-        if support == 1:
-            return sympy.Integer(1)
+        if len(table.multiplicities) == 1:  # one level: every weight is 1, so uniform
+            return sympy.Rational(1, support)
         u0 = table.utilities[0]
         integral_gaps = all(Fraction(u0 - u).denominator == 1 for u in table.utilities)
         if table.scale.is_rational and integral_gaps:

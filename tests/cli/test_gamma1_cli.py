@@ -96,3 +96,18 @@ def test_certify_runs_over_classes(capsys, tmp_path):
     path.write_text("".join(",".join(map(str, sorted(o))) + "\n" for o in other))
     status, out, _ = run(capsys, "certify", NAME, *ARGS, "--samples", path)
     assert status == 1, out
+
+
+def test_dist_refuses_past_the_classes_limit_before_listing_them(capsys, monkeypatch):
+    """dist lists every class at once: at d = 166,000, k = 200 (33 million classes) it ended
+    in a MemoryError traceback after minutes.  Past GAMMA1_GROUPS_LIMIT it is refused at
+    once with the limit named; sample is unaffected."""
+    from exactdp.mechanisms import canonical_gamma1
+
+    argv = ("dist", "canonical-gamma1", "--counts", "5,4,3,2,1,0", "-k", "3", "--epsilon", "1")
+    status, out, err = run(capsys, *argv)
+    assert status == 0 and sum(line.startswith("    9 ") for line in out.splitlines()) == 1, err
+    monkeypatch.setattr(canonical_gamma1, "GAMMA1_GROUPS_LIMIT", 9)
+    assert_error(*run(capsys, *argv), "10 classes", "GAMMA1_GROUPS_LIMIT = 9")
+    status, out, err = run(capsys, "sample", "canonical-gamma1", "--counts", "5,4,3,2,1,0", "-k", "3", "--seed", "1")
+    assert status == 0, err

@@ -167,3 +167,24 @@ def test_gamma1_sampler_goodness_of_fit():
     g = exactdp.CanonicalGamma1((3, 2, 2, 1, 0), 2, epsilon=Fraction(1, 2), rho=Fraction(1, 3))
     draws = g.samples(4000, rng=7)
     assert_fits(draws, dict(g.distribution()), ALPHA)
+
+
+def test_gamma1_groups_refused_past_the_limit_outputs_streamed(monkeypatch):
+    """groups() holds one Level per class, 1 + k(d-k) of them: at d = 166,000, k = 200
+    (33 million) it ended in MemoryError after minutes.  Past GAMMA1_GROUPS_LIMIT it is
+    refused at once, naming the limit; outputs() streams the classes and is unchanged."""
+    from exactdp.errors import TooManyOutputsError
+    from exactdp.mechanisms import canonical_gamma1
+
+    m = exactdp.CanonicalGamma1([7, 5, 5, 3, 1, 0], 3, epsilon=1)
+    every = list(m.outputs())
+    groups = m.groups()
+    assert len(groups) == 1 + 3 * 3 and len(every) == math.comb(6, 3) == len(set(every))
+    assert [m.group_index(o) for o in every] == sorted(m.group_index(o) for o in every)
+    monkeypatch.setattr(canonical_gamma1, "GAMMA1_GROUPS_LIMIT", 9)
+    for call in (m.groups, lambda: m.group_output_probabilities(20)):
+        with pytest.raises(TooManyOutputsError, match="GAMMA1_GROUPS_LIMIT = 9"):
+            call()
+    assert list(m.outputs()) == every
+    monkeypatch.setattr(canonical_gamma1, "GAMMA1_GROUPS_LIMIT", 10)
+    assert m.groups() == groups

@@ -318,3 +318,59 @@ def test_tail_difference_far_below_the_tails_is_certified():
         prof = audit.privacy_profile(a, b, 0, dps=DPS)
         for value in (prof.delta_a_b, prof.delta_b_a):
             assert abs(value - tv) <= mpmath.mpf(10) ** -DPS * tv
+
+
+def _enumerated(counts, k, lam, digits):
+    """Joint's probabilities by plain enumeration of the ``d!/(d-k)!`` sequences."""
+    top = sorted(counts, reverse=True)
+    with mpmath.workdps(digits):
+        w = {o: mpmath.exp(-lam * max(top[r] - counts[o[r]] for r in range(k)))
+             for o in itertools.permutations(range(len(counts)), k)}
+        z = mpmath.fsum(w.values())
+        return {o: v / z for o, v in w.items()}
+
+
+@pytest.mark.parametrize("counts, changed, step, k", [
+    ([3000, 2999, 2998, 10, 5, 3, 0, 0], 5, 1, 2),
+    ([3000, 2999, 2998, 2990, 7, 5, 3, 0], 4, -1, 3),
+])
+def test_changed_item_far_below_the_top_with_tails_that_are_not_tiny(counts, changed, step, k):
+    """The tails t, t' (about e^-0.5) differ by about e^-1500: C from ``t - t'`` cancels to
+    nothing at any digits the audit tries, so every delta's sign was undecided and the
+    notions fell back to the cells (delta(0) then ran sympy on every cell for hours, D_2
+    raised PrecisionError).  C from the P_b masses adding up to 1 keeps its accuracy."""
+    other = list(counts)
+    other[changed] += step
+    a, b = exactdp.Joint(counts, k, epsilon=1), exactdp.Joint(other, k, epsilon=1)
+    digits = 1500
+    P, Q = _enumerated(counts, k, mpmath.mpf(1) / 2, digits), _enumerated(other, k, mpmath.mpf(1) / 2, digits)
+    with mpmath.workdps(digits):
+        tv = max(mpmath.fsum(max(0, P[o] - Q[o]) for o in P), mpmath.fsum(max(0, Q[o] - P[o]) for o in P))
+        g = mpmath.exp(mpmath.mpf(1) / 4)
+        quarter = max(mpmath.fsum(max(0, P[o] - g * Q[o]) for o in P), mpmath.fsum(max(0, Q[o] - g * P[o]) for o in P))
+        d2 = mpmath.log(mpmath.fsum(P[o] ** 2 / Q[o] for o in P))
+        assert 0 < tv < mpmath.mpf(10) ** -600
+        for got, want in ((audit.privacy_profile(a, b, 0, DPS).delta, tv),
+                          (audit.privacy_profile(a, b, Fraction(1, 4), DPS).delta, quarter),
+                          (audit.renyi_divergence(a, b, 2, DPS), d2)):
+            assert abs(got - want) <= 2 * mpmath.mpf(10) ** -DPS * want, (got, want)
+        loss = max(abs(mpmath.log(P[o]) - mpmath.log(Q[o])) for o in P)
+        assert abs(audit.privacy_loss(a, b, DPS).value - loss) <= 2 * mpmath.mpf(10) ** -DPS * loss
+
+
+def test_undecided_cells_stop_asking_sympy_once_the_expressions_are_too_large(monkeypatch):
+    """Per cell (no per-delta engine), each undecided cell asked for both exact
+    probabilities and sympy's count of their operations (seconds each over a thousand
+    levels, for each of thousands of cells): after the first too-large difference the
+    pair's other cells stay undecided without forming theirs."""
+    counts = [10**5 * 2 // (r + 2) for r in range(40)]
+    other = list(counts)
+    other[30] += 1
+    a, b = exactdp.Joint(counts, 3, epsilon=1), exactdp.Joint(other, 3, epsilon=1)
+    _without_engine(monkeypatch)
+    calls = []
+    real = _distributions.Pair.exact
+    monkeypatch.setattr(_distributions.Pair, "exact", lambda self, cell: calls.append(cell) or real(self, cell))
+    with pytest.raises(PrecisionError, match="neither proved equal nor different"):
+        audit.privacy_profile(a, b, 0, DPS)
+    assert 1 <= len(calls) <= 2

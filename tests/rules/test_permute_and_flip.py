@@ -141,6 +141,22 @@ def test_exact_limits_name_the_limit():
         PNF.output_probability_exact(table_of([(0, 1), (-10**5, 1)], epsilon=1), 0)
 
 
+def test_exact_single_level_is_uniform_at_any_support():
+    """One level (all counts equal): every weight is 1 and permute-and-flip is uniform, so
+    the exact value is 1/support however large, with or without a rational base (it was
+    refused as "an irrational weight" past PNF_SYMBOLIC_SUPPORT_LIMIT)."""
+    for m in (1, 2, PNF_SYMBOLIC_SUPPORT_LIMIT + 1, PNF_EXACT_SUPPORT_LIMIT + 1, 10**300):
+        for kw in ({"epsilon": 1}, {"base": "1/2"}):
+            assert PNF.output_probability_exact(table_of([(0, m)], **kw), 0) == sympy.Rational(1, m)
+    import exactdp
+    d = PNF_SYMBOLIC_SUPPORT_LIMIT + 50  # all counts equal: one level in every mechanism
+    assert exactdp.PNFJoint([5] * d, 2, epsilon=1).probability_exact((0, 1)) == sympy.Rational(1, d * (d - 1))
+    canonical = exactdp.Canonical([5] * d, 2, epsilon=1, noise="exponential")
+    assert canonical.probability_exact(frozenset((0, 1))) == sympy.Rational(2, d * (d - 1))
+    peeling = exactdp.Peeling([5] * d, 2, epsilon=1, noise="exponential")
+    assert peeling.probability_exact((0, 1)) == sympy.Rational(1, d * (d - 1))
+
+
 def test_exact_rational_support_near_limit_is_feasible():
     """~900 outputs over 60 levels with base close to 1 (S ~ 800, every acceptance
     probability > 0.7: the regime where the moment expansion is slowest): exact == numeric."""
