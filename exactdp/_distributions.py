@@ -253,12 +253,16 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
     items; docs/audit.md) and it applies, the cells are counted
     without visiting any output and the number visited is ``0``.  ``sweep`` defaults to
     ``symmetric``: ``symmetric=False`` (or ``sweep=False``) visits every output."""
+    declined = ""  # why the count without enumeration did not apply, for the limit's message
     if symmetric if sweep is None else sweep:
         hook_a, hook_b = getattr(a, "pair_cells", None), getattr(b, "pair_cells", None)
         if callable(hook_a) and callable(hook_b):
             cells = hook_a(b)
             if cells is not None:
                 return cells, 0
+            declined = (f"; {type(a).__name__}'s pair count without enumeration does not apply to this pair (it "
+                        "declines past a few changed items or sorted rows, or a wide band: docs/audit.md, 'How a "
+                        "pair is audited without enumeration'), so the audit would enumerate")
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
     tie_rule = not (ties_exchangeable(a) and ties_exchangeable(b))
@@ -273,7 +277,7 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
                f"{len(classes)} classes of items with equal counts")
         raise AuditLimitError(
             "max_outputs", limit,
-            f"the audit would visit more than {limit} output orbits ({why}, k={k}); raise max_outputs to go on",
+            f"the audit would visit more than {limit} output orbits ({why}, k={k}){declined}; raise max_outputs to go on",
         )
     pairs: dict[tuple[Any, Any], list[Any]] = {}
     visited = 0

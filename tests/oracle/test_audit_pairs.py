@@ -99,3 +99,21 @@ def test_sweep_is_what_makes_a_large_pair_feasible():
     assert loss.orbits == 0 and loss.value <= 1
     with pytest.raises(audit.AuditLimitError):
         audit.privacy_loss(a, b, 20, max_outputs=1000, symmetric=False)
+
+
+@pytest.mark.parametrize("cls", [Joint, JointSet])
+def test_the_limit_says_when_the_pair_count_declined(cls):
+    """A user adding to 20 items got "raise max_outputs" alone, as if the pair count had
+    been tried and merely the limit were low: the message now says the count without
+    enumeration declined this pair (too many changed items), so enumeration is what the
+    limit bounds; a pair it takes needs no max_outputs at all."""
+    counts = list(range(40))
+    many = [c + 1 if c < 20 else c for c in counts]
+    with pytest.raises(audit.AuditLimitError, match="pair count without enumeration does not apply") as info:
+        audit.privacy_loss(cls(counts, 3), cls(many, 3), max_outputs=1000)
+    assert info.value.argument == "max_outputs" and "raise max_outputs" in str(info.value)
+    one = [c + 1 if c == 0 else c for c in counts]
+    assert audit.privacy_loss(cls(counts, 3), cls(one, 3), max_outputs=1).value <= 1
+    with pytest.raises(audit.AuditLimitError) as plain:  # orbits requested: no pair count was tried
+        audit.privacy_loss(cls(counts, 3), cls(one, 3), max_outputs=1000, symmetric=False)
+    assert "does not apply" not in str(plain.value)
