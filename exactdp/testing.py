@@ -290,7 +290,8 @@ def assert_private(factory: Callable[[tuple[int, ...]], MechanismLike], counts: 
         raise AssertionError(f"privacy violated for {w.mechanism} ({relation} neighbours)\n{w}\n{w.table()}")
     if w.verdict == "inconclusive":
         raise Inconclusive(f"privacy audit inconclusive for {w.mechanism} ({relation} neighbours): the bracket "
-                           f"contains the claim but is too wide to decide; raise dps\n{w}\n{w.table()}")
+                           "contains the claim but is too wide to decide; raise dps, or audit that pair with a "
+                           f"larger max_steps of exactdp.audit.zcdp_rho\n{w}\n{w.table()}")
     return w
 
 

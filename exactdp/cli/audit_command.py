@@ -263,7 +263,8 @@ _VERDICTS = {
     "below": "below the claim at every neighbour of these counts (the bound is not attained here)",
     "attained": "attained: the value equals the claim",
     "violated": "VIOLATED: the value exceeds the claim",
-    "inconclusive": "INCONCLUSIVE: a zCDP bracket contains the claim but is too wide to decide (raise --dps)",
+    "inconclusive": ("INCONCLUSIVE: a zCDP bracket contains the claim but is too wide to decide (raise --dps, "
+                     "or audit that pair in Python with a larger max_steps of exactdp.audit.zcdp_rho)"),
 }
 
 

@@ -89,7 +89,7 @@ _VERDICTS = {
     "below": "below the claim for this pair",
     "attained": "attained: the value equals the claim to every digit computed",
     "violated": "VIOLATED: the value exceeds the claim",
-    "inconclusive": "INCONCLUSIVE: the zCDP bracket contains the claim but is too wide to decide (raise --dps)",
+    "inconclusive": "INCONCLUSIVE: the zCDP bracket contains the claim but is too wide to decide (raise --dps, or a larger max_steps of exactdp.audit.zcdp_rho in Python)",
 }
 
 

@@ -182,7 +182,8 @@ COMMANDS: dict[str, Command] = {
         "certified, with the output attaining it; the worst case beside the claimed epsilon. "
         "--notion approx, renyi or zcdp audits delta(epsilon), the Renyi divergence or zCDP's rho "
         "instead; --workers N uses N processes. Exit status 1 when the claim is violated, 3 when "
-        "the audit is inconclusive (a zCDP bracket too wide to decide: raise --dps).\n\n"
+        "the audit is inconclusive (a zCDP bracket too wide to decide: raise --dps, or audit that "
+        "pair in Python with a larger max_steps of exactdp.audit.zcdp_rho).\n\n"
         "'exactdp audit --mechanism-file FILE ...' (no mechanism) audits another implementation's "
         "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'.",
         "--counts 3,2,2,0 -k 2 --epsilon 1",

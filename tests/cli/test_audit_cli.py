@@ -205,3 +205,6 @@ def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
     monkeypatch.setattr(worst, "zcdp_verdict", lambda *args: "inconclusive")
     status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "1/10", "--no-progress")
     assert status == 3 and "INCONCLUSIVE" in out
+    # the advice names both ways out: more digits, or more refinement steps (raising --dps
+    # alone does not help a bracket that ran out of zcdp_rho's max_steps)
+    assert "raise --dps" in out and "max_steps of exactdp.audit.zcdp_rho" in out
