@@ -12,6 +12,8 @@ Columns: number of levels (distinct losses), seconds for ``levels()``, seconds f
 ``class_probabilities(dps=30)`` (all classes, each certified to relative error 1e-30,
 including the levels' certified probabilities), the certified sum minus 1 (a check), and
 peak RSS of the process so far.  Each row uses a fresh mechanism (no warm caches).
+The "gamma1" row is CanonicalGamma1 (no utility levels): its "classes s" column times
+``group_output_probabilities(dps=30)``, one certified output probability per class.
 Target: under 5 s per row on 2 cores.
 """
 
@@ -64,6 +66,16 @@ def run(instances, d: int, k: int) -> None:
                 f"{t2 - t1:>10.2f} {mpmath.nstr(err, 2):>9} {peak_mib():>9.0f}",
                 flush=True,
             )
+        # CanonicalGamma1 (no utility levels): every class's one-output probability, as the
+        # audits and the CLI read them (group_output_probabilities), then the class sum check
+        g = exactdp.CanonicalGamma1(counts, k, epsilon=1)
+        t1 = time.perf_counter()
+        pairs = g.group_output_probabilities(dps=30)
+        t2 = time.perf_counter()
+        with mpmath.workdps(40):
+            err = abs(mpmath.fsum(p for _, _, p in g.class_probabilities(dps=30)) - 1)
+        print(f"{name:>9} {'gamma1':>12} {len(pairs):>8} {'-':>7} {'-':>9} {t2 - t1:>10.2f} "
+              f"{mpmath.nstr(err, 2):>9} {peak_mib():>9.0f}", flush=True)
 
 
 def main(argv=None) -> int:
