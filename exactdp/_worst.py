@@ -129,7 +129,8 @@ class WorstCase:
     ``"inconclusive"``: the bracket contains
     the claim but is wider than ``3 * 10**-dps`` of it, because a bracket did not converge
     within ``zcdp_rho``'s step cap (raise ``dps`` or audit that neighbour's pair with a
-    larger ``max_steps``); ``margin = claim_value - value``; ``neighbour``,
+    larger ``max_steps``); ``margin = claim_value - value`` at ``dps`` digits (within the band
+    its sign need not be the verdict's, which was decided with more digits); ``neighbour``,
     ``change`` (neighbour minus counts), ``witness`` and ``direction`` of the worst
     neighbour, ``detail`` its pair result; ``alpha`` (Rényi: the order audited; zCDP:
     the order attaining the worst lower bound, ``1`` for the KL limit); ``results``: every

@@ -304,7 +304,18 @@ def _report_pure(w: Any, args: argparse.Namespace, dps: int, digits: int) -> Non
     verdict = _VERDICTS[w.verdict].replace("value", "loss").replace("the claim", "epsilon")
     if w.verdict == "attained":
         verdict += " (exactly)" if w.attained_exactly else f" (to {dps} digits)"
-    _out(f"verdict:      {verdict}; margin epsilon - loss = {number_text(w.margin, digits, strip_zeros=False)}")
+    _out(f"verdict:      {verdict}; margin epsilon - loss = {number_text(w.margin, digits, strip_zeros=False)}"
+         f"{_margin_note(w.verdict, w.margin, dps)}")
+
+
+def _margin_note(verdict: str, margin: Any, dps: int) -> str:
+    """A note after a margin whose sign is not the verdict's: the value was within the band
+    ``3 * 10**-dps`` of the claim, the margin is computed at ``dps`` digits, and the verdict
+    was decided with more digits (or by an exact proof)."""
+    if (verdict == "below" and not margin > 0) or (verdict == "violated" and not margin < 0):
+        return (f" (the value is within 3e-{dps} of the claim: the margin at {dps} digits does not show its "
+                "sign, the verdict was decided with more digits)")
+    return ""
 
 
 def _table(w: Any, args: argparse.Namespace, headers: list[str], cells: Callable[[Any], list[str]]) -> None:
@@ -346,4 +357,5 @@ def _report_notion(w: Any, args: argparse.Namespace, dps: int, digits: int) -> N
     _out()
     _out(f"worst case:   {worst}")
     _out(f"claim:        {_CLAIM_NAMES[w.notion]} {exact_text(w.claim)} = {num(w.claim_value)}")
-    _out(f"verdict:      {_VERDICTS[w.verdict]}; margin claim - value = {num(w.margin)}")
+    _out(f"verdict:      {_VERDICTS[w.verdict]}; margin claim - value = {num(w.margin)}"
+         f"{_margin_note(w.verdict, w.margin, w.dps)}")

@@ -19,7 +19,7 @@ import mpmath
 
 from ..core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
 from ..core.precision import mp_workdps
-from .audit_command import _EXIT, _digits
+from .audit_command import _EXIT, _digits, _margin_note
 from .render import _emit_json, _larger_under, _out
 
 __all__ = ["PairResult", "audit_pair", "report_pair"]
@@ -132,6 +132,6 @@ def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], l
         _out(f"value:        rho in [{number_text(r.lower, digits)}, {number_text(r.upper, digits)}] "
              f"(the lower end attained at alpha = {exact_text(r.alpha)})")
     _out(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
-    _out(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}")
+    _out(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}{_margin_note(r.verdict, r.margin, d)}")
     _out(f"tables:       {line}")
     _out(f"precision:    values certified to relative error 1e-{d}, shown to {digits} significant digits")
