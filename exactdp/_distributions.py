@@ -485,12 +485,10 @@ class ExponentialPair:
         # The tails' difference above cancels when the tails are not tiny but differ by a
         # tiny amount (a changed item far below the top k: t - t' ~ 1e-3461 next to t ~ 1e-8);
         # this form keeps C's relative accuracy then.  Both enclose C: keep the narrower.
-        lam_exact = self.a.mechanism.table.scale.lam
-        lam_ball = rational_ball(lam_exact) if lam_exact is not None else self.a.mechanism.table.scale.lam_ball()
         moved = arb(0)
         for delta, p in zip(self.deltas, pa):
             if delta:
-                moved += p * (-(lam_ball * delta)).expm1()
+                moved += p * expm1_ball(-(lam * delta))
         if moved > -1:
             other = -moved.log1p()
             if other.rad() < shared.rad() and other.overlaps(shared):

@@ -56,6 +56,7 @@ from typing import Any, Optional, SupportsIndex, Union
 
 import mpmath
 from .core._lazy import sympy
+from .core._namespace import public_dir
 from flint import arb, fmpq
 
 from .core._typing import RationalLike
@@ -72,10 +73,7 @@ __all__ = [
 ]
 
 
-def __dir__() -> list[str]:
-    # the documented public names (__all__) and the module's dunders, not the helpers it
-    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
-    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+__dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
 
 
 def _exact(value: Any) -> Any:

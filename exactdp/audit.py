@@ -76,6 +76,7 @@ from ._renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
+from .core._namespace import public_dir
 from .core._typing import ClaimedTable, CountsLike, MechanismLike, Output, RationalLike
 from .core.formatting import number_text, table
 from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, prec_for_dps
@@ -110,10 +111,7 @@ __all__ = [
 ]
 
 
-def __dir__() -> list[str]:
-    # the documented public names (__all__) and the module's dunders, not the helpers it
-    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
-    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+__dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
 
 
 #: :func:`privacy_loss` refuses to visit more output orbits than this unless told otherwise.

@@ -66,6 +66,7 @@ from fractions import Fraction
 from typing import Mapping, Optional, Sequence, SupportsIndex
 
 from . import accounting
+from .core._namespace import public_dir
 from .core._typing import CountsLike, MechanismLike, RationalLike
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
 from .errors import ArgumentTypeError, InvalidParameterError
@@ -82,10 +83,7 @@ __all__ = [
 ]
 
 
-def __dir__() -> list[str]:
-    # the documented public names (__all__) and the module's dunders, not the helpers it
-    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
-    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+__dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
 
 
 #: OpenDP's output measures (snake case, as ``dp.max_divergence()`` is spelt) and the

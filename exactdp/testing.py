@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, SupportsInd
 
 import numpy.typing as npt
 from .core._lazy import sympy  # named in hints
+from .core._namespace import public_dir
 
 from . import audit, certify
 from .certify.io import check_id_map
@@ -120,10 +121,7 @@ __all__ = [
 ]
 
 
-def __dir__() -> list[str]:
-    # the documented public names (__all__) and the module's dunders, not the helpers it
-    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
-    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+__dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
 
 
 #: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 from types import FunctionType
 
+from ..core._namespace import public_dir
+
 from .chi2 import chi2_isf, chi2_sf, ncx2_sf
 from .compare import (DEFAULT_MIN_COVERAGE, ClassComparison, ClassRow, ComparisonRow, MtildeComparison, MtildeRow,
                       ProbabilityComparison, compare_class_probabilities, compare_mtilde, compare_probabilities)
@@ -91,10 +93,7 @@ __all__ = [
 ]
 
 
-def __dir__() -> list[str]:
-    # the documented public names (__all__) and the module's dunders, not the helpers it
-    # imports (mpmath, sympy, typing's names, ...), which tab completion would otherwise offer
-    return sorted(set(__all__) | {name for name in globals() if name.startswith("__") and name.endswith("__")})
+__dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
 
 
 # exactdp.certify is the documented home of these names: reprs, pickles and the API

@@ -171,15 +171,21 @@ class _ExactProbabilities:
 
     def get(self, output: Output, group: int) -> Optional[Fraction]:
         if group not in self.cache:
-            if getattr(self.mechanism, "base", None) is None:  # epsilon: exp(...), never rational
-                self.cache[group] = None
-                return None
-            try:
-                e = self.mechanism.probability_exact(output)
-            except (ExactDPError, NotImplementedError, AttributeError, ValueError, MemoryError):
-                e = None
-            self.cache[group] = Fraction(int(e.p), int(e.q)) if getattr(e, "is_Rational", False) else None
+            self.cache[group] = _rational_probability(self.mechanism, output)
         return self.cache[group]
+
+
+def _rational_probability(mechanism: Any, output: Output) -> Optional[Fraction]:
+    """``mechanism.probability_exact(output)`` as a Fraction, or ``None`` when it is not a
+    known rational (an ``epsilon`` mechanism, whose probabilities involve ``exp``, is not
+    asked: seconds of sympy for a value that cannot be rational)."""
+    if getattr(mechanism, "base", None) is None:
+        return None
+    try:
+        e = mechanism.probability_exact(output)
+    except (ExactDPError, NotImplementedError, AttributeError, ValueError, IndexError, MemoryError):
+        return None
+    return Fraction(int(e.p), int(e.q)) if getattr(e, "is_Rational", False) else None
 
 
 def _within(claimed: mpmath.mpf, exact: mpmath.mpf, abs_error: mpmath.mpf, rtol: float, atol: float,
@@ -433,18 +439,17 @@ def _exact_class(mechanism: Any, h: int, t: int, size: int, per: str) -> Optiona
     of the whole class, from ``probability_exact`` of a member; ``None`` when it is not a
     known rational."""
     member = getattr(mechanism, "_member", None)
-    if getattr(mechanism, "base", None) is None:  # epsilon: exp(...), never rational
+    if not callable(member):
         return None
     try:
-        rep = member(h, t, 0) if callable(member) else None
+        rep = member(h, t, 0)
         if rep is None or tuple(mechanism.class_of(rep)) != (h, t):
             return None
-        e = mechanism.probability_exact(rep)
     except (ExactDPError, NotImplementedError, AttributeError, ValueError, IndexError, MemoryError):
         return None
-    if not getattr(e, "is_Rational", False):
+    p = _rational_probability(mechanism, rep)
+    if p is None:
         return None
-    p = Fraction(int(e.p), int(e.q))
     return p if per == "set" else p * size
 
 

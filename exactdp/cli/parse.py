@@ -165,15 +165,20 @@ def _positive_int_arg(text: str) -> int:
     return value
 
 
-def _dps_arg(text: str) -> int:
-    """``--dps``: a positive integer, at most ``MAX_DPS``, refused naming ``--dps`` (the
-    library's own check would name ``dps=``, not the option typed)."""
+def _at_most_max_dps(text: str, why: str = "") -> int:
+    """A positive integer at most ``MAX_DPS``, refused as an argparse error of the option
+    being parsed (the library's own check would name ``dps=``, not the option typed)."""
     from ..core.validation import MAX_DPS
 
     value = _positive_int_arg(text)
     if value > MAX_DPS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_DPS}, got {value}")
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DPS}{why}, got {value}")
     return value
+
+
+def _dps_arg(text: str) -> int:
+    """``--dps``: a positive integer, at most ``MAX_DPS``."""
+    return _at_most_max_dps(text)
 
 
 def _digits_arg(text: str) -> int:
@@ -181,11 +186,7 @@ def _digits_arg(text: str) -> int:
     range of ``dps``), so that a too large value is refused naming ``--digits``, not ``dps``."""
     from ..core.validation import MAX_DPS
 
-    value = _positive_int_arg(text)
-    if value > MAX_DPS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_DPS} (shown digits are computed, and dps is at most "
-                                         f"{MAX_DPS}), got {value}")
-    return value
+    return _at_most_max_dps(text, f" (shown digits are computed, and dps is at most {MAX_DPS})")
 
 
 def _claimed_epsilon_arg(text: str) -> Fraction:
