@@ -107,6 +107,18 @@ class Groups:
         permute-and-flip), and the groups are its levels, else None."""
         return self._rule_offering("output_probabilities")
 
+    def same_rule_as(self, other: "Groups") -> bool:
+        """Whether both mechanisms' groups are their rule's levels (:meth:`batched_rule`),
+        with rules of one kind and one ``lam`` (exact ``epsilon/divisor``, or one ``base``):
+        then an output's probability is the same function of its level table on both
+        sides."""
+        rule_a, rule_b = self.batched_rule(), other.batched_rule()
+        if rule_a is None or rule_b is None or type(rule_a) is not type(rule_b):
+            return False
+        scale_a, scale_b = self.mechanism.table.scale, other.mechanism.table.scale
+        return (scale_a.lam, scale_a.base if scale_a.lam is None else None) == \
+            (scale_b.lam, scale_b.base if scale_b.lam is None else None)
+
     def same_law_as(self, other: "Groups") -> bool:
         """Whether one output of group ``a`` has exactly the same probability on both sides,
         for every ``a``, proven from the exact levels without any symbolic sum.
@@ -130,12 +142,7 @@ class Groups:
         >>> a.same_law_as(Groups(exactdp.Joint([6, 4, 2], 2, epsilon=1), 20))
         False
         """
-        rule_a, rule_b = self.batched_rule(), other.batched_rule()
-        if rule_a is None or rule_b is None or type(rule_a) is not type(rule_b):
-            return False
-        scale_a, scale_b = self.mechanism.table.scale, other.mechanism.table.scale
-        if (scale_a.lam, scale_a.base if scale_a.lam is None else None) != \
-                (scale_b.lam, scale_b.base if scale_b.lam is None else None):
+        if not self.same_rule_as(other):
             return False
         ga, gb = self.groups, other.groups
         if len(ga) != len(gb):
