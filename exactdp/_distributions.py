@@ -324,6 +324,60 @@ class Pair:
         pa, pb = _balls(self.a, digits), _balls(self.b, digits)
         return [(None if c.ga is None else pa[c.ga], None if c.gb is None else pb[c.gb]) for c in self.cells]
 
+    def log_ratio_bounds(self) -> Optional[list[Optional[arb]]]:
+        """Per cell, an upper bound ``B`` on ``|ln P(o) - ln Q(o)|`` proved from the two level
+        tables (None: no bound), at flint's current precision; None when no cell has one.
+
+        Two permute-and-flip sides of one ``lam`` (:meth:`Groups.same_rule_as`): an output
+        whose level is at the same gap ``g = u - u_0`` below the best on both sides has
+        ``P = p I_a``, ``Q = p I_b`` with ``p = e^(lam g)`` and ``I = int_0^1 F(t) / (1 - t p) dt``
+        (:mod:`exactdp.rules.permute_and_flip`), so ``P / Q = I_a / I_b`` lies between the
+        extremes of ``e^G`` on ``[0, 1]``, ``G = ln F_a - ln F_b = sum_x c_x ln(1 - t x)`` over
+        the weights ``x = e^(lam g)`` whose number of outputs differs (``c_x``) between the
+        two tables.  Each term is at most ``|c_x| (-ln(1 - x))`` in size, so
+        ``B = sum_x |c_x| (-log1p(-x))`` (None when the best levels' sizes differ: the
+        term ``ln(1 - t)`` is unbounded).  Two permute-and-flip mechanisms at neighbouring
+        counts that differ only far below the best level have ``B`` as tiny as those
+        levels' weights (``e^(-10^8)`` for heavy-tailed counts), where the certified
+        probabilities agree to every digit they have."""
+        shape = getattr(self, "_ratio_shape", False)
+        if shape is False:
+            shape = self._ratio_shape = self._log_ratio_shape()
+        if shape is None:
+            return None
+        terms, lam_of, equal = shape
+        lam = lam_of()
+        bound = arb(0)
+        for gap, size in terms:
+            bound += size * -(-(lam * rational_ball(gap)).exp()).log1p()
+        return [bound if e else None for e in equal]
+
+    def _log_ratio_shape(self) -> Optional[tuple[list[tuple[Any, int]], Any, list[bool]]]:
+        """The exact part of :meth:`log_ratio_bounds`: ``[(gap, |c|)]``, the ``lam`` ball's
+        maker and, per cell, whether its two levels have one gap."""
+        from .rules.permute_and_flip import PermuteAndFlip
+        a, b = self.a, self.b
+        if not (isinstance(a, Groups) and isinstance(b, Groups) and a.same_rule_as(b)
+                and isinstance(a.batched_rule(), PermuteAndFlip)):
+            return None
+        try:
+            gaps_a = [g.utility - a.groups[0].utility for g in a.groups]
+            gaps_b = [g.utility - b.groups[0].utility for g in b.groups]
+        except TypeError:  # utilities that do not subtract
+            return None
+        sizes: dict[Any, int] = {}
+        for gaps, groups, sign in ((gaps_a, a.groups, 1), (gaps_b, b.groups, -1)):
+            for gap, g in zip(gaps, groups):
+                sizes[gap] = sizes.get(gap, 0) + sign * g.multiplicity
+        if sizes.get(0, 0):
+            return None
+        terms = [(gap, abs(c)) for gap, c in sizes.items() if c]
+        equal = [c.ga is not None and c.gb is not None and gaps_a[c.ga] == gaps_b[c.gb] for c in self.cells]
+        if not any(equal):
+            return None
+        scale = a.mechanism.table.scale
+        return [(Fraction(gap), size) for gap, size in terms], scale.lam_ball, equal
+
     def exact(self, cell: Cell) -> tuple[Any, Any]:
         """Exact ``P(o)``, ``Q(o)`` of the cell's witness (Fractions or sympy expressions;
         a mechanism without a closed form raises its error)."""

@@ -107,6 +107,53 @@ class Groups:
         permute-and-flip), and the groups are its levels, else None."""
         return self._rule_offering("output_probabilities")
 
+    def same_rule_as(self, other: "Groups") -> bool:
+        """Whether both mechanisms' groups are their rule's levels (:meth:`batched_rule`),
+        with rules of one kind and one ``lam`` (exact ``epsilon/divisor``, or one ``base``):
+        then an output's probability is the same function of its level table on both
+        sides."""
+        rule_a, rule_b = self.batched_rule(), other.batched_rule()
+        if rule_a is None or rule_b is None or type(rule_a) is not type(rule_b):
+            return False
+        scale_a, scale_b = self.mechanism.table.scale, other.mechanism.table.scale
+        return (scale_a.lam, scale_a.base if scale_a.lam is None else None) == \
+            (scale_b.lam, scale_b.base if scale_b.lam is None else None)
+
+    def same_law_as(self, other: "Groups") -> bool:
+        """Whether one output of group ``a`` has exactly the same probability on both sides,
+        for every ``a``, proven from the exact levels without any symbolic sum.
+
+        True when both mechanisms' groups are their rule's levels (:meth:`batched_rule`),
+        with rules of one kind (exponential mechanism, or permute-and-flip), one ``lam``
+        (or one ``base``), and level tables equal up to a shift of every utility: the same
+        gaps ``u_a - u_0`` and the same multiplicities, level by level.  Both rules give an
+        output of level ``a`` a probability that depends on the table only through those
+        gaps, the multiplicities and ``lam`` (its weight relative to the best level is
+        ``w(u_a) / w(u_0) = e^(lam (u_a - u_0))``; docs/definitions.md), so it is one number
+        on both sides.  Counts shifted by a constant (``[5, 3, 1]`` and ``[6, 4, 2]`` under a
+        Joint mechanism) give such tables.  One pass over the levels.
+
+        >>> import exactdp
+        >>> a = Groups(exactdp.PNFJoint([5, 3, 1], 2, epsilon=1), 20)
+        >>> a.same_law_as(Groups(exactdp.PNFJoint([6, 4, 2], 2, epsilon=1), 20))
+        True
+        >>> a.same_law_as(Groups(exactdp.PNFJoint([6, 4, 2], 2, epsilon=2), 20))
+        False
+        >>> a.same_law_as(Groups(exactdp.Joint([6, 4, 2], 2, epsilon=1), 20))
+        False
+        """
+        if not self.same_rule_as(other):
+            return False
+        ga, gb = self.groups, other.groups
+        if len(ga) != len(gb):
+            return False
+        try:
+            u0, v0 = ga[0].utility, gb[0].utility
+            return all(x.multiplicity == y.multiplicity and x.utility - u0 == y.utility - v0
+                       for x, y in zip(ga, gb))
+        except TypeError:  # utilities that do not subtract: not a numeric rule's levels
+            return False
+
     def log_form(self) -> Any:
         """The rule's ``LogForm`` of the groups at flint's current precision
         (``ln P(group a) = lam (u_a - u_0) - ln m_0 - log1p(tail)``), or None when the

@@ -17,6 +17,7 @@ import mpmath
 from flint import arb
 
 from ._distributions import ExponentialPair, Pair
+from ._groups import Groups
 from .core._lazy import sympy
 from .core.precision import ball_to_mpf, flint_workprec, prec_for_dps
 from .core.validation import as_rational
@@ -77,6 +78,9 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
     the pair's other cells are left undecided without forming theirs: each costs two
     ``probability_exact`` calls (seconds for a sum over a thousand levels), and a profile
     can have thousands of undecided cells."""
+    if cell.ga is not None and cell.ga == cell.gb and _same_law_levels(pair):
+        # P(o) = Q(o) > 0 exactly; e^eps is irrational for rational eps != 0 (Lindemann)
+        return eps == 0
     if getattr(pair, "_symbolic_too_large", False):
         return None
     try:
@@ -93,6 +97,16 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
         return proven_zero(expression)
     except Exception:  # no closed form within the mechanism's limits
         return None
+
+
+def _same_law_levels(pair: Pair) -> bool:
+    """:meth:`Groups.same_law_as` of the two sides (False when either is a mapping),
+    decided once per pair."""
+    known = getattr(pair, "_same_law", None)
+    if known is None:
+        known = pair._same_law = (isinstance(pair.a, Groups) and isinstance(pair.b, Groups)
+                                  and pair.a.same_law_as(pair.b))
+    return known
 
 
 def _too_large(expression: Any) -> bool:

@@ -32,11 +32,11 @@ from flint import arb
 
 from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
-                             _power_of_ten_above, _rational)
+                             _power_of_ten_above, _rational, _same_law_levels)
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
-from .errors import InvalidParameterError, PrecisionError
+from .errors import ExactDPError, InvalidParameterError, PrecisionError
 
 __all__ = ["PrivacyProfile", "EpsilonForDelta", "privacy_profile", "epsilon_for_delta"]
 
@@ -194,25 +194,43 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
     return None
 
 
+def _exact_fractions(pair: Pair, cell: Any, direction: str) -> Optional[tuple[Fraction, Fraction]]:
+    """The cell's exact ``(P, Q)`` (oriented) when both are Fractions (mappings, or a
+    rational base); None otherwise, also when a mechanism has no closed form within its
+    limits (a large permute-and-flip support with ``epsilon``): then the caller stays with
+    the balls."""
+    try:
+        p, q = pair.exact(cell)
+    except ExactDPError:
+        return None
+    if not (isinstance(p, Fraction) and isinstance(q, Fraction)):
+        return None
+    return (p, q) if direction == "a>b" else (q, p)
+
+
 def _exact_mass(pair: Pair, cells: list[int], direction: str) -> Optional[Fraction]:
     """Exact ``P`` mass of the given cells when the probabilities are Fractions."""
     total = Fraction(0)
     for i in cells:
-        p, q = pair.exact(pair.cells[i]) if direction == "a>b" else pair.exact(pair.cells[i])[::-1]
-        if not isinstance(p, Fraction):
+        exact = _exact_fractions(pair, pair.cells[i], direction)
+        if exact is None:
             return None
-        total += p * pair.cells[i].outputs
+        total += exact[0] * pair.cells[i].outputs
     return total
 
 
 def _exact_tv(pair: Pair, direction: str) -> Optional[Fraction]:
-    """Exact ``sum max(0, P - Q)`` when every probability is a Fraction (mappings)."""
+    """Exact ``sum max(0, P - Q)`` when every probability is a Fraction (mappings, or a
+    rational base); cells of one law on both sides (:meth:`Groups.same_law_as`) add 0
+    without an exact value."""
     total = Fraction(0)
     for cell in pair.cells:
-        p, q = pair.exact(cell) if direction == "a>b" else pair.exact(cell)[::-1]
-        if not (isinstance(p, Fraction) and isinstance(q, Fraction)):
+        if cell.ga is not None and cell.ga == cell.gb and _same_law_levels(pair):
+            continue
+        exact = _exact_fractions(pair, cell, direction)
+        if exact is None:
             return None
-        total += max(Fraction(0), p - q) * cell.outputs
+        total += max(Fraction(0), exact[0] - exact[1]) * cell.outputs
     return total
 
 
@@ -225,7 +243,9 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
     if exact_zero_mass is not None and exact_zero_mass > delta:
         return mpmath.inf
     tried, equal = False, set()
+    open_zero: Optional[tuple[arb, int, int]] = None  # the last pass's undecided delta(0): bound, digits, cells
     while digits <= _cap(digits_wanted):
+        open_zero = None
         with flint_workprec(prec_for_dps(digits, 40)):
             d = rational_ball(delta)
             balls = _oriented(pair.balls(digits), direction)
@@ -257,7 +277,12 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
             if (exact_zero_mass is not None and rest0.upper() <= rational_ball(delta - exact_zero_mass)) or (
                     (mass + rest0).upper() <= d):
                 return mpmath.mpf(0)
-            if not tried and not (mass + rest0).lower() > d:  # delta(0) <= delta undecided: decide exactly
+            zero_open = not (mass + rest0).lower() > d  # delta(0) <= delta not yet decided either way
+            if zero_open:
+                open_zero = ((mass + rest0).upper(), digits,
+                             sum(1 for i, (_, pm, qm) in zip(finite_cells, finite)
+                                 if i not in equal and (pm - qm).contains(0)))
+            if not tried and zero_open:  # delta(0) <= delta undecided: decide exactly
                 tried = True
                 tv = _exact_tv(pair, direction)
                 if tv is not None and tv <= delta:
@@ -283,6 +308,15 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                 if fits and lo > 0 and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
                     return ball_to_mpf((lo + hi) / 2)
         digits *= 2
+    if open_zero is not None and open_zero[2]:
+        # not a breakpoint: the distributions agree to every digit of the probabilities
+        upper, digits, near = open_zero
+        with flint_workprec(64):
+            bound = f"<= 1e{_power_of_ten_above(upper)}" if upper > 0 else "= 0"
+        raise PrecisionError("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to {digits_wanted} "
+                             f"digits: delta_{direction}(0) {bound} (proven), not proven <= {delta}: {near} "
+                             f"cell{'s' if near != 1 else ''} with P within {digits} digits of Q, neither proved equal "
+                             "nor different (if equal, they add 0; a larger dps goes further)")
     raise PrecisionError("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to "
                          f"{digits_wanted} digits (delta is at or near a breakpoint of the profile)")
 

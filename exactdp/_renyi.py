@@ -13,6 +13,8 @@ digits; re-exported by :mod:`exactdp.audit`.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
@@ -70,20 +72,55 @@ def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional
     return None
 
 
-def _renyi_ball(balls: list, cells: tuple, alpha: Fraction) -> Optional[arb]:
-    """A ball for D_alpha(P||Q) (alpha = 1: KL), None when infinite (some Q = 0 < P)."""
+def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[list] = None) -> Optional[arb]:
+    """A ball for D_alpha(P||Q) (alpha = 1: KL), None when infinite (some Q = 0 < P).
+
+    Formed as ``log1p(S) / (alpha - 1)`` (KL: ``S`` itself) with
+    ``S = sum_o Q h(r) + sum_{P = 0} Q (alpha - 1)`` (KL: ``+ sum_{P = 0} Q``), ``r = ln(P/Q)``
+    and ``h(r) = e^(alpha r) - 1 - alpha (e^r - 1)`` (KL: ``r e^r - e^r + 1``): that is
+    ``sum P^alpha Q^(1-alpha) - 1`` (KL: ``sum P r``) minus ``alpha sum (P - Q) = 0``, since
+    both sides sum to 1.  ``h >= 0`` (Bernoulli's inequality ``(e^r)^alpha >= 1 +
+    alpha (e^r - 1)``; KL: convexity) and ``h(0) = h'(0) = 0``, so for ``|r| <= R``,
+    ``h(r) <= R^2 / 2 max |h''| <= R^2 alpha^2 e^(alpha R) / 2`` (KL: ``R^2 (1 + R) e^R / 2``).
+    A cell whose ``P`` and ``Q`` agree to every one of ``D`` digits adds at most about
+    ``10^(-2D)``, not ``10^(-D)``: twice the digits of a plain ``ln(sum P^alpha Q^(1-alpha))``.
+    ``bounds`` (per cell, an upper bound on ``|r|`` proved otherwise, or None;
+    :meth:`~exactdp._distributions.Pair.log_ratio_bounds`) narrows ``r`` further."""
+    one = alpha == 1
+    a = rational_ball(alpha)
     total = arb(0)
-    for (p, q), cell in zip(balls, cells):
+    for i, ((p, q), cell) in enumerate(zip(balls, cells)):
         if p is None:
+            if q is not None:
+                total += q * cell.outputs if one else q * cell.outputs * (a - 1)
             continue
         if q is None:
             return None
-        lr = p.log() - q.log()
-        if alpha == 1:
-            total += p * lr * cell.outputs
-        else:
-            total += p * (rational_ball(alpha - 1) * lr).exp() * cell.outputs
-    return total if alpha == 1 else total.log() / rational_ball(alpha - 1)
+        r = p.log() - q.log()
+        if bounds is not None and bounds[i] is not None:
+            r = r.intersection(arb(0).union(bounds[i]).union(-bounds[i]))
+        total += q * _h(r, a, one) * cell.outputs
+    return total if one else total.log1p() / (a - 1)
+
+
+def _h(r: arb, a: arb, one: bool) -> arb:
+    """A ball for ``h(r)`` (:func:`_renyi_ball`).  For ``|r| <= R < 1/2`` the value at the
+    exact midpoint ``m`` plus the radius times a bound on ``|h'|`` over the ball (``h'(s) =
+    alpha e^s (e^((alpha-1) s) - 1)``: ``|h'| <= alpha e^R (e^((alpha-1) R) - 1)``; KL:
+    ``h'(s) = s e^s``, ``|h'| <= R e^R``): the two ``expm1`` of the direct form would each
+    carry the whole radius of ``r``, which does not cancel.  Cut to ``[0, R^2 ...]``
+    (:func:`_renyi_ball`); larger ``|r|``: the direct form, cut to ``[0, inf)``."""
+
+    def direct(x: arb) -> arb:
+        return x * x.exp() - expm1_ball(x) if one else expm1_ball(a * x) - a * expm1_ball(x)
+
+    big = abs(r).upper()
+    if not big < arb(1) / 2:
+        return direct(r).nonnegative_part()
+    slope = big * big.exp() if one else a * big.exp() * ((a - 1) * big).expm1()
+    value = direct(arb(r.mid())) + r.rad() * slope.upper() * arb(0, 1)
+    top = big * big / 2 * ((1 + big) * big.exp() if one else a * a * (a * big).exp())
+    return value.intersection(arb(0).union(top.upper()))
 
 
 def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = None, *,
@@ -102,10 +139,10 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
 
 
 def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
-    digits, tried = digits_wanted + 10, False
-    while digits <= _cap(digits_wanted):
+    digits, tried, cap = digits_wanted + 10, False, _cap(digits_wanted)
+    while True:
         with flint_workprec(prec_for_dps(digits, 40)):
-            ball = _renyi_ball(_oriented(pair.balls(digits), direction), pair.cells, alpha)
+            ball = _renyi_ball(_oriented(pair.balls(digits), direction), pair.cells, alpha, pair.log_ratio_bounds())
             if ball is None:
                 return mpmath.inf
             if ball > 0 and is_accurate(ball, digits_wanted):
@@ -114,9 +151,11 @@ def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wa
             tried = True
             if _identical(pair):
                 return mpmath.mpf(0)
-        digits *= 2
+        if digits >= cap:
+            break
+        digits = min(2 * digits, cap)  # the last pass at the cap itself
     raise PrecisionError("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
-                         + _magnitude_note(ball, alpha, digits // 2, digits_wanted))
+                         + _magnitude_note(ball, alpha, digits, digits_wanted))
 
 
 def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int) -> str:
@@ -124,10 +163,12 @@ def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wa
     if ball is None or not ball.is_finite() or not ball.upper() > 0:
         return ""
     exponent = _power_of_ten_above(ball.upper()) - 1
-    return (f": D_{alpha} <= 1e{exponent + 1}, so small that the sum of P^alpha Q^(1-alpha) is 1 to all "
-            f"{digits} digits of the probabilities; certifying it needs more than {max(-exponent, 0) + digits_wanted} "
-            "digits (the precision goes up to 4*dps + 80 digits: a larger dps goes further). Two mechanisms "
-            "with one epsilon and the exponential rule have no such limit (computed per value of delta)")
+    # an output whose P and Q agree to D digits adds about 10^(-2D) (_renyi_ball's h form)
+    needed = (max(-exponent, 0) + digits_wanted + 1) // 2
+    return (f": D_{alpha} <= 1e{exponent + 1}, so small that the {digits} digits of the probabilities do not "
+            f"resolve it; certifying it needs more than {needed} digits (the precision goes up to 4*dps + 80 "
+            "digits: a larger dps goes further). Two mechanisms with one epsilon and the exponential rule have "
+            "no such limit (computed per value of delta)")
 
 
 def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000,
@@ -185,10 +226,11 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
     with flint_workprec(prec_for_dps(digits, 40)):
         balls = pair.balls(digits)
         both = [balls, _oriented(balls, "b>a")]
+        ratio_bounds = pair.log_ratio_bounds()  # |ln(P/Q)| <= B either way round
 
         def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
             """(lower, upper) of D_alpha per direction; None when infinite."""
-            rs = [_renyi_ball(bs, pair.cells, alpha) for bs in both]
+            rs = [_renyi_ball(bs, pair.cells, alpha, ratio_bounds) for bs in both]
             return None if any(r is None for r in rs) else [(r.lower(), r.upper()) for r in rs]
 
         def interval_bound(a1: Fraction, a2: Fraction) -> arb:
@@ -219,7 +261,19 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
         lower, best = max(kl[0][0], kl[1][0], arb(0), key=lambda x: x.mid()), Fraction(1)
         A = Fraction(2)
         points[A] = value(A)
-        bounds = {(Fraction(1), A): interval_bound(Fraction(1), A)}
+        # the intervals by their upper bounds, largest first (a heap of (-midpoint, order of
+        # insertion, interval): the first of equal bounds is the one made first, as a scan
+        # of the intervals in order would pick; a scan per step made thousands of steps
+        # quadratic, 90% of a small pair's time)
+        bounds: dict[tuple[Fraction, Fraction], arb] = {}
+        heap: list[tuple[mpmath.mpf, int, tuple[Fraction, Fraction]]] = []
+
+        def put(interval: tuple[Fraction, Fraction]) -> None:
+            bound = bounds[interval] = interval_bound(*interval)
+            heapq.heappush(heap, (-ball_to_mpf(bound.mid()), next(made), interval))
+
+        made = itertools.count()
+        put((Fraction(1), A))
         # the best lower bound so far (KL or R(2)) must be known to dps + 2 digits, else more digits
         lo, hi = max(((lo / al, hi / al) for al in (1, 2) for lo, hi in points[Fraction(al)]), key=lambda b: b[0].mid())
         precise = bool(lo > 0 and hi - lo <= arb(10) ** -(digits_wanted + 2) * lo)
@@ -234,7 +288,7 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
                     if cand > lower:
                         lower, best = cand, al
             tail = (d_inf / rational_ball(A)).upper()
-            top = max(bounds, key=lambda key: bounds[key].mid())
+            top = heap[0][2]
             grow = not bounds[top] > tail
             upper = tail if grow else bounds[top]
             if pure_bound < upper:
@@ -246,14 +300,16 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
             if grow:
                 A, old = 2 * A, A
                 points[A] = value(A)
-                bounds[(old, A)] = interval_bound(old, A)
+                put((old, A))
                 new = [A]
             else:
                 a1, a2 = top
                 mid = (a1 + a2) / 2
                 points[mid] = value(mid)
+                heapq.heappop(heap)
                 del bounds[top]
-                bounds[(a1, mid)], bounds[(mid, a2)] = interval_bound(a1, mid), interval_bound(mid, a2)
+                put((a1, mid))
+                put((mid, a2))
                 new = [mid]
         lo_mpf, hi_mpf = ball_to_mpf(lower), ball_to_mpf(upper.upper())
     return ZcdpBracket(lo_mpf, hi_mpf, best, converged, steps, digits_wanted)

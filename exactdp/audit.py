@@ -320,7 +320,7 @@ def privacy_loss(
                 accurate, all_zero_possible = True, False
             if all_zero_possible and not tried_exact:
                 tried_exact = True  # identical distributions? decide exactly, once
-                proven_zero = _exactly_equal(mechanism_a, mechanism_b, pairs)
+                proven_zero = _exactly_equal(mechanism_a, mechanism_b, pairs, groups_a, groups_b)
             if accurate or proven_zero or digits >= cap:
                 # the midpoints in one batch (a pair audit has a row per cell: hundreds of thousands)
                 mids = iter(balls_to_mpf([r[2] for r in rows if r[2] is not None]))
@@ -404,9 +404,12 @@ def _level_key(level: Optional[int]) -> tuple[int, int]:
     return (1, 0) if level is None else (0, level)
 
 
-def _exactly_equal(a: Any, b: Any, pairs: dict) -> bool:
-    """Whether P_a(o) == P_b(o) for one output of every level pair, decided exactly with
-    the sympy probabilities (``probability_exact``); False when undecided."""
+def _exactly_equal(a: Any, b: Any, pairs: dict, groups_a: Groups, groups_b: Groups) -> bool:
+    """Whether P_a(o) == P_b(o) for one output of every level pair, decided exactly: every
+    pair is ``(g, g)`` of two level tables of one law (:meth:`Groups.same_law_as`), or
+    else with the sympy probabilities (``probability_exact``); False when undecided."""
+    if all(la == lb for la, lb in pairs) and groups_a.same_law_as(groups_b):
+        return True
     try:
         return all(proven_zero(a.probability_exact(o) - b.probability_exact(o)) for (o, _) in pairs.values())
     except Exception:  # no closed form within the mechanism's limits: undecided

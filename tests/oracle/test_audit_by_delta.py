@@ -248,9 +248,23 @@ def test_tiny_renyi_divergence_is_certified_against_exact_rationals():
 
 
 def test_tiny_divergence_per_cell_states_its_magnitude(monkeypatch):
-    counts, other, k = [2000, 1000, 0, 0], [2000, 1001, 0, 0], 2
-    a, b = exactdp.Joint(counts, k, base=Fraction(1, 2)), exactdp.Joint(other, k, base=Fraction(1, 2))
+    """Per cell, ``D_2`` of about ``10^-301`` is certified (each cell adds ``Q h(r)``,
+    ``h(r) ~ r^2``: twice the digits of the probabilities) and equals the per-delta value;
+    one of about ``10^-602`` is past the 200 digits tried at dps 30 and the error states
+    its magnitude."""
+    half = Fraction(1, 2)
+    a, b = exactdp.Joint([2000, 1000, 0, 0], 2, base=half), exactdp.Joint([2000, 1001, 0, 0], 2, base=half)
+    per_delta = audit.renyi_divergence(a, b, 2, DPS)
+    a, b = exactdp.Joint([4000, 2000, 0, 0], 2, base=half), exactdp.Joint([4000, 2001, 0, 0], 2, base=half)
+    tinier = audit.renyi_divergence(a, b, 2, DPS)
     _without_engine(monkeypatch)
+    a, b = exactdp.Joint([2000, 1000, 0, 0], 2, base=half), exactdp.Joint([2000, 1001, 0, 0], 2, base=half)
+    per_cell = audit.renyi_divergence(a, b, 2, DPS)
+    with mpmath.workdps(40):
+        assert mpmath.mpf(10) ** -302 < per_delta < mpmath.mpf(10) ** -300
+        assert abs(per_cell - per_delta) <= per_delta * mpmath.mpf(10) ** -DPS
+    assert mpmath.mpf(10) ** -603 < tinier < mpmath.mpf(10) ** -600
+    a, b = exactdp.Joint([4000, 2000, 0, 0], 2, base=half), exactdp.Joint([4000, 2001, 0, 0], 2, base=half)
     with pytest.raises(PrecisionError, match=r"D_2 <= 1e-\d+, so small that .* needs more than \d+ digits"):
         audit.renyi_divergence(a, b, 2, DPS)
 

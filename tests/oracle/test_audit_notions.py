@@ -155,6 +155,26 @@ def test_zcdp_bracket_contains_the_sampled_sup(pq):
             assert z.upper - z.lower <= z.lower * mpmath.mpf(10) ** -6
 
 
+def test_zcdp_of_a_nearly_flat_ratio_converges():
+    """``P = (1/2 + 10^-3, 1/2 - 10^-3)`` against the uniform pair: ``D_alpha / alpha`` stays
+    within a few millionths of ``2 * 10^-6`` over alphas from 1 to about 1,000, so the
+    bracket needs thousands of halvings to meet to 6 digits (3,873).  Each step used to
+    scan every interval for the largest bound, quadratic in the steps: 2,000 steps took
+    about 20 s and stopped unconverged.  The bracket contains R at alphas across the flat
+    range, computed here at 60 digits from the closed form."""
+    x = Fraction(1, 1000)
+    P, Q = {0: HALF + x, 1: HALF - x}, {0: HALF, 1: HALF}
+    z = audit.zcdp_rho(P, Q, max_steps=5000)
+    assert z.converged and z.upper - z.lower <= z.lower * mpmath.mpf(10) ** -6
+    with mpmath.workdps(60):
+        for al in (Fraction(11, 10), Fraction(3, 2), Fraction(2), Fraction(10), Fraction(300), Fraction(3000)):
+            a = mp(al)
+            for A1, A2 in ((P, Q), (Q, P)):
+                r = mpmath.log(sum(mp(A1[o]) ** a * mp(A2[o]) ** (1 - a) for o in (0, 1))) / (a - 1) / a
+                assert r <= z.upper
+    assert z.lower >= mpmath.mpf(2) * 10**-6
+
+
 def test_zcdp_of_a_known_pair():
     """Two Bernoullis: the sup of D_alpha / alpha is attained near alpha = 2.3; the bracket
     is tight and contains R at rational alphas nearby."""
@@ -388,12 +408,18 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     a, b = exactdp.Joint(c, 3, epsilon=1), exactdp.Joint(n, 3, epsilon=1)
     assert not _notion_basics._identical(_distributions.pair_cells(a, b, 30, 10**6))
     monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
-    with pytest.raises(PrecisionError, match=r"D_2 <= 1e-159, so small .* needs more than 190 digits"):
+    with pytest.raises(PrecisionError, match=r"D_2 <= 1e-399, so small .* needs more than 215 digits"):
         audit.renyi_divergence(a, b, 2, dps=30)
     assert asked == []
-    # negative control: equal distributions are not refuted by balls, so the exact check runs
+    # negative control: equal distributions are not refuted by balls, so an exact check
+    # runs: for shifted counts the level tables prove it (no sympy either) ...
     shifted = exactdp.Joint([x + 1 for x in c], 3, epsilon=1)
     assert _notion_basics._identical(_distributions.pair_cells(a, shifted, 30, 10**6))
+    assert asked == []
+    # ... and against a mapping the exact probabilities do
+    small = exactdp.Joint([3, 1, 0], 2, base=HALF)
+    table = {o: Fraction(int(p.p), int(p.q)) for o in small.outputs() for p in [small.probability_exact(o)]}
+    assert _notion_basics._identical(_distributions.pair_cells(small, table, 30, 10**6))
     assert asked
 
 
@@ -500,3 +526,72 @@ def test_epsilon_for_delta_zero_with_a_tiny_direction():
         assert e.direction == "a>b"
         for got, want in ((e.epsilon_a_b, mpmath.mpf(1) / 2 - s), (e.epsilon_b_a, s)):
             assert abs(got - want) <= mpmath.mpf(10) ** -30 * want
+
+
+def test_shifted_counts_under_permute_and_flip_are_one_law():
+    """PNFJoint at counts shifted by a constant has the same level table up to the shift,
+    so the same law: every notion is an exact 0.  The permute-and-flip sum of
+    exponentials has degree about 4 * 10^6 here (no closed form within its limits), and
+    P and Q agree to every digit the balls have: before the tables were compared,
+    privacy_loss and privacy_profile raised PrecisionError and epsilon_for_delta leaked
+    the NoClosedFormError of probability_exact."""
+    a = exactdp.PNFJoint([10**6, 3, 2], 2, epsilon=1)
+    b = exactdp.PNFJoint([10**6 + 7, 10, 9], 2, epsilon=1)
+    loss = audit.privacy_loss(a, b)
+    assert loss.value == 0 and loss.exact_zero
+    assert audit.privacy_profile(a, b, 0).delta == 0
+    assert audit.epsilon_for_delta(a, b, 0).epsilon == 0
+    assert audit.renyi_divergence(a, b, 2) == 0
+    z = audit.zcdp_rho(a, b)
+    assert z.lower == z.upper == 0
+    # the same tables with another epsilon, and the same counts under the other rule, are
+    # not one law: the loss is positive (the comparison can fail)
+    c = exactdp.PNFJoint([10**6 + 7, 10, 9], 2, epsilon=2)
+    assert audit.privacy_loss(a, c).value > 0
+
+
+def test_one_law_up_to_a_shift_against_the_exact_probabilities():
+    """``Groups.same_law_as`` (a level table equal up to a shift of the utilities, one rule,
+    one lam) against the twin: wherever it says so, the exact probabilities of every
+    output agree on both sides (PNFJoint and Joint with a rational base, every pair of
+    count vectors in {0..3}^d, d <= 3, shifted by 0..2, every k); and it says so for
+    every shifted pair (the check is not vacuous) and for no pair of different laws."""
+    from exactdp._groups import Groups
+    said = 0
+    for name, make, brute in MECHANISMS[:2]:
+        for counts in SMALL:
+            for k in range(1, len(counts) + 1):
+                P = brute(list(counts), k)
+                for other in SMALL:
+                    if len(other) != len(counts) or other < counts:
+                        continue
+                    same = Groups(make(list(counts), k), 5).same_law_as(Groups(make(list(other), k), 5))
+                    Q = brute(list(other), k)
+                    shifted = len({o - c for o, c in zip(other, counts)}) == 1
+                    if shifted:
+                        assert same, (name, counts, other, k)
+                    if same:
+                        said += 1
+                        # one law on the diagonal cells: the outputs whose levels have one index
+                        a, b = make(list(counts), k), make(list(other), k)
+                        for o in P:
+                            if a.group_index(o) == b.group_index(o):
+                                assert P[o] == Q[o], (name, counts, other, k, o)
+                    if P != Q:
+                        assert not (same and all(make(list(counts), k).group_index(o)
+                                                 == make(list(other), k).group_index(o) for o in P))
+    assert said > 100
+
+
+def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so():
+    """PNFJoint at 10^6,3,2,0 and 10^6+1,3,2,0: one direction's delta(0) is far below
+    anything the balls resolve (P and Q agree to hundreds of digits in three cells) and
+    undecided.  The error states the proven bound and the undecided cells, not "a
+    breakpoint of the profile"."""
+    from exactdp.errors import PrecisionError
+    a = exactdp.PNFJoint([10**6, 3, 2, 0], 2, epsilon=1)
+    b = exactdp.PNFJoint([10**6 + 1, 3, 2, 0], 2, epsilon=1)
+    with pytest.raises(PrecisionError) as e:
+        audit.epsilon_for_delta(a, b, 0)
+    text = str(e.value)
+    assert "breakpoint" not in text and "(0) <= 1e-" in text and "neither proved equal nor different" in text

@@ -59,19 +59,32 @@ def test_near_identical_pair_is_bracketed_narrowly(bits):
 
 
 def test_beyond_the_working_digits_the_bracket_stays_rigorous():
-    """A difference of 2**-2000 (rho near 10**-1204) is beyond the working precision cap:
-    the bracket is not converged, but its lower end is not negative and its upper end is a
-    true bound (the pure loss squared over 2), not an overflowed one."""
+    """A difference of ``10^-1100 / 3`` (rho near 10**-2200) is beyond the working precision
+    cap (1,000 digits: ``ln(P/Q)`` is not even resolved): the bracket is not converged, but
+    its lower end is not negative and its upper end is a true bound (the pure loss squared
+    over 2), not an overflowed one.  A difference of ``2**-2000`` (rho near 10**-1204) is
+    within reach: its ``ln(P/Q)`` is exact in binary at those digits and each output adds
+    ``Q h(r)``, ``h(r) ~ r^2``, so the bracket converges around the KL limit."""
     P, Q = near_pair(Fraction(1, 2**2000))
     z = audit.zcdp_rho(P, Q)
-    assert not z.converged
+    assert z.converged
     with mpmath.workdps(2600):
+        p = mpmath.mpf(P["x"].numerator) / P["x"].denominator
+        kl = p * mpmath.log(2 * p) + (1 - p) * mpmath.log(2 * (1 - p))
+        assert z.lower <= kl * (1 + mpmath.mpf(10) ** -12) and kl <= z.upper
+        assert z.upper - z.lower <= mpmath.mpf(10) ** -6 * z.lower
+    P, Q = near_pair(Fraction(1, 3 * 10**1100))
+    z = audit.zcdp_rho(P, Q)
+    assert not z.converged
+    with mpmath.workdps(4600):
         p = mpmath.mpf(P["x"].numerator) / P["x"].denominator
         kl = p * mpmath.log(2 * p) + (1 - p) * mpmath.log(2 * (1 - p))
         loss = -mpmath.log(1 - (2 * p - 1))
         assert z.lower >= 0
         assert kl <= z.upper  # rho >= KL
-        assert z.upper <= loss**2 / 2 * (1 + mpmath.mpf(10) ** -10)
+        # the pure loss squared over 2, from the loss's enclosure at 1,000 digits (radius
+        # about 10^-1000 beside a loss of 10^-1100): a true bound, not an overflowed one
+        assert z.upper <= (loss + mpmath.mpf(10) ** -1015) ** 2 / 2
 
 
 def test_identical_and_disjoint_unchanged():
@@ -83,14 +96,14 @@ def test_identical_and_disjoint_unchanged():
 
 
 def test_more_digits_only_within_the_memory_budget():
-    """Two Joint mechanisms whose epsilon is 10**-30: rho is near 10**-61, beyond the first
-    working digits. With ample memory the bracket converges; with a budget too small for
-    the digits it needs, the bracket at the digits that fit comes back (rigorous, not
-    converged) instead of a MemoryBudgetError."""
-    eps = Fraction(1, 10**30)
+    """Two Joint mechanisms whose epsilon is 10**-60: rho is near 10**-121, and ``ln(P/Q)``
+    (about 10**-60) is beyond the first working digits. With ample memory the bracket
+    converges; with a budget too small for the digits it needs, the bracket at the digits
+    that fit comes back (rigorous, not converged) instead of a MemoryBudgetError."""
+    eps = Fraction(1, 10**60)
     pair = ([3, 1, 0], [3, 2, 0])
     z = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps), exactdp.Joint(pair[1], 1, epsilon=eps))
-    assert z.converged and 0 < z.lower < mpmath.mpf(10) ** -55
+    assert z.converged and 0 < z.lower < mpmath.mpf(10) ** -115
     from exactdp._footprint import estimate
     # 6 levels and 3 cells: the budget holds them at 60 digits (the exact identity check's
     # enclosures), not at 104 (the third working precision, 26 -> 52 -> 104)

@@ -1,0 +1,138 @@
+"""Rényi divergences and zCDP of pairs whose probabilities agree to every certified digit.
+
+Two ways the cell-by-cell path resolves them (docs/audit.md, "Rényi divergence"):
+
+- ``S = sum Q h(r)`` with ``h(r) = e^(alpha r) - 1 - alpha (e^r - 1) >= 0`` (both sides sum
+  to 1), so a cell whose ``P`` and ``Q`` agree to ``D`` digits adds about ``10^(-2D)``;
+- for two permute-and-flip mechanisms of one ``lam``, outputs at the same gap below the
+  best level on both sides have ``|ln(P/Q)| <= B``, a bound proved from the two level
+  tables (``Pair.log_ratio_bounds``).
+
+The brute force here is independent of exactdp's probabilities: Joint's utility from the
+twins, permute-and-flip probabilities ``p_o int_0^1 prod_{o' != o} (1 - t p_o') dt`` by
+expanding the polynomial in mpmath at the digits the value needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+import exactdp
+from exactdp import _distributions, audit
+from exactdp.errors import PrecisionError
+
+from twins import pnf_joint_brute
+from twins.joint import joint_utility
+
+
+def pnf_probabilities(counts, k, lam, dps):
+    """``{sequence: P}`` of PNFJoint by the permute-and-flip integral, at ``dps`` digits."""
+    outs = list(itertools.permutations(range(len(counts)), k))
+    with mpmath.workdps(dps):
+        us = [joint_utility(counts, o) for o in outs]
+        top = max(us)
+        p = [mpmath.exp(lam * (u - top)) for u in us]
+        probs = {}
+        for i, o in enumerate(outs):
+            poly = [mpmath.mpf(1)]
+            for j in range(len(outs)):
+                if j != i:
+                    poly = [a - b * p[j] for a, b in zip(poly + [mpmath.mpf(0)], [mpmath.mpf(0)] + poly)]
+            probs[o] = p[i] * mpmath.fsum(c / (n + 1) for n, c in enumerate(poly))
+        return probs
+
+
+def renyi(P, Q, alpha, dps):
+    with mpmath.workdps(dps):
+        a = mpmath.mpf(alpha.numerator) / alpha.denominator
+        return mpmath.log(mpmath.fsum(P[o] ** a * Q[o] ** (1 - a) for o in P)) / (a - 1)
+
+
+def test_log_ratio_bound_holds_on_every_small_pair():
+    """``|ln P(o) - ln Q(o)| <= B`` for every cell given a bound, on every PNFJoint pair (base
+    1/2) of a count vector in {0..3}^d, d <= 3, every k, and each of its add/remove and
+    swap neighbours and its shift by 1 (exact probabilities of the twin); a zero bound
+    would fail (some bounded cells have ``P != Q``), and the bound is given on many cells."""
+    bounded = unequal = 0
+    worst = 0.0
+    vectors = [c for d in (1, 2, 3) for c in itertools.product(range(4), repeat=d)]
+    for counts in vectors:
+        others = {tuple(n) for relation in ("add_remove", "swap") for n in audit.neighbours(counts, relation)}
+        others.add(tuple(c + 1 for c in counts))
+        for other in sorted(others):
+            for k in range(1, len(counts) + 1):
+                a = exactdp.PNFJoint(list(counts), k, base=Fraction(1, 2))
+                b = exactdp.PNFJoint(list(other), k, base=Fraction(1, 2))
+                pair = _distributions.pair_cells(a, b, 20, 10**6)
+                with mpmath.workdps(60):
+                    bounds = pair.log_ratio_bounds()
+                    if bounds is None:
+                        continue
+                    P, Q = pnf_joint_brute(list(counts), k), pnf_joint_brute(list(other), k)
+                    for cell, bound in zip(pair.cells, bounds):
+                        if bound is None:
+                            continue
+                        bounded += 1
+                        p, q = P[cell.witness], Q[cell.witness]
+                        r = abs(mpmath.log(mpmath.mpf(p.numerator) / p.denominator)
+                                - mpmath.log(mpmath.mpf(q.numerator) / q.denominator))
+                        top = mpmath.mpf(bound.upper().mid().str(70, radius=False))
+                        assert r <= top * (1 + mpmath.mpf(10) ** -50), (counts, other, k, cell, r, bound)
+                        if p != q:
+                            unequal += 1
+                            worst = max(worst, float(r / top))
+    assert bounded > 1000 and unequal > 100 and worst > 0.01
+
+
+def test_divergence_of_permute_and_flip_below_every_digit():
+    """PNFJoint (epsilon 1) at 10^4,3,2,0 and 10^4+1,3,2,0: ``D_2`` is about ``10^-2180``,
+    far below the 200 digits the certified probabilities reach; the outputs carrying it
+    are those whose levels moved, while those at one gap on both sides agree to about
+    ``10^-2170`` (the bound of the level tables).  Before the bound, ``renyi_divergence``
+    raised PrecisionError; the zCDP bracket was ``[0, 0.125]``.  Against the brute force
+    at 2,300 digits; with the bound switched off the divergence is not certified (the
+    bound is what certifies it)."""
+    ca, cb = [10**4, 3, 2, 0], [10**4 + 1, 3, 2, 0]
+    a, b = exactdp.PNFJoint(ca, 2, epsilon=1), exactdp.PNFJoint(cb, 2, epsilon=1)
+    P, Q = pnf_probabilities(ca, 2, mpmath.mpf(1) / 2, 2300), pnf_probabilities(cb, 2, mpmath.mpf(1) / 2, 2300)
+    for alpha in (Fraction(2), Fraction(7, 2)):
+        want = renyi(P, Q, alpha, 2300)
+        got = audit.renyi_divergence(a, b, alpha, dps=30)
+        with mpmath.workdps(40):
+            assert abs(got - want) <= abs(want) * mpmath.mpf(10) ** -29, (alpha, got, want)
+    z = audit.zcdp_rho(a, b)
+    with mpmath.workdps(40):
+        at = z.alpha
+        r = max(renyi(P, Q, at, 2300), renyi(Q, P, at, 2300)) / (mpmath.mpf(at.numerator) / at.denominator)
+        assert abs(z.lower - r) <= r * mpmath.mpf(10) ** -8 and z.converged and z.lower > 0
+        for alpha in (Fraction(2), Fraction(10), Fraction(4000), Fraction(20000)):
+            s = max(renyi(P, Q, alpha, 2300), renyi(Q, P, alpha, 2300)) / alpha
+            assert s <= z.upper
+    # negative control: without the bound of the level tables, no certificate
+    original = _distributions.Pair.log_ratio_bounds
+    try:
+        _distributions.Pair.log_ratio_bounds = lambda self: None
+        with pytest.raises(PrecisionError):
+            audit.renyi_divergence(a, b, 2, dps=30)
+    finally:
+        _distributions.Pair.log_ratio_bounds = original
+
+
+def test_mappings_equal_to_150_digits():
+    """Two coins ``1/2 +- 10^-150`` against a fair coin: ``D_2 = ln(1 + 4 * 10^-300)``.  A
+    plain ``ln(sum P^2 / Q)`` needs 330 digits, past the 200 tried at dps 30 (it raised
+    PrecisionError); the ``h`` form needs about 180."""
+    x = Fraction(1, 10**150)
+    P, Q = {0: Fraction(1, 2) + x, 1: Fraction(1, 2) - x}, {0: Fraction(1, 2), 1: Fraction(1, 2)}
+    got = audit.renyi_divergence(P, Q, 2, dps=30)
+    with mpmath.workdps(400):
+        want = mpmath.log1p(4 * mpmath.mpf(10) ** -300)
+        assert abs(got - want) <= want * mpmath.mpf(10) ** -29
+        kl_want = mpmath.fsum(mpmath.mpf(p.numerator) / p.denominator
+                              * mpmath.log(mpmath.mpf(p.numerator) / p.denominator * 2) for p in P.values())
+    z = audit.zcdp_rho(P, Q)
+    assert z.lower <= z.upper and z.lower >= kl_want * (1 - mpmath.mpf(10) ** -6) and z.lower > 0
