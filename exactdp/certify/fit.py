@@ -35,7 +35,7 @@ from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAUL
                      MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
                      _LevelPlan)
 from .io import IdMap, check_id_map, normalise_output, relabel
-from .tail import TailTest, _levels_label, binomial_sf
+from .tail import TailTest, _levels_label, binomial_sf_upper
 
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
@@ -138,6 +138,16 @@ def sensitivity(
     is that deviation plus a visible one of total variation ``delta - blind``: ``lambda``
     uses ``delta - blind``, and when ``blind >= delta`` the power is ``alpha`` (so the
     verdict cannot be PASS); ``detectable_delta`` is ``blind`` plus the visible part.
+
+    **Rare tail.**  With a rare tail (see :func:`goodness_of_fit`), the power is a lower
+    bound for the two-part test: with ``tau`` the mass moved onto the tail and ``c`` the
+    tail draws at which its exact test rejects, it is at least ``G + (1 - G) F`` where
+    ``G = P(Binomial(n, P(R) + tau) >= c)`` and ``F`` is the chi-square stages' least
+    favourable power above with ``n - c + 1`` draws, their share of ``alpha``, and a
+    deviation of ``delta - tau - P(R)`` on the law conditioned on leaving the tail; the
+    minimum over ``tau`` in ``[0, delta]`` is bounded from below by branch and bound
+    (:func:`exactdp.certify.tail._lf_power_tail`), and ``detectable_delta`` is found by
+    bisection on that bound.
 
     **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
     test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
@@ -369,7 +379,16 @@ def goodness_of_fit(
     1. **By level**: observed draws per level against ``n * P(level)`` (exact level
        probabilities certified to ``dps`` digits, multiplied by ``n`` exactly, then
        converted); consecutive levels (best first) are pooled until each bin expects at
-       least ``min_expected`` draws.
+       least ``min_expected`` draws, but a rare level (expecting fewer) only with other rare
+       levels, never with a level that fills a bin by itself (mass moved between them would
+       be invisible).  Rare levels left over form the **rare tail** ``R``, tested exactly
+       (:mod:`~exactdp.certify.tail`): the number ``T`` of draws in it is
+       ``Binomial(n, P(R))`` under the mechanism, its p-value ``P(T >= t)``; the level bins
+       then test the other ``n - T`` draws against ``n - T`` times the probabilities
+       conditioned on leaving ``R``.  The two tests split ``alpha`` (Bonferroni: half
+       each, or all of it for the tail when the chi-square stages have no degrees of
+       freedom), so the false-alarm rate stays at most ``alpha``; ``p_value`` is their
+       combination (see :class:`GoodnessOfFit`).
     2. **Within levels** (``within=True``): every output of a level is equally likely.
        Given the ``n_a`` draws in level ``a`` of ``m_a`` outputs, each output expects
        ``n_a / m_a`` when ``n P(a) >= min_expected * m_a``; otherwise the outputs are
@@ -379,7 +398,8 @@ def goodness_of_fit(
        chosen from ``n`` and the exact probabilities only, never from the draws.
 
     The statistic is the sum of both stages, with degrees of freedom summed; the p-value
-    is ``Q(df/2, x/2)`` (mpmath's regularised incomplete gamma).  A draw that is not a
+    is ``Q(df/2, x/2)`` (mpmath's regularised incomplete gamma), combined with the rare
+    tail's when there is one.  A draw that is not a
     valid output, or has probability 0, makes the p-value 0.
     """
     alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
@@ -433,7 +453,7 @@ def goodness_of_fit(
             e_tail = float(n * p_tail)
             scale = (n - t_obs) / (1 - p_tail)
             expected_exact = [p * scale for p in probs]
-        tail = TailTest(tuple(plan.rare), t_obs, e_tail, p_tail, binomial_sf(t_obs, n, p_tail, digits), plan.tail_share)
+        tail = TailTest(tuple(plan.rare), t_obs, e_tail, p_tail, binomial_sf_upper(t_obs, n, p_tail, digits), plan.tail_share)
     # stage 1
     level_stat = 0.0
     for group in plan.level_bins:

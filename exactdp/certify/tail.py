@@ -17,7 +17,7 @@ certified to ``dps`` digits.
 
 >>> from fractions import Fraction
 >>> print(mpmath.nstr(binomial_sf(2, 10, Fraction(1, 10)), 12))
-0.263901071
+0.2639010709
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ class TailTest:
     """The exact test of the rare tail in a :class:`~exactdp.certify.GoodnessOfFit`:
     ``levels`` (the rare levels, tested together), ``observed`` draws in them (``T``),
     ``expected`` draws (``n P(R)``, converted to float), ``probability`` ``P(R)``
-    (certified), ``p_value`` ``P(T >= observed)`` for ``T ~ Binomial(n, P(R))`` (exact,
-    certified) and ``share``: the part of ``alpha`` the tail test uses (Bonferroni:
+    (certified), ``p_value`` ``P(T >= observed)`` for ``T ~ Binomial(n, P(R))`` (exact, as
+    the certified upper bound of :func:`binomial_sf_upper`, so that deciding on it is never
+    too liberal) and ``share``: the part of ``alpha`` the tail test uses (Bonferroni:
     ``1/2`` when the chi-square stages have degrees of freedom, else ``1``)."""
 
     levels: tuple[int, ...]
@@ -135,6 +136,19 @@ def binomial_sf(t: int, n: int, p: Union[Fraction, mpmath.mpf, float, int], dps:
         return +total
 
 
+def binomial_sf_upper(t: int, n: int, p: Union[Fraction, mpmath.mpf, float, int], dps: int = 30) -> mpmath.mpf:
+    """An upper bound on ``P(T >= t)`` for ``T ~ Binomial(n, p)`` when ``p`` is certified to
+    ``dps`` digits: :func:`binomial_sf` times ``1 + (t + n p + 2) 10**-(dps - 1)``, which covers
+    both its own error and the error of ``p`` (the tail's logarithmic derivative in ``p`` is
+    at most ``t + n p`` in size).  The tail test rejects when this bound is below its share
+    of ``alpha``, so its false-alarm rate never exceeds that share, ties included."""
+    value = binomial_sf(t, n, p, dps)
+    with mp_workdps(dps + 5):
+        margin = (t + n * mpmath.mpf(p.numerator if isinstance(p, Fraction) else p)
+                  / (p.denominator if isinstance(p, Fraction) else 1) + 2) * mpmath.mpf(10) ** -(dps - 1)
+        return min(mpmath.mpf(1), value * (1 + margin))
+
+
 def _binomial_sf_float(c: int, n: int, q: float) -> float:
     """``P(Binomial(n, q) >= c)`` in floating point (a power, a statistic): ``1`` minus
     the ``c`` first terms, each from logarithms."""
@@ -153,11 +167,11 @@ def _binomial_sf_float(c: int, n: int, q: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _critical_count(n: int, p: mpmath.mpf, a: float, dps: int = 30) -> int:
-    """The smallest ``c`` with ``P(T >= c) < a`` for ``T ~ Binomial(n, p)``: the tail test
-    at share ``a`` of ``alpha`` rejects exactly when ``T >= c`` (``n + 1`` when it cannot
-    reject)."""
+    """The smallest ``c`` whose certified bound :func:`binomial_sf_upper` on
+    ``P(T >= c)``, ``T ~ Binomial(n, p)``, is below ``a``: the tail test at share ``a`` of
+    ``alpha`` rejects exactly when ``T >= c`` (``n + 1`` when it cannot reject)."""
     c = 1
-    while c <= n and binomial_sf(c, n, p, dps) >= a:
+    while c <= n and binomial_sf_upper(c, n, p, dps) >= a:
         c += 1
     return c
 
