@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import mpmath
 
@@ -237,15 +237,16 @@ def _lambda_for_power(alpha: float, df: int, target: float) -> float:
     return hi
 
 
-def _lf_power(shape: BinPlan, delta: float, alpha: float) -> tuple[float, float]:
+def _lf_power(shape: BinPlan, delta: float, alpha: float, target: Optional[float] = None) -> tuple[float, float]:
     """(power, noncentrality) against the least favourable alternative at TV ``delta``:
     the largest deviation the bins cannot see (``shape.blind``) plus the least favourable
     visible one of TV ``delta - blind``; when ``blind >= delta`` the whole deviation can
     hide inside the bins, and the power is ``alpha`` (noncentrality 0).  With a rare tail,
-    the two-part bound of :func:`exactdp.certify.tail._lf_power_tail`."""
+    the two-part bound of :func:`exactdp.certify.tail._lf_power_tail` (``target``: only as
+    precise as needed to compare it with ``target``)."""
     if shape.tail_levels:
         from .tail import _lf_power_tail  # tail builds on this module
-        return _lf_power_tail(shape, delta, alpha)
+        return _lf_power_tail(shape, delta, alpha, target)
     if shape.df <= 0 or shape.spread <= 0:
         return 0.0, 0.0
     seen = delta - shape.blind

@@ -292,7 +292,7 @@ class _Design:
         (levels skipped past ``max_enumerate``: more draws do not list them)."""
         if self.shape(max_n).blind >= delta:
             return None
-        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha)[0] >= target, max_n)
+        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha, target)[0] >= target, max_n)
 
 
 def _search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:

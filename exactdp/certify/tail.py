@@ -26,7 +26,7 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import mpmath
 
@@ -186,11 +186,14 @@ _POWER_TOL = 1e-4
 _MAX_SPLITS = 60
 
 
-def _min_lower_bound(g: Callable[[float], float], f: Callable[[float], float], lo: float, hi: float) -> float:
+def _min_lower_bound(g: Callable[[float], float], f: Callable[[float], float], lo: float, hi: float,
+                     target: Optional[float] = None) -> float:
     """A lower bound on ``min over x in [lo, hi]`` of ``g(x) + (1 - g(x)) f(x)`` for ``g``
     increasing and ``f`` decreasing with values in [0, 1]: on ``[a, b]`` it is at least
     ``g(a) + (1 - g(a)) f(b)`` (the expression increases in both).  Branch and bound on
-    the interval with the smallest such bound."""
+    the interval with the smallest such bound.  With ``target``, it stops as soon as the
+    answer to "is the minimum at least ``target``?" is known (the bound reaches it, or a
+    value below it is seen): the bound returned then answers that question rightly."""
     cache: dict[float, tuple[float, float]] = {}
 
     def at(x: float) -> tuple[float, float]:
@@ -218,13 +221,16 @@ def _min_lower_bound(g: Callable[[float], float], f: Callable[[float], float], l
         low = bound(a, b)
         if best - low <= _POWER_TOL or b - a <= 1e-15 * max(1.0, b):
             return low
+        if target is not None and (low >= target or best < target):
+            return min(low, best)
         mid = (a + b) / 2 if a <= 0 or b / a > 4 else math.sqrt(a * b)
         best = min(best, h(mid))
         intervals[0:1] = [(a, mid), (mid, b)]
     return min(bound(*ab) for ab in intervals)
 
 
-def _lf_power_tail(shape: BinPlan, delta: float, alpha: float) -> tuple[float, float]:
+def _lf_power_tail(shape: BinPlan, delta: float, alpha: float,
+                   target: Optional[float] = None) -> tuple[float, float]:
     """(power, chi-square noncentrality) of the two-part test against the least favourable
     alternative at total variation ``delta``: a certified lower bound given the chi-square
     powers.
@@ -238,7 +244,8 @@ def _lf_power_tail(shape: BinPlan, delta: float, alpha: float) -> tuple[float, f
     draws only lower it), the test rejects with probability at least
     ``G + (1 - G) F``; mass moved off ``R`` (``tau <= P(R)``) gives at least
     ``F(P(R))``.  The minimum over ``tau`` in ``[0, delta]`` is bounded from below by
-    branch and bound (:func:`_min_lower_bound`)."""
+    branch and bound (:func:`_min_lower_bound`; with ``target``, only as far as needed to
+    compare it with ``target``)."""
     share = shape.tail_share
     a_t, a_c = alpha * share, alpha * (1 - share)
     p_r = float(shape.tail_probability)
@@ -259,7 +266,7 @@ def _lf_power_tail(shape: BinPlan, delta: float, alpha: float) -> tuple[float, f
     def g(tau: float) -> float:
         return _binomial_sf_float(c, shape.n, min(1.0, p_r + tau))
 
-    low = min(_min_lower_bound(g, f, 0.0, delta), f(min(p_r, delta)))
+    low = min(_min_lower_bound(g, f, 0.0, delta, target), f(min(p_r, delta)))
     return max(0.0, low), lams.get(0.0, 0.0)
 
 
@@ -269,12 +276,12 @@ def _lf_delta_tail(shape: BinPlan, alpha: float, target: float) -> float:
     even a deviation of 1 is not detected)."""
     if shape.df <= 0 or shape.spread <= 0:
         return math.inf
-    if _lf_power_tail(shape, 1.0, alpha)[0] < target:
+    if _lf_power_tail(shape, 1.0, alpha, target)[0] < target:
         return 2.0
     lo, hi = 0.0, 1.0
     while hi - lo > 1e-4 * hi:
         mid = (lo + hi) / 2
-        if _lf_power_tail(shape, mid, alpha)[0] >= target:
+        if _lf_power_tail(shape, mid, alpha, target)[0] >= target:
             hi = mid
         else:
             lo = mid
