@@ -192,7 +192,7 @@ def assert_sampler_matches(
       about 5 expected draws, docs/oracle.md):
       ``AssertionError`` with the verdict line, both stages' p-values, the worst bins and
       the seed;
-    * INCONCLUSIVE (not rejected, but the test had 0 degrees of freedom, or power below
+    * INCONCLUSIVE (not rejected, but the test had 0 degrees of freedom and no rare tail, or power below
       ``min_power`` (default 0.99) against the least favourable alternative at total
       variation ``delta`` (default 0.05), see :func:`exactdp.certify.sensitivity`):
       :class:`Inconclusive`, whose message gives the

@@ -40,7 +40,8 @@ p-values), never in an exact value.
 Modules, one job each: :mod:`~exactdp.certify.compare` (claimed probability tables and
 ``log m~`` arrays), :mod:`~exactdp.certify.fit` (the sampler test and its verdict),
 :mod:`~exactdp.certify.design` (its bins as a function of ``n``),
-:mod:`~exactdp.certify.chi2` (chi-square laws and power), :mod:`~exactdp.certify.alternative`
+:mod:`~exactdp.certify.chi2` (chi-square laws and power), :mod:`~exactdp.certify.tail` (the exact test of the
+rare tail: levels too rare for the chi-square), :mod:`~exactdp.certify.alternative`
 (power against a given alternative, draws needed) and :mod:`~exactdp.certify.io` (reading
 draws and sample files).  Every public name is importable from ``exactdp.certify``.
 """
@@ -59,6 +60,7 @@ from .design import DEFAULT_MAX_ENUMERATE, MIN_EXPECTED  # noqa: F401  (module c
 from .fit import GoodnessOfFit, Sensitivity, goodness_of_fit, sensitivity
 from .io import normalise_output, read_samples, relabel
 from .alternative import Power, power, samples_needed
+from .tail import TailTest, binomial_sf
 
 __all__ = [
     "ComparisonRow",
@@ -69,6 +71,7 @@ __all__ = [
     "ClassComparison",
     "Bin",
     "GoodnessOfFit",
+    "TailTest",
     "BinPlan",
     "Sensitivity",
     "Power",
@@ -82,6 +85,7 @@ __all__ = [
     "chi2_sf",
     "chi2_isf",
     "ncx2_sf",
+    "binomial_sf",
     "normalise_output",
     "read_samples",
     "relabel",

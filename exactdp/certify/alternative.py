@@ -30,6 +30,7 @@ from .chi2 import _critical, _ncx2_sf_fast
 from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
                      MIN_EXPECTED, _check_design_args, _Design, _group_size, _Plan, _search_n)
 from .io import _to_mpf, normalise_output
+from .tail import _binomial_sf_float, _critical_count
 
 __all__ = ["Power", "power", "samples_needed"]
 
@@ -43,7 +44,10 @@ class Power:
     ``"monte-carlo"``: the binned counts simulated ``trials`` times, with a 95% Wilson
     interval in ``interval``), ``df``, ``critical`` value, ``noncentrality``, and
     ``outside``: the alternative's probability of outputs the mechanism never gives
-    (any such draw is detected)."""
+    (any such draw is detected).  With a rare tail, ``tail_critical``: the number of draws
+    in it at which its exact test rejects, and ``tail_power`` the probability of that
+    under the alternative (``noncentrality`` is then the chi-square stages' with
+    ``n - tail_critical + 1`` draws, and ``critical`` at their share of ``alpha``)."""
 
     power: float
     n: int
@@ -56,6 +60,8 @@ class Power:
     trials: int = 0
     rejections: int = 0
     interval: tuple[float, float] = (math.nan, math.nan)
+    tail_critical: Optional[int] = None
+    tail_power: float = 0.0
 
     def __float__(self) -> float:
         return self.power
@@ -65,6 +71,9 @@ class Power:
                 f"df = {self.df}, critical value {self.critical:.6g}, noncentrality {self.noncentrality:.6g})")
         if self.method == "monte-carlo":
             text += f"; {self.rejections}/{self.trials} rejections, 95% interval [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
+        if self.tail_critical is not None:
+            text += (f"; rare tail rejects at {self.tail_critical} draws or more, with probability "
+                     f"{self.tail_power:.4g}")
         return text
 
 
@@ -125,12 +134,21 @@ class _Alternative:
                                             f"{total_q:.12g} in all, more than 1: give a distribution")
             self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
 
+    def tail(self, plan: _Plan) -> tuple[mpmath.mpf, float]:
+        """``(P(R), q(R))``: the rare tail's probability (certified) and the alternative's."""
+        if not plan.rare:
+            return mpmath.mpf(0), 0.0
+        return mpmath.fsum(self.design.probs[a] for a in plan.rare), math.fsum(self.q_level[a] for a in plan.rare)
+
     def binned(self, plan: _Plan):
         """Null and alternative probabilities of the level bins, and per tested level
-        ``(p_bins|a, q_bins)``."""
+        ``(p_bins|a, q_bins)``; with a rare tail, the level bins' probabilities are
+        conditioned on leaving it (the chi-square stages see the draws outside it)."""
         probs = self.design.probs
-        p_lb = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
-        q_lb = [sum(self.q_level[a] for a in g) for g in plan.level_bins]
+        p_r, q_r = self.tail(plan)
+        keep_p, keep_q = 1.0 - float(p_r), 1.0 - q_r  # both 1.0 without a tail
+        p_lb = [float(mpmath.fsum(probs[a] for a in g)) / keep_p for g in plan.level_bins]
+        q_lb = [sum(self.q_level[a] for a in g) / keep_q if keep_q > 0 else 0.0 for g in plan.level_bins]
         parts = {}
         for a, lp in plan.within.items():
             if lp.mode == "skip":
@@ -147,20 +165,44 @@ class _Alternative:
         return p_lb, q_lb, parts
 
     def noncentrality(self, n: int) -> tuple[float, int, _Plan, list, list, dict]:
+        """The chi-square stages' noncentrality with ``n`` draws (outside the rare tail,
+        if any, on the law conditioned on leaving it), their ``df``, the plan and the
+        binned probabilities of :meth:`binned`."""
         plan = self.design.plan(n)
         p_lb, q_lb, parts = self.binned(plan)
+        keep_q = 1.0 - self.tail(plan)[1]
         df = (len(p_lb) - 1) + sum(len(p) - 1 for p, _ in parts.values())
         lam = sum((q - p) ** 2 / p for p, q in zip(p_lb, q_lb) if p > 0)
         for a, (p_cond, q_bins) in parts.items():
             qa = self.q_level[a]
-            if qa <= 0:
+            if qa <= 0 or keep_q <= 0:
                 continue
-            lam += qa * sum((q / qa - p) ** 2 / p for p, q in zip(p_cond, q_bins))
+            lam += qa / keep_q * sum((q / qa - p) ** 2 / p for p, q in zip(p_cond, q_bins))
         return lam * n, df, plan, p_lb, q_lb, parts
 
+    def inside(self, n: int, alpha: float) -> tuple[float, float, int, float, Optional[int], float]:
+        """``(power inside the support, noncentrality, df, critical value, tail critical
+        count, tail power)``.  Without a rare tail: the noncentral chi-square power.  With
+        one: the tail test (at share ``s`` of ``alpha``) rejects when ``T >= c``, with
+        probability ``G = P(Binomial(n, q(R)) >= c)``; when it does not, the chi-square
+        stages (at ``(1 - s) alpha``) have at least ``n - c + 1`` draws, so the power is at
+        least ``G + (1 - G) F`` with ``F`` their power with ``n - c + 1`` draws."""
+        lam, df, plan, *_ = self.noncentrality(n)
+        if not plan.rare:
+            crit = _critical(alpha, df) if df > 0 else math.inf
+            return (_ncx2_sf_fast(crit, df, lam) if df > 0 else 0.0), lam, df, crit, None, 0.0
+        share = plan.tail_share
+        p_r, q_r = self.tail(plan)
+        c = _critical_count(n, p_r, alpha * share)
+        g = _binomial_sf_float(c, n, q_r)
+        n_c = n - c + 1
+        lam_c = lam * n_c / n if n_c > 0 else 0.0
+        crit = _critical(alpha * (1 - share), df) if df > 0 and share < 1 else math.inf
+        f = _ncx2_sf_fast(crit, df, lam_c) if df > 0 and share < 1 and n_c > 0 else 0.0
+        return g + (1.0 - g) * f, lam_c, df, crit, c, g
+
     def power(self, n: int, alpha: float) -> float:
-        lam, df, *_ = self.noncentrality(n)
-        inside = _ncx2_sf_fast(_critical(alpha, df), df, lam) if df > 0 else 0.0
+        inside = self.inside(n, alpha)[0]
         return 1.0 - (1.0 - self.outside) ** n * (1.0 - inside)
 
 
@@ -191,6 +233,14 @@ def power(
     (seeded) and the statistic compared with the critical value; the estimate comes with a
     95% Wilson interval.  Either way, mass the alternative puts outside the mechanism's
     support is detected by any draw of it: ``1 - (1 - outside)**n`` is combined in.
+
+    With a rare tail (levels too rare for the chi-square, tested exactly, see
+    :func:`goodness_of_fit`), the level bins' probabilities are conditioned on leaving the
+    tail and the power combines both tests: the noncentral method gives the lower bound
+    ``G + (1 - G) F`` (``G``: the tail test's power, an exact binomial tail in floating
+    point; ``F``: the chi-square stages' power with the fewest draws they can have when the
+    tail test does not reject, ``n - c + 1``; ``c`` is :attr:`Power.tail_critical`), never
+    more than the two-part test has; the Monte Carlo method simulates both.
     Needs the support enumerated (``max_enumerate``).  This is the power against this one
     alternative; :func:`sensitivity` gives the power against the least favourable one at a
     given total variation distance.
@@ -201,29 +251,33 @@ def power(
     alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
     lv = Groups(mechanism, as_dps(dps))
     alt = _Alternative(_Design(lv, min_expected, within, max_enumerate), lv, alternative, max_enumerate)
-    lam, df, plan, p_lb, q_lb, within_parts = alt.noncentrality(count)
+    inside, lam, df, crit, tail_c, tail_power = alt.inside(count, alpha)
+    _, _, plan, p_lb, q_lb, within_parts = alt.noncentrality(count)
     outside = alt.outside
-    crit = _critical(alpha, df) if df > 0 else math.inf
     miss_outside = (1.0 - outside) ** count
     if method == "noncentral":
-        inside = _ncx2_sf_fast(crit, df, lam) if df > 0 else 0.0
         value = 1.0 - miss_outside * (1.0 - inside)
-        return Power(value, count, alpha, method, df, crit, lam, outside)
+        return Power(value, count, alpha, method, df, crit, lam, outside, tail_critical=tail_c, tail_power=tail_power)
     rng = np.random.default_rng(seed)
     trials = as_positive_int(trials, "trials")
     q_arr = np.array(alt.q_level + [outside], dtype=float)
     q_arr = q_arr / q_arr.sum()
+    rare = list(plan.rare)
     rejections = 0
     for _ in range(trials):
         draws = rng.multinomial(count, q_arr)
         if draws[-1] > 0:
             rejections += 1
             continue
+        t = int(sum(draws[a] for a in rare))
+        if tail_c is not None and t >= tail_c:
+            rejections += 1
+            continue
         stat = 0.0
         for g, group in enumerate(plan.level_bins):
             o = int(sum(draws[a] for a in group))
-            e = count * p_lb[g]
-            stat += (o - e) ** 2 / e
+            e = (count - t) * p_lb[g]
+            stat += (o - e) ** 2 / e if e > 0 else (0.0 if o == 0 else math.inf)
         for a, (p_cond, q_bins) in within_parts.items():
             n_a = int(draws[a])
             if n_a == 0:
@@ -240,7 +294,7 @@ def power(
     centre = (est + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * math.sqrt(est * (1 - est) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
     return Power(est, count, alpha, method, df, crit, lam, outside, trials, rejections,
-                 (max(0.0, centre - half), min(1.0, centre + half)))
+                 (max(0.0, centre - half), min(1.0, centre + half)), tail_c, tail_power)
 
 
 #: Noncentrality per draw at or below which an alternative counts as the mechanism itself
@@ -301,8 +355,10 @@ def samples_needed(
     # probabilities".  A larger deviation is real: too small for max_n draws, not
     # undetectable (it used to be called "the same" up to relative deviations of ~1e-6).
     finest = max(max_n, DEFAULT_MAX_N)
-    lam_finest, df_finest, *_ = alt.noncentrality(finest)
-    if alt.outside <= 0 and (df_finest <= 0 or lam_finest <= _SAME * finest):
+    lam_finest, df_finest, plan_finest, *_ = alt.noncentrality(finest)
+    p_r, q_r = alt.tail(plan_finest)  # more mass on the rare tail is seen by its exact test
+    tail_seen = plan_finest.rare and q_r - float(p_r) > 1e-10 * float(p_r) + 1e-300
+    if alt.outside <= 0 and not tail_seen and (df_finest <= 0 or lam_finest <= _SAME * finest):
         raise NothingToDetectError(
             "alternative", alternative,
             f"has the same probabilities as {mechanism!r} on every bin the test uses, up to float rounding "

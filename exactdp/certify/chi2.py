@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import mpmath
 
@@ -237,11 +237,16 @@ def _lambda_for_power(alpha: float, df: int, target: float) -> float:
     return hi
 
 
-def _lf_power(shape: BinPlan, delta: float, alpha: float) -> tuple[float, float]:
+def _lf_power(shape: BinPlan, delta: float, alpha: float, target: Optional[float] = None) -> tuple[float, float]:
     """(power, noncentrality) against the least favourable alternative at TV ``delta``:
     the largest deviation the bins cannot see (``shape.blind``) plus the least favourable
     visible one of TV ``delta - blind``; when ``blind >= delta`` the whole deviation can
-    hide inside the bins, and the power is ``alpha`` (noncentrality 0)."""
+    hide inside the bins, and the power is ``alpha`` (noncentrality 0).  With a rare tail,
+    the two-part bound of :func:`exactdp.certify.tail._lf_power_tail` (``target``: only as
+    precise as needed to compare it with ``target``)."""
+    if shape.tail_levels:
+        from .tail import _lf_power_tail  # tail builds on this module
+        return _lf_power_tail(shape, delta, alpha, target)
     if shape.df <= 0 or shape.spread <= 0:
         return 0.0, 0.0
     seen = delta - shape.blind
@@ -253,7 +258,11 @@ def _lf_power(shape: BinPlan, delta: float, alpha: float) -> tuple[float, float]
 
 def _lf_delta(shape: BinPlan, alpha: float, target: float) -> float:
     """The smallest TV deviation detected with power ``target`` (``inf`` when ``df = 0``):
-    the invisible ``shape.blind`` plus the smallest visible deviation detected."""
+    the invisible ``shape.blind`` plus the smallest visible deviation detected (with a rare
+    tail, by bisection on :func:`_lf_power`)."""
+    if shape.tail_levels:
+        from .tail import _lf_delta_tail
+        return _lf_delta_tail(shape, alpha, target)
     if shape.df <= 0 or shape.spread <= 0:
         return math.inf
     return shape.blind + math.sqrt(_lambda_for_power(alpha, shape.df, target) * shape.spread / shape.n)

@@ -4,7 +4,9 @@ The bins are chosen from ``n`` and the exact probabilities only, never from the 
 
 The test has two stages (see :func:`exactdp.certify.goodness_of_fit`): the levels of a
 mechanism (its probability groups: utility levels, or ``CanonicalGamma1``'s classes),
-consecutive ones pooled until each bin expects :data:`MIN_EXPECTED` draws; then, inside
+consecutive ones pooled until each bin expects :data:`MIN_EXPECTED` draws (rare levels only
+with each other: what is left of them is the rare tail, tested exactly by
+:mod:`~exactdp.certify.tail`); then, inside
 each level, the uniformity of its outputs, one bin per output or per run of consecutive
 outputs.  :class:`BinPlan` summarises what was pooled or left untested, and
 :class:`_Design` re-chooses the bins for any ``n`` (to search the ``n`` a power needs).
@@ -13,7 +15,7 @@ outputs.  :class:`BinPlan` summarises what was pooled or left untested, and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import mpmath
@@ -75,26 +77,40 @@ class _Plan:
     level_bins: list  # list of lists of level indices
     within: dict  # level -> _LevelPlan
     needs_enumeration: bool
+    rare: tuple = ()  # the rare tail's levels, tested exactly (empty: no tail)
+    tail_share: float = 0.0  # the part of alpha the tail test uses (0 without a tail)
 
 
-def _pool_levels(expected: Sequence[float], min_expected: float) -> list[list[int]]:
-    """Consecutive levels (best first) pooled until each bin expects ``min_expected``;
-    a short tail is merged into the last bin."""
+def _pool_levels(expected: Sequence[float], min_expected: float) -> tuple[list[list[int]], list[int]]:
+    """Bins of levels for the chi-square, and the rare tail: consecutive levels (best
+    first) pooled until each bin expects ``min_expected`` draws, but a run of rare levels
+    is never pooled with a level that expects ``min_expected`` draws by itself (mass moved
+    from that heavy level onto the rare ones would hide in the bin).  Such runs, and the
+    short run at the end, are pooled with each other: one more bin when together they
+    expect ``min_expected`` draws, else the rare tail, tested exactly
+    (:mod:`~exactdp.certify.tail`).  When no bin expects ``min_expected`` draws, all levels
+    share one bin (0 degrees of freedom) and there is no tail."""
     bins: list[list[int]] = []
+    rare: list[int] = []
     cur: list[int] = []
     acc = 0.0
     for a, e in enumerate(expected):
+        if cur and e >= min_expected:
+            rare.extend(cur)
+            cur, acc = [], 0.0
         cur.append(a)
         acc += e
         if acc >= min_expected:
             bins.append(cur)
             cur, acc = [], 0.0
-    if cur:
-        if bins:
-            bins[-1].extend(cur)
-        else:
-            bins.append(cur)
-    return bins
+    rare.extend(cur)
+    if not bins:
+        return [list(range(len(expected)))], []
+    if rare and math.fsum(expected[a] for a in rare) >= min_expected:
+        bins.append(rare)
+        bins.sort(key=lambda g: g[0])
+        rare = []
+    return bins, rare
 
 
 def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: int, min_expected: float,
@@ -120,7 +136,13 @@ def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: in
                 continue
             plan_within[a] = _LevelPlan("groups", size=size, groups=groups)
             needs = True
-    return _Plan(_pool_levels(expected, min_expected), plan_within, needs)
+    bins, rare = _pool_levels(expected, min_expected)
+    share = 0.0
+    if rare:  # Bonferroni: half of alpha each, unless the chi-square stages cannot reject
+        chi_df = len(bins) - 1 + sum(lp.groups - 1 if lp.mode == "groups" else levels[a].multiplicity - 1
+                                     for a, lp in plan_within.items() if lp.mode != "skip")
+        share = 0.5 if chi_df > 0 else 1.0
+    return _Plan(bins, plan_within, needs, tuple(rare), share)
 
 
 def _group_of(plan: _LevelPlan, position: int) -> int:
@@ -141,7 +163,8 @@ class BinPlan:
     """What the sampler test looks at with ``n`` draws (chosen from ``n`` and the exact
     probabilities only, exactly as :func:`goodness_of_fit` chooses its bins).
 
-    ``df``: degrees of freedom; ``levels`` utility levels pooled into ``level_bins`` bins
+    ``df``: degrees of freedom of the chi-square stages; ``levels`` utility levels, of
+    which all but the ``tail_levels`` of the rare tail are pooled into ``level_bins`` bins
     (``pooled_levels`` of them share a bin with another level: mass moved between those
     is invisible); ``within_outputs`` outputs of levels whose uniformity is tested, in
     ``within_bins`` bins (``within_grouped`` of those outputs share a bin with other
@@ -150,8 +173,16 @@ class BinPlan:
     too large to list, or ``within=False``); ``spread``: the largest ``V`` of
     :func:`sensitivity` (0 when ``df = 0``); ``blind``: the total variation of the largest
     deviation the bins cannot see (mass moved between outputs that share a bin: between
-    the levels of a pooled bin, within an untested level, within a group of outputs), which
-    no number of draws with these bins can detect.
+    the levels of a pooled bin or of the rare tail, within an untested level, within a
+    group of outputs), which no number of draws with these bins can detect.
+
+    The rare tail (``tail_levels > 0``): levels expecting fewer than ``min_expected``
+    draws that could not be pooled with each other into a bin, tested together by the
+    exact binomial test of :mod:`~exactdp.certify.tail`; ``tail_probability`` is their
+    probability ``P(R)``, ``tail_share`` the part of ``alpha`` that test uses (the
+    chi-square stages use the rest), and ``spread`` and ``chi_blind`` describe the
+    chi-square stages on the draws outside the tail (probabilities conditioned on
+    leaving it).
     """
 
     n: int
@@ -165,12 +196,22 @@ class BinPlan:
     untested_outputs: int
     spread: float
     blind: float = 0.0
+    tail_levels: int = 0
+    tail_probability: float = 0.0
+    tail_share: float = 0.0
+    chi_blind: float = 0.0
+    tail_exact: Optional[mpmath.mpf] = field(default=None, repr=False, compare=False)
 
     def describe(self) -> str:
         """``"levels: 5 in 4 bins (2 pooled); within levels: 16 outputs in 12 bins (6
-        grouped), 4 untested"``."""
+        grouped), 4 untested"``; with a rare tail, ``"levels: 3 in 2 bins (0 pooled) and 1
+        in the rare tail (exact binomial test, 0.109 draws expected); ..."``."""
+        tail = ""
+        if self.tail_levels:
+            tail = (f" and {self.tail_levels} in the rare tail (exact binomial test, "
+                    f"{self.n * self.tail_probability:.3g} draws expected)")
         return (f"levels: {self.levels} in {self.level_bins} bin{'s' if self.level_bins != 1 else ''} "
-                f"({self.pooled_levels} pooled); within levels: {self.within_outputs} outputs in "
+                f"({self.pooled_levels} pooled){tail}; within levels: {self.within_outputs} outputs in "
                 f"{self.within_bins} bins ({self.within_grouped} grouped), {self.untested_outputs} untested"
                 + (f"; invisible to these bins: deviations of TV up to {self.blind:.3g}" if self.blind > 0 else ""))
 
@@ -179,9 +220,11 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
               level_obs: Optional[Sequence[int]] = None) -> BinPlan:
     """The :class:`BinPlan` of ``plan``; with ``level_obs`` (observed draws per level),
     levels without a draw have no within-level test, as in :func:`goodness_of_fit`."""
+    p_tail = mpmath.fsum(probs[a] for a in plan.rare) if plan.rare else mpmath.mpf(0)
+    keep = 1.0 - float(p_tail)  # the chi-square stages see draws outside the tail: P(. | not R)
     p_bins = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
     df = len(plan.level_bins) - 1
-    spreads = [_spread(p_bins)] if df > 0 else []
+    spreads = [_spread([p / keep for p in p_bins])] if df > 0 else []
     pooled = sum(len(g) for g in plan.level_bins if len(g) > 1)
     tested = wbins = grouped = untested = 0
     hidden = [0.0] * len(levels)  # per level: TV of the largest deviation inside it no bin sees
@@ -204,13 +247,18 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
         tested += m
         wbins += slots
         df += slots - 1
-        spreads.append(float(probs[a]) * cond)
+        spreads.append(float(probs[a]) / keep * cond)
+
     # A bin's deviations add up over disjoint bins.  Inside a pooled bin, moving its whole
     # mass onto its lightest level (uniformly there) is invisible too.
-    blind = sum(max(sum(hidden[a] for a in g), p - min(float(probs[a]) for a in g) if len(g) > 1 else 0.0)
-                for g, p in zip(plan.level_bins, p_bins))
+    def inside(group, p):
+        return max(sum(hidden[a] for a in group), p - min(float(probs[a]) for a in group) if len(group) > 1 else 0.0)
+
+    chi_blind = sum(inside(g, p) for g, p in zip(plan.level_bins, p_bins))
+    blind = chi_blind + (inside(plan.rare, float(p_tail)) if plan.rare else 0.0)
     return BinPlan(n, df, len(levels), len(plan.level_bins), pooled, tested, wbins, grouped, untested,
-                   max(spreads) if df > 0 and spreads else 0.0, blind)
+                   max(spreads) if df > 0 and spreads else 0.0, blind, len(plan.rare), float(p_tail),
+                   plan.tail_share, chi_blind / keep, p_tail if plan.rare else None)
 
 
 class _Design:
@@ -244,7 +292,7 @@ class _Design:
         (levels skipped past ``max_enumerate``: more draws do not list them)."""
         if self.shape(max_n).blind >= delta:
             return None
-        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha)[0] >= target, max_n)
+        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha, target)[0] >= target, max_n)
 
 
 def _search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:

@@ -35,6 +35,7 @@ from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAUL
                      MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
                      _LevelPlan)
 from .io import IdMap, check_id_map, normalise_output, relabel
+from .tail import TailTest, _levels_label, binomial_sf_upper
 
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
 
@@ -138,6 +139,16 @@ def sensitivity(
     uses ``delta - blind``, and when ``blind >= delta`` the power is ``alpha`` (so the
     verdict cannot be PASS); ``detectable_delta`` is ``blind`` plus the visible part.
 
+    **Rare tail.**  With a rare tail (see :func:`goodness_of_fit`), the power is a lower
+    bound for the two-part test: with ``tau`` the mass moved onto the tail and ``c`` the
+    tail draws at which its exact test rejects, it is at least ``G + (1 - G) F`` where
+    ``G = P(Binomial(n, P(R) + tau) >= c)`` and ``F`` is the chi-square stages' least
+    favourable power above with ``n - c + 1`` draws, their share of ``alpha``, and a
+    deviation of ``delta - tau - P(R)`` on the law conditioned on leaving the tail; the
+    minimum over ``tau`` in ``[0, delta]`` is bounded from below by branch and bound
+    (:func:`exactdp.certify.tail._lf_power_tail`), and ``detectable_delta`` is found by
+    bisection on that bound.
+
     **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
     test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
     the classical large-sample approximation of Pearson's statistic under an alternative
@@ -162,10 +173,16 @@ def sensitivity(
 class GoodnessOfFit:
     """Result of :func:`goodness_of_fit`.
 
-    ``statistic``, ``df``, ``p_value``: Pearson's chi-square over all bins (level stage plus
+    ``statistic``, ``df``: Pearson's chi-square over all bins (level stage plus
     within-level stage; the multinomial splits into the level counts and, given them, the
     counts within each level, so the two statistics add).  ``level_*`` and ``within_*`` are
-    the two stages alone.  ``bins``: every bin (unobserved single-output bins of one level
+    the two stages alone.  ``tail``: the exact test of the rare tail (a
+    :class:`~exactdp.certify.TailTest`), ``None`` when every level is in a chi-square bin.
+    ``p_value``: without a tail, the chi-square's ``Q(df/2, x/2)``; with one, the
+    Bonferroni combination ``min(1, chi2_p_value / (1 - s), tail.p_value / s)`` (``s`` =
+    ``tail.share``; the chi-square term only when ``df > 0``), so that ``p_value < alpha``
+    exactly when one of the two tests rejects at its share of ``alpha`` and the false-alarm
+    rate stays at most ``alpha``.  ``chi2_p_value`` is the chi-square's own p-value.  ``bins``: every bin (unobserved single-output bins of one level
     are summarised in one row); ``invalid``: draws that are not outputs at all;
     ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0),
     each once; ``outside``: the number of draws that are invalid or impossible;
@@ -176,7 +193,8 @@ class GoodnessOfFit:
     :func:`goodness_of_fit`):
 
     * ``"fail"``: an invalid or impossible draw, or ``p_value < alpha``;
-    * ``"inconclusive"``: not rejected, but the test could not have failed (``df = 0``) or
+    * ``"inconclusive"``: not rejected, but the test could not have failed (``df = 0`` and
+      no rare tail) or
       was too weak to trust: its power against the least favourable alternative at total variation ``delta``
       (see :func:`sensitivity`) is below ``min_power``;
     * ``"pass"``: not rejected by a test that had power ``>= min_power`` at ``delta``.
@@ -200,12 +218,19 @@ class GoodnessOfFit:
     outside: int = 0
     skipped: dict[int, str] = field(default_factory=dict)
     plan: Optional[BinPlan] = None
+    tail: Optional[TailTest] = None
     alpha: float = DEFAULT_ALPHA
     delta: float = DEFAULT_DELTA
     min_power: float = DEFAULT_MIN_POWER
     max_n: int = DEFAULT_MAX_N
     _design: Optional[_Design] = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def chi2_p_value(self) -> mpmath.mpf:
+        """The chi-square stages' own p-value ``Q(df/2, x/2)`` (``p_value`` when there is
+        no rare tail)."""
+        return self.p_value if self.tail is None else chi2_sf(self.statistic, self.df)
 
     def _alpha(self, alpha: Optional[float]) -> float:
         return self.alpha if alpha is None else _check_design_args(alpha, self.delta, self.min_power)[0]
@@ -247,7 +272,7 @@ class GoodnessOfFit:
         """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring)."""
         if self.rejected(alpha):
             return "fail"
-        if self.df <= 0 or self.power(alpha) < self.min_power:
+        if (self.df <= 0 and self.tail is None) or self.power(alpha) < self.min_power:
             return "inconclusive"
         return "pass"
 
@@ -267,16 +292,21 @@ class GoodnessOfFit:
             bad = self.outside
             why = (f"{bad} draw{'s' if bad != 1 else ''} outside the support" if bad
                    else "the draws do not follow the exact distribution")
-        elif self.df <= 0:
+        elif self.df <= 0 and self.tail is None:
             why = "0 degrees of freedom: this test cannot reject anything"
         elif v == "inconclusive":
             why = "not rejected, but the test is too weak to say PASS"
         else:
             why = "no evidence against the exact distribution"
         rel = "<" if self.p_value < a else ">="
+        tail = ", p-value"
+        if self.tail is not None:
+            t = self.tail
+            tail = (f" (p = {number_text(self.chi2_p_value, 4)}) and rare tail {t.observed} of {t.expected:.3g} "
+                    f"expected draws (exact p = {number_text(t.p_value, 4)}): combined p-value")
         return (
-            f"{v.upper()}: {why}; n = {self.n}, chi-square {self.statistic:.6g} on {self.df} df, "
-            f"p-value {number_text(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
+            f"{v.upper()}: {why}; n = {self.n}, chi-square {self.statistic:.6g} on {self.df} df{tail} "
+            f"{number_text(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
             f"{self.delta:g} (PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
             f"{_fmt_delta(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
             f"{_fmt_needed(self.samples_needed(a), self.max_n, self._design, self.delta)}; " + (self.plan.describe() if self.plan is not None else "")
@@ -301,10 +331,17 @@ class GoodnessOfFit:
         else:
             within = "nothing to test (0 df: every level has a single output)"
         lines = [
-            f"n = {self.n} draws; chi-square {self.statistic:.6g} on {self.df} df, p-value {number_text(self.p_value, 4)}",
+            f"n = {self.n} draws; chi-square {self.statistic:.6g} on {self.df} df, p-value "
+            + (f"{number_text(self.p_value, 4)}" if self.tail is None else
+               f"{number_text(self.chi2_p_value, 4)}; combined with the rare tail's: {number_text(self.p_value, 4)}"),
             f"  by level:     {self.level_statistic:.6g} on {self.level_df} df, p = {number_text(self.level_p_value, 4)}",
             f"  within level: {within}",
         ]
+        if self.tail is not None:
+            t = self.tail
+            lines.insert(1, f"  rare tail:    {t.label}: {t.observed} draw{'s' if t.observed != 1 else ''}, {t.expected:.3g} expected, exact "
+                            f"p = {number_text(t.p_value, 4)} (P(T >= {t.observed}), T ~ Binomial(n, "
+                            f"{number_text(t.probability, 4)}); alpha share {t.share:g})")
         reasons = Counter(why for _, why in self.invalid)  # one line per reason, not per draw
         for why, count in list(reasons.items())[:5]:
             lines.append(f"  invalid draw{'s' if count > 1 else ''} ({count}): {why}")
@@ -342,7 +379,16 @@ def goodness_of_fit(
     1. **By level**: observed draws per level against ``n * P(level)`` (exact level
        probabilities certified to ``dps`` digits, multiplied by ``n`` exactly, then
        converted); consecutive levels (best first) are pooled until each bin expects at
-       least ``min_expected`` draws.
+       least ``min_expected`` draws, but a rare level (expecting fewer) only with other rare
+       levels, never with a level that fills a bin by itself (mass moved between them would
+       be invisible).  Rare levels left over form the **rare tail** ``R``, tested exactly
+       (:mod:`~exactdp.certify.tail`): the number ``T`` of draws in it is
+       ``Binomial(n, P(R))`` under the mechanism, its p-value ``P(T >= t)``; the level bins
+       then test the other ``n - T`` draws against ``n - T`` times the probabilities
+       conditioned on leaving ``R``.  The two tests split ``alpha`` (Bonferroni: half
+       each, or all of it for the tail when the chi-square stages have no degrees of
+       freedom), so the false-alarm rate stays at most ``alpha``; ``p_value`` is their
+       combination (see :class:`GoodnessOfFit`).
     2. **Within levels** (``within=True``): every output of a level is equally likely.
        Given the ``n_a`` draws in level ``a`` of ``m_a`` outputs, each output expects
        ``n_a / m_a`` when ``n P(a) >= min_expected * m_a``; otherwise the outputs are
@@ -352,7 +398,8 @@ def goodness_of_fit(
        chosen from ``n`` and the exact probabilities only, never from the draws.
 
     The statistic is the sum of both stages, with degrees of freedom summed; the p-value
-    is ``Q(df/2, x/2)`` (mpmath's regularised incomplete gamma).  A draw that is not a
+    is ``Q(df/2, x/2)`` (mpmath's regularised incomplete gamma), combined with the rare
+    tail's when there is one.  A draw that is not a
     valid output, or has probability 0, makes the p-value 0.
     """
     alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
@@ -396,6 +443,17 @@ def goodness_of_fit(
     design = _Design(lv, min_expected, within, max_enumerate)
     plan = design.plan(n)
     bins: list[Bin] = []
+    # the rare tail: T draws in it, tested exactly; the chi-square sees the other n - T,
+    # against the law conditioned on leaving the tail
+    tail = None
+    if plan.rare:
+        t_obs = sum(level_obs[a] for a in plan.rare)
+        with mp_workdps(digits + 5):
+            p_tail = mpmath.fsum(probs[a] for a in plan.rare)
+            e_tail = float(n * p_tail)
+            scale = (n - t_obs) / (1 - p_tail)
+            expected_exact = [p * scale for p in probs]
+        tail = TailTest(tuple(plan.rare), t_obs, e_tail, p_tail, binomial_sf_upper(t_obs, n, p_tail, digits), plan.tail_share)
     # stage 1
     level_stat = 0.0
     for group in plan.level_bins:
@@ -404,7 +462,8 @@ def goodness_of_fit(
             e = float(mpmath.fsum(expected_exact[a] for a in group))
         contrib = (o - e) ** 2 / e if e > 0 else (0.0 if o == 0 else math.inf)
         level_stat += contrib
-        label = f"level {group[0]}" if len(group) == 1 else f"levels {group[0]}-{group[-1]}"
+        label = _levels_label(group) if group != list(range(group[0], group[-1] + 1)) or len(group) == 1 \
+            else f"levels {group[0]}-{group[-1]}"
         bins.append(Bin("level", label, o, e, contrib))
     level_df = len(plan.level_bins) - 1
     # stage 2
@@ -459,15 +518,22 @@ def goodness_of_fit(
     assert shape.df == df, (shape, df)
     bad = bool(invalid or impossible)
     zero = mpmath.mpf(0)
+    p_value = zero if bad else chi2_sf(statistic, df)
+    if tail is not None and not bad:  # Bonferroni over the two tests, shares fixed by the plan
+        with mp_workdps(30):
+            parts = [tail.p_value / tail.share]
+            if tail.share < 1:
+                parts.append(p_value / (1 - tail.share))
+            p_value = min(mpmath.mpf(1), *parts)
     return GoodnessOfFit(
         n=n, statistic=math.inf if bad else statistic, df=df,
-        p_value=zero if bad else chi2_sf(statistic, df),
+        p_value=p_value,
         level_statistic=level_stat, level_df=level_df, level_p_value=zero if bad else chi2_sf(level_stat, level_df),
         within_statistic=within_stat, within_df=within_df,
         within_p_value=chi2_sf(within_stat, within_df),
         bins=tuple(bins), invalid=tuple(invalid), impossible=tuple(impossible),
         outside=outside + len(invalid), skipped=skipped,
-        plan=shape, alpha=alpha, delta=delta, min_power=min_power, max_n=as_positive_int(max_n, "max_n"),
+        plan=shape, tail=tail, alpha=alpha, delta=delta, min_power=min_power, max_n=as_positive_int(max_n, "max_n"),
         _design=design,
     )
 

@@ -373,12 +373,20 @@ def test_constant_sampler_failed_or_inconclusive_at_every_n(counts, k, output):
 
 def test_the_old_false_passes_are_now_inconclusive():
     m = exactdp.Joint(*SMALL_K1, epsilon=1)
+    fit2 = certify.goodness_of_fit([(0,)] * 2, m)  # no level expects 5 draws: one bin, nothing to test
+    assert fit2.df == 0 and fit2.tail is None and fit2.verdict() == "inconclusive" and fit2.power() == 0
+    assert fit2.verdict_line().startswith("INCONCLUSIVE: 0 degrees of freedom: this test cannot reject anything; n = 2")
+    assert "levels: 3 in 1 bin (3 pooled)" in fit2.verdict_line()
+    assert "TV detectable with power 0.99 at this n: none (0 df)" in fit2.verdict_line()
+    assert "within level: nothing to test (0 df: every level has a single output)" in fit2.summary()
+    # ten draws: level 0 is a bin, the two rare levels are the rare tail (no longer pooled with
+    # level 0), tested exactly with all of alpha; still far too weak to say PASS
     fit10 = certify.goodness_of_fit([(0,)] * 10, m)
-    assert fit10.df == 0 and fit10.verdict() == "inconclusive" and fit10.power() == 0
-    assert fit10.verdict_line().startswith("INCONCLUSIVE: 0 degrees of freedom: this test cannot reject anything; n = 10")
-    assert "levels: 3 in 1 bin (3 pooled)" in fit10.verdict_line()
+    assert fit10.df == 0 and fit10.tail.levels == (1, 2) and fit10.tail.share == 1
+    assert fit10.verdict() == "inconclusive" and fit10.power() == 0
+    assert fit10.verdict_line().startswith("INCONCLUSIVE: not rejected, but the test is too weak to say PASS; n = 10")
+    assert "levels: 3 in 1 bin (0 pooled) and 2 in the rare tail" in fit10.verdict_line()
     assert "TV detectable with power 0.99 at this n: none (0 df)" in fit10.verdict_line()
-    assert "within level: nothing to test (0 df: every level has a single output)" in fit10.summary()
     fit30 = certify.goodness_of_fit([(0,)] * 30, m)
     assert fit30.p_value > 1e-6 and fit30.verdict() == "inconclusive" and fit30.power() < 1e-3
 
