@@ -1,8 +1,10 @@
 """Teaching example: the exact expected l_inf error of Joint, PNFJoint and the two peelings.
 
 The shape of the Joint paper's comparison (Gillenwater, Joseph, Medina, Ribero, *A Joint
-Exponential Mechanism for Differentially Private Top-k*, ICML 2022, arXiv:2201.12333, §5:
-expected l_inf error ``max_i (c_(i) - c[s_i])`` against k and against epsilon), computed
+Exponential Mechanism for Differentially Private Top-k*, ICML 2022, arXiv:2201.12333,
+Section 4.3 and Figure 1, which plot the l_inf norm ``max_i |c_(i) - c[s_i]|`` against k),
+here with exactdp's signed l_inf error ``max_i (c_(i) - c[s_i])`` (minus Joint's utility;
+docs/utility.md, "Which l_inf") against k and against epsilon, computed
 exactly by :func:`exactdp.utility.metrics` (every value certified; no Monte Carlo) on the
 synthetic heavy-tailed counts ``floor(100 / r**1.1)``, ``r = 1..30`` (computed in integers).
 The mechanisms are those of ``exactdp compare``: Joint, PNFJoint, pure-epsilon peeling

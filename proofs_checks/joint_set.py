@@ -359,8 +359,9 @@ def _library_failure(js, c, k, swap_readings):
         bad = None
         for strict in (False, True):
             mine = count_paths(a_matrix(c, k, M, strict))
-            if js.count_at_least_matrix_paths(c, k, M, strict=strict != swap_readings) != mine:
-                bad = f"M_{i}{j}, strict={strict}: library {js.count_at_least_matrix_paths(c, k, M, strict=strict)}, paths {mine}"
+            theirs = js.count_at_least_matrix_paths(c, k, M, strict=strict != swap_readings)
+            if theirs != mine:  # name the value compared (the control's swapped reading), not the other one
+                bad = f"M_{i}{j}, strict={strict}: library {theirs}, paths {mine}"
         mine = count_paths(a_matrix(c, k, M, False))
         if bad is None and not (js.count_at_least_dp(c, k, M) == js.count_at_least_brute(c, k, M) == mine):
             bad = f"M_{i}{j}: dp/brute disagree with {mine}"

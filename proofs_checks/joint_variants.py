@@ -140,18 +140,25 @@ def lemma_4_2_epsilon(eps1, delta, k, root_den=8):
        "Lemma 4.2: CDP-Peel (k rounds of the eps'-DP exponential mechanism exp(eps' c_j)) is (eps, delta)-DP "
        "with eps = k eps'^2/8 + 2 eps' sqrt(k ln(1/delta)/8): symbolically the zCDP->DP conversion of "
        "rho = k eps'^2/8; numerically exact hockey-stick divergences <= delta and Rényi divergences <= rho*alpha",
-       control="the Rényi bound with rho = k eps'^2/16 (half the zCDP parameter) and the hockey-stick bound with delta/10")
+       control="each of the three parts with a wrong constant, and each must fail somewhere: the sympy identity "
+               "against 2 eps' sqrt(k ln(1/delta)/16), the hockey-stick bound at eps = rho + sqrt(rho ln(1/delta)) "
+               "(the conversion's factor 2 dropped), the Rényi bound with rho = k eps'^2/16")
 def lemma_4_2(ctx):
+    # The hockey-stick part is loose (Lemma 4.2 is an upper bound: at most 0.066 delta on this
+    # space), so it gets its own wrong variant; the control is rejected only once every part
+    # has failed somewhere, so none of the three can pass vacuously.
     e1, dl, k, rho = sympy.symbols("epsilon_1 delta k rho", positive=True)
     conv = rho + 2 * sympy.sqrt(rho * sympy.log(1 / dl))
-    symbolic_ok = sympy.simplify(conv.subs(rho, k * e1 ** 2 / 8) - lemma_4_2_epsilon(e1, dl, k)) == 0
+    symbolic_ok = sympy.simplify(conv.subs(rho, k * e1 ** 2 / 8) - lemma_4_2_epsilon(e1, dl, k, ctx.ctl(8, 16))) == 0
     D, C = ctx.pick((3, 2), (4, 3))
     deltas = (Fraction(1, 2), Fraction(1, 5), Fraction(1, 20), Fraction(1, 1000))
     alphas = (2, 4, 8)
     s = Search(f"sympy identity; sorted count vectors (min 0) with d <= {D}, counts <= {C}, 2 <= k <= d, "
                "every add/remove neighbour (both directions), eps' = ln 2 (base 1/2), delta in "
                "{1/2, 1/5, 1/20, 1/1000}, alpha in {2, 4, 8}; 40-digit mpmath on exact rational probabilities")
-    s.record(symbolic_ok, "sympy: the formula is not rho + 2 sqrt(rho ln(1/delta)) at rho = k eps'^2/8")
+    failed = {} if symbolic_ok else {"sympy": "the formula is not rho + 2 sqrt(rho ln(1/delta)) at rho = k eps'^2/8"}
+    if not ctx.control:
+        s.record(symbolic_ok, "sympy: " + failed.get("sympy", ""))
     base = Fraction(1, 2)
     nonvacuous = 0
     worst_hs, worst_renyi = (0.0, None), (0.0, None)
@@ -159,8 +166,9 @@ def lemma_4_2(ctx):
         e1v = mpmath.log(2)
         for c, k in instances(D, C, ks=lambda d: range(2, d + 1)):
             P = _peel_mpf(c, k, base)
-            # Lemma 4.2's eps per delta (it depends on k only)
-            eps_of = {dl_: k * e1v ** 2 / 8 + 2 * e1v * mpmath.sqrt(k * mpmath.log(mpmath.mpf(dl_.denominator) / dl_.numerator) / 8)
+            rho_true = k * e1v ** 2 / 8
+            # Lemma 4.2's eps per delta (it depends on k only); the control drops the factor 2
+            eps_of = {dl_: rho_true + ctx.ctl(2, 1) * mpmath.sqrt(rho_true * mpmath.log(mpmath.mpf(dl_.denominator) / dl_.numerator))
                       for dl_ in deltas}
             rho_v = k * e1v ** 2 / ctx.ctl(8, 16)
             bad = None
@@ -169,11 +177,12 @@ def lemma_4_2(ctx):
                 nonvacuous += sum(1 for dl_ in deltas if eps_of[dl_] < k * e1v)
                 for dl_, (A, B) in itertools.product(deltas, ((P, Q), (Q, P))):
                     hs = mpmath.fsum(max(0, A[o] - mpmath.exp(eps_of[dl_]) * B[o]) for o in A)
-                    ratio = hs / (mpmath.mpf(dl_.numerator) / dl_.denominator / ctx.ctl(1, 10))
+                    ratio = hs / (mpmath.mpf(dl_.numerator) / dl_.denominator)
                     if ratio > worst_hs[0]:
                         worst_hs = (float(ratio), inst(c, k, f"delta={dl_}, neighbour={list(n)}"))
                     if ratio > 1:
                         bad = f"delta={dl_}, neighbour={list(n)}: hockey-stick {num(hs)}"
+                        failed.setdefault("hockey-stick", inst(c, k, bad))
                 for a, (A, B) in itertools.product(alphas, ((P, Q), (Q, P))):
                     ren = mpmath.log(mpmath.fsum(A[o] ** a * B[o] ** (1 - a) for o in A)) / (a - 1)
                     r = ren / (rho_v * a)
@@ -181,7 +190,11 @@ def lemma_4_2(ctx):
                         worst_renyi = (float(r), inst(c, k, f"alpha={a}, neighbour={list(n)}"))
                     if r > 1:
                         bad = f"alpha={a}, neighbour={list(n)}: D_alpha = {num(ren)} > rho*alpha"
-            s.record(bad is None, lambda: inst(c, k, bad))
+                        failed.setdefault("Rényi", inst(c, k, bad))
+            if ctx.control:
+                s.record(len(failed) < 3, lambda: "; ".join(f"{part}: {what}" for part, what in failed.items()))
+            else:
+                s.record(bad is None, lambda: inst(c, k, bad))
     return s.outcome(f"{nonvacuous} (instance, neighbour, delta) cases have Lemma 4.2's eps < k eps' (non-vacuous); "
                      f"largest hockey-stick / delta = {worst_hs[0]:.3g} at {worst_hs[1]}; largest "
                      f"D_alpha / (rho alpha) = {worst_renyi[0]:.3g} at {worst_renyi[1]}")

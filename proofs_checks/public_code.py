@@ -10,6 +10,10 @@ The code: google-research, ``dp_topk/joint.py`` and ``dp_topk/joint_test.py``.
   per bin at ``10**4`` trials.  These checks quantify the disagreement exactly: the total
   variation distance, the privacy loss of a sampler that really used unfloored weights, and
   the number of draws a chi-square test needs to see it.
+- ``sample_diff_idx_via_pnf`` (PNFJoint) races the refined entries with ``-floor`` of their
+  differences and excludes the entries with a count of zero, two things the Joint paper's
+  Algorithm 5 leaves to the reader: raced as printed over every ``a in [dk]``, an entry
+  with no sequence can win.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import sympy
 
 import exactdp
 
-from ._common import Search, add_remove, brute_mtilde, instances, order_of, refined_matrix, sequences
+from ._common import (Search, add_remove, brute_mtilde, inst, instances, joint_utility, num, order_of,
+                      refined_matrix, sequences, sorted_counts)
 from .registry import check
 
 PAPER = "Public code (dp_topk)"
@@ -252,3 +257,70 @@ def unfloored_certify(ctx):
         ok = (low < 0.99 <= high and n > 10**4) if not ctx.control else low >= 0.99
         s.record(ok, f"counts {list(c)}: n={n}, power(10^4)={low}, power(n)={high}")
     return s.outcome("; ".join(notes))
+
+
+def _pnf_real(scores, lam):
+    """Permute-and-flip over explicit real scores (``p_S = exp(lam (s_S - s_max))``), one
+    probability per output, by expanding ``prod (1 - t p)`` (mpmath, current precision)."""
+    top = max(scores.values())
+    p = {S: mpmath.exp(lam * (mpmath.mpf(v.numerator) / v.denominator - mpmath.mpf(top.numerator) / top.denominator))
+         for S, v in scores.items()}
+    out = {}
+    for S in scores:
+        poly = [mpmath.mpf(1)]
+        for T in scores:
+            if T != S:
+                poly = [a - p[T] * b for a, b in zip(poly + [0], [0] + poly)]
+        out[S] = p[S] * mpmath.fsum(a / (i + 1) for i, a in enumerate(poly))
+    return out
+
+
+@check("public.algorithm_5_empty_entries", PAPER,
+       "The Joint paper's Algorithm 5 (Appendix D) races every a in [dk] with MaxExpo(eps/2, m(U_(a))) by its "
+       "Equation 6; the dk entries of Algorithm 1 (counts m̃, utility ceil(Ũ) as in Equation 2) include, for every "
+       "k >= 2, entries with m̃ = 0 whose utility is >= 0, the top level's (entry (2, 1): c_(1) - c_(2)). MaxExpo "
+       "of no draws is -infinity, so they must be skipped, as dp_topk's sample_diff_idx_via_pnf does; Equation 6 "
+       "evaluated as written at m = 0 in floating point (p^(1/0) = 0) gives MaxExpo = 0, and the race then ends on "
+       "an entry that has no sequence with probability prod_b (1 - base^(E - u_b))^(m_b) > 0 whenever "
+       "c_(1) > c_(2) (E the largest utility of an m̃ = 0 entry; exact, base 1/2)",
+       control="the literal race claimed safe: probability 0 of ending on an entry without sequences")
+def algorithm_5_empty_entries(ctx):
+    D, C = ctx.pick((4, 3), (5, 4))
+    base = Fraction(1, 2)
+    s = Search(f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every 2 <= k <= d; m̃ by enumeration; "
+               "base exp(-eps/2) = 1/2: exact rationals; and the Joint paper's Appendix D example (10, 5, 1, 1), "
+               "k = 2, eps = 1 (30-digit mpmath)")
+
+    def entries(c, k):
+        U = refined_matrix(c, k)
+        mt = brute_mtilde(c, k, U)
+        return U, mt, [(math.ceil(U[i][j]), mt[(i + 1, j + 1)]) for i in range(k) for j in range(len(c))]
+
+    worst = (Fraction(0), None)
+    for c, k in instances(D, C, ks=lambda d: range(2, d + 1)):
+        U, mt, ent = entries(c, k)
+        E = max(u for u, m in ent if m == 0)
+        p_empty = Fraction(1)
+        for u, m in ent:
+            if m:  # v_b = u_b + MaxExpo(lam, m_b) < E, MaxExpo >= 0
+                p_empty *= (1 - base ** (E - u)) ** m if E >= u else 0
+        sc = sorted_counts(c)
+        if p_empty > worst[0]:
+            worst = (p_empty, inst(c, k))
+        ok = p_empty == 0 if ctx.control else (E >= 0 and mt[(2, 1)] == 0 and (p_empty > 0 or sc[0] == sc[1]))
+        s.record(ok, lambda: inst(c, k, f"largest utility of an m̃ = 0 entry {E}, P(race ends there) = {p_empty}"))
+    with mp_workdps(30):  # the Appendix D example at eps = 1 (lam = 1/2)
+        c, k = (10, 5, 1, 1), 2
+        U, mt, ent = entries(c, k)
+        E = max(u for u, m in ent if m == 0)
+        example = mpmath.fprod((1 - mpmath.exp(-(E - u) / mpmath.mpf(2))) ** m for u, m in ent if m)
+        # the other reading of Algorithm 5's "unique utility values U_(a)": the refined values
+        # raced as they are (permute-and-flip on the unfloored scores) against ceil (the mechanism)
+        rank = {item: r for r, item in enumerate(order_of(c))}
+        refined = {S: min(U[r][rank[S[r]]] for r in range(k)) for S in sequences(len(c), k)}
+        a = _pnf_real(refined, mpmath.mpf(1) / 2)
+        b = _pnf_real({S: Fraction(joint_utility(c, S)) for S in refined}, mpmath.mpf(1) / 2)
+        tv = mpmath.fsum(abs(a[S] - b[S]) for S in a) / 2
+    return s.outcome(f"largest probability {worst[0]} (= {float(worst[0]):.4f}) at {worst[1]}; the Appendix D example "
+                     f"(10, 5, 1, 1), k = 2, eps = 1: {num(example, 6)}; racing the refined values Ũ_(a) instead of "
+                     f"ceil(Ũ_(a)) there: total variation {num(tv, 6)} from permute-and-flip")

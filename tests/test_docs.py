@@ -263,3 +263,35 @@ def test_definitions_lists_every_cli_command():
     line = next(line for line in page.splitlines() if "the `exactdp` command (" in line)
     for command in [*COMMANDS, "check", "compare"]:
         assert f"`{command}`" in line, command
+
+
+def test_jointset_rank_condition_is_stated_one_based():
+    # docs/joint_set.md and docs/utility.md wrote the 1-based ranks r_1 < ... < r_k of a set
+    # with utility >= -M as `r_i < T_i(M)` (the code's 0-based form): with 1-based ranks the
+    # top-k set itself failed it.  The stated form must count exactly those sets.
+    import itertools
+
+    pages = {name: " ".join((ROOT / "docs" / name).read_text(encoding="utf-8").split())
+             for name in ("joint_set.md", "utility.md")}
+    for name, text in pages.items():
+        assert "`r_i <= T_i(M)`" in text and "`r_i < T_i(M)`" not in text, name
+    assert "`r_i > G_i(M)` for at least one `i`" in pages["joint_set.md"]
+
+    def stated(c, k, M):  # 1-based ranks, as the pages state it
+        sc = sorted(c, reverse=True)
+        T = [sum(1 for x in c if x >= sc[i] - M) for i in range(k)]
+        G = [sum(1 for x in c if x > sc[i] - M) for i in range(k)]
+        at_least = exactly = 0
+        for ranks in itertools.combinations(range(1, len(c) + 1), k):
+            if all(r <= T[i] for i, r in enumerate(ranks)):
+                at_least += 1
+                exactly += any(r > G[i] for i, r in enumerate(ranks))
+        return at_least, exactly
+
+    for c in itertools.product(range(3), repeat=4):
+        sc = sorted(c, reverse=True)
+        for k in range(1, 5):
+            utils = [-max(sc[i] - y for i, y in enumerate(sorted((c[j] for j in S), reverse=True)))
+                     for S in itertools.combinations(range(4), k)]
+            for M in range(0, 3):
+                assert stated(c, k, M) == (sum(u >= -M for u in utils), sum(u == -M for u in utils)), (c, k, M)

@@ -2,7 +2,7 @@ r"""Permute-and-flip's one-output probabilities round after round over a shrinki
 
 Peeling with exponential noise (permute-and-flip per round, McKenna & Sheldon 2020,
 arXiv:2010.12603; the Joint paper's PNF-Peel, Gillenwater et al., ICML 2022,
-arXiv:2201.12333, Section 5) picks, in round ``r``, the item of count ``v_r`` among the
+arXiv:2201.12333, Section 4.1.1, Algorithm 2) picks, in round ``r``, the item of count ``v_r`` among the
 remaining multiset ``R_r`` of counts with probability (docs/definitions.md §2.2, every item
 its own output)
 

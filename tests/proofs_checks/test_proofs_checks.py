@@ -214,6 +214,39 @@ def test_real_controls_are_rejected_by_the_real_checks():
     assert fine and detail.startswith("held on all")
 
 
+def test_every_part_of_lemma_4_2_is_shown_to_fail():
+    """Lemma 4.2's check has three parts (the sympy identity, the hockey-stick divergences at
+    its eps, the Rényi divergences at its rho).  Its control once altered the hockey-stick
+    part to delta/10 only, which cannot fail (the divergence is at most 0.066 delta on the
+    space), so it was rejected by the Rényi part alone: each part now gets a wrong variant
+    that must fail somewhere."""
+    r = results()["joint.lemma_4_2"]
+    assert r.status == "pass" and r.control_result == "rejected"
+    detail = r.control_detail
+    assert "sympy: " in detail and "Rényi: " in detail and "hockey-stick: counts=" in detail, detail
+    assert "largest hockey-stick / delta = 0.0656" in r.detail
+
+
+def test_algorithm_5_zero_count_entries_documented_numbers():
+    """docs/errata.md (remark on Algorithm 5) quotes these numbers: an entry with m̃ = 0 wins
+    the literal race with probability 0.87481 on Appendix D's example, at most 441/512 on
+    the fast space; racing the refined values is 0.00585 from permute-and-flip there."""
+    r = results()["public.algorithm_5_empty_entries"]
+    assert r.status == "pass" and r.control_result == "rejected"
+    assert "largest probability 441/512" in r.detail and "k = 2, eps = 1: 0.87481;" in r.detail
+    assert "total variation 0.00584776" in r.detail
+    for quoted in ("0.87481", "441/512", "0.00585", "`public.algorithm_5_empty_entries`"):
+        assert quoted in ERRATA, quoted
+
+
+def test_control_witness_names_the_value_compared():
+    # set.lemma_6_library's control compares the library's other reading, but its witness
+    # printed the unswapped value ("library 0, paths 0": no visible difference)
+    r = results()["set.lemma_6_library"]
+    library, paths = re.search(r"library (\d+), paths (\d+)", r.control_detail).groups()
+    assert library != paths, r.control_detail
+
+
 def test_theorem_3_5_unshifted_loss_has_sensitivity_exactly_one():
     r = results()["canonical.theorem_3_5"]
     assert r.status == "pass" and r.detail.startswith("max |Δloss| per rho: 0: 1, 1/4: 1,")
