@@ -24,7 +24,8 @@ The two formats (docs/cli.md, section "auditing another implementation's tables"
 
 Every table must give probabilities ``>= 0`` summing to exactly 1 (within ``2**-40`` when
 a float is among them, as :class:`exactdp._distributions.MappingDistribution` accepts);
-outputs not listed have probability 0.  Each error names the file, the table or line and
+outputs not listed have probability 0.  A JSON object naming a key twice (an output,
+``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently.  Each error names the file, the table or line and
 the value at fault.
 
 >>> t = parse_probability_tables('counts,output,probability\\n1 0,0,3/4\\n1 0,1,1/4\\n', "t.csv")
@@ -251,11 +252,36 @@ class _Builder:
         return ProbabilityTables(self.k, self.kind, self.tables, self.source, epsilon, dict(self.where))
 
 
+class _JsonObject(dict):  # type: ignore[type-arg]
+    """A JSON object that remembers the keys it holds more than once (``json.loads``
+    keeps only the last value of a repeated key, silently)."""
+
+    repeated: list[str]
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    obj = _JsonObject()
+    obj.repeated = []
+    for key, value in pairs:
+        if key in obj and key not in obj.repeated:
+            obj.repeated.append(key)
+        obj[key] = value
+    return obj
+
+
+def _no_repeated_keys(obj: Any, source: str, where: str, what: str) -> None:
+    repeated = getattr(obj, "repeated", None)
+    if repeated:
+        raise ProbabilityTableError(source, where, f"{what} names the key {repeated[0]!r} twice: a JSON reader keeps "
+                                    "only the last of the two values, so the file is ambiguous; give each key once")
+
+
 def _parse_json(text: str, source: str, output_kind: Optional[str]) -> ProbabilityTables:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_json_object)
     except json.JSONDecodeError as err:
         raise ProbabilityTableError(source, f"line {err.lineno}", f"invalid JSON: {err.msg}") from None
+    _no_repeated_keys(data, source, "", "the top-level object")
     if not isinstance(data, dict) or not isinstance(data.get("tables"), list):
         raise ProbabilityTableError(source, "", 'a JSON file must be an object with a list "tables" '
                                     '(see docs/cli.md)')
@@ -279,8 +305,10 @@ def _parse_json(text: str, source: str, output_kind: Optional[str]) -> Probabili
         where = f"table {i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("probabilities"), dict):
             raise b.fail(where, 'each table must be an object with "counts" and an object "probabilities"')
+        _no_repeated_keys(entry, source, where, "the table")
         counts = b.counts(entry.get("counts"), where)
         where = f"table {i} (counts {_counts_text(counts)})"
+        _no_repeated_keys(entry["probabilities"], source, where, '"probabilities"')
         table = b.start(counts, where)
         for out, p in entry["probabilities"].items():
             b.probability(p, b.output(out, counts, where), table, counts, where)

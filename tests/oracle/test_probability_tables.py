@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import pickle
+import re
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
@@ -79,3 +80,18 @@ def test_worst_case_over_a_file_equals_the_mechanism(tmp_path):
     ref = audit.worst_case(functools.partial(exactdp.Joint, k=2, base="1/3"), c, epsilon=eps)
     assert w.verdict == ref.verdict == "below" and len(w.results) == 14
     assert abs(w.value - ref.value) <= ref.value * Fraction(1, 10**25)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    # the last "0" would win silently, and the table would sum to 1 (1/2 + 1/2)
+    ('{"k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0": "1/4", "1": "1/2", "0": "1/2"}}]}',
+     "table 0 (counts 1,0): \"probabilities\" names the key '0' twice"),
+    ('{"k": 1, "tables": [{"counts": [1, 0], "counts": [2, 0], "probabilities": {"0": "1/2", "1": "1/2"}}]}',
+     "table 0: the table names the key 'counts' twice"),
+    ('{"k": 2, "k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0": "1/2", "1": "1/2"}}]}',
+     "the top-level object names the key 'k' twice"),
+])
+def test_json_keys_named_twice_are_refused(text, fragment):
+    with pytest.raises(ProbabilityTableError, match="t.json: " + re.escape(fragment)):
+        parse_probability_tables(text, "t.json")
+    assert json.loads(text)  # json alone accepts every one of them, keeping the last value
