@@ -235,6 +235,11 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     """
     if isinstance(mechanism, str):
         kind = mechanism
+        if monotonic is not None and not isinstance(monotonic, bool):  # bool("False") would be True
+            raise ArgumentTypeError("monotonic", monotonic, "must be True or False")
+    elif mechanism is None:
+        raise InvalidParameterError("mechanism", mechanism, "give the diffprivlib object, or its class name "
+                                    f"({' or '.join(map(repr, DIFFPRIVLIB_MECHANISMS))}) with its parameters")
     else:
         names = [cls.__name__ for cls in type(mechanism).__mro__]
         kind = next((n for n in DIFFPRIVLIB_MECHANISMS[::-1] if n in names), type(mechanism).__name__)
@@ -254,11 +259,21 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     delta_u = as_positive_rational(sensitivity, "sensitivity")
     mono = bool(monotonic)
     counts, denominator = _integral_utilities(utility)
-    if measure is not None and len({as_rational(w, "measure") for w in measure}) > 1:
-        raise InvalidParameterError("measure", measure, "a non-uniform base measure has no exactdp equivalent")
+    if measure is not None:
+        weights = [as_rational(w, "measure") for w in measure]
+        if len(weights) != len(counts):
+            raise InvalidParameterError("measure", measure, f"must have one weight per utility ({len(counts)})")
+        if any(w <= 0 for w in weights):  # diffprivlib divides by their sum: all zero is 0/0 (NaN)
+            raise InvalidParameterError("measure", measure, "a base measure's weights must be positive")
+        if len(set(weights)) > 1:
+            raise InvalidParameterError("measure", measure, "a non-uniform base measure has no exactdp equivalent")
     id_map = None
     if candidates is not None:
         labels = list(candidates)
+        unhashable = next((x for x in labels if getattr(type(x), "__hash__", None) is None), None)
+        if unhashable is not None:
+            raise ArgumentTypeError("candidates", candidates, f"the label {unhashable!r} is not hashable, so it cannot "
+                                    "be a key of id_map: map the draws to hashable labels (e.g. tuples) first")
         if len(labels) != len(counts) or len(set(labels)) != len(labels):
             raise InvalidParameterError("candidates", candidates, "must be distinct labels, one per utility")
         id_map = {label: i for i, label in enumerate(labels)}

@@ -160,6 +160,26 @@ def test_diffprivlib_by_name_and_what_cannot_be_mapped(dpl):
         interop.diffprivlib_mechanism("Exponential", epsilon=1, sensitivity=1, utility=[1, 0], candidates=["a", "a"])
 
 
+def test_diffprivlib_keywords_that_were_taken_silently_are_refused():
+    by_name = functools.partial(interop.diffprivlib_mechanism, "Exponential", epsilon=1, sensitivity=1, utility=[1, 0])
+    # a measure of the wrong length (diffprivlib itself refuses it) was read as uniform
+    with pytest.raises(InvalidParameterError, match=r"measure=\[1, 1, 1\]: must have one weight per utility \(2\)"):
+        by_name(measure=[1, 1, 1])
+    # an all-zero measure: diffprivlib's probabilities are 0/0 (NaN) and it cannot draw; it was mapped to Joint
+    with pytest.raises(InvalidParameterError, match=r"measure=\[0, 0\]: a base measure's weights must be positive"):
+        by_name(measure=[0, 0])
+    # the text "False" is truthy: it was mapped as monotonic=True (sensitivity halved)
+    with pytest.raises(ArgumentTypeError, match="monotonic='False': must be True or False"):
+        by_name(monotonic="False")
+    # unhashable labels raised a bare TypeError from set()
+    with pytest.raises(ArgumentTypeError, match=r"candidates=.*the label \[1\] is not hashable"):
+        by_name(candidates=[[1], [2]])
+    # no object and no name: the message named 'NoneType' as an unmapped mechanism
+    with pytest.raises(InvalidParameterError, match="mechanism=None: give the diffprivlib object, or its class name"):
+        interop.diffprivlib_mechanism(epsilon=1, sensitivity=1, utility=[1, 0])
+    assert repr(by_name(measure=[2, 2], monotonic=None)) == "Joint([1, 0], k=1, epsilon=1)"  # uniform: the same law
+
+
 # ---------------------------------------------------------------------------------------
 # dp_topk: the published call signature, over the project's float port
 
