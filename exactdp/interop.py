@@ -302,7 +302,8 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
     :data:`DP_TOPK_MECHANISMS`) with ``epsilon`` and ``neighbor_type`` (``"add_remove"`` /
     ``"swap"``, or the enum ``NeighborType.ADD_REMOVE`` / ``.SWAP``): ``Joint`` and
     ``PNFJoint`` with sensitivity 1 / 2, ``Peeling`` for the peeling baselines (which
-    ignore ``neighbor_type``, as the published code does); ``cdp_peel`` needs ``delta``.
+    ignore ``neighbor_type``, as the published code does); ``cdp_peel`` needs ``delta``
+    (``delta = 0``: the per-round budget ``epsilon/k``, as the published code takes it).
     The laplace and gamma baselines add continuous noise to every count and have no
     exactdp equivalent.
 
@@ -325,8 +326,11 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
         return _annotate(mech, call, _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=Fraction(0))
     if delta is None:
         raise InvalidParameterError("delta", delta, "cdp_peel is (epsilon, delta)-DP: give delta")
-    local = _mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
-    mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
-    return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps,
-                     delta=as_rational(delta, "delta"))
+    dd = as_rational(delta, "delta")
+    if dd == 0:  # em_epsilon_cdp returns epsilon / k for delta = 0: pure peeling, epsilon-DP by composition
+        mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="gumbel")
+    else:
+        local = _mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
+        mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
+    return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=dd)
 

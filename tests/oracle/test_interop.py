@@ -264,6 +264,12 @@ def test_dp_topk_what_cannot_be_mapped():
         interop.dp_topk_mechanism(COUNTS, 2, 1, "bounded")
     with pytest.raises(InvalidParameterError, match="delta=None: cdp_peel"):
         interop.dp_topk_mechanism(COUNTS, 2, 1, "add_remove", "cdp_peel")
+    # delta = 0: the published em_epsilon_cdp returns epsilon / k (it was refused: "0 < delta < 1")
+    pure = interop.dp_topk_mechanism(COUNTS, 2, "3/2", "swap", "cdp_peel", delta=0)
+    assert repr(pure) == f"Peeling({list(COUNTS)}, k=2, epsilon=3/2, noise='gumbel')"
+    assert (pure.claimed_epsilon, pure.claimed_delta) == (Fraction(3, 2), 0)
+    with pytest.raises(InvalidParameterError, match="delta"):
+        interop.dp_topk_mechanism(COUNTS, 2, 1, "add_remove", "cdp_peel", delta=-0.5)
 
 
 # ---------------------------------------------------------------------------------------
