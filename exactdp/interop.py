@@ -181,13 +181,17 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
 def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike = 1) -> MechanismLike:
     """The exactdp mechanism of an OpenDP ``make_noisy_top_k`` / ``make_noisy_max``
     measurement (also built as ``space >> then_noisy_top_k(...)``), read from the
-    arguments OpenDP records on it, for the scores ``counts``.  Any other measurement (a
+    arguments OpenDP records on it, for the scores ``counts``.  The deprecated
+    ``make_report_noisy_max_gumbel(..., scale, optimize)`` is OpenDP 0.16's
+    ``make_noisy_max`` with ``max_divergence()`` and ``negate = optimize == "min"``: it
+    draws *exponential* noise despite its name (measured: the Gumbel law is rejected),
+    and is mapped so.  Any other measurement (a
     chain that transforms the data first, another mechanism) raises
     :class:`~exactdp.errors.InvalidParameterError`: map it with :func:`opendp_top_k` and
     the scores the selection step sees."""
     record = getattr(measurement, "__opendp_dict__", None)
     function = record.get("__function__") if isinstance(record, Mapping) else None
-    if function not in ("make_noisy_top_k", "make_noisy_max"):
+    if function not in ("make_noisy_top_k", "make_noisy_max", "make_report_noisy_max_gumbel"):
         raise InvalidParameterError(
             "measurement", measurement,
             f"is not an OpenDP make_noisy_top_k or make_noisy_max measurement ({function or 'no record of its arguments'}): "
@@ -195,6 +199,14 @@ def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike =
             "parameters of its selection step and the scores that step sees")
     kwargs = record["__kwargs__"]
     metric = str(kwargs.get("input_metric", ""))
+    if function == "make_report_noisy_max_gumbel":
+        # deprecated since OpenDP 0.14: in 0.16 it is make_noisy_max with MaxDivergence, so
+        # despite its name it draws exponential noise (permute-and-flip), and claims epsilon
+        optimize = kwargs.get("optimize", "max")
+        if optimize not in ("max", "min"):
+            raise InvalidParameterError("measurement", measurement, f"optimize={optimize!r}: must be 'max' or 'min'")
+        return opendp_top_k(counts, 1, kwargs["scale"], "max_divergence", optimize == "min",
+                            monotonic="monotonic" in metric, d_in=d_in)
     return opendp_top_k(counts, kwargs.get("k", 1), kwargs["scale"], str(kwargs["output_measure"]),
                         bool(kwargs.get("negate", False)), monotonic="monotonic" in metric, d_in=d_in)
 

@@ -95,6 +95,27 @@ def test_opendp_then_chain_and_noisy_max(dp):
     testing.assert_sampler_matches(one, m, n=certify.samples_needed(m), data=[3, 1, 0])
 
 
+@pytest.mark.parametrize("optimize, monotonic", [("max", False), ("min", True)])
+def test_opendp_report_noisy_max_gumbel_draws_exponential_noise(dp, optimize, monotonic):
+    # deprecated, kept in 0.16 as make_noisy_max(MaxDivergence): it was refused, with advice
+    # whose natural reading (Gumbel: the name) is the wrong law
+    import warnings
+
+    counts = [3, 1, 1, 0]
+    space = dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int, monotonic=monotonic)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        meas = dp.m.make_report_noisy_max_gumbel(*space, scale=1.0, optimize=optimize)
+    m = interop.from_opendp(meas, counts)
+    assert repr(m) == repr(interop.opendp_top_k(counts, 1, 1.0, "max_divergence", optimize == "min"))
+    assert m.claimed_rho is None and float(m.claimed_epsilon) == pytest.approx(meas.map(1), rel=1e-12)
+    n = certify.samples_needed(m)
+    draws = testing.as_sampler(meas, counts).draw(n)
+    testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
+    gumbel = interop.opendp_top_k(counts, 1, 1.0, "zero_concentrated_divergence", optimize == "min")
+    assert certify.goodness_of_fit(draws, gumbel).verdict() == "fail"  # what the name says is not the law
+
+
 def test_opendp_what_cannot_be_mapped(dp):
     laplace = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=1.0)
     with pytest.raises(InvalidParameterError, match="(?s)measurement=.*make_laplace.*opendp_top_k"):
