@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import re
 from fractions import Fraction
 from typing import Mapping, Optional, Sequence, SupportsIndex
@@ -69,7 +70,7 @@ from . import accounting
 from .core._namespace import public_dir
 from .core._typing import CountsLike, MechanismLike, RationalLike
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
-from .errors import ArgumentTypeError, InvalidParameterError
+from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError
 
 __all__ = [
     "OPENDP_MEASURES",
@@ -143,7 +144,9 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     """The exactdp mechanism that OpenDP 0.16's ``make_noisy_top_k`` samples with these
     arguments: ``Peeling(counts, k, epsilon=k/scale, noise=...)`` (exponential noise for
     ``"max_divergence"``, Gumbel for ``"zero_concentrated_divergence"``; ``negate``: the
-    negated counts).  ``monotonic`` (the input metric's flag) and ``d_in`` (default 1,
+    negated counts; scores that are not integers, as OpenDP's float domains allow, are
+    multiplied by the common denominator of their exact values and ``epsilon`` divided by
+    it, the same law).  ``monotonic`` (the input metric's flag) and ``d_in`` (default 1,
     one user moves each count by at most 1) give OpenDP's claim: ``claimed_epsilon`` or
     ``claimed_rho`` as OpenDP's ``measurement.map(d_in)`` computes it, exactly.
 
@@ -160,7 +163,7 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     if s <= 0:
         raise InvalidParameterError("scale", scale, "must be positive: OpenDP's scale 0 is the exact top-k, "
                                     "which is not differentially private (OpenDP claims infinity)")
-    c = as_counts(counts)
+    c, denominator = _integral_scores(counts)
     kk = as_positive_int(k, "k")
     distance = as_rational(d_in, "d_in")
     if distance < 0:
@@ -168,7 +171,8 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     if negate:
         c = tuple(-x for x in c)
     noise = OPENDP_MEASURES[measure]
-    mech = _mechanism("Peeling")(c, kk, epsilon=Fraction(kk) / s, noise=noise)
+    # weight exp(c / scale) = exp((k / (scale D)) / k * (c D)): the same law on integer scores
+    mech = _mechanism("Peeling")(c, kk, epsilon=Fraction(kk) / (s * denominator), noise=noise)
     spread = distance if monotonic else 2 * distance  # OpenDP's range distance
     metric = "monotonic, " if monotonic else ""
     call = (f"opendp.measurements.make_noisy_top_k(vector_domain(atom_domain), linf_distance({metric}...), "
@@ -176,6 +180,26 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     if measure == "max_divergence":
         return _annotate(mech, call, _OPENDP_SEEDING, epsilon=kk * spread / s)
     return _annotate(mech, call, _OPENDP_SEEDING, rho=kk * (spread / s) ** 2 / 8)
+
+
+def _integral_scores(counts: CountsLike) -> tuple[tuple[int, ...], int]:
+    """OpenDP's scores as integers times a common denominator ``D``: ``(c * D, D)``
+    (``D = 1`` for integer scores; float scores, which OpenDP's float domains take, at
+    their exact binary values)."""
+    try:
+        return as_counts(counts), 1
+    except InvalidCountsError as err:  # non-integral, or invalid (then as_counts's error names the position)
+        original = err
+    exact = []
+    for position, x in enumerate(counts):  # type: ignore[union-attr]  # iterable: as_counts raised no TypeError
+        if not isinstance(x, numbers.Real) or isinstance(x, bool):
+            raise original
+        try:
+            exact.append(as_rational(x, "counts"))
+        except ExactDPError as err:
+            raise InvalidCountsError(f"counts[{position}]", x, err.reason) from None
+    denominator = math.lcm(*(x.denominator for x in exact))
+    return as_counts([int(x * denominator) for x in exact]), denominator
 
 
 def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike = 1) -> MechanismLike:

@@ -95,6 +95,23 @@ def test_opendp_then_chain_and_noisy_max(dp):
     testing.assert_sampler_matches(one, m, n=certify.samples_needed(m), data=[3, 1, 0])
 
 
+def test_opendp_float_scores_are_mapped_exactly(dp):
+    # OpenDP's float domains take scores that are not integers: they were refused (counts[0]=2.5)
+    scores = [2.5, 1.0, 1.0, 0.25]
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
+    meas = dp.m.make_noisy_top_k(*space, dp.max_divergence(), k=2, scale=0.5)
+    m = interop.from_opendp(meas, scores)
+    assert repr(m) == "Peeling([10, 4, 4, 1], k=2, epsilon=1, noise='exponential')"  # 4 * scores, 2/0.5 / 4
+    assert m.claimed_epsilon == 8 == meas.map(1.0)
+    n = certify.samples_needed(m)
+    draws = testing.as_sampler(meas, scores).draw(n)
+    testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
+    unscaled = interop.opendp_top_k([10, 4, 4, 1], 2, 0.5)  # the scaled scores without the epsilon
+    assert certify.goodness_of_fit(draws, unscaled).verdict() == "fail"
+    with pytest.raises(exactdp.errors.InvalidCountsError, match=r"counts\[1\]=inf: must be finite"):
+        interop.opendp_top_k([0.5, float("inf")], 1, 1.0)
+
+
 @pytest.mark.parametrize("optimize, monotonic", [("max", False), ("min", True)])
 def test_opendp_report_noisy_max_gumbel_draws_exponential_noise(dp, optimize, monotonic):
     # deprecated, kept in 0.16 as make_noisy_max(MaxDivergence): it was refused, with advice
