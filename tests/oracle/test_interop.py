@@ -346,3 +346,30 @@ def test_interop_table_states_dp_topk_joint_sensitivities_as_mapped():
         assert f"sensitivity={sensitivity}` (`{neighbor_type.upper()}`)" in row
         for name in ("joint", "pnf_joint"):
             assert interop.dp_topk_mechanism([3, 2, 1], 2, 1, neighbor_type, name).sensitivity == sensitivity
+
+
+def test_the_audit_defaults_to_the_library_claim():
+    # worst_case / assert_private used the epsilon of the exactdp mechanism with the same
+    # law (Peeling's k/scale = 2), so OpenDP's top-k was reported "violated" under swap
+    # while OpenDP claims k * 2 / scale = 4
+    from exactdp import audit
+
+    counts = (3, 2, 2, 0)
+    top_k = functools.partial(interop.opendp_top_k, k=2, scale=1.0, output_measure="max_divergence")
+    w = audit.worst_case(top_k, counts, "swap", dps=15)
+    assert w.claim == 4 and w.verdict == "below"
+    assert testing.assert_private(top_k, counts, "swap", dps=15).claim == 4
+    assert audit.worst_case(top_k, counts, "swap", dps=15, epsilon=2).verdict == "violated"  # an explicit claim wins
+    zcdp = functools.partial(interop.opendp_top_k, k=2, scale=2, output_measure="zero_concentrated_divergence")
+    z = audit.worst_case(zcdp, counts, "swap", notion="zcdp")
+    assert z.claim == Fraction(1, 4) and z.verdict == "below"  # OpenDP's rho, not Peeling's epsilon**2/2 = 1/2
+    # an (epsilon, delta) claim: approx audits delta(epsilon) against delta; it is no pure claim
+    cdp = functools.partial(interop.dp_topk_mechanism, k=2, epsilon=2, neighbor_type="add_remove",
+                            mechanism="cdp_peel", delta=Fraction(1, 10**6))
+    a = audit.worst_case(cdp, counts, "add_remove", dps=15, notion="approx")
+    assert (a.epsilon, a.claim) == (2, Fraction(1, 10**6)) and a.verdict == "below"
+    assert audit.worst_case(cdp, counts, "add_remove", dps=15).claim == cdp(counts).epsilon  # Peeling's own
+    # dp_topk's peeling claims ignore the neighbour type: under swap they do not hold
+    pnf = functools.partial(interop.dp_topk_mechanism, k=2, epsilon=1, neighbor_type="swap", mechanism="pnf_peel")
+    assert audit.worst_case(pnf, counts, "add_remove", dps=15).verdict == "below"
+    assert audit.worst_case(pnf, counts, "swap", dps=15).verdict == "violated"
