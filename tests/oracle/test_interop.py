@@ -185,6 +185,18 @@ def test_diffprivlib_draws_are_seeded(dpl):
     assert s.draw(40, np.random.default_rng(3)) == s.draw(40, np.random.default_rng(3))
 
 
+def test_diffprivlib_candidates_are_read_without_an_id_map(dpl):
+    # integer candidates were read as item ids: a correct sampler failed (p ~ 1e-2283)
+    obj = dpl.Exponential(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=[2, 1, 0])
+    m = interop.diffprivlib_mechanism(obj)
+    n = certify.samples_needed(m)
+    assert testing.assert_sampler_matches(obj, m, n=n, seed=3).verdict() == "pass"
+    with pytest.raises(AssertionError):  # the negative control still fails: monotonic ignored
+        testing.assert_sampler_matches(obj, interop.diffprivlib_mechanism(obj, monotonic=True), n=n, seed=3)
+    labels = dpl.PermuteAndFlip(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=["x", "y", "z"])
+    assert testing.as_sampler(labels).draw(5, 1) == testing.as_sampler(labels, id_map={"x": 0, "y": 1, "z": 2}).draw(5, 1)
+
+
 def test_diffprivlib_by_name_and_what_cannot_be_mapped(dpl):
     m = interop.diffprivlib_mechanism("Exponential", epsilon="0.5", sensitivity=1, utility=[3, 1, 0])
     assert repr(m) == "Joint([3, 1, 0], k=1, epsilon=1/2)"
