@@ -22,9 +22,11 @@ The two formats (docs/cli.md, section "auditing another implementation's tables"
   output as item ids separated by spaces (``3 2 2,0 1,1/3``); ``#`` lines are comments.
   The output kind is the caller's (``output_kind``, default ``"sequence"``).
 
-Every table must give probabilities ``>= 0`` summing to exactly 1 (within ``2**-40`` when
-a float is among them, as :class:`exactdp._distributions.MappingDistribution` accepts);
-outputs not listed have probability 0.  A JSON object naming a key twice (an output,
+Every table must give probabilities ``>= 0`` summing to exactly 1, or within ``2**-40``
+of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints its
+floats) is among them; such a table is divided by its exact sum (as
+:class:`exactdp._distributions.MappingDistribution` does with floats); outputs not listed
+have probability 0.  A JSON object naming a key twice (an output,
 ``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently.  Each error names the file, the table or line and
 the value at fault.
 
@@ -176,6 +178,7 @@ class _Builder:
         self.tables: dict[tuple[int, ...], dict[Any, Probability]] = {}
         self.where: dict[tuple[int, ...], str] = {}
         self.exact: dict[tuple[int, ...], bool] = {}
+        self.decimal: set[tuple[int, ...]] = set()  # tables with a decimal string such as "0.1"
 
     def fail(self, where: str, reason: str) -> ProbabilityTableError:
         return ProbabilityTableError(self.source, where, reason)
@@ -236,6 +239,8 @@ class _Builder:
             self.exact[counts] = False
             table[output] = value  # kept a float: MappingDistribution's float rule applies
         else:
+            if isinstance(value, str) and re.search(r"[.eE]", value) and "/" not in value:
+                self.decimal.add(counts)  # printed digits, as code writes its floats: may miss 1 by a rounding
             table[output] = q
 
     def finish(self, epsilon: Optional[Fraction] = None) -> ProbabilityTables:
@@ -243,11 +248,13 @@ class _Builder:
             raise self.fail("", "no tables")
         for counts, table in self.tables.items():
             total = sum((Fraction(p) for p in table.values()), Fraction(0))
-            exact = self.exact[counts]
+            exact = self.exact[counts] and counts not in self.decimal
             if (exact and total != 1) or (not exact and abs(total - 1) > FLOAT_SUM_TOLERANCE):
-                need = "exactly 1" if exact else "1 within 2**-40 (float probabilities)"
+                need = "exactly 1" if exact else "1 within 2**-40 (float or decimal probabilities)"
                 raise self.fail(self.where[counts], f"the probabilities of counts {_counts_text(counts)} sum to "
                                                     f"{total if exact else repr(float(total))}, not {need}")
+            if total != 1 and self.exact[counts]:  # decimal strings only: divided by their exact sum, as floats are
+                self.tables[counts] = {o: Fraction(p) / total for o, p in table.items()}
         assert self.k is not None
         return ProbabilityTables(self.k, self.kind, self.tables, self.source, epsilon, dict(self.where))
 
