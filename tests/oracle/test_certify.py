@@ -808,3 +808,11 @@ def test_a_set_is_not_read_as_a_sequence_in_its_hash_order():
     assert certify.normalise_output({2}) == (2,)  # one id: a k = 1 output, either way
     with pytest.raises(InvalidOutputError, match="not a set"):
         certify.normalise_output(frozenset({0, 1}))
+
+
+def test_samples_needed_of_a_single_output_mechanism_says_nothing_can_be_detected():
+    # it said "power stays below 0.99 up to 1000000000 draws; raise max_n or delta": no max_n helps
+    for m in (exactdp.Peeling([7], 1, epsilon=1), exactdp.JointSet([3, 2, 1], 3, epsilon=1)):
+        with pytest.raises(NothingToDetectError, match="has a single output"):
+            certify.samples_needed(m)
+    assert certify.samples_needed(exactdp.Peeling([7, 0], 1, epsilon=1)) > 0
