@@ -80,8 +80,11 @@ class MappingDistribution:
         total = sum(values.values(), Fraction(0))
         if floats:
             if abs(total - 1) > FLOAT_SUM_TOLERANCE:
+                narrow = any(isinstance(p, np.floating) and np.finfo(p.dtype).eps > 2.0**-40 for p in mapping.values())
+                hint = ("; float32 or float16 values carry about 7 or 3 digits, so their sum misses 1 by more: "
+                        "convert them to float64 and divide by their sum first" if narrow else "")
                 raise InvalidParameterError(argument, f"<mapping summing to {float(total)!r}>",
-                                            "float probabilities must sum to 1 within 2**-40")
+                                            "float probabilities must sum to 1 within 2**-40" + hint)
             values = {o: p / total for o, p in values.items()}
         elif total != 1:
             raise InvalidParameterError(argument, f"<mapping summing to {total}>",
