@@ -385,6 +385,9 @@ def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[Id
     if callable(getattr(sampler, "randomise", None)):
         return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)  # type: ignore[arg-type]
     if _is_opendp(sampler):
+        if data is None:  # OpenDP's own error would be "Expected type is Vec<i32> but input data is not a list"
+            raise ArgumentTypeError("data", data, "an OpenDP measurement draws as measurement(data): pass the "
+                                    "scores it selects from as data=")
         return from_opendp(sampler, data, id_map=id_map)  # type: ignore[arg-type]
     if callable(sampler):
         return _callable_sampler(sampler, () if data is None else (data,), takes_rng, id_map)

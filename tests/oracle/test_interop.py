@@ -133,6 +133,13 @@ def test_opendp_report_noisy_max_gumbel_draws_exponential_noise(dp, optimize, mo
     assert certify.goodness_of_fit(draws, gumbel).verdict() == "fail"  # what the name says is not the law
 
 
+def test_opendp_without_data_names_the_argument(dp):
+    # OpenDP's own TypeError ("input data is not a list") surfaced from the first draw
+    meas = _measurement(dp, 1, 1.0, "max_divergence")
+    with pytest.raises(ArgumentTypeError, match="data=None: an OpenDP measurement draws as measurement"):
+        testing.assert_sampler_matches(meas, interop.from_opendp(meas, [3, 1, 0]), n=100)
+
+
 def test_opendp_what_cannot_be_mapped(dp):
     laplace = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=1.0)
     with pytest.raises(InvalidParameterError, match="(?s)measurement=.*make_laplace.*opendp_top_k"):
