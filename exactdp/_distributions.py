@@ -80,13 +80,17 @@ class MappingDistribution:
         total = sum(values.values(), Fraction(0))
         if floats:
             if abs(total - 1) > FLOAT_SUM_TOLERANCE:
+                narrow = any(isinstance(p, np.floating) and np.finfo(p.dtype).eps > 2.0**-40 for p in mapping.values())
+                hint = ("; float32 or float16 values carry about 7 or 3 digits, so their sum misses 1 by more: "
+                        "convert them to float64 and divide by their sum first" if narrow else "")
                 raise InvalidParameterError(argument, f"<mapping summing to {float(total)!r}>",
-                                            "float probabilities must sum to 1 within 2**-40")
+                                            "float probabilities must sum to 1 within 2**-40" + hint)
             values = {o: p / total for o, p in values.items()}
         elif total != 1:
             raise InvalidParameterError(argument, f"<mapping summing to {total}>",
                                         "probabilities must sum to exactly 1")
         self.outputs: tuple[Any, ...] = tuple(o for o, p in values.items() if p)
+        self.zero_outputs: tuple[Any, ...] = tuple(o for o, p in values.items() if not p)  # checked by keyed_like
         self.probabilities: tuple[Fraction, ...] = tuple(values[o] for o in self.outputs)
         self._index = {o: i for i, o in enumerate(self.outputs)}
         self.support_size = len(self.outputs)
@@ -120,7 +124,8 @@ class MappingDistribution:
         kind = getattr(mechanism, "output_kind", "sequence")
         form = as_set_output if kind == "set" else as_sequence_output
         keyed: dict[Any, Fraction] = {}
-        for o, p in zip(self.outputs, self.probabilities):
+        pairs = list(zip(self.outputs, self.probabilities)) + [(o, Fraction(0)) for o in self.zero_outputs]
+        for o, p in pairs:  # a key of probability 0 is a claim about an output too: it must be one
             try:
                 key = form(o, mechanism.d, mechanism.k)
             except ExactDPError as err:  # say which side holds the output: the mapping, not the mechanism

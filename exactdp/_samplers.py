@@ -303,9 +303,28 @@ def _system_random(obj: object) -> bool:
     return any(isinstance(v, random.SystemRandom) for v in vars(obj).values()) if hasattr(obj, "__dict__") else False
 
 
+def _candidates_map(obj: object) -> Optional[IdMap]:
+    """diffprivlib's ``candidates`` as ``{label: position}``: its ``randomise()`` returns
+    ``candidates[i]`` for the utility at position ``i``.  ``None`` when the object has no
+    such list (one label per utility, distinct and hashable)."""
+    candidates, utility = getattr(obj, "candidates", None), getattr(obj, "utility", None)
+    if not isinstance(candidates, list) or not hasattr(utility, "__len__") or len(candidates) != len(utility):
+        return None
+    try:
+        labels = {c: i for i, c in enumerate(candidates)}
+    except TypeError:  # unhashable labels: relabel reports the draw
+        return None
+    return labels if len(labels) == len(candidates) else None
+
+
 def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap] = None, **kwargs: object) -> Sampler:
     """An object whose ``obj.randomise(*args, **kwargs)`` returns one output per call
     (diffprivlib-style mechanisms; ``args`` are e.g. the counts).
+
+    Labels: without ``id_map``, an object with diffprivlib's ``candidates`` (one label per
+    ``utility``) has its draws read through ``{candidates[i]: i}``, since ``randomise()``
+    returns ``candidates[i]`` for position ``i`` (integer labels such as
+    ``candidates=[2, 1, 0]`` were read as item ids, and a correct sampler failed).
 
     Seeding: when the class takes ``random_state`` (diffprivlib), a copy built with
     ``random_state=`` an integer from the seed draws; otherwise the draws run under
@@ -313,6 +332,8 @@ def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap
     seed is reported as not used)."""
     if not callable(getattr(obj, "randomise", None)):
         raise ArgumentTypeError("obj", obj, "has no randomise() method")
+    if id_map is None:
+        id_map = _candidates_map(obj)
     probe = _reseeded(obj, 0)
     note = None
     if probe is None and _system_random(obj):
@@ -364,6 +385,9 @@ def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[Id
     if callable(getattr(sampler, "randomise", None)):
         return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)  # type: ignore[arg-type]
     if _is_opendp(sampler):
+        if data is None:  # OpenDP's own error would be "Expected type is Vec<i32> but input data is not a list"
+            raise ArgumentTypeError("data", data, "an OpenDP measurement draws as measurement(data): pass the "
+                                    "scores it selects from as data=")
         return from_opendp(sampler, data, id_map=id_map)  # type: ignore[arg-type]
     if callable(sampler):
         return _callable_sampler(sampler, () if data is None else (data,), takes_rng, id_map)

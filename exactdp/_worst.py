@@ -358,27 +358,39 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     if not mapping and not ties_exchangeable(base):
         sym = False  # its law depends on the tie rule: tied items' neighbours differ
 
-    def own_epsilon() -> Any:
+    # A mechanism built by exactdp.interop carries the other library's own claim
+    # (claimed_epsilon / claimed_delta / claimed_rho): that claim is the default, not the
+    # epsilon of the exactdp mechanism with the same law (OpenDP's top-k claims k*r/scale,
+    # Peeling's epsilon is k/scale).  An (epsilon, delta > 0) claim is no pure claim.
+    lib_eps, lib_delta, lib_rho = (None, None, None) if mapping else (
+        getattr(base, "claimed_epsilon", None), getattr(base, "claimed_delta", None), getattr(base, "claimed_rho", None))
+    lib_eps = lib_eps if isinstance(lib_eps, Fraction) and lib_eps > 0 else None
+    lib_delta = lib_delta if isinstance(lib_delta, Fraction) else None
+    lib_rho = lib_rho if isinstance(lib_rho, Fraction) and lib_rho > 0 else None
+    lib_pure = lib_eps if not lib_delta else None
+
+    def own_epsilon(approx: bool = False) -> Any:
         if epsilon is not None:
             return _positive_claim(epsilon, "epsilon")
         if mapping:
             raise InvalidParameterError("epsilon", None, f"is required for notion={notion!r} when the factory "
                                         "returns mappings output -> probability (they claim nothing)")
-        return claimed_epsilon(base)
+        library = lib_eps if approx else lib_pure
+        return library if library is not None else claimed_epsilon(base)
 
     eps, al, job_eps = None, None, None
     if notion == "pure":
         eps = claim = own_epsilon()
     elif notion == "approx":
-        if delta is None:
+        if delta is None and lib_delta is None:
             raise InvalidParameterError("delta", None, "is required for notion='approx' (the claimed delta)")
-        claim = _rational(delta, "delta")
+        claim = _rational(delta if delta is not None else lib_delta, "delta")
         if not 0 <= claim < 1:
             raise InvalidParameterError("delta", delta, "must be in [0, 1)")
         if epsilon is not None and _rational(epsilon, "epsilon") == 0:
             eps = Fraction(0)
         else:
-            eps = own_epsilon()
+            eps = own_epsilon(approx=True)  # an (epsilon, delta) claim's epsilon is where delta is evaluated
         if not isinstance(eps, Fraction):
             raise InvalidParameterError("epsilon", eps, "must be rational for notion='approx' (delta(epsilon) is "
                                         "certified at a rational epsilon); pass epsilon=")
@@ -393,6 +405,8 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     else:
         if rho is not None:
             claim = _positive_claim(rho, "rho")
+        elif lib_rho is not None and epsilon is None:
+            claim = lib_rho  # the library's own zCDP claim (OpenDP's zero_concentrated_divergence)
         else:
             eps = own_epsilon()  # pure epsilon-DP implies (epsilon**2 / 2)-zCDP
             claim = eps * eps / 2 if isinstance(eps, Fraction) else eps**2 / 2

@@ -480,7 +480,11 @@ def worst_case(
     contains it) is computed again with more digits, up to ``4 * dps + 80``, before it is
     called ``attained``: a claim that differs from it is found ``violated`` or ``below``.
 
-    A mapping claims nothing: pass the claim (``epsilon``, or ``rho``).  ``symmetric``:
+    A mapping claims nothing: pass the claim (``epsilon``, or ``rho``).  A mechanism from
+    :mod:`exactdp.interop` carries the other library's claim, and that is the default:
+    ``claimed_epsilon`` for ``"pure"`` and ``"renyi"`` (unless it comes with a
+    ``claimed_delta > 0``), ``claimed_epsilon`` and ``claimed_delta`` for ``"approx"``,
+    ``claimed_rho`` for ``"zcdp"``.  ``symmetric``:
     audit one neighbour per class of neighbours that differ by exchanging items of equal
     count (and, between two mechanisms, one output per orbit).  That relies on the
     implementation treating tied items alike, which every exactdp mechanism does except

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import re
 from fractions import Fraction
 from typing import Mapping, Optional, Sequence, SupportsIndex
@@ -69,7 +70,7 @@ from . import accounting
 from .core._namespace import public_dir
 from .core._typing import CountsLike, MechanismLike, RationalLike
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
-from .errors import ArgumentTypeError, InvalidParameterError
+from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError
 
 __all__ = [
     "OPENDP_MEASURES",
@@ -143,7 +144,9 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     """The exactdp mechanism that OpenDP 0.16's ``make_noisy_top_k`` samples with these
     arguments: ``Peeling(counts, k, epsilon=k/scale, noise=...)`` (exponential noise for
     ``"max_divergence"``, Gumbel for ``"zero_concentrated_divergence"``; ``negate``: the
-    negated counts).  ``monotonic`` (the input metric's flag) and ``d_in`` (default 1,
+    negated counts; scores that are not integers, as OpenDP's float domains allow, are
+    multiplied by the common denominator of their exact values and ``epsilon`` divided by
+    it, the same law).  ``monotonic`` (the input metric's flag) and ``d_in`` (default 1,
     one user moves each count by at most 1) give OpenDP's claim: ``claimed_epsilon`` or
     ``claimed_rho`` as OpenDP's ``measurement.map(d_in)`` computes it, exactly.
 
@@ -160,7 +163,7 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     if s <= 0:
         raise InvalidParameterError("scale", scale, "must be positive: OpenDP's scale 0 is the exact top-k, "
                                     "which is not differentially private (OpenDP claims infinity)")
-    c = as_counts(counts)
+    c, denominator = _integral_scores(counts)
     kk = as_positive_int(k, "k")
     distance = as_rational(d_in, "d_in")
     if distance < 0:
@@ -168,7 +171,8 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     if negate:
         c = tuple(-x for x in c)
     noise = OPENDP_MEASURES[measure]
-    mech = _mechanism("Peeling")(c, kk, epsilon=Fraction(kk) / s, noise=noise)
+    # weight exp(c / scale) = exp((k / (scale D)) / k * (c D)): the same law on integer scores
+    mech = _mechanism("Peeling")(c, kk, epsilon=Fraction(kk) / (s * denominator), noise=noise)
     spread = distance if monotonic else 2 * distance  # OpenDP's range distance
     metric = "monotonic, " if monotonic else ""
     call = (f"opendp.measurements.make_noisy_top_k(vector_domain(atom_domain), linf_distance({metric}...), "
@@ -178,16 +182,40 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
     return _annotate(mech, call, _OPENDP_SEEDING, rho=kk * (spread / s) ** 2 / 8)
 
 
+def _integral_scores(counts: CountsLike) -> tuple[tuple[int, ...], int]:
+    """OpenDP's scores as integers times a common denominator ``D``: ``(c * D, D)``
+    (``D = 1`` for integer scores; float scores, which OpenDP's float domains take, at
+    their exact binary values)."""
+    try:
+        return as_counts(counts), 1
+    except InvalidCountsError as err:  # non-integral, or invalid (then as_counts's error names the position)
+        original = err
+    exact = []
+    for position, x in enumerate(counts):  # type: ignore[union-attr]  # iterable: as_counts raised no TypeError
+        if not isinstance(x, numbers.Real) or isinstance(x, bool):
+            raise original
+        try:
+            exact.append(as_rational(x, "counts"))
+        except ExactDPError as err:
+            raise InvalidCountsError(f"counts[{position}]", x, err.reason) from None
+    denominator = math.lcm(*(x.denominator for x in exact))
+    return as_counts([int(x * denominator) for x in exact]), denominator
+
+
 def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike = 1) -> MechanismLike:
     """The exactdp mechanism of an OpenDP ``make_noisy_top_k`` / ``make_noisy_max``
     measurement (also built as ``space >> then_noisy_top_k(...)``), read from the
-    arguments OpenDP records on it, for the scores ``counts``.  Any other measurement (a
+    arguments OpenDP records on it, for the scores ``counts``.  The deprecated
+    ``make_report_noisy_max_gumbel(..., scale, optimize)`` is OpenDP 0.16's
+    ``make_noisy_max`` with ``max_divergence()`` and ``negate = optimize == "min"``: it
+    draws *exponential* noise despite its name (measured: the Gumbel law is rejected),
+    and is mapped so.  Any other measurement (a
     chain that transforms the data first, another mechanism) raises
     :class:`~exactdp.errors.InvalidParameterError`: map it with :func:`opendp_top_k` and
     the scores the selection step sees."""
     record = getattr(measurement, "__opendp_dict__", None)
     function = record.get("__function__") if isinstance(record, Mapping) else None
-    if function not in ("make_noisy_top_k", "make_noisy_max"):
+    if function not in ("make_noisy_top_k", "make_noisy_max", "make_report_noisy_max_gumbel"):
         raise InvalidParameterError(
             "measurement", measurement,
             f"is not an OpenDP make_noisy_top_k or make_noisy_max measurement ({function or 'no record of its arguments'}): "
@@ -195,6 +223,14 @@ def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike =
             "parameters of its selection step and the scores that step sees")
     kwargs = record["__kwargs__"]
     metric = str(kwargs.get("input_metric", ""))
+    if function == "make_report_noisy_max_gumbel":
+        # deprecated since OpenDP 0.14: in 0.16 it is make_noisy_max with MaxDivergence, so
+        # despite its name it draws exponential noise (permute-and-flip), and claims epsilon
+        optimize = kwargs.get("optimize", "max")
+        if optimize not in ("max", "min"):
+            raise InvalidParameterError("measurement", measurement, f"optimize={optimize!r}: must be 'max' or 'min'")
+        return opendp_top_k(counts, 1, kwargs["scale"], "max_divergence", optimize == "min",
+                            monotonic="monotonic" in metric, d_in=d_in)
     return opendp_top_k(counts, kwargs.get("k", 1), kwargs["scale"], str(kwargs["output_measure"]),
                         bool(kwargs.get("negate", False)), monotonic="monotonic" in metric, d_in=d_in)
 
@@ -235,6 +271,11 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     """
     if isinstance(mechanism, str):
         kind = mechanism
+        if monotonic is not None and not isinstance(monotonic, bool):  # bool("False") would be True
+            raise ArgumentTypeError("monotonic", monotonic, "must be True or False")
+    elif mechanism is None:
+        raise InvalidParameterError("mechanism", mechanism, "give the diffprivlib object, or its class name "
+                                    f"({' or '.join(map(repr, DIFFPRIVLIB_MECHANISMS))}) with its parameters")
     else:
         names = [cls.__name__ for cls in type(mechanism).__mro__]
         kind = next((n for n in DIFFPRIVLIB_MECHANISMS[::-1] if n in names), type(mechanism).__name__)
@@ -254,11 +295,21 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     delta_u = as_positive_rational(sensitivity, "sensitivity")
     mono = bool(monotonic)
     counts, denominator = _integral_utilities(utility)
-    if measure is not None and len({as_rational(w, "measure") for w in measure}) > 1:
-        raise InvalidParameterError("measure", measure, "a non-uniform base measure has no exactdp equivalent")
+    if measure is not None:
+        weights = [as_rational(w, "measure") for w in measure]
+        if len(weights) != len(counts):
+            raise InvalidParameterError("measure", measure, f"must have one weight per utility ({len(counts)})")
+        if any(w <= 0 for w in weights):  # diffprivlib divides by their sum: all zero is 0/0 (NaN)
+            raise InvalidParameterError("measure", measure, "a base measure's weights must be positive")
+        if len(set(weights)) > 1:
+            raise InvalidParameterError("measure", measure, "a non-uniform base measure has no exactdp equivalent")
     id_map = None
     if candidates is not None:
         labels = list(candidates)
+        unhashable = next((x for x in labels if getattr(type(x), "__hash__", None) is None), None)
+        if unhashable is not None:
+            raise ArgumentTypeError("candidates", candidates, f"the label {unhashable!r} is not hashable, so it cannot "
+                                    "be a key of id_map: map the draws to hashable labels (e.g. tuples) first")
         if len(labels) != len(counts) or len(set(labels)) != len(labels):
             raise InvalidParameterError("candidates", candidates, "must be distinct labels, one per utility")
         id_map = {label: i for i, label in enumerate(labels)}
@@ -287,7 +338,8 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
     :data:`DP_TOPK_MECHANISMS`) with ``epsilon`` and ``neighbor_type`` (``"add_remove"`` /
     ``"swap"``, or the enum ``NeighborType.ADD_REMOVE`` / ``.SWAP``): ``Joint`` and
     ``PNFJoint`` with sensitivity 1 / 2, ``Peeling`` for the peeling baselines (which
-    ignore ``neighbor_type``, as the published code does); ``cdp_peel`` needs ``delta``.
+    ignore ``neighbor_type``, as the published code does); ``cdp_peel`` needs ``delta``
+    (``delta = 0``: the per-round budget ``epsilon/k``, as the published code takes it).
     The laplace and gamma baselines add continuous noise to every count and have no
     exactdp equivalent.
 
@@ -310,8 +362,11 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
         return _annotate(mech, call, _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=Fraction(0))
     if delta is None:
         raise InvalidParameterError("delta", delta, "cdp_peel is (epsilon, delta)-DP: give delta")
-    local = _mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
-    mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
-    return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps,
-                     delta=as_rational(delta, "delta"))
+    dd = as_rational(delta, "delta")
+    if dd == 0:  # em_epsilon_cdp returns epsilon / k for delta = 0: pure peeling, epsilon-DP by composition
+        mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="gumbel")
+    else:
+        local = _mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
+        mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
+    return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=dd)
 

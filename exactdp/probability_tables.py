@@ -22,9 +22,12 @@ The two formats (docs/cli.md, section "auditing another implementation's tables"
   output as item ids separated by spaces (``3 2 2,0 1,1/3``); ``#`` lines are comments.
   The output kind is the caller's (``output_kind``, default ``"sequence"``).
 
-Every table must give probabilities ``>= 0`` summing to exactly 1 (within ``2**-40`` when
-a float is among them, as :class:`exactdp._distributions.MappingDistribution` accepts);
-outputs not listed have probability 0.  Each error names the file, the table or line and
+Every table must give probabilities ``>= 0`` summing to exactly 1, or within ``2**-40``
+of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints its
+floats) is among them; such a table is divided by its exact sum (as
+:class:`exactdp._distributions.MappingDistribution` does with floats); outputs not listed
+have probability 0.  A JSON object naming a key twice (an output,
+``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently.  Each error names the file, the table or line and
 the value at fault.
 
 >>> t = parse_probability_tables('counts,output,probability\\n1 0,0,3/4\\n1 0,1,1/4\\n', "t.csv")
@@ -175,6 +178,7 @@ class _Builder:
         self.tables: dict[tuple[int, ...], dict[Any, Probability]] = {}
         self.where: dict[tuple[int, ...], str] = {}
         self.exact: dict[tuple[int, ...], bool] = {}
+        self.decimal: set[tuple[int, ...]] = set()  # tables with a decimal string such as "0.1"
 
     def fail(self, where: str, reason: str) -> ProbabilityTableError:
         return ProbabilityTableError(self.source, where, reason)
@@ -235,6 +239,8 @@ class _Builder:
             self.exact[counts] = False
             table[output] = value  # kept a float: MappingDistribution's float rule applies
         else:
+            if isinstance(value, str) and re.search(r"[.eE]", value) and "/" not in value:
+                self.decimal.add(counts)  # printed digits, as code writes its floats: may miss 1 by a rounding
             table[output] = q
 
     def finish(self, epsilon: Optional[Fraction] = None) -> ProbabilityTables:
@@ -242,20 +248,47 @@ class _Builder:
             raise self.fail("", "no tables")
         for counts, table in self.tables.items():
             total = sum((Fraction(p) for p in table.values()), Fraction(0))
-            exact = self.exact[counts]
+            exact = self.exact[counts] and counts not in self.decimal
             if (exact and total != 1) or (not exact and abs(total - 1) > FLOAT_SUM_TOLERANCE):
-                need = "exactly 1" if exact else "1 within 2**-40 (float probabilities)"
+                need = "exactly 1" if exact else "1 within 2**-40 (float or decimal probabilities)"
                 raise self.fail(self.where[counts], f"the probabilities of counts {_counts_text(counts)} sum to "
                                                     f"{total if exact else repr(float(total))}, not {need}")
+            if total != 1 and self.exact[counts]:  # decimal strings only: divided by their exact sum, as floats are
+                self.tables[counts] = {o: Fraction(p) / total for o, p in table.items()}
         assert self.k is not None
         return ProbabilityTables(self.k, self.kind, self.tables, self.source, epsilon, dict(self.where))
 
 
+class _JsonObject(dict):  # type: ignore[type-arg]
+    """A JSON object that remembers the keys it holds more than once (``json.loads``
+    keeps only the last value of a repeated key, silently)."""
+
+    repeated: list[str]
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    obj = _JsonObject()
+    obj.repeated = []
+    for key, value in pairs:
+        if key in obj and key not in obj.repeated:
+            obj.repeated.append(key)
+        obj[key] = value
+    return obj
+
+
+def _no_repeated_keys(obj: Any, source: str, where: str, what: str) -> None:
+    repeated = getattr(obj, "repeated", None)
+    if repeated:
+        raise ProbabilityTableError(source, where, f"{what} names the key {repeated[0]!r} twice: a JSON reader keeps "
+                                    "only the last of the two values, so the file is ambiguous; give each key once")
+
+
 def _parse_json(text: str, source: str, output_kind: Optional[str]) -> ProbabilityTables:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_json_object)
     except json.JSONDecodeError as err:
         raise ProbabilityTableError(source, f"line {err.lineno}", f"invalid JSON: {err.msg}") from None
+    _no_repeated_keys(data, source, "", "the top-level object")
     if not isinstance(data, dict) or not isinstance(data.get("tables"), list):
         raise ProbabilityTableError(source, "", 'a JSON file must be an object with a list "tables" '
                                     '(see docs/cli.md)')
@@ -279,8 +312,10 @@ def _parse_json(text: str, source: str, output_kind: Optional[str]) -> Probabili
         where = f"table {i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("probabilities"), dict):
             raise b.fail(where, 'each table must be an object with "counts" and an object "probabilities"')
+        _no_repeated_keys(entry, source, where, "the table")
         counts = b.counts(entry.get("counts"), where)
         where = f"table {i} (counts {_counts_text(counts)})"
+        _no_repeated_keys(entry["probabilities"], source, where, '"probabilities"')
         table = b.start(counts, where)
         for out, p in entry["probabilities"].items():
             b.probability(p, b.output(out, counts, where), table, counts, where)

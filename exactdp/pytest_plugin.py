@@ -7,8 +7,13 @@ Options:
 
 - ``--exactdp-samples N``: default number of draws of
   :func:`exactdp.testing.assert_sampler_matches` (exported as ``EXACTDP_SAMPLES``);
-- ``--exactdp-seed S``: seed every ``exactdp_*`` random fixture with ``S`` (default: a
-  seed derived from each test's node id, stable from run to run).
+- ``--exactdp-seed S``: seed every ``exactdp_*`` random fixture with ``S >= 0`` (default:
+  a seed derived from each test's node id, stable from run to run).
+
+Loading: installed, the plugin is active in every pytest run (``-p exactdp`` names it,
+``-p no:exactdp`` disables it).  ``-p exactdp.pytest_plugin`` loads it from a source tree
+that is not installed; where the entry point is installed too, pytest refuses that as the
+same plugin registered twice ("Plugin already registered under a different name").
 
 Fixtures: ``exactdp_seed`` (int), ``exactdp_rng`` (``random.Random``, what exactdp's
 ``sample(rng)`` takes), ``exactdp_np_rng`` (``numpy.random.Generator``) and
@@ -52,6 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if n < 1:
             raise pytest.UsageError(f"--exactdp-samples must be a positive integer, got {n}")
         os.environ["EXACTDP_SAMPLES"] = str(n)
+    seed = config.getoption("exactdp_seed", None)
+    if seed is not None and seed < 0:  # numpy's default_rng refuses it later, in every test, without naming the option
+        raise pytest.UsageError(f"--exactdp-seed must be a non-negative integer, got {seed}")
 
 
 def pytest_report_header(config: pytest.Config) -> Optional[str]:

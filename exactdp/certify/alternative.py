@@ -324,7 +324,8 @@ def samples_needed(
     approximation of :func:`power` against it.  Without: the least favourable alternative at
     total variation ``delta`` (default :data:`DEFAULT_DELTA`; see :func:`sensitivity`).
 
-    Raises :class:`~exactdp.errors.NothingToDetectError` at once when the alternative
+    Raises :class:`~exactdp.errors.NothingToDetectError` at once when the mechanism has a
+    single output (0 degrees of freedom at any ``n``) or the alternative
     cannot be told from the mechanism on the test's bins with any number of draws (the
     finest bins, those of ``max(max_n, DEFAULT_MAX_N)`` draws; e.g. it is the same
     distribution), and :class:`~exactdp.errors.InvalidParameterError` (argument
@@ -341,6 +342,11 @@ def samples_needed(
     design = _Design(lv, min_expected, within, max_enumerate)
     if alternative is None:
         delta = _check_design_args(alpha, DEFAULT_DELTA if delta is None else delta, target)[1]
+        if lv.support_size == 1:  # raising max_n or delta cannot help: the test has 0 df at every n
+            raise NothingToDetectError(
+                "mechanism", mechanism, "has a single output, so the chi-square test has 0 degrees of freedom at "
+                "any n: a sampler of it is right exactly when every draw is that output (an invalid draw still fails "
+                "goodness_of_fit)")
         found = design.n_needed(delta, alpha, target, max_n)
         if found is None:
             raise InvalidParameterError("max_n", max_n, f"power at TV {delta:g} stays below {target} up to {max_n} "

@@ -36,7 +36,9 @@ _LABEL_HINT = " (labels? pass id_map={label: item position, ...})"
 def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
     (sets).  Accepts lists, tuples, numpy arrays and numpy integers; a single item id
-    (``int``, numpy integer) is the one-item output of a ``k = 1`` selection.
+    (``int``, numpy integer) is the one-item output of a ``k = 1`` selection.  A set of
+    two or more ids is not a sequence (it has no order) and raises
+    :class:`~exactdp.errors.InvalidOutputError` for ``kind="sequence"``.
 
     >>> import numpy as np
     >>> normalise_output(np.array([3, 1]))
@@ -51,6 +53,9 @@ def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
     raw = output.tolist() if hasattr(output, "tolist") else output
     if isinstance(raw, int) or (hasattr(raw, "__index__") and not hasattr(raw, "__iter__")):
         raw = [raw]  # one item id: the output of a k = 1 selection (a bool is refused below)
+    if kind == "sequence" and isinstance(raw, (set, frozenset)) and len(raw) > 1:  # its order would be the hash order
+        raise InvalidOutputError("output", output, "a sequence mechanism needs an ordered output (a tuple, list or "
+                                 "array), not a set: compare sets with the mechanism's set marginal, .as_sets()")
     try:
         items = list(raw)
     except TypeError:

@@ -71,3 +71,16 @@ def test_an_output_outside_the_mechanism_names_the_mapping(side, key, error):
         with pytest.raises(error) as info:
             notion(*pair)
         assert info.value.argument == side and "not an output of the other side" in str(info.value)
+
+
+def test_a_key_of_probability_zero_outside_the_mechanism_is_refused_too():
+    # zeros were dropped before the keys were checked: a table with the item id 5 of a
+    # 3-item mechanism (1-based ids, say) passed whenever that entry was 0
+    seqs = exactdp.Joint([3, 1, 0], 2, base=Fraction(1, 2))
+    table = {o: Fraction(str(seqs.probability_exact(o))) for o in seqs.outputs()}
+    assert audit.privacy_loss(seqs, {**table, (0, 1): table[(0, 1)]}).value == 0
+    for key, error in (((5, 1), InvalidOutputError), ((1, 1), InvalidOutputError), (frozenset({0, 2}), ArgumentTypeError)):
+        with pytest.raises(error, match="not an output of the other side"):
+            audit.privacy_loss(seqs, {**table, key: 0.0})
+    with pytest.raises(InvalidParameterError, match=r"names the output \[0, 1\]"):
+        audit.privacy_loss(SETS, {**{tuple(sorted(S)): p for S, p in EXACT.items()}, (1, 0): 0})

@@ -59,3 +59,19 @@ def mp(x) -> mpmath.mpf:
 def rel(x, y) -> bool:
     with mpmath.workdps(60):
         return abs(x - y) <= abs(y) * mpmath.mpf(10) ** -19
+
+
+def test_a_float32_table_that_misses_one_says_how_to_fix_it():
+    # the error named only the 2**-40 rule, which float32 values (about 7 digits) cannot meet
+    import numpy as np
+
+    from exactdp import audit
+    from exactdp.errors import InvalidParameterError
+
+    p = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    table = {(i,): p[i] for i in range(4)}
+    assert abs(sum(float(x) for x in p) - 1) > 2.0**-40
+    with pytest.raises(InvalidParameterError, match="convert them to float64 and divide by their sum first"):
+        audit.privacy_loss(table, {(i,): 0.25 for i in range(4)})
+    fixed = {o: float(v) / sum(float(x) for x in p) for o, v in table.items()}
+    assert audit.privacy_loss(fixed, {(i,): 0.25 for i in range(4)}).value > 0

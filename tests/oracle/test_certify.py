@@ -799,3 +799,28 @@ def test_every_mechanism_self_consistent(name):
     n = certify.samples_needed(m, delta=0.1)  # the n recommended for TV 0.1
     fit = certify.goodness_of_fit(m.samples(n, rng=17), m, delta=0.1)
     assert fit.verdict() == "pass", fit.summary()
+
+
+def test_a_set_is_not_read_as_a_sequence_in_its_hash_order():
+    # a frozenset key or draw against a sequence mechanism (k > 1) was read in the set's
+    # iteration order: a claimed set probability became the claim of one ordering
+    from exactdp.errors import InvalidOutputError
+
+    j = exactdp.Joint([2, 1, 0], 2, epsilon=1)
+    claimed = {frozenset(o): float(p) for o, p in j.as_sets().distribution(dps=20)}
+    with pytest.raises(InvalidOutputError, match=r"needs an ordered output .*\.as_sets\(\)"):
+        certify.compare_probabilities(claimed, j)
+    assert certify.compare_probabilities(claimed, j.as_sets()).verdict == "pass"
+    fit = certify.goodness_of_fit([frozenset(o) for o in j.samples(300, rng=1)], j)
+    assert fit.verdict() == "fail" and "not a set" in fit.summary()
+    assert certify.normalise_output({2}) == (2,)  # one id: a k = 1 output, either way
+    with pytest.raises(InvalidOutputError, match="not a set"):
+        certify.normalise_output(frozenset({0, 1}))
+
+
+def test_samples_needed_of_a_single_output_mechanism_says_nothing_can_be_detected():
+    # it said "power stays below 0.99 up to 1000000000 draws; raise max_n or delta": no max_n helps
+    for m in (exactdp.Peeling([7], 1, epsilon=1), exactdp.JointSet([3, 2, 1], 3, epsilon=1)):
+        with pytest.raises(NothingToDetectError, match="has a single output"):
+            certify.samples_needed(m)
+    assert certify.samples_needed(exactdp.Peeling([7, 0], 1, epsilon=1)) > 0

@@ -95,6 +95,51 @@ def test_opendp_then_chain_and_noisy_max(dp):
     testing.assert_sampler_matches(one, m, n=certify.samples_needed(m), data=[3, 1, 0])
 
 
+def test_opendp_float_scores_are_mapped_exactly(dp):
+    # OpenDP's float domains take scores that are not integers: they were refused (counts[0]=2.5)
+    scores = [2.5, 1.0, 1.0, 0.25]
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
+    meas = dp.m.make_noisy_top_k(*space, dp.max_divergence(), k=2, scale=0.5)
+    m = interop.from_opendp(meas, scores)
+    assert repr(m) == "Peeling([10, 4, 4, 1], k=2, epsilon=1, noise='exponential')"  # 4 * scores, 2/0.5 / 4
+    assert m.claimed_epsilon == 8 == meas.map(1.0)
+    n = certify.samples_needed(m)
+    draws = testing.as_sampler(meas, scores).draw(n)
+    testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
+    unscaled = interop.opendp_top_k([10, 4, 4, 1], 2, 0.5)  # the scaled scores without the epsilon
+    assert certify.goodness_of_fit(draws, unscaled).verdict() == "fail"
+    with pytest.raises(exactdp.errors.InvalidCountsError, match=r"counts\[1\]=inf: must be finite"):
+        interop.opendp_top_k([0.5, float("inf")], 1, 1.0)
+
+
+@pytest.mark.parametrize("optimize, monotonic", [("max", False), ("min", True)])
+def test_opendp_report_noisy_max_gumbel_draws_exponential_noise(dp, optimize, monotonic):
+    # deprecated, kept in 0.16 as make_noisy_max(MaxDivergence): it was refused, with advice
+    # whose natural reading (Gumbel: the name) is the wrong law
+    import warnings
+
+    counts = [3, 1, 1, 0]
+    space = dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int, monotonic=monotonic)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        meas = dp.m.make_report_noisy_max_gumbel(*space, scale=1.0, optimize=optimize)
+    m = interop.from_opendp(meas, counts)
+    assert repr(m) == repr(interop.opendp_top_k(counts, 1, 1.0, "max_divergence", optimize == "min"))
+    assert m.claimed_rho is None and float(m.claimed_epsilon) == pytest.approx(meas.map(1), rel=1e-12)
+    n = certify.samples_needed(m)
+    draws = testing.as_sampler(meas, counts).draw(n)
+    testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
+    gumbel = interop.opendp_top_k(counts, 1, 1.0, "zero_concentrated_divergence", optimize == "min")
+    assert certify.goodness_of_fit(draws, gumbel).verdict() == "fail"  # what the name says is not the law
+
+
+def test_opendp_without_data_names_the_argument(dp):
+    # OpenDP's own TypeError ("input data is not a list") surfaced from the first draw
+    meas = _measurement(dp, 1, 1.0, "max_divergence")
+    with pytest.raises(ArgumentTypeError, match="data=None: an OpenDP measurement draws as measurement"):
+        testing.assert_sampler_matches(meas, interop.from_opendp(meas, [3, 1, 0]), n=100)
+
+
 def test_opendp_what_cannot_be_mapped(dp):
     laplace = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=1.0)
     with pytest.raises(InvalidParameterError, match="(?s)measurement=.*make_laplace.*opendp_top_k"):
@@ -147,6 +192,18 @@ def test_diffprivlib_draws_are_seeded(dpl):
     assert s.draw(40, np.random.default_rng(3)) == s.draw(40, np.random.default_rng(3))
 
 
+def test_diffprivlib_candidates_are_read_without_an_id_map(dpl):
+    # integer candidates were read as item ids: a correct sampler failed (p ~ 1e-2283)
+    obj = dpl.Exponential(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=[2, 1, 0])
+    m = interop.diffprivlib_mechanism(obj)
+    n = certify.samples_needed(m)
+    assert testing.assert_sampler_matches(obj, m, n=n, seed=3).verdict() == "pass"
+    with pytest.raises(AssertionError):  # the negative control still fails: monotonic ignored
+        testing.assert_sampler_matches(obj, interop.diffprivlib_mechanism(obj, monotonic=True), n=n, seed=3)
+    labels = dpl.PermuteAndFlip(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=["x", "y", "z"])
+    assert testing.as_sampler(labels).draw(5, 1) == testing.as_sampler(labels, id_map={"x": 0, "y": 1, "z": 2}).draw(5, 1)
+
+
 def test_diffprivlib_by_name_and_what_cannot_be_mapped(dpl):
     m = interop.diffprivlib_mechanism("Exponential", epsilon="0.5", sensitivity=1, utility=[3, 1, 0])
     assert repr(m) == "Joint([3, 1, 0], k=1, epsilon=1/2)"
@@ -158,6 +215,26 @@ def test_diffprivlib_by_name_and_what_cannot_be_mapped(dpl):
         interop.diffprivlib_mechanism("PermuteAndFlip", epsilon=float("inf"), sensitivity=1, utility=[1, 0])
     with pytest.raises(InvalidParameterError, match="candidates"):
         interop.diffprivlib_mechanism("Exponential", epsilon=1, sensitivity=1, utility=[1, 0], candidates=["a", "a"])
+
+
+def test_diffprivlib_keywords_that_were_taken_silently_are_refused():
+    by_name = functools.partial(interop.diffprivlib_mechanism, "Exponential", epsilon=1, sensitivity=1, utility=[1, 0])
+    # a measure of the wrong length (diffprivlib itself refuses it) was read as uniform
+    with pytest.raises(InvalidParameterError, match=r"measure=\[1, 1, 1\]: must have one weight per utility \(2\)"):
+        by_name(measure=[1, 1, 1])
+    # an all-zero measure: diffprivlib's probabilities are 0/0 (NaN) and it cannot draw; it was mapped to Joint
+    with pytest.raises(InvalidParameterError, match=r"measure=\[0, 0\]: a base measure's weights must be positive"):
+        by_name(measure=[0, 0])
+    # the text "False" is truthy: it was mapped as monotonic=True (sensitivity halved)
+    with pytest.raises(ArgumentTypeError, match="monotonic='False': must be True or False"):
+        by_name(monotonic="False")
+    # unhashable labels raised a bare TypeError from set()
+    with pytest.raises(ArgumentTypeError, match=r"candidates=.*the label \[1\] is not hashable"):
+        by_name(candidates=[[1], [2]])
+    # no object and no name: the message named 'NoneType' as an unmapped mechanism
+    with pytest.raises(InvalidParameterError, match="mechanism=None: give the diffprivlib object, or its class name"):
+        interop.diffprivlib_mechanism(epsilon=1, sensitivity=1, utility=[1, 0])
+    assert repr(by_name(measure=[2, 2], monotonic=None)) == "Joint([1, 0], k=1, epsilon=1)"  # uniform: the same law
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,6 +321,12 @@ def test_dp_topk_what_cannot_be_mapped():
         interop.dp_topk_mechanism(COUNTS, 2, 1, "bounded")
     with pytest.raises(InvalidParameterError, match="delta=None: cdp_peel"):
         interop.dp_topk_mechanism(COUNTS, 2, 1, "add_remove", "cdp_peel")
+    # delta = 0: the published em_epsilon_cdp returns epsilon / k (it was refused: "0 < delta < 1")
+    pure = interop.dp_topk_mechanism(COUNTS, 2, "3/2", "swap", "cdp_peel", delta=0)
+    assert repr(pure) == f"Peeling({list(COUNTS)}, k=2, epsilon=3/2, noise='gumbel')"
+    assert (pure.claimed_epsilon, pure.claimed_delta) == (Fraction(3, 2), 0)
+    with pytest.raises(InvalidParameterError, match="delta"):
+        interop.dp_topk_mechanism(COUNTS, 2, 1, "add_remove", "cdp_peel", delta=-0.5)
 
 
 # ---------------------------------------------------------------------------------------
@@ -282,3 +365,30 @@ def test_interop_table_states_dp_topk_joint_sensitivities_as_mapped():
         assert f"sensitivity={sensitivity}` (`{neighbor_type.upper()}`)" in row
         for name in ("joint", "pnf_joint"):
             assert interop.dp_topk_mechanism([3, 2, 1], 2, 1, neighbor_type, name).sensitivity == sensitivity
+
+
+def test_the_audit_defaults_to_the_library_claim():
+    # worst_case / assert_private used the epsilon of the exactdp mechanism with the same
+    # law (Peeling's k/scale = 2), so OpenDP's top-k was reported "violated" under swap
+    # while OpenDP claims k * 2 / scale = 4
+    from exactdp import audit
+
+    counts = (3, 2, 2, 0)
+    top_k = functools.partial(interop.opendp_top_k, k=2, scale=1.0, output_measure="max_divergence")
+    w = audit.worst_case(top_k, counts, "swap", dps=15)
+    assert w.claim == 4 and w.verdict == "below"
+    assert testing.assert_private(top_k, counts, "swap", dps=15).claim == 4
+    assert audit.worst_case(top_k, counts, "swap", dps=15, epsilon=2).verdict == "violated"  # an explicit claim wins
+    zcdp = functools.partial(interop.opendp_top_k, k=2, scale=2, output_measure="zero_concentrated_divergence")
+    z = audit.worst_case(zcdp, counts, "swap", notion="zcdp")
+    assert z.claim == Fraction(1, 4) and z.verdict == "below"  # OpenDP's rho, not Peeling's epsilon**2/2 = 1/2
+    # an (epsilon, delta) claim: approx audits delta(epsilon) against delta; it is no pure claim
+    cdp = functools.partial(interop.dp_topk_mechanism, k=2, epsilon=2, neighbor_type="add_remove",
+                            mechanism="cdp_peel", delta=Fraction(1, 10**6))
+    a = audit.worst_case(cdp, counts, "add_remove", dps=15, notion="approx")
+    assert (a.epsilon, a.claim) == (2, Fraction(1, 10**6)) and a.verdict == "below"
+    assert audit.worst_case(cdp, counts, "add_remove", dps=15).claim == cdp(counts).epsilon  # Peeling's own
+    # dp_topk's peeling claims ignore the neighbour type: under swap they do not hold
+    pnf = functools.partial(interop.dp_topk_mechanism, k=2, epsilon=1, neighbor_type="swap", mechanism="pnf_peel")
+    assert audit.worst_case(pnf, counts, "add_remove", dps=15).verdict == "below"
+    assert audit.worst_case(pnf, counts, "swap", dps=15).verdict == "violated"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import pickle
+import re
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
@@ -79,3 +80,36 @@ def test_worst_case_over_a_file_equals_the_mechanism(tmp_path):
     ref = audit.worst_case(functools.partial(exactdp.Joint, k=2, base="1/3"), c, epsilon=eps)
     assert w.verdict == ref.verdict == "below" and len(w.results) == 14
     assert abs(w.value - ref.value) <= ref.value * Fraction(1, 10**25)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    # the last "0" would win silently, and the table would sum to 1 (1/2 + 1/2)
+    ('{"k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0": "1/4", "1": "1/2", "0": "1/2"}}]}',
+     "table 0 (counts 1,0): \"probabilities\" names the key '0' twice"),
+    ('{"k": 1, "tables": [{"counts": [1, 0], "counts": [2, 0], "probabilities": {"0": "1/2", "1": "1/2"}}]}',
+     "table 0: the table names the key 'counts' twice"),
+    ('{"k": 2, "k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0": "1/2", "1": "1/2"}}]}',
+     "the top-level object names the key 'k' twice"),
+])
+def test_json_keys_named_twice_are_refused(text, fragment):
+    with pytest.raises(ProbabilityTableError, match="t.json: " + re.escape(fragment)):
+        parse_probability_tables(text, "t.json")
+    assert json.loads(text)  # json alone accepts every one of them, keeping the last value
+
+
+def test_decimal_strings_printed_from_floats_are_read_like_floats():
+    # csv.writer prints floats as their shortest decimal: three thirds read exactly sum to
+    # 0.9999999999999999 and every such table was refused ("not exactly 1")
+    third = repr(1 / 3)
+    text = f"counts,output,probability\n1 0 0,0,{third}\n1 0 0,1,{third}\n1 0 0,2,{third}\n"
+    t = parse_probability_tables(text, "t.csv")
+    assert t.tables[(1, 0, 0)] == {(i,): Fraction(1, 3) for i in range(3)}  # divided by the exact sum
+    doc = {"k": 1, "tables": [{"counts": [1, 0, 0], "probabilities": {str(i): third for i in range(3)}}]}
+    assert parse_probability_tables(json.dumps(doc), "t.json").tables == t.tables
+    # exact forms stay exact: fractions must sum to exactly 1, and decimals far from 1 are refused
+    with pytest.raises(ProbabilityTableError, match="sum to 9999999999999999/10000000000000000, not exactly 1"):
+        parse_probability_tables("counts,output,probability\n1 0,0,1/2\n1 0,1,4999999999999999/10000000000000000\n", "f.csv")
+    with pytest.raises(ProbabilityTableError, match=r"sum to 0.9, not 1 within 2\*\*-40"):
+        parse_probability_tables("counts,output,probability\n1 0,0,0.5\n1 0,1,0.4\n", "d.csv")
+    exact = parse_probability_tables("counts,output,probability\n1 0,0,0.25\n1 0,1,0.75\n", "e.csv")
+    assert exact.tables[(1, 0)] == {(0,): Fraction(1, 4), (1,): Fraction(3, 4)}

@@ -391,3 +391,16 @@ def test_plugin_in_a_fresh_pytest(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def test_plugin_refuses_a_negative_seed_naming_the_option(tmp_path):
+    test_file = tmp_path / "test_uses_plugin.py"
+    test_file.write_text("def test_it(exactdp_np_rng):\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if k != "EXACTDP_SAMPLES"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--exactdp-seed", "-5", str(test_file)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )
+    # before: the test errored inside numpy ("expected non-negative integer"), the option unnamed
+    assert result.returncode == 4, result.stdout + result.stderr  # pytest's usage error
+    assert "--exactdp-seed must be a non-negative integer, got -5" in result.stderr
