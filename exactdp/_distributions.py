@@ -36,6 +36,7 @@ from ._groups import Groups
 from ._neighbours import AuditLimitError, tied_classes
 from .core._lazy import sympy
 from .core._typing import Output
+from .core.combinatorics import count_words
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps, rational_ball
 from .core.validation import as_sequence_output, as_set_output
 from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
@@ -167,7 +168,7 @@ def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap
     ``cap + 1`` when ``cap`` is given, which keeps the count cheap for large inputs).
 
     Sequences: words of length ``k`` over the classes using class ``c`` at most
-    ``sizes[c]`` times.  Sets: ways to take ``n_c <= sizes[c]`` items of each class with
+    ``sizes[c]`` times (:func:`~exactdp.core.combinatorics.count_words`).  Sets: ways to take ``n_c <= sizes[c]`` items of each class with
     ``sum n_c = k``.
 
     >>> output_orbit_count([1, 1, 2], 2)      # counts like (3, 2, 2): 9 words but AA, BB
@@ -175,10 +176,10 @@ def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap
     >>> output_orbit_count([1, 1, 2], 2, "set")
     4
     """
+    if kind == "sequence":
+        return count_words(sizes, k, cap)
     C = len(sizes)
-    if cap is not None and kind == "sequence" and C >= k and math.perm(C, k) > cap:
-        return cap + 1
-    if cap is not None and kind == "set" and C >= k and math.comb(C, k) > cap:
+    if cap is not None and C >= k and math.comb(C, k) > cap:
         return cap + 1
     dp = [1] + [0] * k
     for s in sizes:
@@ -187,8 +188,7 @@ def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap
             if not ways:
                 continue
             for n in range(0, min(s, k - j) + 1):
-                factor = math.comb(j + n, n) if kind == "sequence" else 1
-                new[j + n] += ways * factor
+                new[j + n] += ways
         if cap is not None:
             new = [min(v, cap + 1) for v in new]
         dp = new

@@ -46,6 +46,7 @@ from .render import (
     _out,
     _precision_line,
     _Progress,
+    _RowProgress,
     _summary_lines,
     streamed_table_lines,
 )
@@ -173,7 +174,20 @@ def _print_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
                 unit: tuple[str, str, str], key_headers: list[str]) -> None:
     """Print the rows as they come (streamed: one row is held at a time); ``--outputs``
     (a support of at most ``--max-outputs``) keeps each row's output probability for the
-    list of outputs after the table."""
+    list of outputs after the table.  On a terminal, a running count of the rows computed is
+    drawn on stderr (:class:`~exactdp.cli.render._RowProgress`; never with ``--json`` or
+    ``--no-progress``, never on stdout)."""
+    progress = _RowProgress(f"{PROG} dist", unit[1], enabled=not (args.json or args.no_progress))
+    try:
+        _print_rows(name, spec, m, args, _started(progress.rows(rows)), unit, key_headers, progress)
+    finally:
+        progress.close()
+
+
+def _print_rows(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace, rows: Iterator[_DistRow],
+                unit: tuple[str, str, str], key_headers: list[str], progress: _RowProgress) -> None:
+    """:func:`_print_dist` past the progress bar's set-up (``progress`` is hidden before
+    every stdout line of the table, and closed before the summary)."""
     dps, digits = _digits(args)
     one, many, summary = unit
     output_probs: list[mpmath.mpf] = []
@@ -186,7 +200,6 @@ def _print_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
                 output_probs.append(r.output_probability)
             yield a, r
 
-    rows = _started(rows)
     if args.json:
         obj = _mechanism_json(name, m, spec)
         obj.update({
@@ -216,7 +229,9 @@ def _print_dist(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
     )
     headers = [one, *key_headers, "utility", "multiplicity", f"P({one})", "P(each output)"]
     for line in streamed_table_lines(headers, table, left=(len(headers) - 2, len(headers) - 1)):
+        progress.hide()
         _out(line)
+    progress.close()
     _out()
     for line in _summary_lines(name, m, spec, totals.count, totals.support, one, summary):
         _out(line)

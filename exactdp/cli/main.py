@@ -86,6 +86,7 @@ def _args_dist(p: argparse.ArgumentParser) -> None:
         "--max-outputs", type=_positive_int_arg, default=DEFAULT_MAX_OUTPUTS, metavar="N",
         help="refuse --outputs for more than N outputs (default %(default)s)",
     )
+    _add_no_progress(p)
     _add_json(p, "a JSON object; exact integers and utilities as strings, probabilities as decimal "
               "strings of --dps digits (schema: docs/cli.md)")
 

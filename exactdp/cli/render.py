@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import sys
 from itertools import islice
-from typing import Any, Iterable, Iterator, Optional, Sequence, TextIO
+from typing import Any, Iterable, Iterator, Optional, Sequence, TextIO, TypeVar
 
 from ..core.formatting import ABBREVIATE_DIGITS, abbreviate_ints, format_int, json_scalar
 from ..core.mechanism import Mechanism
 from .registry import OPTIONS, MechanismSpec
+
+T = TypeVar("T")
 
 __all__ = ["PROG", "format_int", "ABBREVIATE_DIGITS", "JsonArray", "TABLE_CHUNK_ROWS", "streamed_table_lines"]
 
@@ -224,6 +226,98 @@ class _Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+class _RowProgress:
+    """A running count of the rows computed, on stderr, for a streamed table whose rows can
+    take minutes to come (``dist`` at d = 166,000: the first level's probability needs a
+    pass over every level, and a table is printed :data:`TABLE_CHUNK_ROWS` rows at a time).
+
+    Drawn by :mod:`tqdm` only when stderr is a terminal (``disable=None``) and ``enabled``
+    (off with ``--json`` and ``--no-progress``), so stdout is byte-identical with or without
+    it.  A heartbeat thread redraws it every :attr:`interval` seconds, so the elapsed time
+    moves while one row is being computed; :meth:`hide` clears it before stdout lines are
+    written to the terminal, and the next row computed draws it again.
+    """
+
+    interval = 0.5
+
+    def __init__(self, label: str, unit: str, *, enabled: bool = True, stream: Optional[TextIO] = None) -> None:
+        self.label = label
+        self.unit = unit
+        self.enabled = enabled
+        self.stream = stream
+        self._bar: Any = None
+        self._shown = False
+        self._lock: Any = None
+        self._stop: Any = None
+        self._thread: Any = None
+
+    def rows(self, items: Iterable[T]) -> Iterator[T]:
+        """``items``, counted as each is computed."""
+        if not self.enabled:
+            yield from items
+            return
+        self._start()
+        if self._thread is None:  # stderr is not a terminal
+            yield from items
+            return
+        it = iter(items)
+        while True:
+            with self._lock:
+                self._shown = True  # computing: the bar may be drawn
+            item = next(it, _END)
+            if item is _END:
+                return
+            with self._lock:
+                if self._bar is not None:
+                    self._bar.update(1)
+            yield item
+
+    def hide(self) -> None:
+        """Clear the bar from the terminal before a stdout line is written."""
+        if self._lock is None:
+            return
+        with self._lock:
+            if self._shown:
+                self._shown = False
+                if self._bar is not None:
+                    self._bar.clear()
+
+    def _start(self) -> None:
+        if self._lock is not None:
+            return
+        import threading
+
+        from tqdm import tqdm
+
+        self._lock = threading.Lock()
+        self._bar = tqdm(total=None, desc=self.label, unit=f" {self.unit}", leave=False, dynamic_ncols=True,
+                         file=self.stream if self.stream is not None else sys.stderr, disable=None)
+        if self._bar.disable:  # stderr is not a terminal: nothing to redraw
+            return
+        self._stop = threading.Event()
+
+        def beat() -> None:
+            while not self._stop.wait(self.interval):
+                with self._lock:
+                    if self._shown and self._bar is not None:
+                        self._bar.refresh()
+
+        self._thread = threading.Thread(target=beat, name="exactdp-progress", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join()
+        if self._bar is not None:
+            with self._lock:
+                self._bar.close()
+        self._bar = self._stop = self._thread = None
+
+
+_END = object()
 
 
 def _larger_under(direction: str) -> str:

@@ -107,6 +107,7 @@ from flint import arb, ctx
 
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, Output, OutputLike, RationalLike
+from ..core.combinatorics import count_words
 from ..core.levels import Level, LevelTable
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
@@ -386,20 +387,26 @@ class Peeling(Mechanism):
         return tuple(self.counts[i] for i in output)
 
     def _compute_levels(self) -> list[Level]:
-        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`: at
-        once when the sequences of ``k`` distinct counts alone are more (``perm(#counts, k)``,
-        a lower bound on the number of count sequences), else when the walk passes the limit;
-        a refusal is remembered (every later call refuses at once, instead of walking a
-        million count sequences again: ``group_index`` and ``groups`` read the levels)."""
+        """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`
+        before any is built: their number is counted first, exactly and saturated at the
+        limit + 1 (:func:`~exactdp.core.combinatorics.count_words`: words of length ``k``
+        over the distinct counts, each used at most as often as it occurs), in
+        milliseconds where walking and building a million ``k``-tuples took minutes.  A
+        refusal is remembered (``group_index`` and ``groups`` read the levels)."""
         limit = PEELING_LEVELS_LIMIT
-        if self._levels_refused == limit or math.perm(len(self.ranking.values), self.k) > limit:
+        if self._levels_refused == limit or count_words(self._mult, self.k, cap=limit) > limit:
             self._refuse_levels(limit)
-        out: list[Level] = []
-        for level in self._count_sequences():
-            if len(out) >= limit:
-                self._refuse_levels(limit)
-            out.append(level)
-        return out
+        return list(self._count_sequences())
+
+    def _level_count(self) -> int:
+        """The number of levels (distinct count sequences), exact, without building them:
+        words of length ``k`` over the distinct counts, each used at most as often as it
+        occurs (:func:`~exactdp.core.combinatorics.count_words`).
+
+        >>> Peeling([5, 3, 3, 0], 2)._level_count()     # all pairs of counts but (5, 5), (0, 0)
+        7
+        """
+        return count_words(self._mult, self.k)
 
     def _refuse_levels(self, limit: int) -> NoReturn:
         self._levels_refused = limit
@@ -407,7 +414,8 @@ class Peeling(Mechanism):
             None, None,
             f"Peeling has more than PEELING_LEVELS_LIMIT = {limit} levels "
             "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
-            "sample() or round_distribution()",
+            "sample() or round_distribution(), or raise "
+            "exactdp.mechanisms.peeling.PEELING_LEVELS_LIMIT to build them all",
         )
 
     def _count_sequences(self) -> Iterator[Level]:

@@ -170,14 +170,16 @@ class DrawState:
 
 
 def nth_free(taken: Sequence[int], r: int) -> int:
-    """The ``r``-th (0-based) offset not in the sorted ``taken``."""
+    """The ``r``-th (0-based) offset not in the sorted ``taken``: the least fixed point of
+    ``pos = r + #(taken <= pos)`` (not itself taken, or ``pos - 1`` would be one), reached
+    from ``pos = r`` by a few bisections instead of a walk over ``taken`` (up to ``k`` offsets
+    at every one of a draw's ``k`` rounds)."""
     pos = r
-    for t in taken:  # sorted: each taken offset at or before pos shifts it by one
-        if t <= pos:
-            pos += 1
-        else:
-            break
-    return pos
+    while True:
+        nxt = r + bisect_right(taken, pos)
+        if nxt == pos:
+            return pos
+        pos = nxt
 
 
 # -- lazily refined uniforms -------------------------------------------------------------

@@ -240,3 +240,12 @@ def test_tree_walk_is_the_exact_inverse_cdf(leaves, first, u, nbits, from_top):
     if got is not None:
         assert inside == [got - first]
     assert not strict or got == strict[0] + first
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 40), max_size=25), st.integers(0, 30))
+def test_nth_free_is_the_rth_offset_not_taken(taken, r):
+    """The bisecting fixed point against the list of free offsets (runs of taken offsets,
+    taken offsets at 0, none taken)."""
+    free = [x for x in range(100) if x not in taken]
+    assert ps.nth_free(sorted(taken), r) == free[r]
