@@ -3,17 +3,9 @@ bar, and --mechanism-file (JSON and CSV tables of another implementation)."""
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
-import os
-import pty
-import struct
-import subprocess
-import sys
-import termios
 from fractions import Fraction
-from pathlib import Path
 
 import mpmath
 import pytest
@@ -23,9 +15,8 @@ from exactdp import audit
 from exactdp.cli.render import _Progress
 from exactdp.core.precision import mp_workdps
 
-from cli_helpers import assert_error, run, run_json
+from cli_helpers import assert_error, run, run_json, run_with_tty_stderr
 
-ROOT = Path(__file__).resolve().parents[2]
 COUNTS = (3, 2, 2, 0)
 BASE = ("audit", "joint", "--counts", "3,2,2,0", "-k", "2", "--epsilon", "1")
 HEAD = ("mechanism", "class", "description", "output_kind", "parameters", "contribution")
@@ -167,33 +158,14 @@ def test_no_progress_in_captured_output(capsys):
     assert status == 0 and err == ""
 
 
-def _run_with_tty_stderr(*argv):
-    main_fd, sub_fd = pty.openpty()
-    fcntl.ioctl(sub_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a new pty is 0 columns wide
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
-    proc = subprocess.run([sys.executable, "-m", "exactdp", *argv], stdout=subprocess.PIPE, stderr=sub_fd,
-                          env=env, timeout=300)
-    os.close(sub_fd)
-    chunks = []
-    while True:
-        try:
-            data = os.read(main_fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(main_fd)
-    return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode(errors="replace")
-
 
 def test_progress_bar_on_a_real_terminal_and_not_with_json_or_no_progress():
     argv = ("audit", "joint", "--counts", "3,2,2,0", "-k", "2")
-    status, out, err = _run_with_tty_stderr(*argv)
+    status, out, err = run_with_tty_stderr(*argv)
     assert status == 0 and "exactdp audit: neighbours" in err and "worst case:" in out
-    status, out, err = _run_with_tty_stderr(*argv, "--no-progress")
+    status, out, err = run_with_tty_stderr(*argv, "--no-progress")
     assert status == 0 and err == ""
-    status, out, err = _run_with_tty_stderr(*argv, "--json")
+    status, out, err = run_with_tty_stderr(*argv, "--json")
     assert status == 0 and err == "" and json.loads(out)["verdict"] == "below"
 
 

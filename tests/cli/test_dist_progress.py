@@ -5,21 +5,12 @@ and stdout byte-identical with or without it."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import struct
-import subprocess
-import sys
-import termios
 import threading
-from pathlib import Path
 
 from exactdp.cli.render import _RowProgress
 
-from cli_helpers import run
+from cli_helpers import run, run_with_tty_stderr
 
-ROOT = Path(__file__).resolve().parents[2]
 ARGV = ("dist", "peeling", "--counts", "5,3,3,1,0", "-k", "3", "--epsilon", "1")
 
 
@@ -87,32 +78,13 @@ def test_nothing_drawn_off_a_terminal_or_when_disabled():
     assert off.text == "" and disabled.text == ""
 
 
-def _run_with_tty_stderr(*argv):
-    main_fd, sub_fd = pty.openpty()
-    fcntl.ioctl(sub_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a new pty is 0 columns wide
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
-    proc = subprocess.run([sys.executable, "-m", "exactdp", *argv], stdout=subprocess.PIPE, stderr=sub_fd,
-                          env=env, timeout=300)
-    os.close(sub_fd)
-    chunks = []
-    while True:
-        try:
-            data = os.read(main_fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(main_fd)
-    return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode(errors="replace")
-
 
 def test_dist_on_a_terminal_stdout_unchanged(capsys):
     status, plain, err = run(capsys, *ARGV)
     assert status == 0 and err == ""  # captured stderr is no terminal: nothing drawn
-    status, out, err = _run_with_tty_stderr(*ARGV)
+    status, out, err = run_with_tty_stderr(*ARGV)
     assert status == 0 and out == plain and "exactdp dist" in err and "levels" in err
-    status, out, err = _run_with_tty_stderr(*ARGV, "--no-progress")
+    status, out, err = run_with_tty_stderr(*ARGV, "--no-progress")
     assert status == 0 and out == plain and err == ""
-    status, out, err = _run_with_tty_stderr(*ARGV, "--json")
+    status, out, err = run_with_tty_stderr(*ARGV, "--json")
     assert status == 0 and err == "" and out.startswith("{")
