@@ -505,8 +505,7 @@ class ExponentialPair:
             return None
         if a.log_form_rule() is None or b.log_form_rule() is None:
             return None
-        sa, sb = a.mechanism.table.scale, b.mechanism.table.scale
-        if (sa.lam, sa.base if sa.lam is None else None) != (sb.lam, sb.base if sb.lam is None else None):
+        if a.mechanism.table.scale.weight_key != b.mechanism.table.scale.weight_key:
             return None  # the two weight exponents are not provably one number
         ua, ub = _int_utilities(a), _int_utilities(b)
         if ua is None or ub is None or any(x is None or y is None for x, y in keys):

@@ -115,9 +115,7 @@ class Groups:
         rule_a, rule_b = self.batched_rule(), other.batched_rule()
         if rule_a is None or rule_b is None or type(rule_a) is not type(rule_b):
             return False
-        scale_a, scale_b = self.mechanism.table.scale, other.mechanism.table.scale
-        return (scale_a.lam, scale_a.base if scale_a.lam is None else None) == \
-            (scale_b.lam, scale_b.base if scale_b.lam is None else None)
+        return self.mechanism.table.scale.weight_key == other.mechanism.table.scale.weight_key
 
     def same_law_as(self, other: "Groups") -> bool:
         """Whether one output of group ``a`` has exactly the same probability on both sides,

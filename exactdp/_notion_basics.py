@@ -78,7 +78,7 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
     the pair's other cells are left undecided without forming theirs: each costs two
     ``probability_exact`` calls (seconds for a sum over a thousand levels), and a profile
     can have thousands of undecided cells."""
-    if cell.ga is not None and cell.ga == cell.gb and _same_law_levels(pair):
+    if _same_law_cell(pair, cell):
         # P(o) = Q(o) > 0 exactly; e^eps is irrational for rational eps != 0 (Lindemann)
         return eps == 0
     if getattr(pair, "_symbolic_too_large", False):
@@ -99,9 +99,12 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
         return None
 
 
-def _same_law_levels(pair: Pair) -> bool:
-    """:meth:`Groups.same_law_as` of the two sides (False when either is a mapping),
-    decided once per pair."""
+def _same_law_cell(pair: Pair, cell: Any) -> bool:
+    """Whether the cell's outputs have exactly ``P(o) = Q(o)``, proved from the levels: the
+    two sides are of one law level by level (:meth:`Groups.same_law_as`, decided once per
+    pair; False when either is a mapping) and the cell is one level on both."""
+    if cell.ga is None or cell.ga != cell.gb:
+        return False
     known = getattr(pair, "_same_law", None)
     if known is None:
         known = pair._same_law = (isinstance(pair.a, Groups) and isinstance(pair.b, Groups)

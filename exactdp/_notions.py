@@ -32,7 +32,7 @@ from flint import arb
 
 from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
-                             _power_of_ten_above, _rational, _same_law_levels)
+                             _power_of_ten_above, _rational, _same_law_cell)
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
@@ -225,7 +225,7 @@ def _exact_tv(pair: Pair, direction: str) -> Optional[Fraction]:
     without an exact value."""
     total = Fraction(0)
     for cell in pair.cells:
-        if cell.ga is not None and cell.ga == cell.gb and _same_law_levels(pair):
+        if _same_law_cell(pair, cell):
             continue
         exact = _exact_fractions(pair, cell, direction)
         if exact is None:

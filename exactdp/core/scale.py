@@ -49,6 +49,18 @@ class Scale:
         """``epsilon/divisor`` as an exact rational, or ``None`` with a base (irrational)."""
         return None if self.epsilon is None else self.epsilon / self.divisor
 
+    @property
+    def weight_key(self) -> tuple[Optional[Fraction], Optional[Fraction]]:
+        """What the weights depend on, exactly: ``(lam, None)`` with ``epsilon``, ``(None,
+        base)`` with a base.  Two scales with one key weigh every utility alike (``epsilon=2,
+        divisor=2`` and ``epsilon=1, divisor=1`` do; an ``epsilon`` and a ``base`` are never
+        provably one number).
+
+        >>> Scale(epsilon=Fraction(2), divisor=Fraction(2)).weight_key == Scale(epsilon=Fraction(1)).weight_key
+        True
+        """
+        return (self.lam, self.base if self.lam is None else None)
+
     def lam_ball(self) -> arb:
         """An arb enclosure of ``lam`` at flint's current working precision."""
         if self.epsilon is not None:

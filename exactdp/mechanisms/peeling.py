@@ -394,19 +394,20 @@ class Peeling(Mechanism):
         milliseconds where walking and building a million ``k``-tuples took minutes.  A
         refusal is remembered (``group_index`` and ``groups`` read the levels)."""
         limit = PEELING_LEVELS_LIMIT
-        if self._levels_refused == limit or count_words(self._mult, self.k, cap=limit) > limit:
+        if self._levels_refused == limit or self._level_count(cap=limit) > limit:
             self._refuse_levels(limit)
         return list(self._count_sequences())
 
-    def _level_count(self) -> int:
-        """The number of levels (distinct count sequences), exact, without building them:
-        words of length ``k`` over the distinct counts, each used at most as often as it
-        occurs (:func:`~exactdp.core.combinatorics.count_words`).
+    def _level_count(self, cap: Optional[int] = None) -> int:
+        """The number of levels (distinct count sequences), exact, without building them
+        (``cap + 1`` when there are more than ``cap``): words of length ``k`` over the
+        distinct counts, each used at most as often as it occurs
+        (:func:`~exactdp.core.combinatorics.count_words`).
 
         >>> Peeling([5, 3, 3, 0], 2)._level_count()     # all pairs of counts but (5, 5), (0, 0)
         7
         """
-        return count_words(self._mult, self.k)
+        return count_words(self._mult, self.k, cap)
 
     def _refuse_levels(self, limit: int) -> NoReturn:
         self._levels_refused = limit

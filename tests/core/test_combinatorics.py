@@ -11,7 +11,9 @@ from hypothesis import given, strategies as st
 import math
 import random
 
-from exactdp.core.combinatorics import rank_combination, unrank_combination, unrank_combination_bisect
+from exactdp.core.combinatorics import rank_combination, unrank_combination
+
+from twins.combinatorics import unrank_combination_bisect
 
 
 def colex(n: int, m: int) -> list[list[int]]:
