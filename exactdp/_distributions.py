@@ -383,6 +383,93 @@ class Pair:
         scale = a.mechanism.table.scale
         return [(Fraction(gap), size) for gap, size in terms], scale.lam_ball, equal
 
+    def log_ratio_enclosure(self, i: int, direction: str = "a>b") -> Optional[tuple[Fraction, Optional[Fraction], arb]]:
+        """For cell ``i`` of two permute-and-flip sides of one ``lam``: ``(l, lam, J)`` with
+        ``ln(P/Q) = lam * l + j`` for some ``j`` in the ball ``J`` (``direction="b>a"``:
+        ``ln(Q/P)``), ``l`` the exact difference of the output's gaps below the best and
+        ``lam`` exact when the scale has it (else None: use the scale's ball); None when
+        there is no enclosure.  At flint's current precision.
+
+        The proof (:mod:`exactdp.rules.permute_and_flip`: ``P = p J_a`` with ``p =
+        e^(lam g_a)`` and ``J = int_0^1 prod_{o' != o} (1 - t w_o') dt``): ``J_a / J_b =
+        E[e^L]`` over the density proportional to ``b``'s product, where ``L(t) = sum_x
+        c_x ln(1 - t x)`` over the weights ``x`` whose number of outputs other than ``o``
+        differs (``c_x``, ``a`` minus ``b``).  As ``t ln(1 - x) <= ln(1 - t x) <= -t x`` on
+        ``[0, 1]``, ``t A <= L(t) <= t B`` with ``A = sum_{c > 0} c log1p(-x) + sum_{c < 0}
+        |c| x`` and ``B = -sum_{c > 0} c x + sum_{c < 0} |c| (-log1p(-x))``.  So (Jensen,
+        and convexity of ``e^(tB)`` in ``t``) ``A m <= ln(J_a / J_b) <= log1p(m expm1(B))``
+        with ``m = E[t]``.  ``b``'s product is ``(1 - t)^n R(t)``, ``n`` its other best
+        outputs, ``e^(-tS) <= R <= 1`` with ``S = N x_1 / (1 - x_1)`` (``N`` outputs below
+        the best, ``x_1`` the largest of their weights), so ``m`` lies within ``e^(+-S)``
+        of ``1 / (n + 2)``.  None when the numbers of best outputs other than ``o`` differ
+        (the term ``ln(1 - t)`` is unbounded).  Two tables that differ only far below the
+        best level (heavy-tailed counts: weights ``e^(-10^8)``) give ``J`` to about the
+        relative accuracy ``S + (B - A) / |B|``, which decides the sign of
+        ``ln(P/Q) - epsilon`` where the certified probabilities agree to every digit."""
+        shape = getattr(self, "_enclosure", False)
+        if shape is False:
+            shape = self._enclosure = self._enclosure_shape()
+        cell = self.cells[i]
+        if shape is None or cell.ga is None or cell.gb is None:
+            return None
+        sizes, gaps_a, gaps_b, best_b, below_b, top_b, scale = shape
+        g_a, g_b = gaps_a[cell.ga], gaps_b[cell.gb]
+        if sizes.get(0, 0) - (g_a == 0) + (g_b == 0):
+            return None
+        lam = scale.lam_ball()
+        # the sums directly over the differences with o taken out: a base sum corrected at o's
+        # two gaps would keep the rounding error of the largest (o's own) terms, which can be
+        # far larger than the rest (heavy-tailed counts)
+        differences = dict(sizes)
+        if g_a != g_b:
+            differences[g_a] = differences.get(g_a, 0) - 1
+            differences[g_b] = differences.get(g_b, 0) + 1
+        low = high = arb(0)
+        for gap, c in differences.items():
+            if gap and c:  # the best level's difference is 0 once o is out (checked above)
+                lo, hi = _log1m_bounds(gap, c, lam)
+                low, high = low + lo, high + hi
+        m0 = arb(1) / (best_b - (g_b == 0) + 2)
+        if below_b:
+            x1 = (lam * rational_ball(top_b)).exp()
+            spread = (below_b * x1 / (1 - x1)).exp()
+            m_low, m_high = m0 / spread, m0 * spread
+            m_high = m_high if m_high < 1 else arb(1)
+        else:
+            m_low = m_high = m0
+        # ends of intervals: the smallest A m and the largest log1p(m expm1(B)) over m
+        a_end, b_end = low.lower(), high.upper()
+        lower = (a_end * (m_low.lower() if a_end >= 0 else m_high.upper())).lower()
+        upper = ((m_high.upper() if b_end >= 0 else m_low.lower()) * expm1_ball(b_end)).log1p().upper()
+        j = lower.union(upper)
+        ell = Fraction(g_a - g_b)
+        if direction == "b>a":
+            ell, j = -ell, -j
+        return ell, scale.lam, j
+
+    def _enclosure_shape(self) -> Optional[tuple[dict[Any, int], list[Any], list[Any], int, int, Any, Any]]:
+        """The exact part of :meth:`log_ratio_enclosure`: the signed differences of the
+        level tables per gap (``a`` minus ``b``), both sides' gaps, ``b``'s number of best
+        outputs and of outputs below the best, its largest gap below the best, the scale."""
+        from .rules.permute_and_flip import PermuteAndFlip
+        a, b = self.a, self.b
+        if not (isinstance(a, Groups) and isinstance(b, Groups) and a.same_rule_as(b)
+                and isinstance(a.batched_rule(), PermuteAndFlip)):
+            return None
+        try:
+            gaps_a = [Fraction(g.utility - a.groups[0].utility) for g in a.groups]
+            gaps_b = [Fraction(g.utility - b.groups[0].utility) for g in b.groups]
+        except TypeError:  # utilities that do not subtract
+            return None
+        sizes: dict[Any, int] = {}
+        for gaps, groups, sign in ((gaps_a, a.groups, 1), (gaps_b, b.groups, -1)):
+            for gap, g in zip(gaps, groups):
+                sizes[gap] = sizes.get(gap, 0) + sign * g.multiplicity
+        best_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap == 0)
+        below_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap != 0)
+        top_b = max((gap for gap in gaps_b if gap != 0), default=None)
+        return sizes, gaps_a, gaps_b, best_b, below_b, top_b, a.mechanism.table.scale
+
     def exact(self, cell: Cell) -> tuple[Any, Any]:
         """Exact ``P(o)``, ``Q(o)`` of the cell's witness (Fractions or sympy expressions;
         a mechanism without a closed form raises its error)."""
@@ -636,6 +723,21 @@ def tail_difference(lam: arb, u0: Any, levels_a: Sequence[Any], levels_b: Sequen
         if bound <= (cut * abs(total)).lower():
             return total + arb(0, 1) * bound
     return total
+
+
+def _log1m_bounds(gap: Fraction, c: int, lam: arb) -> tuple[arb, arb]:
+    """``c`` outputs of weight ``x = e^(lam gap)`` (``gap < 0``) in
+    :meth:`Pair.log_ratio_enclosure`'s sums: ``(c log1p(-x), -c x)`` for ``c > 0``,
+    ``(|c| x, |c| (-log1p(-x)))`` for ``c < 0``; ``log1p(-x)`` as ``-x - x^2 [0, 1]`` when
+    ``x`` is too small for arb's own (``|log1p(-x) + x| <= x^2`` for ``x <= 1/2``)."""
+    if not c:
+        return arb(0), arb(0)
+    x = (lam * rational_ball(gap)).exp()
+    if abs(x).upper() < arb(2) ** -(ctx.prec + 8):
+        log1m = -x - (x * x).upper() * arb(0.5, 0.5)  # -x - x^2 [0, 1]
+    else:
+        log1m = (-x).log1p()
+    return (c * log1m, -c * x) if c > 0 else (-c * x, c * log1m)
 
 
 def expm1_ball(x: arb) -> arb:

@@ -129,6 +129,15 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                     if diff.upper() <= 0:
                         continue
                     if not diff > 0:
+                        # P = e^eps Q to every digit: the level tables may still decide the sign
+                        # of r - eps (two permute-and-flip sides; Pair.log_ratio_enclosure)
+                        excess = _excess_enclosure(pair, i, direction, eps)
+                        if excess is not None:
+                            if excess.upper() <= 0:
+                                continue
+                            if excess > 0:
+                                diff = growth * q * expm1_ball(excess)
+                    if not diff > 0:
                         undecided.append(i)
                     positive.append(i)
                     total += _pos(diff) * pair.cells[i].outputs
@@ -161,6 +170,21 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     first = dab >= dba
     return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba, cab if first else cba,
                           digits_wanted, zab and zba)
+
+
+def _excess_enclosure(pair: Pair, i: int, direction: str, eps: Fraction) -> Optional[arb]:
+    """A ball for ``ln(P/Q) - eps`` of cell ``i`` (oriented) from the level tables, or None:
+    ``lam * l - eps`` exactly when ``lam`` is rational, plus the enclosure of
+    :meth:`~exactdp._distributions.Pair.log_ratio_enclosure`."""
+    enclosure = pair.log_ratio_enclosure(i, direction)
+    if enclosure is None:
+        return None
+    ell, lam, j = enclosure
+    if lam is not None:
+        shift = lam * ell - eps
+        return j if not shift else j + rational_ball(shift)
+    scale = pair.a.mechanism.table.scale
+    return j + scale.lam_ball() * rational_ball(ell) - rational_ball(eps)
 
 
 def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional[PrivacyProfile]:

@@ -51,10 +51,10 @@ from .core.formatting import change_text, exact_text, json_scalar, number_text, 
 from .core.formatting import output_text as _sequence_text
 from .core.precision import mp_workdps
 from .core.validation import as_counts, as_dps, as_positive_int
-from .errors import ArgumentTypeError, InvalidParameterError
+from .errors import ArgumentTypeError, InvalidParameterError, PrecisionError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
-           "finish", "output_text", "pair_verdict"]
+           "finish", "output_text", "pair_verdict", "passes_claim"]
 
 #: The privacy notions :func:`exactdp.audit.worst_case` audits.
 NOTIONS = ("pure", "approx", "renyi", "zcdp")
@@ -125,7 +125,9 @@ class WorstCase:
     ``"attained"`` (within ``3 * 10**-dps`` of the claim, or a narrow zCDP bracket that
     contains it, and proved equal by sympy or equal to every digit of a recomputation at up
     to ``4 * dps + 80`` digits: a value that differs from the claim by less than the band is
-    recomputed until it is found below or violated), ``"violated"`` or (zCDP only)
+    recomputed until it is found below or violated; a pure loss equal to a rational claim
+    to every digit is still violated when some neighbour's ``privacy_profile`` at the claim
+    is proved positive, :func:`passes_claim`), ``"violated"`` or (zCDP only)
     ``"inconclusive"``: the bracket contains
     the claim but is wider than ``3 * 10**-dps`` of it, because a bracket did not converge
     within ``zcdp_rho``'s step cap (raise ``dps`` or audit that neighbour's pair with a
@@ -567,9 +569,28 @@ def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
                                            max_outputs=job.max_outputs, symmetric=job.symmetric)
 
     verdict = refine_verdict([again(r) for r in near], job.dps)
+    if verdict == "attained" and job.notion == "pure" and any(
+            passes_claim(job.factory(job.counts), job.factory(r.neighbour), p.claim, job.dps, job.max_outputs)
+            for r in near):
+        verdict = "violated"
     if equal and verdict != "violated":
         return "attained", verdict == "below"  # exactly, unless another neighbour stays too close to tell
     return verdict, False
+
+
+def passes_claim(a: Any, b: Any, claim: Any, dps: int, max_outputs: int) -> bool:
+    """Whether some output of a pair whose pure loss equals a rational ``claim`` to every
+    digit tried is proved to pass it: ``privacy_profile(a, b, claim)`` certified positive,
+    i.e. some ``P(o) > e^claim Q(o)``.  The profile decides the sign of ``ln(P/Q) - claim``
+    beyond the digits of the probabilities where it can (two permute-and-flip mechanisms
+    of one ``lam``: from their level tables, docs/audit.md); False when it cannot
+    (a PrecisionError) or the claim is not rational."""
+    if not isinstance(claim, Fraction):
+        return False
+    try:
+        return bool(privacy_profile(a, b, claim, dps, max_outputs=max_outputs).delta > 0)
+    except PrecisionError:
+        return False
 
 
 def pair_verdict(a: Any, b: Any, notion: str, digits: int, pure: Callable[..., Any], claim: Any, **kwargs: Any) -> str:

@@ -23,6 +23,7 @@ import pytest
 
 import exactdp
 from exactdp import _distributions, audit
+from exactdp.core.precision import flint_workprec
 from exactdp.errors import PrecisionError
 
 from twins import pnf_joint_brute
@@ -136,3 +137,116 @@ def test_mappings_equal_to_150_digits():
                               * mpmath.log(mpmath.mpf(p.numerator) / p.denominator * 2) for p in P.values())
     z = audit.zcdp_rho(P, Q)
     assert z.lower <= z.upper and z.lower >= kl_want * (1 - mpmath.mpf(10) ** -6) and z.lower > 0
+
+
+def _ends(ball, digits=80):
+    return (mpmath.mpf(ball.lower().mid().str(digits, radius=False)),
+            mpmath.mpf(ball.upper().mid().str(digits, radius=False)))
+
+
+def test_log_ratio_enclosure_holds_on_every_small_pair():
+    """``ln(P/Q) - lam * l`` lies in the enclosure ``J`` of ``Pair.log_ratio_enclosure`` for
+    every cell and direction given one, on every PNFJoint pair (base 1/2, so ``lam = ln 2``)
+    of a count vector in {0..3}^d, d <= 3, every k, and each of its add/remove and swap
+    neighbours and its shift by 1, against the twin's exact probabilities.  The enclosure is
+    informative: on many cells it excludes 0 while the truth is not 0, so a flipped sign or
+    a missing term would fail."""
+    enclosed = signed = 0
+    vectors = [c for d in (1, 2, 3) for c in itertools.product(range(4), repeat=d)]
+    for counts in vectors:
+        others = {tuple(n) for relation in ("add_remove", "swap") for n in audit.neighbours(counts, relation)}
+        others.add(tuple(c + 1 for c in counts))
+        for other in sorted(others):
+            for k in range(1, len(counts) + 1):
+                a = exactdp.PNFJoint(list(counts), k, base=Fraction(1, 2))
+                b = exactdp.PNFJoint(list(other), k, base=Fraction(1, 2))
+                pair = _distributions.pair_cells(a, b, 20, 10**6)
+                P = Q = None
+                with flint_workprec(300), mpmath.workdps(80):
+                    for i, cell in enumerate(pair.cells):
+                        for direction in ("a>b", "b>a"):
+                            enclosure = pair.log_ratio_enclosure(i, direction)
+                            if enclosure is None:
+                                continue
+                            if P is None:
+                                P, Q = pnf_joint_brute(list(counts), k), pnf_joint_brute(list(other), k)
+                            ell, lam, j = enclosure
+                            assert lam is None  # base 1/2: lam = ln 2 has no exact form
+                            p, q = P[cell.witness], Q[cell.witness]
+                            r = mpmath.log(mpmath.mpf(p.numerator) / p.denominator) - mpmath.log(
+                                mpmath.mpf(q.numerator) / q.denominator)
+                            truth = (r if direction == "a>b" else -r) - mpmath.log(2) * ell.numerator / ell.denominator
+                            lo, hi = _ends(j)
+                            slack = mpmath.mpf(10) ** -70
+                            assert lo - slack <= truth <= hi + slack, (counts, other, k, cell, direction, truth, j)
+                            enclosed += 1
+                            if (lo > 0 or hi < 0) and abs(truth) > mpmath.mpf(10) ** -60:
+                                signed += 1
+    assert enclosed > 2000 and signed > 300, (enclosed, signed)
+
+
+def test_profile_where_the_loss_passes_epsilon_by_a_hair():
+    """PNFJoint (epsilon 1) at ``4G+1, 3G, 2G, G, 0``, k = 2, G = 2000, against its swap
+    neighbour (one vote from the item ranked 1 to the item ranked 2): the output ``(0, 2)``
+    has ``ln(P_b/P_a) = 1 + j`` with ``j`` about ``10^-435``, so ``delta_b>a(1)`` is positive
+    but far below what the 320 digits of the certified probabilities resolve (they agree
+    with ``e P_a`` to every digit).  The level tables' enclosure of ``j`` certifies it;
+    against the brute force at 1,500 digits.  Negative control: without the enclosure, a
+    PrecisionError."""
+    G = 2000
+    ca = [4 * G + 1, 3 * G, 2 * G, G, 0]
+    cb = list(ca)
+    cb[1] -= 1
+    cb[2] += 1
+    a, b = exactdp.PNFJoint(ca, 2, epsilon=1), exactdp.PNFJoint(cb, 2, epsilon=1)
+    P, Q = pnf_probabilities(ca, 2, mpmath.mpf(1) / 2, 1500), pnf_probabilities(cb, 2, mpmath.mpf(1) / 2, 1500)
+    with mpmath.workdps(1500):
+        e = mpmath.e
+        want_ba = mpmath.fsum(max(0, Q[o] - e * P[o]) for o in P)
+        want_ab = mpmath.fsum(max(0, P[o] - e * Q[o]) for o in P)
+        assert 0 < want_ba < mpmath.mpf(10) ** -400 and want_ab == 0
+        carrier = max(P, key=lambda o: Q[o] / P[o])
+        assert carrier == (0, 2) and 0 < mpmath.log(Q[carrier] / P[carrier]) - 1 < mpmath.mpf(10) ** -400
+    got = audit.privacy_profile(a, b, 1, dps=30)
+    with mpmath.workdps(40):
+        assert got.direction == "b>a" and abs(got.delta - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
+    assert got.delta_a_b == 0 and (0, 2) in [w for w, _ in got.carriers]
+    original = _distributions.Pair.log_ratio_enclosure
+    try:
+        _distributions.Pair.log_ratio_enclosure = lambda self, i, direction="a>b": None
+        with pytest.raises(PrecisionError):
+            audit.privacy_profile(a, b, 1, dps=30)
+    finally:
+        _distributions.Pair.log_ratio_enclosure = original
+
+
+def test_worst_case_passes_its_claim_by_a_hair():
+    """``worst_case`` of PNFJoint (epsilon 1) at ``3G+1, 2G, G, 0``, k = 2, G = 2000, over swap
+    neighbours: the worst loss equals the claim 1 to every digit the probabilities have
+    (320), yet some neighbour passes it by about ``10^-435`` (brute force at 1,500 digits),
+    so the verdict is "violated": its privacy profile at the claim is proved positive from
+    the level tables.  Negative control: without that proof the verdict is "attained"."""
+    G = 2000
+    counts = [3 * G + 1, 2 * G, G, 0]
+    excess = mpmath.mpf(0)
+    lam = mpmath.mpf(1) / 2
+    P = pnf_probabilities(counts, 2, lam, 1500)
+    for n in audit.neighbours(counts, "swap"):
+        Q = pnf_probabilities(list(n), 2, lam, 1500)
+        with mpmath.workdps(1500):
+            excess = max(excess, max(abs(mpmath.log(P[o] / Q[o])) for o in P) - 1)
+    with mpmath.workdps(50):
+        assert 0 < excess < mpmath.mpf(10) ** -400, excess
+
+    def factory(c):
+        return exactdp.PNFJoint(c, 2, epsilon=1)
+
+    w = audit.worst_case(factory, counts, "swap", dps=30)
+    assert w.verdict == "violated" and abs(w.value - 1) <= mpmath.mpf(10) ** -30, w
+    from exactdp import _worst
+    original = _worst.passes_claim
+    try:
+        _worst.passes_claim = lambda *args, **kwargs: False
+        assert audit.worst_case(factory, counts, "swap", dps=30).verdict == "attained"
+    finally:
+        _worst.passes_claim = original
