@@ -204,8 +204,8 @@ def _integral_scores(counts: CountsLike) -> tuple[tuple[int, ...], int]:
 
 
 def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike = 1) -> MechanismLike:
-    """The exactdp mechanism of an OpenDP ``make_noisy_top_k`` / ``make_noisy_max``
-    measurement (also built as ``space >> then_noisy_top_k(...)``), read from the
+    """The exactdp mechanism of ``measurement``, an OpenDP ``make_noisy_top_k`` /
+    ``make_noisy_max`` measurement (also built as ``space >> then_noisy_top_k(...)``), read from the
     arguments OpenDP records on it, for the scores ``counts``; ``d_in`` (default 1) as in
     :func:`opendp_top_k`, for the claim.  The deprecated
     ``make_report_noisy_max_gumbel(..., scale, optimize)`` is OpenDP 0.16's
