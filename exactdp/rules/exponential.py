@@ -215,8 +215,8 @@ class ExponentialMechanism(SelectionRule):
 
 
 def decaying_sum(lam: arb, u0: Any, terms: Sequence[tuple[Any, int]], total: Optional[int] = None) -> arb:
-    """An enclosure of ``sum_t m_t exp(lam (u_t - u0))`` over ``(u_t, m_t)`` in decreasing
-    ``u_t`` (best level first), at flint's current precision, with a small relative error.
+    """An enclosure of ``sum_t m_t exp(lam (u_t - u0))`` over the pairs ``(u_t, m_t)`` of
+    ``terms`` in decreasing ``u_t`` (best level first), at flint's current precision, with a small relative error.
 
     With ``lam > 0`` every later term is at most the current ``exp(lam (u_t - u0))`` times
     its multiplicity, so once that times the multiplicity still to come is below
