@@ -142,9 +142,10 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
                  output_measure: object = "max_divergence", negate: bool = False, *,
                  monotonic: bool = False, d_in: RationalLike = 1) -> MechanismLike:
     """The exactdp mechanism that OpenDP 0.16's ``make_noisy_top_k`` samples with these
-    arguments: ``Peeling(counts, k, epsilon=k/scale, noise=...)`` (``output_measure``, as a
-    string: exponential noise for ``"max_divergence"``, the default, Gumbel for
-    ``"zero_concentrated_divergence"``; ``negate``: the
+    arguments: ``Peeling(counts, k, epsilon=k/scale, noise=...)`` (``output_measure``, a
+    string or an OpenDP measure, read by its name: exponential noise for
+    ``"max_divergence"``, the default, Gumbel for ``"zero_concentrated_divergence"``;
+    ``negate``: the
     negated counts; scores that are not integers, as OpenDP's float domains allow, are
     multiplied by the common denominator of their exact values and ``epsilon`` divided by
     it, the same law).  ``monotonic`` (the input metric's flag) and ``d_in`` (default 1,
