@@ -390,8 +390,8 @@ def goodness_of_fit(
     """Pearson's chi-square test of draws against the exact distribution of ``mechanism``
     (draws of labels are mapped to item positions by ``id_map``, :func:`relabel`).
 
-    ``samples``: an iterable of draws (each a list or tuple of item ids, a set for a set
-    mechanism; :func:`read_samples` reads a file).  ``alpha``: the significance level, the
+    ``samples``: an iterable of draws (each an iterable of item ids, as
+    :func:`normalise_output` accepts; :func:`read_samples` reads a file).  ``alpha``: the significance level, the
     false-alarm rate (default :data:`DEFAULT_ALPHA`); ``delta`` (default
     :data:`DEFAULT_DELTA`) and ``min_power`` (default :data:`DEFAULT_MIN_POWER`): the
     verdict is PASS only when the test has power at least ``min_power`` against the least
