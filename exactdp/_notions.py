@@ -367,9 +367,9 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     ``delta(eps) <= delta`` there with balls.
 
     ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
-    probability``; ``max_outputs``: the most output orbits visited (or outputs listed, for a mapping
-    paired with a mechanism; default 200,000), past which the call is refused with
-    an error naming ``max_outputs``.
+    probability``; ``max_outputs``: the most output orbits
+    visited (or outputs listed, for a mapping paired with a mechanism; default 200,000),
+    past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
     d = _rational(delta, "delta")

@@ -131,9 +131,9 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
     ``Q = 0 < P``; exactly 0 when the distributions are equal (decided exactly).
 
     ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
-    probability`` (``P`` is ``a``'s, ``Q`` is ``b``'s); ``max_outputs``: the most output orbits visited (or outputs listed, for a mapping
-    paired with a mechanism; default 200,000), past which the call is refused with
-    an error naming ``max_outputs``.
+    probability`` (``P`` is ``a``'s, ``Q`` is ``b``'s); ``max_outputs``: the most output orbits
+    visited (or outputs listed, for a mapping paired with a mechanism; default 200,000),
+    past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
     al = _rational(alpha, "alpha")
@@ -202,9 +202,9 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
     exactly).
 
     ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
-    probability``; ``max_outputs``: the most output orbits visited (or outputs listed, for a mapping
-    paired with a mechanism; default 200,000), past which the call is refused with
-    an error naming ``max_outputs``.
+    probability``; ``max_outputs``: the most output orbits
+    visited (or outputs listed, for a mapping paired with a mechanism; default 200,000),
+    past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = 6 if dps is None else as_dps(dps)
     steps_cap = as_positive_int(max_steps, "max_steps")

@@ -42,7 +42,8 @@ class Power:
     ``method`` (``"noncentral"``: Pearson's statistic approximated by a noncentral
     chi-square with noncentrality ``n * sum (q - p)**2 / p`` over the test's bins;
     ``"monte-carlo"``: the binned counts simulated ``trials`` times, of which
-    ``rejections`` rejected, with a 95% Wilson interval in ``interval``), ``df``, ``critical`` value, ``noncentrality``, and
+    ``rejections`` rejected, with a 95% Wilson interval in ``interval``), ``df``,
+    ``critical`` value, ``noncentrality``, and
     ``outside``: the alternative's probability of outputs the mechanism never gives
     (any such draw is detected).  With a rare tail, ``tail_critical``: the number of draws
     in it at which its exact test rejects, and ``tail_power`` the probability of that
@@ -323,8 +324,8 @@ def samples_needed(
     """The smallest ``n`` (doubling, then bisection to within 1%) at which the sampler test
     reaches power ``target``, with its bins re-chosen at every ``n`` as
     :func:`goodness_of_fit` would, for draws tested against ``mechanism`` at significance
-    level ``alpha`` (default :data:`DEFAULT_ALPHA`).  ``min_expected``, ``within``, ``dps`` and ``max_enumerate``: as for
-    :func:`goodness_of_fit` (they choose the bins).
+    level ``alpha`` (default :data:`DEFAULT_ALPHA`).  ``min_expected``, ``within``,
+    ``dps`` and ``max_enumerate``: as for :func:`goodness_of_fit` (they choose the bins).
 
     With ``alternative`` (a wrong distribution, as in :func:`power`): the noncentral
     approximation of :func:`power` against it.  Without: the least favourable alternative at

@@ -249,7 +249,8 @@ class GoodnessOfFit:
 
     def power(self, alpha: Optional[float] = None) -> float:
         """Power of this test (its bins and ``df``) against the least favourable
-        alternative at total variation ``delta`` (:func:`sensitivity`); ``alpha``: the significance level (``None``: the one given to
+        alternative at total variation ``delta`` (:func:`sensitivity`).
+        ``alpha``: the significance level (``None``: the one given to
         :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         key = ("power", a)
@@ -259,7 +260,8 @@ class GoodnessOfFit:
 
     def detectable_delta(self, alpha: Optional[float] = None) -> float:
         """The smallest total variation deviation this test detects with power
-        ``min_power`` (least favourable alternative; ``inf`` when ``df = 0``); ``alpha``: the significance level (``None``: the one given to
+        ``min_power`` (least favourable alternative; ``inf`` when ``df = 0``).
+        ``alpha``: the significance level (``None``: the one given to
         :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         key = ("delta", a)
@@ -269,7 +271,8 @@ class GoodnessOfFit:
 
     def samples_needed(self, alpha: Optional[float] = None) -> Optional[int]:
         """The smallest ``n`` at which the test (its bins re-chosen for that ``n``) has
-        power ``min_power`` at ``delta``; ``None`` past ``max_n``; ``alpha``: the significance level (``None``: the one given to
+        power ``min_power`` at ``delta``; ``None`` past ``max_n``.
+        ``alpha``: the significance level (``None``: the one given to
         :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         key = ("n", a)
@@ -279,7 +282,8 @@ class GoodnessOfFit:
         return self._cache[key]
 
     def verdict(self, alpha: Optional[float] = None) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring); ``alpha``: the significance level (``None``: the one given to
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring).
+        ``alpha``: the significance level (``None``: the one given to
         :func:`goodness_of_fit`)."""
         if self.rejected(alpha):
             return "fail"
@@ -296,7 +300,8 @@ class GoodnessOfFit:
         """One line with everything the verdict rests on: verdict, n, df, statistic,
         p-value, alpha, power at ``delta``, the TV deviation detectable with power
         ``min_power`` at this ``n``, the ``n`` needed for ``delta``, and what was pooled
-        or left untested; ``alpha``: the significance level (``None``: the one given to
+        or left untested.
+        ``alpha``: the significance level (``None``: the one given to
         :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         v = self.verdict(a)
@@ -391,8 +396,8 @@ def goodness_of_fit(
     (draws of labels are mapped to item positions by ``id_map``, :func:`relabel`).
 
     ``samples``: an iterable of draws (each an iterable of item ids, as
-    :func:`normalise_output` accepts; :func:`read_samples` reads a file).  ``alpha``: the significance level, the
-    false-alarm rate (default :data:`DEFAULT_ALPHA`); ``delta`` (default
+    :func:`normalise_output` accepts; :func:`read_samples` reads a file).  ``alpha``: the
+    significance level, the false-alarm rate (default :data:`DEFAULT_ALPHA`); ``delta`` (default
     :data:`DEFAULT_DELTA`) and ``min_power`` (default :data:`DEFAULT_MIN_POWER`): the
     verdict is PASS only when the test has power at least ``min_power`` against the least
     favourable deviation of total variation ``delta`` (see :class:`GoodnessOfFit`);

@@ -374,7 +374,8 @@ def _iter_sweep(thresholds: Iterable[int], count: Callable[[int], int], total: i
 
 
 def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
-    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) one at a time, holding no level: those of
+    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) one at
+    a time, holding no level: those of
     utility ``<= utility`` (all when ``None``), so any level can start the sweep.  The path
     count is updated where the staircase changed
     (:func:`exactdp.mechanisms.joint_set_sweep.iter_sweep_levels`), not recounted per

@@ -102,7 +102,8 @@ def _sets_by_maxdiff(ranking: Ranking, k: int, max_subsets: Optional[int]) -> di
 def em_terms(counts: CountsLike, k: SupportsIndex, *, max_subsets: Optional[int] = None) -> Terms:
     """The exponential mechanism as terms: every set ``S`` has weight ``x**(-u(S))``
     (``x = exp(-eps/2)``), by enumeration (independent of the path counts; at most
-    ``max_subsets`` sets, default ``10**6``).  ``counts``: the count vector (non-negative integers, one per item); ``k``: the set size."""
+    ``max_subsets`` sets, default ``10**6``).  ``counts``: the count vector (non-negative
+    integers, one per item); ``k``: the set size."""
     ranking, kk = _setup(counts, k)
     by = _sets_by_maxdiff(ranking, kk, max_subsets)
     return {s: {V: Fraction(1)} for V in sorted(by) for s in sorted(by[V], key=sorted)}

@@ -289,7 +289,8 @@ def _bernoulli_exp_ratio(num: int, den: int, gen: random.Random) -> bool:
 def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
     """True with probability exactly ``base**m`` (``0 < base < 1`` rational, ``m >= 0``):
     independent exact rational coins ``base**t`` over chunks of ``t`` factors (about 64
-    bits of denominator each), stopping at the first tails.  ``gen``: the :class:`random.Random` read (integer randomness only)."""
+    bits of denominator each), stopping at the first tails.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     num, den = base.numerator, base.denominator
     step = max(1, 64 // den.bit_length())
     while m > 0:
@@ -303,7 +304,8 @@ def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
 # -- one round ---------------------------------------------------------------------------
 def draw_round(state: DrawState, gen: random.Random) -> int:
     """The position (in the ranking's order) of the item the next round picks, with the law
-    of the mechanism's per-round rule, given the draw so far, ``state``.  ``gen``: the :class:`random.Random` read (integer randomness only)."""
+    of the mechanism's per-round rule, given the draw so far, ``state``.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     if state.mech.noise == "gumbel":
         a = descend(state, 0, gen)
         return state.position(a, gen.randrange(state.left(a)))
@@ -448,7 +450,8 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
 
 def sample_many(mech: "Peeling", n: int, gen: random.Random) -> list[tuple[int, ...]]:
     """``n`` draws of ``k`` rounds each from the Peeling ``mech``, under one lock section;
-    every draw's removals are undone at its end.  ``gen``: the :class:`random.Random` read (integer randomness only)."""
+    every draw's removals are undone at its end.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     out = []
     order = mech.ranking.order
     state = DrawState(mech)

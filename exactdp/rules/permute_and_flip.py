@@ -287,7 +287,8 @@ class PermuteAndFlip(SelectionRule):
     """Permute-and-flip (= report-noisy-max with exponential noise) over levels.
 
     ``method="auto"`` (default), ``"poly"``, ``"direct"`` or ``"acb"`` (cross-checks: every
-    level by its own quadrature, ours or Arb's ``acb.integral``; see :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
+    level by its own quadrature, ours or Arb's ``acb.integral``; see
+    :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
     the rigorous error bound; every returned value has relative error ``<= 10**-dps``.
     ``sampler="cdf"`` (default) draws a level from the certified level probabilities,
     ``sampler="algorithm5"`` by the Joint paper's Algorithm 5 (the same distribution; see
