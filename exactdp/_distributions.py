@@ -164,8 +164,9 @@ class Cell(NamedTuple):
 
 
 def output_orbit_count(sizes: Sequence[int], k: int, kind: str = "sequence", cap: Optional[int] = None) -> int:
-    """Number of output orbits for classes of the given sizes (exact; saturates at
-    ``cap + 1`` when ``cap`` is given, which keeps the count cheap for large inputs).
+    """Number of output orbits of ``k`` items for classes of the given ``sizes`` (exact;
+    saturates at ``cap + 1`` when ``cap`` is given, which keeps the count cheap for large
+    inputs), for outputs of ``kind`` ``"sequence"`` (the default) or ``"set"``.
 
     Sequences: words of length ``k`` over the classes using class ``c`` at most
     ``sizes[c]`` times (:func:`~exactdp.core.combinatorics.count_words`).  Sets: ways to take ``n_c <= sizes[c]`` items of each class with

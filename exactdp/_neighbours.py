@@ -61,7 +61,9 @@ def _contribution(contribution: Optional[int], d: int) -> int:
 def neighbour_count(
     counts: CountsLike, relation: str = "add_remove", *, contribution: Optional[int] = None, up_to_symmetry: bool = False
 ) -> int:
-    """The exact number of neighbours :func:`neighbours` would list (without listing them).
+    """The exact number of neighbours :func:`neighbours` would list (without listing them)
+    for the same ``counts``, ``relation`` (``"add_remove"``, the default, or ``"swap"``),
+    ``contribution`` and ``up_to_symmetry``.
 
     >>> neighbour_count([5, 3, 3], "add_remove"), neighbour_count([5, 3, 3], "swap")
     (14, 26)
@@ -166,7 +168,8 @@ def neighbours(
     up_to_symmetry: bool = False,
     max_neighbours: int = NEIGHBOURS_LIMIT,
 ) -> list[tuple[int, ...]]:
-    """Every count vector neighbouring ``counts``, deduplicated, in a fixed order.
+    """Every count vector neighbouring ``counts``, deduplicated, in a fixed order, under the
+    neighbour ``relation`` (``"add_remove"``, the default, or ``"swap"``).
 
     A *user* contributes 1 to each count of a set of items (possibly empty); counts are
     the per-item totals.

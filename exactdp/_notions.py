@@ -66,7 +66,11 @@ class PrivacyProfile:
 
 @dataclass(frozen=True)
 class EpsilonForDelta:
-    """The least ``epsilon >= 0`` with ``max(delta_a_b, delta_b_a)(epsilon) <= delta``."""
+    """The least ``epsilon >= 0`` with ``max(delta_a_b, delta_b_a)(epsilon) <= delta``.
+
+    ``direction``: the direction attaining it (``"a>b"`` or ``"b>a"``); ``epsilon_a_b``,
+    ``epsilon_b_a``: the tight epsilon of each direction; all certified to ``dps`` digits.
+    """
 
     delta: Fraction
     epsilon: mpmath.mpf
@@ -101,6 +105,9 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     probability``; ``epsilon``: an exact rational ``>= 0`` (``delta(0)`` is the total
     variation distance).  Certified to ``dps`` digits (relative, default 30); exactly 0 when
     every term is decided ``<= 0`` by the balls or, for equal terms, by the exact values.
+    ``max_outputs``: the most output orbits visited (or outputs listed, for a mapping
+    paired with a mechanism; default 200,000), past which the call is refused with
+    an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
     eps = _rational(epsilon, "epsilon")
@@ -382,6 +389,11 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     privacy loss).  ``delta``: an exact rational in ``[0, 1]``.  Certified to ``dps`` digits: the
     lower end from the prefix formula of the module docstring, the upper end by checking
     ``delta(eps) <= delta`` there with balls.
+
+    ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
+    probability``; ``max_outputs``: the most output orbits
+    visited (or outputs listed, for a mapping paired with a mechanism; default 200,000),
+    past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
     d = _rational(delta, "delta")

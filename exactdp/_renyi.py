@@ -128,7 +128,13 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
     """``D_alpha(P_a || P_b) = ln(sum_o P(o)^alpha Q(o)^(1-alpha)) / (alpha - 1)`` for an
     exact rational ``alpha > 1`` (one direction), certified to ``dps`` digits with arb
     (each term as ``P * exp((alpha-1) ln(P/Q))``); ``mpmath.inf`` when some output has
-    ``Q = 0 < P``; exactly 0 when the distributions are equal (decided exactly)."""
+    ``Q = 0 < P``; exactly 0 when the distributions are equal (decided exactly).
+
+    ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
+    probability`` (``P`` is ``a``'s, ``Q`` is ``b``'s); ``max_outputs``: the most output orbits
+    visited (or outputs listed, for a mapping paired with a mechanism; default 200,000),
+    past which the call is refused with an error naming ``max_outputs``.
+    """
     digits_wanted = as_dps(dps)
     al = _rational(alpha, "alpha")
     if al <= 1:
@@ -194,6 +200,11 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000
     have a ``rho`` near ``10**-120``.  Lower ends of lower bounds, upper ends of upper
     bounds.  ``rho = inf`` when the supports differ, ``0`` for equal distributions (decided
     exactly).
+
+    ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
+    probability``; ``max_outputs``: the most output orbits
+    visited (or outputs listed, for a mapping paired with a mechanism; default 200,000),
+    past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = 6 if dps is None else as_dps(dps)
     steps_cap = as_positive_int(max_steps, "max_steps")

@@ -158,8 +158,10 @@ class Sampler:
     """A sampler under test: ``draw(n, seed)`` returns ``n`` outputs (lists of ids).
 
     ``fn(n, seed)`` does the drawing (``seed`` an ``int`` or ``None``); ``description``
-    names it in failure messages; ``seed_note`` is ``None`` when the seed reaches the
-    draws, else why it cannot (printed instead of a seed that was not used).
+    names it in failure messages; ``id_map`` (a mapping ``label -> item id``, or ``None``
+    when the draws are item ids already) maps the labels of each draw; ``seed_note`` is
+    ``None`` when the seed reaches the draws, else why it cannot (printed instead of a seed
+    that was not used).
     """
 
     def __init__(self, fn: Callable[[int, Optional[int]], Sequence[RawOutput]], description: str,
@@ -175,7 +177,9 @@ class Sampler:
         return self.seed_note is None
 
     def draw(self, n: int, seed: SeedLike = None) -> list[RawOutput]:
-        """``n`` outputs; labels are mapped by ``id_map`` (one error at the first bad draw)."""
+        """``n`` outputs drawn with ``seed`` (an ``int >= 0``, a ``numpy.random.Generator``
+        or ``random.Random`` from which one integer is drawn, or ``None``: unseeded); labels
+        are mapped by ``id_map`` (one error at the first bad draw)."""
         return [_normalise(x, self.id_map, i) for i, x in enumerate(self._fn(n, as_seed(seed)))]
 
     def seed_text(self, seed: Optional[int]) -> str:
@@ -265,7 +269,8 @@ def from_callable(fn: Callable[..., RawOutput], *, takes_rng: Optional[bool] = N
     draws when ``takes_rng`` (default: ``fn`` has one required positional parameter left,
     or an optional one named like a generator, :data:`RNG_NAMES`, which is then passed by
     name); otherwise as ``fn()`` under seeded global generators (``np.random.seed``,
-    ``random.seed``, both restored afterwards).
+    ``random.seed``, both restored afterwards).  ``id_map``: a mapping ``label -> item id``
+    for functions that return labels (``None``: they return item ids).
 
     >>> import functools
     >>> def top(counts, k, eps, pick=max):  # a defaulted parameter is not a generator slot
@@ -371,11 +376,11 @@ def _is_opendp(obj: object) -> bool:
 
 def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[IdMap] = None,
                takes_rng: Optional[bool] = None) -> Sampler:
-    """Adapt any supported shape: a :class:`Sampler` as is (``id_map`` given here replaces
-    its own); an exactdp mechanism; an object with ``.randomise`` (called with ``data``
+    """Adapt any supported shape of ``sampler``: a :class:`Sampler` as is (``id_map``
+    given here replaces its own); an exactdp mechanism; an object with ``.randomise`` (called with ``data``
     when given); an OpenDP measurement (its ``input_domain``/``output_measure``, called
     with ``data``); any other callable (:func:`from_callable`; with ``data``, called as
-    ``fn(data)`` or ``fn(data, rng)`` by the same rule)."""
+    ``fn(data)`` or ``fn(data, rng)`` by the same rule; ``takes_rng`` as there)."""
     if isinstance(sampler, Sampler):
         if id_map is not None:
             return Sampler(sampler._fn, sampler.description, id_map, seed_note=sampler.seed_note)

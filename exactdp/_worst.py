@@ -97,7 +97,9 @@ class NeighbourLoss:
     (``mpf``) for ``"renyi"``, :class:`~exactdp.audit.ZcdpBracket` for ``"zcdp"``);
     ``value``: its worst value (zCDP: the upper end, ``lower`` the lower end);
     ``witness``: an output attaining it (``None`` for Rényi and zCDP); ``direction``:
-    ``"a>b"`` (the audited counts' side is larger) or ``"b>a"``.
+    ``"a>b"`` (the audited counts' side is larger) or ``"b>a"``; ``neighbour``: the
+    neighbouring count vector, ``change`` its difference from the audited counts
+    (neighbour minus counts).
     """
 
     neighbour: tuple[int, ...]
@@ -142,6 +144,10 @@ class WorstCase:
     ``epsilon_value`` its value, ``detail`` the :class:`~exactdp.audit.PrivacyLoss`,
     ``attained_exactly`` when sympy proves the equality.  Other notions: ``loss`` is
     ``value``, ``epsilon`` the epsilon used (``None`` when none is).
+
+    ``counts``: the audited count vector; ``relation``: the neighbour relation
+    (``"add_remove"`` or ``"swap"``); ``mechanism``: the audited mechanism at ``counts``
+    as text (its ``repr``, or ``<mapping with N outputs>``); ``dps``: the digits certified.
     """
 
     counts: tuple[int, ...]
@@ -191,7 +197,8 @@ class WorstCase:
                 "zcdp": "rho"}[self.notion]
 
     def table(self, limit: int = 10, digits: int = 15) -> str:
-        """The worst neighbours as an aligned text table."""
+        """The worst neighbours (at most ``limit`` rows, worst first) as an aligned text
+        table, values shown to ``digits`` significant digits."""
         head = ["neighbour", "change"]
         rows = []
         for r in self.results[:limit]:
@@ -273,7 +280,7 @@ class WorstCase:
 
 
 def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
-    """The epsilon a mechanism claims, exactly: its ``epsilon`` (a Fraction) or, when it
+    """The epsilon ``mechanism`` claims, exactly: its ``epsilon`` (a Fraction) or, when it
     was built from a ``base``, ``-divisor * ln(base)`` as a sympy expression
     (``divisor = 2 * sensitivity`` for Joint: ``base = exp(-epsilon / (2*sensitivity))``)."""
     eps = getattr(mechanism, "epsilon", None)

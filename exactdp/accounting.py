@@ -142,7 +142,8 @@ def cdp_peel_round_epsilon(epsilon: RationalLike, delta: RationalLike, k: Suppor
     """Inverse of :func:`cdp_peel_epsilon` in its first argument: the per-round ``eps'``
     with ``cdp_peel_epsilon(eps', delta, k) == epsilon`` (the function is increasing in
     ``eps'``), ``eps' = sqrt(8/k) (sqrt(epsilon + L) - sqrt(L))`` with
-    ``L = ln(1/delta)``.  Certified ``mpf`` or, with ``exact=True``, the sympy closed form.
+    ``L = ln(1/delta)``.  Certified ``mpf`` (relative error ``10**-dps``, default 30) or,
+    with ``exact=True``, the sympy closed form.
     Use ``Peeling(counts, k, epsilon=k * eps')`` to run the corresponding mechanism.
     """
     eps, dl, kk, digits = _lemma_args(epsilon, delta, k, dps)
@@ -163,7 +164,9 @@ def cdp_peel_round_epsilon_below(epsilon: RationalLike, delta: RationalLike, k: 
                                  decimals: SupportsIndex = 12) -> Fraction:
     """An exact rational strictly below Lemma 4.2's per-round ``eps'``
     (:func:`cdp_peel_round_epsilon`), to run ``Peeling(counts, k, epsilon=k * eps')`` with a
-    budget that is certainly at most the accounted one: ``eps'`` certified to
+    budget that is certainly at most the accounted one (``epsilon`` the overall budget,
+    ``delta`` the failure probability, ``k`` rounds, as in :func:`cdp_peel_epsilon`):
+    ``eps'`` certified to
     ``decimals + 10`` significant digits past its integer part, rounded down to ``decimals``
     decimals and lowered by one unit of the last one (the certified value's error is far
     below that unit).  When that leaves nothing positive (``eps'`` below two units of the
@@ -191,8 +194,9 @@ def cdp_peel_local_epsilon(epsilon: RationalLike, delta: RationalLike, k: Suppor
                            exact: bool = False) -> Union[mpmath.mpf, sympy.Expr]:
     """``max(epsilon/k, cdp_peel_round_epsilon(epsilon, delta, k))``: the per-round budget
     the public dp_topk code (``em_epsilon_cdp``) uses, since ``k`` pure ``epsilon/k``-DP
-    rounds are also ``epsilon``-DP by basic composition.  Certified ``mpf`` (the larger of
-    two certified values is certified) or, with ``exact=True``, a sympy ``Max``."""
+    rounds are also ``epsilon``-DP by basic composition.  Certified ``mpf`` to ``dps``
+    digits (default 30; the larger of two certified values is certified) or, with
+    ``exact=True``, a sympy ``Max``."""
     eps = as_epsilon(_exact(epsilon))
     kk = as_positive_int(k, "k")
     if exact:

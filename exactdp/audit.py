@@ -181,7 +181,8 @@ class PrivacyLoss:
         return bool(mpmath.isinf(self.value))
 
     def table(self, limit: int = 10, digits: int = 15) -> str:
-        """The worst level pairs as an aligned text table."""
+        """The worst level pairs (at most ``limit`` rows, worst first) as an aligned text
+        table, losses shown to ``digits`` significant digits."""
         rows = [[number_text(p.level_a, 1), number_text(p.level_b, 1), number_text(p.signed, digits), str(p.outputs),
                  output_text(p.witness)] for p in self.pairs[:limit]]
         return table(["level a", "level b", "ln P_a - ln P_b", "outputs", "witness"], rows)
@@ -257,7 +258,8 @@ def privacy_loss(
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
     symmetric: bool = True,
 ) -> PrivacyLoss:
-    """The exact privacy loss ``max_o |ln P_a(o) - ln P_b(o)|``, certified to ``dps``
+    """The exact privacy loss ``max_o |ln P_a(o) - ln P_b(o)|`` between ``mechanism_a`` and
+    ``mechanism_b`` (mechanisms, or mappings ``output -> probability``), certified to ``dps``
     digits (default 30), with a witness output and the direction (see :class:`PrivacyLoss`).
 
     Both mechanisms must have the same output space (``d``, ``k``, sequences or sets).
@@ -521,9 +523,10 @@ def audit_grid(
     executor: Optional[Executor] = None,
     progress: Optional[Callable[[int, int], None]] = None,
 ) -> list[WorstCase]:
-    """:func:`worst_case` of every task, all neighbours of all tasks sharing one executor.
+    """:func:`worst_case` of every task, all neighbours of all tasks sharing one ``executor``
+    (a :class:`concurrent.futures.Executor`; ``None``: serially in this process).
 
-    Each task is a mapping of :func:`worst_case`'s arguments (``factory`` and ``counts``
+    Each task of ``tasks`` is a mapping of :func:`worst_case`'s arguments (``factory`` and ``counts``
     required, e.g. one per instance and claimed epsilon: a grid "instances x neighbours x
     epsilons"); the results come back in task order, each identical to its own
     ``worst_case`` call.  ``progress(done, total)`` counts neighbours over all tasks.

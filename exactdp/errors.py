@@ -73,7 +73,8 @@ class ExactDPError(Exception):
     """Base class of every exactdp error.
 
     ``argument`` is the name of the argument at fault (``None`` when the error is not
-    about one argument) and ``value`` the offending value.
+    about one argument), ``value`` the offending value and ``reason`` what is wrong with
+    it; the message is ``"argument=value: reason"`` (``reason`` alone without an argument).
     """
 
     def __init__(self, argument: str | None, value: Any, reason: str):
@@ -147,7 +148,8 @@ class InputLimitError(InvalidParameterError):
     an exponent, too many counts).
 
     Raised *before* the number is built, so that ``"1e100000000"`` fails at once instead
-    of building a hundred-million-digit integer.  ``limit`` is the limit that was exceeded;
+    of building a hundred-million-digit integer.  ``argument``, ``value`` and ``reason`` as
+    for :class:`ExactDPError`; ``limit`` is the limit that was exceeded (default ``None``);
     the message names it and says how to go past it.
     """
 

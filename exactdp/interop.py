@@ -142,8 +142,10 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
                  output_measure: object = "max_divergence", negate: bool = False, *,
                  monotonic: bool = False, d_in: RationalLike = 1) -> MechanismLike:
     """The exactdp mechanism that OpenDP 0.16's ``make_noisy_top_k`` samples with these
-    arguments: ``Peeling(counts, k, epsilon=k/scale, noise=...)`` (exponential noise for
-    ``"max_divergence"``, Gumbel for ``"zero_concentrated_divergence"``; ``negate``: the
+    arguments: ``Peeling(counts, k, epsilon=k/scale, noise=...)`` (``output_measure``, a
+    string or an OpenDP measure, read by its name: exponential noise for
+    ``"max_divergence"``, the default, Gumbel for ``"zero_concentrated_divergence"``;
+    ``negate``: the
     negated counts; scores that are not integers, as OpenDP's float domains allow, are
     multiplied by the common denominator of their exact values and ``epsilon`` divided by
     it, the same law).  ``monotonic`` (the input metric's flag) and ``d_in`` (default 1,
@@ -203,9 +205,10 @@ def _integral_scores(counts: CountsLike) -> tuple[tuple[int, ...], int]:
 
 
 def from_opendp(measurement: object, counts: CountsLike, *, d_in: RationalLike = 1) -> MechanismLike:
-    """The exactdp mechanism of an OpenDP ``make_noisy_top_k`` / ``make_noisy_max``
-    measurement (also built as ``space >> then_noisy_top_k(...)``), read from the
-    arguments OpenDP records on it, for the scores ``counts``.  The deprecated
+    """The exactdp mechanism of ``measurement``, an OpenDP ``make_noisy_top_k`` /
+    ``make_noisy_max`` measurement (also built as ``space >> then_noisy_top_k(...)``), read from the
+    arguments OpenDP records on it, for the scores ``counts``; ``d_in`` (default 1) as in
+    :func:`opendp_top_k`, for the claim.  The deprecated
     ``make_report_noisy_max_gumbel(..., scale, optimize)`` is OpenDP 0.16's
     ``make_noisy_max`` with ``max_divergence()`` and ``negate = optimize == "min"``: it
     draws *exponential* noise despite its name (measured: the Gumbel law is rejected),
@@ -262,7 +265,10 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
 
     ``mechanism`` is the diffprivlib object (its parameters are read from it; keywords
     override) or its class name, ``"Exponential"`` or ``"PermuteAndFlip"``, with the
-    parameters as keywords.  ``candidates`` become the returned ``id_map``; a non-uniform
+    parameters as keywords: ``epsilon`` (positive, finite), ``sensitivity`` (positive),
+    ``utility`` (one exact number per candidate: they become the counts, scaled to integers
+    by their common denominator with ``epsilon`` divided by it, the same law) and
+    ``monotonic`` (``None`` or False: not monotonic).  ``candidates`` become the returned ``id_map``; a non-uniform
     ``measure`` (diffprivlib's base measure) has no exactdp equivalent and is refused.
 
     >>> m = diffprivlib_mechanism("PermuteAndFlip", epsilon=1, sensitivity=1, utility=[3, 1, 0], monotonic=True)
@@ -335,7 +341,8 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
                       neighbor_type: object = "add_remove", mechanism: str = "joint", *,
                       delta: Optional[RationalLike] = None) -> MechanismLike:
     """The exactdp mechanism of the dp_topk code's ``mechanism`` (one of
-    :data:`DP_TOPK_MECHANISMS`) with ``epsilon`` and ``neighbor_type`` (``"add_remove"`` /
+    :data:`DP_TOPK_MECHANISMS`, default ``"joint"``) over the item ``counts``, selecting
+    ``k`` items, with ``epsilon`` and ``neighbor_type`` (``"add_remove"`` /
     ``"swap"``, or the enum ``NeighborType.ADD_REMOVE`` / ``.SWAP``): ``Joint`` and
     ``PNFJoint`` with sensitivity 1 / 2, ``Peeling`` for the peeling baselines (which
     ignore ``neighbor_type``, as the published code does); ``cdp_peel`` needs ``delta``

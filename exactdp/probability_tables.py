@@ -66,7 +66,9 @@ Probability = Union[Fraction, float]
 
 
 class ProbabilityTableError(InvalidParameterError):
-    """A malformed table file; the message names the file, the table or line, and the value."""
+    """A malformed table file; the message names the file, the table or line, and the value:
+    ``"source: where: reason"`` (``source`` the file's name, ``where`` the table or line,
+    empty for the whole file, ``reason`` what is wrong)."""
 
     def __init__(self, source: str, where: str, reason: str):
         super().__init__(None, None, f"{source}: {where}: {reason}" if where else f"{source}: {reason}")
@@ -82,7 +84,8 @@ def _counts_text(counts: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class TableFactory:
-    """``factory(counts) -> the table of counts`` (a module-level class, so it pickles)."""
+    """``factory(counts) -> the table of counts`` of ``tables`` (a
+    :class:`ProbabilityTables`; a module-level class, so it pickles)."""
 
     tables: "ProbabilityTables"
 
@@ -102,7 +105,9 @@ class ProbabilityTables:
 
     Outputs are tuples of item ids (``output_kind == "sequence"``) or frozensets
     (``"set"``); probabilities are Fractions, or floats where the file gave JSON floats
-    (their exact binary values).  ``epsilon`` is the file's claim, if it makes one.
+    (their exact binary values).  ``k``: the number of items of an output; ``epsilon`` is
+    the file's claim, if it makes one; ``source``: the file's name (in messages); ``lines``:
+    where each count vector's table is in the file (a table number or line, for messages).
     """
 
     k: int
@@ -127,22 +132,26 @@ class ProbabilityTables:
         return TableFactory(self)
 
     def summary(self, limit: int = 5) -> str:
+        """The first ``limit`` count vectors (default 5) as text, with how many more there are."""
         shown = [_counts_text(c) for c in list(self.tables)[:limit]]
         more = len(self.tables) - len(shown)
         return "; ".join(shown) + (f"; ... ({more} more)" if more > 0 else "")
 
     def missing_neighbours(self, counts: Sequence[int], relation: str = "add_remove", *,
                            contribution: Optional[int] = None, max_neighbours: int = 10_000) -> list[tuple[int, ...]]:
-        """The neighbours of ``counts`` (:func:`exactdp.audit.neighbours`, every one: a
-        third-party implementation need not treat tied items alike) without a table."""
+        """The neighbours of ``counts`` (:func:`exactdp.audit.neighbours` with ``relation``,
+        ``contribution`` and ``max_neighbours``, default 10,000; every one: a third-party
+        implementation need not treat tied items alike) without a table."""
         todo = neighbours(counts, relation, contribution=contribution, max_neighbours=max_neighbours)
         return [n for n in todo if n not in self.tables]
 
 
 def read_probability_tables(path: Union[str, "os.PathLike[str]"], output_kind: Optional[str] = None,
                             fmt: Optional[str] = None) -> ProbabilityTables:
-    """The tables of a JSON or CSV file (format from ``fmt``, else the file's extension,
-    else its first character: ``{`` is JSON).  See the module docstring for the formats."""
+    """The tables of the JSON or CSV file at ``path`` (format from ``fmt``, else the file's
+    extension, else its first character: ``{`` is JSON).  ``output_kind``: ``"sequence"``
+    or ``"set"``, as in :func:`parse_probability_tables`.  See the module docstring for the
+    formats."""
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8-sig") as handle:  # a byte-order mark (spreadsheets write one) is not text
@@ -158,7 +167,9 @@ def read_probability_tables(path: Union[str, "os.PathLike[str]"], output_kind: O
 def parse_probability_tables(text: str, source: str = "tables", fmt: Optional[str] = None,
                              output_kind: Optional[str] = None) -> ProbabilityTables:
     """The tables in ``text`` (``fmt``: ``"json"``, ``"csv"`` or ``None`` to tell by the
-    first character); ``source`` names the file in errors."""
+    first character); ``source`` names the file in errors.  ``output_kind``:
+    ``"sequence"`` or ``"set"`` (``None``: a JSON file's own ``"output"``, default
+    ``"sequence"``, which must agree when both are given; ``"sequence"`` for CSV)."""
     if output_kind is not None and output_kind not in OUTPUT_KINDS:
         raise InvalidParameterError("output_kind", output_kind, f"must be one of {', '.join(OUTPUT_KINDS)}")
     if fmt is None:

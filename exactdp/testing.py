@@ -153,7 +153,7 @@ def default_samples() -> int:
 
 class Inconclusive(AssertionError):
     """A check that could not have failed (or was too weak to trust), raised instead of
-    passing.
+    passing, with the text ``message``.
 
     ``result`` is the :class:`~exactdp.certify.GoodnessOfFit` or
     :class:`~exactdp.certify.ProbabilityComparison`; ``n_needed`` (sampler tests) the
@@ -184,8 +184,11 @@ def assert_sampler_matches(
     delta: float = certify.DEFAULT_DELTA,
     min_power: float = certify.DEFAULT_MIN_POWER,
 ) -> certify.GoodnessOfFit:
-    """Draw ``n`` outputs (default :func:`default_samples`) and assert the chi-square test
-    of :func:`exactdp.certify.goodness_of_fit` says PASS at level ``alpha``.
+    """Draw ``n`` outputs (default :func:`default_samples`) from ``sampler`` (anything
+    :func:`as_sampler` accepts) and assert the chi-square test of
+    :func:`exactdp.certify.goodness_of_fit` against ``mechanism`` says PASS at level
+    ``alpha``; ``within`` (default True) also tests uniformity within levels, and the
+    failure message shows the ``worst`` bins (default 10).
 
     * FAIL (the test rejects: a correct sampler does so with probability about ``alpha``,
       Pearson's chi-square approximation; a few times ``alpha`` at ``1e-6`` with bins of
@@ -247,7 +250,9 @@ def assert_probabilities_match(
     min_coverage: float = certify.DEFAULT_MIN_COVERAGE,
 ) -> certify.ProbabilityComparison:
     """Assert claimed probabilities (``log=True``: log-probabilities) match the exact
-    ones (:func:`exactdp.certify.compare_probabilities`; same tolerances).
+    ones of ``mechanism`` (:func:`exactdp.certify.compare_probabilities`, which takes the
+    same ``claimed``, ``rtol``, ``atol``, ``outputs``, ``worst`` and ``min_coverage``, with
+    the same defaults).
 
     Raises ``AssertionError`` when an output is out of tolerance (FAIL), and
     :class:`Inconclusive` when nothing was compared or the compared outputs carry less
@@ -266,8 +271,9 @@ def assert_probabilities_match(
 def assert_mtilde_matches(log_counts: npt.ArrayLike, mechanism: Joint, *, rows: Optional[npt.ArrayLike] = None,
                           cols: Optional[npt.ArrayLike] = None,
                           atol: float = 1e-9, rtol: float = 1e-9) -> certify.MtildeComparison:
-    """Assert a float ``log m̃`` array matches :meth:`exactdp.Joint.mtilde`
-    (:func:`exactdp.certify.compare_mtilde`)."""
+    """Assert a float ``log m̃`` array, ``log_counts``, matches :meth:`exactdp.Joint.mtilde`
+    of ``mechanism`` (:func:`exactdp.certify.compare_mtilde`, which takes the same
+    ``rows``, ``cols``, ``atol`` and ``rtol``, with the same defaults)."""
     r = certify.compare_mtilde(log_counts, mechanism, rows=rows, cols=cols, atol=atol, rtol=rtol)
     if not r.passed:
         raise AssertionError(f"log m~ does not match {mechanism!r}\n{r}")
@@ -277,8 +283,11 @@ def assert_mtilde_matches(log_counts: npt.ArrayLike, mechanism: Joint, *, rows: 
 def assert_private(factory: Callable[[tuple[int, ...]], MechanismLike], counts: CountsLike, relation: str = "add_remove",
                    *, epsilon: Optional[RationalLike | sympy.Expr] = None, dps: Optional[int] = 20,
                    **kwargs: Any) -> audit.WorstCase:  # kwargs: audit.worst_case's keyword options, passed on
-    """Assert no neighbour of ``counts`` has privacy loss above the claimed epsilon
-    (:func:`exactdp.audit.worst_case`; keyword arguments are passed on).
+    """Assert no neighbour of ``counts`` under ``relation`` (``"add_remove"``, the default,
+    or ``"swap"``) has privacy loss above the claimed ``epsilon`` (``None``: the one the
+    mechanism claims) for the mechanisms ``factory(counts)``, certified to ``dps`` digits
+    (default 20) (:func:`exactdp.audit.worst_case`; the other keyword arguments,
+    ``**kwargs``, are passed on to it).
 
     Raises ``AssertionError`` on ``"violated"``, and :class:`Inconclusive` on
     ``"inconclusive"`` (``notion="zcdp"``: a bracket that contains the claim but is too
@@ -338,7 +347,10 @@ def neighbour_pairs(relation: str = "add_remove", min_d: int = 1, max_d: int = 5
                     max_value: int = 10, *, contribution: Optional[int] = None,
                     ties: bool = True) -> SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Pairs ``(counts, neighbour)`` under ``relation`` (see :func:`exactdp.audit.neighbours`):
-    a count vector, then a random non-zero change vector of that relation."""
+    a count vector, drawn by :func:`count_vectors` with ``min_d``, ``max_d``,
+    ``min_value``, ``max_value`` and ``ties``, then a random non-zero change vector of that
+    relation (at most ``contribution`` entries +1 and at most ``contribution`` entries -1;
+    ``None``: no bound)."""
     st = _st()
     if relation not in audit.RELATIONS:
         raise InvalidParameterError("relation", relation, f"must be one of {audit.RELATIONS}")

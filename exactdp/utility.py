@@ -103,8 +103,9 @@ _SUMS = ("linf", "l1", "short", "true", "set0", "seq0")
 class Metrics(Mapping):
     """The utility metrics of one mechanism: an immutable mapping from :data:`METRIC_KEYS`
     to values (``linf_distribution`` is itself a read-only mapping ``error -> probability``,
-    errors ascending).  ``mechanism`` is the mechanism's ``repr``, ``dps`` the certified
-    digits (``None`` when ``exact``)."""
+    errors ascending).  ``values``: the metrics by key, as :func:`metrics` computes them;
+    ``mechanism`` is the mechanism's ``repr``, ``dps`` the certified digits (``None`` when
+    ``exact``); ``exact``: True when the values are exact ``Fraction`` s."""
 
     __slots__ = ("_values", "mechanism", "dps", "exact")
 
@@ -148,7 +149,7 @@ class _Reference:
 def output_errors(ref_counts: Iterable[int], k: int, chosen: Iterable[int]) -> tuple[int, int, int, int]:
     """``(l_inf error, l_1 error, shortfall, true items)`` of an output whose items have the
     counts ``chosen`` in output order (for a set output, its counts in decreasing order),
-    against the count vector ``ref_counts``.
+    against the top ``k`` of the count vector ``ref_counts``.
 
     >>> output_errors([5, 3, 3, 1], 2, [3, 5])      # a sequence in the wrong order
     (2, 4, 0, 2)
@@ -178,7 +179,8 @@ def _add(sums: dict[str, int], hist: dict[int, int], ref: _Reference, values: tu
 # ----------------------------------------------------------------------------------------
 def joint_level_sums(ranking: Ranking, k: int, M: int,
                      prefix: Optional[list[int]] = None) -> tuple[int, int, int, int, int]:
-    """Over the sequences with l_inf error ``<= M``: ``(number of them, sum of their chosen
+    """Over the sequences of ``k`` items with l_inf error ``<= M`` against the counts ranked
+    by ``ranking`` (a :class:`~exactdp.core.ranking.Ranking`): ``(number of them, sum of their chosen
     counts, sum of their true items, number whose counts are the top-k counts, sum of their
     l_1 errors sum_i |c_(i) - c[s_i]|)``.
 
@@ -302,7 +304,8 @@ def _joint_groups(mech: Joint, dps: int, exact: bool) -> Iterator[tuple[Any, int
 # JointSet: positional counts of increasing rank sequences
 # ----------------------------------------------------------------------------------------
 def set_level_sums(ranking: Ranking, k: int, M: int) -> tuple[int, int, int]:
-    """Over the k-subsets with l_inf error ``<= M`` (increasing ranks ``r_i < T_i(M)``):
+    """Over the ``k``-subsets with l_inf error ``<= M`` against the counts ranked by
+    ``ranking`` (a :class:`~exactdp.core.ranking.Ranking`; increasing ranks ``r_i < T_i(M)``):
     ``(number of them, sum of their chosen counts, sum of their true items)``, from the
     number of increasing prefixes ending at each rank times the suffixes starting there.
 

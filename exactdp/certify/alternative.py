@@ -41,8 +41,9 @@ class Power:
     ``n`` draws rejects at ``alpha`` when the draws come from the alternative), the
     ``method`` (``"noncentral"``: Pearson's statistic approximated by a noncentral
     chi-square with noncentrality ``n * sum (q - p)**2 / p`` over the test's bins;
-    ``"monte-carlo"``: the binned counts simulated ``trials`` times, with a 95% Wilson
-    interval in ``interval``), ``df``, ``critical`` value, ``noncentrality``, and
+    ``"monte-carlo"``: the binned counts simulated ``trials`` times, of which
+    ``rejections`` rejected, with a 95% Wilson interval in ``interval``), ``df``,
+    ``critical`` value, ``noncentrality``, and
     ``outside``: the alternative's probability of outputs the mechanism never gives
     (any such draw is detected).  With a rare tail, ``tail_critical``: the number of draws
     in it at which its exact test rejects, and ``tail_power`` the probability of that
@@ -222,7 +223,11 @@ def power(
 ) -> Power:
     """The probability that :func:`goodness_of_fit` with ``n`` draws rejects at level
     ``alpha`` when the draws come from ``alternative`` (a wrong distribution: a mapping
-    ``output -> probability``, a callable, or an object with ``.probability(output)``).
+    ``output -> probability``, a callable, or an object with ``.probability(output)``)
+    instead of ``mechanism``.  ``seed``: the seed of numpy's generator for
+    ``method="monte-carlo"`` (default 0, so the estimate is reproducible).
+    ``min_expected``, ``within``, ``dps`` and ``max_enumerate``: as for
+    :func:`goodness_of_fit` (they choose the bins).
 
     ``method="noncentral"`` (default): Pearson's statistic under a fixed alternative is
     approximately noncentral chi-square with the test's ``df`` and noncentrality
@@ -318,7 +323,9 @@ def samples_needed(
 ) -> int:
     """The smallest ``n`` (doubling, then bisection to within 1%) at which the sampler test
     reaches power ``target``, with its bins re-chosen at every ``n`` as
-    :func:`goodness_of_fit` would.
+    :func:`goodness_of_fit` would, for draws tested against ``mechanism`` at significance
+    level ``alpha`` (default :data:`DEFAULT_ALPHA`).  ``min_expected``, ``within``,
+    ``dps`` and ``max_enumerate``: as for :func:`goodness_of_fit` (they choose the bins).
 
     With ``alternative`` (a wrong distribution, as in :func:`power`): the noncentral
     approximation of :func:`power` against it.  Without: the least favourable alternative at

@@ -50,8 +50,11 @@ DEFAULT_MIN_COVERAGE = 0.5
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One output (``None`` for a group of outputs the claim left out): the claimed and
-    exact values, absolute and relative errors, and whether it is within tolerance."""
+    """One ``output`` (``None`` for a group of outputs the claim left out) and its
+    ``level`` (index of its probability group; ``None`` for an output not in the support):
+    the ``claimed`` and ``exact`` values (probabilities, or logs with ``log=True``), the
+    absolute and relative errors ``abs_error`` and ``rel_error``, ``ok`` when it is within
+    tolerance, and a ``note`` (``"not claimed"`` for an output the mapping left out)."""
 
     output: Optional[Output]
     level: Optional[int]
@@ -76,7 +79,10 @@ class ProbabilityComparison:
     with the largest errors (relative, then absolute); ``failures``: how many outputs are
     out of tolerance; ``missing``: ``{level: number of outputs}`` of the support that a
     mapping did not mention (counted as claimed probability 0); ``claimed_total``: sum of
-    the claimed probabilities (probability scale only).
+    the claimed probabilities (probability scale only).  ``log``: whether log-probabilities
+    were compared; ``n_outputs``: how many outputs were compared; ``rtol``, ``atol``: the
+    tolerances used; ``dps``: the digits the exact values were certified to;
+    ``min_coverage``: the coverage asked for.
     """
 
     passed: bool
@@ -100,6 +106,7 @@ class ProbabilityComparison:
         return self.passed
 
     def table(self, limit: int = 10) -> str:
+        """The first ``limit`` rows of ``worst`` (default 10) as an aligned text table."""
         what = "log P" if self.log else "P"
         rows = [[output_text(r.output) if r.output is not None else r.note, number_text(r.level, 1),
                  number_text(r.claimed, 12), number_text(r.exact, 12), number_text(r.abs_error, 3),
@@ -222,7 +229,8 @@ def compare_probabilities(
     min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> ProbabilityComparison:
     """Compare claimed probabilities (or log-probabilities with ``log=True``) of outputs
-    with the exact ones.
+    with the exact ones of ``mechanism`` (an exactdp mechanism); the result keeps the
+    ``worst`` rows (default 10).
 
     ``claimed`` is a mapping ``output -> value`` (keys: tuples of item ids, frozensets for
     set mechanisms, or anything :func:`normalise_output` accepts such as lists converted
@@ -361,9 +369,11 @@ def compare_probabilities(
 
 @dataclass(frozen=True)
 class ClassRow:
-    """One class ``(h, t)``: its size (``None`` for a class the mechanism does not have),
-    the claimed and exact values (``None`` where there is none: a class the claim left out,
-    or one the mechanism does not have), the errors and whether it is within tolerance."""
+    """One class ``(h, t)``: its ``size`` (``None`` for a class the mechanism does not
+    have), the ``claimed`` and ``exact`` values (``None`` where there is none: a class the
+    claim left out, or one the mechanism does not have), the errors ``abs_error`` and
+    ``rel_error``, ``ok`` when it is within tolerance, and a ``note`` (missing from the
+    claim, or not a class of the mechanism)."""
 
     h: int
     t: int
@@ -385,7 +395,9 @@ class ClassComparison:
     ``"pass"``.  ``per``: ``"set"`` (the values are the probability of one set of the
     class) or ``"class"`` (of the whole class).  ``rows``: every class in the mechanism's
     order, then the extra ones; ``missing`` and ``extra``: the classes the claim left out,
-    and the claimed ones the mechanism does not have.
+    and the claimed ones the mechanism does not have.  ``passed``: the verdict is
+    ``"pass"``; ``failures``: how many rows fail; ``max_abs_error``, ``max_rel_error``: over
+    the rows; ``rtol``, ``atol``: the tolerances used; ``dps``: the digits certified.
     """
 
     passed: bool
@@ -410,6 +422,7 @@ class ClassComparison:
         return tuple(sorted(self.rows, key=lambda r: (r.ok, -r.rel_error, -r.abs_error)))
 
     def table(self, limit: int = 10) -> str:
+        """The first ``limit`` rows of :attr:`worst` (default 10) as an aligned text table."""
         rows = [[f"({r.h}, {r.t})", number_text(r.size, 1), number_text(r.claimed, 12), number_text(r.exact, 12),
                  number_text(r.abs_error, 3), number_text(r.rel_error, 3), "ok" if r.ok else "FAIL", r.note]
                 for r in self.worst[:limit]]
@@ -464,7 +477,8 @@ def compare_class_probabilities(
 ) -> ClassComparison:
     """Compare claimed probabilities of the canonical mechanisms' classes ``(h, t)`` with
     the exact ones (Canonical and CanonicalGamma1, or any mechanism with ``classes()`` and
-    ``class_probabilities(dps)``; the classes are named as in their ``classes()``).
+    ``class_probabilities(dps)``, as ``mechanism``; the classes are named as in their
+    ``classes()``).
 
     ``claimed`` maps a class, ``(h, t)`` or a ``UtilityClass``, to a probability: a float,
     a Fraction, a sympy number or a string.  ``per="set"`` (default): the value is the
@@ -526,8 +540,9 @@ def compare_class_probabilities(
 @dataclass(frozen=True)
 class MtildeRow:
     """Entry ``position`` (0-based, in increasing refined difference = decreasing ``Ũ``):
-    its ``(row, col)`` over ranks, exact ``m̃``, exact ``ln m̃`` (certified), the claimed
-    value and the absolute error in the log."""
+    its ``(row, col)`` over ranks, exact ``m̃`` (``mtilde``), exact ``ln m̃`` (``exact_log``,
+    certified; ``-inf`` for ``m̃ = 0``), the ``claimed`` log and ``abs_error``, the absolute
+    error in the log; ``ok`` when within tolerance."""
 
     position: int
     row: int
@@ -545,7 +560,8 @@ class MtildeComparison:
     ``failures``, ``zero_mismatches`` (entries where exactly one of exact ``m̃`` and the
     claim is 0, i.e. ``-inf``), ``order_mismatches`` (positions whose claimed
     ``(row, col)`` differs from the exact order, when positions were given) and ``worst``
-    rows."""
+    rows; ``entries``: how many entries were compared (``d*k``); ``atol``, ``rtol``: the
+    tolerances used."""
 
     passed: bool
     entries: int
@@ -561,6 +577,7 @@ class MtildeComparison:
         return self.passed
 
     def table(self, limit: int = 10) -> str:
+        """The first ``limit`` rows of ``worst`` (default 10) as an aligned text table."""
         rows = [[str(r.position), str(r.row), str(r.col), str(r.mtilde), number_text(r.exact_log, 15),
                  number_text(r.claimed, 15), number_text(r.abs_error, 3), "ok" if r.ok else "FAIL"]
                 for r in self.worst[:limit]]
@@ -586,7 +603,9 @@ def compare_mtilde(
     worst: int = 10,
     dps: Optional[int] = None,
 ) -> MtildeComparison:
-    """Compare a float array of ``log m̃`` with the exact ``m̃`` of a Joint-family mechanism.
+    """Compare a float array of ``log m̃`` with the exact ``m̃`` of ``mechanism``, a
+    Joint-family mechanism (with ``mtilde()``); exact logs are certified to ``dps`` digits
+    (default 30), and the result keeps the ``worst`` rows (default 10).
 
     ``log_counts[p]`` is the log of the number of sequences whose largest refined
     difference is the ``p``-th smallest entry of the ``k x d`` matrix

@@ -50,8 +50,8 @@ MIN_EXPECTED = 5
 class Bin:
     """One bin of the test: ``stage`` ``"level"`` (a run of consecutive levels) or
     ``"within"`` (outputs of one level); ``label`` says which; ``observed`` draws,
-    ``expected`` draws (exact expectation converted to float) and the bin's contribution
-    ``(observed - expected)**2 / expected`` to the statistic."""
+    ``expected`` draws (exact expectation converted to float) and the bin's
+    ``contribution`` ``(observed - expected)**2 / expected`` to the statistic."""
 
     stage: str
     label: str
@@ -182,7 +182,8 @@ class BinPlan:
     probability ``P(R)``, ``tail_share`` the part of ``alpha`` that test uses (the
     chi-square stages use the rest), and ``spread`` and ``chi_blind`` describe the
     chi-square stages on the draws outside the tail (probabilities conditioned on
-    leaving it).
+    leaving it).  ``tail_exact``: ``P(R)`` as the certified ``mpf`` the exact test uses
+    (``None`` without a tail).
     """
 
     n: int

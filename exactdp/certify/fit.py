@@ -64,7 +64,8 @@ class Sensitivity:
     ``power`` against the least favourable alternative at total variation ``delta``
     (``noncentrality`` of that alternative), ``detectable_delta`` (smallest TV deviation
     detected with power ``min_power`` at this ``n``) and ``n_needed`` (smallest ``n`` for
-    which the power at ``delta`` reaches ``min_power``; ``None`` past ``max_n``)."""
+    which the power at ``delta`` reaches ``min_power``; ``None`` past ``max_n``).  ``plan``:
+    that :class:`BinPlan`; ``alpha``: the significance level the power is computed at."""
 
     plan: BinPlan
     alpha: float
@@ -101,7 +102,10 @@ def sensitivity(
     max_enumerate: int = DEFAULT_MAX_ENUMERATE,
     max_n: int = DEFAULT_MAX_N,
 ) -> Sensitivity:
-    """What :func:`goodness_of_fit` with ``n`` draws can detect, before drawing anything.
+    """What :func:`goodness_of_fit` with ``n`` draws from ``mechanism`` can detect, before
+    drawing anything, at significance level ``alpha`` (default :data:`DEFAULT_ALPHA`).
+    ``min_power``, ``min_expected``, ``within``, ``dps``, ``max_enumerate`` and ``max_n``
+    as for :func:`goodness_of_fit` (the bins it would choose at ``n``).
 
     **Deviation measure.**  ``delta`` is a total variation distance (default
     :data:`DEFAULT_DELTA` = 0.05, i.e. 5% of the probability mass moved).  The test only
@@ -176,7 +180,9 @@ class GoodnessOfFit:
     ``statistic``, ``df``: Pearson's chi-square over all bins (level stage plus
     within-level stage; the multinomial splits into the level counts and, given them, the
     counts within each level, so the two statistics add).  ``level_*`` and ``within_*`` are
-    the two stages alone.  ``tail``: the exact test of the rare tail (a
+    the two stages alone: ``level_statistic``, ``level_df``, ``level_p_value`` and
+    ``within_statistic``, ``within_df``, ``within_p_value``.  ``n``: the number of draws
+    (valid or not).  ``tail``: the exact test of the rare tail (a
     :class:`~exactdp.certify.TailTest`), ``None`` when every level is in a chi-square bin.
     ``p_value``: without a tail, the chi-square's ``Q(df/2, x/2)``; with one, the
     Bonferroni combination ``min(1, chi2_p_value / (1 - s), tail.p_value / s)`` (``s`` =
@@ -187,7 +193,8 @@ class GoodnessOfFit:
     ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0),
     each once; ``outside``: the number of draws that are invalid or impossible;
     ``skipped``: ``{level: reason}`` for levels whose uniformity was not tested;
-    ``plan``: the :class:`BinPlan` (what was pooled or left untested).
+    ``plan``: the :class:`BinPlan` (what was pooled or left untested).  ``alpha``,
+    ``delta``, ``min_power``, ``max_n``: as given to :func:`goodness_of_fit`.
 
     **Verdict** (:meth:`verdict`), at level ``alpha`` (default the one given to
     :func:`goodness_of_fit`):
@@ -242,7 +249,9 @@ class GoodnessOfFit:
 
     def power(self, alpha: Optional[float] = None) -> float:
         """Power of this test (its bins and ``df``) against the least favourable
-        alternative at total variation ``delta`` (:func:`sensitivity`)."""
+        alternative at total variation ``delta`` (:func:`sensitivity`).
+        ``alpha``: the significance level (``None``: the one given to
+        :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         key = ("power", a)
         if key not in self._cache:
@@ -251,7 +260,9 @@ class GoodnessOfFit:
 
     def detectable_delta(self, alpha: Optional[float] = None) -> float:
         """The smallest total variation deviation this test detects with power
-        ``min_power`` (least favourable alternative; ``inf`` when ``df = 0``)."""
+        ``min_power`` (least favourable alternative; ``inf`` when ``df = 0``).
+        ``alpha``: the significance level (``None``: the one given to
+        :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         key = ("delta", a)
         if key not in self._cache:
@@ -260,7 +271,9 @@ class GoodnessOfFit:
 
     def samples_needed(self, alpha: Optional[float] = None) -> Optional[int]:
         """The smallest ``n`` at which the test (its bins re-chosen for that ``n``) has
-        power ``min_power`` at ``delta``; ``None`` past ``max_n``."""
+        power ``min_power`` at ``delta``; ``None`` past ``max_n``.
+        ``alpha``: the significance level (``None``: the one given to
+        :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         key = ("n", a)
         if key not in self._cache:
@@ -269,7 +282,9 @@ class GoodnessOfFit:
         return self._cache[key]
 
     def verdict(self, alpha: Optional[float] = None) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring)."""
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring).
+        ``alpha``: the significance level (``None``: the one given to
+        :func:`goodness_of_fit`)."""
         if self.rejected(alpha):
             return "fail"
         if (self.df <= 0 and self.tail is None) or self.power(alpha) < self.min_power:
@@ -285,7 +300,9 @@ class GoodnessOfFit:
         """One line with everything the verdict rests on: verdict, n, df, statistic,
         p-value, alpha, power at ``delta``, the TV deviation detectable with power
         ``min_power`` at this ``n``, the ``n`` needed for ``delta``, and what was pooled
-        or left untested."""
+        or left untested.
+        ``alpha``: the significance level (``None``: the one given to
+        :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
         v = self.verdict(a)
         if v == "fail":
@@ -313,9 +330,11 @@ class GoodnessOfFit:
         )
 
     def worst_bins(self, limit: int = 10) -> list[Bin]:
+        """The ``limit`` bins (default 10) with the largest contributions to the statistic."""
         return sorted(self.bins, key=lambda b: -b.contribution)[:limit]
 
     def table(self, limit: int = 10) -> str:
+        """:meth:`worst_bins` (at most ``limit`` rows) as an aligned text table."""
         rows = [[b.stage, b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"]
                 for b in self.worst_bins(limit)]
         return table(["stage", "bin", "observed", "expected", "(O-E)^2/E"], rows)
@@ -375,6 +394,16 @@ def goodness_of_fit(
 ) -> GoodnessOfFit:
     """Pearson's chi-square test of draws against the exact distribution of ``mechanism``
     (draws of labels are mapped to item positions by ``id_map``, :func:`relabel`).
+
+    ``samples``: an iterable of draws (each an iterable of item ids, as
+    :func:`normalise_output` accepts; :func:`read_samples` reads a file).  ``alpha``: the
+    significance level, the false-alarm rate (default :data:`DEFAULT_ALPHA`); ``delta`` (default
+    :data:`DEFAULT_DELTA`) and ``min_power`` (default :data:`DEFAULT_MIN_POWER`): the
+    verdict is PASS only when the test has power at least ``min_power`` against the least
+    favourable deviation of total variation ``delta`` (see :class:`GoodnessOfFit`);
+    ``max_n`` (default :data:`DEFAULT_MAX_N`): the largest ``n`` the draws-needed search
+    tries; ``progress``: ``None`` or a callable ``progress(done, total)`` called while the
+    within-level test lists outputs.
 
     1. **By level**: observed draws per level against ``n * P(level)`` (exact level
        probabilities certified to ``dps`` digits, multiplied by ``n`` exactly, then

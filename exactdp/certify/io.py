@@ -34,8 +34,8 @@ _LABEL_HINT = " (labels? pass id_map={label: item position, ...})"
 
 
 def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
-    """An output as exactdp writes it: a tuple of Python ints (sequences) or a frozenset
-    (sets).  Accepts lists, tuples, numpy arrays and numpy integers; a single item id
+    """``output`` as exactdp writes it: a tuple of Python ints (``kind="sequence"``, the
+    default) or a frozenset (``kind="set"``).  Accepts lists, tuples, numpy arrays and numpy integers; a single item id
     (``int``, numpy integer) is the one-item output of a ``k = 1`` selection.  A set of
     two or more ids is not a sequence (it has no order) and raises
     :class:`~exactdp.errors.InvalidOutputError` for ``kind="sequence"``.
@@ -71,7 +71,8 @@ def normalise_output(output: OutputLike, kind: str = "sequence") -> Output:
 
 
 def relabel(output: object, id_map: IdMap) -> list[int]:
-    """A draw of labels (one label, or an iterable of them) as item positions.
+    """A draw of labels, ``output`` (one label, or an iterable of them), as item positions:
+    ``id_map`` maps each label to its item id (a mapping ``label -> int``).
 
     >>> relabel(["kiwi", "fig"], {"fig": 0, "kiwi": 1})
     [1, 0]
@@ -132,9 +133,11 @@ def _in(label: object, id_map: IdMap) -> bool:
 
 
 def read_samples(text: str, source: str = "samples") -> list[list[int]]:
-    """Draws from text: one draw per line as comma/space-separated item ids (CSV), or JSON
-    lines (each a list of ids), or one JSON list of lists (``exactdp sample --json``).
-    Blank lines and ``#`` comments are ignored; errors name the line.
+    """Draws from ``text`` (a file's contents): one draw per line as comma/space-separated
+    item ids (CSV), or JSON lines (each a list of ids), or one JSON list of lists
+    (``exactdp sample --json``).  Blank lines and ``#`` comments are ignored; errors
+    (``ValueError``) name the line, after ``source``, the name the text came from (default
+    ``"samples"``; a file name, say).
 
     >>> read_samples("0,1\\n1 0\\n")
     [[0, 1], [1, 0]]

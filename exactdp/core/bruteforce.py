@@ -34,7 +34,9 @@ O = TypeVar("O", bound=Hashable)
 
 
 def brute_levels(outputs: Iterable[O], utility: Callable[[O], Utility]) -> tuple[Level, ...]:
-    """Distinct utilities with the number of outputs having each, best first."""
+    """Distinct utilities with the number of outputs having each, best first: every output
+    of the finite iterable ``outputs`` is visited once and its exact utility is
+    ``utility(output)`` (a callable returning an int, Fraction or other ordered value)."""
     tally = Counter(utility(o) for o in outputs)
     return tuple(Level(u, m) for u, m in sorted(tally.items(), key=lambda kv: kv[0], reverse=True))
 
@@ -42,8 +44,11 @@ def brute_levels(outputs: Iterable[O], utility: Callable[[O], Utility]) -> tuple
 def brute_probabilities(
     outputs: Iterable[O], utility: Callable[[O], ExactRational], scale: Scale
 ) -> dict[O, Fraction]:
-    """Exact exponential-mechanism probabilities as Fractions (needs a rational base and
-    integral utility differences)."""
+    """Exact exponential-mechanism probabilities as Fractions, ``{output: P(output)}`` over
+    every output of ``outputs`` (a finite iterable), with exact utility ``utility(output)``
+    and the weight of a unit of utility given by the :class:`~exactdp.core.scale.Scale`
+    ``scale`` (needs a rational base and integral utility differences; ValueError
+    otherwise)."""
     outs = list(outputs)
     utils = {o: utility(o) for o in outs}
     best = max(utils.values())
@@ -57,7 +62,10 @@ def brute_probabilities(
 def brute_symbolic_probabilities(
     outputs: Iterable[O], utility: Callable[[O], ExactRational], scale: Scale
 ) -> dict[O, sympy.Expr]:
-    """Exact exponential-mechanism probabilities as sympy expressions (any scale)."""
+    """Exact exponential-mechanism probabilities as sympy expressions, ``{output: P(output)}``
+    over every output of ``outputs`` (a finite iterable), with exact utility
+    ``utility(output)`` and the weight of a unit of utility given by ``scale`` (any
+    :class:`~exactdp.core.scale.Scale`)."""
     outs = list(outputs)
     utils = {o: utility(o) for o in outs}
     best = max(utils.values())

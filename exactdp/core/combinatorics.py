@@ -118,7 +118,8 @@ def _largest_below(r: Any, i: int, top: int) -> tuple[int, Any]:
 
 
 def rank_combination(elements: Iterable[int]) -> int:
-    """Inverse of :func:`unrank_combination`: the colex rank of a set of distinct naturals."""
+    """Inverse of :func:`unrank_combination`: the colex rank of ``elements``, distinct
+    naturals (any order)."""
     return sum(int(gmpy2.comb(c, i)) for i, c in enumerate(sorted(elements), start=1))
 
 

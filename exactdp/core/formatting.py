@@ -74,7 +74,8 @@ def int_text(n: SupportsIndex) -> str:
 
 
 def format_int(n: SupportsIndex, limit: int = ABBREVIATE_DIGITS, ellipsis: str = "\u2026") -> str:
-    """``n`` in full, or ``d.ddd…e+E (N digits)`` (truncated, not rounded) past ``limit`` digits.
+    """``n`` in full, or ``d.ddd…e+E (N digits)`` (truncated, not rounded) past ``limit``
+    digits, the dots being ``ellipsis`` (default ``…``).
 
     >>> format_int(12345), format_int(-(10**70) - 1, ellipsis="...")
     ('12345', '-1.000...e+70 (71 digits)')
@@ -88,12 +89,12 @@ def format_int(n: SupportsIndex, limit: int = ABBREVIATE_DIGITS, ellipsis: str =
 
 def abbreviate_ints(text: str, ellipsis: str = "\u2026") -> str:
     """Every run of more than :data:`ABBREVIATE_DIGITS` digits in ``text`` abbreviated
-    like :func:`format_int`."""
+    like :func:`format_int` (with its ``ellipsis``, default ``…``)."""
     return _LONG_INT.sub(lambda mo: format_int(int(gmpy2.mpz(mo.group())), ellipsis=ellipsis), text)
 
 
 def exact_text(value: object, ellipsis: Optional[str] = None) -> str:
-    """An exact int or Fraction as text (``"-9/2"``, ``"3"``), whatever its size; with
+    """``value``, an exact int or Fraction, as text (``"-9/2"``, ``"3"``), whatever its size; with
     ``ellipsis``, long integers are abbreviated (:func:`format_int`).  Anything else: ``str``.
 
     >>> exact_text(Fraction(-9, 2)), exact_text(Fraction(6, 3)), exact_text(10**61, ellipsis="...")
@@ -216,14 +217,14 @@ def _far_text(x: mpmath.mpf, digits: int, strip_zeros: bool) -> Optional[str]:
 
 
 def output_ids(output: Iterable[SupportsIndex]) -> list[int]:
-    """Item ids of an output: sequences in selection order, sets sorted."""
+    """Item ids of ``output``: sequences in selection order, sets sorted."""
     if isinstance(output, (set, frozenset)):
         return sorted(int(i) for i in output)
     return [int(i) for i in output]
 
 
 def output_text(output: Optional[Iterable[SupportsIndex]], *, brackets: bool = True) -> str:
-    """An output as text: ``(3,1)`` for a sequence, ``{1,3}`` for a set, ``-`` for ``None``;
+    """``output`` as text: ``(3,1)`` for a sequence, ``{1,3}`` for a set, ``-`` for ``None``;
     ``brackets=False`` gives the bare ids ``3,1`` (the command line's form)."""
     if output is None:
         return "-"
@@ -234,13 +235,14 @@ def output_text(output: Optional[Iterable[SupportsIndex]], *, brackets: bool = T
 
 
 def change_text(change: Sequence[int]) -> str:
-    """A change vector (neighbour minus counts) as ``+1,0,-1``."""
+    """``change``, a change vector (neighbour minus counts), as ``+1,0,-1``."""
     return ",".join(f"{x:+d}" if x else "0" for x in change)
 
 
 def table_lines(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = ()) -> list[str]:
-    """The lines of an aligned text table: columns separated by two spaces, right-aligned
-    except those listed in ``left``, trailing spaces removed."""
+    """The lines of an aligned text table of column ``headers`` and ``rows`` (sequences of
+    cell texts): columns separated by two spaces, right-aligned except those listed in
+    ``left`` (column indices), trailing spaces removed."""
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
@@ -254,12 +256,12 @@ def table_lines(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Seq
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = ()) -> str:
-    """:func:`table_lines` joined with newlines."""
+    """:func:`table_lines` of ``headers``, ``rows`` and ``left`` joined with newlines."""
     return "\n".join(table_lines(headers, rows, left))
 
 
 def json_scalar(value: object, digits: Optional[int] = None) -> Optional[Union[str, bool]]:
-    """A value as JSON carries it exactly: ``None``, bools and strings as they are; ints and
+    """``value`` as JSON carries it exactly: ``None``, bools and strings as they are; ints and
     Fractions as their exact decimal text (unbounded integers are strings, so a field's JSON
     type never depends on its size); an ``mpf`` or float as :func:`number_text` with
     ``digits`` digits and trailing zeros kept.

@@ -83,7 +83,8 @@ _BALL_BYTES = 96
 
 
 def level_list_bytes(count: int, level_bytes: int) -> int:
-    """Estimated bytes of ``count`` Level objects in a list (tuple, ints and list slot)."""
+    """Estimated bytes of ``count`` Level objects in a list (tuple, ints and list slot),
+    each multiplicity taking ``level_bytes`` (:attr:`BlockSource.level_bytes`)."""
     return count * (136 + level_bytes)
 
 
@@ -114,7 +115,8 @@ class BlockSource(abc.ABC):
     @abc.abstractmethod
     def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
         """Enclosures at flint's current precision of ``e_a`` and ``m_a e_a`` for the
-        levels of block ``b``; a pure function of ``b`` and the precision."""
+        levels of block ``b``, weighed by ``scale`` (a :class:`~exactdp.core.scale.Scale`);
+        a pure function of ``b`` and the precision."""
 
     def remaining_after(self, b: int) -> Optional[int]:
         """The exact number of outputs in the blocks after ``b``, when the relative
@@ -127,7 +129,7 @@ class BlockSource(abc.ABC):
     weights_by_utility: bool = False
 
     def relative_weight(self, utility: Utility, scale: Scale) -> arb:
-        """``e = w(utility) / w(u_0)`` at flint's current precision, the ball
+        """``e = w(utility) / w(u_0)`` under ``scale`` at flint's current precision, the ball
         :meth:`block_weights` gives the level of that utility (sources with
         :attr:`weights_by_utility`)."""
         raise NotImplementedError
@@ -152,7 +154,9 @@ class BlockSource(abc.ABC):
 
 class BlockLevelTable:
     """A :class:`~exactdp.core.levels.LevelTable` look-alike over a :class:`BlockSource`
-    (see the module docstring); ``memory_budget`` bounds the bytes of cached blocks."""
+    (see the module docstring): the levels of ``source``, weighed by ``scale`` (a
+    :class:`~exactdp.core.scale.Scale`); ``memory_budget`` bounds the bytes of cached
+    blocks (default :data:`DEFAULT_MEMORY_BUDGET`)."""
 
     def __init__(self, source: BlockSource, scale: Scale, memory_budget: int = DEFAULT_MEMORY_BUDGET):
         self.source = source
@@ -385,8 +389,8 @@ class BlockLevelTable:
 
     def check_fits(self, size: int, what: str, instead: Optional[str]) -> None:
         """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) an operation needing about
-        ``size`` bytes at once past the memory budget, naming ``instead`` (a streamed
-        method) when there is one."""
+        ``size`` bytes at once past the memory budget, naming it by ``what`` (such as
+        ``"levels()"``) and ``instead`` (a streamed method) when there is one."""
         if size > self.memory_budget:
             use = f"use {instead} (streamed, within the budget) or " if instead else ""
             raise MemoryBudgetError(
@@ -404,7 +408,7 @@ class BlockLevelTable:
         return chain.from_iterable(self._block_levels(b) for b in takewhile(self._discover, count()))
 
     def index_of(self, utility: Utility) -> int:
-        """Level index of an exact utility value (KeyError when no output has it)."""
+        """Level index of the exact utility value ``utility`` (KeyError when no output has it)."""
         # blocks are ordered by decreasing utility: the last block whose first utility >= it
         # (a lazy table finds blocks until one starts below the utility, or the last block
         # found reaches down to it)
@@ -462,7 +466,8 @@ class BlockLevelTable:
 
 
 def levels_within(levels: Iterator[Level], memory_budget: int, level_bytes: int) -> tuple[Level, ...]:
-    """Every level of a stream as a tuple, refused with
+    """Every level of the stream ``levels`` as a tuple (each multiplicity estimated at
+    ``level_bytes`` bytes, :func:`level_list_bytes`), refused with
     :class:`~exactdp.errors.MemoryBudgetError` as soon as the levels read are past
     ``memory_budget``, without reading the rest: a mechanism whose number of levels is
     known only after a whole pass (JointSet, Canonical) answers ``levels()`` at once

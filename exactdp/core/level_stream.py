@@ -48,6 +48,9 @@ class StreamSource(BlockSource):
     an operation needs (a few blocks for a sample of fast-decaying weights), and the
     running sum may stop early (:meth:`remaining_after`: outputs left after a block).
     Without them, the first request reads the whole stream (:meth:`block_sizes`).
+    ``level_bytes``: the estimated bytes of one exact multiplicity (default 32);
+    ``first_pass``: every level, when they were already read (:func:`streamed_levels`), so
+    that the first pass reads them instead of the stream.
 
     Relative weights are :func:`~exactdp.core.levels.relative_weight` of each utility's gap
     to the best one, and level weights ``arb(m) * e``: the balls of an in-memory
@@ -141,7 +144,8 @@ def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], sc
                  level_bytes: int = 32, first_pass: Optional[Sequence[Level]] = None, *,
                  outputs: int, level_bound: int) -> BlockLevelTable:
     """The level table of a mechanism whose levels stream (a lazy :class:`StreamSource`
-    of ``outputs`` outputs in at most ``level_bound`` levels): blocks are found as
+    over ``levels_from`` of ``outputs`` outputs in at most ``level_bound`` levels, each
+    multiplicity estimated at ``level_bytes`` bytes, weighed by ``scale``): blocks are found as
     operations need them, kept within ``memory_budget`` and recomputed past it (read from
     ``first_pass`` instead of the stream when every level was already read).
 
@@ -162,7 +166,7 @@ def stream_level_bytes(k: int, d: int) -> int:
 
 
 def streamed_levels(mechanism: Any) -> tuple[Level, ...]:
-    """``levels()`` of a mechanism with a :func:`stream_table` (JointSet, Canonical): the
+    """``levels()`` of ``mechanism``, one with a :func:`stream_table` (JointSet, Canonical): the
     table's once it exists; before, its ``iter_levels()`` read by :func:`levels_within`
     (kept on the mechanism), so a refusal comes without the table's whole pass.  Levels
     read here serve the table's first pass later (``first_pass``, :func:`levels_read`):

@@ -33,7 +33,9 @@ Utility = Union[int, Fraction, Tuple[int, ...]]
 
 
 class Level(NamedTuple):
-    """One utility value and the exact number of outputs having it."""
+    """One utility value and the exact number of outputs having it: ``utility`` (an int or
+    Fraction, or Peeling's tuple of chosen counts, see ``Utility``) and ``multiplicity`` (a
+    positive int)."""
 
     utility: Utility
     multiplicity: int
@@ -73,6 +75,10 @@ class LevelTable:
     at flint's current precision; ``level_weights()`` are ``m_a * e_a``; ``cumulative()``
     their running sums.  Working relative to the best level keeps every number <= 1 per
     output, whatever the size of the counts.
+
+    ``levels``: the :class:`Level` s, best (largest utility) first, utilities strictly
+    decreasing and multiplicities positive (checked, :func:`check_levels`); ``scale``: the
+    :class:`~exactdp.core.scale.Scale` that weighs a unit of utility.
     """
 
     def __init__(self, levels: Sequence[Level], scale: Scale):
@@ -99,7 +105,7 @@ class LevelTable:
         return len(self.levels)
 
     def known_index(self, utility: Utility) -> Optional[int]:
-        """:meth:`index_of` (every level is known; a lazy block table may not know it yet,
+        """:meth:`index_of` the exact ``utility`` (every level is known; a lazy block table may not know it yet,
         :meth:`~exactdp.core.level_blocks.BlockLevelTable.known_index`)."""
         return self.index_of(utility)
 
@@ -113,7 +119,8 @@ class LevelTable:
         return len(self.levels)
 
     def index_of(self, utility: Utility) -> int:
-        """Level index of an exact utility value (KeyError when no output has it)."""
+        """Level index (0 for the best) of the exact utility value ``utility`` (KeyError when
+        no output has it)."""
         return self._index[utility]
 
     def iter_levels(self) -> Iterator[Level]:

@@ -65,7 +65,9 @@ __all__ = ["Mechanism", "JointFamily", "make_scale", "check_output_count"]
 
 
 def make_scale(epsilon: Optional[RationalLike], base: Optional[RationalLike], divisor: Fraction) -> Scale:
-    """The :class:`Scale` from the user's ``epsilon``/``base`` (``epsilon`` defaults to 1)."""
+    """The :class:`Scale` from the user's ``epsilon``/``base`` (``epsilon`` defaults to 1;
+    giving both is an error), ``epsilon`` divided by the exact ``divisor`` (a positive
+    Fraction: ``2 * sensitivity`` for the exponential-mechanism family)."""
     if epsilon is not None and base is not None:
         raise InvalidParameterError(
             "base", base, f"give either epsilon or base, not both (epsilon={epsilon!r})"
@@ -214,7 +216,8 @@ class Mechanism(abc.ABC):
         return self.table.levels
 
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
-        """``(Level, probability that the output lies in it)`` for every level, certified."""
+        """``(Level, probability that the output lies in it)`` for every level, certified to
+        ``dps`` significant digits (``None``: the default, 30)."""
         digits = as_dps(dps)
         levels = self.levels()  # first: a mechanism may refuse them before building its table
         return list(zip(levels, self.rule.level_probabilities(self.table, digits)))
@@ -227,8 +230,8 @@ class Mechanism(abc.ABC):
         return iter(self.levels())
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
-        """The pairs of :meth:`level_probabilities`, best level first, one at a time
-        (streamed where :meth:`iter_levels` is)."""
+        """The pairs of :meth:`level_probabilities` (certified to ``dps`` digits, default
+        30), best level first, one at a time (streamed where :meth:`iter_levels` is)."""
         return iter(self.level_probabilities(dps))
 
     def level_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
@@ -249,7 +252,8 @@ class Mechanism(abc.ABC):
         return self.table.index_of(self._key_of(output))
 
     def group_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
-        """``(group, probability of one particular output of it)`` for every group, certified."""
+        """``(group, probability of one particular output of it)`` for every group, certified
+        to ``dps`` digits (``None``: the default, 30)."""
         groups = self.groups()
         return list(zip(groups, self._group_output_probabilities(groups, as_dps(dps))))
 
@@ -268,11 +272,13 @@ class Mechanism(abc.ABC):
         return self._group_probability(self._key_of(output), as_dps(dps))
 
     def log_probability(self, output: OutputLike, dps: Optional[int] = None) -> mpmath.mpf:
-        """Natural log of :meth:`probability`, relative error at most ``10**-dps``."""
+        """Natural log of :meth:`probability` of ``output`` (validated), relative error at
+        most ``10**-dps`` (default 30)."""
         return self._group_log_probability(self._key_of(output), as_dps(dps))
 
     def probability_exact(self, output: OutputLike) -> sympy.Expr:
-        """The exact probability as a sympy expression (a Rational with a rational base).
+        """The exact probability of ``output`` (validated) as a sympy expression (a Rational
+        with a rational base).
 
         Raises :class:`~exactdp.errors.NoClosedFormError` naming the limit when the closed
         form would be too large to build.
@@ -289,7 +295,9 @@ class Mechanism(abc.ABC):
         return (self._unrank(a, r) for a, g in enumerate(self.groups()) for r in range(g.multiplicity))
 
     def distribution(self, dps: Optional[int] = None, max_outputs: int = 10**6) -> list[tuple[Output, mpmath.mpf]]:
-        """Every output with its certified probability; refuses past ``max_outputs``."""
+        """Every output with its probability certified to ``dps`` digits (``None``: the
+        default, 30); refuses (:class:`~exactdp.errors.TooManyOutputsError`) when the
+        support has more than ``max_outputs`` outputs (default ``10**6``)."""
         digits = as_dps(dps)
         self._check_size(max_outputs)
         return [
@@ -348,7 +356,10 @@ class Mechanism(abc.ABC):
 
 class JointFamily(Mechanism):
     """Mechanisms weighted ``exp(epsilon * u / (2 * sensitivity))`` or ``base**(-u)``
-    (the Joint paper's Equation 1; Joint, PNFJoint, JointSet)."""
+    (the Joint paper's Equation 1; Joint, PNFJoint, JointSet), over the non-negative
+    integer ``counts`` (one per item) and outputs of ``k`` items.  ``epsilon`` (default 1)
+    or ``base`` (a rational, ``0 < base < 1``), not both; ``sensitivity`` (default 1) divides
+    ``epsilon``."""
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, sensitivity: RationalLike = 1):

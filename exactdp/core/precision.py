@@ -93,7 +93,8 @@ def mp_workprec(prec: int) -> Iterator[None]:
 
 
 def prec_for_dps(dps: int, extra_bits: int = 0) -> int:
-    """Bits needed for ``dps`` decimal digits, plus guard bits."""
+    """Bits needed for ``dps`` decimal digits, plus 24 guard bits and ``extra_bits`` more
+    (default 0; negative counts as 0)."""
     return int(math.ceil(dps * math.log2(10))) + 24 + max(0, extra_bits)
 
 
@@ -155,7 +156,7 @@ def times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
 
 
 def rational_ball(x: Union[int, Fraction]) -> arb:
-    """An exact rational as an arb ball (exact when representable, else the tightest
+    """``x``, an exact rational, as an arb ball (exact when representable, else the tightest
     enclosure at flint's current precision)."""
     if type(x) is int:
         return arb(x)
@@ -194,5 +195,6 @@ def certify_many(compute: Callable[[], Sequence[arb]], dps: int, *, extra_bits: 
 
 
 def certify(compute: Callable[[], arb], dps: int, *, extra_bits: int = 0) -> mpmath.mpf:
-    """:func:`certify_many` for a single ball."""
+    """:func:`certify_many` for a single ball: ``compute()`` returns one arb ball, certified
+    to ``dps`` digits; ``extra_bits``: guard bits for the first attempt (default 0)."""
     return certify_many(lambda: [compute()], dps, extra_bits=extra_bits)[0]

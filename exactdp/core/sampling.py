@@ -263,8 +263,8 @@ def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tupl
 
 
 def inverse_cdf_word(lo: Sequence[int], hi: Sequence[int], u: int) -> Optional[int]:
-    """:func:`inverse_cdf_words` for one word ``u`` against bounds held as Python ints
-    (``cdf_bounds_exact(...)[i].tolist()``): the index when ``u`` decides it, else
+    """:func:`inverse_cdf_words` for one word ``u`` against bounds ``lo`` and ``hi`` held as
+    Python ints (``cdf_bounds_exact(...)[i].tolist()``): the index when ``u`` decides it, else
     ``None`` (finish with :func:`choose_index` from the prefix ``(u, 64)``).  For a walk
     that makes one small draw per step, where a numpy call per word would cost more than
     the draw.

@@ -33,43 +33,52 @@ class SelectionRule(abc.ABC):
 
     @abc.abstractmethod
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
-        """Probability of one particular output of level ``a``, to ``dps`` certified digits."""
+        """Probability of one particular output of level ``a`` (an index into ``table``'s
+        levels, 0 for the best) of the :class:`~exactdp.core.levels.LevelTable` ``table``, to
+        ``dps`` certified digits."""
 
     def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """:meth:`output_probability` of the level with ``utility`` (KeyError when no
-        output has it); a rule whose value needs no level index but the utility may find
-        no level (the exponential mechanism over a lazy table)."""
+        """:meth:`output_probability` of the level of ``table`` with the exact utility value
+        ``utility`` (KeyError when no output has it), to ``dps`` certified digits; a rule
+        whose value needs no level index but the utility may find no level (the exponential
+        mechanism over a lazy table)."""
         return self.output_probability(table, table.index_of(utility), dps)
 
     def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """:meth:`output_log_probability` of the level with ``utility`` (see
-        :meth:`utility_probability`)."""
+        """:meth:`output_log_probability` of the level of ``table`` with ``utility``, to
+        ``dps`` certified digits (see :meth:`utility_probability`)."""
         return self.output_log_probability(table, table.index_of(utility), dps)
 
     @abc.abstractmethod
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
-        """Natural log of :meth:`output_probability`, to ``dps`` certified digits."""
+        """Natural log of :meth:`output_probability` of one output of level ``a`` of ``table``,
+        to ``dps`` certified digits."""
 
     @abc.abstractmethod
     def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        """Probability that the output lies in each level, to ``dps`` certified digits."""
+        """Probability that the output lies in each level of ``table`` (best first), to
+        ``dps`` certified digits."""
 
     def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
-        """:meth:`level_probabilities` one at a time, best level first.  Rules that can
+        """:meth:`level_probabilities` of ``table`` (to ``dps`` certified digits) one at a
+        time, best level first.  Rules that can
         work block by block (:class:`~exactdp.core.level_blocks.BlockLevelTable`) stream
         without holding every value; this default computes the list first."""
         return iter(self.level_probabilities(table, dps))
 
     @abc.abstractmethod
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
-        """The exact probability of one output of level ``a`` as a sympy expression."""
+        """The exact probability of one output of level ``a`` (an index into ``table``'s
+        levels) as a sympy expression."""
 
     @abc.abstractmethod
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        """An exact sample of a level index."""
+        """An exact sample of a level index of ``table``, drawn with the integer randomness
+        of ``rng`` (a :class:`random.Random`; no float is drawn from it)."""
 
     def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
-        """``n`` independent exact samples of a level index, in draw order.
+        """``n`` independent exact samples of a level index of ``table``, in draw order,
+        drawn with ``rng`` (see :meth:`sample_level`).
 
         By default ``n`` calls of :meth:`sample_level`; a rule may batch them (reading
         ``rng`` in another order) as long as each draw keeps the same law.

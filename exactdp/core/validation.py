@@ -139,7 +139,7 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
 
 
 def as_counts(counts: CountsLike) -> tuple[int, ...]:
-    """Validate a count vector (docs/definitions.md §1) and return it as a tuple of Python ints.
+    """Validate ``counts``, a count vector (docs/definitions.md §1), and return it as a tuple of Python ints.
 
     Accepts any finite one-dimensional sequence of integers: Python ints, numpy integer
     scalars or arrays, gmpy2 ``mpz``, and floats that are finite and integral.  Rejects
@@ -166,12 +166,14 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
 
 
 def as_int(value: IntLike, argument: str) -> int:
-    """An int of any sign (a threshold, an offset): integral values only."""
+    """``value`` as an int of any sign (a threshold, an offset): integral values only
+    (``argument`` names it in the error)."""
     return _as_int(value, argument)
 
 
 def as_index(value: SupportsIndex, argument: str) -> int:
-    """An integer index (a row, a column, a class coordinate): an ``int``, a numpy integer or
+    """``value`` as an integer index (a row, a column, a class coordinate; ``argument``
+    names it in the error): an ``int``, a numpy integer or
     anything with ``__index__``; a bool or a number of another type (``1.0``,
     ``Fraction(1)``) is refused with :class:`~exactdp.errors.ArgumentTypeError`, as it
     usually hides a computed value.  The range is the caller's to check."""
@@ -184,7 +186,7 @@ def as_index(value: SupportsIndex, argument: str) -> int:
 
 
 def as_positive_int(value: IntLike, argument: str) -> int:
-    """An int >= 1."""
+    """``value`` as an int >= 1 (``argument`` names it in the error)."""
     n = _as_int(value, argument)
     if n < 1:
         raise InvalidParameterError(argument, value, "must be a positive integer")
@@ -203,7 +205,7 @@ def as_memory_budget(value: Union[IntLike, str]) -> int:
 
 
 def as_nonnegative_int(value: IntLike, argument: str) -> int:
-    """An int >= 0."""
+    """``value`` as an int >= 0 (``argument`` names it in the error)."""
     n = _as_int(value, argument)
     if n < 0:
         raise InvalidParameterError(argument, value, "must be a non-negative integer")
@@ -297,7 +299,8 @@ def _parse_rational(text: str, argument: str) -> Fraction:
 
 
 def as_rational(value: RationalLike, argument: str) -> Fraction:
-    """An exact rational from int, Fraction, decimal string, Decimal, sympy Rational or float.
+    """``value`` as an exact rational, from int, Fraction, decimal string, Decimal, sympy
+    Rational or float (``argument`` names it in the error).
 
     A float is taken at its exact binary value (``0.1`` is not ``1/10``; pass ``"0.1"``).
     Strings are decimal numbers (``"0.1"``, ``"-2.5e-3"``) or fractions (``"1/3"``);
@@ -354,7 +357,7 @@ def as_rational(value: RationalLike, argument: str) -> Fraction:
 
 
 def as_positive_rational(value: RationalLike, argument: str) -> Fraction:
-    """A positive, finite exact rational (``argument`` names it in the error)."""
+    """``value`` as a positive, finite exact rational (``argument`` names it in the error)."""
     r = as_rational(value, argument)
     if r <= 0:
         raise InvalidParameterError(argument, value, "must be positive")
@@ -362,12 +365,12 @@ def as_positive_rational(value: RationalLike, argument: str) -> Fraction:
 
 
 def as_epsilon(epsilon: RationalLike) -> Fraction:
-    """Validate the privacy parameter: a positive, finite exact rational."""
+    """Validate ``epsilon``, the privacy parameter: a positive, finite exact rational."""
     return as_positive_rational(epsilon, "epsilon")
 
 
 def as_base(base: RationalLike) -> Fraction:
-    """Validate a weight base: an exact rational with 0 < base < 1."""
+    """Validate ``base``, a weight base: an exact rational with ``0 < base < 1``."""
     b = as_rational(base, "base")
     if not 0 < b < 1:
         raise InvalidParameterError("base", base, "must satisfy 0 < base < 1")
@@ -375,7 +378,7 @@ def as_base(base: RationalLike) -> Fraction:
 
 
 def as_sensitivity(sensitivity: RationalLike) -> Fraction:
-    """Validate the utility sensitivity: a positive, finite exact rational."""
+    """Validate ``sensitivity``, the utility sensitivity: a positive, finite exact rational."""
     return as_positive_rational(sensitivity, "sensitivity")
 
 
@@ -392,7 +395,8 @@ MAX_DPS = 100_000
 
 
 def as_dps(dps: Optional[IntLike]) -> int:
-    """``None`` -> the default (30); otherwise an integer number of digits, 1 <= dps <= 10**5."""
+    """``dps``: ``None`` -> the default (30); otherwise an integer number of digits,
+    ``1 <= dps <= 10**5``."""
     if dps is None:
         return DEFAULT_DPS
     n = _as_int(dps, "dps")
@@ -450,7 +454,7 @@ def _float_randbelow(cls: type) -> bool:
 
 
 def as_rng(rng: RngLike) -> random.Random:
-    """A :class:`random.Random` from ``None`` (the OS generator), an int seed, or an instance.
+    """A :class:`random.Random` from ``rng``: ``None`` (the OS generator), an int seed, or an instance.
 
     An int seed goes through :func:`seed_to_nonnegative` (an injective map): a seed
     ``0 <= n < 2**128`` gives exactly ``random.Random(n)``, and a negative seed another
@@ -518,7 +522,7 @@ def _output_ids(output: Any, d: int, k: int, argument: str = "output", items: Op
 
 
 def as_sequence_output(output: OutputLike, d: int, k: int) -> tuple[int, ...]:
-    """A sequence output: exactly ``k`` distinct item ids in ``0..d-1``, as a tuple.
+    """``output`` as a sequence output: exactly ``k`` distinct item ids in ``0..d-1``, as a tuple.
 
     Unordered containers (``set``, ``frozenset``) are refused: a sequence has an order.
     """
@@ -547,5 +551,5 @@ def as_sequence_prefix(prefix: OutputLike, d: int, k: int) -> tuple[int, ...]:
 
 
 def as_set_output(output: OutputLike, d: int, k: int) -> frozenset[int]:
-    """A set output: exactly ``k`` distinct item ids in ``0..d-1``, as a frozenset."""
+    """``output`` as a set output: exactly ``k`` distinct item ids in ``0..d-1``, as a frozenset."""
     return frozenset(_output_ids(output, d, k))

@@ -100,7 +100,8 @@ CANONICAL_SYMBOLIC_BITS_LIMIT = 1 << 22
 # --------------------------------------------------------------------------------------
 class UtilityClass(NamedTuple):
     """One utility class: ``h`` leading top ranks, lowest rank ``t`` (1-based), its exact
-    number of subsets and its exact loss (an ``int`` when integral, else a ``Fraction``)."""
+    number of subsets ``size`` and its exact ``loss`` (an ``int`` when integral, else a
+    ``Fraction``)."""
 
     h: int
     t: int
@@ -149,6 +150,10 @@ class CanonicalClasses:
     together hold ``C(t2-h-1, k-h) - C(t1-h-2, k-h)`` subsets (hockey stick:
     ``sum_{t=k+1}^{T} C(t-h-2, k-h-1) = C(T-h-1, k-h)``), so the levels cost one pass over
     ``k x (number of runs)`` terms, never an enumeration of subsets.
+
+    ``ranking``: the :class:`~exactdp.core.ranking.Ranking` of the counts; ``k``: the
+    subset size (validated by the caller, ``1 <= k <= d``); ``rho``: the exact rational
+    in ``[0, 1]`` of the loss.
     """
 
     def __init__(self, ranking: Ranking, k: int, rho: Fraction):
@@ -175,12 +180,17 @@ class CanonicalClasses:
 
     # -- single classes -----------------------------------------------------------------
     def is_class(self, h: int, t: int) -> bool:
+        """Whether ``(h, t)`` (``h`` leading top ranks, lowest rank ``t``, 1-based) is a
+        class: the top-k class ``(k-1, k)``, or ``0 <= h <= k-1`` and ``k+1 <= t <= d``."""
         k, d = self.k, self.d
         if (h, t) == (k - 1, k):
             return True
         return 0 <= h <= k - 1 and k + 1 <= t <= d
 
     def check_class(self, h: int, t: int) -> tuple[int, int]:
+        """``(h, t)`` as ints when :meth:`is_class`; else
+        :class:`~exactdp.errors.InvalidParameterError` (a bool or non-integer ``h`` or ``t``:
+        :class:`~exactdp.errors.ArgumentTypeError`)."""
         h, t = as_index(h, "h"), as_index(t, "t")  # ints and numpy integers, never bools
         if not self.is_class(h, t):
             raise InvalidParameterError(
@@ -197,15 +207,20 @@ class CanonicalClasses:
         return self.A[h] + self.B[t - self.k - 1]
 
     def loss(self, h: int, t: int) -> ExactRational:
+        """The exact loss of class ``(h, t)`` (an ``int`` when integral, else a ``Fraction``;
+        not checked, see :meth:`check_class`)."""
         return _rational(self.key(h, t), self.q)
 
     def size(self, h: int, t: int) -> int:
+        """The exact number of subsets in class ``(h, t)`` (not checked, see
+        :meth:`check_class`)."""
         if t == self.k:
             return 1
         return int(gmpy2.comb(t - h - 2, self.k - h - 1))
 
     def classify(self, ranks: Iterable[int]) -> tuple[int, int]:
-        """The class ``(h, t)`` of a subset given by its 0-based ranks."""
+        """The class ``(h, t)`` of a subset given by ``ranks``, its members' 0-based ranks
+        (any order)."""
         rs = sorted(ranks)
         h = 0
         while h < len(rs) and rs[h] == h:
@@ -351,8 +366,10 @@ class CanonicalClasses:
 # Canonical
 # --------------------------------------------------------------------------------------
 class CanonicalFamily(Mechanism):
-    """What Canonical and CanonicalGamma1 share: k-subsets, ``rho``, the scale (one unit of
-    loss weighs ``exp(-epsilon)`` or ``base``), the classes and the loss of a subset."""
+    """What Canonical and CanonicalGamma1 share: k-subsets of the items of ``counts``
+    (non-negative integers, one per item), ``k``, ``rho`` (default 1/2), the scale (one
+    unit of loss weighs ``exp(-epsilon)``, ``epsilon`` defaulting to 1, or ``base``), the
+    classes and the loss of a subset."""
 
     output_kind = "set"
 
@@ -383,11 +400,13 @@ class CanonicalFamily(Mechanism):
         return -self.classes_.loss(*self._class(output))
 
     def class_of(self, output: OutputLike) -> tuple[int, int]:
-        """The class ``(h, t)`` (1-based ranks) of a k-subset of item ids."""
+        """The class ``(h, t)`` (1-based ranks) of ``output``, a k-subset of item ids
+        (validated)."""
         return self._class(self._check_output(output))
 
     def loss(self, output: OutputLike) -> ExactRational:
-        """The exact canonical loss of a k-subset (``int`` when integral, else ``Fraction``)."""
+        """The exact canonical loss of ``output``, a k-subset of item ids (``int`` when
+        integral, else ``Fraction``)."""
         return self.classes_.loss(*self.class_of(output))
 
     def classes(self) -> list[UtilityClass]:
@@ -485,7 +504,8 @@ class Canonical(CanonicalFamily):
         return (Level(_rational(-key, q), m) for key, m in self.classes_.iter_level_sizes(start))
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
-        """``(Level, certified probability)``, best first.  The normaliser needs every
+        """``(Level, probability certified to dps digits)``, best first (``dps``: significant
+        digits, ``None`` for the default 30).  The normaliser needs every
         level, so this is a global pass: the level table's first merge fixes blocks of
         :data:`~exactdp.core.level_stream.STREAM_BLOCK_LEVELS` levels (two integers per
         block, and the blocks themselves while ``memory_budget`` allows), then the rule

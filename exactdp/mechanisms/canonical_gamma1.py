@@ -112,7 +112,8 @@ class CanonicalGamma1(CanonicalFamily):
         )
 
     def level_probabilities(self, dps: Optional[int] = None) -> NoReturn:
-        """Not available: raises :class:`NotSingleRuleError` (see :meth:`levels`)."""
+        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError` (see
+        :meth:`levels`)."""
         self.levels()
 
     def _compute_levels(self) -> NoReturn:
@@ -145,7 +146,9 @@ class CanonicalGamma1(CanonicalFamily):
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
         """Every output, class by class in the order of :meth:`groups`, streamed from
-        :meth:`iter_classes` (no list of the classes)."""
+        :meth:`iter_classes` (no list of the classes).  With ``max_outputs``, refuses at
+        once (:class:`~exactdp.errors.TooManyOutputsError`, before yielding anything) when
+        the support ``C(d, k)`` is larger."""
         self._check_size(max_outputs)
         return (self._unrank(a, r) for a, c in enumerate(self.iter_classes()) for r in range(c.size))
 
@@ -323,18 +326,21 @@ class CanonicalGamma1(CanonicalFamily):
 
     # -- the two stages ------------------------------------------------------------------------
     def class_probability(self, h: int, t: int, dps: Optional[int] = None) -> mpmath.mpf:
-        """``P(t) * P(h | t)``: probability that the output lies in class ``(h, t)``."""
+        """``P(t) * P(h | t)``: probability that the output lies in class ``(h, t)``
+        (validated), certified to ``dps`` digits (``None``: the default, 30)."""
         h, t = self.classes_.check_class(h, t)
         size = self.classes_.size(h, t)
         return self._certify(lambda: [self._class_output_ball(h, t) * size], as_dps(dps))[0]
 
     def tail_probabilities(self, dps: Optional[int] = None) -> list[tuple[int, mpmath.mpf]]:
-        """``(t, P(t))`` for ``t = k..d`` (stage 1), certified."""
+        """``(t, P(t))`` for ``t = k..d`` (stage 1), certified to ``dps`` digits (``None``:
+        the default, 30)."""
         vals = self._certify(lambda: [w / self._weights()["Z1"] for w in self._weights()["W1"]], as_dps(dps))
         return list(zip(range(self.k, self.d + 1), vals))
 
     def class_probabilities(self, dps: Optional[int] = None) -> list[tuple[int, int, mpmath.mpf]]:
-        """``(h, t, P(t) P(h|t))`` for every class in :meth:`classes` order, certified."""
+        """``(h, t, P(t) P(h|t))`` for every class in :meth:`classes` order, certified to
+        ``dps`` digits (``None``: the default, 30)."""
         k, d = self.k, self.d
 
         def compute() -> list[arb]:

@@ -68,7 +68,8 @@ __all__ = ["Joint", "joint_mtilde"]
 
 
 def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
-    """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix, decreasing ``Ũ``.
+    """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix of the first ``k`` rows, for the
+    counts ranked by ``ranking`` (a :class:`~exactdp.core.ranking.Ranking`), decreasing ``Ũ``.
 
     Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based) where ``t_r`` counts
     entries of row ``r`` that are ``>= Ũ_ij``.  Because ``z`` separates rows completely
@@ -162,10 +163,13 @@ def _mtilde_events(ranking: Ranking, k: int, keys: bool) -> Iterator[tuple[int, 
 class Joint(JointFamily):
     """The Joint exponential mechanism over top-k sequences (docs/definitions.md §2.1).
 
-    ``Joint(counts, k, epsilon=1, *, base=None, sensitivity=1)``: ``epsilon`` and
-    ``base`` are exclusive; with ``base`` the weight of utility ``u`` is ``base**(-u)``
-    (every probability an exact rational), otherwise ``exp(epsilon*u/(2*sensitivity))``.
-    Outputs are tuples of item ids in selection order.
+    ``Joint(counts, k, epsilon=1, *, base=None, sensitivity=1, memory_budget=None)``:
+    ``counts`` the non-negative integer counts (one per item, item ids ``0..d-1``), ``k``
+    the length of an output; ``epsilon`` and ``base`` are exclusive; with ``base`` the
+    weight of utility ``u`` is ``base**(-u)`` (every probability an exact rational),
+    otherwise ``exp(epsilon*u/(2*sensitivity))``; ``memory_budget`` (bytes, an integer or
+    its digits as a string; default 2**30) bounds the levels and enclosures the level
+    table keeps at once.  Outputs are tuples of item ids in selection order.
     """
 
     output_kind = "sequence"
@@ -202,14 +206,16 @@ class Joint(JointFamily):
         return self.table.iter_levels()
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
-        """``(Level, certified probability of the level)``, best first, block by block
-        within ``memory_budget``; the same values as :meth:`level_probabilities`."""
+        """``(Level, probability of the level certified to dps digits)``, best first, block
+        by block within ``memory_budget``; the same values as :meth:`level_probabilities`
+        (``dps``: significant digits, ``None`` for the default 30)."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
-        """Every ``(Level, probability)`` at once (:meth:`iter_level_probabilities` as a
-        list); past ``memory_budget``, :class:`~exactdp.errors.MemoryBudgetError`."""
+        """Every ``(Level, probability)`` at once, certified to ``dps`` digits
+        (:meth:`iter_level_probabilities` as a list); past ``memory_budget``,
+        :class:`~exactdp.errors.MemoryBudgetError`."""
         table = self.table
         table.check_fits(level_list_bytes(len(table), table.source.level_bytes + 160),
                          "level_probabilities()", "iter_level_probabilities()")

@@ -73,7 +73,9 @@ _DIGIT_MASK = _GAP_CACHE - 1
 
 
 class JointLevelSource(BlockSource):
-    """Blocks of Joint's levels for :class:`~exactdp.core.level_blocks.BlockLevelTable`."""
+    """Blocks of Joint's levels for :class:`~exactdp.core.level_blocks.BlockLevelTable`:
+    the levels of sequences of ``k`` items over the counts ranked by ``ranking`` (a
+    :class:`~exactdp.core.ranking.Ranking`)."""
 
     def __init__(self, ranking: Ranking, k: int):
         self.ranking, self.k = ranking, k

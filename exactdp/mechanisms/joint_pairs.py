@@ -156,8 +156,9 @@ class _Pair:
 
 
 class DisplacedWitness(Sequence):
-    """The witness sequence :meth:`_Pair.displaced` ``(r, j)``, built each time it is read
-    (a read-only sequence of item ids equal to that tuple; pickled as the tuple itself).
+    """The witness sequence :meth:`_Pair.displaced` ``(r, j)`` of ``pair`` (the two
+    mechanisms' sweep state), built each time it is read (a read-only sequence of item ids
+    equal to that tuple; pickled as the tuple itself).
 
     >>> from exactdp import Joint
     >>> cells = joint_pair_cells(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1))

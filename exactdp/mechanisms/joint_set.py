@@ -123,7 +123,8 @@ def _mhat_rows(ranking: Ranking, k: int) -> list[list[int]]:
 
 
 def matrix_hat(counts: CountsLike, k: SupportsIndex) -> list[list[int]]:
-    """The left-aligned ``(k+1) x (d-k+1)`` matrix ``M̂`` with its bottom row of ones:
+    """The left-aligned ``(k+1) x (d-k+1)`` matrix ``M̂`` of ``counts`` (non-negative
+    integers, one per item; ``sc`` sorted descending) and subset size ``k``, with its bottom row of ones:
     ``M̂[l][c] = sc[l] - sc[l+c]`` (0-based; entry ``(l, c)`` is the paper's ``M_{l, l+c}``).
 
     >>> matrix_hat([3, 2, 1, 0], 2)
@@ -134,7 +135,8 @@ def matrix_hat(counts: CountsLike, k: SupportsIndex) -> list[list[int]]:
 
 
 def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> list[list[int]]:
-    """The 0/1 matrix ``A`` for threshold ``M``: ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with
+    """The 0/1 matrix ``A`` of ``counts`` and ``k`` (as :func:`matrix_hat`) for the integer
+    threshold ``M``: ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with
     ``strict=True``, as the paper's definition is printed) for ``l < k``, and a bottom row
     of ones (as in the paper's examples: applying the indicator to ``M̂``'s row of ones
     would not give ones when ``M <= 1``).
@@ -271,7 +273,8 @@ def _instance_counter(counts: Any, k: Any, method: str, *, strict: bool = False,
 
 
 def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
-    """Number of k-subsets with utility ``>= -M`` (``> -M`` with ``strict=True``), by the
+    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` (an integer
+    threshold; ``> -M`` with ``strict=True``), by the
     paper's method: build ``M̂``, read ``A``'s rows as prefixes of ones (bisection in the
     nondecreasing rows of ``M̂``), count right/down paths through the zero-free blocks with
     Pascal/Toeplitz transfers (Lemmas 6-7).  Exact integer.
@@ -284,7 +287,8 @@ def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: Support
 
 
 def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
-    """Number of k-subsets with utility ``>= -M`` by a plain dynamic programme over rank
+    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` (an integer
+    threshold) by a plain dynamic programme over rank
     positions: increasing ``r_0 < ... < r_{k-1}`` with ``r_i < T_i(M)``,
     ``T_i(M) = #{items with count >= sc[i] - M}``; ``O(k d)`` additions per call.
 
@@ -296,7 +300,8 @@ def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) ->
 
 
 def count_at_least_brute(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, max_subsets: Optional[int] = None) -> int:
-    """Number of k-subsets with utility ``>= -M`` by enumerating all ``C(d, k)`` subsets
+    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` (an integer
+    threshold) by enumerating all ``C(d, k)`` subsets
     (refuses more than :data:`BRUTE_FORCE_LIMIT`; ``max_subsets`` overrides).
 
     >>> count_at_least_brute([10, 5, 1, 1], 2, 4)
@@ -313,15 +318,17 @@ def _method(method: Any) -> str:
 
 
 def count_at_least(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method: str = "matrix-paths") -> int:
-    """``N(M)``, the number of k-subsets with utility ``>= -M``, by ``method`` in
-    :data:`METHODS`."""
+    """``N(M)``, the number of ``k``-subsets of the items of ``counts`` (non-negative
+    integers, one per item) with utility ``>= -M`` (an integer threshold), by ``method`` in
+    :data:`METHODS` (default ``"matrix-paths"``; ``"brute"`` refuses more than
+    :data:`BRUTE_FORCE_LIMIT` subsets)."""
     count = _instance_counter(counts, k, _method(method))
     return count(as_int(M, "M"))
 
 
 def count_exactly(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method: str = "matrix-paths") -> int:
-    """The number of k-subsets with utility exactly ``-M``, ``N(M) - N(M - 1)``, by
-    ``method`` in :data:`METHODS`.
+    """The number of ``k``-subsets of the items of ``counts`` with utility exactly ``-M``,
+    ``N(M) - N(M - 1)``, by ``method`` in :data:`METHODS` (default ``"matrix-paths"``).
 
     >>> [count_exactly([10, 5, 1, 1], 2, M, method) for method in METHODS for M in (4, 6)]
     [2, 0, 2, 0, 2, 0]
@@ -367,7 +374,8 @@ def _iter_sweep(thresholds: Iterable[int], count: Callable[[int], int], total: i
 
 
 def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
-    """The levels of :func:`joint_set_levels` one at a time, holding no level: those of
+    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) one at
+    a time, holding no level: those of
     utility ``<= utility`` (all when ``None``), so any level can start the sweep.  The path
     count is updated where the staircase changed
     (:func:`exactdp.mechanisms.joint_set_sweep.iter_sweep_levels`), not recounted per
@@ -376,7 +384,9 @@ def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = Non
 
 
 def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
-    """Exact levels of JointSet, best first: at each threshold ``M`` where a row of ``A``
+    """Exact levels of JointSet over the counts ranked by ``ranking`` (a
+    :class:`~exactdp.core.ranking.Ranking`) and subsets of size ``k`` (``1 <= k <= d``,
+    not checked), best first: at each threshold ``M`` where a row of ``A``
     grows, ``N(M)`` (Lemma 7's path count, updated where the staircase changed) and
     ``m(-M) = N(M) - N(previous)``; thresholds where ``N`` does not grow are dropped."""
     total = math.comb(ranking.d, k)
@@ -388,14 +398,16 @@ def joint_set_levels(ranking: Ranking, k: int) -> list[Level]:
 
 
 def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
-    """All levels by the paper's method as stated: ``M̂`` built once, ``A`` read from its
+    """All levels of JointSet over ``counts`` and ``k`` (validated) by the paper's method
+    as stated: ``M̂`` built once, ``A`` read from its
     rows by bisection for every candidate threshold, paths by Lemma 7."""
     ranking, kk = _setup(counts, k)
     return list(_iter_sweep(_candidate_thresholds(ranking, kk), _counter(ranking, kk, "matrix-paths"), math.comb(ranking.d, kk)))
 
 
 def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
-    """All levels by the plain DP (``O(k d)`` per candidate threshold).  ``thresholds``
+    """All levels of JointSet over ``counts`` and ``k`` (validated) by the plain DP
+    (``O(k d)`` per candidate threshold).  ``thresholds``
     restricts the sweep to some candidate values (used by the benchmark to time a sample);
     the multiplicities are then differences between consecutive given thresholds."""
     ranking, kk = _setup(counts, k)
@@ -464,7 +476,8 @@ class JointSet(JointFamily):
         return iter_joint_set_levels(self.ranking, self.k)
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
-        """``(Level, certified probability)``, best first.  The normaliser needs every level
+        """``(Level, probability certified to dps digits)``, best first (``dps``: significant
+        digits, ``None`` for the default 30).  The normaliser needs every level
         (a global pass): the level table's first sweep fixes blocks of levels (two integers
         per block, the blocks too while ``memory_budget`` allows), then the rule certifies
         block by block, recomputing a block not kept from its first threshold."""
@@ -484,11 +497,13 @@ class JointSet(JointFamily):
         return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
 
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
-        """Number of sets with utility ``>= -M`` (see :func:`count_at_least`)."""
+        """Number of sets with utility ``>= -M``, counted by ``method`` (see
+        :func:`count_at_least`)."""
         return count_at_least(self.counts, self.k, M, method)
 
     def count_exactly(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
-        """Number of sets with utility exactly ``-M`` (see :func:`count_exactly`)."""
+        """Number of sets with utility exactly ``-M``, counted by ``method`` (see
+        :func:`count_exactly`)."""
         return count_exactly(self.counts, self.k, M, method)
 
     def _level_paths(self, a: int) -> LevelPaths:

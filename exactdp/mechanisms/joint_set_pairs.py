@@ -205,8 +205,9 @@ class _Pair:
 
 
 class SetWitness(Set):
-    """The witness set of the cell ``(M, M')``, found when first read (a read-only set of
-    item ids equal to that frozenset; pickled as the frozenset itself).
+    """The witness set of the cell ``(M, M')`` (``M`` and ``M2`` the two thresholds) of
+    ``pair`` (the two mechanisms' staircase state), found when first read (a read-only set
+    of item ids equal to that frozenset; pickled as the frozenset itself).
 
     >>> from exactdp import JointSet
     >>> cells = joint_set_pair_cells(JointSet([3, 1, 0], 2, epsilon=1), JointSet([3, 2, 0], 2, epsilon=1))

@@ -57,7 +57,7 @@ __all__ = [
 # Algorithm 1, line 1
 # =====================================================================================
 def paper_matrix(counts: CountsLike, k: SupportsIndex) -> list[list[Optional[int]]]:
-    """Algorithm 1, line 1, as printed: the ``k x d`` matrix over the sorted counts with
+    """Algorithm 1, line 1, as printed: the ``k x d`` matrix over the sorted ``counts`` with
     ``M[i][j] = c_i - c_j`` if ``c_i - c_j >= 0`` and ``d - j >= k - i`` (1-based ``i, j``),
     ``None`` (⊥) otherwise.  Returned 0-based.
 
@@ -101,7 +101,9 @@ def _sets_by_maxdiff(ranking: Ranking, k: int, max_subsets: Optional[int]) -> di
 
 def em_terms(counts: CountsLike, k: SupportsIndex, *, max_subsets: Optional[int] = None) -> Terms:
     """The exponential mechanism as terms: every set ``S`` has weight ``x**(-u(S))``
-    (``x = exp(-eps/2)``), by enumeration (independent of the path counts)."""
+    (``x = exp(-eps/2)``), by enumeration (independent of the path counts; at most
+    ``max_subsets`` sets, default ``10**6``).  ``counts``: the count vector (non-negative
+    integers, one per item); ``k``: the set size."""
     ranking, kk = _setup(counts, k)
     by = _sets_by_maxdiff(ranking, kk, max_subsets)
     return {s: {V: Fraction(1)} for V in sorted(by) for s in sorted(by[V], key=sorted)}
@@ -111,7 +113,7 @@ def paper_algorithm1_terms(
     counts: CountsLike, k: SupportsIndex, *, strict: bool, line4: str = "utility", max_subsets: Optional[int] = None
 ) -> Terms:
     """Algorithm 1 exactly as printed, as exact terms ``outcome -> {V: coefficient}``
-    meaning ``P(outcome) ∝ sum coefficient * exp(-eps*V/2)``.
+    meaning ``P(outcome) ∝ sum coefficient * exp(-eps*V/2)``, for ``counts`` and ``k``.
 
     - Line 1: the entries of :func:`paper_matrix` (sorted counts, ``c_i - c_j >= 0`` and
       ``d - j >= k - i``); ``e(V)`` = number of entries with value ``V``.
@@ -174,7 +176,8 @@ def paper_algorithm1_terms(
 
 
 def reading_terms(counts: CountsLike, k: SupportsIndex, reading: str, *, max_subsets: Optional[int] = None) -> Terms:
-    """Terms of one of :data:`READINGS`."""
+    """Terms of ``reading``, one of :data:`READINGS`, for ``counts`` and ``k`` (sets
+    enumerated, at most ``max_subsets``, default ``10**6``)."""
     if reading == "em":
         return em_terms(counts, k, max_subsets=max_subsets)
     if reading == "nonstrict":
@@ -214,7 +217,8 @@ def paper_algorithm1_distribution(
     """The output distribution of the paper's Algorithm 1 exactly as printed (see
     :func:`paper_algorithm1_terms` for the readings), keyed by ``frozenset`` (and
     ``None`` for "line 4 has no set with the sampled utility", only when that has
-    positive probability).
+    positive probability).  ``counts``, ``k``, ``strict``, ``line4`` and ``max_subsets`` as
+    there; ``epsilon`` (default 1) or ``base``, not both.
 
     Values: with ``base`` (replacing ``exp(-eps/2)``), exact ``Fraction``; with
     ``epsilon`` and ``exact=True``, exact sympy expressions; otherwise ``mpmath.mpf``
@@ -282,7 +286,8 @@ def _same_probability(p: dict, zp: dict, q: dict, zq: dict) -> bool:
 
 def total_variation(counts: CountsLike, k: SupportsIndex, epsilon: RationalLike = 1, *, reading: str, against: str = "em", dps: Optional[int] = None) -> mpmath.mpf:
     """Total variation distance ``(1/2) sum_o |P(o) - Q(o)|`` between ``reading`` and
-    ``against`` (two of :data:`READINGS`) on the same counts, certified to ``dps`` digits
+    ``against`` (two of :data:`READINGS`) on the same ``counts``, with sets of size ``k``
+    and ``epsilon`` (default 1), certified to ``dps`` digits
     (exactly 0 when the two distributions are identical).
 
     >>> print(total_variation([2, 1, 0], 2, 1, reading="nonstrict"))
@@ -311,7 +316,8 @@ class ReadingPrivacyLoss(NamedTuple):
     general audit result between two mechanisms is :class:`exactdp.audit.PrivacyLoss`):
     ``loss = |ln P(o|D) - ln P(o|D')|``
     (``mpmath.inf`` when one side is 0), with the witness neighbour ``D'`` and outcome
-    ``o``, and the number of neighbours examined."""
+    ``o`` (``neighbour`` and ``output``), and ``neighbours``, the number of neighbours
+    examined."""
 
     loss: mpmath.mpf
     neighbour: Optional[tuple]
@@ -320,7 +326,7 @@ class ReadingPrivacyLoss(NamedTuple):
 
 
 def add_remove_neighbours(counts: CountsLike) -> list[tuple[int, ...]]:
-    """Every add/remove neighbour: ``D + v`` and ``D - v`` for ``v`` in ``{0,1}^d``,
+    """Every add/remove neighbour of ``counts`` (``D``): ``D + v`` and ``D - v`` for ``v`` in ``{0,1}^d``,
     ``v != 0`` (one user with items ``v`` added or removed; removal needs ``D - v >= 0``)."""
     c = as_counts(counts)
     out = []
@@ -345,7 +351,8 @@ def privacy_loss(
     _cache: Optional[dict] = None,
 ) -> ReadingPrivacyLoss:
     """The exact privacy loss ``max_{D', o} |ln P(o|D) - ln P(o|D')|`` of ``reading`` (one
-    of :data:`READINGS`) at ``counts`` over its add/remove neighbours
+    of :data:`READINGS`) with sets of size ``k`` and ``epsilon`` (default 1) at ``counts``
+    over its add/remove neighbours
     (:func:`add_remove_neighbours`, or the given ``neighbours``), certified to ``dps``
     digits; ``mpmath.inf`` when some outcome has probability 0 on one side only.
 

@@ -333,7 +333,8 @@ _ONE = fmpz_poly([1])
 
 
 def iter_sweep_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
-    """JointSet's levels of utility ``<= utility`` (all when ``None``), best first, one at a
+    """JointSet's levels (sets of ``k`` items over the counts ranked by ``ranking``) of
+    utility ``<= utility`` (all when ``None``), best first, one at a
     time, by :class:`StaircaseSweep`: a level ``-M`` of multiplicity ``N(M) - N(M')`` at each
     threshold ``M`` where ``N`` grows (``M'`` the threshold before); stops once all
     ``C(d, k)`` sets are counted.  Utilities are integers, so a sweep that starts at the

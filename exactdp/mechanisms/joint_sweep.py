@@ -58,7 +58,8 @@ def value_index_of_rows(ranking: Ranking, k: int) -> list[int]:
 def event_chunks(
     ranking: Ranking, k: int, *, after_own_value: bool, rows_descending: bool
 ) -> Iterator[tuple[list[int], list[int], list[int], list[int]]]:
-    """Chunks ``(Ms, rows, new_Ts, qs)`` of events sorted by ``M`` ascending (and, with
+    """Chunks ``(Ms, rows, new_Ts, qs)`` of the threshold events of the first ``k`` rows of
+    the counts ranked by ``ranking``, sorted by ``M`` ascending (and, with
     ``rows_descending``, by row descending within one ``M``).
 
     With ``after_own_value`` only values strictly below each row's own count are used
@@ -149,7 +150,8 @@ class MtildeWindow(NamedTuple):
 
 
 def mtilde_windows_fit(ranking: Ranking, k: int) -> bool:
-    """Whether :func:`mtilde_windows` applies: every packed key ``2dk*Ũ`` fits ``int64``."""
+    """Whether :func:`mtilde_windows` applies to ``ranking`` and ``k``: every packed key
+    ``2dk*Ũ`` fits ``int64``."""
     values, sc = ranking.values, ranking.sorted_counts
     if not _ALLOW_WINDOWS or max(abs(values[0]), abs(values[-1])) >= _NUMPY_LIMIT // 2:
         return False
@@ -158,7 +160,8 @@ def mtilde_windows_fit(ranking: Ranking, k: int) -> bool:
 
 
 def mtilde_windows(ranking: Ranking, k: int) -> Iterator[MtildeWindow]:
-    """Every event, in m-tilde order (``M`` ascending, rows descending), window by window.
+    """Every event of the first ``k`` rows of the counts ranked by ``ranking``, in m-tilde
+    order (``M`` ascending, rows descending), window by window.
 
     Row ``r``'s events with ``M < hi`` are its values ``values[q] > c_(r) - hi``: a prefix
     of the values, so a window ``lo <= M < hi`` is the slice ``ptr[r] <= q < end[r]`` of
@@ -227,7 +230,8 @@ class MtildeGroups(NamedTuple):
     their new factors); the m-tilde of each event is ``Q * mult`` (``mult`` per event, 0
     while another row's factor is 0).  Factors that are 0 count as 1 in these products.
     Each of ``ga_lo``, ``ga_hi``, ``gb_lo``, ``gb_hi`` and ``mult`` is a product of at
-    most ``g - 1`` factors, so it is exact in ``int64``.
+    most ``g - 1`` factors, so it is exact in ``int64``.  ``zeros``: the number of rows
+    whose factor is 0 after the window.
     """
 
     ga_lo: list
@@ -244,8 +248,9 @@ def group_size(d: int) -> int:
 
 
 def mtilde_groups(win: MtildeWindow, g: int, zeros: int) -> MtildeGroups:
-    """The groups of one window (see :class:`MtildeGroups`); ``zeros`` is the number of
-    rows whose factor is 0 before the window, returned updated.
+    """The groups of ``g`` events (:func:`group_size`) of one window ``win`` (see
+    :class:`MtildeGroups`); ``zeros`` is the number of rows whose factor is 0 before the
+    window, returned updated.
 
     Why this is exact: row ``r``'s factor before an event at value ``q`` is
     ``a = max(cumulative[q-1] - r, 0)`` (its previous event is at ``q - 1``) and after it

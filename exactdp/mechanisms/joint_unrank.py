@@ -57,7 +57,7 @@ _CHUNK_ENTRIES = 1 << 22
 
 
 class LevelPlan:
-    """What unranking level ``a`` of a Joint needs, computed once per level.
+    """What unranking level ``a`` of the Joint ``mech`` needs, computed once per level.
 
     ``before[x] = max(T_x(M^-) - x, 0)`` and ``after[x] = T_x(M) - x`` are the radices of
     rows before and after the score row ``i``; sequences whose score row is ``i`` have
@@ -88,7 +88,7 @@ class LevelPlan:
 
 
 def unrank(plan: LevelPlan, r: int, order: Sequence[int]) -> tuple[int, ...]:
-    """The ``r``-th sequence of the level (item ids through ``order``, the ranking).
+    """The ``r``-th sequence of the level of ``plan`` (item ids through ``order``, the ranking).
 
     Per call: one bisection for the score row ``i``, then for each row one division of
     ``r`` and one pick (:func:`_free_list_picks` or :func:`_bisect_picks`),
@@ -180,7 +180,7 @@ def _bisect_picks(radices: list[int], r: int, col: int) -> list[int]:
 
 # -- many draws of one level at once ----------------------------------------------------
 def digit_ranges(plan: LevelPlan, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, width)``, ``(k, n)`` int64 arrays: draw ``t`` with score row ``rows[t]``
+    """``(low, width)``, ``(k, n)`` int64 arrays for the level of ``plan``: draw ``t`` with score row ``rows[t]``
     swaps, at row ``x``, position ``x`` with position ``low[x, t] + digit``,
     ``0 <= digit < width[x, t]``: ``low = x`` and width ``before[x]`` (``x < i``) or
     ``after[x]`` (``x > i``); at ``x = i``, ``low = T_i(M^-)`` and width the number of
@@ -198,7 +198,7 @@ def digit_ranges(plan: LevelPlan, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def ranks_from_digits(plan: LevelPlan, rows: np.ndarray, digits: np.ndarray) -> np.ndarray:
-    """The ranks, ``(k, n)``, of the sequences with score rows ``rows`` and shuffle digits
+    """The ranks, ``(k, n)``, of the sequences of the level of ``plan`` with score rows ``rows`` and shuffle digits
     ``digits`` (``(k, n)``, within :func:`digit_ranges`): a bijection from the digits of
     score row ``i`` onto the level's sequences whose score row is ``i``."""
     low, _ = digit_ranges(plan, rows)
@@ -261,7 +261,7 @@ def _previous_visits(target: np.ndarray, deep: np.ndarray) -> np.ndarray:
 
 def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
                      rng: random.Random) -> Iterator[np.ndarray]:
-    """``count`` independent uniform sequences of the level as ranks, in chunks of
+    """``count`` independent uniform sequences of the level of ``plan`` as ranks, in chunks of
     ``(k, chunk)`` arrays (draw order).
 
     The score rows: one 64-bit word each from ``npgen`` against the exact integer bounds

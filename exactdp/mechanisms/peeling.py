@@ -363,7 +363,8 @@ class Peeling(Mechanism):
 
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability that the output lies in it)``: one output's probability
-        times the level's multiplicity (exact), for every count sequence."""
+        times the level's multiplicity (exact), for every count sequence, certified to
+        ``dps`` digits (``None``: the default, 30)."""
         return [(lv, times_int(p, lv.multiplicity)) for lv, p in self.level_output_probabilities(dps)]
 
     def round_levels(self, prefix: OutputLike = ()) -> tuple[Level, ...]:

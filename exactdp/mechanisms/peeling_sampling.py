@@ -100,7 +100,7 @@ _POINT_COST = 5.0
 
 
 class DrawState:
-    """One draw's removals, applied to the mechanism's tree at every precision the draw
+    """One draw's removals from the Peeling ``mech``, applied to its tree at every precision the draw
     uses and undone by :meth:`undo` (callers hold
     :data:`~exactdp.core.precision.PRECISION_LOCK` throughout, and flint's precision at
     :attr:`prec0`).  Items are *positions* in the ranking's order (count descending, ties
@@ -122,6 +122,7 @@ class DrawState:
         return self.remaining.get(a, self.mult[a])
 
     def start(self, a: int) -> int:
+        """The first position of the items of the ``a``-th distinct count."""
         return self.ends[a - 1] if a else 0
 
     def tree(self, prec: int) -> WeightTree:
@@ -271,7 +272,8 @@ def _bernoulli_exp_unit(num: int, den: int, gen: random.Random) -> bool:
 def bernoulli_exp(x: Fraction, gen: random.Random) -> bool:
     """True with probability exactly ``exp(-x)``, ``x >= 0`` rational (Canonne, Kamath,
     Steinke 2020, Algorithm 2: ``floor(x)`` coins of ``exp(-1)``, stopping at the first
-    tails, then one of ``exp(-(x - floor(x)))``).  Expected cost ``O(1)`` whatever ``x``."""
+    tails, then one of ``exp(-(x - floor(x)))``).  Expected cost ``O(1)`` whatever ``x``.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     return _bernoulli_exp_ratio(x.numerator, x.denominator, gen)
 
 
@@ -287,7 +289,8 @@ def _bernoulli_exp_ratio(num: int, den: int, gen: random.Random) -> bool:
 def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
     """True with probability exactly ``base**m`` (``0 < base < 1`` rational, ``m >= 0``):
     independent exact rational coins ``base**t`` over chunks of ``t`` factors (about 64
-    bits of denominator each), stopping at the first tails."""
+    bits of denominator each), stopping at the first tails.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     num, den = base.numerator, base.denominator
     step = max(1, 64 // den.bit_length())
     while m > 0:
@@ -301,7 +304,8 @@ def bernoulli_power(base: Fraction, m: int, gen: random.Random) -> bool:
 # -- one round ---------------------------------------------------------------------------
 def draw_round(state: DrawState, gen: random.Random) -> int:
     """The position (in the ranking's order) of the item the next round picks, with the law
-    of the mechanism's per-round rule."""
+    of the mechanism's per-round rule, given the draw so far, ``state``.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     if state.mech.noise == "gumbel":
         a = descend(state, 0, gen)
         return state.position(a, gen.randrange(state.left(a)))
@@ -445,8 +449,9 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
 
 
 def sample_many(mech: "Peeling", n: int, gen: random.Random) -> list[tuple[int, ...]]:
-    """``n`` draws of ``k`` rounds each, under one lock section; every draw's removals are
-    undone at its end."""
+    """``n`` draws of ``k`` rounds each from the Peeling ``mech``, under one lock section;
+    every draw's removals are undone at its end.
+    ``gen``: the :class:`random.Random` read (integer randomness only)."""
     out = []
     order = mech.ranking.order
     state = DrawState(mech)

@@ -35,7 +35,9 @@ class WeightTree:
     """Binary sum tree over the distinct counts: leaf ``i`` holds ``n_i e_i`` (remaining
     multiplicity times relative weight), every inner node the sum of its two children.
 
-    The numbers may be arb balls (certified) or Fractions (exact; the tests' twin).
+    ``weights``: the relative weights ``e_i``; ``mult``: the multiplicities ``n_i``; ``zero``:
+    the zero of the number type (``arb(0)`` or ``Fraction(0)``).  The numbers may be arb
+    balls (certified) or Fractions (exact; the tests' twin).
     ``nodes`` is a flat list (root at 1, leaves at ``size + i``).  Every sum read from it
     adds non-negative numbers only, so nothing cancels.
     """
@@ -75,7 +77,8 @@ class WeightTree:
             j >>= 1
 
     def restore(self, log: list) -> None:
-        """Undo the logged changes (latest first): the tree holds its old balls again."""
+        """Undo the changes logged in ``log`` by :meth:`set_count` (latest first; ``log`` is
+        emptied): the tree holds its old balls again."""
         nodes = self.nodes
         for j, value in reversed(log):
             nodes[j] = value
@@ -118,7 +121,8 @@ class WeightTree:
         return acc
 
     def locate_from_top(self, top: int, u: int, nbits: int) -> Optional[int]:
-        """:meth:`locate` over all leaves when every leaf before ``top`` is exactly zero: a
+        """:meth:`locate` of the uniform's first ``nbits`` bits ``u`` over all leaves when
+        every leaf before ``top`` is exactly zero: a
         finger search from leaf ``top`` (climb while the target is certainly beyond the
         range so far, then descend), ``O(log)`` of the distance to the leaf found, so one
         comparison when the top count is picked."""

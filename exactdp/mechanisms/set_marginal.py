@@ -233,7 +233,8 @@ class SetMarginal(Mechanism):
 
     def level_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability that the output lies in it)``: one set's probability times
-        the group's size (exact), for every count multiset."""
+        the group's size (exact), for every count multiset, certified to ``dps`` digits
+        (``None``: the default, 30)."""
         return [(lv, times_int(p, lv.multiplicity)) for lv, p in self.level_output_probabilities(dps)]
 
     # -- probabilities --------------------------------------------------------------------------

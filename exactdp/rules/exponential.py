@@ -64,7 +64,7 @@ class LogForm(NamedTuple):
     tail: arb
 
     def log_probability(self, utility: Any) -> arb:
-        """An enclosure of ``ln P`` of one output of the level with ``utility``."""
+        """An enclosure of ``ln P`` of one output of the level with the exact ``utility``."""
         return self.lam * _ball(utility - self.u0) - arb(self.m0).log() - self.tail.log1p()
 
 
@@ -83,7 +83,8 @@ class ExponentialMechanism(SelectionRule):
         return certify(lambda: table.relative_weights()[a] / table.total(), dps, extra_bits=table.extra_bits)
 
     def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``w(u) / Z`` needs only the utility: over a lazy level table
+        """``w(u) / Z`` (to ``dps`` certified digits) needs only the exact ``utility``, not
+        its level's index in ``table``: over a lazy level table
         (:meth:`~exactdp.core.level_blocks.BlockLevelTable.relative_weight_of`) the
         level's own block is never found (the running sum for ``Z`` stops early on
         fast-decaying weights), with the very ball of the level's block."""
@@ -92,7 +93,8 @@ class ExponentialMechanism(SelectionRule):
         return certify(lambda: table.relative_weight_of(utility) / table.total(), dps, extra_bits=table.extra_bits)
 
     def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``ln P = -ln(Z / e_u)`` from the utility alone (a lazy level table, as
+        """``ln P = -ln(Z / e_u)`` (to ``dps`` certified digits) from the exact ``utility``
+        alone (``table`` a lazy level table, as
         :meth:`utility_probability`) when ``P <= 1/2`` is certain at the first working
         precision: then ``|ln P| >= ln 2`` and no digit is lost.  Otherwise, or undecided,
         the level's own ``-log1p(R_a)`` (:meth:`output_log_probability`), which keeps the
@@ -121,7 +123,7 @@ class ExponentialMechanism(SelectionRule):
         )
 
     def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
-        """Level probabilities block by block (one block for an in-memory table), each
+        """Level probabilities of ``table`` block by block (one block for an in-memory table), each
         certified on its own: ``m_a e_a / Z`` at the working precision of ``dps`` digits
         plus guard bits, and only a level whose ball is not yet accurate is recomputed at
         doubled precisions.  Nothing is held beyond one block, and the values do not
@@ -158,7 +160,7 @@ class ExponentialMechanism(SelectionRule):
         return LogForm(lam, table.scale.lam, u0, m0, decaying_sum(lam, u0, levels[1:], total - m0) / m0)
 
     def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        """The certified probability of one output of every level (relative error at most
+        """The certified probability of one output of every level of ``table`` (relative error at most
         ``10**-dps``, as :meth:`output_probability` level by level) in one batched pass:
         one :meth:`log_form`, then per level one product and one ``exp``:
         ``P(a) = exp(lam (u_a - u_0)) / (m_0 (1 + tail))``.  The working precision starts
@@ -195,7 +197,7 @@ class ExponentialMechanism(SelectionRule):
         return choose_index(lambda prec: table.cumulative(), table.sampling_size(), rng, prec=table.sampling_prec)
 
     def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
-        """``n`` inverse-CDF draws at once: ``n`` 64-bit words of ``rng`` (one
+        """``n`` inverse-CDF draws of a level index of ``table`` at once: ``n`` 64-bit words of ``rng`` (one
         ``getrandbits(64 * n)``) against exact integer bounds of ``2**64 C_a / Z``, built once
         per table (:func:`exactdp.core.sampling.cdf_bounds`); the rare undecided word goes on
         in :func:`~exactdp.core.sampling.choose_index` from that prefix.  Each draw has
@@ -213,15 +215,17 @@ class ExponentialMechanism(SelectionRule):
 
 
 def decaying_sum(lam: arb, u0: Any, terms: Sequence[tuple[Any, int]], total: Optional[int] = None) -> arb:
-    """An enclosure of ``sum_t m_t exp(lam (u_t - u0))`` over ``(u_t, m_t)`` in decreasing
-    ``u_t`` (best level first), at flint's current precision, with a small relative error.
+    """An enclosure of ``sum_t m_t exp(lam (u_t - u0))`` over the pairs ``(u_t, m_t)`` of
+    ``terms`` in decreasing ``u_t`` (best level first), at flint's current precision, with a small relative error.
 
     With ``lam > 0`` every later term is at most the current ``exp(lam (u_t - u0))`` times
     its multiplicity, so once that times the multiplicity still to come is below
     ``2**-(prec + 8)`` of the sum so far, the rest is added as the interval ``[0, bound]``
     (a proven enclosure; no later term is visited).  Heavy-tailed counts stop after a few
     terms; unit gaps after about ``(ln(total multiplicity) + prec ln 2) / lam`` units.
-    ``total``: the sum of the multiplicities when the caller knows it (else summed here)."""
+    ``lam``: the weight exponent's enclosure; ``u0``: the best utility the exponents are
+    measured from; ``total``: the sum of the multiplicities when the caller knows it (else
+    summed here)."""
     rest = sum(m for _, m in terms) if total is None else total
     total = arb(0)
     decays = bool(lam > 0)

@@ -112,6 +112,8 @@ def gl_integrals(integrand: Integrand, s_end_exp: int, moments: int, direct: Seq
     containing the ellipse (:func:`_box_bounds`).  That error bound is added to every
     integral as a ball; nodes and weights are arb enclosures (``arb.legendre_p_root``).  One
     evaluation of ``F`` per node serves every moment and every direct level.
+    ``integrand``: ``F`` (an :class:`Integrand`); ``s_end_exp``: the exponent ``e`` of the
+    end ``2^e`` of the range; ``prec``: the working precision in bits.
     """
     n_int = moments + len(direct)
     pieces = dyadic_pieces(s_end_exp)

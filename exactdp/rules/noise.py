@@ -23,7 +23,7 @@ NOISES = ("gumbel", "exponential")
 
 
 def as_noise(noise: object) -> str:
-    """``"gumbel"`` or ``"exponential"`` (case-sensitive strings only)."""
+    """``noise`` validated: ``"gumbel"`` or ``"exponential"`` (case-sensitive strings only)."""
     if not isinstance(noise, str):
         raise ArgumentTypeError("noise", noise, "must be the string 'gumbel' or 'exponential'")
     if noise not in NOISES:
@@ -32,7 +32,8 @@ def as_noise(noise: object) -> str:
 
 
 def rule_for_noise(noise: str) -> SelectionRule:
-    """``"gumbel"`` -> :class:`~exactdp.rules.exponential.ExponentialMechanism` (report-noisy-max
+    """The selection rule of ``noise``: ``"gumbel"`` ->
+    :class:`~exactdp.rules.exponential.ExponentialMechanism` (report-noisy-max
     with Gumbel noise); ``"exponential"`` -> :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`
     (report-noisy-max with exponential noise)."""
     if noise == "gumbel":

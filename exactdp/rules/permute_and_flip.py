@@ -168,7 +168,7 @@ _state_cache: "weakref.WeakKeyDictionary[LevelTable, OrderedDict]" = weakref.Wea
 
 
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
-    """Enclosures ``(P_a, m_a P_a)`` for every level at flint's current precision, as lists
+    """Enclosures ``(P_a, m_a P_a)`` for every level of ``table`` at flint's current precision, as lists
     (:class:`~exactdp.rules.pnf_levels.PnfLevels` block by block).
 
     ``method="auto"``: the polynomial route where it is cheap, else the quadrature route
@@ -286,8 +286,9 @@ def _exact_symbolic(table: LevelTable, a: int, support: int) -> sympy.Expr:
 class PermuteAndFlip(SelectionRule):
     """Permute-and-flip (= report-noisy-max with exponential noise) over levels.
 
-    ``method="auto"`` (default), ``"direct"`` or ``"acb"`` (cross-checks: every level by its
-    own quadrature, ours or Arb's ``acb.integral``; see :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
+    ``method="auto"`` (default), ``"poly"``, ``"direct"`` or ``"acb"`` (cross-checks: every
+    level by its own quadrature, ours or Arb's ``acb.integral``; see
+    :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
     the rigorous error bound; every returned value has relative error ``<= 10**-dps``.
     ``sampler="cdf"`` (default) draws a level from the certified level probabilities,
     ``sampler="algorithm5"`` by the Joint paper's Algorithm 5 (the same distribution; see
@@ -356,12 +357,14 @@ class PermuteAndFlip(SelectionRule):
         )
 
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
-        """``P_a`` from the shared values alone (one level: no other level's value)."""
+        """``P_a``, the probability of one output of level ``a`` of ``table`` to ``dps``
+        certified digits, from the shared values alone (one level: no other level's value)."""
         self._check_dps(table, dps)
         return certify(lambda: self._levels(table, ctx.prec).value(a)[0], dps, extra_bits=table.extra_bits)
 
     def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``P_a`` of the level with ``utility``: over a lazy table whose shared values
+        """``P_a`` (to ``dps`` certified digits) of the level of ``table`` with the exact
+        ``utility``: over a lazy table whose shared values
         stopped early, a level past the blocks they read is never found
         (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by
         its index)."""
@@ -371,7 +374,8 @@ class PermuteAndFlip(SelectionRule):
         return certify(lambda: self._levels(table, ctx.prec).utility_value(utility), dps, extra_bits=table.extra_bits)
 
     def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``ln P_a`` from :meth:`utility_probability`'s ball when ``P_a <= 1/2`` is certain
+        """``ln P_a`` (to ``dps`` certified digits) of the level of ``table`` with the exact
+        ``utility``, from :meth:`utility_probability`'s ball when ``P_a <= 1/2`` is certain
         at the first working precision (no digit lost in the log), else the level's own
         :meth:`output_log_probability`; the choice depends on the utility and ``dps`` only."""
         if getattr(table, "weights_by_utility", False):
@@ -385,7 +389,8 @@ class PermuteAndFlip(SelectionRule):
         return super().utility_log_probability(table, utility, dps)
 
     def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
-        """``log P_a``; near 1 computed as ``log1p(-Q_a)`` with the complement
+        """``log P_a`` of one output of level ``a`` of ``table``, to ``dps`` certified digits;
+        near 1 computed as ``log1p(-Q_a)`` with the complement
         ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures, formed
         block by block), so that probabilities close to 1 keep full relative accuracy in
         the log.  Over a lazy table whose shared values stopped early, the levels not read
@@ -414,11 +419,11 @@ class PermuteAndFlip(SelectionRule):
         return certify(compute, dps, extra_bits=table.extra_bits)
 
     def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        """:meth:`iter_level_probabilities` as a list."""
+        """:meth:`iter_level_probabilities` of ``table`` (to ``dps`` certified digits) as a list."""
         return list(self.iter_level_probabilities(table, dps))
 
     def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
-        """Level probabilities block by block, each certified on its own: the shared values
+        """Level probabilities of ``table`` block by block, each certified on its own: the shared values
         at the working precision of ``dps`` digits plus guard bits (one pass over the
         levels), then each block's ``m_a P_a``; only a level whose ball is not yet accurate
         is recomputed at doubled precisions.  Nothing is held beyond the shared values and
@@ -431,7 +436,8 @@ class PermuteAndFlip(SelectionRule):
         yield from self._block_values(table, dps, 1, late)
 
     def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        """The certified probability of one output of every level, best first: the values
+        """The certified probability (to ``dps`` digits) of one output of every level of
+        ``table``, best first: the values
         of :meth:`output_probability` level by level (the same ``mpf``), in one pass over
         the blocks.  Each block's ``P_a`` comes from the shared values at the first working
         precision :meth:`output_probability` tries; a level whose ball is not yet accurate
@@ -463,7 +469,8 @@ class PermuteAndFlip(SelectionRule):
 
     # -- exact --------------------------------------------------------------------------
     def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
-        """Exact rational (rational base, integral gaps) or a sympy sum of exponentials
+        """The exact probability of one output of level ``a`` of ``table``: an exact
+        rational (rational base, integral gaps) or a sympy sum of exponentials
         (tiny supports); ``1/support`` for a single level (all weights 1) at any support;
         :class:`NoClosedFormError` naming the limit otherwise."""
         support = sum(table.multiplicities)
@@ -477,7 +484,8 @@ class PermuteAndFlip(SelectionRule):
 
     # -- sampling -----------------------------------------------------------------------
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        """An exact draw of a level index, by the rule's ``sampler``.
+        """An exact draw of a level index of ``table`` with the integer randomness of
+        ``rng``, by the rule's ``sampler``.
 
         ``"cdf"``: :func:`~exactdp.core.sampling.choose_index` over the cumulative sums of
         the certified level probabilities ``m_a P_a`` (:meth:`level_probabilities`'
@@ -503,7 +511,8 @@ class PermuteAndFlip(SelectionRule):
 
     def sample_level_algorithm5(self, table: LevelTable, rng: random.Random,
                                 trace: Optional[list] = None) -> int:
-        r"""Algorithm 5 of the Joint paper (Appendix D), decided exactly.
+        r"""Algorithm 5 of the Joint paper (Appendix D), decided exactly: a level index of
+        ``table`` drawn with ``rng``.
 
         For every level ``a`` draw ``v_a = u_a + MaxExpo(lam, m_a)``, the maximum of
         ``m_a`` iid ``Exponential(lam)`` variables, by the inverse CDF (Equation 6)

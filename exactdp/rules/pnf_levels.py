@@ -71,7 +71,7 @@ def _ln_rational(x: Fraction) -> float:
 
 
 def ln_lam(scale: Scale) -> float:
-    """``ln lam`` as a float from the exact ``epsilon/divisor`` or ``base`` (planning only;
+    """``ln lam`` of ``scale`` as a float from the exact ``epsilon/divisor`` or ``base`` (planning only;
     ``-inf`` only if ``lam`` is too small for a float, where every ``p_a`` plans as 1)."""
     if scale.lam is not None:
         return _ln_rational(scale.lam)
@@ -93,7 +93,7 @@ def _ln_gap(lam_log: float, gap: Any) -> float:
 
 
 def ln_magnitudes(table: LevelTable) -> list[float]:
-    """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level (``-inf`` for ``a = 0``), from exact
+    """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level of ``table`` (``-inf`` for ``a = 0``), from exact
     logs of the integers involved: finite for every valid input (planning only)."""
     lam_log = ln_lam(table.scale)
     u0 = table.utilities[0]
@@ -134,7 +134,7 @@ def _np() -> Any:
 
 
 def use_poly(table: LevelTable, prec: int) -> bool:
-    """Whether ``method="auto"`` takes the polynomial route at working precision ``prec``
+    """Whether ``method="auto"`` takes the polynomial route for ``table`` at working precision ``prec``
     (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels, none past the first block when
     the table knows its number of outputs)."""
     known = getattr(table, "output_count", None)
@@ -332,7 +332,7 @@ class PnfLevels:
 
 class PnfCumulative(Sequence):
     """``C_a = sum_{b <= a} m_b P_b`` for :func:`~exactdp.core.sampling.choose_index`, at the
-    precision of its :class:`PnfLevels` (module docstring).  ``C_last`` is exactly 1; the
+    precision of its :class:`PnfLevels`, ``levels`` (module docstring).  ``C_last`` is exactly 1; the
     running sum is formed in level order, the same additions however far it was asked.
 
     Over a lazy table the blocks are found only as far as a draw reads: ``C_last = 1``

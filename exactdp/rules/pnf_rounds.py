@@ -223,7 +223,8 @@ def peel_pnf_value(values: Sequence[int], mult: Sequence[int], chosen: Sequence[
                    log: bool, extra_bits: int = 0) -> Optional[mpmath.mpf]:
     """The probability (``log=False``) or its natural log that per-round permute-and-flip
     over the counts ``values`` (distinct, descending) with multiplicities ``mult`` picks
-    items of the counts ``chosen`` in that order (an achievable sequence), certified to
+    items of the counts ``chosen`` in that order (an achievable sequence), weighed by
+    ``scale``, certified to
     relative error ``10**-dps`` (module docstring); ``None`` when the planned precision
     exceeds :data:`PEEL_PNF_MAX_GUARD` guard bits or the balls are not accurate after
     :data:`PEEL_PNF_DOUBLINGS` doublings.  ``extra_bits``: the caller's guard for the size

@@ -156,7 +156,7 @@ class PowerSums:
             sums[j] += t
 
     def totals(self, J: int, *others: "PowerSums", tail: Optional[arb] = None) -> list[arb]:
-        """``P_1..P_J`` of these levels followed by ``others`` (their sums added power by
+        """``P_1..P_J`` (``J`` powers) of these levels followed by ``others`` (their sums added power by
         power), plus ``[0, tail]`` at every power for levels not visited whose weights sum
         to at most ``tail`` (their terms at higher powers are no larger)."""
         out = []
@@ -331,7 +331,9 @@ Factor = Callable[[int], arb]
 
 def poly_integrals(p: Sequence[arb], mult: Sequence[int], S: arb, factor: Factor) -> tuple[list[arb], list[arb]]:
     r"""``(factor(a) I_a, m_a factor(a) I_a)`` per level by exact integration of the
-    polynomial ``F`` in ball arithmetic (the polynomial route; small supports).
+    polynomial ``F`` in ball arithmetic (the polynomial route; small supports), for the
+    levels' balls ``p`` (``p_a``) and multiplicities ``mult`` (``m_a``), with ``S = sum_b
+    m_b p_b``.
 
     ``F(t)/(1 - t p_a) = G_a(t) = (1 - t p_a)^{m_a - 1} prod_{b != a} (1 - t p_b)^{m_b}`` is a
     polynomial of degree ``support - 1``; it is formed as an ``arb_poly`` product (prefix and

@@ -207,8 +207,8 @@ class StreamedQuadrature:
         return _needed_terms(lnp, self.lnS, lnSm, a == 0, self.prec, self.cap)
 
     def integral(self, a: int, lnp: float, pa: arb) -> arb:
-        """An enclosure of ``I_a`` (level ``a``, its planning float ``ln p_a`` and ball ``p_a``)
-        at the precision of the shared values."""
+        """An enclosure of ``I_a`` (level ``a``, its planning float ``lnp = ln p_a`` and ball
+        ``pa = p_a``) at the precision of the shared values."""
         if lnp < self._zero_need and self._f0 is not None:  # the common case: one term suffices
             R = (pa * self._f0).upper()
             if R < self.goal:
@@ -259,7 +259,8 @@ def quadrature_integrals(p: Sequence[arb], mult: Sequence[int], w: Sequence[arb]
     """``factor(a) I_a`` per level of levels held in memory (one block of
     :class:`StreamedQuadrature`).
 
-    ``w_b = m_b p_b`` and ``S = sum_b w_b`` as balls, ``lnp`` the planning floats ``ln p_b``
+    ``p``: the balls ``p_b``; ``mult``: the multiplicities ``m_b``; ``w``: the balls
+    ``w_b = m_b p_b``; ``S = sum_b w_b`` as a ball, ``lnp`` the planning floats ``ln p_b``
     (never in a certified value).  ``method="auto"``: moment expansion where it converges
     quickly, direct quadrature elsewhere; ``"direct"``: every level integrated directly by
     the same Gauss-Legendre machinery (no expansion); ``"acb"``: every level by Arb's own

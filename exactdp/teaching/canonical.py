@@ -53,7 +53,12 @@ def _member_step(m: Any, rec: RecordingRandom, h: int, t: int) -> tuple[Step, fr
 
 
 def explain_canonical(m: Union[Canonical, CanonicalGamma1], rng: Any, max_size: int, digits: int = 20) -> Explanation:
-    """The walk-through of a :class:`Canonical` or :class:`CanonicalGamma1`."""
+    """The walk-through of a :class:`Canonical` or :class:`CanonicalGamma1`.
+
+    ``m``: the mechanism; ``rng``: the draw's generator (an int seed, ``None`` or a
+    :class:`random.Random`, see :func:`~exactdp.teaching.explanation.recording_generator`);
+    ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
+    ``digits``: significant digits of the certified probabilities shown (default 20)."""
     check_size(m.d, max_size, rows=1 + m.k * (m.d - m.k))
     rec, seed, finish = recording_generator(rng)
     state = rec.getstate()

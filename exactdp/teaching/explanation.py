@@ -47,7 +47,7 @@ __all__ = ["Citation", "Step", "Table", "Explanation", "RecordingRandom", "from_
 
 @dataclass(frozen=True)
 class Table:
-    """Column names and rows of exact values (one tuple per row)."""
+    """Column names ``columns`` and ``rows`` of exact values (one tuple per row)."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
@@ -60,7 +60,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Citation:
-    """The paper a walk-through follows: title, venue, arXiv id, and where in it."""
+    """The paper a walk-through follows: ``title``, ``venue``, arXiv id ``arxiv``, and
+    ``where`` in it (section, algorithm)."""
 
     title: str
     venue: str
@@ -178,7 +179,8 @@ def _unjson(value: Any) -> Any:
 
 
 def from_dict(obj: dict[str, Any]) -> Explanation:
-    """The :class:`Explanation` of :meth:`Explanation.to_dict` (the inverse, exactly)."""
+    """The :class:`Explanation` of ``obj``, a dict made by :meth:`Explanation.to_dict`
+    (the inverse, exactly)."""
     c = obj["citation"]
     steps = tuple(Step(s["key"], s["notation"], s["text"], tuple((n, _unjson(v)) for n, v in s["data"]))
                   for s in obj["steps"])
@@ -186,8 +188,8 @@ def from_dict(obj: dict[str, Any]) -> Explanation:
 
 
 def render_value(value: Any) -> str:
-    """One value as text: exact ints and Fractions in full, tuples as ``(a, b)``, ``None``
-    as ``-``."""
+    """One ``value`` as text: exact ints and Fractions in full, tuples as ``(a, b)``, ``None``
+    as ``-``, booleans as yes or no."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -216,7 +218,8 @@ MAX_ROWS = 5000
 
 
 def check_size(d: int, max_size: SupportsIndex, rows: int = 0) -> None:
-    """Refuse a walk-through past ``max_size`` items or :data:`MAX_ROWS` printed rows
+    """Refuse a walk-through of ``d`` items past ``max_size`` items, or one with a table of
+    ``rows`` rows past :data:`MAX_ROWS` printed rows
     (:class:`~exactdp.errors.InputLimitError` naming the limit, ``max_size=`` and the
     command line's ``--max-size``)."""
     max_size = as_positive_int(max_size, "max_size")
@@ -240,7 +243,8 @@ def check_size(d: int, max_size: SupportsIndex, rows: int = 0) -> None:
 class RecordingRandom(random.Random):
     """A :class:`random.Random` that records each top-level ``getrandbits(n)`` and
     ``randrange(n)`` call with its result (calls made inside ``randrange`` are not
-    listed again).  Seeded like ``random.Random``, it produces the very same stream."""
+    listed again).  Seeded like ``random.Random`` (``seed``: an int, or ``None`` for the
+    OS's randomness), it produces the very same stream."""
 
     def __init__(self, seed: Optional[int] = None) -> None:
         self.calls: list[tuple[str, int, int]] = []
@@ -248,6 +252,8 @@ class RecordingRandom(random.Random):
         super().__init__(seed)
 
     def getrandbits(self, k: int) -> int:
+        """``random.Random.getrandbits(k)``: a non-negative int of ``k`` random bits,
+        recorded."""
         value = super().getrandbits(k)
         if self._depth == 0:
             self.calls.append(("getrandbits", k, value))

@@ -152,7 +152,8 @@ def algorithm5_step(m: PNFJoint, rec: RecordingRandom) -> tuple[Step, int]:
     """Algorithm 5, level by level: ``v_a = u_a + MaxExpo(lam, m_a)`` from a lazily refined
     uniform ``U_a`` per level, decided on certified bounds; the largest wins.  Run by the
     rule's own sampler (``PermuteAndFlip(sampler="algorithm5")``), which reports each
-    level's final bits and bounds."""
+    level's final bits and bounds.  ``m``: the PNFJoint; ``rec``: the recording generator
+    the draw reads.  Returns the step and the level index drawn."""
     table = m.table
     mark = len(rec.calls)
     trace: list = []
@@ -199,7 +200,12 @@ def _bound(x: Any, down: bool) -> str:
 
 
 def explain_joint(m: Joint, rng: Any, max_size: int, digits: int = 20) -> Explanation:
-    """The walk-through of a :class:`Joint` or :class:`PNFJoint`."""
+    """The walk-through of a :class:`Joint` or :class:`PNFJoint`.
+
+    ``m``: the mechanism; ``rng``: the draw's generator (an int seed, ``None`` or a
+    :class:`random.Random`, see :func:`~exactdp.teaching.explanation.recording_generator`);
+    ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
+    ``digits``: significant digits of the certified probabilities shown (default 20)."""
     check_size(m.d, max_size, rows=m.d * m.k)
     pnf = isinstance(m, PNFJoint)
     rec, seed, finish = recording_generator(rng)

@@ -34,7 +34,12 @@ def _grid(rows: list[list[int]], first: int = 1) -> Table:
 
 
 def explain_joint_set(m: JointSet, rng: Any, max_size: int, digits: int = 20) -> Explanation:
-    """The walk-through of a :class:`JointSet`."""
+    """The walk-through of a :class:`JointSet`.
+
+    ``m``: the mechanism; ``rng``: the draw's generator (an int seed, ``None`` or a
+    :class:`random.Random`, see :func:`~exactdp.teaching.explanation.recording_generator`);
+    ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
+    ``digits``: significant digits of the certified probabilities shown (default 20)."""
     thresholds = _candidate_thresholds(m.ranking, m.k)
     check_size(m.d, max_size, rows=len(thresholds) * (m.k + 1))
     rec, seed, finish = recording_generator(rng)

@@ -24,7 +24,12 @@ __all__ = ["explain_peeling"]
 
 
 def explain_peeling(m: Peeling, rng: Any, max_size: int, digits: int = 20) -> Explanation:
-    """The walk-through of a :class:`Peeling`."""
+    """The walk-through of a :class:`Peeling`.
+
+    ``m``: the mechanism; ``rng``: the draw's generator (an int seed, ``None`` or a
+    :class:`random.Random`, see :func:`~exactdp.teaching.explanation.recording_generator`);
+    ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
+    ``digits``: significant digits of the certified probabilities shown (default 20)."""
     check_size(m.d, max_size, rows=m.d * m.k)
     rec, seed, finish = recording_generator(rng)
     steps = [ranking_step(m)]

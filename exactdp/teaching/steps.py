@@ -32,19 +32,20 @@ JOINT_PAPER = ("A Joint Exponential Mechanism for Differentially Private Top-k",
 
 
 def certified(x: Any, digits: int) -> str:
-    """A certified ``mpf`` as a decimal string of ``digits`` significant digits."""
+    """A certified ``mpf``, ``x``, as a decimal string of ``digits`` significant digits."""
     return number_text(x, digits, strip_zeros=False)
 
 
 def exact_fraction(expr: Any) -> Optional[Fraction]:
-    """A sympy Rational (or Integer) as a ``Fraction``; ``None`` for anything else."""
+    """``expr``, a sympy Rational (or Integer), as a ``Fraction``; ``None`` for anything else."""
     if getattr(expr, "is_Rational", False):
         return Fraction(int(expr.p), int(expr.q))
     return None
 
 
 def ranking_step(m: Mechanism, notation: str = "c_(1) >= ... >= c_(d)") -> Step:
-    """The sorted counts with their item ids (ranks 1-based, ties by the smaller id)."""
+    """The sorted counts of mechanism ``m`` with their item ids (ranks 1-based, ties by the
+    smaller id); ``notation``: the step's formula as the paper writes it."""
     rows = tuple((j + 1, m.ranking.order[j], c) for j, c in enumerate(m.ranking.sorted_counts))
     return Step("ranking", notation,
                 "Sort the items by count, largest first (ties: the smaller item id first); "
@@ -65,7 +66,9 @@ def _exact_outputs(m: Mechanism) -> Optional[list[Fraction]]:
 
 
 def probability_step(m: Mechanism, digits: int, weight: str, text: str) -> Step:
-    """Every level with its certified (and, with a rational base, exact) probabilities."""
+    """Every level of mechanism ``m`` with its probabilities certified to ``digits``
+    significant digits (and, with a rational base, exact); ``weight`` (the weight
+    formula) and ``text`` (the step's sentence) are shown as given."""
     levels = m.levels()
     per_level = [p for _, p in m.level_probabilities(digits)]
     per_output = [p for _, p in m.level_output_probabilities(digits)]
@@ -103,8 +106,10 @@ def uniform_bits(calls: list[tuple[str, int, int]]) -> tuple[int, int]:
 
 
 def level_draw_step(m: Mechanism, rec: RecordingRandom, digits: int, line: str) -> tuple[Step, int]:
-    """One exact level draw by the mechanism's own rule (``rule.sample_level``), with the
-    random integers it used and the certified cumulative bounds that decided it."""
+    """One exact level draw by the own rule of mechanism ``m`` (``rule.sample_level``) from
+    the recording generator ``rec``, with the random integers it used and the cumulative
+    bounds (certified to ``digits`` digits) that decided it; ``line`` (the paper's line)
+    starts the step's sentence.  Returns the step and the level index drawn."""
     mark = len(rec.calls)
     a = m.rule.sample_level(m.table, rec)
     u, n = uniform_bits(rec.calls[mark:])
@@ -152,8 +157,10 @@ def sample_check(m: Mechanism, state: object, drawn: Any) -> bool:
 
 
 def summary_step(m: Any, drawn: Any, seed: Optional[int], same: Optional[bool], sampler: str = "mechanism.sample") -> Step:
-    """The drawn output, the seed that repeats it, and whether ``sampler`` (the mechanism's
-    own, or the named twin) draws it from the same generator."""
+    """The output ``drawn`` from mechanism ``m`` (with its utility), the ``seed`` that
+    repeats it (``None``: not shown), and ``same``, whether ``sampler`` (the mechanism's
+    own, or the named twin) draws it from the same generator (``None``: the walk-through
+    took an equivalent route, so it may not)."""
     data: list[tuple[str, Any]] = [("sample", drawn), ("utility", m.utility(drawn))]
     if seed is not None:
         data.append(("seed", seed))
