@@ -413,23 +413,50 @@ class Pair:
         cell = self.cells[i]
         if shape is None or cell.ga is None or cell.gb is None:
             return None
-        sizes, gaps_a, gaps_b, best_b, below_b, top_b, scale = shape
+        sizes, gaps_a, gaps_b, best_b, below_b, top_b, (scale, lam) = shape
         g_a, g_b = gaps_a[cell.ga], gaps_b[cell.gb]
         if sizes.get(0, 0) - (g_a == 0) + (g_b == 0):
             return None
+        cache = getattr(self, "_enclosure_cache", None)
+        if cache is None or cache[0] != ctx.prec:
+            cache = self._enclosure_cache = (ctx.prec, {}, [])
+        _, known, totals = cache
+        # J depends on the cell only through o's two gaps, and for one gap on both sides
+        # only through whether o is among b's best outputs: most cells share one of two
+        key = (g_a, g_b) if g_a != g_b else (g_b == 0,)
+        j = known.get(key)
+        if j is None:
+            j = known[key] = self._enclosure_of(g_a, g_b, shape, totals)
+        ell = Fraction(g_a - g_b) if g_a != g_b else _ZERO
+        if direction == "b>a":
+            ell, j = -ell, -j
+        return ell, lam, j
+
+    def _enclosure_of(self, g_a: Any, g_b: Any, shape: tuple, totals: list) -> arb:
+        """The ball ``J`` of :meth:`log_ratio_enclosure` for an output at gaps ``g_a``, ``g_b``
+        (``totals``: the per-gap terms and their sums at this precision, filled once)."""
+        sizes, _, _, best_b, below_b, top_b, (scale, _) = shape
         lam = scale.lam_ball()
-        # the sums directly over the differences with o taken out: a base sum corrected at o's
-        # two gaps would keep the rounding error of the largest (o's own) terms, which can be
-        # far larger than the rest (heavy-tailed counts)
-        differences = dict(sizes)
-        if g_a != g_b:
-            differences[g_a] = differences.get(g_a, 0) - 1
-            differences[g_b] = differences.get(g_b, 0) + 1
-        low = high = arb(0)
-        for gap, c in differences.items():
-            if gap and c:  # the best level's difference is 0 once o is out (checked above)
-                lo, hi = _log1m_bounds(gap, c, lam)
+        if not totals:  # per gap (A term, B term) and their sums
+            terms = {gap: _log1m_bounds(gap, c, lam) for gap, c in sizes.items() if gap and c}
+            low = high = arb(0)
+            for lo, hi in terms.values():
                 low, high = low + lo, high + hi
+            totals.extend((terms, low, high))
+        terms, low, high = totals
+        if g_a != g_b:
+            # summed again without o's own two terms, not corrected from the sums: a correction
+            # would keep the rounding error of o's terms, which can be far larger than the rest
+            # (heavy-tailed counts)
+            changed = {g_a: sizes.get(g_a, 0) - 1, g_b: sizes.get(g_b, 0) + 1}
+            low = high = arb(0)
+            for gap, (lo, hi) in terms.items():
+                if gap not in changed:
+                    low, high = low + lo, high + hi
+            for gap, c in changed.items():
+                if gap and c:  # the best level's difference is 0 once o is out (checked by the caller)
+                    lo, hi = _log1m_bounds(gap, c, lam)
+                    low, high = low + lo, high + hi
         m0 = arb(1) / (best_b - (g_b == 0) + 2)
         if below_b:
             x1 = (lam * rational_ball(top_b)).exp()
@@ -442,24 +469,21 @@ class Pair:
         a_end, b_end = low.lower(), high.upper()
         lower = (a_end * (m_low.lower() if a_end >= 0 else m_high.upper())).lower()
         upper = ((m_high.upper() if b_end >= 0 else m_low.lower()) * expm1_ball(b_end)).log1p().upper()
-        j = lower.union(upper)
-        ell = Fraction(g_a - g_b)
-        if direction == "b>a":
-            ell, j = -ell, -j
-        return ell, scale.lam, j
+        return lower.union(upper)
 
     def _enclosure_shape(self) -> Optional[tuple[dict[Any, int], list[Any], list[Any], int, int, Any, Any]]:
         """The exact part of :meth:`log_ratio_enclosure`: the signed differences of the
         level tables per gap (``a`` minus ``b``), both sides' gaps, ``b``'s number of best
-        outputs and of outputs below the best, its largest gap below the best, the scale."""
+        outputs and of outputs below the best, its largest gap below the best, the scale
+        and its exact ``lam`` (None with a base)."""
         from .rules.permute_and_flip import PermuteAndFlip
         a, b = self.a, self.b
         if not (isinstance(a, Groups) and isinstance(b, Groups) and a.same_rule_as(b)
                 and isinstance(a.batched_rule(), PermuteAndFlip)):
             return None
-        try:
-            gaps_a = [Fraction(g.utility - a.groups[0].utility) for g in a.groups]
-            gaps_b = [Fraction(g.utility - b.groups[0].utility) for g in b.groups]
+        try:  # the utilities' own type (ints for the Joint family: no Fraction per cell)
+            gaps_a = [g.utility - a.groups[0].utility for g in a.groups]
+            gaps_b = [g.utility - b.groups[0].utility for g in b.groups]
         except TypeError:  # utilities that do not subtract
             return None
         sizes: dict[Any, int] = {}
@@ -469,7 +493,8 @@ class Pair:
         best_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap == 0)
         below_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap != 0)
         top_b = max((gap for gap in gaps_b if gap != 0), default=None)
-        return sizes, gaps_a, gaps_b, best_b, below_b, top_b, a.mechanism.table.scale
+        scale = a.mechanism.table.scale
+        return sizes, gaps_a, gaps_b, best_b, below_b, top_b, (scale, scale.lam)
 
     def exact(self, cell: Cell) -> tuple[Any, Any]:
         """Exact ``P(o)``, ``Q(o)`` of the cell's witness (Fractions or sympy expressions;
@@ -724,6 +749,10 @@ def tail_difference(lam: arb, u0: Any, levels_a: Sequence[Any], levels_b: Sequen
         if bound <= (cut * abs(total)).lower():
             return total + arb(0, 1) * bound
     return total
+
+
+#: The gap difference of an output at one gap on both sides.
+_ZERO = Fraction(0)
 
 
 def _log1m_bounds(gap: Fraction, c: int, lam: arb) -> tuple[arb, arb]:

@@ -187,6 +187,8 @@ def _excess_enclosure(pair: Pair, i: int, direction: str, eps: Fraction) -> Opti
     if enclosure is None:
         return None
     ell, lam, j = enclosure
+    if not ell:
+        return j if not eps else j - rational_ball(eps)
     if lam is not None:
         shift = lam * ell - eps
         return j if not shift else j + rational_ball(shift)
