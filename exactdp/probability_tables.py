@@ -27,7 +27,8 @@ of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints 
 floats) is among them; such a table is divided by its exact sum (as
 :class:`exactdp._distributions.MappingDistribution` does with floats); outputs not listed
 have probability 0.  A JSON object naming a key twice (an output,
-``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently.  Each error names the file, the table or line and
+``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently.
+A probability string is ASCII (``"١/٣"`` and ``"０.５"`` are refused, naming the character).  Each error names the file, the table or line and
 the value at fault.
 
 >>> t = parse_probability_tables('counts,output,probability\\n1 0,0,3/4\\n1 0,1,1/4\\n', "t.csv")
