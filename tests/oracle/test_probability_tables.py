@@ -118,6 +118,22 @@ def test_decimal_strings_printed_from_floats_are_read_like_floats():
 _TABLE = {"counts": [1, 0], "probabilities": {"0": "1/2", "1": "1/2"}}
 
 
+@pytest.mark.parametrize("doc, fragment", [
+    # a misspelt "output": the file says its outputs are sets, and was read as sequences
+    ({"k": 1, "ouptut": "set", "tables": [_TABLE]},
+     "the top-level object has the unknown key 'ouptut'; the accepted keys are 'k', 'output', 'epsilon', 'tables'"),
+    ({"k": 1, "eps": "1/2", "tables": [_TABLE]}, "the top-level object has the unknown key 'eps'"),
+    # a claim put in a table instead of at the top level: it was dropped silently
+    ({"k": 1, "tables": [dict(_TABLE, epsilon="1/2")]},
+     "table 0: the table has the unknown key 'epsilon'; the accepted keys are 'counts', 'probabilities'"),
+])
+def test_json_unknown_keys_are_refused(doc, fragment):
+    with pytest.raises(ProbabilityTableError, match="t.json: " + re.escape(fragment)):
+        parse_probability_tables(json.dumps(doc), "t.json")
+    good = {"k": 1, "output": "sequence", "epsilon": "1/2", "tables": [_TABLE]}  # every accepted key
+    assert parse_probability_tables(json.dumps(good), "t.json").epsilon == Fraction(1, 2)
+
+
 @pytest.mark.parametrize("value, char", [
     ("\u0661/\u0662", "U+0661 ARABIC-INDIC DIGIT ONE"),  # Arabic-Indic 1/2
     ("\uff10.\uff15", "U+FF10 FULLWIDTH DIGIT ZERO"),  # full-width 0.5
