@@ -64,10 +64,11 @@ __all__ = ["ProbabilityTables", "TableFactory", "ProbabilityTableError", "Missin
 OUTPUT_KINDS = ("sequence", "set")
 #: The CSV header, in this order.
 CSV_HEADER = ("counts", "output", "probability")
-#: The keys a JSON file's top-level object may have, and those of each of its tables:
-#: any other key is refused (a misspelt ``"epsilon"`` or ``"output"`` would otherwise be
-#: ignored silently, and the file read as something it does not say).
+#: The keys a JSON file's top-level object may have: any other key is refused (a misspelt
+#: ``"epsilon"`` or ``"output"`` would otherwise be ignored silently, and the file read as
+#: something it does not say).
 JSON_KEYS = ("k", "output", "epsilon", "tables")
+#: The keys each object of a JSON file's ``"tables"`` may have; any other is refused.
 JSON_TABLE_KEYS = ("counts", "probabilities")
 
 _IDS = re.compile(r"[,\s]+")
