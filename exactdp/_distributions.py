@@ -13,7 +13,10 @@ witness output and its number of outputs.
   from one output per orbit of interchangeable items (the way
   :func:`exactdp.audit.privacy_loss` finds them): no output is listed one by one.
 - A mapping on either side: every output of the mapping, and every output of a mechanism
-  side (listed through its groups, refused past ``max_outputs``).
+  side (listed through its groups, refused past ``max_outputs``).  A mapping against a
+  mechanism is re-keyed in the mechanism's form (:meth:`MappingDistribution.keyed_like`);
+  two mappings are compared key by key, and refused when they key their outputs in
+  different kinds (:func:`check_same_key_kinds`).
 
 :meth:`Pair.balls` gives, per cell, arb balls containing the true ``P(o)`` and ``Q(o)``
 (``None`` for probability exactly 0): exact rationals for a mapping; for a mechanism the
@@ -25,6 +28,7 @@ certified probability ``p`` (relative error ``<= 10**-D``) widened to ``p(1 +- 1
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -44,7 +48,7 @@ from .rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
            "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "MAX_DELTAS",
-           "expm1_ball", "tail_difference"]
+           "expm1_ball", "tail_difference", "key_kind", "check_same_key_kinds"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
@@ -524,6 +528,56 @@ def _exact(view: Union[Groups, MappingDistribution], g: Optional[int], witness: 
     return p
 
 
+def key_kind(output: Any) -> str:
+    """What kind of key a mapping's output is, as far as equality goes: ``"number"`` (ints,
+    floats, Fractions, numpy numbers: ``1 == 1.0``), ``"str"``, a tuple or frozenset with
+    the kinds of its elements (``"tuple of number"``, ``"frozenset of str"``), else the
+    type's name.  Keys of two different kinds are never equal.
+
+    >>> key_kind((0, 1)), key_kind(frozenset({0, 1})), key_kind("0,1"), key_kind(2.0)
+    ('tuple of number', 'frozenset of number', 'str', 'number')
+    """
+    if isinstance(output, (tuple, frozenset, set)):
+        name = "tuple" if isinstance(output, tuple) else "frozenset"
+        inner = sorted({key_kind(x) for x in output})
+        return f"{name} of {'/'.join(inner)}" if inner else f"empty {name}"
+    if isinstance(output, str):
+        return "str"
+    if isinstance(output, (numbers.Number, np.number)) and not isinstance(output, np.datetime64):
+        return "number"
+    return type(output).__name__
+
+
+def _kinds(view: MappingDistribution) -> dict[str, Any]:
+    """``{kind: one key of that kind}`` over every key of the mapping (probability 0 too)."""
+    found: dict[str, Any] = {}
+    for o in view.outputs + view.zero_outputs:
+        found.setdefault(key_kind(o), o)
+    return found
+
+
+def check_same_key_kinds(va: MappingDistribution, vb: MappingDistribution) -> None:
+    """Refuse two mappings keyed differently (:class:`~exactdp.errors.ArgumentTypeError`
+    naming ``b`` or ``a``): when each has a kind of key the other has none of (tuples
+    against frozensets, strings ``"0,1"`` against tuples ``(0, 1)``), the same outputs are
+    almost certainly written two ways, and every one of them would count as given by one
+    side only (an infinite loss, a delta of 1).  Nothing is converted: a set and a sequence
+    are different outputs, and with two mappings there is no output space to say which is
+    meant."""
+    ka, kb = _kinds(va), _kinds(vb)
+    only_a, only_b = [k for k in ka if k not in kb], [k for k in kb if k not in ka]
+    if only_a and only_b:
+        def listed(kinds: dict[str, Any]) -> str:
+            return ", ".join(f"{k} (e.g. {o!r})" for k, o in kinds.items())
+        raise ArgumentTypeError(
+            "b", kb[only_b[0]],
+            f"the two mappings key their outputs differently: a's keys are {listed(ka)}, b's are {listed(kb)}; "
+            "keys of different kinds are never equal, so these outputs would each count as given by one side "
+            "only (an infinite loss). Key both alike: tuples of item ids in selection order for sequences, "
+            "frozensets for sets (a set and a sequence are different outputs: exactdp does not convert one "
+            "into the other)")
+
+
 def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = True) -> Pair:
     """The cells of two distributions (mechanisms or mappings; see the module docstring)."""
     va, vb = as_distribution(a, "a", dps), as_distribution(b, "b", dps)
@@ -537,6 +591,8 @@ def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = Tru
         va = va.keyed_like(b, "a")
     elif isinstance(vb, MappingDistribution) and isinstance(va, Groups):
         vb = vb.keyed_like(a, "b")
+    elif isinstance(va, MappingDistribution) and isinstance(vb, MappingDistribution):
+        check_same_key_kinds(va, vb)
     found: dict[tuple[Any, Any], list[Any]] = {}
     for view, other, first in ((va, vb, True), (vb, va, False)):
         for g, o in _listed(view, max_outputs, "an audit against a mapping"):

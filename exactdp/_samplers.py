@@ -16,7 +16,9 @@ The shapes (:func:`as_sampler` picks one; each can be built directly; all re-exp
   (diffprivlib).  When its class takes ``random_state`` and keeps its other constructor
   arguments as attributes (diffprivlib's mechanisms do), a copy is built with
   ``random_state=`` an integer derived from the seed, so the draws are reproducible;
-  diffprivlib otherwise draws from ``secrets.SystemRandom``, which no seed reaches;
+  diffprivlib otherwise draws from ``secrets.SystemRandom``, which no seed reaches.  A
+  diffprivlib object whose attributes were reassigned after it was built still samples
+  its first law: it is refused (:func:`check_law_current`);
 - :func:`from_opendp` -- an OpenDP measurement, ``measurement(data)`` per draw.  OpenDP
   draws from the operating system: the seed is not used, and messages say so.
 
@@ -67,6 +69,8 @@ __all__ = [
     "from_callable",
     "from_randomise",
     "from_opendp",
+    "check_law_current",
+    "DIFFPRIVLIB_BUILT_LAW",
 ]
 
 #: What a sampler returns for one draw before conversion to item ids (a list, tuple or
@@ -322,6 +326,38 @@ def _candidates_map(obj: object) -> Optional[IdMap]:
     return labels if len(labels) == len(candidates) else None
 
 
+#: diffprivlib's selection classes that compute the probabilities they sample when they are
+#: built (``_probabilities``, from ``_find_probabilities``), not when they draw.
+DIFFPRIVLIB_BUILT_LAW = ("Exponential", "PermuteAndFlip")
+
+
+def check_law_current(obj: object, argument: str) -> None:
+    """Refuse (:class:`~exactdp.errors.InvalidParameterError` naming ``argument``) a
+    diffprivlib ``Exponential`` or ``PermuteAndFlip`` whose attributes were reassigned
+    after it was built.  diffprivlib computes the probabilities it samples when the object
+    is built, so such an object still samples the law of its first parameters, which it no
+    longer records, while its attributes (what exactdp maps, and what a reseeded copy is
+    built from) describe another.  Detected by recomputing diffprivlib's own probabilities
+    from the current attributes (its ``_find_probabilities``, the same float operations
+    on the same values) and comparing them with the ones the object samples.  Other
+    objects are not checked."""
+    owner = next((c for c in type(obj).__mro__ if "_find_probabilities" in vars(c)), None)
+    if owner is None or owner.__name__ not in DIFFPRIVLIB_BUILT_LAW or not hasattr(obj, "_probabilities"):
+        return
+    try:
+        with np.errstate(all="ignore"):  # diffprivlib's own warnings (an all-zero measure) were given at build time
+                now = type(obj)._find_probabilities(obj.epsilon, obj.sensitivity, obj.utility,  # type: ignore[attr-defined]
+                                                obj.monotonic, getattr(obj, "measure", None))  # type: ignore[attr-defined]
+        same = bool(np.array_equal(np.asarray(now), np.asarray(obj._probabilities), equal_nan=True))  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - attributes diffprivlib itself cannot use: changed too
+        same = False
+    if not same:
+        raise InvalidParameterError(
+            argument, obj, f"its attributes were reassigned after it was built: diffprivlib's {owner.__name__} computes "
+            "the probabilities it samples when it is built, so it still samples the law of the parameters it was built "
+            "with, not of these; build a new object with the parameters you mean")
+
+
 def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap] = None, **kwargs: object) -> Sampler:
     """An object whose ``obj.randomise(*args, **kwargs)`` returns one output per call
     (diffprivlib-style mechanisms; ``args`` are e.g. the counts).
@@ -334,9 +370,20 @@ def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap
     Seeding: when the class takes ``random_state`` (diffprivlib), a copy built with
     ``random_state=`` an integer from the seed draws; otherwise the draws run under
     seeded global generators, unless the object holds a ``random.SystemRandom`` (then the
-    seed is reported as not used)."""
+    seed is reported as not used).
+
+    A diffprivlib ``Exponential`` or ``PermuteAndFlip`` whose attributes were reassigned
+    after it was built is refused (:func:`check_law_current`), here and again at every
+    :meth:`Sampler.draw`: it samples the law it was built with, not the one its
+    attributes now describe."""
+    return _from_randomise(obj, args, kwargs, id_map, "obj")
+
+
+def _from_randomise(obj: SupportsRandomise, args: Sequence[object], kwargs: dict[str, object],
+                    id_map: Optional[IdMap], argument: str) -> Sampler:
     if not callable(getattr(obj, "randomise", None)):
-        raise ArgumentTypeError("obj", obj, "has no randomise() method")
+        raise ArgumentTypeError(argument, obj, "has no randomise() method")
+    check_law_current(obj, argument)
     if id_map is None:
         id_map = _candidates_map(obj)
     probe = _reseeded(obj, 0)
@@ -346,6 +393,7 @@ def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap
                 "construct it with random_state=<int> to make the draws reproducible")
 
     def draw(n: int, seed: Optional[int]) -> list[RawOutput]:
+        check_law_current(obj, argument)  # reassigned since the sampler was made: refused too
         target = _reseeded(obj, seed) if probe is not None and seed is not None else None
         if target is not None:
             return [target.randomise(*args, **kwargs) for _ in range(n)]
@@ -388,7 +436,7 @@ def as_sampler(sampler: SamplerLike, data: object = None, *, id_map: Optional[Id
     if hasattr(sampler, "groups") and hasattr(sampler, "samples"):
         return from_mechanism(sampler)  # type: ignore[arg-type]  # duck-typed by the checks above
     if callable(getattr(sampler, "randomise", None)):
-        return from_randomise(sampler, *(() if data is None else (data,)), id_map=id_map)  # type: ignore[arg-type]
+        return _from_randomise(sampler, () if data is None else (data,), {}, id_map, "sampler")  # type: ignore[arg-type]
     if _is_opendp(sampler):
         if data is None:  # OpenDP's own error would be "Expected type is Vec<i32> but input data is not a list"
             raise ArgumentTypeError("data", data, "an OpenDP measurement draws as measurement(data): pass the "

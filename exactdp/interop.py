@@ -35,7 +35,9 @@ so ``sensitivity`` maps to ``sensitivity * (2 - monotonic) / 2``.  Utilities tha
 integers are scaled by the common denominator of their exact values, and ``epsilon``
 divided by it (the same law).  ``candidates`` become ``id_map``.  diffprivlib draws from
 ``secrets.SystemRandom`` unless the object is built with an integer ``random_state``;
-:func:`exactdp.testing.from_randomise` builds such a copy from the test's seed.
+:func:`exactdp.testing.from_randomise` builds such a copy from the test's seed.  diffprivlib
+computes an object's probabilities when it is built: one whose attributes were reassigned
+since samples its old law, and is refused (mapped or drawn from) with an error saying so.
 
 **dp_topk** (the public code of the Joint paper; :func:`dp_topk_mechanism`): ``joint`` and
 ``pnf_joint`` with ``NeighborType.ADD_REMOVE`` -> sensitivity 1, ``SWAP`` -> sensitivity 2
@@ -67,6 +69,7 @@ from fractions import Fraction
 from typing import Mapping, Optional, Sequence, SupportsIndex
 
 from . import accounting
+from ._samplers import check_law_current
 from .core._namespace import public_dir
 from .core._typing import CountsLike, MechanismLike, RationalLike
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
@@ -268,7 +271,12 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     parameters as keywords: ``epsilon`` (positive, finite), ``sensitivity`` (positive),
     ``utility`` (one exact number per candidate: they become the counts, scaled to integers
     by their common denominator with ``epsilon`` divided by it, the same law) and
-    ``monotonic`` (``None`` or False: not monotonic).  ``candidates`` become the returned ``id_map``; a non-uniform
+    ``monotonic`` (``None`` or False: not monotonic).  An object whose attributes were
+    reassigned after it was built is refused: diffprivlib computes its probabilities when
+    it is built, so it samples the law of its first parameters, not the one its attributes
+    now describe (detected by recomputing diffprivlib's probabilities from them; drawing
+    from such an object through :mod:`exactdp.testing` is refused the same way).
+    The returned mechanism is a snapshot: it keeps the law read here.  ``candidates`` become the returned ``id_map``; a non-uniform
     ``measure`` (diffprivlib's base measure) has no exactdp equivalent and is refused.
 
     >>> m = diffprivlib_mechanism("PermuteAndFlip", epsilon=1, sensitivity=1, utility=[3, 1, 0], monotonic=True)
@@ -285,6 +293,7 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     else:
         names = [cls.__name__ for cls in type(mechanism).__mro__]
         kind = next((n for n in DIFFPRIVLIB_MECHANISMS[::-1] if n in names), type(mechanism).__name__)
+        check_law_current(mechanism, "mechanism")  # reassigned attributes: it samples another law than they say
         epsilon = getattr(mechanism, "epsilon", None) if epsilon is None else epsilon
         sensitivity = getattr(mechanism, "sensitivity", None) if sensitivity is None else sensitivity
         utility = getattr(mechanism, "utility", None) if utility is None else utility

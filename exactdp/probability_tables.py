@@ -27,8 +27,11 @@ of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints 
 floats) is among them; such a table is divided by its exact sum (as
 :class:`exactdp._distributions.MappingDistribution` does with floats); outputs not listed
 have probability 0.  A JSON object naming a key twice (an output,
-``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently.  Each error names the file, the table or line and
-the value at fault.
+``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently;
+so is a key other than those above (:data:`JSON_KEYS` at the top level,
+:data:`JSON_TABLE_KEYS` in a table), where a misspelt ``"epsilon"`` would be ignored.  A
+probability string is ASCII (``"١/٣"`` and ``"０.５"`` are refused, naming the character).
+Each error names the file, the table or line and the value at fault.
 
 >>> t = parse_probability_tables('counts,output,probability\\n1 0,0,3/4\\n1 0,1,1/4\\n', "t.csv")
 >>> t.k, t.output_kind, t.counts_list
@@ -54,12 +57,19 @@ from .core.validation import as_rational
 from .errors import ExactDPError, InvalidParameterError
 
 __all__ = ["ProbabilityTables", "TableFactory", "ProbabilityTableError", "MissingTableError",
-           "read_probability_tables", "parse_probability_tables", "OUTPUT_KINDS", "CSV_HEADER"]
+           "read_probability_tables", "parse_probability_tables", "OUTPUT_KINDS", "CSV_HEADER",
+           "JSON_KEYS", "JSON_TABLE_KEYS"]
 
 #: The output kinds a table file may declare.
 OUTPUT_KINDS = ("sequence", "set")
 #: The CSV header, in this order.
 CSV_HEADER = ("counts", "output", "probability")
+#: The keys a JSON file's top-level object may have: any other key is refused (a misspelt
+#: ``"epsilon"`` or ``"output"`` would otherwise be ignored silently, and the file read as
+#: something it does not say).
+JSON_KEYS = ("k", "output", "epsilon", "tables")
+#: The keys each object of a JSON file's ``"tables"`` may have; any other is refused.
+JSON_TABLE_KEYS = ("counts", "probabilities")
 
 _IDS = re.compile(r"[,\s]+")
 Probability = Union[Fraction, float]
@@ -294,6 +304,13 @@ def _no_repeated_keys(obj: Any, source: str, where: str, what: str) -> None:
                                     "only the last of the two values, so the file is ambiguous; give each key once")
 
 
+def _only_known_keys(obj: dict, accepted: tuple[str, ...], source: str, where: str, what: str) -> None:
+    unknown = [key for key in obj if key not in accepted]
+    if unknown:
+        raise ProbabilityTableError(source, where, f"{what} has the unknown key {unknown[0]!r}; the accepted keys "
+                                    f"are {', '.join(repr(a) for a in accepted)}")
+
+
 def _parse_json(text: str, source: str, output_kind: Optional[str]) -> ProbabilityTables:
     try:
         data = json.loads(text, object_pairs_hook=_json_object)
@@ -303,6 +320,7 @@ def _parse_json(text: str, source: str, output_kind: Optional[str]) -> Probabili
     if not isinstance(data, dict) or not isinstance(data.get("tables"), list):
         raise ProbabilityTableError(source, "", 'a JSON file must be an object with a list "tables" '
                                     '(see docs/cli.md)')
+    _only_known_keys(data, JSON_KEYS, source, "", "the top-level object")
     kind = data.get("output", output_kind or "sequence")
     if kind not in OUTPUT_KINDS or (output_kind is not None and kind != output_kind):
         raise ProbabilityTableError(source, '"output"', f"{kind!r} must be 'sequence' or 'set'"
@@ -324,6 +342,7 @@ def _parse_json(text: str, source: str, output_kind: Optional[str]) -> Probabili
         if not isinstance(entry, dict) or not isinstance(entry.get("probabilities"), dict):
             raise b.fail(where, 'each table must be an object with "counts" and an object "probabilities"')
         _no_repeated_keys(entry, source, where, "the table")
+        _only_known_keys(entry, JSON_TABLE_KEYS, source, where, "the table")
         counts = b.counts(entry.get("counts"), where)
         where = f"table {i} (counts {_counts_text(counts)})"
         _no_repeated_keys(entry["probabilities"], source, where, '"probabilities"')

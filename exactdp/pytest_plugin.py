@@ -6,7 +6,9 @@ exactdp is installed.
 Options:
 
 - ``--exactdp-samples N``: default number of draws of
-  :func:`exactdp.testing.assert_sampler_matches` (exported as ``EXACTDP_SAMPLES``);
+  :func:`exactdp.testing.assert_sampler_matches` (exported as ``EXACTDP_SAMPLES`` for the
+  session, so worker processes see it too; the previous value is restored when the
+  session ends);
 - ``--exactdp-seed S``: seed every ``exactdp_*`` random fixture with ``S >= 0`` (default:
   a seed derived from each test's node id, stable from run to run).
 
@@ -51,15 +53,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: Where pytest_configure keeps the value ``EXACTDP_SAMPLES`` had before the session set it
+#: (``None``: it was not set), for pytest_unconfigure to put back.
+_PREVIOUS_SAMPLES = pytest.StashKey[Optional[str]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     n = config.getoption("exactdp_samples", None)
-    if n is not None:
-        if n < 1:
-            raise pytest.UsageError(f"--exactdp-samples must be a positive integer, got {n}")
-        os.environ["EXACTDP_SAMPLES"] = str(n)
     seed = config.getoption("exactdp_seed", None)
+    if n is not None and n < 1:
+        raise pytest.UsageError(f"--exactdp-samples must be a positive integer, got {n}")
     if seed is not None and seed < 0:  # numpy's default_rng refuses it later, in every test, without naming the option
         raise pytest.UsageError(f"--exactdp-seed must be a non-negative integer, got {seed}")
+    if n is not None:
+        # for the session only (tests, and the worker processes they start, read it);
+        # pytest_unconfigure restores the previous value, so a later session in the same
+        # process (pytest.main, pytester) does not inherit it
+        config.stash[_PREVIOUS_SAMPLES] = os.environ.get("EXACTDP_SAMPLES")
+        os.environ["EXACTDP_SAMPLES"] = str(n)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PREVIOUS_SAMPLES not in config.stash:
+        return  # this session did not set it
+    previous = config.stash[_PREVIOUS_SAMPLES]
+    del config.stash[_PREVIOUS_SAMPLES]
+    if previous is None:
+        os.environ.pop("EXACTDP_SAMPLES", None)
+    else:
+        os.environ["EXACTDP_SAMPLES"] = previous
 
 
 def pytest_report_header(config: pytest.Config) -> Optional[str]:

@@ -416,7 +416,7 @@ def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
         return
     level_bins = [b for b in fit.bins if b.stage == "level"]
     rows = [[b.label, str(b.observed), f"{b.expected:.6g}", f"{b.contribution:.4g}"] for b in level_bins]
-    _out("by level (consecutive levels pooled until each bin expects >= 5 draws):")
+    _out(_certify_level_header(fit))
     for line in table_lines(["bin", "observed", "expected", "(O-E)^2/E"], rows, left=(0,)):
         _out("  " + line)
     within = sorted((b for b in fit.bins if b.stage == "within"), key=lambda b: -b.contribution)[: args.rows]
@@ -430,6 +430,23 @@ def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
         _out(line)
     _out(f"verdict: {fit.verdict_line()}")
     _out(f"mechanism: {_describe(m)}  [{name}: {spec.summary}]")
+
+def _certify_level_header(fit: Any) -> str:
+    """The heading of ``certify``'s by-level table: how the levels were binned (a level
+    expecting ``MIN_EXPECTED`` draws is a bin by itself; rarer levels are pooled only with
+    each other; those left over, the rare tail, are tested exactly and are not in the
+    table), as :func:`exactdp.certify.goodness_of_fit` bins them."""
+    from ..certify.design import MIN_EXPECTED
+
+    m = MIN_EXPECTED
+    level_bins = [b for b in fit.bins if b.stage == "level"]
+    if fit.tail is None and len(level_bins) == 1 and level_bins[0].expected < m:
+        return f"by level (no bin can expect >= {m} draws: all levels in one bin, 0 df):"
+    text = f"by level (a level expecting >= {m} draws is a bin; rarer levels pooled only with each other"
+    if fit.tail is not None:
+        return text + f"; left over, the rare tail ({fit.tail.label}) is tested exactly, below):"
+    return text + f", until a bin expects >= {m}):"
+
 
 def _import_proofs_checks() -> ModuleType:
     """The :mod:`proofs_checks` package, installed with exactdp (a clear error when not)."""

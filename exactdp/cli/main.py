@@ -194,10 +194,12 @@ COMMANDS: dict[str, Command] = {
         commands.cmd_certify,
         "chi-square test of a sampler's draws against the exact distribution",
         "Test draws from another implementation against the exact distribution: Pearson's "
-        "chi-square by level (small bins pooled), then uniformity within each level; "
+        "chi-square by level (a level expecting >= 5 draws is a bin; rare levels pooled only with each "
+        "other, those left over, the rare tail, tested by an exact binomial test that shares --alpha), "
+        "then uniformity within each level; "
         "p-value from the regularised incomplete gamma function. Verdict PASS (exit status 0), "
         "FAIL when the test rejects at --alpha (exit status 1), or INCONCLUSIVE when it could not "
-        "have failed (0 degrees of freedom) or was too weak (power below --min-power against the least "
+        "have failed (0 degrees of freedom and no rare tail) or was too weak (power below --min-power against the least "
         "favourable deviation of total variation --delta): exit status 3, the verdict line gives "
         "the number of draws needed.",
         "--counts 10,5,1,1 -k 2 --epsilon 1 --samples draws.csv",

@@ -37,6 +37,7 @@ import numbers
 import operator
 import random
 import re
+import unicodedata
 from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
@@ -198,7 +199,7 @@ def as_memory_budget(value: Union[IntLike, str]) -> int:
     (as the command line gives it, ``"2000000000"`` or ``"2_000_000_000"``)."""
     if isinstance(value, str):
         text = value.strip().replace("_", "")
-        if not text.isdigit() or len(text) > 30:
+        if not (text.isascii() and text.isdigit()) or len(text) > 30:
             raise InvalidParameterError("memory_budget", value, "must be a positive integer number of bytes")
         value = int(text)
     return as_positive_int(value, "memory_budget")
@@ -238,14 +239,14 @@ def as_k(k: SupportsIndex, d: int) -> int:
     return kk
 
 
-# A decimal number or a fraction, as Python's Fraction accepts them but without underscores
-# (``"1_0"`` is not decimal notation) and with the exponent and digits kept as text until
+# A decimal number or a fraction, as Python's Fraction accepts them but in ASCII and without
+# underscores (``"1_0"`` is not decimal notation) and with the exponent and digits kept as text until
 # their size has been checked.
 _RATIONAL = re.compile(
     r"""\s*(?P<sign>[-+]?)(?=\d|\.\d)(?P<num>\d*)
     (?:\s*/\s*(?P<den>\d+)
       |(?:\.(?P<frac>\d*))?(?:[eE](?P<exp>[-+]?\d+))?)\s*""",
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,  # ASCII digits and spaces only: not '١/٣' or '０.５' (str patterns' \d is Unicode)
 )
 _EXAMPLES = "such as '0.1', '1/2' or '2'"
 
@@ -262,10 +263,19 @@ def _check_digits(value: Any, argument: str, num_digits: int, den_digits: int, s
         )
 
 
+def _non_ascii(text: str) -> str:
+    """``"character U+0661 ARABIC-INDIC DIGIT ONE at position 0"``: the first non-ASCII one."""
+    i, c = next((i, c) for i, c in enumerate(text) if not c.isascii())
+    return f"character U+{ord(c):04X} {unicodedata.name(c, 'without a name')} at position {i}"
+
+
 def _parse_rational(text: str, argument: str) -> Fraction:
     """An exact Fraction from a decimal or ``p/q`` string, sizes checked before building it."""
     mo = _RATIONAL.fullmatch(text)
     if mo is None:
+        if not text.isascii():
+            raise InvalidParameterError(argument, text, f"must be written in ASCII ({_non_ascii(text)}): a "
+                                        f"decimal or fraction with the digits 0-9, {_EXAMPLES}")
         if "_" in text and _RATIONAL.fullmatch(text.replace("_", "")):
             raise InvalidParameterError(
                 argument, text,
@@ -303,7 +313,9 @@ def as_rational(value: RationalLike, argument: str) -> Fraction:
     Rational or float (``argument`` names it in the error).
 
     A float is taken at its exact binary value (``0.1`` is not ``1/10``; pass ``"0.1"``).
-    Strings are decimal numbers (``"0.1"``, ``"-2.5e-3"``) or fractions (``"1/3"``);
+    Strings are decimal numbers (``"0.1"``, ``"-2.5e-3"``) or fractions (``"1/3"``) in
+    ASCII: other scripts' digits and spaces (``"١/٣"``, ``"０.５"``, which ``Fraction``
+    reads) are refused, naming the first non-ASCII character;
     underscores (``"1_0"``, accepted by Python's ``Fraction``) are refused, and so is a
     string, ``Decimal`` or sympy ``Float`` whose exact value needs more than
     :data:`MAX_NUMBER_DIGITS` digits (:class:`~exactdp.errors.InputLimitError`, raised

@@ -232,6 +232,8 @@ def _with(change):
     (_with(lambda d: d["tables"][1].update({"counts": [1.5, 0]})), ["count 1.5"]),
     (_with(lambda d: d.update({"output": "bag"})), ['"output"', "'bag'"]),
     (_with(lambda d: d.update({"epsilon": "-1"})), ['"epsilon"', "positive"]),
+    (_with(lambda d: d.update({"ouput": "set"})), ["unknown key 'ouput'", "'k', 'output', 'epsilon', 'tables'"]),
+    (_with(lambda d: d["tables"][1].update({"epsilon": "1"})), ["table 1: the table has the unknown key 'epsilon'"]),
 ])
 def test_malformed_json(capsys, tmp_path, body, fragments):
     path = _bad_json(tmp_path, body)

@@ -359,6 +359,53 @@ def test_certify_exit_status_per_verdict(capsys, tmp_path):
     assert data["detectable_delta"] <= 0.05 and data["plan"]["level_bins"] == 3
 
 
+def _level_table(out):
+    """The heading of certify's by-level table and the labels of its rows."""
+    lines = out.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("by level"))
+    rows = []
+    for x in lines[start + 2:]:
+        if not x.startswith("  "):
+            break
+        rows.append(x.split("  ")[1].strip())
+    return lines[start], rows
+
+
+def test_certify_level_heading_says_how_levels_were_binned(capsys):
+    # The heading once said "consecutive levels pooled until each bin expects >= 5 draws",
+    # whatever was done: a rare level is pooled only with other rare levels, and a rare
+    # tail left over is tested exactly (and is not a row of the table).
+    base = ["certify", "joint", "--counts", "10,5,1,1", "-k", "2", "--samples", ROOT / "docs/examples/draws.csv"]
+    status, out, _ = run(capsys, *base, "--epsilon", "1")
+    heading, rows = _level_table(out)
+    assert status == 3 and rows == ["level 0", "level 1", "level 2", "level 3"]
+    assert heading == ("by level (a level expecting >= 5 draws is a bin; rarer levels pooled only with "
+                       "each other, until a bin expects >= 5):")
+    status, out, _ = run(capsys, *base, "--epsilon", "2")  # level 3 expects 1.4 draws: the rare tail
+    heading, rows = _level_table(out)
+    assert status == 1 and rows == ["level 0", "level 1", "level 2"]
+    assert heading == ("by level (a level expecting >= 5 draws is a bin; rarer levels pooled only with "
+                       "each other; left over, the rare tail (level 3) is tested exactly, below):")
+    assert "  rare tail:    level 3: 94 draws" in out
+
+
+def test_certify_level_heading_when_no_bin_can_fill(capsys, tmp_path):
+    draws = tmp_path / "d.csv"
+    draws.write_text("0,1\n0,1\n1,0\n")
+    status, out, _ = run(capsys, "certify", "joint", "--counts", "10,5,1,1", "-k", "2", "--epsilon", "1",
+                         "--samples", draws)
+    heading, rows = _level_table(out)
+    assert status == 3 and rows == ["levels 0-3"] and "0 on 0 df" in out
+    assert heading == "by level (no bin can expect >= 5 draws: all levels in one bin, 0 df):"
+
+
+def test_certify_help_describes_the_rare_tail(capsys):
+    status, out, _ = run(capsys, "certify", "--help")
+    text = " ".join(out.split())
+    assert status == 0 and "small bins pooled" not in text
+    assert "rare levels pooled only with each other" in text and "exact binomial test" in text
+
+
 def run_json_status(capsys, status_wanted, *argv):
     status, out, err = run(capsys, *argv, "--json")
     assert status == status_wanted and err == "", err

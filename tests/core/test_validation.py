@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import decimal
 import random
+import re
+import unicodedata
 from fractions import Fraction
 
 import gmpy2
@@ -26,6 +28,7 @@ from exactdp.core.validation import (
     as_dps,
     as_epsilon,
     as_k,
+    as_memory_budget,
     as_positive_int,
     as_rational,
     as_rng,
@@ -151,6 +154,33 @@ def test_as_rational_refuses_underscores(text):
         as_rational(text, "epsilon")
     with pytest.raises(errors.InvalidParameterError, match=r"^epsilon="):
         exactdp.Joint([3, 2, 1], 2, epsilon=text)
+
+
+_UNICODE_DIGITS = [chr(c) for c in range(0x80, 0x110000) if unicodedata.category(chr(c)) == "Nd"]
+
+
+def test_as_rational_refuses_every_non_ascii_digit():
+    # Python's \d, int() and Fraction() read every Unicode decimal digit ("١/٣" was 1/3,
+    # "０.５" 1/2): a number is ASCII decimal or fraction syntax, and the error names the
+    # first character that is not ASCII.
+    assert len(_UNICODE_DIGITS) > 600
+    for c in _UNICODE_DIGITS:
+        value = unicodedata.digit(c)
+        for text in (c, f"{c}/7", f"1/{c}", f"0.{c}", f"1e{c}", f" {c} "):
+            ascii_text = text.replace(c, str(value))
+            if ascii_text != "1/0":  # the ASCII spelling is a number, and read as one
+                assert as_rational(ascii_text, "x") == Fraction(ascii_text)
+            with pytest.raises(errors.InvalidParameterError, match=re.escape(f"character U+{ord(c):04X} ")):
+                as_rational(text, "x")
+    for text in ("\u00a01/3", "1\u2009/3", "1/3\u3000"):  # non-ASCII spaces too
+        with pytest.raises(errors.InvalidParameterError, match=r"^x=.*must be written in ASCII"):
+            as_rational(text, "x")
+    with pytest.raises(errors.InvalidParameterError, match=r"^epsilon='\u0661': must be written in ASCII "
+                       r"\(character U\+0661 ARABIC-INDIC DIGIT ONE at position 0\)"):
+        exactdp.Joint([3, 2, 1], 2, epsilon="\u0661")
+    with pytest.raises(errors.InvalidParameterError, match="memory_budget"):
+        as_memory_budget("\u0662\u0660\u0660\u0660")
+    assert as_rational(" 1 / 3 ", "x") == Fraction(1, 3) and as_memory_budget("2_000") == 2000  # ASCII as before
 
 
 _TOO_LARGE = ["1e100000000", "1e-100000000", "-1e1000000000", "1e" + "9" * 40, "0.5e1000000000",

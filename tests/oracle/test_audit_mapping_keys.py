@@ -8,12 +8,17 @@ References: the mechanism's own exact probabilities (a rational base), re-keyed 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
+from exactdp._distributions import key_kind
 from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
 SETS = exactdp.JointSet([3, 1, 0, 0], 2, base=Fraction(1, 2))
@@ -84,3 +89,74 @@ def test_a_key_of_probability_zero_outside_the_mechanism_is_refused_too():
             audit.privacy_loss(seqs, {**table, key: 0.0})
     with pytest.raises(InvalidParameterError, match=r"names the output \[0, 1\]"):
         audit.privacy_loss(SETS, {**{tuple(sorted(S)): p for S, p in EXACT.items()}, (1, 0): 0})
+
+
+# Two mappings: nothing says what the outputs are, so keys are compared as they are; two
+# mappings that key the same outputs in different kinds (tuples against frozensets, strings
+# against tuples) are refused instead of giving an infinite loss between equal tables.
+
+SEQ_TABLE = {(0, 1): Fraction(1, 2), (2, 0): Fraction(1, 4), (1, 2): Fraction(1, 4)}  # three different sets
+REKEYED = {
+    "frozensets": ({frozenset(o): p for o, p in SEQ_TABLE.items()}, "frozenset of number"),
+    "strings": ({",".join(map(str, o)): p for o, p in SEQ_TABLE.items()}, "str"),
+    "tuples of strings": ({tuple(map(str, o)): p for o, p in SEQ_TABLE.items()}, "tuple of str"),
+}
+NOTIONS = {
+    "privacy_loss": lambda a, b: audit.privacy_loss(a, b),
+    "privacy_profile": lambda a, b: audit.privacy_profile(a, b, 0),
+    "epsilon_for_delta": lambda a, b: audit.epsilon_for_delta(a, b, "1/10"),
+    "renyi_divergence": lambda a, b: audit.renyi_divergence(a, b, 2),
+    "zcdp_rho": lambda a, b: audit.zcdp_rho(a, b),
+}
+
+
+@pytest.mark.parametrize("notion", sorted(NOTIONS))
+@pytest.mark.parametrize("keying", sorted(REKEYED))
+@pytest.mark.parametrize("swap", [False, True])
+def test_two_mappings_keyed_in_different_kinds_are_refused(notion, keying, swap):
+    other, kind = REKEYED[keying]
+    a, b = (other, SEQ_TABLE) if swap else (SEQ_TABLE, other)
+    with pytest.raises(ArgumentTypeError, match="the two mappings key their outputs differently") as info:
+        NOTIONS[notion](a, b)
+    text = str(info.value)
+    assert info.value.argument == "b" and "tuple of number (e.g. (0, 1))" in text and f"{kind} (e.g. " in text
+    assert "a set and a sequence are different outputs" in text
+
+
+def test_two_mappings_keyed_alike_are_compared_as_before():
+    """Negative controls: the check refuses only when each side has a kind of key the other
+    lacks.  Equal tables, numbers of different types (1 == 1.0), disjoint supports of one
+    kind, and one side with an extra kind of output are all compared, not refused."""
+    assert audit.privacy_loss(SEQ_TABLE, dict(SEQ_TABLE)).value == 0
+    sets = {frozenset(o): p for o, p in SEQ_TABLE.items()}
+    assert audit.privacy_loss(sets, {frozenset({2, 1}): Fraction(1, 4), frozenset({1, 0}): Fraction(1, 2),
+                                     frozenset({0, 2}): Fraction(1, 4)}).value == 0
+    floats = {(0.0, 1.0): 0.5, (np.int64(2), Fraction(0)): 0.25, (1, 2): 0.25}
+    assert audit.privacy_loss(SEQ_TABLE, floats).value == 0
+    assert audit.privacy_loss({(0,): 1}, {(1,): 1}).value == math.inf  # same kind, disjoint: a real inf
+    extra = {(0, 1): Fraction(1, 2), (1, 0): Fraction(1, 4), "nothing": Fraction(1, 4)}
+    assert audit.privacy_loss(SEQ_TABLE, extra).value == math.inf  # only one side has a kind the other lacks
+
+
+def test_a_worst_case_over_mappings_keyed_differently_is_refused():
+    def factory(counts):
+        table = {(0,): Fraction(1, 2), (1,): Fraction(1, 2)}
+        return table if counts[0] >= counts[1] else {frozenset(o): p for o, p in table.items()}
+    with pytest.raises(ArgumentTypeError, match="key their outputs differently"):
+        audit.worst_case(factory, [1, 1], "add_remove", epsilon=1)
+
+
+_SCALARS = st.one_of(st.integers(-3, 3), st.floats(-3, 3, allow_nan=False), st.fractions(max_denominator=3),
+                     st.booleans(), st.sampled_from(["0", "1", "a", ""]))  # numpy numbers: in the controls above
+_KEYS = st.recursive(_SCALARS, lambda inner: st.one_of(st.tuples(inner, inner), st.lists(inner, max_size=3).map(tuple),
+                                                       st.frozensets(inner, max_size=3)), max_leaves=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_KEYS, _KEYS)
+def test_equal_keys_are_of_one_kind(x, y):
+    """Brute-force twin of the refusal: Python's own equality.  Keys that are equal always
+    have the same kind, so no pair of mappings that share an output is ever refused for
+    keying it differently."""
+    if x == y:
+        assert key_kind(x) == key_kind(y) and hash(x) == hash(y)

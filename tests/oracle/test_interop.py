@@ -237,6 +237,89 @@ def test_diffprivlib_keywords_that_were_taken_silently_are_refused():
     assert repr(by_name(measure=[2, 2], monotonic=None)) == "Joint([1, 0], k=1, epsilon=1)"  # uniform: the same law
 
 
+STALE = "its attributes were reassigned after it was built"
+
+
+@pytest.mark.parametrize("kind", ["Exponential", "PermuteAndFlip"])
+@pytest.mark.parametrize("attribute, value", [("epsilon", 3.0), ("sensitivity", 0.5), ("monotonic", True),
+                                              ("utility", [0, 1, 3])])
+def test_diffprivlib_object_changed_after_construction_is_refused(dpl, kind, attribute, value):
+    """diffprivlib computes the probabilities an object samples when it is built: after
+    ``obj.epsilon = 3.0`` it still samples epsilon 1's law.  The mapping read the new
+    attributes (a law the object does not sample), and a seeded draw rebuilt the object from
+    them (so the test certified a law the object does not sample); both are refused."""
+    obj = getattr(dpl, kind)(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=["a", "b", "c"])
+    sampler = testing.as_sampler(obj)
+    before = interop.diffprivlib_mechanism(obj)
+    setattr(obj, attribute, value)
+    for call, argument in [(lambda: interop.diffprivlib_mechanism(obj), "mechanism"),
+                           (lambda: testing.as_sampler(obj), "sampler"), (lambda: testing.from_randomise(obj), "obj"),
+                           (lambda: sampler.draw(5, 1), "sampler"),  # made before the change: refused when it draws
+                           (lambda: testing.assert_sampler_matches(obj, before, n=100, seed=1), "sampler")]:
+        with pytest.raises(InvalidParameterError, match=f"^{argument}=.*: {STALE}: diffprivlib's {kind} computes") as info:
+            call()
+        assert "build a new object" in str(info.value)
+    # what it samples is indeed its first law: its draws still follow the mapping made before
+    setattr(obj, attribute, getattr(getattr(dpl, kind)(epsilon=1.0, sensitivity=1, utility=[3, 1, 0]), attribute))
+    assert repr(interop.diffprivlib_mechanism(obj)) == repr(before)  # the attribute put back: the law it samples, accepted
+    testing.assert_sampler_matches(obj, before, n=certify.samples_needed(before), seed=5)
+
+
+def test_diffprivlib_candidates_reassigned_are_read_when_used(dpl):
+    # candidates are read by randomise() at each draw, not at construction: not refused
+    obj = dpl.Exponential(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=["a", "b", "c"])
+    obj.candidates = ["x", "y", "z"]
+    assert interop.diffprivlib_mechanism(obj).id_map == {"x": 0, "y": 1, "z": 2}
+    assert set(map(tuple, testing.as_sampler(obj).draw(20, 1))) <= {(0,), (1,), (2,)}
+
+
+class _BuiltLaw:
+    """A stand-in for diffprivlib's selection classes (no library needed): the law is
+    computed at construction, as diffprivlib 0.6 does, and ``randomise`` samples it."""
+
+    def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None, measure=None,
+                 random_state=None):
+        self.epsilon, self.sensitivity, self.utility, self.monotonic = float(epsilon), float(sensitivity), utility, monotonic
+        self.candidates, self.measure, self.random_state = candidates, measure, random_state
+        self._probabilities = self._find_probabilities(self.epsilon, self.sensitivity, self.utility, self.monotonic,
+                                                       self.measure)
+        self._rng = np.random.default_rng(random_state)
+
+    @classmethod
+    def _find_probabilities(cls, epsilon, sensitivity, utility, monotonic, measure):
+        weights = np.exp(epsilon / sensitivity / (2 - monotonic) * (np.array(utility, float) - max(utility)))
+        return np.cumsum(weights / weights.sum())
+
+    def randomise(self, value=None):
+        return int(np.argmax(self._rng.random() <= self._probabilities))
+
+
+class Exponential(_BuiltLaw):
+    _find_probabilities = _BuiltLaw._find_probabilities  # defined on the class diffprivlib names
+
+
+class Unrelated(_BuiltLaw):  # another class with the same attributes: not a diffprivlib selection, not checked
+    pass
+
+
+def test_a_changed_object_is_refused_without_diffprivlib():
+    obj = Exponential(epsilon=1, sensitivity=1, utility=[3, 1, 0])
+    sampler = testing.as_sampler(obj)
+    assert repr(interop.diffprivlib_mechanism(obj)) == "Joint([3, 1, 0], k=1, epsilon=1)"
+    assert sampler.draw(10, 2) == sampler.draw(10, 2)  # unchanged: mapped and drawn
+    obj.epsilon = 2
+    with pytest.raises(InvalidParameterError, match=f"^mechanism=.*: {STALE}: diffprivlib's Exponential"):
+        interop.diffprivlib_mechanism(obj)
+    with pytest.raises(InvalidParameterError, match=f"^sampler=.*: {STALE}"):
+        sampler.draw(10, 2)
+    obj.utility = "not a list"  # attributes diffprivlib cannot even use: refused the same way
+    with pytest.raises(InvalidParameterError, match=f"^obj=.*: {STALE}"):
+        testing.from_randomise(obj)
+    other = Unrelated(epsilon=1, sensitivity=1, utility=[3, 1, 0])
+    other.epsilon = 2
+    assert len(testing.as_sampler(other).draw(3, 1)) == 3  # not a class whose law is built: not checked
+
+
 # ---------------------------------------------------------------------------------------
 # dp_topk: the published call signature, over the project's float port
 

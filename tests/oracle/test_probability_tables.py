@@ -113,3 +113,39 @@ def test_decimal_strings_printed_from_floats_are_read_like_floats():
         parse_probability_tables("counts,output,probability\n1 0,0,0.5\n1 0,1,0.4\n", "d.csv")
     exact = parse_probability_tables("counts,output,probability\n1 0,0,0.25\n1 0,1,0.75\n", "e.csv")
     assert exact.tables[(1, 0)] == {(0,): Fraction(1, 4), (1,): Fraction(3, 4)}
+
+
+_TABLE = {"counts": [1, 0], "probabilities": {"0": "1/2", "1": "1/2"}}
+
+
+@pytest.mark.parametrize("doc, fragment", [
+    # a misspelt "output": the file says its outputs are sets, and was read as sequences
+    ({"k": 1, "ouptut": "set", "tables": [_TABLE]},
+     "the top-level object has the unknown key 'ouptut'; the accepted keys are 'k', 'output', 'epsilon', 'tables'"),
+    ({"k": 1, "eps": "1/2", "tables": [_TABLE]}, "the top-level object has the unknown key 'eps'"),
+    # a claim put in a table instead of at the top level: it was dropped silently
+    ({"k": 1, "tables": [dict(_TABLE, epsilon="1/2")]},
+     "table 0: the table has the unknown key 'epsilon'; the accepted keys are 'counts', 'probabilities'"),
+])
+def test_json_unknown_keys_are_refused(doc, fragment):
+    with pytest.raises(ProbabilityTableError, match="t.json: " + re.escape(fragment)):
+        parse_probability_tables(json.dumps(doc), "t.json")
+    good = {"k": 1, "output": "sequence", "epsilon": "1/2", "tables": [_TABLE]}  # every accepted key
+    assert parse_probability_tables(json.dumps(good), "t.json").epsilon == Fraction(1, 2)
+
+
+@pytest.mark.parametrize("value, char", [
+    ("\u0661/\u0662", "U+0661 ARABIC-INDIC DIGIT ONE"),  # Arabic-Indic 1/2
+    ("\uff10.\uff15", "U+FF10 FULLWIDTH DIGIT ZERO"),  # full-width 0.5
+    ("1/\u0968", "U+0968 DEVANAGARI DIGIT TWO"),
+    ("0.\u00a05", "U+00A0 NO-BREAK SPACE"),
+])
+def test_probability_strings_must_be_ascii(value, char):
+    # Python's \d, int() and Fraction() read every Unicode decimal digit: "١/٢" was 1/2
+    for fmt, text in [("json", json.dumps({"k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0": value, "1": "1/2"}}]})),
+                      ("csv", f"counts,output,probability\n1 0,0,{value}\n1 0,1,1/2\n")]:
+        with pytest.raises(ProbabilityTableError, match=re.escape(f"probability {value!r} of output (0): must be written in "
+                                                                 f"ASCII (character {char} at position")):
+            parse_probability_tables(text, f"t.{fmt}", fmt)
+    with pytest.raises(ExactDPError, match=re.escape(char)):  # the epsilon claim too
+        parse_probability_tables(json.dumps({"k": 1, "epsilon": value, "tables": [_TABLE]}), "t.json")

@@ -393,6 +393,33 @@ def test_plugin_in_a_fresh_pytest(tmp_path):
     assert "1 passed" in result.stdout
 
 
+def test_plugin_samples_option_lasts_one_session(tmp_path, monkeypatch):
+    """--exactdp-samples set EXACTDP_SAMPLES for the rest of the process: a later pytest
+    session in it (pytest.main, pytester) and any code after it inherited the value.  It is
+    now restored when the session ends, to the user's value or to unset."""
+    test_file = tmp_path / "test_session_samples.py"
+    test_file.write_text(textwrap.dedent("""
+        import os
+        from exactdp import testing
+
+        def test_it(exactdp_samples):
+            assert exactdp_samples == 6000 == testing.default_samples()
+            assert os.environ["EXACTDP_SAMPLES"] == "6000"  # worker processes see it
+    """))
+    argv = ["-q", "-p", "no:cacheprovider", "--exactdp-samples", "6000", str(test_file)]
+    for before in ("777", None):
+        if before is None:
+            monkeypatch.delenv("EXACTDP_SAMPLES", raising=False)
+        else:
+            monkeypatch.setenv("EXACTDP_SAMPLES", before)
+        assert pytest.main(argv) == 0
+        assert os.environ.get("EXACTDP_SAMPLES") == before
+    assert testing.default_samples() == testing.DEFAULT_SAMPLES
+    # a refused option changes nothing either
+    assert pytest.main(["-q", "-p", "no:cacheprovider", "--exactdp-samples", "0", str(test_file)]) == 4
+    assert "EXACTDP_SAMPLES" not in os.environ
+
+
 def test_plugin_refuses_a_negative_seed_naming_the_option(tmp_path):
     test_file = tmp_path / "test_uses_plugin.py"
     test_file.write_text("def test_it(exactdp_np_rng):\n    pass\n")
