@@ -51,7 +51,7 @@ from .core.formatting import change_text, exact_text, json_scalar, number_text, 
 from .core.formatting import output_text as _sequence_text
 from .core.precision import mp_workdps
 from .core.validation import as_counts, as_dps, as_positive_int
-from .errors import ArgumentTypeError, InvalidParameterError, PrecisionError
+from .errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
            "finish", "output_text", "pair_verdict", "passes_claim"]
@@ -590,13 +590,14 @@ def passes_claim(a: Any, b: Any, claim: Any, dps: int, max_outputs: int) -> bool
     digit tried is proved to pass it: ``privacy_profile(a, b, claim)`` certified positive,
     i.e. some ``P(o) > e^claim Q(o)``.  The profile decides the sign of ``ln(P/Q) - claim``
     beyond the digits of the probabilities where it can (two permute-and-flip mechanisms
-    of one ``lam``: from their level tables, docs/audit.md); False when it cannot
-    (a PrecisionError) or the claim is not rational."""
+    of one ``lam``: from their level tables, docs/audit.md); False when it cannot (the
+    profile is not certified, or past the memory budget: the verdict stays "attained") or
+    the claim is not rational."""
     if not isinstance(claim, Fraction):
         return False
     try:
         return bool(privacy_profile(a, b, claim, dps, max_outputs=max_outputs).delta > 0)
-    except PrecisionError:
+    except (PrecisionError, MemoryBudgetError, NoClosedFormError):
         return False
 
 
