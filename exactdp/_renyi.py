@@ -106,8 +106,10 @@ def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[lis
 def _h(r: arb, a: arb, one: bool) -> arb:
     """A ball for ``h(r)`` (:func:`_renyi_ball`).  For ``|r| <= R < 1/2`` the value at the
     exact midpoint ``m`` plus the radius times a bound on ``|h'|`` over the ball (``h'(s) =
-    alpha e^s (e^((alpha-1) s) - 1)``: ``|h'| <= alpha e^R (e^((alpha-1) R) - 1)``; KL:
-    ``h'(s) = s e^s``, ``|h'| <= R e^R``): the two ``expm1`` of the direct form would each
+    alpha e^s (e^((alpha-1) s) - 1)``, bounded at the ball's upper end on the positive side
+    and by ``alpha e^min(hi, 0) (1 - e^((alpha-1) lo))`` on the negative side, which stays
+    below ``alpha`` however large ``alpha |r|``; KL: ``h'(s) = s e^s``, at most ``hi e^hi``
+    and ``|lo| e^min(hi, 0)``): the two ``expm1`` of the direct form would each
     carry the whole radius of ``r``, which does not cancel.  Cut to ``[0, R^2 ...]``
     (:func:`_renyi_ball`); larger ``|r|``: the direct form, cut to ``[0, inf)``."""
 
@@ -117,7 +119,19 @@ def _h(r: arb, a: arb, one: bool) -> arb:
     big = abs(r).upper()
     if not big < arb(1) / 2:
         return direct(r).nonnegative_part()
-    slope = big * big.exp() if one else a * big.exp() * ((a - 1) * big).expm1()
+    # |h'| over the ball [lo, hi], each sign on its own: h' is increasing for s > 0, and for
+    # s < 0, |h'(s)| = alpha e^s (1 - e^((alpha-1) s)) <= alpha e^min(hi, 0) (1 - e^((alpha-1) lo))
+    # (KL: |s| e^s <= |lo| e^min(hi, 0)): the symmetric bound e^((alpha-1)|r|) of the
+    # positive side, used for a negative r, grew like e^(alpha |r|) and swamped the sum for
+    # a large alpha (D_10000 of two PNFJoint with one r = -1/4 was a ball containing -1)
+    lo, hi = r.lower(), r.upper()
+    slope = arb(0)
+    if hi > 0:
+        slope = hi * hi.exp() if one else a * hi.exp() * ((a - 1) * hi).expm1()
+    if lo < 0:
+        top_neg = (hi if hi < 0 else arb(0)).exp()
+        neg = -lo * top_neg if one else a * top_neg * -((a - 1) * lo).expm1()
+        slope = neg.upper() if neg.upper() > slope.upper() else slope.upper()
     value = direct(arb(r.mid())) + r.rad() * slope.upper() * arb(0, 1)
     top = big * big / 2 * ((1 + big) * big.exp() if one else a * a * (a * big).exp())
     return value.intersection(arb(0).union(top.upper()))
