@@ -33,6 +33,13 @@ from .errors import InvalidParameterError, MemoryBudgetError, PrecisionError
 __all__ = ["ZcdpBracket", "renyi_divergence", "zcdp_rho"]
 
 
+#: :func:`zcdp_rho`'s default cap on refinements.  A step is one Rényi divergence per direction
+#: and a heap operation (about 1 ms for two cells, 5 ms for a hundred), and a ``D_alpha/alpha``
+#: flat to a few millionths over decades of alpha takes thousands: coins ``1/2 +- 10^-3`` and
+#: ``1/2 +- 10^-4`` against a fair one meet to 6 digits after 3,873 and 6,695 steps.
+DEFAULT_ZCDP_STEPS = 10_000
+
+
 @dataclass(frozen=True)
 class ZcdpBracket:
     """``lower <= rho <= upper`` (:func:`zcdp_rho`); ``alpha`` attains ``lower`` (``1``: the KL
@@ -46,7 +53,10 @@ class ZcdpBracket:
     dps: int
 
     def __str__(self) -> str:
-        return f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"
+        text = f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"
+        if not self.converged:
+            text += f"; not converged to {self.dps} digits after {self.steps} steps (a larger max_steps goes further)"
+        return text
 
 
 def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional[mpmath.mpf]:
@@ -185,7 +195,7 @@ def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wa
             "no such limit (computed per value of delta)")
 
 
-def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = 2000,
+def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = DEFAULT_ZCDP_STEPS,
              max_outputs: int = DEFAULT_MAX_CELL_OUTPUTS) -> ZcdpBracket:
     """A rigorous bracket ``lower <= rho <= upper`` of the zCDP parameter
     ``rho = sup_{alpha > 1} R(alpha)``, ``R(alpha) = max(D_alpha(a||b), D_alpha(b||a)) / alpha``.
