@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Set as AbstractSet
 from fractions import Fraction
 from typing import Iterable, Optional, Sequence, SupportsIndex, Union
 
@@ -217,8 +218,9 @@ def _far_text(x: mpmath.mpf, digits: int, strip_zeros: bool) -> Optional[str]:
 
 
 def output_ids(output: Iterable[SupportsIndex]) -> list[int]:
-    """Item ids of ``output``: sequences in selection order, sets sorted."""
-    if isinstance(output, (set, frozenset)):
+    """Item ids of ``output``: sequences in selection order, sets sorted (any
+    ``collections.abc.Set``: the audit's witness sets are built when read)."""
+    if isinstance(output, AbstractSet):
         return sorted(int(i) for i in output)
     return [int(i) for i in output]
 
@@ -231,7 +233,7 @@ def output_text(output: Optional[Iterable[SupportsIndex]], *, brackets: bool = T
     ids = ",".join(str(i) for i in output_ids(output))
     if not brackets:
         return ids
-    return "{" + ids + "}" if isinstance(output, (set, frozenset)) else "(" + ids + ")"
+    return "{" + ids + "}" if isinstance(output, AbstractSet) else "(" + ids + ")"
 
 
 def change_text(change: Sequence[int]) -> str:

@@ -164,8 +164,13 @@ def test_zcdp_of_a_nearly_flat_ratio_converges():
     range, computed here at 60 digits from the closed form."""
     x = Fraction(1, 1000)
     P, Q = {0: HALF + x, 1: HALF - x}, {0: HALF, 1: HALF}
-    z = audit.zcdp_rho(P, Q, max_steps=5000)
+    z = audit.zcdp_rho(P, Q)  # the default max_steps (it was 2,000: unconverged, and its text did not say so)
     assert z.converged and z.upper - z.lower <= z.lower * mpmath.mpf(10) ** -6
+    assert z.steps == 3873 and "not converged" not in str(z)
+    short = audit.zcdp_rho(P, Q, max_steps=2000)
+    assert not short.converged and short.steps == 2000
+    assert str(short).endswith("; not converged to 6 digits after 2000 steps (a larger max_steps goes further)")
+    assert short.lower <= z.lower <= z.upper <= short.upper
     with mpmath.workdps(60):
         for al in (Fraction(11, 10), Fraction(3, 2), Fraction(2), Fraction(10), Fraction(300), Fraction(3000)):
             a = mp(al)

@@ -250,3 +250,22 @@ def test_worst_case_passes_its_claim_by_a_hair():
         assert audit.worst_case(factory, counts, "swap", dps=30).verdict == "attained"
     finally:
         _worst.passes_claim = original
+
+
+@pytest.mark.parametrize("alpha", [Fraction(10**4), Fraction(10**6), Fraction(10**6 + 1, 7)])
+def test_large_alpha_with_a_negative_log_ratio_is_certified(alpha):
+    """For ``|r| < 1/2`` the h form bounds ``|h'|`` over the ball of ``r``: on the negative side
+    it is below ``alpha``, where the bound of the positive side, ``alpha e^(alpha |r|)``, made
+    the cell of ``r = ln(2/5 / 1/2)`` a ball of width about ``e^(0.22 alpha) 10^-40`` and
+    ``D_(10^6)`` of two coins a ``PrecisionError`` (also PNFJoint at k = 1, ``D_(10^4)``).
+    Against plain mpmath sums at 80 digits."""
+    coin, fair = {0: Fraction(3, 5), 1: Fraction(2, 5)}, {0: Fraction(1, 2), 1: Fraction(1, 2)}
+    a = exactdp.PNFJoint([1, 2, -3], 1, epsilon=Fraction(1, 2))
+    b = exactdp.PNFJoint([1, 2, -2], 1, epsilon=Fraction(1, 2))
+    with mpmath.workdps(80):
+        P, Q = pnf_probabilities([1, 2, -3], 1, mpmath.mpf(1) / 4, 80), pnf_probabilities([1, 2, -2], 1, mpmath.mpf(1) / 4, 80)
+        exact = {0: mpmath.mpf(3) / 5, 1: mpmath.mpf(2) / 5}, {0: mpmath.mpf(1) / 2, 1: mpmath.mpf(1) / 2}
+        for (x, y), (p, q) in (((coin, fair), exact), ((a, b), (P, Q))):
+            got = audit.renyi_divergence(x, y, alpha, dps=30)
+            want = renyi(p, q, alpha, 80)
+            assert abs(got - want) <= mpmath.mpf(10) ** -30 * want

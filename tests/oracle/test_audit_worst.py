@@ -336,3 +336,17 @@ def test_zcdp_verdict_wide_bracket_is_inconclusive():
     assert zcdp_verdict(cv * (1 - mpmath.mpf(10) ** -8), cv * (1 + mpmath.mpf(10) ** -8), claim, cv, 6) == "attained"
     assert zcdp_verdict(mpmath.mpf("0.05"), mpmath.mpf("0.06"), claim, cv, 6) == "below"
     assert zcdp_verdict(mpmath.mpf("0.07"), mpmath.mpf("0.08"), claim, cv, 6) == "violated"
+
+
+def test_a_set_witness_prints_as_a_set_wherever_it_was_computed():
+    """JointSet's pair cells hold witness sets built when read (a ``collections.abc.Set``,
+    pickled as the frozenset): the serial result printed the witness as the sequence
+    ``(0,3)`` and a process pool's (unpickled) result as ``{0,3}``, so ``str`` and
+    ``table`` of equal results differed; both print the set now, ids sorted."""
+    f = functools.partial(exactdp.JointSet, k=2, epsilon=1)
+    serial = audit.worst_case(f, [3, 2, 2, 0], "swap", dps=15, notion="approx", delta=Fraction(1, 100))
+    moved = pickle.loads(pickle.dumps(serial))
+    assert type(serial.witness) is not frozenset and type(moved.witness) is frozenset  # the two forms
+    assert moved == serial and str(moved) == str(serial) and moved.table() == serial.table()
+    assert "output {0,3}" in str(serial) and "{0,3}" in serial.table(1)
+    assert serial.to_dict()["worst"]["witness"] == [0, 3]
