@@ -411,9 +411,7 @@ class Pair:
         best level (heavy-tailed counts: weights ``e^(-10^8)``) give ``J`` to about the
         relative accuracy ``S + (B - A) / |B|``, which decides the sign of
         ``ln(P/Q) - epsilon`` where the certified probabilities agree to every digit."""
-        shape = getattr(self, "_enclosure", False)
-        if shape is False:
-            shape = self._enclosure = self._enclosure_shape()
+        shape = self._enclosure_shape_once()
         cell = self.cells[i]
         if shape is None or cell.ga is None or cell.gb is None:
             return None
@@ -435,6 +433,17 @@ class Pair:
         if direction == "b>a":
             ell, j = -ell, -j
         return ell, lam, j
+
+    def has_log_ratio_enclosure(self) -> bool:
+        """Whether :meth:`log_ratio_enclosure` applies to this pair at all (two
+        permute-and-flip sides of one ``lam`` with subtracting utilities)."""
+        return self._enclosure_shape_once() is not None
+
+    def _enclosure_shape_once(self) -> Optional[tuple]:
+        shape = getattr(self, "_enclosure", False)
+        if shape is False:
+            shape = self._enclosure = self._enclosure_shape()
+        return shape
 
     def _enclosure_of(self, g_a: Any, g_b: Any, shape: tuple, totals: list) -> arb:
         """The ball ``J`` of :meth:`log_ratio_enclosure` for an output at gaps ``g_a``, ``g_b``
@@ -473,7 +482,9 @@ class Pair:
         a_end, b_end = low.lower(), high.upper()
         lower = (a_end * (m_low.lower() if a_end >= 0 else m_high.upper())).lower()
         upper = ((m_high.upper() if b_end >= 0 else m_low.lower()) * expm1_ball(b_end)).log1p().upper()
-        return lower.union(upper)
+        # the hull of [lower, upper] as a ball (arb's union may widen it past 0 when the two
+        # ends differ by orders of magnitude, as they do when m is known only loosely)
+        return (lower + upper) / 2 + ((upper - lower) / 2).upper() * arb(0, 1)
 
     def _enclosure_shape(self) -> Optional[tuple[dict[Any, int], list[Any], list[Any], int, int, Any, Any]]:
         """The exact part of :meth:`log_ratio_enclosure`: the signed differences of the

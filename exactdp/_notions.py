@@ -366,19 +366,57 @@ def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[tuple[mpmath.mpf,
             rs = fast.balls()[0]
             if any(r.contains(0) for r in rs):
                 return None
-            out = []
-            for sign in (1, -1):
-                positive = [sign * r for r in rs if sign * r > 0]
-                if not positive:
-                    out.append(mpmath.mpf(0))
-                    continue
-                lo = max((x.lower() for x in positive), key=lambda x: x.mid())
-                hi = max((x.upper() for x in positive), key=lambda x: x.mid())
-                if not (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
-                    break
-                out.append(ball_to_mpf((lo + hi) / 2))
-            if len(out) == 2:
-                return out[0], out[1]
+            both = _largest_log_ratios(rs, digits_wanted)
+            if both is not None:
+                return both
+        digits *= 2
+    return None
+
+
+def _largest_log_ratios(rs: list[arb], digits_wanted: int) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+    """``max(0, max r)`` and ``max(0, max -r)`` of log-ratio balls none of which contains
+    0, certified to ``digits_wanted`` digits; None when not yet that accurate."""
+    out = []
+    for sign in (1, -1):
+        positive = [sign * r for r in rs if sign * r > 0]
+        if not positive:
+            out.append(mpmath.mpf(0))
+            continue
+        lo = max((x.lower() for x in positive), key=lambda x: x.mid())
+        hi = max((x.upper() for x in positive), key=lambda x: x.mid())
+        if not (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+            return None
+        out.append(ball_to_mpf((lo + hi) / 2))
+    return out[0], out[1]
+
+
+def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+    """epsilon for delta = 0 in both directions of two permute-and-flip sides of one
+    ``lam``: each cell's ``r = ln(P/Q)`` is the narrower of its balls' and the level
+    tables' enclosure ``lam * l + J`` (:meth:`~exactdp._distributions.Pair.log_ratio_enclosure`),
+    so a direction whose largest log-ratio is tiny (counts that differ far below the best
+    level) keeps its relative accuracy, which the prefix search cannot certify; None when
+    it does not apply (no enclosure; an output of probability 0 on one side) or a sign
+    stays undecided."""
+    if not pair.has_log_ratio_enclosure():
+        return None
+    digits = digits_wanted + 10
+    while digits <= _cap(digits_wanted):
+        with flint_workprec(prec_for_dps(digits, 40)):
+            rs = []
+            for i, (p, q) in enumerate(pair.balls(digits)):
+                if p is None or q is None:
+                    return None
+                r = p.log() - q.log()
+                narrow = _excess_enclosure(pair, i, "a>b", Fraction(0))
+                if narrow is not None and narrow.rad() < r.rad():
+                    r = narrow
+                if r.contains(0):
+                    return None
+                rs.append(r)
+            both = _largest_log_ratios(rs, digits_wanted)
+            if both is not None:
+                return both
         digits *= 2
     return None
 
@@ -402,7 +440,7 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     if not 0 <= d <= 1:
         raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    pure = _pure_by_delta(pair, digits_wanted) if d == 0 else None
+    pure = (_pure_by_delta(pair, digits_wanted) or _pure_by_enclosure(pair, digits_wanted)) if d == 0 else None
     if pure is not None:
         eab, eba = pure
     else:

@@ -269,3 +269,31 @@ def test_large_alpha_with_a_negative_log_ratio_is_certified(alpha):
             got = audit.renyi_divergence(x, y, alpha, dps=30)
             want = renyi(p, q, alpha, 80)
             assert abs(got - want) <= mpmath.mpf(10) ** -30 * want
+
+
+def test_epsilon_for_delta_zero_far_below_the_best_level():
+    """``epsilon_for_delta(a, b, 0)`` of PNFJoint (epsilon 1) at ``2G, G, 0`` and ``2G, G, 1``,
+    k = 1, G = 1000: the a>b direction's pure loss is a log-ratio of about ``10^-435`` (the
+    two outputs whose level did not move), far below the digits of the probabilities;
+    each cell's ``ln(P/Q)`` from the level tables' enclosure certifies it.  Against the
+    brute force at 1,500 digits; negative control: without the enclosure, PrecisionError."""
+    G = 1000
+    ca, cb = [2 * G, G, 0], [2 * G, G, 1]
+    a, b = exactdp.PNFJoint(ca, 1, epsilon=1), exactdp.PNFJoint(cb, 1, epsilon=1)
+    lam = mpmath.mpf(1) / 2
+    P, Q = pnf_probabilities(ca, 1, lam, 1500), pnf_probabilities(cb, 1, lam, 1500)
+    with mpmath.workdps(1500):
+        want_ab = max(0, max(mpmath.log(P[o] / Q[o]) for o in P))
+        want_ba = max(0, max(mpmath.log(Q[o] / P[o]) for o in P))
+        assert 0 < want_ab < mpmath.mpf(10) ** -400
+    got = audit.epsilon_for_delta(a, b, 0, dps=30)
+    with mpmath.workdps(40):
+        assert abs(got.epsilon_a_b - want_ab) <= want_ab * mpmath.mpf(10) ** -29, (got, want_ab)
+        assert abs(got.epsilon_b_a - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
+    original = _distributions.Pair.has_log_ratio_enclosure
+    try:
+        _distributions.Pair.has_log_ratio_enclosure = lambda self: False
+        with pytest.raises(PrecisionError):
+            audit.epsilon_for_delta(a, b, 0, dps=30)
+    finally:
+        _distributions.Pair.has_log_ratio_enclosure = original
