@@ -258,15 +258,48 @@ _ZCDP_MAX_DIGITS = 1000
 def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final: bool) -> Optional[ZcdpBracket]:
     """:func:`zcdp_rho` at ``digits`` digits; None (unless ``final``) when the KL divergence
     is not known to ``digits_wanted + 2`` digits there (more digits are then needed)."""
-    with flint_workprec(prec_for_dps(digits, 40)):
-        balls = pair.balls(digits)
-        both = [balls, _oriented(balls, "b>a")]
-        ratio_bounds = pair.log_ratio_bounds()  # |ln(P/Q)| <= B either way round
+    fast = _by_delta(pair)
+    with flint_workprec(fast.prec(digits) if fast is not None else prec_for_dps(digits, 40)):
+        if fast is not None:
+            # two exponential mechanisms of one lam: per value of delta, each r with its relative
+            # accuracy however tiny (_renyi_by_delta); the cells' balls would leave a pair that
+            # differs far below the best level (heavy-tailed counts) at [0, D_inf^2 / 2]
+            rs_delta, pa, pb, _, _ = fast.balls()
+            sides = [(pa, rs_delta), (pb, [-r for r in rs_delta])]
 
-        def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
-            """(lower, upper) of D_alpha per direction; None when infinite."""
-            rs = [_renyi_ball(bs, pair.cells, alpha, ratio_bounds) for bs in both]
-            return None if any(r is None for r in rs) else [(r.lower(), r.upper()) for r in rs]
+            def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
+                """(lower, upper) of D_alpha per direction, per value of delta:
+                ``log1p(sum P expm1((alpha-1) r)) / (alpha-1)``; KL ``sum P (r + expm1(-r))``
+                (``sum Q = sum P e^(-r) = 1``: every term >= 0)."""
+                out = []
+                for mass, rs in sides:
+                    total = arb(0)
+                    if alpha == 1:
+                        for m, r in zip(mass, rs):
+                            total += m * (r + expm1_ball(-r))
+                    else:
+                        a1 = rational_ball(alpha - 1)
+                        for m, r in zip(mass, rs):
+                            total += m * expm1_ball(a1 * r)
+                        total = total.log1p() / a1
+                    out.append((total.lower(), total.upper()))
+                return out
+
+            def pure_loss() -> arb:
+                return max((abs(r).upper() for r in rs_delta), key=lambda x: x.mid())
+        else:
+            balls = pair.balls(digits)
+            both = [balls, _oriented(balls, "b>a")]
+            ratio_bounds = pair.log_ratio_bounds()  # |ln(P/Q)| <= B either way round
+
+            def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
+                """(lower, upper) of D_alpha per direction; None when infinite."""
+                rs = [_renyi_ball(bs, pair.cells, alpha, ratio_bounds) for bs in both]
+                return None if any(r is None for r in rs) else [(r.lower(), r.upper()) for r in rs]
+
+            def pure_loss() -> arb:
+                return max(((p.log() - q.log()).upper() for bs in both for p, q in bs
+                            if p is not None and q is not None), key=lambda x: x.mid())
 
         def interval_bound(a1: Fraction, a2: Fraction) -> arb:
             """An upper bound of R on [a1, a2]: per direction the smaller of D_{a2}/a1
@@ -289,8 +322,7 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
         if kl is None:
             inf = mpmath.inf
             return ZcdpBracket(inf, inf, Fraction(1), True, 0, digits_wanted)
-        d_inf = max(((p.log() - q.log()).upper() for bs in both for p, q in bs if p is not None and q is not None),
-                    key=lambda x: x.mid())
+        d_inf = pure_loss()  # after the KL: finite here, so some output has P, Q > 0
         pure_bound = (abs(d_inf) ** 2 / 2).upper()  # Bun and Steinke: D_inf-DP implies D_inf**2/2-zCDP
         points = {Fraction(1): kl}
         lower, best = max(kl[0][0], kl[1][0], arb(0), key=lambda x: x.mid()), Fraction(1)

@@ -297,3 +297,46 @@ def test_epsilon_for_delta_zero_far_below_the_best_level():
             audit.epsilon_for_delta(a, b, 0, dps=30)
     finally:
         _distributions.Pair.has_log_ratio_enclosure = original
+
+
+def test_zcdp_of_joint_pairs_far_below_the_best_level():
+    """``zcdp_rho`` of Joint (epsilon 1) at ``4M, 3M, 2M, M, 0`` (M = 10^6) and its add
+    neighbour raising the last count, k = 2: the outputs whose level moved have probability
+    about ``e^(-1.5 * 10^6)``, so KL and ``D_2`` are of that size, far below what the cells'
+    balls resolve, and the bracket was ``[0, 0.125]``, unconverged after 0 steps.  Per
+    value of delta (as ``renyi_divergence`` computes it) it converges near alpha = 6 * 10^6.
+    Against the brute force at 3,000 digits: ``lower`` is ``R`` at the alpha it names, no
+    ``R`` on a grid of alphas passes ``upper``; negative control: through the cells'
+    balls, the old bracket."""
+    M = 10**6
+    ca = [4 * M, 3 * M, 2 * M, M, 0]
+    cb = ca[:4] + [1]
+    a, b = exactdp.Joint(ca, 2, epsilon=1), exactdp.Joint(cb, 2, epsilon=1)
+    outs = list(itertools.permutations(range(5), 2))
+
+    def law(counts):
+        with mpmath.workdps(3000):
+            w = {o: mpmath.exp(mpmath.mpf(joint_utility(counts, o)) / 2) for o in outs}
+            total = mpmath.fsum(w.values())
+            return {o: w[o] / total for o in outs}
+
+    P, Q = law(ca), law(cb)
+
+    def R(alpha):
+        return max(renyi(P, Q, alpha, 3000), renyi(Q, P, alpha, 3000)) / alpha
+
+    z = audit.zcdp_rho(a, b)
+    assert z.converged and z.lower > 0, z
+    with mpmath.workdps(40):
+        at = R(z.alpha)
+        assert abs(z.lower - at) <= at * mpmath.mpf(10) ** -8, (z, at)
+        for alpha in (Fraction(2), Fraction(10**6), z.alpha / 2, z.alpha, z.alpha * 2, Fraction(10**9)):
+            assert R(alpha) <= z.upper, (alpha, R(alpha), z)
+    from exactdp import _renyi
+    original = _renyi._by_delta
+    try:
+        _renyi._by_delta = lambda pair: None
+        old = audit.zcdp_rho(a, b)
+        assert not old.converged and old.lower == 0
+    finally:
+        _renyi._by_delta = original
