@@ -375,8 +375,8 @@ class StaircaseSweep:
         A[n - j]``.  Its values at ``D = 0, 1, ...`` are the coefficients of ``P(y) / (1 -
         y)^{n+1}``, ``P(y) = sum_j a_j y^j (1 - y)^{n-j}`` (as ``sum_D C(D, j) y^D = y^j /
         (1 - y)^{j+1}``): one product by a Pascal series for the whole run instead of a
-        staircase update per threshold.  The series is made :data:`_RUN_SPAN` widths ahead
-        and kept per row, so the runs of one row between the events of the rows above it
+        staircase update per threshold.  The series is made ahead (64 widths, doubling up to
+        :data:`_RUN_SPAN` while the row's runs use it up) and kept per row, so the runs of one row between the events of the rows above it
         share it.  Heavy-tailed counts sweep row after row this way (``d - k`` thresholds
         each).  The staircase is then moved to the run's end by one row update, whose count
         must equal the last value (checked)."""
@@ -411,18 +411,28 @@ class StaircaseSweep:
             if hits < _RUN_MIN:
                 return []
         d, at_least = ranking.d, ranking.at_least
+        e_now = eff[l]
+        # a width that jumps far (many tied items at once) is cheaper counted alone than
+        # through a series that long: the run takes at most 64 + 8 per threshold widths
+        reach = e_now + _RUN_FIRST
         Ms: list[int] = []
         widths: list[int] = []
         while t < stop:
             c = sc[t]
-            t += 1
-            if t < d and sc[t] == c:  # ties: every item of this count at once
-                t = at_least(c)
+            u = t + 1
+            if u < d and sc[u] == c:  # ties: every item of this count at once
+                u = at_least(c)
+            w = u - l
+            if w > reach and min(w, W, cap) > reach:
+                break
+            t = u
             Ms.append(top - c)
-            widths.append(t - l)
+            widths.append(w)
+            reach += 8
+        if not Ms:
+            return []
         p = widths[-1] = min(widths[-1], W)
         last = p if p < cap else cap
-        e_now = eff[l]
         self._clock += 1
         if cache is not None and last - cache[0] < cache[3]:
             e0, _, values, span = cache
@@ -433,7 +443,9 @@ class StaircaseSweep:
             e0, n = e_now, self.k - l
             stairs._meet(l, l + 1)
             A = stairs.R[l + 1]
-            span = max(last - e0 + 1, min(_RUN_SPAN, min(cap, W) - e0 + 1))
+            # the series is made ahead, doubling while the row's runs use it up (64, 128, ...)
+            ahead = min(_RUN_SPAN, 2 * cache[3] if cache is not None else _RUN_FIRST)
+            span = max(last - e0 + 1, min(ahead, min(cap, W) - e0 + 1))
             P = fmpz_poly([0])
             for j in range(1, n + 1):  # a_0 = A[n] = 0: A = R_{l+1} has n terms
                 a = A[n - j]
@@ -475,8 +487,10 @@ _SERIES_CACHE = 1024
 _ROW_BY_ROW = 2
 #: A run of at least this many thresholds of one row is counted at once (StaircaseSweep.advance_run).
 _RUN_MIN = 16
-#: ...and the values of such a run are found this many thresholds ahead (at most).
+#: ...and the values of such a run are found at most this many widths ahead.
 _RUN_SPAN = 1024
+#: ...the first series of a row this many (then twice as many each time it is used up).
+_RUN_FIRST = 64
 #: ...for at most this many rows at once.
 _RUN_ROWS = 8
 
@@ -488,7 +502,7 @@ def _pascal_long(width: int, length: int) -> fmpz_poly:
     if q is None or q.length() < length:
         if q is None and len(_PASCAL_LONG) >= _RUN_ROWS:
             _PASCAL_LONG.clear()
-        q = _PASCAL_LONG[width] = pascal_series(width, max(length, _RUN_SPAN))
+        q = _PASCAL_LONG[width] = pascal_series(width, max(length, 2 * q.length() if q is not None else 0))
     return q
 
 

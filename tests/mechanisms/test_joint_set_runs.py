@@ -108,7 +108,8 @@ def test_runs_equal_the_per_threshold_recount(counts, data):
 
 def _shapes(d: int) -> list[list[int]]:
     return [[10**12 // r**2 for r in range(1, d + 1)], random.Random(2026).sample(range(10 * d), d),
-            [10**5 // r for r in range(1, d + 1)], [10**15 // r**3 for r in range(1, d + 1)]]
+            [10**5 // r for r in range(1, d + 1)], [10**15 // r**3 for r in range(1, d + 1)],
+            [10**4 // r**2 for r in range(1, d + 1)]]  # the last: 100 items tied at 0, a jump past a run's reach
 
 
 @pytest.mark.parametrize("run_min, span", [(16, 1024), (1, 7)])
