@@ -47,12 +47,14 @@ import heapq
 import math
 from typing import Iterator, Optional
 
-from flint import fmpz_poly
+from flint import fmpz, fmpz_poly
 
 from ..core.levels import Level
 from ..core.ranking import Ranking
 
 __all__ = ["pascal_series", "StaircaseSweep", "iter_sweep_levels"]
+
+_FMPZ_ONE = fmpz(1)
 
 
 def pascal_series(width: int, length: int) -> fmpz_poly:
@@ -63,9 +65,9 @@ def pascal_series(width: int, length: int) -> fmpz_poly:
     >>> pascal_series(3, 4)
     10*x^3 + 6*x^2 + 3*x + 1
     """
-    coeffs = [1] * length
-    c = 1
-    for delta in range(1, length):
+    coeffs = [_FMPZ_ONE] * length
+    c = _FMPZ_ONE
+    for delta in range(1, length):  # in fmpz: converting Python ints to fmpz costs more than this
         c = c * (width - 1 + delta) // delta
         coeffs[delta] = c
     return fmpz_poly(coeffs)
@@ -148,7 +150,16 @@ class Staircase:
         if q is None:
             if len(self._series) >= _SERIES_CACHE:
                 self._series.clear()  # a sweep meets up to d widths; only k + 1 are in use at once
-            q = self._series[width] = pascal_series(width, self.k + 1)
+            # a width next to a kept one (a row moved by one column): q_w = q_{w-1} / (1 - x)
+            # or q_{w+1} (1 - x), one short product instead of k + 1 binomials
+            n = self.k + 1
+            near = self._series.get(width - 1)
+            if near is not None and width > 1:
+                q = near.mul_low(_GEOMETRIC.get(n) or _geometric(n), n)
+            else:
+                near = self._series.get(width + 1)
+                q = near.mul_low(_ONE_MINUS_X, n) if near is not None else pascal_series(width, n)
+            self._series[width] = q
         return q
 
     def _meet(self, fwd: int, back: int) -> None:
@@ -269,7 +280,7 @@ class StaircaseSweep:
     [(0, 1), (4, 3), (5, 5)]
     """
 
-    __slots__ = ("k", "W", "sc", "ranking", "T", "prof", "stairs", "heap", "M")
+    __slots__ = ("k", "W", "sc", "ranking", "T", "prof", "stairs", "heap", "M", "_runs", "_singles", "_clock", "_changed")
 
     def __init__(self, ranking: Ranking, k: int, M: int):
         self.ranking, self.k, self.sc = ranking, k, ranking.sorted_counts
@@ -282,6 +293,12 @@ class StaircaseSweep:
         self.stairs.set_profile(self.prof)  # the staircase of the rows of ones (suffix minimum)
         self.heap = [(sc[l] - sc[T[l]], l) for l in range(k) if self.prof[l] < W]
         heapq.heapify(self.heap)
+        # per row: (width at D = 0, R_{row+1} as the row's last run left it, N(D) series, its
+        # length); and how many short runs each row had since its last series
+        self._runs: dict[int, tuple] = {}
+        self._clock = 1
+        self._changed = [0] * (k + 1)  # the clock when each row's width last changed
+        self._singles: dict[int, int] = {}
 
     @property
     def count(self) -> int:
@@ -318,8 +335,147 @@ class StaircaseSweep:
                 eff[i] = new
                 i -= 1
         if old:
+            self._clock += 1
+            for i in old:
+                self._changed[i] = self._clock
             self.stairs.update(old)
         return M
+
+    def _resumable(self, l: int) -> Optional[tuple]:
+        """Row ``l``'s last run's series if it still serves: no row below ``l`` changed width
+        since.  ``R_{l+1}`` reads the widths of the rows ``l..k-1`` only (the blocks
+        ``ell_{l+1}..``), so while the rows below keep theirs it is ``A_0 (1 - x)^D mod
+        x^n``, ``A_0`` the ``R_{l+1}`` the series was made from and ``D`` how far row ``l``
+        moved since (by runs or single events alike); events of the rows above change
+        ``v_l`` and ``N``, which are read afresh."""
+        cache = self._runs.get(l)
+        if cache is None:
+            return None
+        made, changed = cache[1], self._changed
+        for i in range(l + 1, self.k):
+            if changed[i] >= made:
+                return None
+        return cache
+
+    def advance_run(self, limit: int = 4096) -> list[tuple[int, int]]:
+        """Move forward over the next thresholds at which one row alone grows, up to the next
+        threshold of any other row (and at most ``limit`` of them): ``[(M, N(M)), ...]``,
+        computed together; ``[]`` when the next threshold is not such a run (then
+        :meth:`advance` takes it), or a run shorter than :data:`_RUN_MIN` thresholds whose
+        row has no series that still serves (:meth:`_resumable`) and had fewer than
+        :data:`_RUN_MIN` such short runs since its last series.
+
+        While row ``l`` alone changes (no other row's event is due, and no row above is
+        capped by it: ``prof[l-1] <= eff[l]``), its width moves by ``D`` from ``e0`` and the
+        row-by-row formula of :class:`Staircase` gives
+
+            ``N(D) = N_0 - v_l[0] · [x^n] (A (1 - x)^D)``,  ``A = R_{l+1}``, ``n = k - l``,
+
+        a polynomial of degree ``<= n`` in ``D``: ``sum_j a_j C(D, j)`` with ``a_j = (-1)^j
+        A[n - j]``.  Its values at ``D = 0, 1, ...`` are the coefficients of ``P(y) / (1 -
+        y)^{n+1}``, ``P(y) = sum_j a_j y^j (1 - y)^{n-j}`` (as ``sum_D C(D, j) y^D = y^j /
+        (1 - y)^{j+1}``): one product by a Pascal series for the whole run instead of a
+        staircase update per threshold.  The series is made ahead (64 widths, doubling up to
+        :data:`_RUN_SPAN` while the row's runs use it up) and kept per row, so the runs of one row between the events of the rows above it
+        share it.  Heavy-tailed counts sweep row after row this way (``d - k`` thresholds
+        each).  The staircase is then moved to the run's end by one row update, whose count
+        must equal the last value (checked)."""
+        heap = self.heap
+        if not heap:
+            return []
+        M0, l = heap[0]
+        n_heap = len(heap)
+        other = None  # the next threshold of another row: the second smallest of the heap
+        if n_heap > 1:
+            other = heap[1][0] if n_heap == 2 else min(heap[1][0], heap[2][0])
+            if other == M0:
+                return []
+        prof, eff, W = self.prof, self.stairs.eff, self.W
+        if l and prof[l - 1] > eff[l]:
+            return []  # row l - 1 is capped by row l: its growth moves rows above too
+        ranking, sc, cap = self.ranking, self.sc, eff[l + 1]
+        top, t = sc[l], self.T[l]
+        # row l's thresholds before ``other`` are those of the items with count > top - other,
+        # and it is full (W ones) from item W + l on
+        stop = min(W + l, t + limit)
+        if other is not None:
+            stop = min(stop, ranking.greater_than(top - other))
+        stairs = self.stairs
+        cache = self._resumable(l)
+        if stop <= t:
+            return []
+        if cache is None and stop - t < _RUN_MIN:
+            # a short run: counted alone, unless this row keeps moving by itself between
+            # the events of the rows above it (then its series will serve several runs)
+            hits = self._singles[l] = self._singles.get(l, 0) + 1
+            if hits < _RUN_MIN:
+                return []
+        d, at_least = ranking.d, ranking.at_least
+        e_now = eff[l]
+        # a width that jumps far (many tied items at once) is cheaper counted alone than
+        # through a series that long: the run takes at most 64 + 8 per threshold widths
+        reach = e_now + _RUN_FIRST
+        Ms: list[int] = []
+        widths: list[int] = []
+        while t < stop:
+            c = sc[t]
+            u = t + 1
+            if u < d and sc[u] == c:  # ties: every item of this count at once
+                u = at_least(c)
+            w = u - l
+            if w > reach and min(w, W, cap) > reach:
+                break
+            t = u
+            Ms.append(top - c)
+            widths.append(w)
+            reach += 8
+        if not Ms:
+            return []
+        p = widths[-1] = min(widths[-1], W)
+        last = p if p < cap else cap
+        self._clock += 1
+        if cache is not None and last - cache[0] < cache[3]:
+            e0, _, values, span = cache
+            stairs._meet(l, stairs.g)  # v_l (R is moved by the update below)
+        else:
+            # N(D) for D = 0..span-1 from here; a longer span than this run is kept for the
+            # runs of this row that follow an event of a row above (R_{l+1} unchanged)
+            e0, n = e_now, self.k - l
+            stairs._meet(l, l + 1)
+            A = stairs.R[l + 1]
+            # the series is made ahead, doubling while the row's runs use it up (64, 128, ...)
+            ahead = min(_RUN_SPAN, 2 * cache[3] if cache is not None else _RUN_FIRST)
+            span = max(last - e0 + 1, min(ahead, min(cap, W) - e0 + 1))
+            P = fmpz_poly([0])
+            for j in range(1, n + 1):  # a_0 = A[n] = 0: A = R_{l+1} has n terms
+                a = A[n - j]
+                if a:
+                    P += (a if j % 2 == 0 else -a) * _monomial_falling(j, n - j)
+            values = P.mul_low(_pascal_long(n + 1, span), span)
+        v, base = int(stairs.V[l][0]), stairs.count
+        here = int(values[e_now - e0])
+        out = [(M, base - v * (int(values[(w if w < cap else cap) - e0]) - here)) for M, w in zip(Ms, widths)]
+        # the state at the run's end: row l's threshold, profile, width and next event
+        self.T[l] = t
+        prof[l] = p
+        eff[l] = last
+        self.M = Ms[-1]
+        if p < W:
+            heapq.heapreplace(heap, (top - sc[t], l))
+        else:
+            heapq.heappop(heap)
+        if last != e_now:
+            stairs.update({l: e_now})
+        if stairs.count != out[-1][1]:  # pragma: no cover - the closed form and the update disagree
+            raise AssertionError(f"JointSet sweep: a run of row {l} counts {out[-1][1]}, the staircase {stairs.count}")
+        runs = self._runs
+        runs.pop(l, None)
+        if len(runs) >= _RUN_ROWS:
+            del runs[next(iter(runs))]  # the row run least recently
+        runs[l] = (e0, self._clock, values, span)
+        self._changed[l] = self._clock
+        self._singles[l] = 0
+        return out
 
 
 #: At most this many block series (and as many width changes) are kept.  A sweep over
@@ -329,7 +485,51 @@ class StaircaseSweep:
 _SERIES_CACHE = 1024
 #: A change of at most this many rows is followed row by row, a larger one by range.
 _ROW_BY_ROW = 2
+#: A run of at least this many thresholds of one row is counted at once (StaircaseSweep.advance_run).
+_RUN_MIN = 16
+#: ...and the values of such a run are found at most this many widths ahead.
+_RUN_SPAN = 1024
+#: ...the first series of a row this many (then twice as many each time it is used up).
+_RUN_FIRST = 64
+#: ...for at most this many rows at once.
+_RUN_ROWS = 8
+
+
+def _pascal_long(width: int, length: int) -> fmpz_poly:
+    """:func:`pascal_series` of ``width`` to at least ``length`` terms, the longest made
+    kept for a few widths (a run's series reads its first ``length`` terms)."""
+    q = _PASCAL_LONG.get(width)
+    if q is None or q.length() < length:
+        if q is None and len(_PASCAL_LONG) >= _RUN_ROWS:
+            _PASCAL_LONG.clear()
+        q = _PASCAL_LONG[width] = pascal_series(width, max(length, 2 * q.length() if q is not None else 0))
+    return q
+
+
+_PASCAL_LONG: dict[int, fmpz_poly] = {}
+
+
+def _monomial_falling(j: int, m: int) -> fmpz_poly:
+    """``y^j (1 - y)^m``."""
+    key = (j, m)
+    poly = _MONOMIALS.get(key)
+    if poly is None:
+        if len(_MONOMIALS) >= _SERIES_CACHE:
+            _MONOMIALS.clear()
+        poly = _MONOMIALS[key] = _falling_series(m, m + 1).left_shift(j)
+    return poly
+
+
+_MONOMIALS: dict[tuple[int, int], fmpz_poly] = {}
 _ONE = fmpz_poly([1])
+_ONE_MINUS_X = fmpz_poly([1, -1])
+_GEOMETRIC: dict[int, fmpz_poly] = {}
+
+
+def _geometric(n: int) -> fmpz_poly:
+    """``1 + x + ... + x^(n-1)``: ``1 / (1 - x)`` to ``n`` terms."""
+    q = _GEOMETRIC[n] = fmpz_poly([1] * n)
+    return q
 
 
 def iter_sweep_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
@@ -352,12 +552,15 @@ def iter_sweep_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -
     if previous == total:
         return
     while True:
-        M = sweep.advance()
-        if M is None:  # pragma: no cover - the full staircase counts every set
-            raise AssertionError(f"the sweep ended with {previous} of C({ranking.d}, {k}) = {total} sets")
-        n = sweep.count
-        if n != previous:
-            yield Level(-M, n - previous)
-            previous = n
-            if n == total:
-                return
+        run = sweep.advance_run()
+        if not run:
+            M = sweep.advance()
+            if M is None:  # pragma: no cover - the full staircase counts every set
+                raise AssertionError(f"the sweep ended with {previous} of C({ranking.d}, {k}) = {total} sets")
+            run = [(M, sweep.count)]
+        for M, n in run:
+            if n != previous:
+                yield Level(-M, n - previous)
+                previous = n
+                if n == total:
+                    return
