@@ -362,9 +362,11 @@ class Pair:
             bound += size * -(-(lam * rational_ball(gap)).exp()).log1p()
         return [bound if e else None for e in equal]
 
-    def _log_ratio_shape(self) -> Optional[tuple[list[tuple[Any, int]], Any, list[bool]]]:
-        """The exact part of :meth:`log_ratio_bounds`: ``[(gap, |c|)]``, the ``lam`` ball's
-        maker and, per cell, whether its two levels have one gap."""
+    def _table_differences(self) -> Optional[tuple[list[Any], list[Any], dict[Any, int]]]:
+        """Both sides' gaps below their best level (the utilities' own type: ints for the
+        Joint family) and the signed difference of the level tables per gap (``a`` minus
+        ``b``), for two permute-and-flip sides of one ``lam``; None otherwise (or for
+        utilities that do not subtract)."""
         from .rules.permute_and_flip import PermuteAndFlip
         a, b = self.a, self.b
         if not (isinstance(a, Groups) and isinstance(b, Groups) and a.same_rule_as(b)
@@ -373,19 +375,28 @@ class Pair:
         try:
             gaps_a = [g.utility - a.groups[0].utility for g in a.groups]
             gaps_b = [g.utility - b.groups[0].utility for g in b.groups]
-        except TypeError:  # utilities that do not subtract
+        except TypeError:
             return None
         sizes: dict[Any, int] = {}
         for gaps, groups, sign in ((gaps_a, a.groups, 1), (gaps_b, b.groups, -1)):
             for gap, g in zip(gaps, groups):
                 sizes[gap] = sizes.get(gap, 0) + sign * g.multiplicity
+        return gaps_a, gaps_b, sizes
+
+    def _log_ratio_shape(self) -> Optional[tuple[list[tuple[Any, int]], Any, list[bool]]]:
+        """The exact part of :meth:`log_ratio_bounds`: ``[(gap, |c|)]``, the ``lam`` ball's
+        maker and, per cell, whether its two levels have one gap."""
+        tables = self._table_differences()
+        if tables is None:
+            return None
+        gaps_a, gaps_b, sizes = tables
         if sizes.get(0, 0):
             return None
         terms = [(gap, abs(c)) for gap, c in sizes.items() if c]
         equal = [c.ga is not None and c.gb is not None and gaps_a[c.ga] == gaps_b[c.gb] for c in self.cells]
         if not any(equal):
             return None
-        scale = a.mechanism.table.scale
+        scale = self.a.mechanism.table.scale
         return [(Fraction(gap), size) for gap, size in terms], scale.lam_ball, equal
 
     def log_ratio_enclosure(self, i: int, direction: str = "a>b") -> Optional[tuple[Fraction, Optional[Fraction], arb]]:
@@ -491,24 +502,15 @@ class Pair:
         level tables per gap (``a`` minus ``b``), both sides' gaps, ``b``'s number of best
         outputs and of outputs below the best, its largest gap below the best, the scale
         and its exact ``lam`` (None with a base)."""
-        from .rules.permute_and_flip import PermuteAndFlip
-        a, b = self.a, self.b
-        if not (isinstance(a, Groups) and isinstance(b, Groups) and a.same_rule_as(b)
-                and isinstance(a.batched_rule(), PermuteAndFlip)):
+        tables = self._table_differences()
+        if tables is None:
             return None
-        try:  # the utilities' own type (ints for the Joint family: no Fraction per cell)
-            gaps_a = [g.utility - a.groups[0].utility for g in a.groups]
-            gaps_b = [g.utility - b.groups[0].utility for g in b.groups]
-        except TypeError:  # utilities that do not subtract
-            return None
-        sizes: dict[Any, int] = {}
-        for gaps, groups, sign in ((gaps_a, a.groups, 1), (gaps_b, b.groups, -1)):
-            for gap, g in zip(gaps, groups):
-                sizes[gap] = sizes.get(gap, 0) + sign * g.multiplicity
+        gaps_a, gaps_b, sizes = tables
+        b = self.b
         best_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap == 0)
         below_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap != 0)
         top_b = max((gap for gap in gaps_b if gap != 0), default=None)
-        scale = a.mechanism.table.scale
+        scale = b.mechanism.table.scale
         return sizes, gaps_a, gaps_b, best_b, below_b, top_b, (scale, scale.lam)
 
     def exact(self, cell: Cell) -> tuple[Any, Any]:

@@ -53,13 +53,10 @@ def renyi(P, Q, alpha, dps):
         return mpmath.log(mpmath.fsum(P[o] ** a * Q[o] ** (1 - a) for o in P)) / (a - 1)
 
 
-def test_log_ratio_bound_holds_on_every_small_pair():
-    """``|ln P(o) - ln Q(o)| <= B`` for every cell given a bound, on every PNFJoint pair (base
-    1/2) of a count vector in {0..3}^d, d <= 3, every k, and each of its add/remove and
-    swap neighbours and its shift by 1 (exact probabilities of the twin); a zero bound
-    would fail (some bounded cells have ``P != Q``), and the bound is given on many cells."""
-    bounded = unequal = 0
-    worst = 0.0
+def small_pnf_pairs():
+    """``(counts, other, k, pair)`` for every PNFJoint pair (base 1/2) of a count vector in
+    {0..3}^d, d <= 3, every k, and each of its add/remove and swap neighbours and its shift
+    by 1."""
     vectors = [c for d in (1, 2, 3) for c in itertools.product(range(4), repeat=d)]
     for counts in vectors:
         others = {tuple(n) for relation in ("add_remove", "swap") for n in audit.neighbours(counts, relation)}
@@ -68,24 +65,34 @@ def test_log_ratio_bound_holds_on_every_small_pair():
             for k in range(1, len(counts) + 1):
                 a = exactdp.PNFJoint(list(counts), k, base=Fraction(1, 2))
                 b = exactdp.PNFJoint(list(other), k, base=Fraction(1, 2))
-                pair = _distributions.pair_cells(a, b, 20, 10**6)
-                with mpmath.workdps(60):
-                    bounds = pair.log_ratio_bounds()
-                    if bounds is None:
-                        continue
-                    P, Q = pnf_joint_brute(list(counts), k), pnf_joint_brute(list(other), k)
-                    for cell, bound in zip(pair.cells, bounds):
-                        if bound is None:
-                            continue
-                        bounded += 1
-                        p, q = P[cell.witness], Q[cell.witness]
-                        r = abs(mpmath.log(mpmath.mpf(p.numerator) / p.denominator)
-                                - mpmath.log(mpmath.mpf(q.numerator) / q.denominator))
-                        top = mpmath.mpf(bound.upper().mid().str(70, radius=False))
-                        assert r <= top * (1 + mpmath.mpf(10) ** -50), (counts, other, k, cell, r, bound)
-                        if p != q:
-                            unequal += 1
-                            worst = max(worst, float(r / top))
+                yield counts, other, k, _distributions.pair_cells(a, b, 20, 10**6)
+
+
+def test_log_ratio_bound_holds_on_every_small_pair():
+    """``|ln P(o) - ln Q(o)| <= B`` for every cell given a bound, on every PNFJoint pair (base
+    1/2) of a count vector in {0..3}^d, d <= 3, every k, and each of its add/remove and
+    swap neighbours and its shift by 1 (exact probabilities of the twin); a zero bound
+    would fail (some bounded cells have ``P != Q``), and the bound is given on many cells."""
+    bounded = unequal = 0
+    worst = 0.0
+    for counts, other, k, pair in small_pnf_pairs():
+        with mpmath.workdps(60):
+            bounds = pair.log_ratio_bounds()
+            if bounds is None:
+                continue
+            P, Q = pnf_joint_brute(list(counts), k), pnf_joint_brute(list(other), k)
+            for cell, bound in zip(pair.cells, bounds):
+                if bound is None:
+                    continue
+                bounded += 1
+                p, q = P[cell.witness], Q[cell.witness]
+                r = abs(mpmath.log(mpmath.mpf(p.numerator) / p.denominator)
+                        - mpmath.log(mpmath.mpf(q.numerator) / q.denominator))
+                top = mpmath.mpf(bound.upper().mid().str(70, radius=False))
+                assert r <= top * (1 + mpmath.mpf(10) ** -50), (counts, other, k, cell, r, bound)
+                if p != q:
+                    unequal += 1
+                    worst = max(worst, float(r / top))
     assert bounded > 1000 and unequal > 100 and worst > 0.01
 
 
@@ -152,40 +159,32 @@ def test_log_ratio_enclosure_holds_on_every_small_pair():
     informative: on many cells it excludes 0 while the truth is not 0, so a flipped sign or
     a missing term would fail."""
     enclosed = signed = 0
-    vectors = [c for d in (1, 2, 3) for c in itertools.product(range(4), repeat=d)]
-    for counts in vectors:
-        others = {tuple(n) for relation in ("add_remove", "swap") for n in audit.neighbours(counts, relation)}
-        others.add(tuple(c + 1 for c in counts))
-        for other in sorted(others):
-            for k in range(1, len(counts) + 1):
-                a = exactdp.PNFJoint(list(counts), k, base=Fraction(1, 2))
-                b = exactdp.PNFJoint(list(other), k, base=Fraction(1, 2))
-                pair = _distributions.pair_cells(a, b, 20, 10**6)
-                P = Q = None
-                with flint_workprec(300), mpmath.workdps(80):
-                    for i, cell in enumerate(pair.cells):
-                        for direction in ("a>b", "b>a"):
-                            enclosure = pair.log_ratio_enclosure(i, direction)
-                            if enclosure is None:
-                                continue
-                            if P is None:
-                                P, Q = pnf_joint_brute(list(counts), k), pnf_joint_brute(list(other), k)
-                            ell, lam, j = enclosure
-                            assert lam is None  # base 1/2: lam = ln 2 has no exact form
-                            p, q = P[cell.witness], Q[cell.witness]
-                            r = mpmath.log(mpmath.mpf(p.numerator) / p.denominator) - mpmath.log(
-                                mpmath.mpf(q.numerator) / q.denominator)
-                            truth = (r if direction == "a>b" else -r) - mpmath.log(2) * ell.numerator / ell.denominator
-                            lo, hi = _ends(j)
-                            slack = mpmath.mpf(10) ** -70
-                            assert lo - slack <= truth <= hi + slack, (counts, other, k, cell, direction, truth, j)
-                            enclosed += 1
-                            if (lo > 0 or hi < 0) and abs(truth) > mpmath.mpf(10) ** -60:
-                                signed += 1
+    for counts, other, k, pair in small_pnf_pairs():
+        P = Q = None
+        with flint_workprec(300), mpmath.workdps(80):
+            for i, cell in enumerate(pair.cells):
+                for direction in ("a>b", "b>a"):
+                    enclosure = pair.log_ratio_enclosure(i, direction)
+                    if enclosure is None:
+                        continue
+                    if P is None:
+                        P, Q = pnf_joint_brute(list(counts), k), pnf_joint_brute(list(other), k)
+                    ell, lam, j = enclosure
+                    assert lam is None  # base 1/2: lam = ln 2 has no exact form
+                    p, q = P[cell.witness], Q[cell.witness]
+                    r = mpmath.log(mpmath.mpf(p.numerator) / p.denominator) - mpmath.log(
+                        mpmath.mpf(q.numerator) / q.denominator)
+                    truth = (r if direction == "a>b" else -r) - mpmath.log(2) * ell.numerator / ell.denominator
+                    lo, hi = _ends(j)
+                    slack = mpmath.mpf(10) ** -70
+                    assert lo - slack <= truth <= hi + slack, (counts, other, k, cell, direction, truth, j)
+                    enclosed += 1
+                    if (lo > 0 or hi < 0) and abs(truth) > mpmath.mpf(10) ** -60:
+                        signed += 1
     assert enclosed > 2000 and signed > 300, (enclosed, signed)
 
 
-def test_profile_where_the_loss_passes_epsilon_by_a_hair():
+def test_profile_where_the_loss_passes_epsilon_by_a_hair(monkeypatch):
     """PNFJoint (epsilon 1) at ``4G+1, 3G, 2G, G, 0``, k = 2, G = 2000, against its swap
     neighbour (one vote from the item ranked 1 to the item ranked 2): the output ``(0, 2)``
     has ``ln(P_b/P_a) = 1 + j`` with ``j`` about ``10^-435``, so ``delta_b>a(1)`` is positive
@@ -211,16 +210,12 @@ def test_profile_where_the_loss_passes_epsilon_by_a_hair():
     with mpmath.workdps(40):
         assert got.direction == "b>a" and abs(got.delta - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
     assert got.delta_a_b == 0 and (0, 2) in [w for w, _ in got.carriers]
-    original = _distributions.Pair.log_ratio_enclosure
-    try:
-        _distributions.Pair.log_ratio_enclosure = lambda self, i, direction="a>b": None
-        with pytest.raises(PrecisionError):
-            audit.privacy_profile(a, b, 1, dps=30)
-    finally:
-        _distributions.Pair.log_ratio_enclosure = original
+    monkeypatch.setattr(_distributions.Pair, "log_ratio_enclosure", lambda self, i, direction="a>b": None)
+    with pytest.raises(PrecisionError):
+        audit.privacy_profile(a, b, 1, dps=30)
 
 
-def test_worst_case_passes_its_claim_by_a_hair():
+def test_worst_case_passes_its_claim_by_a_hair(monkeypatch):
     """``worst_case`` of PNFJoint (epsilon 1) at ``3G+1, 2G, G, 0``, k = 2, G = 2000, over swap
     neighbours: the worst loss equals the claim 1 to every digit the probabilities have
     (320), yet some neighbour passes it by about ``10^-435`` (brute force at 1,500 digits),
@@ -244,12 +239,8 @@ def test_worst_case_passes_its_claim_by_a_hair():
     w = audit.worst_case(factory, counts, "swap", dps=30)
     assert w.verdict == "violated" and abs(w.value - 1) <= mpmath.mpf(10) ** -30, w
     from exactdp import _worst
-    original = _worst.passes_claim
-    try:
-        _worst.passes_claim = lambda *args, **kwargs: False
-        assert audit.worst_case(factory, counts, "swap", dps=30).verdict == "attained"
-    finally:
-        _worst.passes_claim = original
+    monkeypatch.setattr(_worst, "passes_claim", lambda *args, **kwargs: False)
+    assert audit.worst_case(factory, counts, "swap", dps=30).verdict == "attained"
 
 
 @pytest.mark.parametrize("alpha", [Fraction(10**4), Fraction(10**6), Fraction(10**6 + 1, 7)])
@@ -271,7 +262,7 @@ def test_large_alpha_with_a_negative_log_ratio_is_certified(alpha):
             assert abs(got - want) <= mpmath.mpf(10) ** -30 * want
 
 
-def test_epsilon_for_delta_zero_far_below_the_best_level():
+def test_epsilon_for_delta_zero_far_below_the_best_level(monkeypatch):
     """``epsilon_for_delta(a, b, 0)`` of PNFJoint (epsilon 1) at ``2G, G, 0`` and ``2G, G, 1``,
     k = 1, G = 1000: the a>b direction's pure loss is a log-ratio of about ``10^-435`` (the
     two outputs whose level did not move), far below the digits of the probabilities;
@@ -290,16 +281,12 @@ def test_epsilon_for_delta_zero_far_below_the_best_level():
     with mpmath.workdps(40):
         assert abs(got.epsilon_a_b - want_ab) <= want_ab * mpmath.mpf(10) ** -29, (got, want_ab)
         assert abs(got.epsilon_b_a - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
-    original = _distributions.Pair.has_log_ratio_enclosure
-    try:
-        _distributions.Pair.has_log_ratio_enclosure = lambda self: False
-        with pytest.raises(PrecisionError):
-            audit.epsilon_for_delta(a, b, 0, dps=30)
-    finally:
-        _distributions.Pair.has_log_ratio_enclosure = original
+    monkeypatch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
+    with pytest.raises(PrecisionError):
+        audit.epsilon_for_delta(a, b, 0, dps=30)
 
 
-def test_zcdp_of_joint_pairs_far_below_the_best_level():
+def test_zcdp_of_joint_pairs_far_below_the_best_level(monkeypatch):
     """``zcdp_rho`` of Joint (epsilon 1) at ``4M, 3M, 2M, M, 0`` (M = 10^6) and its add
     neighbour raising the last count, k = 2: the outputs whose level moved have probability
     about ``e^(-1.5 * 10^6)``, so KL and ``D_2`` are of that size, far below what the cells'
@@ -333,10 +320,6 @@ def test_zcdp_of_joint_pairs_far_below_the_best_level():
         for alpha in (Fraction(2), Fraction(10**6), z.alpha / 2, z.alpha, z.alpha * 2, Fraction(10**9)):
             assert R(alpha) <= z.upper, (alpha, R(alpha), z)
     from exactdp import _renyi
-    original = _renyi._by_delta
-    try:
-        _renyi._by_delta = lambda pair: None
-        old = audit.zcdp_rho(a, b)
-        assert not old.converged and old.lower == 0
-    finally:
-        _renyi._by_delta = original
+    monkeypatch.setattr(_renyi, "_by_delta", lambda pair: None)
+    old = audit.zcdp_rho(a, b)
+    assert not old.converged and old.lower == 0
