@@ -417,6 +417,22 @@ def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> Optional[tuple[mpmath.
             both = _largest_log_ratios(rs, digits_wanted)
             if both is not None:
                 return both
+            # every sign is proved: what a failure of the other path should still say
+            notes = []
+            for sign, direction in ((1, "a>b"), (-1, "b>a")):
+                positive = [sign * r for r in rs if sign * r > 0]
+                if positive:
+                    lo = max((x.lower() for x in positive), key=lambda x: x.mid())
+                    hi = max((x.upper() for x in positive), key=lambda x: x.mid())
+                    # widened by 10^-11 before printing 12 digits, so the printed ends still enclose
+                    widen = arb(10) ** -11
+                    ends = [mpmath.nstr(ball_to_mpf(x), 12)
+                            for x in ((lo * (1 - widen)).lower(), (hi * (1 + widen)).upper())]
+                    notes.append(f"epsilon_{direction}(0) in [{ends[0]}, {ends[1]}]")
+            pair._pure_note = (f"could not certify epsilon for delta = 0 to {digits_wanted} digits: the level "
+                               "tables prove the sign of every output's ln(P/Q), and " + ", ".join(notes)
+                               + " (proven), but not to those digits (the tables' enclosure is only as tight as "
+                               "the mean of t under b's product: docs/audit.md, 'The tight epsilon for a delta')")
         digits *= 2
     return None
 
@@ -444,7 +460,13 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     if pure is not None:
         eab, eba = pure
     else:
-        eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
-        eba = _eps_one_direction(pair, d, "b>a", digits_wanted)
+        try:
+            eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
+            eba = _eps_one_direction(pair, d, "b>a", digits_wanted)
+        except PrecisionError as error:
+            note = getattr(pair, "_pure_note", "")
+            if not note:
+                raise
+            raise PrecisionError(error.argument, error.value, note) from None
     first = eab >= eba
     return EpsilonForDelta(d, eab if first else eba, "a>b" if first else "b>a", eab, eba, digits_wanted)

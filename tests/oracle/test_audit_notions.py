@@ -588,14 +588,21 @@ def test_one_law_up_to_a_shift_against_the_exact_probabilities():
     assert said > 100
 
 
-def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so():
+def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch):
     """PNFJoint at 10^6,3,2,0 and 10^6+1,3,2,0: one direction's delta(0) is far below
-    anything the balls resolve (P and Q agree to hundreds of digits in three cells) and
-    undecided.  The error states the proven bound and the undecided cells, not "a
-    breakpoint of the profile"."""
+    anything the balls resolve (P and Q agree to hundreds of digits in three cells).  The
+    level tables prove every sign, and the error states each direction's proven bracket;
+    without them (any other pair), the error states the proven bound and the undecided
+    cells; never "a breakpoint of the profile"."""
+    from exactdp import _distributions
     from exactdp.errors import PrecisionError
     a = exactdp.PNFJoint([10**6, 3, 2, 0], 2, epsilon=1)
     b = exactdp.PNFJoint([10**6 + 1, 3, 2, 0], 2, epsilon=1)
+    with pytest.raises(PrecisionError) as e:
+        audit.epsilon_for_delta(a, b, 0)
+    text = str(e.value)
+    assert "breakpoint" not in text and "epsilon_b>a(0) in [" in text and "prove the sign" in text, text
+    monkeypatch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
     with pytest.raises(PrecisionError) as e:
         audit.epsilon_for_delta(a, b, 0)
     text = str(e.value)

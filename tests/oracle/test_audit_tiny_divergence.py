@@ -351,3 +351,24 @@ def test_log_ratio_enclosure_holds_for_canonical_with_exponential_noise():
                             assert lo - slack <= truth <= hi + slack, (counts, other, k, cell, truth, j)
                             enclosed += 1
     assert enclosed > 500, enclosed
+
+
+def test_epsilon_for_delta_zero_states_the_proven_bracket():
+    """Where the weights below the best are not tiny, the enclosure proves every sign but
+    not the digits (``m`` is known within ``e^(+-S)``): PNFJoint at ``2000, 3, 2, 0`` and
+    ``2001, 3, 2, 0``, k = 2, whose b>a direction is about ``10^-434``.  The PrecisionError
+    states each direction's proven bracket, and the brute force at 1,500 digits lies in it."""
+    ca, cb = [2000, 3, 2, 0], [2001, 3, 2, 0]
+    a, b = exactdp.PNFJoint(ca, 2, epsilon=1), exactdp.PNFJoint(cb, 2, epsilon=1)
+    lam = mpmath.mpf(1) / 2
+    P, Q = pnf_probabilities(ca, 2, lam, 1500), pnf_probabilities(cb, 2, lam, 1500)
+    with mpmath.workdps(1500):
+        want_ba = max(mpmath.log(Q[o] / P[o]) for o in P)
+        assert 0 < want_ba < mpmath.mpf(10) ** -400
+    with pytest.raises(PrecisionError) as caught:
+        audit.epsilon_for_delta(a, b, 0, dps=30)
+    message = str(caught.value)
+    assert "the level tables prove the sign of every output's ln(P/Q)" in message, message
+    low, high = message.split("epsilon_b>a(0) in [")[1].split("]")[0].split(", ")
+    with mpmath.workdps(40):
+        assert mpmath.mpf(low) <= want_ba <= mpmath.mpf(high), (low, want_ba, high)
