@@ -426,9 +426,8 @@ class Pair:
         cell = self.cells[i]
         if shape is None or cell.ga is None or cell.gb is None:
             return None
-        sizes, gaps_a, gaps_b, best_b, below_b, top_b, (scale, lam) = shape
-        g_a, g_b = gaps_a[cell.ga], gaps_b[cell.gb]
-        if sizes.get(0, 0) - (g_a == 0) + (g_b == 0):
+        g_a, g_b = shape.gaps_a[cell.ga], shape.gaps_b[cell.gb]
+        if shape.sizes.get(0, 0) - (g_a == 0) + (g_b == 0):
             return None
         cache = getattr(self, "_enclosure_cache", None)
         if cache is None or cache[0] != ctx.prec:
@@ -443,24 +442,24 @@ class Pair:
         ell = Fraction(g_a - g_b) if g_a != g_b else _ZERO
         if direction == "b>a":
             ell, j = -ell, -j
-        return ell, lam, j
+        return ell, shape.lam, j
 
     def has_log_ratio_enclosure(self) -> bool:
         """Whether :meth:`log_ratio_enclosure` applies to this pair at all (two
         permute-and-flip sides of one ``lam`` with subtracting utilities)."""
         return self._enclosure_shape_once() is not None
 
-    def _enclosure_shape_once(self) -> Optional[tuple]:
+    def _enclosure_shape_once(self) -> Optional["_EnclosureShape"]:
         shape = getattr(self, "_enclosure", False)
         if shape is False:
             shape = self._enclosure = self._enclosure_shape()
         return shape
 
-    def _enclosure_of(self, g_a: Any, g_b: Any, shape: tuple, totals: list) -> arb:
+    def _enclosure_of(self, g_a: Any, g_b: Any, shape: "_EnclosureShape", totals: list) -> arb:
         """The ball ``J`` of :meth:`log_ratio_enclosure` for an output at gaps ``g_a``, ``g_b``
         (``totals``: the per-gap terms and their sums at this precision, filled once)."""
-        sizes, _, _, best_b, below_b, top_b, (scale, _) = shape
-        lam = scale.lam_ball()
+        sizes, best_b, below_b, top_b = shape.sizes, shape.best_b, shape.below_b, shape.top_b
+        lam = shape.scale.lam_ball()
         if not totals:  # per gap (A term, B term) and their sums
             terms = {gap: _log1m_bounds(gap, c, lam) for gap, c in sizes.items() if gap and c}
             low = high = arb(0)
@@ -497,11 +496,8 @@ class Pair:
         # ends differ by orders of magnitude, as they do when m is known only loosely)
         return (lower + upper) / 2 + ((upper - lower) / 2).upper() * arb(0, 1)
 
-    def _enclosure_shape(self) -> Optional[tuple[dict[Any, int], list[Any], list[Any], int, int, Any, Any]]:
-        """The exact part of :meth:`log_ratio_enclosure`: the signed differences of the
-        level tables per gap (``a`` minus ``b``), both sides' gaps, ``b``'s number of best
-        outputs and of outputs below the best, its largest gap below the best, the scale
-        and its exact ``lam`` (None with a base)."""
+    def _enclosure_shape(self) -> Optional["_EnclosureShape"]:
+        """The exact part of :meth:`log_ratio_enclosure` (:class:`_EnclosureShape`)."""
         tables = self._table_differences()
         if tables is None:
             return None
@@ -511,7 +507,7 @@ class Pair:
         below_b = sum(g.multiplicity for gap, g in zip(gaps_b, b.groups) if gap != 0)
         top_b = max((gap for gap in gaps_b if gap != 0), default=None)
         scale = b.mechanism.table.scale
-        return sizes, gaps_a, gaps_b, best_b, below_b, top_b, (scale, scale.lam)
+        return _EnclosureShape(sizes, gaps_a, gaps_b, best_b, below_b, top_b, scale, scale.lam)
 
     def exact(self, cell: Cell) -> tuple[Any, Any]:
         """Exact ``P(o)``, ``Q(o)`` of the cell's witness (Fractions or sympy expressions;
@@ -822,6 +818,22 @@ def tail_difference(lam: arb, u0: Any, levels_a: Sequence[Any], levels_b: Sequen
 
 #: The gap difference of an output at one gap on both sides.
 _ZERO = Fraction(0)
+
+
+class _EnclosureShape(NamedTuple):
+    """The exact part of :meth:`Pair.log_ratio_enclosure`: the signed differences of the
+    level tables per gap (``a`` minus ``b``), both sides' gaps, ``b``'s number of best
+    outputs and of outputs below the best, its largest gap below the best (None without
+    one), the scale and its exact ``lam`` (None with a base; read once, not per cell)."""
+
+    sizes: dict[Any, int]
+    gaps_a: list[Any]
+    gaps_b: list[Any]
+    best_b: int
+    below_b: int
+    top_b: Any
+    scale: Any
+    lam: Optional[Fraction]
 
 
 def _log1m_bounds(gap: Fraction, c: int, lam: arb) -> tuple[arb, arb]:

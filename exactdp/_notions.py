@@ -378,63 +378,73 @@ def _largest_log_ratios(rs: list[arb], digits_wanted: int) -> Optional[tuple[mpm
     0, certified to ``digits_wanted`` digits; None when not yet that accurate."""
     out = []
     for sign in (1, -1):
-        positive = [sign * r for r in rs if sign * r > 0]
-        if not positive:
+        ends = _positive_ends(rs, sign)
+        if ends is None:
             out.append(mpmath.mpf(0))
             continue
-        lo = max((x.lower() for x in positive), key=lambda x: x.mid())
-        hi = max((x.upper() for x in positive), key=lambda x: x.mid())
+        lo, hi = ends
         if not (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
             return None
         out.append(ball_to_mpf((lo + hi) / 2))
     return out[0], out[1]
 
 
-def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+def _positive_ends(rs: list[arb], sign: int) -> Optional[tuple[arb, arb]]:
+    """The lower and upper end of ``max sign * r`` over the balls certainly positive, or
+    None when there is none."""
+    positive = [sign * r for r in rs if sign * r > 0]
+    if not positive:
+        return None
+    return (max((x.lower() for x in positive), key=lambda x: x.mid()),
+            max((x.upper() for x in positive), key=lambda x: x.mid()))
+
+
+def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[tuple[mpmath.mpf, mpmath.mpf]], str]:
     """epsilon for delta = 0 in both directions of two permute-and-flip sides of one
     ``lam``: each cell's ``r = ln(P/Q)`` is the narrower of its balls' and the level
     tables' enclosure ``lam * l + J`` (:meth:`~exactdp._distributions.Pair.log_ratio_enclosure`),
     so a direction whose largest log-ratio is tiny (counts that differ far below the best
     level) keeps its relative accuracy, which the prefix search cannot certify; None when
     it does not apply (no enclosure; an output of probability 0 on one side) or a sign
-    stays undecided."""
+    stays undecided.  Beside it, what a failure of the other path should say instead when
+    every sign was proved but not the digits (else "")."""
+    note = ""
     if not pair.has_log_ratio_enclosure():
-        return None
+        return None, note
     digits = digits_wanted + 10
     while digits <= _cap(digits_wanted):
         with flint_workprec(prec_for_dps(digits, 40)):
             rs = []
             for i, (p, q) in enumerate(pair.balls(digits)):
                 if p is None or q is None:
-                    return None
+                    return None, note
                 r = p.log() - q.log()
                 narrow = _excess_enclosure(pair, i, "a>b", Fraction(0))
                 if narrow is not None and narrow.rad() < r.rad():
                     r = narrow
                 if r.contains(0):
-                    return None
+                    return None, note
                 rs.append(r)
             both = _largest_log_ratios(rs, digits_wanted)
             if both is not None:
-                return both
+                return both, note
             # every sign is proved: what a failure of the other path should still say
             notes = []
             for sign, direction in ((1, "a>b"), (-1, "b>a")):
-                positive = [sign * r for r in rs if sign * r > 0]
-                if positive:
-                    lo = max((x.lower() for x in positive), key=lambda x: x.mid())
-                    hi = max((x.upper() for x in positive), key=lambda x: x.mid())
+                ends = _positive_ends(rs, sign)
+                if ends is not None:
+                    lo, hi = ends
                     # widened by 10^-11 before printing 12 digits, so the printed ends still enclose
                     widen = arb(10) ** -11
-                    ends = [mpmath.nstr(ball_to_mpf(x), 12)
-                            for x in ((lo * (1 - widen)).lower(), (hi * (1 + widen)).upper())]
-                    notes.append(f"epsilon_{direction}(0) in [{ends[0]}, {ends[1]}]")
-            pair._pure_note = (f"could not certify epsilon for delta = 0 to {digits_wanted} digits: the level "
-                               "tables prove the sign of every output's ln(P/Q), and " + ", ".join(notes)
-                               + " (proven), but not to those digits (the tables' enclosure is only as tight as "
-                               "the mean of t under b's product: docs/audit.md, 'The tight epsilon for a delta')")
+                    shown = [mpmath.nstr(ball_to_mpf(x), 12)
+                             for x in ((lo * (1 - widen)).lower(), (hi * (1 + widen)).upper())]
+                    notes.append(f"epsilon_{direction}(0) in [{shown[0]}, {shown[1]}]")
+            note = (f"could not certify epsilon for delta = 0 to {digits_wanted} digits: the level "
+                    "tables prove the sign of every output's ln(P/Q), and " + ", ".join(notes)
+                    + " (proven), but not to those digits (the tables' enclosure is only as tight as "
+                    "the mean of t under b's product: docs/audit.md, 'The tight epsilon for a delta')")
         digits *= 2
-    return None
+    return None, note
 
 
 def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = None, *,
@@ -456,7 +466,11 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     if not 0 <= d <= 1:
         raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    pure = (_pure_by_delta(pair, digits_wanted) or _pure_by_enclosure(pair, digits_wanted)) if d == 0 else None
+    pure, note = None, ""
+    if d == 0:
+        pure = _pure_by_delta(pair, digits_wanted)
+        if pure is None:
+            pure, note = _pure_by_enclosure(pair, digits_wanted)
     if pure is not None:
         eab, eba = pure
     else:
@@ -464,7 +478,6 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
             eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
             eba = _eps_one_direction(pair, d, "b>a", digits_wanted)
         except PrecisionError as error:
-            note = getattr(pair, "_pure_note", "")
             if not note:
                 raise
             raise PrecisionError(error.argument, error.value, note) from None

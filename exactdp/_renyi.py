@@ -69,17 +69,29 @@ def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional
     while fast is not None and digits <= _cap(digits_wanted):
         with flint_workprec(fast.prec(digits)):
             rs, pa, _, _, _ = fast.balls()
-            a1 = rational_ball(alpha - 1)
-            s = arb(0)
-            for r, p in zip(rs, pa):
-                s += p * expm1_ball(a1 * r)
-            if not s > 0:
+            value = _divergence_by_delta(pa, rs, alpha)
+            if not value > 0:
                 return None
-            value = s.log1p() / a1
             if is_accurate(value, digits_wanted):
                 return ball_to_mpf(value)
         digits *= 2
     return None
+
+
+def _divergence_by_delta(mass: list[arb], rs: list[arb], alpha: Fraction) -> arb:
+    """``D_alpha(P||Q)`` from the ``P`` mass of each value ``r = ln(P/Q)`` (``sum P = 1``):
+    ``log1p(sum P expm1((alpha-1) r)) / (alpha-1)``, and for ``alpha = 1`` the KL divergence
+    ``sum P (r + expm1(-r))`` (``sum Q = sum P e^(-r) = 1``: every term >= 0).  No ``ln`` of a
+    number next to 1, so each ``r`` keeps its relative accuracy however tiny."""
+    total = arb(0)
+    if alpha == 1:
+        for m, r in zip(mass, rs):
+            total += m * (r + expm1_ball(-r))
+        return total
+    a1 = rational_ball(alpha - 1)
+    for m, r in zip(mass, rs):
+        total += m * expm1_ball(a1 * r)
+    return total.log1p() / a1
 
 
 def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[list] = None) -> Optional[arb]:
@@ -268,22 +280,8 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
             sides = [(pa, rs_delta), (pb, [-r for r in rs_delta])]
 
             def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
-                """(lower, upper) of D_alpha per direction, per value of delta:
-                ``log1p(sum P expm1((alpha-1) r)) / (alpha-1)``; KL ``sum P (r + expm1(-r))``
-                (``sum Q = sum P e^(-r) = 1``: every term >= 0)."""
-                out = []
-                for mass, rs in sides:
-                    total = arb(0)
-                    if alpha == 1:
-                        for m, r in zip(mass, rs):
-                            total += m * (r + expm1_ball(-r))
-                    else:
-                        a1 = rational_ball(alpha - 1)
-                        for m, r in zip(mass, rs):
-                            total += m * expm1_ball(a1 * r)
-                        total = total.log1p() / a1
-                    out.append((total.lower(), total.upper()))
-                return out
+                """(lower, upper) of D_alpha per direction, per value of delta."""
+                return [(d.lower(), d.upper()) for d in (_divergence_by_delta(m, rs, alpha) for m, rs in sides)]
 
             def pure_loss() -> arb:
                 return max((abs(r).upper() for r in rs_delta), key=lambda x: x.mid())
