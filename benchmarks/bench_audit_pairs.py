@@ -12,8 +12,9 @@ Neighbours: "add" gives one more vote to the item ranked ``k`` (first outside th
 "swap" moves one vote from the item ranked ``k - 1`` to the item ranked ``k``.  Both
 mechanisms are ``Joint(counts, k, epsilon=1)`` (Joint's pair sweep), or both
 ``JointSet(counts, k, epsilon=1)`` (JointSet's pair count, ``joint_set_pairs``), or both
-``PNFJoint(counts, k, epsilon=1)`` (Joint's cells; every level's permute-and-flip
-probability in one batched pass per side, then the notion cell by cell).  PNFJoint rows
+``PNFJoint(counts, k, epsilon=1)`` (Joint's cells; per value of delta past a head of
+levels, ``PermuteAndFlipPair``, else every level's permute-and-flip probability in one
+batched pass per side and the notion cell by cell).  PNFJoint rows
 have no float64 column: its level probabilities are the integrals ``p_a int_0^1 F(t) /
 (1 - t p_a) dt`` of the permute-and-flip rule, and a float64 quadrature of them would need
 about ``log2(sum_b m_b p_b)`` (hundreds of) subintervals per level to resolve ``F`` near 0;

@@ -101,6 +101,12 @@ class Groups:
         mechanism) and the groups are its levels, else None."""
         return self._rule_offering("log_form")
 
+    def pnf_form_rule(self) -> Any:
+        """The mechanism's rule when it offers the permute-and-flip form (``pnf_form``:
+        the levels far below the best in one closed form) and the groups are its levels,
+        else None."""
+        return self._rule_offering("pnf_form")
+
     def batched_rule(self) -> Any:
         """The mechanism's rule when it offers ``output_probabilities(table, dps)``, every
         level's one-output probability in one pass (the exponential mechanism,
@@ -151,6 +157,13 @@ class Groups:
                        for x, y in zip(ga, gb))
         except TypeError:  # utilities that do not subtract: not a numeric rule's levels
             return False
+
+    def pnf_form(self, head: Optional[int] = None) -> Any:
+        """The rule's :class:`~exactdp.rules.pnf_levels.PnfForm` of the mechanism's level
+        table at flint's current precision (``head`` levels one by one; default the rule's
+        choice), or None (:meth:`pnf_form_rule`)."""
+        rule = self.pnf_form_rule()
+        return None if rule is None else rule.pnf_form(self.mechanism.table, head)
 
     def log_form(self) -> Any:
         """The rule's ``LogForm`` of the groups at flint's current precision

@@ -204,18 +204,27 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
     digits = digits_wanted + 10
     while fast is not None and digits <= _cap(digits_wanted):
         with flint_workprec(fast.prec(digits)):
-            _, pa, pb, _, _ = fast.balls()
+            _, pa, pb, fa, fb = fast.balls()
             done = []
             for sign, mass in ((1, pa), (-1, pb)):  # a>b: r > eps; b>a: -r > eps
                 gaps = [fast.gap(g, sign, eps) for g in range(len(pa))]
-                if any(g.contains(0) for g in gaps):
-                    return None
                 total, positive = arb(0), [g for g, gap in enumerate(gaps) if gap > 0]
+                positive_cells = [c for g in positive for c in fast.cells[g]]
                 for g in positive:
                     total -= mass[g] * expm1_ball(-gaps[g])
-                if positive and not (total > 0 and is_accurate(total, digits_wanted)):
+                for g in (g for g, gap in enumerate(gaps) if gap.contains(0)):
+                    # a class not decided as a whole: cell by cell (permute-and-flip: its cells'
+                    # r differ by far less than the working precision, but may straddle eps)
+                    split = _split_class(pair, fast, g, sign, eps, (fa, fb))
+                    if split is None:
+                        return None
+                    terms, cells = split
+                    total += terms
+                    positive_cells += cells
+                if positive_cells and not (total > 0 and is_accurate(total, digits_wanted)):
                     break
-                cells = sorted(c for g in positive for c in fast.cells[g])
+                positive = positive_cells  # (only whether any is positive is read below)
+                cells = sorted(positive_cells)
                 carriers = tuple((pair.cells[c].witness, pair.cells[c].outputs) for c in cells)
                 done.append((ball_to_mpf(total) if positive else mpmath.mpf(0), not positive, carriers))
             if len(done) == 2:
@@ -225,6 +234,27 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
                                       cab if first else cba, digits_wanted, zab and zba)
         digits *= 2
     return None
+
+
+def _split_class(pair: Pair, fast: Any, g: int, sign: int, eps: Fraction, forms: tuple) -> Optional[tuple[arb, list[int]]]:
+    """The profile terms ``P - e^eps Q`` of the cells of class ``g`` of a per-delta engine
+    whose ``sign * r - eps`` contains 0, each cell's ``r`` from the level tables
+    (:meth:`Pair.log_ratio_enclosure`) and its ``P`` from the engine: ``(sum of the
+    positive terms, their cells)``; None when the engine cannot split a class (the
+    exponential mechanism: one exact ``r`` per class) or a cell's sign stays undecided."""
+    probability = getattr(fast, "cell_probability", None)
+    if probability is None:
+        return None
+    direction = "a>b" if sign > 0 else "b>a"
+    total, cells = arb(0), []
+    for c in fast.cells[g].tolist():
+        gap = _excess_enclosure(pair, c, direction, eps)
+        if gap is None or gap.contains(0):
+            return None
+        if gap > 0:
+            total -= pair.cells[c].outputs * probability(c, sign, forms) * expm1_ball(-gap)
+            cells.append(c)
+    return total, cells
 
 
 def _exact_fractions(pair: Pair, cell: Any, direction: str) -> Optional[tuple[Fraction, Fraction]]:

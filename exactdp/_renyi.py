@@ -68,14 +68,67 @@ def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional
     digits = digits_wanted + 10
     while fast is not None and digits <= _cap(digits_wanted):
         with flint_workprec(fast.prec(digits)):
-            rs, pa, _, _, _ = fast.balls()
-            value = _divergence_by_delta(pa, rs, alpha)
+            rs, pa, pb, _, _ = fast.balls()
+            value = _divergence_of(fast, pa, pb, rs, alpha)
             if not value > 0:
                 return None
             if is_accurate(value, digits_wanted):
                 return ball_to_mpf(value)
         digits *= 2
     return None
+
+
+def _divergence_of(fast: Any, mass_p: list[arb], mass_q: list[arb], rs: list[arb], alpha: Fraction) -> arb:
+    """``D_alpha(P||Q)`` from the masses and log-ratios of an engine's classes: first order
+    in ``r`` (:func:`_divergence_by_delta`) where every ``r`` keeps its relative accuracy,
+    second order (:func:`_divergence_second_order`) where it may not
+    (``fast.second_order``)."""
+    if fast.second_order:
+        return _divergence_second_order(mass_q, rs, alpha)
+    return _divergence_by_delta(mass_p, rs, alpha)
+
+
+#: :func:`_h_ball` uses the series with a remainder bound below this ``|r|``.
+_SERIES_BELOW = arb(2) ** -16
+
+
+def _h_ball(r: arb, alpha: Fraction) -> arb:
+    """``h(r) = e^(alpha r) - 1 - alpha (e^r - 1)`` (``alpha = 1``: ``r e^r - e^r + 1``),
+    ``>= 0``, enclosed with the relative accuracy of ``r^2`` when ``|r|`` is small: the
+    series ``sum_{n>=2} c_n r^n / n!`` (``c_n = alpha^n - alpha``; ``alpha = 1``:
+    ``n - 1``) cut after ``n = 2``, the rest bounded by ``R^3 (alpha^3 + alpha) e^((alpha + 1) R) / 6``
+    (``alpha = 1``: ``R^3 e^R / 3``) for ``|r| <= R``; a ball of ``r`` that contains 0 gives
+    ``[0, bound]``.  Larger ``|r|`` directly (``expm1`` keeps the relative accuracy)."""
+    R = abs(r).upper()
+    if R < _SERIES_BELOW:
+        square = abs(r) * abs(r)
+        if alpha == 1:
+            rest = R ** 3 * R.exp() / 3
+            value = square / 2
+        else:
+            a = rational_ball(alpha)
+            rest = R ** 3 * (a ** 3 + a) * ((a + 1) * R).exp() / 6
+            value = (a * a - a) * square / 2
+        value = value + arb(0, 1) * rest.upper()
+        return arb(0).union(value.upper()) if not value.lower() >= 0 else value
+    if alpha == 1:
+        return r * r.exp() - expm1_ball(r)
+    a = rational_ball(alpha)
+    return expm1_ball(a * r) - a * expm1_ball(r)
+
+
+def _divergence_second_order(mass_q: list[arb], rs: list[arb], alpha: Fraction) -> arb:
+    """``D_alpha(P||Q)`` as ``log1p(sum Q h(r)) / (alpha - 1)`` (``alpha = 1``: KL ``= sum Q
+    h(r)``), from the ``Q`` mass of each value ``r = ln(P/Q)`` (``sum P = sum Q = 1``; ``h``
+    as :func:`_h_ball`, every term ``>= 0``): a class whose ``r`` is known only to the
+    working precision around 0 adds to second order in that precision, not to first."""
+    total = arb(0)
+    for m, r in zip(mass_q, rs):
+        total += m * _h_ball(r, alpha)
+    if alpha == 1:
+        return total
+    a1 = rational_ball(alpha - 1)
+    return total.log1p() / a1
 
 
 def _divergence_by_delta(mass: list[arb], rs: list[arb], alpha: Fraction) -> arb:
@@ -277,11 +330,13 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
             # accuracy however tiny (_renyi_by_delta); the cells' balls would leave a pair that
             # differs far below the best level (heavy-tailed counts) at [0, D_inf^2 / 2]
             rs_delta, pa, pb, _, _ = fast.balls()
-            sides = [(pa, rs_delta), (pb, [-r for r in rs_delta])]
+
+            neg = [-r for r in rs_delta]
 
             def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
                 """(lower, upper) of D_alpha per direction, per value of delta."""
-                return [(d.lower(), d.upper()) for d in (_divergence_by_delta(m, rs, alpha) for m, rs in sides)]
+                return [(d.lower(), d.upper()) for d in (_divergence_of(fast, pa, pb, rs_delta, alpha),
+                                                         _divergence_of(fast, pb, pa, neg, alpha))]
 
             def pure_loss() -> arb:
                 return max((abs(r).upper() for r in rs_delta), key=lambda x: x.mid())

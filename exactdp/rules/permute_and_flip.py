@@ -119,7 +119,7 @@ from ..core.sampling import choose_index
 from ..core.selection import SelectionRule
 from ..errors import InvalidParameterError, NoClosedFormError, PrecisionError
 from .pnf_levels import (PNF_POLY_MIN_PREC, PNF_POLY_SUPPORT_LIMIT, PNF_POLY_WORK_LIMIT,
-                         PNF_POLY_WORK_LIMIT_HIGH_PREC, PnfLevels, ln_magnitudes, single_output,
+                         PNF_POLY_WORK_LIMIT_HIGH_PREC, PnfForm, PnfLevels, ln_magnitudes, single_output,
                          use_poly)
 from .quadrature import LN2
 
@@ -335,6 +335,16 @@ class PermuteAndFlip(SelectionRule):
             while len(kept) > PNF_SAMPLER_PRECISIONS + 1:
                 kept.popitem(last=False)  # the least recently used
             return levels
+
+    def pnf_form(self, table: LevelTable, head: Optional[int] = None) -> Optional[PnfForm]:
+        """The :class:`~exactdp.rules.pnf_levels.PnfForm` of ``table`` at flint's current
+        precision (every level's ``ln P_a`` from the shared values, the levels below the
+        first ``head`` in one closed form), or None where it does not apply (``method``
+        other than ``"auto"``, the polynomial route, a single output): what the oracle's
+        per-delta pair audits of two permute-and-flip mechanisms use."""
+        if self.method != "auto" or single_output(table):
+            return None
+        return self._levels(table, ctx.prec).form(head)
 
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
         """Every level's ``(P_a, m_a P_a)`` at flint's precision, as lists (refused past a

@@ -35,19 +35,19 @@ import math
 from bisect import bisect_right
 from collections import OrderedDict
 from fractions import Fraction
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 from flint import arb, ctx, fmpq
 
 from ..core.levels import LevelTable
-from ..core.precision import flint_workprec
+from ..core.precision import flint_workprec, rational_ball
 from ..core.sampling import first_not_below
 from ..core.scale import Scale
 from ..errors import InvalidParameterError
-from .quadrature import LN2, LN_CLAMP, ln_int, poly_integrals
+from .quadrature import LN2, LN_CLAMP, _tail_factor, ln_int, poly_integrals
 from .quadrature_stream import StreamedQuadrature
 
-__all__ = ["PnfLevels", "PnfCumulative", "single_output", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
+__all__ = ["PnfLevels", "PnfCumulative", "PnfForm", "PNF_FORM_MAX_HEAD", "single_output", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
            "PNF_POLY_WORK_LIMIT_HIGH_PREC", "use_poly", "ln_lam", "ln_magnitudes"]
 
 #: ``method="auto"`` integrates the polynomial ``F`` exactly in ball arithmetic (the
@@ -62,6 +62,55 @@ PNF_POLY_WORK_LIMIT = 4096
 PNF_POLY_MIN_PREC = 512
 #: ...(at such precisions, up to this (number of levels) x (support)).
 PNF_POLY_WORK_LIMIT_HIGH_PREC = 1 << 16
+#: :meth:`PnfLevels.form` takes at most this many levels one by one (its head); past it,
+#: it returns None and the caller works level by level.
+PNF_FORM_MAX_HEAD = 20_000
+
+
+class PnfForm(NamedTuple):
+    """Every level's log-probability from the shared values of the quadrature route, the
+    levels far below the best in one closed form (:meth:`PnfLevels.form`).
+
+    For a level ``a >= head`` (weight ``p_a = e^(lam (u_a - u_0))``):
+    ``ln P_a = lam (u_a - u_0) + ln nu_0 + ln(1 + rho_a)`` with ``0 <= rho_a <= rho``, where
+    ``nu_0 = int_0^1 F(t) dt``.  Why: ``I_a = nu_0 + R_a`` with ``0 <= R_a <= p_a B(p_a)``
+    (:mod:`exactdp.rules.quadrature`, item 1 with ``N = 0``: ``B = min(B_1, B_2)``
+    increases with ``p``), so every ``a >= head`` has ``R_a / nu_0 <= p_h B(p_h) / nu_0 =
+    rho`` (``h = head``; the weights decrease with the level).  The first ``head`` levels
+    have their own certified ``P_a`` (``head_ps``).  ``lam``: the weight exponent's
+    enclosure; ``u0``: the best utility; ``nu0``: an enclosure of ``nu_0``; ``rho``: an
+    upper bound (a ball); ``factor``: ``B(p_h)`` (:meth:`rho_at`)."""
+
+    lam: arb
+    u0: Any
+    nu0: arb
+    head: int
+    rho: arb
+    head_ps: tuple[arb, ...]
+    #: ``B(p_h)``, an upper bound of the tail factor of every level past the head (a ball)
+    factor: arb
+
+    def rho_at(self, utility: Any) -> arb:
+        """An upper bound of ``rho_a`` for every level past the head whose utility is at
+        most ``utility`` (``p_a B(p_h) / nu_0``; the weights decrease with the utility)."""
+        return (self.weight(utility) * self.factor / self.nu0.lower()).upper()
+
+    def weight(self, utility: Any) -> arb:
+        """``p = e^(lam (u - u_0))`` of the exact ``utility``."""
+        return (self.lam * rational_ball(utility - self.u0)).exp()
+
+    def probability(self, a: int, utility: Any) -> arb:
+        """An enclosure of ``P_a``, one output of level ``a`` (of exact ``utility``)."""
+        if a < self.head:
+            return self.head_ps[a]
+        return self.weight(utility) * self.nu0 * (1 + arb(0).union(self.rho))
+
+    def log_probability(self, a: int, utility: Any) -> arb:
+        """An enclosure of ``ln P_a``, one output of level ``a`` (of exact ``utility``),
+        with no ``exp`` of an astronomically small number."""
+        if a < self.head:
+            return self.head_ps[a].log()
+        return self.lam * rational_ball(utility - self.u0) + self.nu0.log() + arb(0).union(self.rho)
 
 
 # -- planning floats from the exact utilities -------------------------------------------
@@ -281,6 +330,47 @@ class PnfLevels:
                 out_p.append(P_a)
                 out_l.append(L_a)
         return out_p, out_l
+
+    def form(self, head: Optional[int] = None) -> Optional[PnfForm]:
+        """The :class:`PnfForm` of the table at this object's precision, or None (the
+        polynomial route, a single output, or more than
+        :data:`PNF_FORM_MAX_HEAD` levels in the head).  ``head``: the number of levels taken
+        one by one; default the first level whose planning float ``ln p_a`` is below the
+        shared values' "no expansion term needed" threshold (then ``rho`` is below about
+        ``2**-prec``).  Any ``head`` gives a rigorous form; a smaller one a larger ``rho``."""
+        quad = self.quad
+        if quad is None or self.method != "auto":
+            return None
+        t = self.table
+        n = len(t)
+        with flint_workprec(self.prec):
+            nu0 = quad.moment0()
+            if not nu0 > 0:
+                return None
+            if head is None:
+                lo, hi = 1, n  # ln p_a decreases with a: bisect for the first one below the threshold
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if _ln_p(self._lam_log, self._u0 - t.utilities[mid]) < quad._zero_need:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                head = lo
+            head = min(head, n)
+            if head > PNF_FORM_MAX_HEAD:
+                return None
+            lam = t.scale.lam_ball()
+            rho = factor = arb(0)
+            if head < n:
+                p_h = (lam * rational_ball(t.utilities[head] - self._u0)).exp()
+                factor = _tail_factor(p_h, 0, quad.S, quad.fact)
+                if factor is None:
+                    return None
+                rho = (p_h * factor / nu0.lower()).upper()
+            head_ps = tuple(self.value(a)[0] for a in range(head))
+            if not all(p > 0 for p in head_ps):
+                return None
+            return PnfForm(lam, self._u0, nu0, head, rho, head_ps, factor)
 
     def value(self, a: int) -> tuple[arb, arb]:
         """``(P_a, m_a P_a)`` of level ``a`` alone."""

@@ -53,6 +53,7 @@ from typing import Callable, Optional, Sequence
 
 from flint import arb, ctx
 
+from ..core.precision import flint_workprec
 from ..errors import PrecisionError
 from .gauss_legendre import LN2, gl_integrals
 from .quadrature import (PowerSums, _Integrand, _float_log, _integrate, _moment_cut, _needed_terms, _tail_bound,
@@ -192,6 +193,21 @@ class StreamedQuadrature:
         self.shared: dict[int, Optional[arb]] = {
             N: _tail_factor(first_p[N], N, S, fact) for N in range(n_star + 1) if N in first_p}
         self._f0 = self.shared.get(0)  # (None when n_star < 0: no expansion at all)
+
+    def moment0(self) -> arb:
+        """``nu_0 = int_0^1 F(t) dt``: the shared moment when the plan has it, else (every
+        level integrated directly: small tables) integrated here once, on the same pieces
+        and with the same tail bound as the moments."""
+        if self.nu0 is not None:
+            return self.nu0
+        found = getattr(self, "_moment0", None)
+        if found is None:
+            with flint_workprec(self.prec):
+                val = _integrate(self.integrand.function(0), self.s_end_exp, self.prec)
+                if self.truncated:
+                    val += _zero_to((-self.L_ball).exp())
+                found = self._moment0 = val / self.sigma
+        return found
 
     def _need(self, a: int, lnp: float, pa: arb) -> int:
         """The planned number of expansion terms of level ``a`` (floats; planning only)."""
