@@ -112,6 +112,9 @@ _DIFFPRIVLIB_KEYWORDS = {"selection": ("sensitivity", "utility", "monotonic", "c
                          "categorical": ("value", "utility_list", "hierarchy")}
 
 _OPENDP_SEEDING = "not possible: OpenDP draws from the operating system"
+_DIFFPRIVLIB_CATEGORICAL_SEEDING = ("build the object with random_state=<int> (exactdp.testing.from_randomise draws from a "
+                                    "copy with numpy.random.RandomState from the test's seed); without it diffprivlib "
+                                    "draws from secrets.SystemRandom")
 _DIFFPRIVLIB_SEEDING = ("build the object with random_state=<int> (exactdp.testing.from_randomise does so from the "
                         "test's seed); without it diffprivlib draws from secrets.SystemRandom")
 _NUMPY_GLOBAL_SEEDING = "numpy's global generator (np.random.seed; exactdp.testing seeds and restores it)"
@@ -538,7 +541,7 @@ def _categorical_mechanism(kind: str, epsilon: Optional[RationalLike], value: Op
     mech = _mechanism("Joint")(counts, 1, epsilon=eps / denominator, sensitivity=scale)
     described = "hierarchy=[...]" if kind == "ExponentialHierarchical" else "utility_list=[...]"
     call = f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, {described}).randomise({value!r})"
-    return _annotate(mech, call, _DIFFPRIVLIB_SEEDING, epsilon=eps, delta=Fraction(0), id_map=position)
+    return _annotate(mech, call, _DIFFPRIVLIB_CATEGORICAL_SEEDING, epsilon=eps, delta=Fraction(0), id_map=position)
 
 
 # =====================================================================================

@@ -270,6 +270,7 @@ def test_seeded_draws_keep_the_sensitivity(dpl):
     obj = dpl.ExponentialCategorical(epsilon=1.5, utility_list=CATEGORICAL)
     s = testing.as_sampler(obj, "a")
     assert s.uses_seed and s.draw(30, 8) == s.draw(30, 8) != s.draw(30, 9)
+    assert "RandomState" in interop.diffprivlib_mechanism(obj, value="a").seeding
     dropped = interop.diffprivlib_mechanism("ExponentialCategorical", epsilon=1.5, utility_list=obj.utility_list,
                                             value="a")
     assert dropped.sensitivity == 2 != interop.diffprivlib_mechanism(obj, value="a").sensitivity
