@@ -15,8 +15,8 @@ witness output and its number of outputs.
 - A mapping on either side: every output of the mapping, and every output of a mechanism
   side (listed through its groups, refused past ``max_outputs``).  A mapping against a
   mechanism is re-keyed in the mechanism's form (:meth:`MappingDistribution.keyed_like`);
-  two mappings are compared key by key, and refused when they key their outputs in
-  different kinds (:func:`check_same_key_kinds`).
+  two mappings are compared key by key, and refused unless all their keys are of one
+  kind (:func:`check_same_key_kinds`).
 
 :meth:`Pair.balls` gives, per cell, arb balls containing the true ``P(o)`` and ``Q(o)``
 (``None`` for probability exactly 0): exact rationals for a mapping; for a mechanism the
@@ -503,25 +503,35 @@ def _kinds(view: MappingDistribution) -> dict[str, Any]:
 
 
 def check_same_key_kinds(va: MappingDistribution, vb: MappingDistribution) -> None:
-    """Refuse two mappings keyed differently (:class:`~exactdp.errors.ArgumentTypeError`
-    naming ``b`` or ``a``): when each has a kind of key the other has none of (tuples
-    against frozensets, strings ``"0,1"`` against tuples ``(0, 1)``), the same outputs are
-    almost certainly written two ways, and every one of them would count as given by one
-    side only (an infinite loss, a delta of 1).  Nothing is converted: a set and a sequence
-    are different outputs, and with two mappings there is no output space to say which is
-    meant."""
+    """Refuse two mappings unless every key of both is of one kind
+    (:class:`~exactdp.errors.ArgumentTypeError` naming ``a`` or ``b``).  Keys of different
+    kinds are never equal, so one output written two ways (the tuple ``(0, 1)`` and the
+    string ``"0,1"``, the int ``0`` and the tuple ``(0,)``) would count as two outputs,
+    each given by one side only (an infinite loss, a delta of 1): refused when one mapping
+    mixes kinds (checked first, ``a`` then ``b``, zero-probability keys included), and
+    when the two mappings' kinds differ (tuples against frozensets, strings against
+    tuples).  Nothing is converted: a set and a sequence are different outputs, and with
+    two mappings there is no output space to say which is meant."""
     ka, kb = _kinds(va), _kinds(vb)
-    only_a, only_b = [k for k in ka if k not in kb], [k for k in kb if k not in ka]
-    if only_a and only_b:
-        def listed(kinds: dict[str, Any]) -> str:
-            return ", ".join(f"{k} (e.g. {o!r})" for k, o in kinds.items())
+
+    def listed(kinds: dict[str, Any]) -> str:
+        return ", ".join(f"{k} (e.g. {o!r})" for k, o in kinds.items())
+
+    alike = ("Key every output alike: tuples of item ids in selection order for sequences, frozensets for sets "
+             "(a set and a sequence are different outputs: exactdp does not convert one into the other)")
+    for name, kinds in (("a", ka), ("b", kb)):
+        if len(kinds) > 1:
+            raise ArgumentTypeError(
+                name, list(kinds.values())[1],
+                f"the mapping keys its outputs in {len(kinds)} kinds: {listed(kinds)}; keys of different kinds are "
+                "never equal, so one output written two ways would count as two outputs, one of them given by "
+                f"this side only (an infinite loss). {alike}")
+    if ka.keys() != kb.keys():
         raise ArgumentTypeError(
-            "b", kb[only_b[0]],
+            "b", next(iter(kb.values())),
             f"the two mappings key their outputs differently: a's keys are {listed(ka)}, b's are {listed(kb)}; "
             "keys of different kinds are never equal, so these outputs would each count as given by one side "
-            "only (an infinite loss). Key both alike: tuples of item ids in selection order for sequences, "
-            "frozensets for sets (a set and a sequence are different outputs: exactdp does not convert one "
-            "into the other)")
+            f"only (an infinite loss). {alike}")
 
 
 def pair_cells(a: Any, b: Any, dps: int, max_outputs: int, symmetric: bool = True) -> Pair:

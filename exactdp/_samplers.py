@@ -18,7 +18,11 @@ The shapes (:func:`as_sampler` picks one; each can be built directly; all re-exp
   ``random_state=`` an integer derived from the seed, so the draws are reproducible;
   diffprivlib otherwise draws from ``secrets.SystemRandom``, which no seed reaches.  A
   diffprivlib object whose attributes were reassigned after it was built still samples
-  its first law: it is refused (:func:`check_law_current`);
+  its first law: it is refused (:func:`check_law_current`).  diffprivlib's
+  ``ExponentialCategorical`` / ``ExponentialHierarchical`` is called as
+  ``randomise(value)`` (one value of its domain, required), its draws read through its
+  domain, and reseeded on a copy with ``numpy.random.RandomState(seed)`` (the
+  ``utility_list`` it keeps drops the entries that set its sensitivity);
 - :func:`from_opendp` -- an OpenDP measurement, ``measurement(data)`` per draw.  OpenDP
   draws from the operating system: the seed is not used, and messages say so.
 
@@ -45,6 +49,7 @@ exactdp.errors.ArgumentTypeError: sampler='b': the sampler returned the label 'b
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import random
@@ -289,6 +294,14 @@ def _reseeded(obj: SupportsRandomise, seed: int) -> Optional[SupportsRandomise]:
     """A copy of ``obj`` built with ``random_state=seed`` when its class takes one and
     keeps every other constructor argument as an attribute of the same name, else
     ``None``."""
+    if _categorical(obj):
+        # its constructor's utility_list is not on it as given (the property drops a value's own
+        # utility and replaced pairs, which can set the sensitivity): a copy with diffprivlib's
+        # generator for an integer random_state (numpy's RandomState) samples the same law
+        clone = copy.copy(obj)
+        clone.random_state = seed % 2**32  # type: ignore[attr-defined]
+        clone._rng = np.random.RandomState(seed % 2**32)  # type: ignore[attr-defined]
+        return clone
     try:
         params = inspect.signature(type(obj)).parameters
     except (TypeError, ValueError):
@@ -329,6 +342,49 @@ def _candidates_map(obj: object) -> Optional[IdMap]:
 #: diffprivlib's selection classes that compute the probabilities they sample when they are
 #: built (``_probabilities``, from ``_find_probabilities``), not when they draw.
 DIFFPRIVLIB_BUILT_LAW = ("Exponential", "PermuteAndFlip")
+#: diffprivlib's classes that randomise an input value: they compute their utilities and
+#: normalising constants when they are built, and read ``epsilon`` at every draw.
+DIFFPRIVLIB_CATEGORICAL = ("ExponentialCategorical", "ExponentialHierarchical")
+
+
+def _categorical(obj: object) -> bool:
+    """A diffprivlib ``ExponentialCategorical`` (or ``ExponentialHierarchical``): what it
+    computed when it was built is on it."""
+    return (any(c.__name__ == DIFFPRIVLIB_CATEGORICAL[0] for c in type(obj).__mro__)
+            and hasattr(obj, "_normalising_constant") and hasattr(obj, "_domain_values"))
+
+
+def _categorical_changed(obj: object) -> Optional[str]:
+    """Why a diffprivlib ``ExponentialCategorical`` / ``ExponentialHierarchical`` no longer
+    samples the law its attributes describe, or ``None``: its normalising constants
+    recomputed by diffprivlib's own code from the current ``epsilon`` (on a copy: the
+    object is not touched) differ from the ones it divides by, or (hierarchical) its
+    utilities rebuilt from the current ``hierarchy`` differ from the ones it uses."""
+    name = next(c.__name__ for c in type(obj).__mro__ if c.__name__ in DIFFPRIVLIB_CATEGORICAL)
+    try:
+        clone = copy.copy(obj)
+        clone._balanced_tree = False  # type: ignore[attr-defined]  # as when it was built
+        with np.errstate(all="ignore"):
+            now = clone._build_normalising_constant()  # type: ignore[attr-defined]
+        same = (list(now) == list(obj._normalising_constant)  # type: ignore[attr-defined]
+                and np.array_equal(list(now.values()), list(obj._normalising_constant.values()),  # type: ignore[attr-defined]
+                                   equal_nan=True)
+                and clone._balanced_tree == obj._balanced_tree)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - attributes diffprivlib itself cannot use: changed too
+        same = False
+    if not same:
+        return (f"diffprivlib's {name} computes its normalising constants when it is built and reads epsilon at "
+                "every draw, so it samples neither the law it was built with nor the one its attributes describe")
+    if name == "ExponentialHierarchical":
+        try:
+            triples = type(obj)._build_utility_list(obj._build_hierarchy(obj.hierarchy))  # type: ignore[attr-defined]
+            same = {(a, b): u for a, b, u in triples} == obj._utility_values  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a hierarchy diffprivlib cannot read: changed too
+            same = False
+        if not same:
+            return (f"diffprivlib's {name} builds its utilities from the hierarchy when it is built, so it samples "
+                    "the law of the hierarchy it was built with, not of this one")
+    return None
 
 
 def check_law_current(obj: object, argument: str) -> None:
@@ -339,8 +395,17 @@ def check_law_current(obj: object, argument: str) -> None:
     longer records, while its attributes (what exactdp maps, and what a reseeded copy is
     built from) describe another.  Detected by recomputing diffprivlib's own probabilities
     from the current attributes (its ``_find_probabilities``, the same float operations
-    on the same values) and comparing them with the ones the object samples.  Other
-    objects are not checked."""
+    on the same values) and comparing them with the ones the object samples.  A
+    diffprivlib ``ExponentialCategorical`` / ``ExponentialHierarchical`` whose ``epsilon``
+    (or ``hierarchy``) was reassigned is refused the same way: it divides by normalising
+    constants computed from its first ``epsilon`` while weighing with the current one.
+    Other objects are not checked."""
+    if _categorical(obj):
+        why = _categorical_changed(obj)
+        if why is not None:
+            raise InvalidParameterError(argument, obj, f"its attributes were reassigned after it was built: {why}; "
+                                        "build a new object with the parameters you mean")
+        return
     owner = next((c for c in type(obj).__mro__ if "_find_probabilities" in vars(c)), None)
     if owner is None or owner.__name__ not in DIFFPRIVLIB_BUILT_LAW or not hasattr(obj, "_probabilities"):
         return
@@ -356,6 +421,21 @@ def check_law_current(obj: object, argument: str) -> None:
             argument, obj, f"its attributes were reassigned after it was built: diffprivlib's {owner.__name__} computes "
             "the probabilities it samples when it is built, so it still samples the law of the parameters it was built "
             "with, not of these; build a new object with the parameters you mean")
+
+
+def _check_categorical_value(obj: object, args: Sequence[object], kwargs: dict[str, object], argument: str) -> None:
+    """The input value of a diffprivlib ``ExponentialCategorical``'s ``randomise(value)``:
+    given, and a value of its domain (diffprivlib's TypeError and ValueError at the first
+    draw named neither the argument nor the domain)."""
+    values = list(args) + list(kwargs.values())
+    where = "data" if argument == "sampler" else "args"
+    domain = ", ".join(map(repr, obj._domain_values))  # type: ignore[attr-defined]
+    if len(values) != 1:
+        raise ArgumentTypeError(where, None if not values else tuple(values),
+                                f"diffprivlib's {type(obj).__name__} draws as randomise(value): pass the one input "
+                                f"value, one of {domain}")
+    if not isinstance(values[0], str) or values[0] not in obj._domain_values:  # type: ignore[attr-defined]
+        raise InvalidParameterError(where, values[0], f"is not a value of the domain of {type(obj).__name__} ({domain})")
 
 
 def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap] = None, **kwargs: object) -> Sampler:
@@ -375,7 +455,15 @@ def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap
     A diffprivlib ``Exponential`` or ``PermuteAndFlip`` whose attributes were reassigned
     after it was built is refused (:func:`check_law_current`), here and again at every
     :meth:`Sampler.draw`: it samples the law it was built with, not the one its
-    attributes now describe."""
+    attributes now describe.
+
+    diffprivlib's ``ExponentialCategorical`` and ``ExponentialHierarchical`` take the input
+    value as the one argument (``args``: a value of the domain, checked here), their
+    draws are read through ``{domain value: position}`` without ``id_map``, and a seeded
+    draw uses a copy with ``numpy.random.RandomState(seed)`` (what diffprivlib builds for
+    an integer ``random_state``): their ``utility_list`` drops a value's own entry and
+    replaced pairs, which can set the sensitivity, so a rebuilt object could sample
+    another law."""
     return _from_randomise(obj, args, kwargs, id_map, "obj")
 
 
@@ -384,8 +472,10 @@ def _from_randomise(obj: SupportsRandomise, args: Sequence[object], kwargs: dict
     if not callable(getattr(obj, "randomise", None)):
         raise ArgumentTypeError(argument, obj, "has no randomise() method")
     check_law_current(obj, argument)
+    if _categorical(obj):
+        _check_categorical_value(obj, args, kwargs, argument)
     if id_map is None:
-        id_map = _candidates_map(obj)
+        id_map = _candidates_map(obj) if not _categorical(obj) else {v: i for i, v in enumerate(obj._domain_values)}  # type: ignore[attr-defined]
     probe = _reseeded(obj, 0)
     note = None
     if probe is None and _system_random(obj):

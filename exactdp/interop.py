@@ -26,7 +26,8 @@ is ``k * range / scale`` (epsilon, ``MaxDivergence``) or ``k * (range / scale)**
 certification in ``tests/oracle/test_interop.py`` (the other noise is rejected).  OpenDP
 draws from the operating system: its draws cannot be seeded.
 
-**diffprivlib 0.6** ``Exponential`` and ``PermuteAndFlip`` (:func:`diffprivlib_mechanism`):
+**diffprivlib 0.6** ``Exponential``, ``PermuteAndFlip``, ``ExponentialCategorical`` and
+``ExponentialHierarchical`` (:func:`diffprivlib_mechanism`); the first two:
 candidate ``i`` weighs ``exp(epsilon * u_i / (sensitivity * (2 - monotonic)))``
 (McSherry and Talwar, FOCS 2007; McKenna and Sheldon, NeurIPS 2020, arXiv:2010.12603), the
 ``k = 1`` case of ``Joint`` (Gillenwater et al., ICML 2022, arXiv:2201.12333, Algorithm 1)
@@ -38,6 +39,11 @@ divided by it (the same law).  ``candidates`` become ``id_map``.  diffprivlib dr
 :func:`exactdp.testing.from_randomise` builds such a copy from the test's seed.  diffprivlib
 computes an object's probabilities when it is built: one whose attributes were reassigned
 since samples its old law, and is refused (mapped or drawn from) with an error saying so.
+``ExponentialCategorical`` and ``ExponentialHierarchical`` randomising an input ``value``:
+``t`` with weight ``exp(-epsilon * u(value, t) / (b * S))`` (``S`` the largest utility,
+``b = 1`` when every value's normalising constant is the same, else 2), which is
+``Joint([-u(value, t) ...], 1, epsilon, sensitivity=b * S / 2)`` with the domain as
+``id_map``.
 
 **dp_topk** (the public code of the Joint paper; :func:`dp_topk_mechanism`): ``joint`` and
 ``pnf_joint`` with ``NeighborType.ADD_REMOVE`` -> sensitivity 1, ``SWAP`` -> sensitivity 2
@@ -98,9 +104,17 @@ DP_TOPK_NEIGHBOR_TYPES = {"add_remove": 1, "swap": 2}
 #: dp_topk's mechanisms that have an exactdp equivalent.
 DP_TOPK_MECHANISMS = ("joint", "pnf_joint", "pnf_peel", "cdp_peel")
 #: diffprivlib's mechanisms that have an exactdp equivalent.
-DIFFPRIVLIB_MECHANISMS = ("Exponential", "PermuteAndFlip")
+DIFFPRIVLIB_MECHANISMS = ("Exponential", "PermuteAndFlip", "ExponentialCategorical", "ExponentialHierarchical")
+#: diffprivlib's mechanisms that randomise an input value (a string) into a value of its domain.
+_DIFFPRIVLIB_CATEGORICAL = ("ExponentialCategorical", "ExponentialHierarchical")
+#: The keywords of each family (the other family's are refused, not ignored).
+_DIFFPRIVLIB_KEYWORDS = {"selection": ("sensitivity", "utility", "monotonic", "candidates", "measure"),
+                         "categorical": ("value", "utility_list", "hierarchy")}
 
 _OPENDP_SEEDING = "not possible: OpenDP draws from the operating system"
+_DIFFPRIVLIB_CATEGORICAL_SEEDING = ("build the object with random_state=<int> (exactdp.testing.from_randomise draws from a "
+                                    "copy with numpy.random.RandomState from the test's seed); without it diffprivlib "
+                                    "draws from secrets.SystemRandom")
 _DIFFPRIVLIB_SEEDING = ("build the object with random_state=<int> (exactdp.testing.from_randomise does so from the "
                         "test's seed); without it diffprivlib draws from secrets.SystemRandom")
 _NUMPY_GLOBAL_SEEDING = "numpy's global generator (np.random.seed; exactdp.testing seeds and restores it)"
@@ -261,10 +275,14 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
                           sensitivity: Optional[RationalLike] = None,
                           utility: Optional[Sequence[RationalLike]] = None, monotonic: Optional[bool] = None,
                           candidates: Optional[Sequence[object]] = None,
-                          measure: Optional[Sequence[RationalLike]] = None) -> MechanismLike:
+                          measure: Optional[Sequence[RationalLike]] = None, value: Optional[str] = None,
+                          utility_list: Optional[Sequence[Sequence[object]]] = None,
+                          hierarchy: Optional[Sequence[object]] = None) -> MechanismLike:
     """The exactdp mechanism with the law of diffprivlib's ``Exponential`` or
     ``PermuteAndFlip``: ``Joint`` / ``PNFJoint`` with ``k = 1`` and
-    ``sensitivity * (2 - monotonic) / 2``.
+    ``sensitivity * (2 - monotonic) / 2``; or of ``ExponentialCategorical`` /
+    ``ExponentialHierarchical`` randomising the input ``value``: ``Joint`` with ``k = 1``
+    over the negated utilities ``-u(value, t)`` of the domain's values ``t``.
 
     ``mechanism`` is the diffprivlib object (its parameters are read from it; keywords
     override) or its class name, ``"Exponential"`` or ``"PermuteAndFlip"``, with the
@@ -279,10 +297,30 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     The returned mechanism is a snapshot: it keeps the law read here.  ``candidates`` become the returned ``id_map``; a non-uniform
     ``measure`` (diffprivlib's base measure) has no exactdp equivalent and is refused.
 
+    ``ExponentialCategorical(epsilon, utility_list)`` and ``ExponentialHierarchical(epsilon,
+    hierarchy)`` randomise ``value`` (required; a value of the domain) into the value
+    ``t`` with probability proportional to ``exp(-epsilon * u(value, t) / (b * S))``:
+    ``u`` the utility (a distance, 0 from a value to itself; in a hierarchy, the height
+    minus the depth of the common ancestor), ``S`` the largest utility in the list (the
+    mechanism's sensitivity) and ``b = 1`` when every value's normalising constant is the
+    same ("balanced"), else 2.  That is ``Joint([-u(value, t) ...], 1, epsilon,
+    sensitivity=b * S / 2)`` (utilities scaled to integers as above), with ``id_map``
+    the domain's values in diffprivlib's order.  From an object, the utilities, ``S`` and
+    ``b`` are the ones it computed when it was built (``b`` as diffprivlib decided it, with
+    ``np.isclose``); by name, ``b`` is decided exactly (the normalising constants are
+    equal exactly when every value has the same multiset of utilities: the
+    Lindemann-Weierstrass theorem), and utilities on which diffprivlib's float test would
+    decide otherwise are refused (pass the object).  Utilities that are all 0 (diffprivlib
+    divides by ``S = 0``) and ``epsilon = inf`` are refused.
+
     >>> m = diffprivlib_mechanism("PermuteAndFlip", epsilon=1, sensitivity=1, utility=[3, 1, 0], monotonic=True)
     >>> m, m.claimed_epsilon
     (PNFJoint([3, 1, 0], k=1, epsilon=1, sensitivity=1/2), Fraction(1, 1))
+    >>> h = diffprivlib_mechanism("ExponentialHierarchical", epsilon=1, hierarchy=[["A", "B"], ["C", "D"]], value="A")
+    >>> h, h.id_map
+    (Joint([0, -1, -2, -2], k=1, epsilon=1), {'A': 0, 'B': 1, 'C': 2, 'D': 3})
     """
+    state: Optional[tuple[list[str], dict[tuple[str, str], Fraction], Fraction, bool]] = None
     if isinstance(mechanism, str):
         kind = mechanism
         if monotonic is not None and not isinstance(monotonic, bool):  # bool("False") would be True
@@ -295,13 +333,25 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
         kind = next((n for n in DIFFPRIVLIB_MECHANISMS[::-1] if n in names), type(mechanism).__name__)
         check_law_current(mechanism, "mechanism")  # reassigned attributes: it samples another law than they say
         epsilon = getattr(mechanism, "epsilon", None) if epsilon is None else epsilon
-        sensitivity = getattr(mechanism, "sensitivity", None) if sensitivity is None else sensitivity
-        utility = getattr(mechanism, "utility", None) if utility is None else utility
-        monotonic = getattr(mechanism, "monotonic", None) if monotonic is None else monotonic
-        candidates = getattr(mechanism, "candidates", None) if candidates is None else candidates
-        measure = getattr(mechanism, "measure", None) if measure is None else measure
+        if kind in _DIFFPRIVLIB_CATEGORICAL:
+            if utility_list is None and hierarchy is None:
+                state = _categorical_state_of(mechanism)
+        else:
+            sensitivity = getattr(mechanism, "sensitivity", None) if sensitivity is None else sensitivity
+            utility = getattr(mechanism, "utility", None) if utility is None else utility
+            monotonic = getattr(mechanism, "monotonic", None) if monotonic is None else monotonic
+            candidates = getattr(mechanism, "candidates", None) if candidates is None else candidates
+            measure = getattr(mechanism, "measure", None) if measure is None else measure
     if kind not in DIFFPRIVLIB_MECHANISMS:
         raise InvalidParameterError("mechanism", kind, f"has no exactdp equivalent; mapped: {', '.join(DIFFPRIVLIB_MECHANISMS)}")
+    given = {"sensitivity": sensitivity, "utility": utility, "monotonic": monotonic, "candidates": candidates,
+             "measure": measure, "value": value, "utility_list": utility_list, "hierarchy": hierarchy}
+    family = "categorical" if kind in _DIFFPRIVLIB_CATEGORICAL else "selection"
+    other = next((name for name, x in given.items() if x is not None and name not in _DIFFPRIVLIB_KEYWORDS[family]), None)
+    if other is not None:
+        raise InvalidParameterError(other, given[other], f"is not a parameter of diffprivlib's {kind}")
+    if family == "categorical":
+        return _categorical_mechanism(kind, epsilon, value, utility_list, hierarchy, state)
     if epsilon is None or sensitivity is None or utility is None:
         raise InvalidParameterError("mechanism", mechanism, "needs epsilon, sensitivity and utility")
     if isinstance(epsilon, float) and math.isinf(epsilon):
@@ -334,6 +384,164 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
     call = (f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, sensitivity={sensitivity!r}, utility=[...], "
             f"monotonic={mono})")
     return _annotate(mech, call, _DIFFPRIVLIB_SEEDING, epsilon=eps, delta=Fraction(0), id_map=id_map)
+
+
+_CategoricalState = tuple[list[str], dict[tuple[str, str], Fraction], Fraction, bool]
+
+
+def _categorical_state_of(obj: object) -> _CategoricalState:
+    """What a diffprivlib ``ExponentialCategorical`` computed when it was built: its domain
+    (in its order), its utilities (pairs ``(a, b)`` with ``a < b``), its sensitivity ``S``
+    and whether it judged itself balanced, exactly (its numbers at their exact values)."""
+    domain = list(getattr(obj, "_domain_values", None) or [])
+    utilities = {tuple(pair): as_rational(u, "utility_list") for pair, u in getattr(obj, "_utility_values", {}).items()}
+    return (domain, utilities, as_rational(getattr(obj, "_sensitivity", 0), "utility_list"),  # type: ignore[return-value]
+            bool(getattr(obj, "_balanced_tree", False)))
+
+
+def _categorical_from_list(utility_list: object) -> tuple[list[str], dict[tuple[str, str], Fraction], Fraction]:
+    """diffprivlib's reading of a ``utility_list`` of triples ``(value1, value2, u)``: the
+    domain in order of first appearance, the utility of each pair (a later triple replaces
+    an earlier one), ``S`` the largest ``u`` of any triple (a value's own too), and every
+    pair of distinct values required."""
+    if isinstance(utility_list, (str, bytes)) or not isinstance(utility_list, (list, tuple)):
+        raise ArgumentTypeError("utility_list", utility_list, "must be a list of (value1, value2, utility) triples")
+    domain: list[str] = []
+    utilities: dict[tuple[str, str], Fraction] = {}
+    largest = Fraction(0)
+    for i, entry in enumerate(utility_list):
+        if isinstance(entry, (str, bytes)) or not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise ArgumentTypeError(f"utility_list[{i}]", entry, "must be a triple (value1, value2, utility)")
+        a, b, u = entry
+        if not isinstance(a, str) or not isinstance(b, str):
+            raise ArgumentTypeError(f"utility_list[{i}]", entry, "the values must be strings, as diffprivlib's are")
+        exact = as_rational(u, f"utility_list[{i}]")
+        if exact < 0:
+            raise InvalidParameterError(f"utility_list[{i}]", entry, "a utility must be non-negative")
+        largest = max(largest, exact)
+        domain += [x for x in dict.fromkeys((a, b)) if x not in domain]
+        if a != b:
+            utilities[(min(a, b), max(a, b))] = exact
+    missing = next(((a, b) for a in domain for b in domain if a < b and (a, b) not in utilities), None)
+    if missing is not None:
+        raise InvalidParameterError("utility_list", utility_list, f"has no utility for the pair {missing}: "
+                                    "diffprivlib needs one for every pair of distinct values")
+    return domain, utilities, largest
+
+
+def _categorical_from_hierarchy(hierarchy: object) -> tuple[list[str], dict[tuple[str, str], Fraction], Fraction]:
+    """diffprivlib's reading of a ``hierarchy`` (nested lists of strings, every leaf at
+    one depth ``h``): the utility of two leaves is ``h`` minus the depth of their common
+    ancestor, and the domain is in the order diffprivlib's utility list names the leaves."""
+    leaves: dict[str, tuple[int, ...]] = {}
+
+    def walk(node: object, where: tuple[int, ...]) -> None:
+        if isinstance(node, str) or not isinstance(node, list):
+            raise ArgumentTypeError("hierarchy", hierarchy, f"the node at {list(where)} must be a list "
+                                    "(of lists or of leaf strings)")
+        for i, child in enumerate(node):
+            if isinstance(child, str):
+                if child in leaves:
+                    raise InvalidParameterError("hierarchy", hierarchy, f"the leaf {child!r} appears twice")
+                leaves[child] = where + (i,)
+            else:
+                walk(child, where + (i,))
+
+    walk(hierarchy, ())
+    heights = {len(path) for path in leaves.values()}
+    if len(heights) > 1:
+        raise InvalidParameterError("hierarchy", hierarchy, "its leaves must all be at the same depth")
+    height = heights.pop() if heights else 0
+    triples = []
+    for a, path_a in leaves.items():
+        for b, path_b in leaves.items():
+            if a < b:
+                common = next((i for i, (x, y) in enumerate(zip(path_a, path_b)) if x != y), height)
+                triples.append((a, b, height - common))
+    domain, utilities, largest = _categorical_from_list(triples)
+    if not domain:
+        raise InvalidParameterError("hierarchy", hierarchy, "must have at least two leaves: diffprivlib's domain is "
+                                    "the leaves named by its utility list, empty for one leaf")
+    return domain, utilities, largest
+
+
+def _balanced_exactly(domain: list[str], utilities: Mapping[tuple[str, str], Fraction]) -> bool:
+    """Whether every value's normalising constant ``sum_t exp(-c u(v, t))`` (``c > 0``
+    rational) is the same, exactly: the exponentials of distinct rationals are linearly
+    independent over the rationals (Lindemann-Weierstrass), so the sums are equal exactly
+    when every value has the same multiset of utilities."""
+    def row(v: str) -> list[Fraction]:
+        return sorted(Fraction(0) if v == t else utilities[(min(v, t), max(v, t))] for t in domain)
+    first = row(domain[0])
+    return all(row(v) == first for v in domain[1:])
+
+
+def _balanced_in_floats(domain: list[str], utilities: Mapping[tuple[str, str], Fraction], epsilon: Fraction,
+                        largest: Fraction) -> bool:
+    """diffprivlib's own balance test (``np.isclose`` of its float normalising constants,
+    computed with the doubling factor 2): used only to refuse utilities on which it and
+    the exact test disagree, never to decide a law."""
+    import numpy as np
+
+    eps, top = float(epsilon), float(largest)
+    sums = [sum(1.0 if v == t else float(np.exp(-eps * float(utilities[(min(v, t), max(v, t))]) / 2 / top))
+                for t in domain) for v in domain]
+    return all(bool(np.isclose(x, sums[0])) for x in sums[1:])
+
+
+def _categorical_mechanism(kind: str, epsilon: Optional[RationalLike], value: Optional[str],
+                           utility_list: object, hierarchy: object,
+                           state: Optional[_CategoricalState]) -> MechanismLike:
+    """``Joint`` with ``k = 1`` over ``-u(value, t)``, sensitivity ``b S / 2``: the law of
+    diffprivlib's ``kind`` randomising ``value`` (see :func:`diffprivlib_mechanism`)."""
+    if epsilon is None:
+        raise InvalidParameterError("mechanism", kind, "needs epsilon")
+    if isinstance(epsilon, float) and math.isinf(epsilon):
+        raise InvalidParameterError("epsilon", epsilon, "must be finite: epsilon = inf is not a DP mechanism "
+                                    "(diffprivlib's weights are then exp(-inf * 0) = NaN for a utility 0)")
+    eps = as_positive_rational(epsilon, "epsilon")
+    if state is not None:
+        domain, utilities, largest, balanced = state
+        source = "the object's utilities"
+    else:
+        if kind == "ExponentialHierarchical":
+            if hierarchy is None or utility_list is not None:
+                raise InvalidParameterError("hierarchy", hierarchy, "ExponentialHierarchical is given by its hierarchy "
+                                            "(and not a utility_list)")
+            domain, utilities, largest = _categorical_from_hierarchy(hierarchy)
+        else:
+            if utility_list is None or hierarchy is not None:
+                raise InvalidParameterError("utility_list", utility_list, "ExponentialCategorical is given by its "
+                                            "utility_list (and not a hierarchy)")
+            domain, utilities, largest = _categorical_from_list(utility_list)
+        balanced = _balanced_exactly(domain, utilities) if largest > 0 else False
+        if largest > 0 and not balanced and _balanced_in_floats(domain, utilities, eps, largest):
+            raise InvalidParameterError(
+                "utility_list" if hierarchy is None else "hierarchy", utility_list if hierarchy is None else hierarchy,
+                "diffprivlib's float test (np.isclose) judges these utilities balanced though their normalising "
+                "constants differ exactly: the law it samples is decided by that test; pass the diffprivlib object, "
+                "whose decision exactdp reads")
+        source = "these utilities"
+    if not domain:
+        raise InvalidParameterError("mechanism", kind, f"{source} have an empty domain: diffprivlib cannot randomise")
+    if value is None:
+        raise InvalidParameterError("value", value, f"diffprivlib's {kind} randomises an input value: pass value=, "
+                                    "one of the domain's values")
+    position = {v: i for i, v in enumerate(domain)}
+    if not isinstance(value, str) or value not in position:
+        raise InvalidParameterError("value", value, f"is not a value of the domain ({', '.join(map(repr, domain))})")
+    if largest == 0 and len(domain) > 1:
+        raise InvalidParameterError("mechanism", kind, f"{source} are all 0: diffprivlib divides them by the largest, "
+                                    "0, so they define no law (it raises ZeroDivisionError)")
+    row = [Fraction(0) if t == value else utilities[(min(value, t), max(value, t))] for t in domain]
+    denominator = math.lcm(*(u.denominator for u in row))
+    counts = [-int(u * denominator) for u in row]
+    # weight exp(-eps u / (b S)) = exp((eps / D) (-u D) / (2 * (b S / 2))); one value: any scale
+    scale = (1 if balanced else 2) * largest / 2 if largest > 0 else Fraction(1)
+    mech = _mechanism("Joint")(counts, 1, epsilon=eps / denominator, sensitivity=scale)
+    described = "hierarchy=[...]" if kind == "ExponentialHierarchical" else "utility_list=[...]"
+    call = f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, {described}).randomise({value!r})"
+    return _annotate(mech, call, _DIFFPRIVLIB_CATEGORICAL_SEEDING, epsilon=eps, delta=Fraction(0), id_map=position)
 
 
 # =====================================================================================

@@ -20,7 +20,11 @@ The two formats (docs/cli.md, section "auditing another implementation's tables"
   *exact binary value* (``0.1`` is 3602879701896397/36028797018963968, not 1/10).
 - **CSV**: a header ``counts,output,probability`` then one row per output: counts and
   output as item ids separated by spaces (``3 2 2,0 1,1/3``); ``#`` lines are comments.
-  The output kind is the caller's (``output_kind``, default ``"sequence"``).
+  The output kind is the caller's (``output_kind``, default ``"sequence"``).  Spaces and
+  tabs around a cell are trimmed; any other whitespace in a cell (a no-break space
+  U+00A0, a form feed) is refused, naming the character, as it is in a JSON counts
+  string or output key: numbers in strings are ASCII.  Lines end at ``\n``, ``\r\n``
+  or ``\r`` only.
 
 Every table must give probabilities ``>= 0`` summing to exactly 1, or within ``2**-40``
 of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints its
@@ -46,6 +50,7 @@ import csv
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional, Sequence, Union
@@ -71,8 +76,28 @@ JSON_KEYS = ("k", "output", "epsilon", "tables")
 #: The keys each object of a JSON file's ``"tables"`` may have; any other is refused.
 JSON_TABLE_KEYS = ("counts", "probabilities")
 
-_IDS = re.compile(r"[,\s]+")
+#: What is trimmed around a CSV cell, a counts string or an output key, and what separates
+#: ids besides commas: spaces and tabs only, as a number in a string must be ASCII.  Any other
+#: whitespace (a no-break space U+00A0, a line separator U+2028, a form feed) is refused,
+#: naming the character: ``str.strip()`` dropped it silently while other scripts' digits
+#: were refused.
+_TRIMMED = " \t"
+_IDS = re.compile(r"[, \t]+")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # str.splitlines() also breaks at U+2028, U+0085, form feeds, ...
+_CONTROL_NAMES = {"\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x0b": "LINE TABULATION", "\x0c": "FORM FEED",
+                  "\x1c": "FILE SEPARATOR", "\x1d": "GROUP SEPARATOR", "\x1e": "RECORD SEPARATOR",
+                  "\x1f": "UNIT SEPARATOR", "\x85": "NEXT LINE"}
 Probability = Union[Fraction, float]
+
+
+def _other_whitespace(text: str) -> Optional[str]:
+    """``"character U+00A0 NO-BREAK SPACE at position 3"``: the first whitespace character
+    of ``text`` that is not a space or a tab, or ``None``."""
+    for i, c in enumerate(text):
+        if c.isspace() and c not in _TRIMMED:
+            name = _CONTROL_NAMES.get(c) or unicodedata.name(c, "without a name")
+            return f"character U+{ord(c):04X} {name} at position {i}"
+    return None
 
 
 class ProbabilityTableError(InvalidParameterError):
@@ -204,13 +229,21 @@ class _Builder:
     def fail(self, where: str, reason: str) -> ProbabilityTableError:
         return ProbabilityTableError(self.source, where, reason)
 
+    def trimmed(self, value: str, what: str, where: str) -> str:
+        """``value`` without the spaces and tabs around it; other whitespace refused."""
+        found = _other_whitespace(value)
+        if found is not None:
+            raise self.fail(where, f"{what} {value!r} has the {found}: only spaces and tabs are trimmed or "
+                                   "separate ids (write the file in ASCII)")
+        return value.strip(_TRIMMED)
+
     def counts(self, value: Any, where: str) -> tuple[int, ...]:
-        items = _IDS.split(value.strip()) if isinstance(value, str) else value
+        items = _IDS.split(self.trimmed(value, "counts", where)) if isinstance(value, str) else value
         if not isinstance(items, list) or not items or items == [""]:
             raise self.fail(where, f"counts {value!r} must be a non-empty list of integers")
         out = []
         for x in items:
-            if isinstance(x, str) and re.fullmatch(r"[+-]?[0-9]+", x.strip()):
+            if isinstance(x, str) and re.fullmatch(r"[+-]?[0-9]+", self.trimmed(x, "count", where)):
                 x = int(x)
             if not isinstance(x, int) or isinstance(x, bool):
                 raise self.fail(where, f"count {x!r} in counts {value!r} is not an integer")
@@ -229,7 +262,7 @@ class _Builder:
         return self.tables[counts]
 
     def output(self, text: Any, counts: tuple[int, ...], where: str) -> Any:
-        tokens = _IDS.split(text.strip()) if isinstance(text, str) else None
+        tokens = _IDS.split(self.trimmed(text, "output", where)) if isinstance(text, str) else None
         if not tokens or tokens == [""] or not all(re.fullmatch(r"[0-9]+", t) for t in tokens):
             raise self.fail(where, f"output {text!r} must be item ids separated by commas or spaces")
         ids = [int(t) for t in tokens]
@@ -355,12 +388,13 @@ def _parse_json(text: str, source: str, output_kind: Optional[str]) -> Probabili
 def _parse_csv(text: str, source: str, output_kind: str) -> ProbabilityTables:
     b = _Builder(source, output_kind, None)
     header_seen = False
-    lines = text.splitlines()
+    lines = _LINE_BREAK.split(text)
     for lineno, row in zip(range(1, len(lines) + 1), csv.reader(lines)):
         where = f"line {lineno}"
-        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+        if not row or not "".join(row).strip(_TRIMMED) or row[0].lstrip(_TRIMMED).startswith("#"):
             continue
-        cells = [c.strip() for c in row]
+        names = CSV_HEADER if header_seen and len(row) == len(CSV_HEADER) else ("cell",) * len(row)
+        cells = [b.trimmed(c, name, where) for c, name in zip(row, names)]
         if not header_seen:
             if tuple(c.lower() for c in cells) != CSV_HEADER:
                 raise b.fail(where, f"the first line must be the header {','.join(CSV_HEADER)}, got {','.join(cells)!r}")

@@ -133,3 +133,15 @@ def test_pair_zcdp_claim_inside_the_bracket_is_decided(capsys, tmp_path, shift, 
     status_, out, err = run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1", "--notion", "zcdp",
                             "--claimed-rho", str(claim), "--json")
     assert (status_, json.loads(out)["verdict"]) == (status, verdict), err
+
+
+def test_other_unicode_whitespace_in_a_cell_is_a_one_line_error(capsys, tmp_path):
+    """A no-break space after a probability (as some spreadsheets write) was trimmed by
+    ``str.strip()`` and the value read, while other scripts' digits were refused: only
+    spaces and tabs are trimmed, the error names the character."""
+    path = tmp_path / "pair.csv"
+    path.write_text(PAIR_CSV.replace("3 1 0,0 1,1/3", "3 1 0,0 1,1/3\u00a0"), encoding="utf-8")
+    assert_error(*run(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1"),
+                 "pair.csv: line 4: probability '1/3\\xa0' has the character U+00A0 NO-BREAK SPACE at position 3")
+    path.write_text(PAIR_CSV.replace("3 1 0,0 1,1/3", " 3 1 0\t,\t0 1 , 1/3\t"), encoding="utf-8")
+    assert run_json(capsys, "audit", "--mechanism-file", path, "--claimed-epsilon", "1")["verdict"] == "below"

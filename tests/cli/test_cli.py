@@ -2,7 +2,8 @@
 
 Most tests call ``main([...])`` in-process with capsys; a few run the installed program
 through ``sys.executable -m exactdp``.  ``python tests/cli/test_cli.py --update-docs``
-regenerates the outputs shown in docs/cli.md.
+regenerates the outputs shown in docs/cli.md that the tests compare (``--all``: also
+those marked ``<!-- output not compared -->``).
 """
 
 from __future__ import annotations
@@ -542,9 +543,12 @@ def test_docs_example(capsys, monkeypatch, command, expected, expected_status, c
         assert output == expected
 
 
-def update_docs():  # pragma: no cover - a maintenance tool
-    """Rewrite the outputs of every ``console`` block of docs/cli.md by running them
-    (blocks marked ``<!-- output not compared -->`` get their output too, for reading)."""
+def update_docs(everything=False):
+    """Rewrite the outputs of the ``console`` blocks of docs/cli.md that
+    :func:`test_docs_example` compares, by running them.  A block marked
+    ``<!-- output not compared -->`` is left as written, as the comparison leaves it (its
+    output is the author's: an unseeded sample, a time column); ``everything=True``
+    (``--update-docs --all``) rewrites those too, e.g. help screens after a change."""
 
     class Buffer(io.StringIO):
         encoding = "utf-8"  # like capsys, so tables use the same ellipsis
@@ -559,6 +563,8 @@ def update_docs():  # pragma: no cover - a maintenance tool
     os.environ["COLUMNS"] = "80"
 
     def render(block):
+        if block.group(1) is not None and not everything:
+            return block.group(0)  # not compared: not rewritten either
         lines = []
         for line in block.group(2).splitlines():
             if not line.startswith("$ "):
@@ -570,7 +576,7 @@ def update_docs():  # pragma: no cover - a maintenance tool
             finally:
                 sys.stdout, sys.stderr = saved
             lines.append(line)
-            lines.extend(output.splitlines())  # shown even where not compared
+            lines.extend(output.splitlines())
             if status:
                 lines.append(f"[exit status {status}]")
         return (block.group(1) or "") + "```console\n" + "".join(x + "\n" for x in lines) + "```"
@@ -579,11 +585,34 @@ def update_docs():  # pragma: no cover - a maintenance tool
     DOC.write_text(_BLOCK.sub(render, text), encoding="utf-8")
 
 
+def test_update_docs_keeps_blocks_not_compared(tmp_path, monkeypatch):
+    """``--update-docs`` rewrote every block, so an output the docs mark as not compared (an
+    unseeded sample, a time column) was replaced by whatever one run printed; it now
+    honours the marker the comparison honours, unless asked for ``--all``."""
+    marked = ("<!-- output not compared -->\n```console\n$ exactdp sample joint --counts 2,1 -k 1 -n 2\n"
+              "(two draws, for example)\n```\n")
+    stale = "```console\n$ exactdp dist joint --counts 2,1 -k 1 --epsilon 1\nstale\n```\n"
+    page = tmp_path / "cli.md"
+    page.write_text(f"# page\n\n{marked}\ntext\n\n{stale}", encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "DOC", page)
+    monkeypatch.chdir(ROOT)  # update_docs moves there and sets COLUMNS: both restored after the test
+    monkeypatch.setenv("COLUMNS", "80")
+    update_docs()
+    text = page.read_text(encoding="utf-8")
+    assert marked in text and "stale" not in text
+    [(command, expected, status, compare)] = [e for e in doc_examples(text) if e[3]]
+    assert status == 0 and expected.startswith("level  utility") and "Joint([2, 1], k=1, epsilon=1)" in expected
+    update_docs(everything=True)
+    assert "(two draws, for example)" not in page.read_text(encoding="utf-8")
+
+
 if __name__ == "__main__":  # pragma: no cover
     if sys.argv[1:] == ["--update-docs"]:
         update_docs()
+    elif sys.argv[1:] == ["--update-docs", "--all"]:
+        update_docs(everything=True)
     else:
-        sys.exit("usage: python tests/cli/test_cli.py --update-docs")
+        sys.exit("usage: python tests/cli/test_cli.py --update-docs [--all]")
 
 
 @pytest.mark.parametrize("mechanism", sorted(MECHANISMS))

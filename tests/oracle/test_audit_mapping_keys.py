@@ -124,9 +124,9 @@ def test_two_mappings_keyed_in_different_kinds_are_refused(notion, keying, swap)
 
 
 def test_two_mappings_keyed_alike_are_compared_as_before():
-    """Negative controls: the check refuses only when each side has a kind of key the other
-    lacks.  Equal tables, numbers of different types (1 == 1.0), disjoint supports of one
-    kind, and one side with an extra kind of output are all compared, not refused."""
+    """Negative controls: the check refuses only keys of more than one kind.  Equal tables,
+    numbers of different types (1 == 1.0) and disjoint supports of one kind are all
+    compared, not refused."""
     assert audit.privacy_loss(SEQ_TABLE, dict(SEQ_TABLE)).value == 0
     sets = {frozenset(o): p for o, p in SEQ_TABLE.items()}
     assert audit.privacy_loss(sets, {frozenset({2, 1}): Fraction(1, 4), frozenset({1, 0}): Fraction(1, 2),
@@ -134,8 +134,35 @@ def test_two_mappings_keyed_alike_are_compared_as_before():
     floats = {(0.0, 1.0): 0.5, (np.int64(2), Fraction(0)): 0.25, (1, 2): 0.25}
     assert audit.privacy_loss(SEQ_TABLE, floats).value == 0
     assert audit.privacy_loss({(0,): 1}, {(1,): 1}).value == math.inf  # same kind, disjoint: a real inf
-    extra = {(0, 1): Fraction(1, 2), (1, 0): Fraction(1, 4), "nothing": Fraction(1, 4)}
-    assert audit.privacy_loss(SEQ_TABLE, extra).value == math.inf  # only one side has a kind the other lacks
+    assert audit.privacy_loss({"heads": 1}, {"tails": 1}).value == math.inf
+
+
+MIXED = [  # (a, b, the side refused, its kinds): one side mixes kinds, or has one more kind than the other
+    # a string beside tuples: "1,0" may be the tuple (1, 0); b a subset of a's kinds (passed: an inf)
+    ({(0, 1): Fraction(1, 2), "1,0": Fraction(1, 2)}, {(0, 1): Fraction(1, 2), (1, 0): Fraction(1, 2)},
+     "a", "tuple of number (e.g. (0, 1)), str (e.g. '1,0')"),
+    # b has tuples and frozensets, a only tuples: a set and a sequence side by side
+    (SEQ_TABLE, {**SEQ_TABLE, (0, 1): Fraction(1, 4), frozenset({0, 1}): Fraction(1, 4)},
+     "b", "tuple of number (e.g. (0, 1)), frozenset of number (e.g. frozenset({0, 1}))"),
+    # k = 1 written as the int 0 and the tuple (1,) in one mapping, both mappings alike
+    ({0: Fraction(1, 2), (1,): Fraction(1, 2)}, {0: Fraction(1, 2), (1,): Fraction(1, 2)},
+     "a", "number (e.g. 0), tuple of number (e.g. (1,))"),
+    # a key of probability 0 of another kind: a claim about an output too
+    (SEQ_TABLE, {**SEQ_TABLE, ("1", "0"): 0}, "b", "tuple of number (e.g. (0, 1)), tuple of str (e.g. ('1', '0'))"),
+]
+
+
+@pytest.mark.parametrize("notion", sorted(NOTIONS))
+@pytest.mark.parametrize("case", range(len(MIXED)))
+def test_a_mapping_mixing_kinds_of_keys_is_refused(notion, case):
+    """Only two mappings that each had a kind the other lacked were refused: one mapping
+    mixing kinds, or one side's kinds a subset of the other's, passed, and one output written
+    two ways counted as two (an infinite loss between equal tables)."""
+    a, b, side, kinds = MIXED[case]
+    with pytest.raises(ArgumentTypeError, match="the mapping keys its outputs in 2 kinds") as info:
+        NOTIONS[notion](a, b)
+    assert info.value.argument == side and kinds in str(info.value)
+    assert "a set and a sequence are different outputs" in str(info.value)
 
 
 def test_a_worst_case_over_mappings_keyed_differently_is_refused():
@@ -160,3 +187,45 @@ def test_equal_keys_are_of_one_kind(x, y):
     keying it differently."""
     if x == y:
         assert key_kind(x) == key_kind(y) and hash(x) == hash(y)
+
+
+_IDS = st.integers(0, 3)
+_MIXED_KEYS = st.one_of(_IDS, st.lists(_IDS, min_size=1, max_size=2, unique=True).map(tuple),
+                        st.lists(_IDS, min_size=1, max_size=2, unique=True).map(lambda x: tuple(map(str, x))),
+                        st.frozensets(_IDS, min_size=1, max_size=2))
+
+
+def _shape(key):
+    """The kind of a key by its Python types alone (the twin of key_kind on these keys)."""
+    if isinstance(key, int):
+        return "int"
+    return (type(key).__name__, frozenset(type(x).__name__ for x in key))
+
+
+def _output(key):
+    """The output a key can stand for: a sequence of ids (ints, ids written as strings, an
+    int for k = 1) or a set of ids."""
+    if isinstance(key, frozenset):
+        return ("set", frozenset(key))
+    return ("sequence", (key,) if isinstance(key, int) else tuple(int(x) for x in key))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(_MIXED_KEYS, min_size=1, max_size=4), st.sets(_MIXED_KEYS, min_size=1, max_size=4))
+def test_two_mappings_are_refused_exactly_when_an_output_could_be_written_two_ways(keys_a, keys_b):
+    """Brute force over small mappings: refused exactly when the keys of the two are not all
+    of one shape; when accepted, no two different keys stand for one output."""
+    from exactdp._distributions import MappingDistribution, check_same_key_kinds
+
+    a = MappingDistribution({o: Fraction(1, len(keys_a)) for o in keys_a}, "a")
+    b = MappingDistribution({o: Fraction(1, len(keys_b)) for o in keys_b}, "b")
+    mixed = len({_shape(o) for o in keys_a | keys_b}) > 1
+    try:
+        check_same_key_kinds(a, b)
+        refused = False
+    except ArgumentTypeError:
+        refused = True
+    assert refused == mixed
+    if not refused:
+        keys = keys_a | keys_b
+        assert len({_output(o) for o in keys}) == len(keys)

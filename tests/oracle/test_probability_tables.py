@@ -144,8 +144,56 @@ def test_probability_strings_must_be_ascii(value, char):
     # Python's \d, int() and Fraction() read every Unicode decimal digit: "١/٢" was 1/2
     for fmt, text in [("json", json.dumps({"k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0": value, "1": "1/2"}}]})),
                       ("csv", f"counts,output,probability\n1 0,0,{value}\n1 0,1,1/2\n")]:
-        with pytest.raises(ProbabilityTableError, match=re.escape(f"probability {value!r} of output (0): must be written in "
-                                                                 f"ASCII (character {char} at position")):
+        # a CSV cell's whitespace other than spaces and tabs is refused before the number is read
+        reason = ("has the " if fmt == "csv" and char.endswith("SPACE") else "of output (0): must be written in ASCII (")
+        with pytest.raises(ProbabilityTableError, match=re.escape(f"probability {value!r} {reason}character {char} at position")):
             parse_probability_tables(text, f"t.{fmt}", fmt)
     with pytest.raises(ExactDPError, match=re.escape(char)):  # the epsilon claim too
         parse_probability_tables(json.dumps({"k": 1, "epsilon": value, "tables": [_TABLE]}), "t.json")
+
+
+@pytest.mark.parametrize("char, name", [
+    ("\u00a0", "U+00A0 NO-BREAK SPACE"), ("\u2003", "U+2003 EM SPACE"), ("\u3000", "U+3000 IDEOGRAPHIC SPACE"),
+    ("\u2028", "U+2028 LINE SEPARATOR"), ("\x85", "U+0085 NEXT LINE"), ("\x0c", "U+000C FORM FEED"),
+    ("\x0b", "U+000B LINE TABULATION"),
+])
+@pytest.mark.parametrize("column", [0, 1, 2])
+def test_csv_cells_trim_only_spaces_and_tabs(char, name, column):
+    # str.strip() dropped a no-break space (and every other Unicode whitespace) around a value
+    # silently, while other scripts' digits were refused; str.splitlines() broke a row at U+2028
+    row = ["1 0", "0", "1/2"]
+    row[column] = row[column] + char
+    text = f"counts,output,probability\n{','.join(row)}\n1 0,1,1/2\n"
+    what = ("counts", "output", "probability")[column]
+    with pytest.raises(ProbabilityTableError, match=re.escape(f"t.csv: line 2: {what} {row[column]!r} has the "
+                                                              f"character {name} at position ")):
+        parse_probability_tables(text, "t.csv", "csv")
+    inner = text.replace("1 0,1,", f"1{char}0,1,")  # between ids, where Unicode \s split them
+    with pytest.raises(ProbabilityTableError, match=re.escape(name)):
+        parse_probability_tables(inner.replace(row[column], ["1 0", "0", "1/2"][column]), "t.csv", "csv")
+    # spaces and tabs are trimmed; a comment may hold anything; CRLF and CR end lines
+    fine = f"# caf\u00e9{char}\r\ncounts , output,probability\r \t1 0\t, 0 ,\t1/2 \n1 0,1,1/2"
+    assert parse_probability_tables(fine, "t.csv", "csv").tables == {(1, 0): {(0,): Fraction(1, 2), (1,): Fraction(1, 2)}}
+
+
+def test_csv_header_and_blank_looking_lines_with_other_whitespace_are_refused():
+    with pytest.raises(ProbabilityTableError, match=re.escape("line 1: cell 'counts\\xa0' has the character U+00A0 "
+                                                              "NO-BREAK SPACE at position 6")):
+        parse_probability_tables("counts\u00a0,output,probability\n1 0,0,1\n", "t.csv", "csv")
+    with pytest.raises(ProbabilityTableError, match="line 2: cell '\\\\u2003' has the character U\\+2003 EM SPACE"):
+        parse_probability_tables("counts,output,probability\n\u2003\n1 0,0,1\n", "t.csv", "csv")
+
+
+@pytest.mark.parametrize("doc, fragment", [
+    ({"k": 1, "tables": [{"counts": "1\u00a00", "probabilities": {"0": "1/2", "1": "1/2"}}]},
+     "table 0: counts '1\\xa00' has the character U+00A0 NO-BREAK SPACE at position 1"),
+    ({"k": 1, "tables": [{"counts": ["1\u2003", 0], "probabilities": {"0": "1/2", "1": "1/2"}}]},
+     "table 0: count '1\\u2003' has the character U+2003 EM SPACE"),
+    ({"k": 1, "tables": [{"counts": [1, 0], "probabilities": {"0\u00a0": "1/2", "1": "1/2"}}]},
+     "table 0 (counts 1,0): output '0\\xa0' has the character U+00A0 NO-BREAK SPACE"),
+])
+def test_json_counts_and_output_keys_trim_only_spaces_and_tabs(doc, fragment):
+    with pytest.raises(ProbabilityTableError, match=re.escape(fragment)):
+        parse_probability_tables(json.dumps(doc), "t.json")
+    spaced = json.loads(json.dumps(doc).replace("\\u00a0", " ").replace("\\u2003", "\\t"))
+    assert parse_probability_tables(json.dumps(spaced), "t.json").counts_list == [(1, 0)]
