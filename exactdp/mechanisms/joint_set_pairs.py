@@ -394,6 +394,7 @@ def joint_set_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
     with gc_paused():  # many objects: no cyclic collection while they are made
-        order = np.lexsort((cell_b, cell_a)).tolist()
-        xs, ys = cell_a.tolist(), cell_b.tolist()
-        return {(xs[i], ys[i]): [SetWitness(p, int(La[xs[i]]), int(Lb[ys[i]])), sizes[i]] for i in order}
+        order = np.lexsort((cell_b, cell_a))
+        xs, ys = cell_a[order].tolist(), cell_b[order].tolist()
+        ua, ub = La.tolist(), Lb.tolist()  # Python ints: indexing numpy per cell costs more than the cell
+        return {(x, y): [SetWitness(p, ua[x], ub[y]), sizes[i]] for x, y, i in zip(xs, ys, order.tolist())}
