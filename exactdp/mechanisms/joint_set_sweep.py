@@ -124,12 +124,17 @@ class Staircase:
       from where the halves were valid, plus one for the read, instead of about three per
       changed row.
 
+    ``tail``: when set, a change by range leaves the forward half-chain valid to the end
+    of the change and beyond (the read at the split ``s = G``, which costs the same ``G -
+    F`` transfers), so that changes of the last rows that follow cost about one transfer
+    each (JointSet's pair count, :mod:`exactdp.mechanisms.joint_set_pairs`).
+
     >>> st = Staircase([1, 2], 3)
     >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])
     (2, 6, 1)
     """
 
-    __slots__ = ("k", "W", "eff", "ell", "V", "R", "f", "g", "count", "_series", "_falling")
+    __slots__ = ("k", "W", "eff", "ell", "V", "R", "f", "g", "count", "_series", "_falling", "tail")
 
     def __init__(self, eff: list[int], W: int, series: Optional[dict] = None):
         self.k = k = len(eff)
@@ -142,6 +147,7 @@ class Staircase:
         self.R: list = [None] * (k + 1)
         self.V[0], self.R[k] = fmpz_poly([1]), fmpz_poly([1])
         self.f, self.g = 0, k  # v_s is valid for s <= f, R_s for s >= g
+        self.tail = False
         self._meet(0, 0)
         self.count = int(self.R[0][k])  # N = [x^k] (v_0 R_0), v_0 = 1
 
@@ -245,7 +251,7 @@ class Staircase:
         self.f, self.g = F, G
         # any split s in [F, G] costs G - F transfers; the middle of this change is where
         # the next one most likely starts or ends, so the halves meet there
-        s = (first + last + 1) // 2
+        s = G if self.tail else (first + last + 1) // 2
         self._meet(s, s)
         n = k - s
         self.count = int(self.V[s].mul_low(self.R[s], n + 1)[n])
