@@ -698,13 +698,14 @@ class ExponentialPair:
         part exact when ``lam`` is rational: where it is 0 the gap is ``-sign C``, with the
         relative accuracy of ``C`` however tiny (``r`` itself, next to ``eps``, would
         need as many digits as ``C`` is small).  :meth:`balls` sets ``C`` first."""
-        lam = self.a.mechanism.table.scale.lam
-        delta = sign * self.deltas[g]
-        if lam is not None:
-            part = rational_ball(lam * delta - eps)
-        else:
-            part = self.a.mechanism.table.scale.lam_ball() * delta - rational_ball(eps)
-        return part - sign * self.shared
+        return self._shift(sign * self.deltas[g], eps) - sign * self.shared
+
+    def _shift(self, delta: Any, eps: Fraction) -> arb:
+        """``lam * delta - eps``, exact (one rational rounded once) when ``lam`` is rational."""
+        scale = self.a.mechanism.table.scale
+        if scale.lam is not None:
+            return rational_ball(scale.lam * delta - eps)
+        return scale.lam_ball() * delta - rational_ball(eps)
 
     def loss(self, digits_wanted: int) -> Optional[tuple]:
         """``max |r|`` over the cells, certified to ``digits_wanted`` digits: ``(value, index
@@ -942,7 +943,7 @@ class PermuteAndFlipPair(ExponentialPair):
             pb.append(n * fb.probability(j, v))
             delta = (u - int(ua[0])) - (v - int(ub[0]))
             deltas.append(delta)
-            e = fa.log_probability(i, u) - fb.log_probability(j, v) - self._lam_times(delta)
+            e = fa.log_probability(i, u) - fb.log_probability(j, v) - self._shift(delta, _ZERO)
             if shape is not None:
                 g_a, g_b = shape.gaps_a[i], shape.gaps_b[j]
                 if not (shape.sizes.get(0, 0) - (g_a == 0) + (g_b == 0)):
@@ -963,12 +964,6 @@ class PermuteAndFlipPair(ExponentialPair):
         j = int(self.y[c])
         return forms[1].probability(j, int(self._ub[j]))
 
-    def _lam_times(self, delta: int) -> arb:
-        lam = self.a.mechanism.table.scale.lam
-        if lam is not None:
-            return rational_ball(lam * delta)
-        return self.a.mechanism.table.scale.lam_ball() * delta
-
     def usable(self, digits: int) -> bool:
         """Whether both sides have a form at the working precision of ``digits`` digits
         (the shared values made there are kept by the rule for the first :meth:`balls`)."""
@@ -979,13 +974,7 @@ class PermuteAndFlipPair(ExponentialPair):
         """``sign * r - eps`` of class ``g`` as ``(sign lam delta - eps) + sign (r - lam
         delta)``, the first part exact when ``lam`` is rational (:meth:`balls` sets the
         second)."""
-        lam = self.a.mechanism.table.scale.lam
-        delta = sign * self._class_deltas[g]
-        if lam is not None:
-            part = rational_ball(lam * delta - eps)
-        else:
-            part = self.a.mechanism.table.scale.lam_ball() * delta - rational_ball(eps)
-        return part + sign * self._extra[g]
+        return self._shift(sign * self._class_deltas[g], eps) + sign * self._extra[g]
 
     def loss(self, digits_wanted: int) -> Optional[tuple]:
         """As :meth:`ExponentialPair.loss`, but a class whose ``r`` contains 0 is allowed
