@@ -1,4 +1,4 @@
-"""Reading another implementation's probability tables (JSON or CSV) for the audits.
+r"""Reading another implementation's probability tables (JSON or CSV) for the audits.
 
 A third-party top-k mechanism is audited from its own output distributions: one table
 ``output -> probability`` per count vector.  :func:`read_probability_tables` reads them
@@ -37,7 +37,7 @@ so is a key other than those above (:data:`JSON_KEYS` at the top level,
 probability string is ASCII (``"١/٣"`` and ``"０.５"`` are refused, naming the character).
 Each error names the file, the table or line and the value at fault.
 
->>> t = parse_probability_tables('counts,output,probability\\n1 0,0,3/4\\n1 0,1,1/4\\n', "t.csv")
+>>> t = parse_probability_tables('counts,output,probability\n1 0,0,3/4\n1 0,1,1/4\n', "t.csv")
 >>> t.k, t.output_kind, t.counts_list
 (1, 'sequence', [(1, 0)])
 >>> t.factory()((1, 0))
