@@ -242,3 +242,39 @@ def test_negative_control_the_second_order_term_is_checked(quadrature, monkeypat
         patch.setattr(pnf_levels.PnfLevels, "form", shrunk)
         with pytest.raises(AssertionError):
             test_tiny_notions_against_brute_force(None)
+
+
+@pytest.mark.parametrize("route", ["quadrature", "polynomial"])
+@pytest.mark.parametrize("engine", [True, False])
+def test_witness_log_probability_near_one_keeps_its_digits(monkeypatch, route, engine):
+    """At epsilon 1000 the witness of ``1, 2`` against ``2, 1`` (k = 1) has ``P_a = 1 -
+    e^(-500)/2``: ``ln P_a = log1p(-e^(-500)/2)``, about ``-3.6e-218``, to ``dps`` relative
+    digits (it was ``ln`` of the certified ``P_a``, right only to about ``10^-50``
+    absolutely), with the engine and without it, on both routes."""
+    if route == "quadrature":
+        monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
+    if not engine:
+        monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+    loss = audit.privacy_loss(exactdp.PNFJoint([1, 2], 1, epsilon=1000), exactdp.PNFJoint([2, 1], 1, epsilon=1000), DPS)
+    near_one, far = (loss.log_p_a, loss.log_p_b) if loss.direction == "a>b" else (loss.log_p_b, loss.log_p_a)
+    with mpmath.workdps(80):
+        want = mpmath.log1p(-mpmath.exp(-500) / 2)
+        assert abs(near_one - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (near_one, want)
+        assert abs(far - (-500 - mpmath.log(2))) <= 500 * mpmath.mpf(10) ** -DPS  # P_b = e^(-500) / 2
+
+
+def test_witness_log_probability_near_one_other_sides():
+    """The same for Peeling (``ln P`` was reported as exactly 0) and for mappings
+    (``ln(1 - 10^-100)`` was reported as about ``-4e-50``)."""
+    loss = audit.privacy_loss(exactdp.Peeling([1, 2], 1, epsilon=1000), exactdp.Peeling([2, 1], 1, epsilon=1000), DPS)
+    near_one = loss.log_p_a if loss.direction == "a>b" else loss.log_p_b
+    with mpmath.workdps(80):
+        want = -mpmath.log1p(mpmath.exp(-1000))
+        assert abs(near_one - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (near_one, want)
+    a = {0: 1 - Fraction(1, 10**100), 1: Fraction(1, 10**100)}
+    b = {0: Fraction(1, 10**300), 1: 1 - Fraction(1, 10**300)}
+    loss = audit.privacy_loss(a, b, DPS)
+    assert loss.witness == 0
+    with mpmath.workdps(80):
+        want = mpmath.log1p(-mpmath.mpf(10) ** -100)
+        assert abs(loss.log_p_a - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (loss.log_p_a, want)
