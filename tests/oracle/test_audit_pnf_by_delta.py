@@ -278,3 +278,44 @@ def test_witness_log_probability_near_one_other_sides():
     with mpmath.workdps(80):
         want = mpmath.log1p(-mpmath.mpf(10) ** -100)
         assert abs(loss.log_p_a - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (loss.log_p_a, want)
+
+
+def _no_hang(seconds: int = 60):
+    """Turn a hang into a failure (SIGALRM; the tests run in the main thread)."""
+    import signal
+
+    def stop(signum, frame):
+        raise AssertionError(f"still running after {seconds} s")
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    return signal
+
+
+def test_an_astronomically_small_bound_is_stated_without_hanging(quadrature):
+    """``delta(0)`` of PNFJoint ``0, X + 1, X`` against ``-1, X + 1, X`` (X = 2**70, k = 3)
+    is about ``10**-(2.6 * 10**20)``: its error message states the proven bound (the power
+    of ten above it was searched with 64-bit powers of ten, wider than themselves at that
+    exponent, and the search never ended)."""
+    from exactdp._notion_basics import _power_of_ten_above
+    from exactdp.errors import PrecisionError
+    from flint import arb
+
+    signal = _no_hang()
+    try:
+        with flint_workprec(256):
+            tiny, huge = 3 * arb(10) ** -(10**20), arb(10) ** (10**20) * 7 / 5
+        with flint_workprec(64):
+            assert _power_of_ten_above(tiny) == -(10**20) + 1
+            assert _power_of_ten_above(huge) == 10**20 + 1
+            assert _power_of_ten_above(arb(7)) == 1 and _power_of_ten_above(arb(10)) == 1
+        X = 2**70
+        a, b = exactdp.PNFJoint([0, X + 1, X], 3, epsilon=1), exactdp.PNFJoint([-1, X + 1, X], 3, epsilon=1)
+        try:
+            found = audit.privacy_profile(a, b, 0, DPS)
+        except PrecisionError as error:
+            assert "e-256362213129394264403" in str(error), str(error)
+        else:  # a later version may certify it: the value then matches delta(0) >= delta(1/3)
+            assert found.delta >= audit.privacy_profile(a, b, Fraction(1, 3), DPS).delta > 0
+    finally:
+        signal.alarm(0)
