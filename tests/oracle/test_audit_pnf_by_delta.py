@@ -319,3 +319,43 @@ def test_an_astronomically_small_bound_is_stated_without_hanging(quadrature):
             assert found.delta >= audit.privacy_profile(a, b, Fraction(1, 3), DPS).delta > 0
     finally:
         signal.alarm(0)
+
+
+def test_second_order_terms_keep_the_working_precision():
+    """``h(r)`` of a tiny ``r`` to the working precision, not to about ``|r|`` (the series
+    was cut after its ``r^2`` term, so ``r = 10^-8`` had 8 certified digits at any
+    precision): against mpmath at 200 digits, for several orders, ``alpha = 1`` (KL) and a
+    huge ``alpha``; a ball around 0 still gives ``[0, bound]``."""
+    from flint import arb
+    from exactdp._renyi import _h_ball
+
+    for text, alpha in (("1e-8", Fraction(2)), ("-3e-9", Fraction(3, 2)), ("1e-8", Fraction(1)),
+                        ("2e-6", Fraction(10**6)), ("1e-30", Fraction(7, 3)), ("1e-3", Fraction(2))):
+        with flint_workprec(400):
+            h = _h_ball(arb(text), alpha)
+            with mpmath.workdps(200):
+                x, a = mpmath.mpf(text), mpmath.mpf(alpha.numerator) / alpha.denominator
+                want = x * mpmath.exp(x) - mpmath.exp(x) + 1 if alpha == 1 else mpmath.expm1(a * x) - a * mpmath.expm1(x)
+                assert h.contains(arb(mpmath.nstr(want, 150))), (text, alpha)
+            assert h.rad() <= abs(h.mid()) * arb(10) ** -100, (text, alpha, h)
+    with flint_workprec(400):
+        around = _h_ball(arb(0, arb("1e-40")), Fraction(2))
+        assert around.contains(0) and around.upper() <= arb("1.0001e-80")  # [0, (alpha^2 - alpha) R^2 / 2]
+
+
+def test_zcdp_at_a_tiny_epsilon_converges_through_the_engine(quadrature, monkeypatch):
+    """PNFJoint ``3, 2, 1, 0`` against ``3, 2, 2, 0`` (k = 2) at epsilon ``10^-6``: every
+    log-ratio is about ``10^-7``, and the engine's divergences were certified to about 7
+    digits at any precision, so the bracket stayed ``[2.8e-14, 8.4e-14]`` after 0 steps;
+    it now converges, and overlaps the per-cell path's."""
+    a = exactdp.PNFJoint([3, 2, 1, 0], 2, epsilon=Fraction(1, 10**6))
+    b = exactdp.PNFJoint([3, 2, 2, 0], 2, epsilon=Fraction(1, 10**6))
+    with monkeypatch.context() as patch:
+        made = _spy(patch)
+        fast = audit.zcdp_rho(a, b)
+        assert any(isinstance(m, _distributions.PermuteAndFlipPair) for m in made)
+    with monkeypatch.context() as patch:
+        patch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+        slow = audit.zcdp_rho(a, b)
+    assert fast.converged and slow.converged, (fast, slow)
+    assert fast.lower <= slow.upper and slow.lower <= fast.upper, (fast, slow)
