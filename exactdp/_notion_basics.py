@@ -19,7 +19,7 @@ from flint import arb
 from ._distributions import ExponentialPair, Pair
 from ._groups import Groups
 from .core._lazy import sympy
-from .core.precision import ball_to_mpf, flint_workprec, prec_for_dps
+from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
 from .core.validation import as_rational
 from .errors import PrecisionError
 
@@ -47,9 +47,14 @@ def _rational(value: Any, argument: str) -> Fraction:
 def _power_of_ten_above(upper: arb) -> int:
     """The least integer ``e`` (found from a float guess, then proven in arb) with
     ``10**e >= upper`` for a positive finite ``upper``: a bound that is stated is proven,
-    not rounded."""
-    with flint_workprec(64):
-        exponent = int(mpmath.floor(mpmath.log10(ball_to_mpf(upper)))) + 1
+    not rounded.  The guess and the powers carry as many more digits and bits as the
+    exponent has (a bound such as ``10**-(5.9 * 10**20)``, from counts near ``2**70``, made
+    64-bit powers of ten wider than themselves, and the search never ended)."""
+    mid = ball_to_mpf(upper)
+    size = len(str(abs(int(mpmath.mag(mid)))))  # digits of the binary exponent
+    with mp_workdps(20 + size):
+        exponent = int(mpmath.floor(mpmath.log10(mid))) + 1
+    with flint_workprec(64 + 2 * abs(exponent).bit_length()):
         while not arb(10) ** exponent >= upper:
             exponent += 1
         while arb(10) ** (exponent - 1) >= upper:

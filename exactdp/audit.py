@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import mpmath
@@ -218,6 +219,36 @@ def _log_ball(p: mpmath.mpf, error: arb) -> Optional[arb]:
     return arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2() + error
 
 
+#: A witness's ``ln P`` below this in magnitude is taken from the mechanism itself
+#: (:func:`_witness_log`): the audit's own value is ``ln`` of a probability certified to
+#: relative digits, so near ``P = 1`` it has only absolute accuracy.
+_LOG_NEAR_ZERO = mpmath.mpf(10) ** -8
+
+
+def _witness_log(mechanism: Any, witness: Any, value: mpmath.mpf, digits: int) -> mpmath.mpf:
+    """``ln P(witness)`` to ``digits`` relative digits: ``value`` (the audit's, with an
+    absolute error far below ``10**-(digits + 8)``) unless it is within ``10**-8`` of 0 (or 0),
+    where that error is not small relative to it (``P`` next to 1: the top output of a large
+    ``epsilon``); then the mechanism's own certified ``log_probability``."""
+    if abs(value) >= _LOG_NEAR_ZERO:
+        return value
+    if hasattr(mechanism, "log_probability"):
+        return mechanism.log_probability(witness, dps=digits)
+    if isinstance(mechanism, Mapping):  # ln P = log1p(P - 1) with P - 1 exact
+        try:
+            exact = Fraction(mechanism[witness])
+        except (KeyError, TypeError, ValueError):
+            return value
+        if exact <= 0:
+            return value
+        with mp_workdps(digits + 10):
+            below = exact - 1
+            result = mpmath.log1p(mpmath.mpf(below.numerator) / below.denominator)
+        with mp_workdps(digits + 5):
+            return +result
+    return value
+
+
 def _log_error(digits: int) -> arb:
     """``[-2·10**-digits, 2·10**-digits]``: the bound of :func:`_log_ball`."""
     return arb(2) * arb(10) ** (-digits) * arb(0, 1)
@@ -352,6 +383,7 @@ def privacy_loss(
             la = groups_a.index(witness)
             with mp_workdps(digits_wanted + 5):
                 lp = mpmath.log(pa[la])
+            lp = _witness_log(mechanism_a, witness, lp, digits_wanted)
             return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
         raise PrecisionError(
             "dps", digits_wanted,
@@ -362,6 +394,8 @@ def privacy_loss(
     direction = "a>b" if w_ball.mid() > 0 else "b>a"
     with mp_workdps(digits_wanted + 5):
         log_a, log_b = +mpmath.log(pa[w_la]), +mpmath.log(pb[w_lb])
+    log_a = _witness_log(mechanism_a, witness, log_a, digits_wanted)
+    log_b = _witness_log(mechanism_b, witness, log_b, digits_wanted)
     return PrivacyLoss(value, witness, direction, log_a, log_b, digits_wanted, w_size, table, visited)
 
 
@@ -382,6 +416,8 @@ def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int,
         witness = frozenset(witness) if isinstance(witness, AbstractSet) else tuple(witness)
     with mp_workdps(digits + 5):
         log_a, log_b = +log_a, +log_b
+    log_a = _witness_log(groups_a.mechanism, witness, log_a, digits)
+    log_b = _witness_log(groups_b.mechanism, witness, log_b, digits)
     return PrivacyLoss(value, witness, "a>b" if signed[best] > 0 else "b>a", log_a, log_b, digits, size,
                        rows, visited)
 
@@ -397,6 +433,8 @@ def _loss_with_mapping(a: Any, b: Any, digits: int, limit: int) -> PrivacyLoss:
     s = signed[best]
     direction = "equal" if zero else ("a>b" if s > 0 else "b>a")
     log_a, log_b = logs[best]
+    log_a = _witness_log(a, cell.witness, log_a, digits)
+    log_b = _witness_log(b, cell.witness, log_b, digits)
     return PrivacyLoss(value, cell.witness, direction, log_a, log_b, digits, cell.outputs, tuple(rows),
                        len(pair.cells), zero)
 

@@ -242,3 +242,120 @@ def test_negative_control_the_second_order_term_is_checked(quadrature, monkeypat
         patch.setattr(pnf_levels.PnfLevels, "form", shrunk)
         with pytest.raises(AssertionError):
             test_tiny_notions_against_brute_force(None)
+
+
+@pytest.mark.parametrize("route", ["quadrature", "polynomial"])
+@pytest.mark.parametrize("engine", [True, False])
+def test_witness_log_probability_near_one_keeps_its_digits(monkeypatch, route, engine):
+    """At epsilon 1000 the witness of ``1, 2`` against ``2, 1`` (k = 1) has ``P_a = 1 -
+    e^(-500)/2``: ``ln P_a = log1p(-e^(-500)/2)``, about ``-3.6e-218``, to ``dps`` relative
+    digits (it was ``ln`` of the certified ``P_a``, right only to about ``10^-50``
+    absolutely), with the engine and without it, on both routes."""
+    if route == "quadrature":
+        monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
+    if not engine:
+        monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+    loss = audit.privacy_loss(exactdp.PNFJoint([1, 2], 1, epsilon=1000), exactdp.PNFJoint([2, 1], 1, epsilon=1000), DPS)
+    near_one, far = (loss.log_p_a, loss.log_p_b) if loss.direction == "a>b" else (loss.log_p_b, loss.log_p_a)
+    with mpmath.workdps(80):
+        want = mpmath.log1p(-mpmath.exp(-500) / 2)
+        assert abs(near_one - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (near_one, want)
+        assert abs(far - (-500 - mpmath.log(2))) <= 500 * mpmath.mpf(10) ** -DPS  # P_b = e^(-500) / 2
+
+
+def test_witness_log_probability_near_one_other_sides():
+    """The same for Peeling (``ln P`` was reported as exactly 0) and for mappings
+    (``ln(1 - 10^-100)`` was reported as about ``-4e-50``)."""
+    loss = audit.privacy_loss(exactdp.Peeling([1, 2], 1, epsilon=1000), exactdp.Peeling([2, 1], 1, epsilon=1000), DPS)
+    near_one = loss.log_p_a if loss.direction == "a>b" else loss.log_p_b
+    with mpmath.workdps(80):
+        want = -mpmath.log1p(mpmath.exp(-1000))
+        assert abs(near_one - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (near_one, want)
+    a = {0: 1 - Fraction(1, 10**100), 1: Fraction(1, 10**100)}
+    b = {0: Fraction(1, 10**300), 1: 1 - Fraction(1, 10**300)}
+    loss = audit.privacy_loss(a, b, DPS)
+    assert loss.witness == 0
+    with mpmath.workdps(80):
+        want = mpmath.log1p(-mpmath.mpf(10) ** -100)
+        assert abs(loss.log_p_a - want) <= abs(want) * mpmath.mpf(10) ** -DPS, (loss.log_p_a, want)
+
+
+def _no_hang(seconds: int = 60):
+    """Turn a hang into a failure (SIGALRM; the tests run in the main thread)."""
+    import signal
+
+    def stop(signum, frame):
+        raise AssertionError(f"still running after {seconds} s")
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    return signal
+
+
+def test_an_astronomically_small_bound_is_stated_without_hanging(quadrature):
+    """``delta(0)`` of PNFJoint ``0, X + 1, X`` against ``-1, X + 1, X`` (X = 2**70, k = 3)
+    is about ``10**-(2.6 * 10**20)``: its error message states the proven bound (the power
+    of ten above it was searched with 64-bit powers of ten, wider than themselves at that
+    exponent, and the search never ended)."""
+    from exactdp._notion_basics import _power_of_ten_above
+    from exactdp.errors import PrecisionError
+    from flint import arb
+
+    signal = _no_hang()
+    try:
+        with flint_workprec(256):
+            tiny, huge = 3 * arb(10) ** -(10**20), arb(10) ** (10**20) * 7 / 5
+        with flint_workprec(64):
+            assert _power_of_ten_above(tiny) == -(10**20) + 1
+            assert _power_of_ten_above(huge) == 10**20 + 1
+            assert _power_of_ten_above(arb(7)) == 1 and _power_of_ten_above(arb(10)) == 1
+        X = 2**70
+        a, b = exactdp.PNFJoint([0, X + 1, X], 3, epsilon=1), exactdp.PNFJoint([-1, X + 1, X], 3, epsilon=1)
+        try:
+            found = audit.privacy_profile(a, b, 0, DPS)
+        except PrecisionError as error:
+            assert "e-256362213129394264403" in str(error), str(error)
+        else:  # a later version may certify it: the value then matches delta(0) >= delta(1/3)
+            assert found.delta >= audit.privacy_profile(a, b, Fraction(1, 3), DPS).delta > 0
+    finally:
+        signal.alarm(0)
+
+
+def test_second_order_terms_keep_the_working_precision():
+    """``h(r)`` of a tiny ``r`` to the working precision, not to about ``|r|`` (the series
+    was cut after its ``r^2`` term, so ``r = 10^-8`` had 8 certified digits at any
+    precision): against mpmath at 200 digits, for several orders, ``alpha = 1`` (KL) and a
+    huge ``alpha``; a ball around 0 still gives ``[0, bound]``."""
+    from flint import arb
+    from exactdp._renyi import _h_ball
+
+    for text, alpha in (("1e-8", Fraction(2)), ("-3e-9", Fraction(3, 2)), ("1e-8", Fraction(1)),
+                        ("2e-6", Fraction(10**6)), ("1e-30", Fraction(7, 3)), ("1e-3", Fraction(2))):
+        with flint_workprec(400):
+            h = _h_ball(arb(text), alpha)
+            with mpmath.workdps(200):
+                x, a = mpmath.mpf(text), mpmath.mpf(alpha.numerator) / alpha.denominator
+                want = x * mpmath.exp(x) - mpmath.exp(x) + 1 if alpha == 1 else mpmath.expm1(a * x) - a * mpmath.expm1(x)
+                assert h.contains(arb(mpmath.nstr(want, 150))), (text, alpha)
+            assert h.rad() <= abs(h.mid()) * arb(10) ** -100, (text, alpha, h)
+    with flint_workprec(400):
+        around = _h_ball(arb(0, arb("1e-40")), Fraction(2))
+        assert around.contains(0) and around.upper() <= arb("1.0001e-80")  # [0, (alpha^2 - alpha) R^2 / 2]
+
+
+def test_zcdp_at_a_tiny_epsilon_converges_through_the_engine(quadrature, monkeypatch):
+    """PNFJoint ``3, 2, 1, 0`` against ``3, 2, 2, 0`` (k = 2) at epsilon ``10^-6``: every
+    log-ratio is about ``10^-7``, and the engine's divergences were certified to about 7
+    digits at any precision, so the bracket stayed ``[2.8e-14, 8.4e-14]`` after 0 steps;
+    it now converges, and overlaps the per-cell path's."""
+    a = exactdp.PNFJoint([3, 2, 1, 0], 2, epsilon=Fraction(1, 10**6))
+    b = exactdp.PNFJoint([3, 2, 2, 0], 2, epsilon=Fraction(1, 10**6))
+    with monkeypatch.context() as patch:
+        made = _spy(patch)
+        fast = audit.zcdp_rho(a, b)
+        assert any(isinstance(m, _distributions.PermuteAndFlipPair) for m in made)
+    with monkeypatch.context() as patch:
+        patch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+        slow = audit.zcdp_rho(a, b)
+    assert fast.converged and slow.converged, (fast, slow)
+    assert fast.lower <= slow.upper and slow.lower <= fast.upper, (fast, slow)
