@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 from flint import arb, ctx, fmpz
@@ -363,8 +363,12 @@ class Pair:
         return [bound if e else None for e in equal]
 
     def _table_differences(self) -> Optional[tuple[list[Any], list[Any], dict[Any, int]]]:
-        """:func:`table_differences` of the two sides."""
-        return table_differences(self.a, self.b)
+        """:func:`table_differences` of the two sides, computed once (a pass over every
+        level of both: :meth:`log_ratio_bounds` and :meth:`log_ratio_enclosure` share it)."""
+        tables = getattr(self, "_tables", False)
+        if tables is False:
+            tables = self._tables = table_differences(self.a, self.b)
+        return tables
 
     def _log_ratio_shape(self) -> Optional[tuple[list[tuple[Any, int]], Any, list[bool]]]:
         """The exact part of :meth:`log_ratio_bounds`: ``[(gap, |c|)]``, the ``lam`` ball's
@@ -421,7 +425,7 @@ class Pair:
         key = (g_a, g_b) if g_a != g_b else (g_b == 0,)
         j = known.get(key)
         if j is None:
-            j = known[key] = self._enclosure_of(g_a, g_b, shape, totals)
+            j = known[key] = enclosure_ball(g_a, g_b, shape, totals)
         ell = Fraction(g_a - g_b) if g_a != g_b else _ZERO
         if direction == "b>a":
             ell, j = -ell, -j
@@ -433,18 +437,12 @@ class Pair:
         return self._enclosure_shape_once() is not None
 
     def _enclosure_shape_once(self) -> Optional["_EnclosureShape"]:
+        """The exact part of :meth:`log_ratio_enclosure` (:func:`enclosure_shape`), computed
+        once; also what this pair's per-delta engine reads (:func:`exactdp._notion_basics._by_delta`)."""
         shape = getattr(self, "_enclosure", False)
         if shape is False:
-            shape = self._enclosure = self._enclosure_shape()
+            shape = self._enclosure = enclosure_shape(self.a, self.b, self._table_differences())
         return shape
-
-    def _enclosure_of(self, g_a: Any, g_b: Any, shape: "_EnclosureShape", totals: list) -> arb:
-        """:func:`enclosure_ball` (the ball ``J`` of :meth:`log_ratio_enclosure`)."""
-        return enclosure_ball(g_a, g_b, shape, totals)
-
-    def _enclosure_shape(self) -> Optional["_EnclosureShape"]:
-        """The exact part of :meth:`log_ratio_enclosure` (:func:`enclosure_shape`)."""
-        return enclosure_shape(self.a, self.b, self._table_differences())
 
     def exact(self, cell: Cell) -> tuple[Any, Any]:
         """Exact ``P(o)``, ``Q(o)`` of the cell's witness (Fractions or sympy expressions;
@@ -605,9 +603,9 @@ class ExponentialPair:
     the caller fall back to the per-cell computation, which decides exact equalities.
     """
 
-    #: Whether the log-ratios are known only to the working precision where they are tiny
-    #: (:class:`PermuteAndFlipPair`): divergences are then formed so that a tiny ``r``
-    #: adds to second order only (:func:`exactdp._renyi._divergence_by_delta`).
+    #: Whether a log-ratio may be known only to the working precision where it is tiny
+    #: (:class:`PermuteAndFlipPair`): divergences are then formed so that such an ``r``
+    #: adds to second order only (:func:`exactdp._renyi._divergence_of`).
     second_order = False
 
     def __init__(self, a: Groups, b: Groups, x: np.ndarray, y: np.ndarray, sizes: np.ndarray,
@@ -621,16 +619,19 @@ class ExponentialPair:
         self.cells = np.split(order, np.cumsum(np.bincount(of_cell, minlength=len(deltas)))[:-1])
         self.terms_a = [_terms(x[cells], sizes[cells], ua) for cells in self.cells]
         self.terms_b = [_terms(y[cells], sizes[cells], ub) for cells in self.cells]
-        spread = max(int(ua[-1] - ua[0]), int(ub[-1] - ub[0]), 1, key=abs)
         #: guard bits: the rounding of ``lam (u - u_0)`` becomes relative error of its exp
-        self.guard = abs(spread).bit_length() + 8
+        self.guard = _guard_bits(ua, ub)
 
     @classmethod
-    def of(cls, a: Any, b: Any, keys: Sequence[tuple[Any, Any]], sizes: Sequence[int]) -> Optional["ExponentialPair"]:
+    def of(cls, a: Any, b: Any, keys: Sequence[tuple[Any, Any]], sizes: Sequence[int],
+           shape_of: Optional[Callable[[], Optional["_EnclosureShape"]]] = None) -> Optional["ExponentialPair"]:
         """The engine for two views and their cells ``keys[c] = (group under a, group under
         b)`` of ``sizes[c]`` outputs, or None when it does not apply (a mapping side, no
-        ``log_form``, two weight exponents not equal by their exact epsilon/divisor or base,
-        a probability 0, utilities that are not integers, too many deltas)."""
+        ``log_form`` or ``pnf_form``, two weight exponents not equal by their exact
+        epsilon/divisor or base, a probability 0, utilities that are not integers, too many
+        deltas).  ``shape_of``: where a :class:`PermuteAndFlipPair` reads the level tables'
+        :func:`enclosure_shape` (a :class:`Pair`'s own, so the two do not each pass over
+        every level); default computed by the engine."""
         if not (isinstance(a, Groups) and isinstance(b, Groups)):
             return None
         engine: type[ExponentialPair]
@@ -650,10 +651,11 @@ class ExponentialPair:
         deltas, of_cell = np.unique(ua[x] - ub[y] - (ua[0] - ub[0]), return_inverse=True)
         if len(deltas) > MAX_DELTAS:
             return None
-        fast = engine(a, b, x, y, np.asarray(sizes, dtype=object), ua, ub, deltas, of_cell.reshape(-1))
-        if isinstance(fast, PermuteAndFlipPair) and not fast.usable(a.dps + 10):
-            return None
-        return fast
+        arrays = (a, b, x, y, np.asarray(sizes, dtype=object), ua, ub, deltas, of_cell.reshape(-1))
+        if engine is not PermuteAndFlipPair:
+            return engine(*arrays)
+        fast = PermuteAndFlipPair(*arrays, shape_of=shape_of)
+        return fast if fast.usable(a.dps + 10) else None
 
     def prec(self, digits: int) -> int:
         return prec_for_dps(digits, 40) + self.guard
@@ -819,6 +821,14 @@ def enclosure_ball(g_a: Any, g_b: Any, shape: "_EnclosureShape", totals: list) -
     # ends differ by orders of magnitude, as they do when m is known only loosely)
     return (lower + upper) / 2 + ((upper - lower) / 2).upper() * arb(0, 1)
 
+
+def _guard_bits(ua: np.ndarray, ub: np.ndarray) -> int:
+    """Guard bits for the utility spread of both sides (the rounding of ``lam (u - u_0)``
+    becomes relative error of its ``exp``)."""
+    spread = max(int(ua[-1] - ua[0]), int(ub[-1] - ub[0]), 1, key=abs)
+    return abs(spread).bit_length() + 8
+
+
 class PermuteAndFlipPair(ExponentialPair):
     """Two permute-and-flip sides with one ``lam`` over the cells of a pair, the levels far
     below the best taken per value of ``delta`` as :class:`ExponentialPair` takes every level.
@@ -834,27 +844,28 @@ class PermuteAndFlipPair(ExponentialPair):
     Heavy-tailed counts have heads of a few levels, so a pair of half a million cells needs
     a handful of integrals instead of one per level.
 
-    Unlike :class:`ExponentialPair`, ``C`` is known to the working precision only, not with
-    relative accuracy when it is tiny: a ball of ``r`` may contain 0 without ``r`` being 0.
-    :meth:`loss` then needs only the largest ``|r|`` to exclude 0; the other notions return
-    None on an undecided sign as before (their callers then work cell by cell), and
-    divergences are formed to second order in ``r`` (:attr:`second_order`).  The heads are
-    chosen at the first working precision and kept, so the classes do not change as the
-    precision grows.
+    Unlike :class:`ExponentialPair`, ``C`` is no sum in which the shared levels cancel
+    exactly: its ball is the narrower of the two quadratures' difference and the level
+    tables' enclosure (:meth:`balls`), and a ball of ``r`` may still contain 0 without ``r``
+    being 0.  :meth:`loss` then needs only the largest ``|r|`` to exclude 0; divergences are
+    formed to second order in ``r`` (:attr:`second_order`); the privacy profile decides a
+    class that straddles ``epsilon`` cell by cell (:meth:`cell_probability`); anything else
+    undecided returns None as before (the callers then work cell by cell).  The heads grow
+    with the working precision, and the classes are remade for each (:meth:`forms`).
     """
 
     second_order = True
 
     def __init__(self, a: Groups, b: Groups, x: np.ndarray, y: np.ndarray, sizes: np.ndarray,
-                 ua: np.ndarray, ub: np.ndarray, deltas: np.ndarray, of_cell: np.ndarray):
+                 ua: np.ndarray, ub: np.ndarray, deltas: np.ndarray, of_cell: np.ndarray,
+                 shape_of: Optional[Callable[[], Optional["_EnclosureShape"]]] = None):
         self.a, self.b = a, b
         self.x, self.y = x, y
         self._sizes, self._ua, self._ub = sizes, ua, ub
         self._all_deltas, self._delta_of = deltas, of_cell
-        spread = max(int(ua[-1] - ua[0]), int(ub[-1] - ub[0]), 1, key=abs)
-        self.guard = abs(spread).bit_length() + 8
+        self.guard = _guard_bits(ua, ub)
         self.heads: Optional[tuple[int, int]] = None
-        self.head_r: list[arb] = []
+        self._shape_of = shape_of
 
     def _classes(self, head_a: int, head_b: int) -> None:
         """The classes once the heads are known: per ``delta`` the cells with both levels
@@ -890,9 +901,12 @@ class PermuteAndFlipPair(ExponentialPair):
         return fa, fb
 
     def _ratio_shape(self) -> Optional["_EnclosureShape"]:
+        """The level tables' :func:`enclosure_shape`, once: from ``shape_of`` (the pair's own,
+        when a :class:`Pair` made this engine) or computed here."""
         shape = getattr(self, "_shape", False)
         if shape is False:
-            shape = self._shape = enclosure_shape(self.a, self.b, table_differences(self.a, self.b))
+            shape = self._shape = (self._shape_of() if self._shape_of is not None
+                                   else enclosure_shape(self.a, self.b, table_differences(self.a, self.b)))
         return shape
 
     def balls(self) -> tuple[list[arb], list[arb], list[arb], Any, Any]:

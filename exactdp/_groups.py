@@ -158,12 +158,11 @@ class Groups:
         except TypeError:  # utilities that do not subtract: not a numeric rule's levels
             return False
 
-    def pnf_form(self, head: Optional[int] = None) -> Any:
+    def pnf_form(self) -> Any:
         """The rule's :class:`~exactdp.rules.pnf_levels.PnfForm` of the mechanism's level
-        table at flint's current precision (``head`` levels one by one; default the rule's
-        choice), or None (:meth:`pnf_form_rule`)."""
+        table at flint's current precision, or None (:meth:`pnf_form_rule`)."""
         rule = self.pnf_form_rule()
-        return None if rule is None else rule.pnf_form(self.mechanism.table, head)
+        return None if rule is None else rule.pnf_form(self.mechanism.table)
 
     def log_form(self) -> Any:
         """The rule's ``LogForm`` of the groups at flint's current precision

@@ -164,7 +164,8 @@ def _cap(dps: int) -> int:
 
 
 def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
-    return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells])
+    return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells],
+                              pair._enclosure_shape_once)
 
 
 def _identical(pair: Pair) -> bool:

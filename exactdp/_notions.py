@@ -223,10 +223,8 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
                     positive_cells += cells
                 if positive_cells and not (total > 0 and is_accurate(total, digits_wanted)):
                     break
-                positive = positive_cells  # (only whether any is positive is read below)
-                cells = sorted(positive_cells)
-                carriers = tuple((pair.cells[c].witness, pair.cells[c].outputs) for c in cells)
-                done.append((ball_to_mpf(total) if positive else mpmath.mpf(0), not positive, carriers))
+                carriers = tuple((pair.cells[c].witness, pair.cells[c].outputs) for c in sorted(positive_cells))
+                done.append((ball_to_mpf(total) if positive_cells else mpmath.mpf(0), not positive_cells, carriers))
             if len(done) == 2:
                 (dab, zab, cab), (dba, zba, cba) = done
                 first = dab >= dba

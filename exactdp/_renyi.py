@@ -337,9 +337,9 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
     fast = _by_delta(pair)
     with flint_workprec(fast.prec(digits) if fast is not None else prec_for_dps(digits, 40)):
         if fast is not None:
-            # two exponential mechanisms of one lam: per value of delta, each r with its relative
-            # accuracy however tiny (_renyi_by_delta); the cells' balls would leave a pair that
-            # differs far below the best level (heavy-tailed counts) at [0, D_inf^2 / 2]
+            # two exponential (or permute-and-flip) mechanisms of one lam: per value of delta
+            # (_renyi_by_delta); the cells' balls would leave a pair that differs far below the
+            # best level (heavy-tailed counts) at [0, D_inf^2 / 2]
             rs_delta, pa, pb, _, _ = fast.balls()
 
             neg = [-r for r in rs_delta]

@@ -336,15 +336,15 @@ class PermuteAndFlip(SelectionRule):
                 kept.popitem(last=False)  # the least recently used
             return levels
 
-    def pnf_form(self, table: LevelTable, head: Optional[int] = None) -> Optional[PnfForm]:
+    def pnf_form(self, table: LevelTable) -> Optional[PnfForm]:
         """The :class:`~exactdp.rules.pnf_levels.PnfForm` of ``table`` at flint's current
-        precision (every level's ``ln P_a`` from the shared values, the levels below the
-        first ``head`` in one closed form), or None where it does not apply (``method``
+        precision (every level's ``ln P_a`` from the shared values, the levels past a head
+        in one closed form), or None where it does not apply (``method``
         other than ``"auto"``, the polynomial route, a single output): what the oracle's
         per-delta pair audits of two permute-and-flip mechanisms use."""
         if self.method != "auto" or single_output(table):
             return None
-        return self._levels(table, ctx.prec).form(head)
+        return self._levels(table, ctx.prec).form()
 
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
         """Every level's ``(P_a, m_a P_a)`` at flint's precision, as lists (refused past a

@@ -331,13 +331,13 @@ class PnfLevels:
                 out_l.append(L_a)
         return out_p, out_l
 
-    def form(self, head: Optional[int] = None) -> Optional[PnfForm]:
+    def form(self) -> Optional[PnfForm]:
         """The :class:`PnfForm` of the table at this object's precision, or None (the
-        polynomial route, a single output, or more than
-        :data:`PNF_FORM_MAX_HEAD` levels in the head).  ``head``: the number of levels taken
-        one by one; default the first level whose planning float ``ln p_a`` is below the
-        shared values' "no expansion term needed" threshold (then ``rho`` is below about
-        ``2**-prec``).  Any ``head`` gives a rigorous form; a smaller one a larger ``rho``."""
+        polynomial route, a single output, or more than :data:`PNF_FORM_MAX_HEAD` levels in
+        the head).  The head (the levels taken one by one) ends at the first level whose
+        planning float ``ln p_a`` is below the shared values' "no expansion term needed"
+        threshold, so ``rho`` is below about ``2**-prec``; the floats choose only where it
+        ends (any end gives a rigorous form, an earlier one a larger ``rho``)."""
         quad = self.quad
         if quad is None or self.method != "auto":
             return None
@@ -347,16 +347,14 @@ class PnfLevels:
             nu0 = quad.moment0()
             if not nu0 > 0:
                 return None
-            if head is None:
-                lo, hi = 1, n  # ln p_a decreases with a: bisect for the first one below the threshold
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if _ln_p(self._lam_log, self._u0 - t.utilities[mid]) < quad._zero_need:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                head = lo
-            head = min(head, n)
+            lo, hi = 1, n  # ln p_a decreases with a: bisect for the first one below the threshold
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if _ln_p(self._lam_log, self._u0 - t.utilities[mid]) < quad._zero_need:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            head = lo
             if head > PNF_FORM_MAX_HEAD:
                 return None
             lam = t.scale.lam_ball()

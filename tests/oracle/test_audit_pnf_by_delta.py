@@ -234,8 +234,8 @@ def test_negative_control_the_second_order_term_is_checked(quadrature, monkeypat
         patch.setattr(PnfForm, "rho_at", lambda self, utility: self.rho * 0)
         real_form = pnf_levels.PnfLevels.form
 
-        def shrunk(self, head=None):
-            form = real_form(self, head)
+        def shrunk(self):
+            form = real_form(self)
             return form if form is None else form._replace(nu0=form.nu0 * (1 - arb(10) ** -25))
 
         from flint import arb
