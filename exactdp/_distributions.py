@@ -832,6 +832,10 @@ def _guard_bits(ua: np.ndarray, ub: np.ndarray) -> int:
 class PermuteAndFlipPair(ExponentialPair):
     """Two permute-and-flip sides with one ``lam`` over the cells of a pair, the levels far
     below the best taken per value of ``delta`` as :class:`ExponentialPair` takes every level.
+    Papers: McKenna and Sheldon, "Permute-and-Flip: A new mechanism for differentially
+    private selection" (NeurIPS 2020, arXiv:2010.12603), the rule; Gillenwater, Joseph,
+    Medina, Ribero, "A Joint Exponential Mechanism for Differentially Private Top-k" (ICML
+    2022, arXiv:2201.12333), PNFJoint's levels over which it runs.
 
     Each side's :class:`~exactdp.rules.pnf_levels.PnfForm` (:meth:`Groups.pnf_form`) gives,
     for a level ``a`` past its head, ``ln P_a = lam (u_a - u_0) + ln nu_0 + ln(1 + rho_a)``

@@ -71,6 +71,10 @@ class PnfForm(NamedTuple):
     """Every level's log-probability from the shared values of the quadrature route, the
     levels far below the best in one closed form (:meth:`PnfLevels.form`).
 
+    Paper: McKenna and Sheldon, "Permute-and-Flip: A new mechanism for differentially
+    private selection" (NeurIPS 2020, arXiv:2010.12603): the rule whose one-output
+    probability is ``p_a I_a`` (docs/definitions.md §2.2).
+
     For a level ``a >= head`` (weight ``p_a = e^(lam (u_a - u_0))``):
     ``ln P_a = lam (u_a - u_0) + ln nu_0 + ln(1 + rho_a)`` with ``0 <= rho_a <= rho``, where
     ``nu_0 = int_0^1 F(t) dt``.  Why: ``I_a = nu_0 + R_a`` with ``0 <= R_a <= p_a B(p_a)``
