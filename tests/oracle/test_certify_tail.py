@@ -71,8 +71,11 @@ def test_binomial_sf_rejects_bad_arguments():
 @given(st.integers(1, 40), st.integers(1, 50), st.sampled_from([0.5, 0.1, 1e-2, 1e-6]))
 def test_critical_count_is_the_exact_rejection_threshold(n, den, a):
     # the tail test rejects exactly when T >= c: P(T >= c) < a <= P(T >= c - 1), in Fractions
-    p = Fraction(1, den)
-    c = tail._critical_count(n, mpmath.mpf(1) / den, a)
+    # of the very p it is given: mpf(1)/den is 1/den rounded to 53 bits, and exact 1/10 against
+    # a = 0.1 (the float, above 1/10) is a different case from the rounded p equal to a
+    p_mpf = mpmath.mpf(1) / den
+    p = Fraction(int(p_mpf.man)) * Fraction(2) ** int(p_mpf.exp)
+    c = tail._critical_count(n, p_mpf, a)
     if c <= n:
         assert _binomial_sf_fractions(c, n, p) < Fraction(a)
     # one below, the tail is at least a, or within the certified error band below it (a tie
