@@ -158,6 +158,8 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
         raise ArgumentTypeError("counts", counts, "must be a sequence of integers") from None
     if not items:
         raise InvalidCountsError("counts", counts, "must not be empty")
+    if set(map(type, items)) == {int}:  # Python ints only (not bool): nothing to convert
+        return tuple(items)
     out = []
     for position, value in enumerate(items):
         if isinstance(value, (list, tuple)) or getattr(value, "shape", ()) not in ((), None):

@@ -95,11 +95,11 @@ class JointLevelSource(BlockSource):
 
     def __init__(self, ranking: Ranking, k: int):
         self.ranking, self.k = ranking, k
-        sc = ranking.sorted_counts
         # every multiplicity is below d!/(d-k)! <= d**k
         self.level_bytes = (k * ranking.d.bit_length()) // 8 + 8
-        values = ranking.values
-        self._numpy = max(abs(values[0]), abs(values[-1]), abs(sc[0])) < joint_sweep._NUMPY_LIMIT // 2
+        ra = ranking.arrays
+        # (the largest count is values[0]); int64 ranking arrays, else the Python path
+        self._numpy = ra is not None and max(abs(int(ra.values[0])), abs(int(ra.values[-1]))) < joint_sweep._NUMPY_LIMIT // 2
         # the blocks planned so far: block b covers the levels M in (his[b-1], his[b]]
         self._his: list[int] = []
         self._sizes: list[int] = []
@@ -113,6 +113,11 @@ class JointLevelSource(BlockSource):
     # -- exact N(M) --------------------------------------------------------------------
     def count_at_least(self, M: int) -> int:
         """``N(M)``: the exact number of sequences with utility ``>= -M`` (``M >= 0``)."""
+        if self._numpy and M <= self._event_counts()[2]:
+            # T_r(M) = #{j : -c_(j) <= M - c_(r)} for every row at once (M - c_(r) fits int64)
+            a = self._arrays()
+            t = _np().searchsorted(a["negsc"], M - a["sc"], side="right") - a["rows"]
+            return math.prod(t.tolist())
         at, sc = self.ranking.at_least, self.ranking.sorted_counts
         product = 1
         for r in range(self.k):
@@ -125,14 +130,16 @@ class JointLevelSource(BlockSource):
         bisections, no event generated), the number of row entries with ``M <= 0`` that
         ``searchsorted`` counts but are not events, and the largest ``M``."""
         if self._events is None:
-            qrows = value_index_of_rows(self.ranking, self.k)
-            nvals = len(self.ranking.values)
-            events = sum(nvals - 1 - q for q in qrows)
             if self._numpy:
                 a = self._arrays()
-                top = int(a["sc"][0]) + int(a["neg"][-1])  # the largest M: c_(1) - c_min
+                nvals = len(a["vals"])
                 below = int(a["own"].sum())
+                events = self.k * nvals - below
+                top = int(a["sc"][0]) + int(a["neg"][-1])  # the largest M: c_(1) - c_min
             else:
+                qrows = value_index_of_rows(self.ranking, self.k)
+                nvals = len(self.ranking.values)
+                events = sum(nvals - 1 - q for q in qrows)
                 top, below = self.ranking.sorted_counts[0] - self.ranking.values[-1], 0
             self._events = (events, below, top)
         return self._events
@@ -212,13 +219,18 @@ class JointLevelSource(BlockSource):
         if arrays is None:
             np = _np()
             r = self.ranking
-            vals = np.array(r.values, dtype=np.int64)
-            qrows = np.array(value_index_of_rows(r, self.k), dtype=np.int64)
+            ra = r.arrays
+            vals = ra.values
+            sc = ra.sorted_counts[: self.k]
+            neg = -vals  # ascending
+            qrows = np.searchsorted(neg, -sc, side="left")  # index of each row's own value
             arrays = self._arr = {
                 "vals": vals,
-                "neg": -vals,
-                "cum": np.array(r.cumulative, dtype=np.int64),
-                "sc": np.array(r.sorted_counts[: self.k], dtype=np.int64),
+                "neg": neg,
+                "cum": ra.cumulative,
+                "sc": sc,
+                "negsc": ra.neg,
+                "rows": np.arange(self.k, dtype=np.int64),
                 "own": qrows + 1,
                 "group": max(1, 62 // max(1, r.d.bit_length())),
             }

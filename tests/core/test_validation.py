@@ -380,3 +380,17 @@ def test_as_outputs():
             with pytest.raises(cls) as info:
                 fn(*args)
             assert info.value.argument == argument, (args, str(info.value))
+
+
+def test_as_counts_python_ints_pass_as_they_are():
+    """A list of Python ints is taken as it is (the same tuple as one conversion per
+    item); a bool or another type among them still goes through the checks, named by its
+    position."""
+    counts = [5, 2**80, -3, 0]
+    got = as_counts(counts)
+    assert got == (5, 2**80, -3, 0) and all(type(c) is int for c in got)
+    with pytest.raises(errors.ArgumentTypeError, match=r"counts\[2\]"):
+        as_counts([1, 2, True])
+    with pytest.raises(errors.InvalidCountsError, match=r"counts\[1\]"):
+        as_counts([1, 2.5])
+    assert as_counts([1, np.int64(7)]) == (1, 7)

@@ -160,3 +160,19 @@ def test_guard_bits_and_errors_as_with_every_block_known(monkeypatch):
     small = exactdp.Joint(counts, 3, epsilon=1, memory_budget=200)
     with pytest.raises(exactdp.errors.MemoryBudgetError, match=f"would hold {n} levels at once"):
         small.levels()
+
+
+@settings(max_examples=80, deadline=None)
+@given(counts_and_k(max_d=8, max_sequences=10**9))
+def test_count_at_least_in_int64_equals_the_bisections(ck):
+    """``N(M)`` from one ``searchsorted`` over every row equals the per-row bisections on
+    the ranking's tuples, at every ``M`` from 0 to past the largest event."""
+    counts, k = ck
+    src = JointLevelSource(exactdp.Joint(counts, k).ranking, k)
+    r = src.ranking
+    top = max(counts) - min(counts)
+    for M in sorted({0, 1, top, top + 1} | {r.sorted_counts[0] - v for v in r.values}):
+        want = 1
+        for row in range(k):
+            want *= r.at_least(r.sorted_counts[row] - M) - row
+        assert src.count_at_least(M) == want, (counts, k, M)
