@@ -41,15 +41,18 @@ def _rank_numpy(counts: tuple[int, ...]) -> Optional[RankingArrays]:
     stable argsort of ``-c``; the same integers as the Python sort (tested)."""
     import numpy as np
 
+    d = len(counts)
+    if not d:
+        return None
     try:
-        a = np.array(counts, dtype=np.int64)
-    except OverflowError:
+        a = np.fromiter(counts, dtype=np.int64, count=d)
+    except (OverflowError, TypeError, ValueError):
         return None
-    if a.ndim != 1 or not len(a) or int(a.max()) >= NUMPY_BOUND or int(a.min()) <= -NUMPY_BOUND:
+    high, low = int(a.max()), int(a.min())
+    if high >= NUMPY_BOUND or low <= -NUMPY_BOUND:
         return None
-    d = len(a)
     s = d.bit_length()
-    if max(int(a.max()), -int(a.min())).bit_length() + s <= 62:
+    if max(high, -low).bit_length() + s <= 62:
         key = -a
         key <<= s
         key |= np.arange(d, dtype=np.int64)

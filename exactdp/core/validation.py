@@ -153,7 +153,7 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
     if shape is not None and len(shape) != 1:
         raise InvalidCountsError("counts", counts, f"must be one-dimensional, got shape {tuple(shape)}")
     try:
-        items = list(counts)
+        items = counts if type(counts) in (list, tuple) else list(counts)
     except TypeError:
         raise ArgumentTypeError("counts", counts, "must be a sequence of integers") from None
     if not items:

@@ -68,7 +68,7 @@ BLOCK_EVENTS = 1 << 17
 
 #: Threshold events of the first block; each next block holds twice as many, up to
 #: :data:`BLOCK_EVENTS` (a sample whose running sum stops early plans little more than it reads).
-FIRST_BLOCK_EVENTS = 1 << 10
+FIRST_BLOCK_EVENTS = 1 << 8
 
 #: Packed sort keys ``M * 2**s + event`` are used while they stay below ``2**_KEY_BITS``
 #: (tests lower it to take the argsort path).
