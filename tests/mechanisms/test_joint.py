@@ -480,6 +480,7 @@ def test_thresholds_in_int64_equal_the_bisections(ck):
     counts, k = ck
     m = exactdp.Joint(counts, k)
     r = m.ranking
+    assert (r.arrays is not None) == all(abs(c) < 2**61 for c in counts)  # the int64 path where it fits
     for M in sorted({0, 1, max(counts) - min(counts)} | {r.sorted_counts[0] - v for v in r.values}):
         want = ([r.at_least(r.sorted_counts[x] - M) for x in range(k)],
                 [r.greater_than(r.sorted_counts[x] - M) for x in range(k)])

@@ -170,6 +170,7 @@ def test_count_at_least_in_int64_equals_the_bisections(ck):
     counts, k = ck
     src = JointLevelSource(exactdp.Joint(counts, k).ranking, k)
     r = src.ranking
+    assert (r.arrays is not None) == all(abs(c) < 2**61 for c in counts)  # the int64 path where it fits
     top = max(counts) - min(counts)
     for M in sorted({0, 1, top, top + 1} | {r.sorted_counts[0] - v for v in r.values}):
         want = 1
