@@ -39,7 +39,7 @@ read from the environment variable ``EXACTDP_SAMPLES``) and the fixtures
 >>> import exactdp
 >>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
 >>> fit = assert_sampler_matches(m, m, n=20_000)    # exactdp's own exact sampler passes
->>> fit.verdict()
+>>> fit.verdict
 'pass'
 >>> uniform = lambda rng: [int(rng.integers(3))]     # a wrong sampler: uniform items
 >>> assert_sampler_matches(uniform, m, n=20_000, seed=1)  # doctest: +ELLIPSIS
@@ -219,7 +219,7 @@ def assert_sampler_matches(
         raise AssertionError(f"the sampler ({s.description}) returns sets, but {mechanism!r} outputs sequences: "
                              f"test it against the set marginal {mechanism!r}.as_sets()")
     fit = certify.goodness_of_fit(cast("list[OutputLike]", draws), mechanism, within=within, alpha=alpha, delta=delta, min_power=min_power)
-    verdict = fit.verdict()
+    verdict = fit.verdict
     details = f"{fit.verdict_line()}\n{fit.summary(verdict=False)}\nworst bins:\n{fit.table(worst)}"
     if verdict == "fail":
         if sequences and all(list(x) == sorted(x) for x in draws):
