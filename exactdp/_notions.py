@@ -33,6 +33,7 @@ from flint import arb
 from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
                              _power_of_ten_above, _rational, _same_law_cell)
+from .core.results import NoTruthValue
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
@@ -42,7 +43,7 @@ __all__ = ["PrivacyProfile", "EpsilonForDelta", "privacy_profile", "epsilon_for_
 
 
 @dataclass(frozen=True)
-class PrivacyProfile:
+class PrivacyProfile(NoTruthValue):
     """``delta(epsilon)`` of a pair (:func:`privacy_profile`).
 
     ``delta``: the larger direction, certified to ``dps`` digits (exactly ``0`` when
@@ -60,12 +61,14 @@ class PrivacyProfile:
     dps: int
     exact_zero: bool
 
+    _truth_hint = ".delta (or .exact_zero)"
+
     def __str__(self) -> str:
         return f"delta({self.epsilon}) = {mpmath.nstr(self.delta, 15)} ({self.direction})"
 
 
 @dataclass(frozen=True)
-class EpsilonForDelta:
+class EpsilonForDelta(NoTruthValue):
     """The least ``epsilon >= 0`` with ``max(delta_a_b, delta_b_a)(epsilon) <= delta``.
 
     ``direction``: the direction attaining it (``"a>b"`` or ``"b>a"``); ``epsilon_a_b``,
@@ -78,6 +81,8 @@ class EpsilonForDelta:
     epsilon_a_b: mpmath.mpf
     epsilon_b_a: mpmath.mpf
     dps: int
+
+    _truth_hint = ".epsilon"
 
     def __str__(self) -> str:
         return f"epsilon({self.delta}) = {mpmath.nstr(self.epsilon, 15)} ({self.direction})"

@@ -25,6 +25,7 @@ from flint import arb, ctx
 from ._distributions import Pair, expm1_ball, pair_cells
 from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _identical, _oriented,
                              _power_of_ten_above, _rational)
+from .core.results import NoTruthValue
 from .core._typing import RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
@@ -41,7 +42,7 @@ DEFAULT_ZCDP_STEPS = 10_000
 
 
 @dataclass(frozen=True)
-class ZcdpBracket:
+class ZcdpBracket(NoTruthValue):
     """``lower <= rho <= upper`` (:func:`zcdp_rho`); ``alpha`` attains ``lower`` (``1``: the KL
     limit), ``converged`` when ``upper - lower <= 10**-dps * lower``, ``steps`` refinements."""
 
@@ -51,6 +52,8 @@ class ZcdpBracket:
     converged: bool
     steps: int
     dps: int
+
+    _truth_hint = ".lower, .upper or .converged"
 
     def __str__(self) -> str:
         text = f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"

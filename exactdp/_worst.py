@@ -46,6 +46,7 @@ from ._notions import privacy_profile
 from ._renyi import _certified_divergence, zcdp_rho
 from ._verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
 from .core._lazy import sympy
+from .core.results import NoTruthValue
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
 from .core.formatting import output_text as _sequence_text
@@ -89,7 +90,7 @@ def _output_json(output: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class NeighbourLoss:
+class NeighbourLoss(NoTruthValue):
     """The notion between the audited counts and one neighbour.
 
     ``loss``: the pair's result object (:class:`~exactdp.audit.PrivacyLoss` for ``"pure"``,
@@ -110,6 +111,8 @@ class NeighbourLoss:
     direction: Optional[str] = None
     lower: Optional[mpmath.mpf] = None
 
+    _truth_hint = ".value"
+
     def __post_init__(self) -> None:
         if self.value is None:  # a pure record built from its PrivacyLoss alone
             object.__setattr__(self, "value", self.loss.value)
@@ -118,7 +121,7 @@ class NeighbourLoss:
 
 
 @dataclass(frozen=True)
-class WorstCase:
+class WorstCase(NoTruthValue):
     """The worst case of a privacy notion over the neighbours of ``counts`` (:func:`exactdp.audit.worst_case`).
 
     Every notion: ``notion``; ``value`` (certified ``mpf``; zCDP: the upper end of the
@@ -148,6 +151,10 @@ class WorstCase:
     ``counts``: the audited count vector; ``relation``: the neighbour relation
     (``"add_remove"`` or ``"swap"``); ``mechanism``: the audited mechanism at ``counts``
     as text (its ``repr``, or ``<mapping with N outputs>``); ``dps``: the digits certified.
+
+    ``passed`` (also ``satisfied``): the verdict is ``"below"`` or ``"attained"``.  A result
+    has no truth value: ``bool(w)`` raises ``TypeError``; read :attr:`passed` or
+    :attr:`verdict`.
     """
 
     counts: tuple[int, ...]
@@ -175,6 +182,9 @@ class WorstCase:
     lower: Optional[mpmath.mpf] = None
     upper: Optional[mpmath.mpf] = None
 
+    _truth_hint = (".passed (True for the verdicts 'below' and 'attained') or .verdict "
+                   "('below', 'attained', 'violated' or 'inconclusive')")
+
     def __post_init__(self) -> None:
         if self.value is None:  # built with the pure fields only
             object.__setattr__(self, "value", self.loss)
@@ -182,10 +192,15 @@ class WorstCase:
             object.__setattr__(self, "claim_value", self.epsilon_value)
 
     @property
-    def satisfied(self) -> bool:
+    def passed(self) -> bool:
         """True when the claim certainly holds at these counts (``below`` or ``attained``);
         False when it is violated or the audit is inconclusive."""
         return self.verdict in ("below", "attained")
+
+    @property
+    def satisfied(self) -> bool:
+        """The same as :attr:`passed` (the older name)."""
+        return self.passed
 
     @property
     def carriers(self) -> tuple[tuple[Output, int], ...]:

@@ -78,6 +78,7 @@ from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relatio
                           neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._namespace import public_dir
+from .core.results import NoTruthValue
 from .core._typing import ClaimedTable, CountsLike, MechanismLike, Output, RationalLike
 from .core.formatting import number_text, table
 from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, prec_for_dps
@@ -127,7 +128,7 @@ DEFAULT_MAX_NEIGHBOURS = 10_000
 
 
 @dataclass(frozen=True)
-class PairLoss:
+class PairLoss(NoTruthValue):
     """``ln P_a(o) - ln P_b(o)`` for the outputs whose levels (indices in the mechanism's
     ``groups()``) are ``level_a`` under ``a`` and ``level_b`` under ``b`` (``None``:
     probability 0 there).
@@ -142,13 +143,15 @@ class PairLoss:
     witness: Output
     outputs: int
 
+    _truth_hint = ".loss or .signed"
+
     @property
     def loss(self) -> mpmath.mpf:
         return abs(self.signed)
 
 
 @dataclass(frozen=True)
-class PrivacyLoss:
+class PrivacyLoss(NoTruthValue):
     """The exact privacy loss ``max_o |ln P_a(o) - ln P_b(o)|`` between two mechanisms.
 
     - ``value``: certified to relative error ``10**-dps`` (``mpmath.inf`` when an output has
@@ -173,6 +176,8 @@ class PrivacyLoss:
     pairs: tuple[PairLoss, ...]
     orbits: int
     exact_zero: bool = False
+
+    _truth_hint = ".value (or .exact_zero, .is_infinite)"
 
     def __float__(self) -> float:
         return float(self.value)

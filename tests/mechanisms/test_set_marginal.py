@@ -178,7 +178,7 @@ def test_set_sampler_fits_the_set_marginal(build):
     view = build().as_sets()
     n = certify.samples_needed(view)
     fit = certify.goodness_of_fit(view.samples(n, rng=11), view, alpha=1e-6)
-    assert fit.verdict() == "pass", fit.summary()
+    assert fit.verdict == "pass", fit.summary()
 
 
 def test_a_wrong_marginal_is_rejected():
@@ -186,7 +186,7 @@ def test_a_wrong_marginal_is_rejected():
     view = exactdp.Joint([4, 2, 2, 1, 0], 2, epsilon=1).as_sets()
     other = exactdp.JointSet([4, 2, 2, 1, 0], 2, epsilon=1)
     fit = certify.goodness_of_fit(other.samples(20_000, rng=5), view, alpha=1e-6)
-    assert fit.verdict() == "fail"
+    assert fit.verdict == "fail"
 
 
 def test_set_samplers_certified_against_the_view_and_refused_against_sequences():
@@ -197,7 +197,7 @@ def test_set_samplers_certified_against_the_view_and_refused_against_sequences()
     for shape in (frozenset, set, sorted):
         def sampler(rng, shape=shape):
             return shape(next(draws))
-        assert testing.assert_sampler_matches(sampler, view, n=20_000).verdict() == "pass"
+        assert testing.assert_sampler_matches(sampler, view, n=20_000).verdict == "pass"
     # sets against the sequences: refused at once, pointing at as_sets()
     with pytest.raises(AssertionError, match=r"returns sets.*as_sets\(\)"):
         testing.assert_sampler_matches(lambda rng: frozenset(next(draws)), seq, n=2000)
@@ -205,12 +205,12 @@ def test_set_samplers_certified_against_the_view_and_refused_against_sequences()
     with pytest.raises(AssertionError, match=r"increasing order.*as_sets\(\)"):
         testing.assert_sampler_matches(lambda rng: sorted(next(draws)), seq, n=20_000)
     # the same draws as sequences pass: the test is not rejecting everything
-    assert testing.assert_sampler_matches(lambda rng: next(draws), seq, n=20_000).verdict() == "pass"
+    assert testing.assert_sampler_matches(lambda rng: next(draws), seq, n=20_000).verdict == "pass"
     # k = 1: a set and a sequence are the same output, nothing to refuse
     one = exactdp.Peeling([3, 1, 0, 0], 1, epsilon=1)
     singles = iter(one.samples(20_000, rng=4))
     fit = testing.assert_sampler_matches(lambda rng: frozenset(next(singles)), one, n=20_000)
-    assert fit.verdict() == "pass"
+    assert fit.verdict == "pass"
 
 
 def test_privacy_loss_between_set_views_matches_brute_force():

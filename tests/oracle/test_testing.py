@@ -170,7 +170,7 @@ def test_constant_sampler_never_passes(mech):
     verdicts = {}
     for n in CONSTANT_GRID:
         fit = certify.goodness_of_fit(_Repeat((0, 1), n), mech)
-        verdicts[n] = fit.verdict()
+        verdicts[n] = fit.verdict
         assert verdicts[n] in ("fail", "inconclusive"), (n, fit.verdict_line())
         if verdicts[n] == "inconclusive":
             assert fit.df == 0 or fit.power() < fit.min_power
@@ -208,7 +208,7 @@ def test_correct_sampler_passes_at_recommended_n(mech):
     for delta in (0.05, 0.2):
         n = certify.samples_needed(mech, delta=delta)
         fit = testing.assert_sampler_matches(FloatJoint(COUNTS, K).sample, mech, n=n, seed=4, delta=delta)
-        assert fit.verdict() == "pass" and fit.power() >= 0.99 and fit.samples_needed() == n
+        assert fit.verdict == "pass" and fit.power() >= 0.99 and fit.samples_needed() == n
         # a tenth of it is not enough to say PASS
         with pytest.raises(testing.Inconclusive):
             testing.assert_sampler_matches(FloatJoint(COUNTS, K).sample, mech, n=n // 10, seed=4, delta=delta)
