@@ -295,3 +295,37 @@ def test_jointset_rank_condition_is_stated_one_based():
                      for S in itertools.combinations(range(4), k)]
             for M in range(0, 3):
                 assert stated(c, k, M) == (sum(u >= -M for u in utils), sum(u == -M for u in utils)), (c, k, M)
+
+
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10}
+
+
+def _stated_counts(text: str, noun: str, where: str) -> list[int]:
+    """Every "<number word> <noun> in `<where>`" (or "<number word> executed tutorial
+    notebooks (`<where>`)") of a page, as integers."""
+    text = " ".join(text.split())
+    pattern = rf"\b({'|'.join(_NUMBER_WORDS)}) (?:executed tutorial )?{noun} (?:in |\()`{re.escape(where)}`"
+    return [_NUMBER_WORDS[word.lower()] for word in re.findall(pattern, text, re.I)]
+
+
+def test_stated_numbers_of_scripts_and_notebooks_are_true():
+    # docs/index.md said "Three scripts in `examples/`" beside docs/gallery.md's four (there are
+    # four plot_*.py); every such count on the pages, and index.md's table of scripts, must be true
+    scripts = sorted(p.name for p in (ROOT / "examples").glob("plot_*.py"))
+    notebooks = sorted((ROOT / "docs" / "tutorials").glob("*.ipynb"))
+    pages = {name: (ROOT / name).read_text(encoding="utf-8")
+             for name in ("README.md", "docs/index.md", "docs/gallery.md")}
+    stated_scripts = {name: _stated_counts(text, "scripts", "examples/") for name, text in pages.items()}
+    stated_notebooks = {name: _stated_counts(text, "notebooks", "docs/tutorials/") for name, text in pages.items()}
+    assert stated_scripts["docs/index.md"] and stated_scripts["docs/gallery.md"], stated_scripts
+    assert stated_notebooks["docs/index.md"] and stated_notebooks["README.md"], stated_notebooks
+    for name in pages:
+        assert all(n == len(scripts) for n in stated_scripts[name]), (name, stated_scripts[name], scripts)
+        assert all(n == len(notebooks) for n in stated_notebooks[name]), (name, stated_notebooks[name], notebooks)
+    index = pages["docs/index.md"]
+    table = index.split("## Teaching examples", 1)[1].split("\n## ", 1)[0]
+    listed = sorted(re.findall(r"^\| `(plot_\w+\.py)` \|", table, re.M))
+    assert listed == scripts, f"docs/index.md's table lists {listed}, examples/ has {scripts}"
+    assert _stated_counts("Four scripts in `examples/` draw; three executed tutorial notebooks (`docs/tutorials/`)",
+                          "scripts", "examples/") == [4]
