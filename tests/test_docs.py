@@ -380,6 +380,13 @@ def test_formulas_are_rendered_as_math():
         assert re.search(r"^\s*\$\$$", text, re.M) and re.search(r"(?<!\$)\$[^$\s][^$\n]*\$", text), name
         code = _formulas_as_code(text)
         assert not code, f"{name}: formulas written as code text, not math: {code}"
+    import nbformat  # the tutorials' text cells too (MyST-NB renders them with the same extensions)
+
+    for path in sorted((ROOT / "docs" / "tutorials").glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        code = [(i, entry) for i, cell in enumerate(cells) if cell.cell_type == "markdown"
+                for entry in _formulas_as_code(cell.source)]
+        assert not code, f"{path.name}: formulas written as code text, not math: {code}"
     # the scan finds what it must: the forms these pages had
     assert [kind for _, kind, _ in _formulas_as_code(
         "x\n\n    u(S) = -max_i (c_(i) - c[s_i])\n\nwith `P(S) ∝ exp(eps u(S))` and `levels()`\n")] == ["display", "inline"]
