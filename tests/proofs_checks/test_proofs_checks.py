@@ -114,6 +114,29 @@ def test_float64_quadrature_noise_does_not_reach_the_report(monkeypatch):
     assert "(6 decimals)" in here and "(one significant digit)" in here
 
 
+@pytest.mark.slow
+def test_float_powers_do_not_reach_the_report(monkeypatch):
+    """``public.unfloored_certify`` prints the powers of certify (floats from numpy
+    reductions) and the draws samples_needed finds by bisecting on them: with every power
+    moved by a relative 1e-12 and the draws by 0.1% (another machine's bisection), the
+    report lines are the same."""
+    from types import SimpleNamespace
+
+    from exactdp import certify
+
+    chk = registry.CHECKS["public.unfloored_certify"]
+    here = registry.render_markdown([registry.run_check(chk)], full=False)
+    power, needed = certify.power, certify.samples_needed
+    for shift in (1e-12, -1e-12):
+        monkeypatch.setattr(certify, "power", lambda *a, shift=shift, **kw: SimpleNamespace(
+            power=power(*a, **kw).power * (1 + shift)))
+        monkeypatch.setattr(certify, "samples_needed", lambda *a, shift=shift, **kw: round(
+            needed(*a, **kw) * (1 + 1e9 * shift)))
+        elsewhere = registry.render_markdown([registry.run_check(chk)], full=False)
+        assert elsewhere == here, "the report shows machine-dependent digits of certify's powers"
+    assert "(2 significant digits)" in here
+
+
 def test_report_holds_no_timing():
     text = (ROOT / "proofs_checks" / "REPORT.md").read_text(encoding="utf-8")
     assert "wall time" not in text and not re.search(r"\| \d+\.\d s \|", text)
