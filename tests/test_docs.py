@@ -278,9 +278,10 @@ def test_jointset_rank_condition_is_stated_one_based():
 
     pages = {name: " ".join((ROOT / "docs" / name).read_text(encoding="utf-8").split())
              for name in ("joint_set.md", "utility.md")}
+    stated_form = {"joint_set.md": r"$r_i \le T_i(M)$", "utility.md": "`r_i <= T_i(M)`"}  # math or code text
     for name, text in pages.items():
-        assert "`r_i <= T_i(M)`" in text and "`r_i < T_i(M)`" not in text, name
-    assert "`r_i > G_i(M)` for at least one `i`" in pages["joint_set.md"]
+        assert stated_form[name] in text and "`r_i < T_i(M)`" not in text and r"$r_i < T_i(M)$" not in text, name
+    assert r"$r_i > G_i(M)$ for at least one $i$" in pages["joint_set.md"]
 
     def stated(c, k, M):  # 1-based ranks, as the pages state it
         sc = sorted(c, reverse=True)
@@ -392,3 +393,97 @@ def test_the_notebook_extra_provides_what_the_tutorials_import():
                 if top not in sys.stdlib_module_names and top not in runtime | notebook:
                     unmet.add((path.name, top))
     assert not unmet, f"the tutorials import modules neither the runtime nor the notebook extra installs: {unmet}"
+
+
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10}
+
+
+def _stated_counts(text: str, noun: str, where: str) -> list[int]:
+    """Every "<number word> <noun> in `<where>`" (or "<number word> executed tutorial
+    notebooks (`<where>`)") of a page, as integers."""
+    text = " ".join(text.split())
+    pattern = rf"\b({'|'.join(_NUMBER_WORDS)}) (?:executed tutorial )?{noun} (?:in |\()`{re.escape(where)}`"
+    return [_NUMBER_WORDS[word.lower()] for word in re.findall(pattern, text, re.I)]
+
+
+def test_stated_numbers_of_scripts_and_notebooks_are_true():
+    # docs/index.md said "Three scripts in `examples/`" beside docs/gallery.md's four (there are
+    # four plot_*.py); every such count on the pages, and index.md's table of scripts, must be true
+    scripts = sorted(p.name for p in (ROOT / "examples").glob("plot_*.py"))
+    notebooks = sorted((ROOT / "docs" / "tutorials").glob("*.ipynb"))
+    pages = {name: (ROOT / name).read_text(encoding="utf-8")
+             for name in ("README.md", "docs/index.md", "docs/gallery.md")}
+    stated_scripts = {name: _stated_counts(text, "scripts", "examples/") for name, text in pages.items()}
+    stated_notebooks = {name: _stated_counts(text, "notebooks", "docs/tutorials/") for name, text in pages.items()}
+    assert stated_scripts["docs/index.md"] and stated_scripts["docs/gallery.md"], stated_scripts
+    assert stated_notebooks["docs/index.md"] and stated_notebooks["README.md"], stated_notebooks
+    for name in pages:
+        assert all(n == len(scripts) for n in stated_scripts[name]), (name, stated_scripts[name], scripts)
+        assert all(n == len(notebooks) for n in stated_notebooks[name]), (name, stated_notebooks[name], notebooks)
+    index = pages["docs/index.md"]
+    table = index.split("## Teaching examples", 1)[1].split("\n## ", 1)[0]
+    listed = sorted(re.findall(r"^\| `(plot_\w+\.py)` \|", table, re.M))
+    assert listed == scripts, f"docs/index.md's table lists {listed}, examples/ has {scripts}"
+    assert _stated_counts("Four scripts in `examples/` draw; three executed tutorial notebooks (`docs/tutorials/`)",
+                          "scripts", "examples/") == [4]
+
+
+# Formulas are math ($...$ inline, $$...$$ display; MyST's dollarmath and amsmath, MathJax on
+# the site, and GitHub renders the same), not code text.  The marks of a formula written as
+# code: sorted-count subscripts c_(i), sums/products/maxima with a subscript, integrals,
+# "proportional to", exp/ln calls, Ũ and m̃, <= and >=, powers.
+MATH_PAGES = ("definitions.md", "joint.md", "pnf_joint.md", "joint_set.md", "canonical.md", "peeling.md")
+_FORMULA = re.compile(r"_\(|_\{|\b(?:max|min|sum|prod)_(?:\w\b|\{)|∫|∝|∏|\bexp\(|\bln\(|Ũ|m̃|<=|>=|\^[\w(]")
+
+
+def _formulas_as_code(text: str):
+    """(line, kind, text) of every formula written as code: a display (an indented code
+    block or a ```text fence) or an inline code span.  Python blocks and $$ math are skipped."""
+    found, fence, math = [], None, False
+    lines = text.split("\n")
+    for n, line in enumerate(lines, start=1):
+        fence_match = re.match(r"^\s*```(\S*)", line)
+        if fence_match:
+            fence = None if fence is not None else fence_match.group(1)
+            continue
+        if fence is not None:
+            if fence in TEXT_LANGUAGES and _FORMULA.search(line):
+                found.append((n, "display", line.strip()))
+            continue
+        if line.strip() == "$$":
+            math = not math
+            continue
+        if math:
+            continue
+        previous = lines[n - 2] if n >= 2 else ""
+        if line.startswith("    ") and not previous.strip() and _FORMULA.search(line):
+            found.append((n, "display", line.strip()))
+            continue
+        found += [(n, "inline", span) for span in re.findall(r"`([^`\n]+)`", line)
+                  if _FORMULA.search(span) and not re.match(r"\w+Error: ", span)]  # a quoted error message is code
+    return found
+
+
+def test_formulas_are_rendered_as_math():
+    # definitions.md and the mechanism pages showed formulas as code text
+    # (`u(S) = -max_i (c_(i) - c[s_i])`): they are LaTeX math, which the site renders
+    conf = (ROOT / "docs" / "conf.py").read_text(encoding="utf-8")
+    extensions = re.search(r"^myst_enable_extensions = (\[.*?\])", conf, re.M | re.S)
+    assert extensions and {"dollarmath", "amsmath"} <= set(eval(extensions.group(1))), "MyST math is not enabled"
+    assert '"sphinx.ext.mathjax"' in conf
+    for name in MATH_PAGES:
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        assert re.search(r"^\s*\$\$$", text, re.M) and re.search(r"(?<!\$)\$[^$\s][^$\n]*\$", text), name
+        code = _formulas_as_code(text)
+        assert not code, f"{name}: formulas written as code text, not math: {code}"
+    import nbformat  # the tutorials' text cells too (MyST-NB renders them with the same extensions)
+
+    for path in sorted((ROOT / "docs" / "tutorials").glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        code = [(i, entry) for i, cell in enumerate(cells) if cell.cell_type == "markdown"
+                for entry in _formulas_as_code(cell.source)]
+        assert not code, f"{path.name}: formulas written as code text, not math: {code}"
+    # the scan finds what it must: the forms these pages had
+    assert [kind for _, kind, _ in _formulas_as_code(
+        "x\n\n    u(S) = -max_i (c_(i) - c[s_i])\n\nwith `P(S) ∝ exp(eps u(S))` and `levels()`\n")] == ["display", "inline"]
