@@ -136,6 +136,7 @@ def run_python_block(body: str, name: str, line: int, namespace: dict) -> int:
     return runner.tries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_python_blocks_run(path, capsys):
     namespace: dict = {"__name__": "__docs__"}

@@ -32,6 +32,7 @@ def test_the_teaching_examples_exist():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_writes_a_png(path, tmp_path):
     out = tmp_path / f"{path.stem}.png"

@@ -51,6 +51,7 @@ def test_notebook_is_committed_without_outputs_and_checks_itself(path):
     assert any("assert " in cell.source for cell in code), f"{path.name}: no cell checks anything"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_without_error(path):
     notebook = nbformat.read(path, as_version=4)
@@ -82,6 +83,7 @@ def test_the_width_check_reads_every_printed_line():
     assert [len(line) for _, line in _printed_lines(notebook)] == [5, 100, 90]
 
 
+@pytest.mark.slow
 def test_a_failing_cell_fails_the_run(tmp_path):
     # the runner above must not swallow errors: a notebook whose check fails raises
     notebook = nbformat.v4.new_notebook(cells=[

@@ -70,6 +70,7 @@ def close(a, b, dps=30):
 # a file generated from a mechanism gives the mechanism's audit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 @pytest.mark.parametrize("notion, flags, kw", [
     ("pure", [], {}),

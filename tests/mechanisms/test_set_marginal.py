@@ -72,6 +72,7 @@ def _check_view(name: str, counts, k: int) -> None:
         assert len(values) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_exhaustive_small_instances_equal_the_sum_over_orderings(name):
     cases = 0
@@ -167,6 +168,7 @@ def test_sampling_reads_a_sequence_as_its_set():
     assert all(list(r) == sorted(r) for r in array.tolist())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", [
     lambda: exactdp.Joint([4, 2, 2, 1, 0], 2, epsilon=1),
     lambda: exactdp.PNFJoint([4, 2, 2, 1, 0], 2, epsilon=1),
@@ -181,6 +183,7 @@ def test_set_sampler_fits_the_set_marginal(build):
     assert fit.verdict == "pass", fit.summary()
 
 
+@pytest.mark.slow
 def test_a_wrong_marginal_is_rejected():
     # negative control: draws of JointSet (another set mechanism) against Joint's set view
     view = exactdp.Joint([4, 2, 2, 1, 0], 2, epsilon=1).as_sets()
@@ -189,6 +192,7 @@ def test_a_wrong_marginal_is_rejected():
     assert fit.verdict == "fail"
 
 
+@pytest.mark.slow
 def test_set_samplers_certified_against_the_view_and_refused_against_sequences():
     # another library's sampler, one draw per call (here exact draws made in advance)
     seq = exactdp.Peeling([3, 1, 0, 0], 2, epsilon=1)
@@ -275,6 +279,7 @@ def test_k_equal_d_the_one_set_has_exact_probability_one(make):
     assert loss.value == 0 and loss.direction == "equal"
 
 
+@pytest.mark.slow
 def test_groups_of_a_thousand_distinct_counts():
     """Regression: the count multisets were listed by a recursion one call deep per distinct
     count taken, and ``levels()``, ``groups()``, ``outputs()`` and ``group_index()`` of every

@@ -131,6 +131,7 @@ def test_the_engine_applies_on_the_quadrature_route_only(quadrature, monkeypatch
     assert _by_delta(_distributions.pair_cells(a, b, DPS, 10**6)) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d,scale,stride", [(2, 400, 1), (2, 1, 1), (3, 400, 23), (3, 1, 23)])
 def test_per_delta_equals_per_cell_on_small_pairs(quadrature, monkeypatch, d, scale, stride):
     """Every count vector in ``{0..2}^2`` and ``{0..3}^2`` (times ``scale``) with each
@@ -145,6 +146,7 @@ def test_per_delta_equals_per_cell_on_small_pairs(quadrature, monkeypatch, d, sc
     assert applied >= total // 2, (applied, total)  # the comparison mostly ran through the engine
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from([0, 1, 2, 300, 301, 700, 1500]), min_size=2, max_size=5), st.data())
 def test_per_delta_equals_per_cell_random(quadrature, monkeypatch, counts, data):

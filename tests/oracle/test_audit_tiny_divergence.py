@@ -68,6 +68,7 @@ def small_pnf_pairs():
                 yield counts, other, k, _distributions.pair_cells(a, b, 20, 10**6)
 
 
+@pytest.mark.slow
 def test_log_ratio_bound_holds_on_every_small_pair():
     """``|ln P(o) - ln Q(o)| <= B`` for every cell given a bound, on every PNFJoint pair (base
     1/2) of a count vector in {0..3}^d, d <= 3, every k, and each of its add/remove and
@@ -151,6 +152,7 @@ def _ends(ball, digits=80):
             mpmath.mpf(ball.upper().mid().str(digits, radius=False)))
 
 
+@pytest.mark.slow
 def test_log_ratio_enclosure_holds_on_every_small_pair():
     """``ln(P/Q) - lam * l`` lies in the enclosure ``J`` of ``Pair.log_ratio_enclosure`` for
     every cell and direction given one, on every PNFJoint pair (base 1/2, so ``lam = ln 2``)
@@ -215,6 +217,7 @@ def test_profile_where_the_loss_passes_epsilon_by_a_hair(monkeypatch):
         audit.privacy_profile(a, b, 1, dps=30)
 
 
+@pytest.mark.slow
 def test_worst_case_passes_its_claim_by_a_hair(monkeypatch):
     """``worst_case`` of PNFJoint (epsilon 1) at ``3G+1, 2G, G, 0``, k = 2, G = 2000, over swap
     neighbours: the worst loss equals the claim 1 to every digit the probabilities have
@@ -325,6 +328,7 @@ def test_zcdp_of_joint_pairs_far_below_the_best_level(monkeypatch):
     assert not old.converged and old.lower == 0
 
 
+@pytest.mark.slow
 def test_log_ratio_enclosure_holds_for_canonical_with_exponential_noise():
     """Canonical with exponential noise is the other permute-and-flip mechanism over its
     outputs: the enclosure holds on every pair of counts in {0..2}^d, d <= 3, k <= 2, with

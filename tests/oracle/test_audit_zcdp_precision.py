@@ -95,6 +95,7 @@ def test_identical_and_disjoint_unchanged():
     assert z.lower == z.upper == mpmath.inf
 
 
+@pytest.mark.slow
 def test_more_digits_only_within_the_memory_budget(monkeypatch):
     """Two Joint mechanisms whose epsilon is 10**-60: rho is near 10**-121, and ``ln(P/Q)``
     (about 10**-60) is beyond the first working digits of the cells' balls. With ample

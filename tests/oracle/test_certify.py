@@ -237,6 +237,7 @@ def test_chi2_functions():
         assert float(certify.ncx2_sf(x, df, nc)) == pytest.approx(mc, abs=4e-3)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 400), st.floats(0, 5000), st.floats(0.01, 3))
 def test_fast_noncentral_sf_against_mpmath(df, nc, where):
@@ -247,6 +248,7 @@ def test_fast_noncentral_sf_against_mpmath(df, nc, where):
     assert fast == pytest.approx(slow, rel=1e-9, abs=1e-15)
 
 
+@pytest.mark.slow
 def test_fast_noncentral_sf_edge_cases():
     assert chi2._ncx2_sf_fast(3.0, 1, 5e-324) == pytest.approx(float(certify.chi2_sf(3, 1)), rel=1e-12)
     assert chi2._ncx2_sf_fast(0.0, 4, 2.0) == 1.0 and chi2._ncx2_sf_fast(5.0, 0, 2.0) == 0.0
@@ -357,6 +359,7 @@ def _grid():
     return sorted(grid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k, output", [(*SMALL_K1, (0,)), (*SMALL_K1, (2,)), ([2, 2, 2], 2, (0, 1))])
 def test_constant_sampler_failed_or_inconclusive_at_every_n(counts, k, output):
     # a constant sampler's statistic depends on n only: every n up to 200, then 12 per decade to 10^5
@@ -673,6 +676,7 @@ def test_compare_probabilities_inconclusive():
 # the float64 example: certified, and its broken variant caught
 
 
+@pytest.mark.slow
 def test_float_joint_certified():
     counts, k = EXAMPLE
     exact = exactdp.Joint(counts, k, epsilon=1)
@@ -688,6 +692,7 @@ def test_float_joint_certified():
 BROKEN_N = 45_000
 
 
+@pytest.mark.slow
 def test_broken_float_joint_caught():
     counts, k = EXAMPLE
     exact = exactdp.Joint(counts, k, epsilon=1)
@@ -713,6 +718,7 @@ def test_broken_float_joint_caught():
 # the CLI
 
 
+@pytest.mark.slow
 def test_cli_certify(capsys, tmp_path):
     m = exactdp.Joint(*SMALL, epsilon=1)
     draws = m.samples(3000, rng=9)

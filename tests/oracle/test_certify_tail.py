@@ -180,6 +180,7 @@ def test_a_correct_sampler_passes_at_the_n_needed():
     assert "and rare tail" in fit.verdict_line() and "rare tail:    level 2" in fit.summary()
 
 
+@pytest.mark.slow
 def test_false_alarm_rate_of_a_correct_sampler_stays_below_alpha():
     # Joint([3, 1, 0], 1) with 30 draws: level 2 (4.2 draws expected) is the rare tail.
     # 1,000 seeded runs at alpha = 0.2: a test of level 0.2 rejects at most Binomial(1000, 0.2)
@@ -198,6 +199,7 @@ def test_false_alarm_rate_of_a_correct_sampler_stays_below_alpha():
     assert tail_rejected > 0  # the tail test is not vacuous here
 
 
+@pytest.mark.slow
 def test_a_sampler_moving_mass_onto_the_rare_level_fails_with_the_claimed_power():
     m = exactdp.Joint([5, 5, 4, 4, 0], 1, epsilon=4)
     exact = {o: float(p) for o, p in m.distribution()}

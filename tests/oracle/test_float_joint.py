@@ -20,6 +20,7 @@ from float_joint import FloatJoint, FloatPNFJoint, PublishedLoopsFloatJoint  # n
 TINY = ([4, 3, 3, 1, 0], 2)
 
 
+@pytest.mark.slow
 def test_single_sample_path_matches_joint():
     counts, k = TINY
     impl = FloatJoint(counts, k)
@@ -28,6 +29,7 @@ def test_single_sample_path_matches_joint():
     assert certify.goodness_of_fit(draws, exactdp.Joint(counts, k, epsilon=1)).passed_at(1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k", [TINY, ([5, 5, 2, 0], 3)])
 def test_pnf_sampler_matches_pnf_joint(counts, k):
     impl = FloatPNFJoint(counts, k)

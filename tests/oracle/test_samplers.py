@@ -54,6 +54,7 @@ def needs_rng(counts, rng):
     return FloatJoint(counts, K).sample(rng)
 
 
+@pytest.mark.slow
 def test_required_parameters_left_decide(mech):
     # one required positional left after partial -> the generator goes there
     fn = functools.partial(needs_rng, COUNTS)

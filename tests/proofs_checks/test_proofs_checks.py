@@ -46,6 +46,7 @@ def results() -> dict:
     return _RESULTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chk", CHECKS, ids=[c.name for c in CHECKS])
 def test_check_passes_or_reproduces_its_documented_erratum(chk):
     r = results()[chk.name]
@@ -162,6 +163,7 @@ def test_withdrawn_errata_are_gone():
     assert "under any of the three readings" not in ERRATA
 
 
+@pytest.mark.slow
 def test_true_maxima_not_first_violations():
     """E6's privacy losses are maxima over the whole space (the first violating neighbour of
     (9, 6, 3, 0) gives less than the maximum)."""
@@ -331,6 +333,7 @@ def test_select_patterns():
         select(["no.such.check"])
 
 
+@pytest.mark.slow
 def test_main_writes_the_report_only_when_asked(tmp_path, capsys, monkeypatch):
     default = tmp_path / "default" / "REPORT.md"
     default.parent.mkdir()
