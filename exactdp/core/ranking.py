@@ -64,8 +64,9 @@ class Ranking:
         """``order``, ``values`` and ``cumulative`` in numpy when every count lies in
         ``(-2**62, 2**62)`` (exact in int64, so every comparison below is exact; the other
         attributes are built from the arrays on first use); False (nothing set)
-        otherwise.  ``argsort`` of ``~c = -c - 1`` (no overflow) with a stable sort is the
-        order by count descending, ties by smaller item id: the key ``(-c_i, i)``."""
+        otherwise.  The order by count descending, ties by smaller item id (the key
+        ``(-c_i, i)``) is the sorted keys ``(max c - c_i) d + i`` modulo ``d`` when they stay
+        below ``2**62``, else ``argsort`` of ``~c = -c - 1`` (no overflow) with a stable sort."""
         import numpy as np
 
         try:
@@ -74,7 +75,14 @@ class Ranking:
             return False
         if self.d and not (int(c.min()) > -_INT_BOUND and int(c.max()) < _INT_BOUND):
             return False
-        order = np.argsort(~c, kind="stable")
+        top, span = int(c.max()), int(c.max()) - int(c.min())
+        if (span + 1) * self.d < _INT_BOUND:
+            # one key per item, (top - c_i) d + i: ascending keys are the ranks, exact in int64
+            key = (top - c) * self.d + np.arange(self.d, dtype=np.int64)
+            key.sort()
+            order = key % self.d
+        else:
+            order = np.argsort(~c, kind="stable")
         ranked = c[order]
         ends = np.flatnonzero(ranked[1:] != ranked[:-1]) + 1  # first rank of every new count
         self.order = tuple(order.tolist())

@@ -35,11 +35,25 @@ Round ``r`` picks item ``s_r`` of count ``v_a`` with probability ``1 / (1 + R_r)
 sum tree over the distinct counts (``O(log #counts)`` node sums, every one a sum of
 non-negative enclosures: no cancellation, whatever was removed before).  Removing the
 item updates one leaf and its ancestors.  So one probability costs one tree
-(``#counts`` exponentials, kept per precision) plus ``O(k log #counts)`` ball operations,
-and no per-round table is ever built.  The log-probability is
+(at most ``#counts`` exponentials, kept per precision) plus ``O(k log #counts)`` ball
+operations, and no per-round table is ever built.  The log-probability is
 ``-sum_r log1p(R_r)``: a sum of non-positive enclosures, each with relative accuracy
 (``log1p`` of a tiny ``R_r = e^(-huge)`` is ``~R_r`` to full relative precision), so the
 sum keeps relative accuracy even when it is ``-1e-400000``.
+
+*Prefix trees.*  Past :data:`_FULL_TREE` distinct counts a tree covers the counts
+``v_0..v_{c-1}`` only and holds the others as one leaf, the enclosure ``[0, N e_c]`` of
+their sum (``N`` their number of items; every one weighs at most ``e_c`` since the counts
+decrease), so every node still encloses the true sum of its leaves.  The cover ``c``
+(:meth:`Peeling._prefix`) reaches past a count ``v_j`` down to the first count with
+``lam (v_j - v) >= (p + 16) ln 2 + ln d`` at ``p`` bits, so that ``N e_c <= 2**-(p+16)
+e_j``.  A probability takes ``j`` one past the least count of the sequence: those items
+are never removed, so every ``O_a >= e_j`` and the tail costs each ``R_r`` a relative
+``2**-(p+16)``, no more than rounding; raising the precision covers more.  A sample takes
+``j`` the top remaining count and covers more whenever a walk ends in the tail's leaf or
+cannot decide (the walks return the exact inverse-CDF leaf of their uniform whatever the
+tree: the law is the same).  The cover is planned in floats (``lam`` as a float); any
+cover is correct, a cover too short only costs more precision or more cover.
 
 *Exponential (per-round tables).*  Round ``r`` is
 :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip` on the
@@ -53,7 +67,8 @@ brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
 
 **Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling_sampling`): every
 draw applies its removals to the weight tree in place and undoes them when it ends (the
-tree is built once per precision, at most :data:`_TREE_CACHE` precisions kept); gumbel
+tree is built once per precision, covering more counts on demand, at most
+:data:`_TREE_CACHE` precisions kept); gumbel
 rounds are an exact tree descent, exponential rounds permute-and-flip over the remaining
 items run exactly (exact ``Bernoulli(exp(-x))`` coins, Poisson thinning for the light
 tail).  Memory is ``O(d)``, whatever the number of draws or rounds.
@@ -176,7 +191,7 @@ class Peeling(Mechanism):
         self._table_levels = 0
         self._trees: dict[int, PrefixTree] = {}
         #: planning floats of the exponential sampler (built on its first draw)
-        self._plan: Optional[tuple[list[float], list[float]]] = None
+        self._plan: Optional[tuple[Sequence[float], Sequence[float]]] = None
         #: the PEELING_LEVELS_LIMIT that levels() was refused at (None: not refused)
         self._levels_refused: Optional[int] = None
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8

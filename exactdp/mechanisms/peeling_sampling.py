@@ -11,10 +11,16 @@ Differential Privacy* (NeurIPS 2020, arXiv:2004.00010).
 ``v_0 > v_1 > ...``: leaf ``a`` holds ``n_a e_a`` (remaining items with count ``v_a`` times
 ``e_a = w(v_a)/w(v_0)``, an arb ball), every inner node the sum of its children.  One tree
 is built per working precision and cached on the mechanism (a bounded number of
-precisions).  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
+precisions); past a few hundred distinct counts it covers only the counts down to where
+the rest weighs less than ``2**-(prec+16)`` of the count the draw needs (the top remaining
+count; the tail's first count for a Poisson tail) and holds the rest as one enclosure
+(:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`, the module docstring of
+:mod:`~exactdp.mechanisms.peeling`): a walk that ends in that leaf, or cannot decide on a
+tree that does not cover every count, covers more (at least twice as many counts, the
+draw's removals applied again) and walks again with the same bits.  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
 additions each) and restores the original multiplicities when it ends (:class:`DrawState`):
 nothing is copied per draw and nothing grows with the number of draws or rounds.  Peak
-memory is ``O(d)``: the ranking, the level table of all counts, and at most
+memory is ``O(d)``: the ranking and at most
 :data:`~exactdp.mechanisms.peeling._TREE_CACHE` trees of ``O(#counts)`` balls.
 
 **Gumbel (CDP-Peel).**  Round ``r`` picks count ``v_a`` with probability ``n_a e_a /
@@ -67,7 +73,8 @@ enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare 
 uniform with an enclosure of ``mu_j / (g p_j)``.  Every decision is certain for the whole
 dyadic interval of its uniform (more bits, and more precision, when it is not), so the
 round has exactly the law of permute-and-flip over the remaining items.  Floats only plan
-the head (which counts go where): any split gives the same law.
+the head (which counts go where; computed in numpy past a few thousand counts, the same
+formulas) and how far a tree reaches: any split and any cover give the same law.
 
 ``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would (same
 draws), and shares one lock section and the mechanism's trees between them.
@@ -330,7 +337,7 @@ def draw_round(state: DrawState, gen: random.Random) -> int:
     return _pnf_round(state, gen)
 
 
-def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
+def plan_logs(mech: "Peeling") -> tuple[Sequence[float], Sequence[float]]:
     """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
     every distinct count (clamped; never used in a decision, only to split the rounds into
     head and tail)."""
@@ -359,7 +366,7 @@ def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
     return logw, logs
 
 
-def _plan_logs_numpy(values: Sequence[int], mult: Sequence[int], rate: float) -> tuple[list[float], list[float]]:
+def _plan_logs_numpy(values: Sequence[int], mult: Sequence[int], rate: float) -> tuple[Sequence[float], Sequence[float]]:
     """:func:`plan_logs` in numpy (gaps below ``2**62``: exact in int64, each rounded once
     to float64 as Python rounds an int): the same formulas, ``logaddexp`` for the running
     ``hi + log1p(exp(lo - hi))``; planning floats only."""
@@ -370,8 +377,8 @@ def _plan_logs_numpy(values: Sequence[int], mult: Sequence[int], rate: float) ->
     with np.errstate(invalid="ignore", over="ignore"):
         logw = np.where(gaps == 0, 0.0, -np.minimum(rate * gaps.astype(np.float64), 1e300))
     x = np.log(np.array(mult, dtype=np.float64)) + logw
-    logs = np.logaddexp.accumulate(x[::-1])[::-1]
-    return logw.tolist(), logs.tolist() + [-math.inf]
+    logs = np.append(np.logaddexp.accumulate(x[::-1])[::-1], -math.inf)
+    return logw, logs  # read a few entries a round: no list of 166,000 floats is built
 
 
 def _ln(n: int) -> float:

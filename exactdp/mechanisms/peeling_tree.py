@@ -227,9 +227,14 @@ class PrefixTree(WeightTree):
     walks take on it is right; a walk ends on leaf ``cover`` only when the target is
     certainly among the counts not covered (the caller covers more and walks again).
     Removing an item of a count not covered leaves the tail's enclosure valid (its sum
-    only decreases), so :meth:`set_count` ignores it.  ``complete``: ``cover == n`` (the
-    tree is the plain :class:`WeightTree`); ``prec``: the working precision of its balls;
-    ``ok``: the largest count index it was checked adequate for (by its owner)."""
+    only decreases), so :meth:`set_count` ignores it.
+
+    ``weights``: the relative weights ``e_0..e_{cover-1}`` (so ``cover = len(weights)``);
+    ``mult``: the multiplicities of all ``n`` counts; ``zero``: the number type's zero;
+    ``tail``: the enclosure of the other counts' sum (ignored when ``cover >= n``);
+    ``prec``: the working precision of the balls.  Attributes: ``complete`` (``cover >= n``:
+    the plain :class:`WeightTree`) and ``ok`` (the largest count index its owner checked it
+    adequate for)."""
 
     __slots__ = ("cover", "complete", "prec", "ok")
 
