@@ -481,9 +481,13 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
         i = gen.randrange(state.left(a))
 
         def keep(prec: int, a: int = a) -> arb:
-            state.need = a  # a tree at another precision covers count a too
             w_top, g = fixed(prec)
-            p = state.tree(prec).weights[a] / w_top
+            tree = state.tree(prec)
+            if a >= tree.cover:  # a tree at another precision may not reach count a yet
+                state.need = a
+                tree = state.tree(prec)
+                state.need = first
+            p = tree.weights[a] / w_top
             return -(-p).log1p() / (g * p)  # mu_a / (g p_a)
 
         if lazy_coin(keep, gen, state.prec0) and (a, i) not in seen:

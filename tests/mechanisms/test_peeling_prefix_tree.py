@@ -7,8 +7,8 @@ Twins: the tree over all counts (``_FULL_TREE`` raised past the number of counts
 previous construction) for the same draws under the same integer randomness, and the
 explicit-rounds exact Fractions of tests/twins/peeling.py (``peel_exact``) for the
 probabilities, exhaustively over {0..3}^d, d <= 4, every k.  The goodness-of-fit test rejects
-with probability ALPHA = 1e-6 when the law is right (4 tests in this file: a false alarm
-anywhere in it has probability below 4e-6).
+with probability ALPHA = 1e-6 when the law is right (5 tests in this file: a false alarm
+anywhere in it has probability below 5e-6).
 """
 
 from __future__ import annotations
@@ -166,6 +166,27 @@ def test_least_cover_fits_and_a_dropped_tail_is_caught(broken, monkeypatch):
     expected = {o: float(p) * n for o, p in peel_exact(tuple(counts), 2, Fraction(1, 2), "gumbel").items()}
     stat, df = chi2_statistic(draws, expected)
     assert (stat < chi2_threshold(df, ALPHA)) is not broken, (stat, df)
+
+
+def test_thinning_coin_at_another_precision_covers_its_count(monkeypatch):
+    """A thinning coin decided at a precision whose tree was built for the tail's first
+    count only (the least cover there) still reads the weight of the count it thins, not
+    the tail's enclosure: the law of the rounds through the tail (Poisson thinning forced)."""
+    import exactdp.mechanisms.peeling_sampling as ps
+
+    prefix(monkeypatch)
+    real_prefix = peeling.Peeling._prefix
+    monkeypatch.setattr(peeling.Peeling, "_prefix",
+                        lambda self, prec, need: real_prefix(self, prec, need) if prec < 300 else need + 1)
+    real_coin = ps.lazy_coin
+    monkeypatch.setattr(ps, "lazy_coin", lambda prob, gen, prec: real_coin(prob, gen, 4 * prec))
+    monkeypatch.setattr(ps, "_plan_head", lambda state: state.top + 1)
+    counts, k, base, n = (6, 5, 5, 4, 2, 1, 0), 2, Fraction(2, 3), 3000
+    m = exactdp.Peeling(counts, k, base=base, noise="exponential")
+    draws = Counter(m.samples(n, rng=NoFloatRandom(5)))
+    expected = {o: float(p) * n for o, p in peel_exact(counts, k, base, "exponential").items()}
+    stat, df = chi2_statistic(draws, expected)
+    assert stat < chi2_threshold(df, ALPHA), (stat, df)
 
 
 def test_prefix_tree_nodes_enclose_the_true_sums():
