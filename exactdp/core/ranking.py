@@ -19,6 +19,11 @@ from typing import Sequence
 
 __all__ = ["Ranking"]
 
+#: From this many items on, the ranks are computed in numpy (same attributes, about ten
+#: times faster at d = 166,000) when every count fits in int64 with room to negate.
+_NUMPY_FROM = 2048
+_INT_BOUND = 2**62
+
 
 class Ranking:
     """The sorted view of a validated count vector.
@@ -29,20 +34,23 @@ class Ranking:
     ``>= values[q]``).
     """
 
-    __slots__ = ("counts", "d", "order", "rank_of", "sorted_counts", "values", "cumulative", "_neg")
+    __slots__ = ("counts", "d", "order", "values", "cumulative", "_rank_of", "_sorted", "_negs", "_arrays")
 
     def __init__(self, counts: Sequence[int]):
         self.counts = tuple(counts)
         self.d = len(self.counts)
+        self._arrays = None  # (counts, order) as int64 arrays on the numpy route
+        if self.d >= _NUMPY_FROM and self._numpy_ranks():
+            return
         self.order = tuple(sorted(range(self.d), key=lambda i: (-self.counts[i], i)))
         rank_of = [0] * self.d
         for rank, item in enumerate(self.order):
             rank_of[item] = rank
-        self.rank_of = tuple(rank_of)
-        self.sorted_counts = tuple(self.counts[i] for i in self.order)
+        self._rank_of = tuple(rank_of)
+        self._sorted = tuple(self.counts[i] for i in self.order)
         values: list[int] = []
         cumulative: list[int] = []
-        for rank, c in enumerate(self.sorted_counts):
+        for rank, c in enumerate(self._sorted):
             if values and values[-1] == c:
                 cumulative[-1] = rank + 1
             else:
@@ -50,7 +58,67 @@ class Ranking:
                 cumulative.append(rank + 1)
         self.values = tuple(values)
         self.cumulative = tuple(cumulative)
-        self._neg = [-c for c in self.sorted_counts]  # ascending, for bisect
+        self._negs = [-c for c in self._sorted]  # ascending, for bisect
+
+    def _numpy_ranks(self) -> bool:
+        """``order``, ``values`` and ``cumulative`` in numpy when every count lies in
+        ``(-2**62, 2**62)`` (exact in int64, so every comparison below is exact; the other
+        attributes are built from the arrays on first use); False (nothing set)
+        otherwise.  The order by count descending, ties by smaller item id (the key
+        ``(-c_i, i)``) is the sorted keys ``(max c - c_i) d + i`` modulo ``d`` when they stay
+        below ``2**62``, else ``argsort`` of ``~c = -c - 1`` (no overflow) with a stable sort."""
+        import numpy as np
+
+        try:
+            c = np.array(self.counts, dtype=np.int64)
+        except OverflowError:
+            return False
+        if self.d and not (int(c.min()) > -_INT_BOUND and int(c.max()) < _INT_BOUND):
+            return False
+        top, span = int(c.max()), int(c.max()) - int(c.min())
+        if (span + 1) * self.d < _INT_BOUND:
+            # one key per item, (top - c_i) d + i: ascending keys are the ranks, exact in int64
+            key = (top - c) * self.d + np.arange(self.d, dtype=np.int64)
+            key.sort()
+            order = key % self.d
+        else:
+            order = np.argsort(~c, kind="stable")
+        ranked = c[order]
+        ends = np.flatnonzero(ranked[1:] != ranked[:-1]) + 1  # first rank of every new count
+        self.order = tuple(order.tolist())
+        self.values = tuple(ranked[np.concatenate(([0], ends))].tolist())
+        self.cumulative = tuple(ends.tolist()) + (self.d,)
+        self._arrays = (c, order)
+        self._rank_of = self._sorted = self._negs = None
+        return True
+
+    @property
+    def rank_of(self) -> tuple[int, ...]:
+        """The rank (0-based) of every item id."""
+        if self._rank_of is None:
+            import numpy as np
+
+            order = self._arrays[1]
+            rank_of = np.empty(self.d, dtype=np.int64)
+            rank_of[order] = np.arange(self.d, dtype=np.int64)
+            self._rank_of = tuple(rank_of.tolist())
+        return self._rank_of
+
+    @property
+    def sorted_counts(self) -> tuple[int, ...]:
+        """The counts in rank order, ``c_(1) >= ... >= c_(d)``."""
+        if self._sorted is None:
+            c, order = self._arrays
+            self._sorted = tuple(c[order].tolist())
+        return self._sorted
+
+    @property
+    def _neg(self) -> list[int]:
+        """The negated sorted counts (ascending, for bisect)."""
+        if self._negs is None:
+            c, order = self._arrays
+            self._negs = (-c[order]).tolist()
+        return self._negs
 
     def at_least(self, threshold: int) -> int:
         """Number of items with count ``>= threshold`` (a prefix of the ranks)."""
