@@ -23,8 +23,8 @@ import mpmath
 from flint import arb, ctx
 
 from ._distributions import Pair, expm1_ball, pair_cells
-from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _identical, _oriented,
-                             _power_of_ten_above, _rational)
+from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
+                             _power_of_ten_above, _rational, _Unresolved)
 from .core._typing import RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
@@ -255,27 +255,52 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
         raise InvalidParameterError("alpha", alpha, "must be > 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
     fast = _renyi_by_delta(pair, al, digits_wanted)
-    return fast if fast is not None else _certified_divergence(pair, al, "a>b", digits_wanted)
+    if fast is not None:
+        return fast
+    return _certified_divergence(pair, al, "a>b", digits_wanted)
+
+
+def larger_divergence(pair: Pair, alpha: Fraction, digits_wanted: int) -> tuple[mpmath.mpf, str]:
+    """``max(D_alpha(P||Q), D_alpha(Q||P))`` and its direction (``"a>b"`` on ties), decided
+    as soon as one direction is certified and the other proven below it
+    (:func:`~exactdp._notion_basics._decided_max`); PrecisionError when it is not (with a
+    proven bound on the maximum where both directions have one)."""
+    outcomes: dict[str, Any] = {}
+    for direction in ("a>b", "b>a"):
+        try:
+            outcomes[direction] = _divergence_ends(pair, alpha, direction, digits_wanted)
+        except PrecisionError as error:
+            outcomes[direction] = error
+    direction, _ = _decided_max(outcomes)
+    return outcomes[direction][0], direction
 
 
 def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
+    """``D_alpha`` in ``direction`` certified to ``digits_wanted`` digits; PrecisionError
+    (with the proven upper end, :func:`_Unresolved`) when it could not be."""
+    return _divergence_ends(pair, alpha, direction, digits_wanted)[0]
+
+
+def _divergence_ends(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> tuple[mpmath.mpf, arb, arb]:
+    """:func:`_certified_divergence` with the proven lower and upper ends of its value."""
     digits, tried, cap = digits_wanted + 10, False, _cap(digits_wanted)
     while True:
         with flint_workprec(prec_for_dps(digits, 40)):
             ball = _renyi_ball(_oriented(pair.balls(digits), direction), pair.cells, alpha, pair.log_ratio_bounds())
             if ball is None:
-                return mpmath.inf
+                return mpmath.inf, arb("inf"), arb("inf")
             if ball > 0 and is_accurate(ball, digits_wanted):
-                return ball_to_mpf(ball)
+                return ball_to_mpf(ball), ball.lower(), ball.upper()
         if not ball > 0 and not tried:
             tried = True
             if _identical(pair):
-                return mpmath.mpf(0)
+                return mpmath.mpf(0), arb(0), arb(0)
         if digits >= cap:
             break
         digits = min(2 * digits, cap)  # the last pass at the cap itself
-    raise PrecisionError("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
-                         + _magnitude_note(ball, alpha, digits, digits_wanted))
+    upper = ball.upper() if ball is not None and ball.is_finite() else None
+    raise _Unresolved("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
+                      + _magnitude_note(ball, alpha, digits, digits_wanted), upper)
 
 
 def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int) -> str:
