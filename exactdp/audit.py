@@ -71,7 +71,7 @@ from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit
                              output_orbit_count, pair_cells)
 from ._footprint import Footprint
 from ._groups import Groups
-from ._notion_basics import proven_zero, pure_loss  # noqa: F401
+from ._notion_basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
 from ._notions import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
 from ._renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
@@ -390,11 +390,12 @@ def privacy_loss(
                 lp = mpmath.log(pa[la])
             lp = _witness_log(mechanism_a, witness, lp, digits_wanted)
             return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
-        raise PrecisionError(
+        raise _Unresolved(
             "dps", digits_wanted,
             f"could not certify the privacy loss to {digits_wanted} digits with certified "
             f"probabilities of {digits} digits (the loss is below 10**-{digits // 2} or the "
             "distributions agree to that many digits without being provably equal)",
+            hi,  # the largest |ln P_a - ln P_b| is proven at most this
         )
     direction = "a>b" if w_ball.mid() > 0 else "b>a"
     with mp_workdps(digits_wanted + 5):

@@ -305,11 +305,11 @@ class Peeling(Mechanism):
 
     def _adequate(self, tree: PrefixTree, need: int) -> bool:
         """Whether ``tree`` covers the count ``need`` with its tail below
-        ``2**-(prec+16) e_need`` (:meth:`_prefix`; remembered in ``tree.ok``)."""
-        if tree.complete or need <= tree.ok:
+        ``2**-(prec+16) e_need`` (:meth:`_prefix`; remembered in ``tree.checked_to``)."""
+        if tree.complete or need <= tree.checked_to:
             return True
         if need < tree.cover and self._prefix(tree.prec, need) <= tree.cover:
-            tree.ok = need
+            tree.checked_to = need
             return True
         return False
 

@@ -140,7 +140,7 @@ class DrawState:
         (inside ``flint_workprec(prec)``).  A tree that must cover more is rebuilt by the
         mechanism: this draw's removals are undone on the old one and applied to the new."""
         entry = self.trees.get(prec)
-        if entry is not None and (entry[0].complete or self.need <= entry[0].ok
+        if entry is not None and (entry[0].complete or self.need <= entry[0].checked_to
                                   or self.mech._adequate(entry[0], self.need)):
             return entry[0]
         if entry is not None:

@@ -233,10 +233,10 @@ class PrefixTree(WeightTree):
     ``mult``: the multiplicities of all ``n`` counts; ``zero``: the number type's zero;
     ``tail``: the enclosure of the other counts' sum (ignored when ``cover >= n``);
     ``prec``: the working precision of the balls.  Attributes: ``complete`` (``cover >= n``:
-    the plain :class:`WeightTree`) and ``ok`` (the largest count index its owner checked it
+    the plain :class:`WeightTree`) and ``checked_to`` (the largest count index its owner checked it
     adequate for)."""
 
-    __slots__ = ("cover", "complete", "prec", "ok")
+    __slots__ = ("cover", "complete", "prec", "checked_to")
 
     def __init__(self, weights: Sequence[Any], mult: Sequence[int], zero: Any, n: int, tail: Any = None,
                  prec: int = 0):
@@ -245,7 +245,7 @@ class PrefixTree(WeightTree):
             super().__init__(list(weights) + [tail], list(mult[:cover]) + [1], zero)
         else:
             super().__init__(weights, mult, zero)
-        self.cover, self.complete, self.prec, self.ok = cover, cover >= n, prec, -1
+        self.cover, self.complete, self.prec, self.checked_to = cover, cover >= n, prec, -1
 
     def set_count(self, a: int, m: int, log: Optional[list] = None) -> None:
         if a < self.cover:

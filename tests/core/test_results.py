@@ -71,6 +71,7 @@ def _is_machinery(cls: type) -> bool:
 NOT_RESULTS = {
     "exactdp.core.results.NoTruthValue": "the base class that takes the truth value away (test_the_hint_class_itself)",
     "exactdp.core.levels.Level": "a (utility, multiplicity) NamedTuple, unpacked as a tuple",
+    "exactdp.mechanisms.peeling_tree.PrefixTree": "a Peeling weight tree over the counts that matter",
     "exactdp.core.levels.LevelTable": "a mechanism's level table",
     "exactdp.core.level_blocks.BlockLevelTable": "a mechanism's level table in blocks",
     "exactdp.core.scale.Scale": "a mechanism's parameter (epsilon or base)",
