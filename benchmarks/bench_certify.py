@@ -73,7 +73,7 @@ def main() -> None:
         def exact() -> str:
             fit = certify.goodness_of_fit(draws, m)
             fit.verdict_line()
-            return fit.verdict()
+            return fit.verdict
 
         best_f = best_e = float("inf")
         peak_f = peak_e = 0.0

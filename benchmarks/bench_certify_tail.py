@@ -40,7 +40,7 @@ def main() -> None:
         levels = getattr(plan, "tail_levels", None)
         tail = "-" if levels is None else (
             f"{levels} level(s), {n * plan.tail_probability:.3g} draws expected" if levels else "none")
-        verdict = certify.goodness_of_fit(m.samples(n, rng=1), m).verdict() if n <= 10**6 else "not drawn (n > 10^6)"
+        verdict = certify.goodness_of_fit(m.samples(n, rng=1), m).verdict if n <= 10**6 else "not drawn (n > 10^6)"
         print(f"| {name} | {n:,} | {elapsed:.2f} | {tail} | {verdict} |")
 
 

@@ -26,6 +26,7 @@ extensions = [
     "sphinx.ext.autosummary",  # one generated page per module listed in api/index.md
     "sphinx.ext.viewcode",  # "[source]" links next to every documented object
     "myst_nb",  # Markdown pages (MyST-Parser) and the tutorial notebooks
+    "sphinx.ext.mathjax",  # $...$ and $$...$$ in the pages, rendered in the browser
 ]
 
 # docs/examples/ holds data files that pages link to, not pages.
@@ -36,7 +37,9 @@ root_doc = "index"
 # MyST: GitHub-style heading anchors, so links like definitions.md#21-joint resolve.
 myst_heading_anchors = 4
 # colon fences (:::{toctree}) for directives in docs/*.md: tests/test_docs.py reads only ``` fences.
-myst_enable_extensions = ["colon_fence"]
+# dollarmath: $...$ inline and $$...$$ display math (as GitHub renders it); amsmath: LaTeX
+# environments such as aligned.
+myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 
 # The tutorial notebooks are committed without outputs and executed here, fresh, by
 # MyST-NB (tests/test_tutorials.py executes them too, and fails on any error); each

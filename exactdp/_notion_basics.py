@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 import mpmath
-from flint import arb
+from flint import arb, fmpz
 
 from ._distributions import ExponentialPair, Pair
 from ._groups import Groups
@@ -36,6 +36,51 @@ _SIMPLIFY_OPS = 400
 _SIMPLIFY_DEGREE = 400
 #: :func:`_identical` separates the distributions with enclosures of this many digits first.
 _IDENTITY_DIGITS = 60
+
+
+def _Unresolved(argument: str, value: Any, reason: str, upper: Optional[arb] = None) -> PrecisionError:  # noqa: N802
+    """A :class:`PrecisionError` for a value not certified to its digits, carrying what was
+    proven of it: ``upper``, an arb point proven ``>=`` the true value (None: nothing
+    proven).  A maximum over several such values is still decided when another is
+    certified above it (:func:`_decided_max`)."""
+    error = PrecisionError(argument, value, reason)
+    error.upper = upper  # type: ignore[attr-defined]
+    return error
+
+
+#: One of the values of a maximum: ``(value, lower end)`` or ``(value, lower end, upper
+#: end)`` certified (the ends arb points proven around the true value), or the
+#: PrecisionError of a value that was not (its ``upper``: :func:`_Unresolved`).
+Outcome = Any
+
+
+def _decided_max(outcomes: dict[str, Outcome]) -> tuple[str, dict[str, mpmath.mpf]]:
+    """The key of the largest of ``outcomes`` (the first of equal values), decided as soon
+    as one value is certified and every other either is certified or is proven (an
+    :func:`_Unresolved` bound, on the outward ends) at most the largest certified value's
+    lower end; beside it, each undecided key's proven upper bound.  Otherwise raises the
+    first undecided value's error, its ``upper`` then a proven bound on the maximum
+    (None unless every value has an upper end): the maximum is not decided."""
+    certified = {k: v for k, v in outcomes.items() if not isinstance(v, Exception)}
+    failed = {k: v for k, v in outcomes.items() if isinstance(v, Exception)}
+    best = max(certified, key=lambda k: certified[k][0]) if certified else None  # the first of equal values
+    bounds = {}
+    for key, error in failed.items():
+        upper = getattr(error, "upper", None)
+        if best is None or not (mpmath.isinf(certified[best][0]) or (upper is not None and upper <= certified[best][1])):
+            raise _Unresolved(error.argument, error.value, error.reason, _upper_of_all(outcomes)) from None
+        bounds[key] = ball_to_mpf(upper) if upper is not None else mpmath.inf
+    assert best is not None
+    return best, bounds
+
+
+def _upper_of_all(outcomes: dict[str, Outcome]) -> Optional[arb]:
+    """The largest proven upper end of ``outcomes``, None when one has none."""
+    uppers = [getattr(v, "upper", None) if isinstance(v, Exception) else (v[2] if len(v) > 2 else None)
+              for v in outcomes.values()]
+    if any(u is None for u in uppers):
+        return None
+    return max(uppers, key=lambda u: u.mid())
 
 
 def _rational(value: Any, argument: str) -> Fraction:
@@ -60,6 +105,18 @@ def _power_of_ten_above(upper: arb) -> int:
         while arb(10) ** (exponent - 1) >= upper:
             exponent -= 1
     return exponent
+
+
+def _bound_text(upper: Optional[mpmath.mpf]) -> str:
+    """A proven upper bound as text that is still one: ``1e<e>`` with ``10**e >= upper``
+    (:func:`_power_of_ten_above`), ``0`` or ``inf``."""
+    if upper is None or mpmath.isinf(upper):
+        return "inf"
+    if not upper > 0:
+        return "0"
+    man, exp = upper.man_exp
+    with flint_workprec(int(man).bit_length() + 64):  # man * 2**exp exactly
+        return f"1e{_power_of_ten_above(arb(fmpz(int(man))) * arb(2) ** int(exp))}"
 
 
 def _pos(x: arb) -> arb:
@@ -212,7 +269,8 @@ def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpm
             if _identical(pair):
                 return mpmath.mpf(0), 0, [mpmath.mpf(0)] * len(signed), _log_mpf(logs), True
         digits *= 2
-    raise PrecisionError("dps", digits_wanted, f"could not certify the privacy loss to {digits_wanted} digits")
+    # the largest |ln P - ln Q| is proven at most hi (every cell has P, Q > 0 here)
+    raise _Unresolved("dps", digits_wanted, f"could not certify the privacy loss to {digits_wanted} digits", hi)
 
 
 def _signed_mpf(signed: list) -> list[mpmath.mpf]:

@@ -31,8 +31,10 @@ import mpmath
 from flint import arb
 
 from ._distributions import Pair, expm1_ball, pair_cells
-from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _exact_equal, _oriented, _pos,
-                             _power_of_ten_above, _rational, _same_law_cell)
+from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, _bound_text, _by_delta, _cap,
+                             _decided_max, _exact_equal, _oriented, _pos, _power_of_ten_above, _rational,
+                             _same_law_cell, _Unresolved)
+from .core.results import NoTruthValue
 from .core._typing import Output, RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
@@ -42,45 +44,67 @@ __all__ = ["PrivacyProfile", "EpsilonForDelta", "privacy_profile", "epsilon_for_
 
 
 @dataclass(frozen=True)
-class PrivacyProfile:
+class PrivacyProfile(NoTruthValue):
     """``delta(epsilon)`` of a pair (:func:`privacy_profile`).
 
     ``delta``: the larger direction, certified to ``dps`` digits (exactly ``0`` when
     ``exact_zero``); ``direction``: ``"a>b"`` (``sum max(0, P_a - e^eps P_b)``) or
     ``"b>a"``; ``delta_a_b``/``delta_b_a`` both directions; ``carriers``: ``(witness,
-    outputs)`` of every cell with ``P(o) > e^eps Q(o)`` in ``direction``.
+    outputs)`` of every cell with ``P(o) > e^eps Q(o)`` in ``direction``.  The larger
+    direction is decided as soon as it is certified and the other is proven below it:
+    that other direction is then named by ``undecided``, its field is ``None`` and
+    ``undecided_at_most`` is its proven upper bound (``None`` both when every direction is
+    certified).
     """
 
     epsilon: Fraction
     delta: mpmath.mpf
     direction: str
-    delta_a_b: mpmath.mpf
-    delta_b_a: mpmath.mpf
+    delta_a_b: Optional[mpmath.mpf]
+    delta_b_a: Optional[mpmath.mpf]
     carriers: tuple[tuple[Output, int], ...]
     dps: int
     exact_zero: bool
+    undecided: Optional[str] = None
+    undecided_at_most: Optional[mpmath.mpf] = None
+
+    _truth_hint = ".delta (or .exact_zero)"
 
     def __str__(self) -> str:
-        return f"delta({self.epsilon}) = {mpmath.nstr(self.delta, 15)} ({self.direction})"
+        text = f"delta({self.epsilon}) = {mpmath.nstr(self.delta, 15)} ({self.direction})"
+        if self.undecided is not None:
+            text += f"; delta_{self.undecided} <= {_bound_text(self.undecided_at_most)} (proven, not certified)"
+        return text
 
 
 @dataclass(frozen=True)
-class EpsilonForDelta:
+class EpsilonForDelta(NoTruthValue):
     """The least ``epsilon >= 0`` with ``max(delta_a_b, delta_b_a)(epsilon) <= delta``.
 
     ``direction``: the direction attaining it (``"a>b"`` or ``"b>a"``); ``epsilon_a_b``,
     ``epsilon_b_a``: the tight epsilon of each direction; all certified to ``dps`` digits.
+    The maximum is decided as soon as one direction is certified and the other is proven
+    below it: that other direction is then named by ``undecided``, its field is ``None``
+    and ``undecided_at_most`` is its proven upper bound (``None`` both when every
+    direction is certified).
     """
 
     delta: Fraction
     epsilon: mpmath.mpf
     direction: str
-    epsilon_a_b: mpmath.mpf
-    epsilon_b_a: mpmath.mpf
+    epsilon_a_b: Optional[mpmath.mpf]
+    epsilon_b_a: Optional[mpmath.mpf]
     dps: int
+    undecided: Optional[str] = None
+    undecided_at_most: Optional[mpmath.mpf] = None
+
+    _truth_hint = ".epsilon"
 
     def __str__(self) -> str:
-        return f"epsilon({self.delta}) = {mpmath.nstr(self.epsilon, 15)} ({self.direction})"
+        text = f"epsilon({self.delta}) = {mpmath.nstr(self.epsilon, 15)} ({self.direction})"
+        if self.undecided is not None:
+            text += f"; epsilon_{self.undecided} <= {_bound_text(self.undecided_at_most)} (proven, not certified)"
+        return text
 
 
 def _profile_note(open_ends: dict[str, tuple[arb, int]], eps: Fraction, digits: int) -> str:
@@ -153,11 +177,11 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                 # proven equal drops out (at the cap, an unproven one is left out of the list)
                 settled = not undecided or digits >= _cap(digits_wanted)
                 if not positive:
-                    done[direction] = (mpmath.mpf(0), True, ())
+                    done[direction] = (mpmath.mpf(0), True, (), arb(0), arb(0))
                 elif total > 0 and is_accurate(total, digits_wanted) and settled:
                     carriers = tuple((pair.cells[i].witness, pair.cells[i].outputs) for i in positive
                                      if i not in undecided)
-                    done[direction] = (ball_to_mpf(total), False, carriers)
+                    done[direction] = (ball_to_mpf(total), False, carriers, total.lower(), total.upper())
                 else:
                     open_ends[direction] = (total.upper(), len(undecided))
                 for i in undecided:
@@ -169,14 +193,41 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
         if len(done) == 2:
             break
         if digits >= _cap(digits_wanted):
-            raise PrecisionError("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
-                                 f"with probabilities of {digits} digits" + _profile_note(open_ends, eps, digits))
+            decided = _decided_profile(eps, done, open_ends, digits_wanted)
+            if decided is not None:
+                return decided
+            # the larger delta is proven at most the larger of the directions' upper ends
+            upper = max([u for u, _ in open_ends.values()] + [v[4] for v in done.values()], key=lambda x: x.mid())
+            raise _Unresolved("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
+                              f"with probabilities of {digits} digits" + _profile_note(open_ends, eps, digits), upper)
         if not newly_equal:  # equalities just proven: the same digits again, without those cells
             digits *= 2
-    (dab, zab, cab), (dba, zba, cba) = done["a>b"], done["b>a"]
+    (dab, zab, cab, _, _), (dba, zba, cba, _, _) = done["a>b"], done["b>a"]
     first = dab >= dba
     return PrivacyProfile(eps, dab if first else dba, "a>b" if first else "b>a", dab, dba, cab if first else cba,
                           digits_wanted, zab and zba)
+
+
+def _decided_profile(eps: Fraction, done: dict[str, Any], open_ends: dict[str, tuple[arb, int]],
+                     digits_wanted: int) -> Optional[PrivacyProfile]:
+    """The profile when one direction is certified and the other, not certified, is proven
+    below it (its delta's upper end at most the certified one's lower end): the maximum is
+    decided.  None otherwise."""
+    outcomes: dict[str, Outcome] = {}
+    for direction in _DIRECTIONS:
+        if direction in done:
+            outcomes[direction] = (done[direction][0], done[direction][3], done[direction][4])
+        else:
+            outcomes[direction] = _Unresolved("dps", digits_wanted, "", open_ends[direction][0])
+    try:
+        direction, bounds = _decided_max(outcomes)
+    except PrecisionError:
+        return None
+    value, zero, carriers, _, _ = done[direction]
+    other = next(iter(bounds))
+    deltas = {d: done[d][0] if d in done else None for d in _DIRECTIONS}
+    return PrivacyProfile(eps, value, direction, deltas["a>b"], deltas["b>a"], carriers, digits_wanted, False,
+                          other, bounds[other])
 
 
 def _excess_enclosure(pair: Pair, i: int, direction: str, eps: Fraction) -> Optional[arb]:
@@ -295,16 +346,21 @@ def _exact_tv(pair: Pair, direction: str) -> Optional[Fraction]:
     return total
 
 
-def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
-    """The least eps >= 0 with delta_{P||Q}(eps) <= delta (see the module docstring)."""
+def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wanted: int) -> Outcome:
+    """The least eps >= 0 with delta_{P||Q}(eps) <= delta (see the module docstring), as
+    ``(value, lower end)``; uncertified, an :func:`_Unresolved` with a proven upper
+    bound: ``max(0, max_o ln(P/Q))`` on the balls' upper ends once the mass where ``Q = 0``
+    is proven ``<= delta`` (at that epsilon every other term is 0), or the checked end."""
     digits = digits_wanted + 10
     zero_mass = [i for i, c in enumerate(pair.cells)
                  if (c.ga, c.gb)[direction == "b>a"] is not None and (c.gb, c.ga)[direction == "b>a"] is None]
     exact_zero_mass = _exact_mass(pair, zero_mass, direction) if zero_mass else Fraction(0)
+    infinite = (mpmath.inf, arb("inf"))
     if exact_zero_mass is not None and exact_zero_mass > delta:
-        return mpmath.inf
+        return infinite
     tried, equal = False, set()
     open_zero: Optional[tuple[arb, int, int]] = None  # the last pass's undecided delta(0): bound, digits, cells
+    proven: Optional[arb] = None  # the least epsilon proven to satisfy delta(epsilon) <= delta
     while digits <= _cap(digits_wanted):
         open_zero = None
         with flint_workprec(prec_for_dps(digits, 40)):
@@ -322,7 +378,11 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                     finite.append((p.log() - q.log(), p * m, q * m))
                     finite_cells.append(i)
             if mass.lower() > d:
-                return mpmath.inf
+                return infinite
+            if (exact_zero_mass is not None and exact_zero_mass <= delta) or mass.upper() <= d:
+                top = max((r.upper() for r, _, _ in finite), key=lambda x: x.mid(), default=arb(0))
+                top = top if top > 0 else arb(0)
+                proven = top if proven is None or top < proven else proven
 
             def excess(x: arb) -> arb:
                 """delta(x) minus the zero-mass part."""
@@ -337,7 +397,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                     rest0 += _pos(pm - qm)
             if (exact_zero_mass is not None and rest0.upper() <= rational_ball(delta - exact_zero_mass)) or (
                     (mass + rest0).upper() <= d):
-                return mpmath.mpf(0)
+                return mpmath.mpf(0), arb(0)
             zero_open = not (mass + rest0).lower() > d  # delta(0) <= delta not yet decided either way
             if zero_open:
                 open_zero = ((mass + rest0).upper(), digits,
@@ -347,7 +407,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                 tried = True
                 tv = _exact_tv(pair, direction)
                 if tv is not None and tv <= delta:
-                    return mpmath.mpf(0)
+                    return mpmath.mpf(0), arb(0)
                 equal = {i for i in finite_cells if _exact_equal(pair, pair.cells[i], direction, Fraction(0))}
             finite.sort(key=lambda t: t[0].mid(), reverse=True)
             sp, sq, lo, hi = mass, arb(0), arb(0), arb(0)
@@ -367,54 +427,81 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                 else:
                     fits = (mass + rest).upper() <= d
                 if fits and lo > 0 and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
-                    return ball_to_mpf((lo + hi) / 2)
+                    return ball_to_mpf((lo + hi) / 2), lo
+                if fits:
+                    end = hi.upper()
+                    proven = end if proven is None or end < proven else proven
         digits *= 2
     if open_zero is not None and open_zero[2]:
         # not a breakpoint: the distributions agree to every digit of the probabilities
         upper, digits, near = open_zero
         with flint_workprec(64):
             bound = f"<= 1e{_power_of_ten_above(upper)}" if upper > 0 else "= 0"
-        raise PrecisionError("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to {digits_wanted} "
-                             f"digits: delta_{direction}(0) {bound} (proven), not proven <= {delta}: {near} "
-                             f"cell{'s' if near != 1 else ''} with P within {digits} digits of Q, neither proved equal "
-                             "nor different (if equal, they add 0; a larger dps goes further)")
-    raise PrecisionError("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to "
-                         f"{digits_wanted} digits (delta is at or near a breakpoint of the profile)")
+        raise _Unresolved("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to {digits_wanted} "
+                          f"digits: delta_{direction}(0) {bound} (proven), not proven <= {delta}: {near} "
+                          f"cell{'s' if near != 1 else ''} with P within {digits} digits of Q, neither proved equal "
+                          "nor different (if equal, they add 0; a larger dps goes further)", proven)
+    raise _Unresolved("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to "
+                      f"{digits_wanted} digits (delta is at or near a breakpoint of the profile)", proven)
 
 
-def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome]]:
     """epsilon for delta = 0 in both directions, ``max(0, max_o ln(P/Q))``, per value of
     delta (:class:`ExponentialPair`): each ``r`` keeps its relative accuracy however tiny
     (the direction whose largest log-ratio is ``-C`` of about ``e^(-500)``, which the
-    prefix search cannot certify); None when it does not apply or a sign is undecided."""
+    prefix search cannot certify), as outcomes per direction (:func:`_largest_log_ratios`:
+    both certified, or the last pass's when a sign stays undecided or at the cap); None
+    when it does not apply."""
     fast = _by_delta(pair)
-    digits = digits_wanted + 10
+    digits, both = digits_wanted + 10, None
     while fast is not None and digits <= _cap(digits_wanted):
         with flint_workprec(fast.prec(digits)):
             rs = fast.balls()[0]
-            if any(r.contains(0) for r in rs):
-                return None
             both = _largest_log_ratios(rs, digits_wanted)
-            if both is not None:
+            if _complete(both) or any(r.contains(0) for r in rs):
                 return both
         digits *= 2
-    return None
+    return both
 
 
-def _largest_log_ratios(rs: list[arb], digits_wanted: int) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
-    """``max(0, max r)`` and ``max(0, max -r)`` of log-ratio balls none of which contains
-    0, certified to ``digits_wanted`` digits; None when not yet that accurate."""
-    out = []
-    for sign in (1, -1):
-        ends = _positive_ends(rs, sign)
-        if ends is None:
-            out.append(mpmath.mpf(0))
+def _complete(outcomes: Optional[dict[str, Outcome]]) -> bool:
+    """Whether both directions are among ``outcomes`` and certified."""
+    return outcomes is not None and all(_certified(outcomes, d) for d in _DIRECTIONS)
+
+
+def _certified(outcomes: dict[str, Outcome], direction: str) -> bool:
+    return direction in outcomes and not isinstance(outcomes[direction], Exception)
+
+
+def _merge(known: dict[str, Outcome], outcomes: Optional[dict[str, Outcome]]) -> None:
+    """Keep per direction a certified outcome, else the error with the least proven bound."""
+    for direction, new in (outcomes or {}).items():
+        old = known.get(direction)
+        if old is None or (isinstance(old, Exception) and (
+                not isinstance(new, Exception) or (getattr(new, "upper", None) is not None and (
+                    getattr(old, "upper", None) is None or new.upper < old.upper)))):
+            known[direction] = new
+
+
+def _largest_log_ratios(rs: list[arb], digits_wanted: int) -> dict[str, Outcome]:
+    """``max(0, max r)`` (``"a>b"``) and ``max(0, max -r)`` (``"b>a"``) of log-ratio
+    balls, each ``(value, lower end)`` when certified to ``digits_wanted`` digits (exactly
+    0 when every ball is ``<= 0``), else an :func:`_Unresolved` with its proven upper end."""
+    out: dict[str, Outcome] = {}
+    for sign, direction in ((1, "a>b"), (-1, "b>a")):
+        top = max(((sign * r).upper() for r in rs), key=lambda x: x.mid(), default=arb(0))
+        if not top > 0:
+            out[direction] = (mpmath.mpf(0), arb(0))
             continue
-        lo, hi = ends
-        if not (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
-            return None
-        out.append(ball_to_mpf((lo + hi) / 2))
-    return out[0], out[1]
+        ends = _positive_ends(rs, sign)
+        if ends is not None:
+            lo, hi = ends
+            if hi >= top and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+                out[direction] = (ball_to_mpf((lo + hi) / 2), lo)
+                continue
+        out[direction] = _Unresolved("dps", digits_wanted, f"could not certify epsilon_{direction}(0) to "
+                                     f"{digits_wanted} digits", top)
+    return out
 
 
 def _positive_ends(rs: list[arb], sign: int) -> Optional[tuple[arb, arb]]:
@@ -427,16 +514,17 @@ def _positive_ends(rs: list[arb], sign: int) -> Optional[tuple[arb, arb]]:
             max((x.upper() for x in positive), key=lambda x: x.mid()))
 
 
-def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[tuple[mpmath.mpf, mpmath.mpf]], str]:
+def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[dict[str, Outcome]], str]:
     """epsilon for delta = 0 in both directions of two permute-and-flip sides of one
     ``lam``: each cell's ``r = ln(P/Q)`` is the narrower of its balls' and the level
     tables' enclosure ``lam * l + J`` (:meth:`~exactdp._distributions.Pair.log_ratio_enclosure`),
     so a direction whose largest log-ratio is tiny (counts that differ far below the best
     level) keeps its relative accuracy, which the prefix search cannot certify; None when
     it does not apply (no enclosure; an output of probability 0 on one side) or a sign
-    stays undecided.  Beside it, what a failure of the other path should say instead when
-    every sign was proved but not the digits (else "")."""
-    note = ""
+    stays undecided (the last pass's outcomes when there was one; at the cap too:
+    :func:`_largest_log_ratios`).  Beside it, what a failure of the other path should say
+    instead when every sign was proved but not the digits (else "")."""
+    note, both = "", None
     if not pair.has_log_ratio_enclosure():
         return None, note
     digits = digits_wanted + 10
@@ -445,16 +533,16 @@ def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[tuple[m
             rs = []
             for i, (p, q) in enumerate(pair.balls(digits)):
                 if p is None or q is None:
-                    return None, note
+                    return both, note
                 r = p.log() - q.log()
                 narrow = _excess_enclosure(pair, i, "a>b", Fraction(0))
                 if narrow is not None and narrow.rad() < r.rad():
                     r = narrow
                 if r.contains(0):
-                    return None, note
+                    return both, note
                 rs.append(r)
             both = _largest_log_ratios(rs, digits_wanted)
-            if both is not None:
+            if _complete(both):
                 return both, note
             # every sign is proved: what a failure of the other path should still say
             notes = []
@@ -472,7 +560,7 @@ def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[tuple[m
                     + " (proven), but not to those digits (the tables' enclosure is only as tight as "
                     "the mean of t under b's product: docs/audit.md, 'The tight epsilon for a delta')")
         digits *= 2
-    return None, note
+    return both, note
 
 
 def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = None, *,
@@ -494,20 +582,32 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     if not 0 <= d <= 1:
         raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    pure, note = None, ""
+    outcomes: dict[str, Outcome] = {}
+    note = ""
     if d == 0:
-        pure = _pure_by_delta(pair, digits_wanted)
-        if pure is None:
-            pure, note = _pure_by_enclosure(pair, digits_wanted)
-    if pure is not None:
-        eab, eba = pure
-    else:
-        try:
-            eab = _eps_one_direction(pair, d, "a>b", digits_wanted)
-            eba = _eps_one_direction(pair, d, "b>a", digits_wanted)
-        except PrecisionError as error:
-            if not note:
-                raise
-            raise PrecisionError(error.argument, error.value, note) from None
-    first = eab >= eba
-    return EpsilonForDelta(d, eab if first else eba, "a>b" if first else "b>a", eab, eba, digits_wanted)
+        _merge(outcomes, _pure_by_delta(pair, digits_wanted))
+        if not _complete(outcomes):
+            by_enclosure, note = _pure_by_enclosure(pair, digits_wanted)
+            _merge(outcomes, by_enclosure)
+    for direction in _DIRECTIONS:  # the prefix search where no path above certified a direction
+        if not _certified(outcomes, direction):
+            _merge(outcomes, {direction: _one_direction(pair, d, direction, digits_wanted)})
+    try:
+        # the larger direction is decided once it is certified and the other proven below it
+        direction, bounds = _decided_max({k: outcomes[k] for k in _DIRECTIONS})
+    except PrecisionError as error:
+        if not note:
+            raise
+        raise PrecisionError(error.argument, error.value, note) from None
+    values = {k: None if isinstance(v, Exception) else v[0] for k, v in outcomes.items()}
+    undecided = next(iter(bounds), None)
+    return EpsilonForDelta(d, values[direction], direction, values["a>b"], values["b>a"], digits_wanted, undecided,
+                           bounds.get(undecided))
+
+
+def _one_direction(pair: Pair, delta: Fraction, direction: str, digits_wanted: int) -> Outcome:
+    """:func:`_eps_one_direction`, its error as an outcome."""
+    try:
+        return _eps_one_direction(pair, delta, direction, digits_wanted)
+    except PrecisionError as error:
+        return error

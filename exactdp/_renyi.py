@@ -23,8 +23,9 @@ import mpmath
 from flint import arb, ctx
 
 from ._distributions import Pair, expm1_ball, pair_cells
-from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _identical, _oriented,
-                             _power_of_ten_above, _rational)
+from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
+                             _power_of_ten_above, _rational, _Unresolved)
+from .core.results import NoTruthValue
 from .core._typing import RationalLike
 from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from .core.validation import as_dps, as_positive_int
@@ -41,7 +42,7 @@ DEFAULT_ZCDP_STEPS = 10_000
 
 
 @dataclass(frozen=True)
-class ZcdpBracket:
+class ZcdpBracket(NoTruthValue):
     """``lower <= rho <= upper`` (:func:`zcdp_rho`); ``alpha`` attains ``lower`` (``1``: the KL
     limit), ``converged`` when ``upper - lower <= 10**-dps * lower``, ``steps`` refinements."""
 
@@ -51,6 +52,8 @@ class ZcdpBracket:
     converged: bool
     steps: int
     dps: int
+
+    _truth_hint = ".lower, .upper or .converged"
 
     def __str__(self) -> str:
         text = f"rho in [{mpmath.nstr(self.lower, 12)}, {mpmath.nstr(self.upper, 12)}] (alpha = {self.alpha})"
@@ -94,38 +97,47 @@ _SERIES_BELOW = arb(2) ** -16
 
 def _h_ball(r: arb, alpha: Fraction) -> arb:
     """``h(r) = e^(alpha r) - 1 - alpha (e^r - 1)`` (``alpha = 1``: ``r e^r - e^r + 1``),
-    ``>= 0``, enclosed with the relative accuracy of ``r^2`` when ``|r|`` is small: the
-    series ``sum_{n>=2} c_n r^n / n!`` (``c_n = alpha^n - alpha``; ``alpha = 1``:
-    ``n - 1``) cut after the term ``N`` where the rest falls below the working precision
-    (relative to the first term), the rest bounded by ``R^(N+1) (alpha^(N+1) + alpha)
-    e^((alpha + 1) R) / (N+1)!`` (``alpha = 1``: ``R^(N+1) e^R / N!``) for ``|r| <= R``; a
-    ball of ``r`` that contains 0 gives ``[0, bound]``.  Larger ``|r|`` (or ``alpha |r|``)
-    directly (``expm1`` keeps the relative accuracy).  (Cut after ``N = 2`` whatever the
-    precision, a tiny ``r`` such as ``10^-8`` had only about 8 certified digits at any
-    precision, and zCDP brackets of PNFJoint at epsilon ``10^-6`` stayed unconverged.)"""
+    ``>= 0``, enclosed with the relative accuracy of ``r^2`` when ``|r|`` is small and of
+    ``alpha - 1`` when ``alpha`` is next to 1: the series ``sum_{n>=2} c_n r^n / n!``
+    (``c_n = alpha^n - alpha = alpha beta (1 + alpha + ... + alpha^(n-2))``, ``beta =
+    alpha - 1`` exact; ``alpha = 1``: ``n - 1``) cut after the term ``N`` where the rest
+    falls below the working precision (relative to the first term), the rest bounded by
+    ``beta R (alpha R)^N e^(alpha R) / N!`` (``c_n <= (n - 1) beta alpha^(n-1)``;
+    ``alpha = 1``: ``R^(N+1) e^R / N!``) for ``|r| <= R``; a ball of ``r`` that contains 0
+    gives ``[0, bound]``.  Larger ``|r|`` (or ``alpha |r|``) directly, as ``e^r expm1(beta
+    r) - beta expm1(r)`` (each term ``O(beta)``: ``expm1(alpha r) - alpha expm1(r)``
+    cancels two terms of size ``r`` to ``beta h``, and near ``alpha = 1`` lost
+    ``log2(1/beta)`` bits).  (Cut after ``N = 2`` whatever the precision, a tiny ``r``
+    such as ``10^-8`` had only about 8 certified digits at any precision, and zCDP
+    brackets of PNFJoint at epsilon ``10^-6`` stayed unconverged.)"""
     R = abs(r).upper()
     a = None if alpha == 1 else rational_ball(alpha)
+    b = None if alpha == 1 else rational_ball(alpha - 1)
     if R < _SERIES_BELOW and (alpha == 1 or ((a + 1) * R).upper() < 0.5):
         target = arb(2) ** -(ctx.prec + 8)
         square = abs(r) * abs(r)
-        value = square / 2 if a is None else (a * a - a) * square / 2
+        value = square / 2 if a is None else a * b * square / 2
         first = value.upper()
         power, factorial, n = square, arb(2), 2
+        geometric, step = arb(1), arb(1)  # 1 + alpha + ... + alpha^(n-2), and alpha^(n-2)
         while True:
             if a is None:
                 rest = R ** (n + 1) * R.exp() / factorial
             else:
-                rest = R ** (n + 1) * (a ** (n + 1) + a) * ((a + 1) * R).exp() / (factorial * (n + 1))
+                rest = b * R * (a * R) ** n * (a * R).exp() / factorial
             if not R or rest.upper() <= first * target or n >= ctx.prec:
                 break
             n += 1
             power, factorial = power * r, factorial * n
-            value += power * ((n - 1) if a is None else (a ** n - a)) / factorial
+            if a is not None:
+                step = step * a
+                geometric = geometric + step
+            value += power * ((n - 1) if a is None else a * b * geometric) / factorial
         value = value + arb(0, 1) * rest.upper()
         return arb(0).union(value.upper()) if not value.lower() >= 0 else value
     if alpha == 1:
         return r * r.exp() - expm1_ball(r)
-    return expm1_ball(a * r) - a * expm1_ball(r)
+    return r.exp() * expm1_ball(b * r) - b * expm1_ball(r)
 
 
 def _divergence_second_order(mass_q: list[arb], rs: list[arb], alpha: Fraction) -> arb:
@@ -173,23 +185,23 @@ def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[lis
     ``bounds`` (per cell, an upper bound on ``|r|`` proved otherwise, or None;
     :meth:`~exactdp._distributions.Pair.log_ratio_bounds`) narrows ``r`` further."""
     one = alpha == 1
-    a = rational_ball(alpha)
+    a, b = rational_ball(alpha), rational_ball(alpha - 1)  # beta = alpha - 1 exact, not a rounded a - 1
     total = arb(0)
     for i, ((p, q), cell) in enumerate(zip(balls, cells)):
         if p is None:
             if q is not None:
-                total += q * cell.outputs if one else q * cell.outputs * (a - 1)
+                total += q * cell.outputs if one else q * cell.outputs * b
             continue
         if q is None:
             return None
         r = p.log() - q.log()
         if bounds is not None and bounds[i] is not None:
             r = r.intersection(arb(0).union(bounds[i]).union(-bounds[i]))
-        total += q * _h(r, a, one) * cell.outputs
-    return total if one else total.log1p() / (a - 1)
+        total += q * _h(r, a, b, one) * cell.outputs
+    return total if one else total.log1p() / b
 
 
-def _h(r: arb, a: arb, one: bool) -> arb:
+def _h(r: arb, a: arb, b: arb, one: bool) -> arb:
     """A ball for ``h(r)`` (:func:`_renyi_ball`).  For ``|r| <= R < 1/2`` the value at the
     exact midpoint ``m`` plus the radius times a bound on ``|h'|`` over the ball (``h'(s) =
     alpha e^s (e^((alpha-1) s) - 1)``, bounded at the ball's upper end on the positive side
@@ -197,10 +209,15 @@ def _h(r: arb, a: arb, one: bool) -> arb:
     below ``alpha`` however large ``alpha |r|``; KL: ``h'(s) = s e^s``, at most ``hi e^hi``
     and ``|lo| e^min(hi, 0)``): the two ``expm1`` of the direct form would each
     carry the whole radius of ``r``, which does not cancel.  Cut to ``[0, R^2 ...]``
-    (:func:`_renyi_ball`); larger ``|r|``: the direct form, cut to ``[0, inf)``."""
+    (:func:`_renyi_ball`); larger ``|r|``: the direct form, cut to ``[0, inf)``.  ``b`` is
+    ``beta = alpha - 1`` (exact), and the direct form is ``e^x expm1(beta x) - beta
+    expm1(x)``, both terms ``O(beta)``: ``expm1(alpha x) - alpha expm1(x)`` cancels two
+    terms of size ``x`` down to ``beta h`` and so lost ``log2(1/beta)`` bits next to
+    ``alpha = 1``, where :func:`zcdp_rho` bisects ``(1, a2]`` when the supremum is the KL
+    limit (``D_{a2}`` at ``beta = 2^-60`` was a ball of radius ``10^18``)."""
 
     def direct(x: arb) -> arb:
-        return x * x.exp() - expm1_ball(x) if one else expm1_ball(a * x) - a * expm1_ball(x)
+        return x * x.exp() - expm1_ball(x) if one else x.exp() * expm1_ball(b * x) - b * expm1_ball(x)
 
     big = abs(r).upper()
     if not big < arb(1) / 2:
@@ -213,10 +230,10 @@ def _h(r: arb, a: arb, one: bool) -> arb:
     lo, hi = r.lower(), r.upper()
     slope = arb(0)
     if hi > 0:
-        slope = hi * hi.exp() if one else a * hi.exp() * ((a - 1) * hi).expm1()
+        slope = hi * hi.exp() if one else a * hi.exp() * (b * hi).expm1()
     if lo < 0:
         top_neg = (hi if hi < 0 else arb(0)).exp()
-        neg = -lo * top_neg if one else a * top_neg * -((a - 1) * lo).expm1()
+        neg = -lo * top_neg if one else a * top_neg * -(b * lo).expm1()
         slope = neg.upper() if neg.upper() > slope.upper() else slope.upper()
     value = direct(arb(r.mid())) + r.rad() * slope.upper() * arb(0, 1)
     top = big * big / 2 * ((1 + big) * big.exp() if one else a * a * (a * big).exp())
@@ -241,27 +258,52 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
         raise InvalidParameterError("alpha", alpha, "must be > 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
     fast = _renyi_by_delta(pair, al, digits_wanted)
-    return fast if fast is not None else _certified_divergence(pair, al, "a>b", digits_wanted)
+    if fast is not None:
+        return fast
+    return _certified_divergence(pair, al, "a>b", digits_wanted)
+
+
+def larger_divergence(pair: Pair, alpha: Fraction, digits_wanted: int) -> tuple[mpmath.mpf, str]:
+    """``max(D_alpha(P||Q), D_alpha(Q||P))`` and its direction (``"a>b"`` on ties), decided
+    as soon as one direction is certified and the other proven below it
+    (:func:`~exactdp._notion_basics._decided_max`); PrecisionError when it is not (with a
+    proven bound on the maximum where both directions have one)."""
+    outcomes: dict[str, Any] = {}
+    for direction in ("a>b", "b>a"):
+        try:
+            outcomes[direction] = _divergence_ends(pair, alpha, direction, digits_wanted)
+        except PrecisionError as error:
+            outcomes[direction] = error
+    direction, _ = _decided_max(outcomes)
+    return outcomes[direction][0], direction
 
 
 def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
+    """``D_alpha`` in ``direction`` certified to ``digits_wanted`` digits; PrecisionError
+    (with the proven upper end, :func:`_Unresolved`) when it could not be."""
+    return _divergence_ends(pair, alpha, direction, digits_wanted)[0]
+
+
+def _divergence_ends(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> tuple[mpmath.mpf, arb, arb]:
+    """:func:`_certified_divergence` with the proven lower and upper ends of its value."""
     digits, tried, cap = digits_wanted + 10, False, _cap(digits_wanted)
     while True:
         with flint_workprec(prec_for_dps(digits, 40)):
             ball = _renyi_ball(_oriented(pair.balls(digits), direction), pair.cells, alpha, pair.log_ratio_bounds())
             if ball is None:
-                return mpmath.inf
+                return mpmath.inf, arb("inf"), arb("inf")
             if ball > 0 and is_accurate(ball, digits_wanted):
-                return ball_to_mpf(ball)
+                return ball_to_mpf(ball), ball.lower(), ball.upper()
         if not ball > 0 and not tried:
             tried = True
             if _identical(pair):
-                return mpmath.mpf(0)
+                return mpmath.mpf(0), arb(0), arb(0)
         if digits >= cap:
             break
         digits = min(2 * digits, cap)  # the last pass at the cap itself
-    raise PrecisionError("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
-                         + _magnitude_note(ball, alpha, digits, digits_wanted))
+    upper = ball.upper() if ball is not None and ball.is_finite() else None
+    raise _Unresolved("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
+                      + _magnitude_note(ball, alpha, digits, digits_wanted), upper)
 
 
 def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int) -> str:
@@ -395,13 +437,15 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
         # the intervals by their upper bounds, largest first (a heap of (-midpoint, order of
         # insertion, interval): the first of equal bounds is the one made first, as a scan
         # of the intervals in order would pick; a scan per step made thousands of steps
-        # quadratic, 90% of a small pair's time)
+        # quadratic, 90% of a small pair's time).  The key is the exact negated midpoint: a
+        # plain -mpf rounds to mpmath's 53 bits, and then, past 15 digits, the top of the
+        # heap was not the largest bound and was reported as the upper end
         bounds: dict[tuple[Fraction, Fraction], arb] = {}
         heap: list[tuple[mpmath.mpf, int, tuple[Fraction, Fraction]]] = []
 
         def put(interval: tuple[Fraction, Fraction]) -> None:
             bound = bounds[interval] = interval_bound(*interval)
-            heapq.heappush(heap, (-ball_to_mpf(bound.mid()), next(made), interval))
+            heapq.heappush(heap, (mpmath.fneg(ball_to_mpf(bound.mid()), exact=True), next(made), interval))
 
         made = itertools.count()
         put((Fraction(1), A))

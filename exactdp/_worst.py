@@ -41,15 +41,16 @@ import mpmath
 
 from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
 from ._neighbours import _relation, neighbour_count, neighbours
-from ._notion_basics import _rational
+from ._notion_basics import _bound_text, _rational
 from ._notions import privacy_profile
-from ._renyi import _certified_divergence, zcdp_rho
+from ._renyi import larger_divergence, zcdp_rho
 from ._verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
 from .core._lazy import sympy
+from .core.results import NoTruthValue
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
 from .core.formatting import output_text as _sequence_text
-from .core.precision import mp_workdps
+from .core.precision import ball_to_mpf, mp_workdps
 from .core.validation import as_counts, as_dps, as_positive_int
 from .errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
 
@@ -89,7 +90,7 @@ def _output_json(output: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class NeighbourLoss:
+class NeighbourLoss(NoTruthValue):
     """The notion between the audited counts and one neighbour.
 
     ``loss``: the pair's result object (:class:`~exactdp.audit.PrivacyLoss` for ``"pure"``,
@@ -99,7 +100,9 @@ class NeighbourLoss:
     ``witness``: an output attaining it (``None`` for Rényi and zCDP); ``direction``:
     ``"a>b"`` (the audited counts' side is larger) or ``"b>a"``; ``neighbour``: the
     neighbouring count vector, ``change`` its difference from the audited counts
-    (neighbour minus counts).
+    (neighbour minus counts).  ``undecided``: the reason a neighbour's value could not be
+    certified to ``dps`` digits (its ``PrecisionError``), ``None`` otherwise; ``value`` is
+    then a proven upper bound of it (``inf`` when none was proven) and ``loss`` is None.
     """
 
     neighbour: tuple[int, ...]
@@ -109,6 +112,9 @@ class NeighbourLoss:
     witness: Optional[Output] = None
     direction: Optional[str] = None
     lower: Optional[mpmath.mpf] = None
+    undecided: Optional[str] = None
+
+    _truth_hint = ".value"
 
     def __post_init__(self) -> None:
         if self.value is None:  # a pure record built from its PrivacyLoss alone
@@ -118,7 +124,7 @@ class NeighbourLoss:
 
 
 @dataclass(frozen=True)
-class WorstCase:
+class WorstCase(NoTruthValue):
     """The worst case of a privacy notion over the neighbours of ``counts`` (:func:`exactdp.audit.worst_case`).
 
     Every notion: ``notion``; ``value`` (certified ``mpf``; zCDP: the upper end of the
@@ -139,6 +145,11 @@ class WorstCase:
     neighbour, ``detail`` its pair result; ``alpha`` (Rényi: the order audited; zCDP:
     the order attaining the worst lower bound, ``1`` for the KL limit); ``results``: every
     neighbour audited, worst first; ``neighbours_total``: how many neighbours there are.
+    ``undecided``: the neighbours whose value could not be certified to ``dps`` digits but
+    is proven at most the worst value's lower end (records with their ``value`` that bound,
+    see :class:`NeighbourLoss`), largest bound first, not in ``results``: the maximum is
+    decided without them (when it is not, :func:`exactdp.audit.worst_case` raises their
+    ``PrecisionError``).
 
     ``"pure"`` (the default): ``loss`` is the privacy loss, ``epsilon`` the claim,
     ``epsilon_value`` its value, ``detail`` the :class:`~exactdp.audit.PrivacyLoss`,
@@ -148,6 +159,10 @@ class WorstCase:
     ``counts``: the audited count vector; ``relation``: the neighbour relation
     (``"add_remove"`` or ``"swap"``); ``mechanism``: the audited mechanism at ``counts``
     as text (its ``repr``, or ``<mapping with N outputs>``); ``dps``: the digits certified.
+
+    ``passed`` (also ``satisfied``): the verdict is ``"below"`` or ``"attained"``.  A result
+    has no truth value: ``bool(w)`` raises ``TypeError``; read :attr:`passed` or
+    :attr:`verdict`.
     """
 
     counts: tuple[int, ...]
@@ -174,6 +189,10 @@ class WorstCase:
     alpha: Optional[Fraction] = None
     lower: Optional[mpmath.mpf] = None
     upper: Optional[mpmath.mpf] = None
+    undecided: tuple[NeighbourLoss, ...] = ()
+
+    _truth_hint = (".passed (True for the verdicts 'below' and 'attained') or .verdict "
+                   "('below', 'attained', 'violated' or 'inconclusive')")
 
     def __post_init__(self) -> None:
         if self.value is None:  # built with the pure fields only
@@ -182,10 +201,15 @@ class WorstCase:
             object.__setattr__(self, "claim_value", self.epsilon_value)
 
     @property
-    def satisfied(self) -> bool:
+    def passed(self) -> bool:
         """True when the claim certainly holds at these counts (``below`` or ``attained``);
         False when it is violated or the audit is inconclusive."""
         return self.verdict in ("below", "attained")
+
+    @property
+    def satisfied(self) -> bool:
+        """The same as :attr:`passed` (the older name)."""
+        return self.passed
 
     @property
     def carriers(self) -> tuple[tuple[Output, int], ...]:
@@ -261,7 +285,7 @@ class WorstCase:
             "epsilon_value": json_scalar(self.epsilon_value, d), "alpha": exact(self.alpha),
             "verdict": self.verdict, "attained_exactly": self.attained_exactly,
             "margin": json_scalar(self.margin, d), "neighbours_total": exact(self.neighbours_total),
-            "neighbours_audited": len(self.results),
+            "neighbours_audited": len(self.results) + len(self.undecided),
         }
         worst = record(self.results[0])
         if self.notion == "pure":
@@ -271,6 +295,9 @@ class WorstCase:
                          outputs_with_this_loss=exact(detail.witness_outputs))  # type: ignore[attr-defined]
         obj["worst"] = worst
         obj["results"] = [record(r) for r in self.results]
+        if self.undecided:  # proven below the worst value, not certified
+            obj["undecided"] = [{"neighbour": [exact(x) for x in r.neighbour], "change": list(r.change),
+                                 "at_most": _bound_text(r.value), "reason": r.undecided} for r in self.undecided]
         return obj
 
 
@@ -445,9 +472,7 @@ def pair_notion(a: Any, b: Any, notion: str, dps: int, pure: Callable[..., Any],
         return prof, prof.delta, prof.carriers[0][0] if prof.carriers else None, prof.direction, None
     if notion == "renyi":
         pair = pair_cells(a, b, dps, max_outputs, symmetric)
-        dab = _certified_divergence(pair, alpha, "a>b", dps)
-        dba = _certified_divergence(pair, alpha, "b>a", dps)
-        value, direction = (dab, "a>b") if dab >= dba else (dba, "b>a")
+        value, direction = larger_divergence(pair, alpha, dps)  # decided once one direction is proven above
         return value, value, None, direction, None
     bracket = zcdp_rho(a, b, dps, max_outputs=max_outputs)
     return bracket, bracket.upper, None, None, bracket.lower
@@ -468,7 +493,13 @@ def _unit(job: _Job, neighbours_: Sequence[tuple[int, ...]],
     base = job.factory(job.counts)
     out = []
     for n in neighbours_:
-        out.append(_pair(job, base, n))
+        try:
+            out.append(_pair(job, base, n))
+        except PrecisionError as error:  # kept with its proven bound: the maximum may be decided without it
+            upper = getattr(error, "upper", None)
+            bound = mpmath.inf if upper is None or not upper.is_finite() else ball_to_mpf(upper)
+            out.append(NeighbourLoss(n, tuple(y - x for x, y in zip(job.counts, n)), None, bound,
+                                     undecided=error.reason))
         if each is not None:
             each()
     return out
@@ -615,7 +646,10 @@ def pair_verdict(a: Any, b: Any, notion: str, digits: int, pure: Callable[..., A
 def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
     """Order the records (the tie rule of the module docstring) and give the verdict."""
     job = p.job
+    undecided = sorted((r for r in records if r.undecided is not None), key=lambda r: r.value, reverse=True)
+    records = [r for r in records if r.undecided is None]
     results = sorted(records, key=_sort_key(job.notion), reverse=True)  # stable: ties keep neighbours() order
+    _check_decided(job, results, undecided)
     worst = results[0]
     value = worst.value
     lower = upper = None
@@ -639,8 +673,41 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
         witness=worst.witness, direction=worst.direction, epsilon=p.epsilon, epsilon_value=p.epsilon_value,
         verdict=verdict, margin=margin, detail=worst.loss, results=tuple(results), neighbours_total=p.total,
         dps=job.dps, attained_exactly=exactly, mechanism=_describe(p.base), notion=job.notion, value=value,
-        claim=p.claim, claim_value=p.claim_value, alpha=alpha, lower=lower, upper=upper,
+        claim=p.claim, claim_value=p.claim_value, alpha=alpha, lower=lower, upper=upper, undecided=tuple(undecided),
     )
+
+
+def _undecided_error(job: _Job, r: NeighbourLoss) -> PrecisionError:
+    return PrecisionError("dps", job.dps, f"neighbour {r.neighbour}: {r.undecided}")
+
+
+def _check_decided(job: _Job, results: list[NeighbourLoss], undecided: list[NeighbourLoss]) -> None:
+    """Raise the first undecided neighbour's PrecisionError unless the maximum over the
+    neighbours is decided without it: some neighbour certified, and every undecided
+    neighbour's proven bound at most the worst certified value's lower end (a value
+    certified to ``dps`` digits is at least ``value (1 - 10**-(dps - 1))``; zCDP: its
+    bracket's lower end), compared exactly."""
+    if not undecided:
+        return
+    if not results:
+        raise _undecided_error(job, undecided[0])
+    worst = results[0]
+    if job.notion == "zcdp":
+        floor = worst.lower
+    else:
+        floor = worst.value
+    if mpmath.isinf(floor):
+        return
+    man, exp = floor.man_exp
+    lower_end = Fraction(int(man)) * Fraction(2) ** int(exp)
+    if job.notion != "zcdp":
+        lower_end *= 1 - Fraction(1, 10 ** (job.dps - 1))
+    for r in undecided:
+        if mpmath.isinf(r.value):
+            raise _undecided_error(job, r)
+        man, exp = r.value.man_exp
+        if Fraction(int(man)) * Fraction(2) ** int(exp) > lower_end:
+            raise _undecided_error(job, r)
 
 
 def _describe(base: Any) -> str:

@@ -71,13 +71,14 @@ from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit
                              output_orbit_count, pair_cells)
 from ._footprint import Footprint
 from ._groups import Groups
-from ._notion_basics import proven_zero, pure_loss  # noqa: F401
+from ._notion_basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
 from ._notions import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
 from ._renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
 from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._namespace import public_dir
+from .core.results import NoTruthValue
 from .core._typing import ClaimedTable, CountsLike, MechanismLike, Output, RationalLike
 from .core.formatting import number_text, table
 from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, prec_for_dps
@@ -127,7 +128,7 @@ DEFAULT_MAX_NEIGHBOURS = 10_000
 
 
 @dataclass(frozen=True)
-class PairLoss:
+class PairLoss(NoTruthValue):
     """``ln P_a(o) - ln P_b(o)`` for the outputs whose levels (indices in the mechanism's
     ``groups()``) are ``level_a`` under ``a`` and ``level_b`` under ``b`` (``None``:
     probability 0 there).
@@ -142,13 +143,15 @@ class PairLoss:
     witness: Output
     outputs: int
 
+    _truth_hint = ".loss or .signed"
+
     @property
     def loss(self) -> mpmath.mpf:
         return abs(self.signed)
 
 
 @dataclass(frozen=True)
-class PrivacyLoss:
+class PrivacyLoss(NoTruthValue):
     """The exact privacy loss ``max_o |ln P_a(o) - ln P_b(o)|`` between two mechanisms.
 
     - ``value``: certified to relative error ``10**-dps`` (``mpmath.inf`` when an output has
@@ -173,6 +176,8 @@ class PrivacyLoss:
     pairs: tuple[PairLoss, ...]
     orbits: int
     exact_zero: bool = False
+
+    _truth_hint = ".value (or .exact_zero, .is_infinite)"
 
     def __float__(self) -> float:
         return float(self.value)
@@ -385,11 +390,12 @@ def privacy_loss(
                 lp = mpmath.log(pa[la])
             lp = _witness_log(mechanism_a, witness, lp, digits_wanted)
             return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
-        raise PrecisionError(
+        raise _Unresolved(
             "dps", digits_wanted,
             f"could not certify the privacy loss to {digits_wanted} digits with certified "
             f"probabilities of {digits} digits (the loss is below 10**-{digits // 2} or the "
             "distributions agree to that many digits without being provably equal)",
+            hi,  # the largest |ln P_a - ln P_b| is proven at most this
         )
     direction = "a>b" if w_ball.mid() > 0 else "b>a"
     with mp_workdps(digits_wanted + 5):

@@ -3,14 +3,17 @@
 Registered as the ``exactdp`` entry point of group ``pytest11``, so it is active wherever
 exactdp is installed.
 
-Options:
+Options, each also an ini key (``[tool.pytest.ini_options]`` of ``pyproject.toml``,
+``pytest.ini``, ...); the command line wins over the ini key, the ini key over the default:
 
-- ``--exactdp-samples N``: default number of draws of
+- ``--exactdp-samples N`` (ini ``exactdp_samples``): default number of draws of
   :func:`exactdp.testing.assert_sampler_matches` (exported as ``EXACTDP_SAMPLES`` for the
   session, so worker processes see it too; the previous value is restored when the
-  session ends);
-- ``--exactdp-seed S``: seed every ``exactdp_*`` random fixture with ``S >= 0`` (default:
-  a seed derived from each test's node id, stable from run to run).
+  session ends).  An ``EXACTDP_SAMPLES`` set in the environment wins over the ini key
+  (it is set for one run), not over the option;
+- ``--exactdp-seed S`` (ini ``exactdp_seed``): seed every ``exactdp_*`` random fixture
+  with ``S >= 0`` (default: a seed derived from each test's node id, stable from run to
+  run).
 
 Loading: installed, the plugin is active in every pytest run (``-p exactdp`` names it,
 ``-p no:exactdp`` disables it).  ``-p exactdp.pytest_plugin`` loads it from a source tree
@@ -44,27 +47,61 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("exactdp", "exactdp oracle")
     group.addoption(
         "--exactdp-samples", type=int, default=None, metavar="N",
-        help="draws per exactdp.testing.assert_sampler_matches call "
-        "(default: $EXACTDP_SAMPLES, else exactdp.testing.DEFAULT_SAMPLES)",
+        help="draws per exactdp.testing.assert_sampler_matches call (default: $EXACTDP_SAMPLES, else the "
+        "exactdp_samples ini key, else exactdp.testing.DEFAULT_SAMPLES)",
     )
     group.addoption(
         "--exactdp-seed", type=int, default=None, metavar="S",
-        help="seed of the exactdp_rng/exactdp_np_rng fixtures (default: derived from each test's id)",
+        help="seed of the exactdp_rng/exactdp_np_rng fixtures (default: the exactdp_seed ini key, else "
+        "derived from each test's id)",
     )
+    parser.addini("exactdp_samples", "draws per exactdp.testing.assert_sampler_matches call, a positive "
+                  "integer (--exactdp-samples and $EXACTDP_SAMPLES win over it)", default="")
+    parser.addini("exactdp_seed", "seed (>= 0) of the exactdp_* random fixtures (--exactdp-seed wins over it)",
+                  default="")
+
+
+_INI = "the exactdp_{} ini key"
+
+
+def _setting(config: pytest.Config, name: str, least: int) -> tuple[Optional[int], str]:
+    """The value of ``--exactdp-NAME`` (``name``: ``"samples"`` or ``"seed"``), else of the ini
+    key ``exactdp_NAME``, with where it came from (``""`` when neither is set); an error
+    naming the option or key when it is below ``least``."""
+    value = config.getoption(f"exactdp_{name}", None)
+    if value is not None:
+        where = f"--exactdp-{name}"
+    else:
+        text = str(config.getini(f"exactdp_{name}") or "").strip()
+        if not text:
+            return None, ""
+        where = _INI.format(name)
+        if not text.lstrip("+-").isdecimal():
+            raise pytest.UsageError(f"{where} must be an integer, got {text!r}")
+        value = int(text)
+    if value < least:
+        kind = "a positive integer" if least == 1 else "a non-negative integer"
+        raise pytest.UsageError(f"{where} must be {kind}, got {value}")
+    return value, where
 
 
 #: Where pytest_configure keeps the value ``EXACTDP_SAMPLES`` had before the session set it
 #: (``None``: it was not set), for pytest_unconfigure to put back.
 _PREVIOUS_SAMPLES = pytest.StashKey[Optional[str]]()
+#: The session's samples and seed settings: ``(value or None, where it came from)``.
+_SAMPLES = pytest.StashKey[tuple[Optional[int], str]]()
+_SEED = pytest.StashKey[tuple[Optional[int], str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    n = config.getoption("exactdp_samples", None)
-    seed = config.getoption("exactdp_seed", None)
-    if n is not None and n < 1:
-        raise pytest.UsageError(f"--exactdp-samples must be a positive integer, got {n}")
-    if seed is not None and seed < 0:  # numpy's default_rng refuses it later, in every test, without naming the option
-        raise pytest.UsageError(f"--exactdp-seed must be a non-negative integer, got {seed}")
+    n, n_from = _setting(config, "samples", 1)
+    # a negative seed is refused here: numpy's default_rng would refuse it later, in every
+    # test, without naming the option
+    seed, seed_from = _setting(config, "seed", 0)
+    if n_from == _INI.format("samples") and os.environ.get("EXACTDP_SAMPLES"):
+        n, n_from = None, ""  # the environment variable, set for one run, wins over the ini key
+    config.stash[_SAMPLES] = (n, n_from)
+    config.stash[_SEED] = (seed, seed_from)
     if n is not None:
         # for the session only (tests, and the worker processes they start, read it);
         # pytest_unconfigure restores the previous value, so a later session in the same
@@ -85,17 +122,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> Optional[str]:
-    n = config.getoption("exactdp_samples", None)
-    seed = config.getoption("exactdp_seed", None)
+    n, n_from = config.stash.get(_SAMPLES, (None, ""))
+    seed, seed_from = config.stash.get(_SEED, (None, ""))
     if n is None and seed is None:
         return None
-    return f"exactdp: samples={n if n is not None else 'default'}, seed={seed if seed is not None else 'per test'}"
+    samples = f"{n} ({n_from})" if n is not None else "default"
+    seeds = f"{seed} ({seed_from})" if seed is not None else "per test"
+    return f"exactdp: samples={samples}, seed={seeds}"
 
 
 @pytest.fixture
 def exactdp_seed(request: pytest.FixtureRequest) -> int:
-    """``--exactdp-seed``, or a stable seed derived from the test's node id."""
-    seed = request.config.getoption("exactdp_seed", None)
+    """``--exactdp-seed``, else the ``exactdp_seed`` ini key, else a stable seed derived
+    from the test's node id."""
+    seed = request.config.stash.get(_SEED, (None, ""))[0]
     if seed is not None:
         return seed
     return zlib.crc32(request.node.nodeid.encode("utf-8"))
@@ -118,9 +158,10 @@ def exactdp_np_rng(exactdp_seed: int) -> "np.random.Generator":
 @pytest.fixture
 def exactdp_samples(request: pytest.FixtureRequest) -> int:
     """The number of draws for sampler tests: ``--exactdp-samples``, else
-    ``$EXACTDP_SAMPLES``, else :data:`exactdp.testing.DEFAULT_SAMPLES`
-    (:func:`exactdp.testing.default_samples`, imported here, not at plugin load)."""
-    n = request.config.getoption("exactdp_samples", None)
+    ``$EXACTDP_SAMPLES``, else the ``exactdp_samples`` ini key, else
+    :data:`exactdp.testing.DEFAULT_SAMPLES` (:func:`exactdp.testing.default_samples`,
+    imported here, not at plugin load)."""
+    n = request.config.stash.get(_SAMPLES, (None, ""))[0]
     if n is not None:
         return n
     from exactdp.testing import default_samples

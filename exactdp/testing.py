@@ -12,6 +12,9 @@ Assertions (raise ``AssertionError`` with a readable table of the worst bins or 
 - :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
   (:func:`exactdp.audit.worst_case`).
 
+In pytest a failing assertion shows the line of the user's test and the message (the
+helpers set ``__tracebackhide__``, as ``numpy.testing`` does), not exactdp's source.
+
 A check that could not have failed, or was too weak to trust, does not pass: when the
 sampler test has 0 degrees of freedom or too little power, or a probability comparison covers too little, the
 assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the test
@@ -39,7 +42,7 @@ read from the environment variable ``EXACTDP_SAMPLES``) and the fixtures
 >>> import exactdp
 >>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
 >>> fit = assert_sampler_matches(m, m, n=20_000)    # exactdp's own exact sampler passes
->>> fit.verdict()
+>>> fit.verdict
 'pass'
 >>> uniform = lambda rng: [int(rng.integers(3))]     # a wrong sampler: uniform items
 >>> assert_sampler_matches(uniform, m, n=20_000, seed=1)  # doctest: +ELLIPSIS
@@ -207,6 +210,7 @@ def assert_sampler_matches(
     printed as ``seed=S`` only when it reached the draws, else as ``seed: not used (why)``
     (OpenDP); ``data``, ``id_map`` and ``takes_rng`` are passed to :func:`as_sampler`.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line and the message, not this source
     count = default_samples() if n is None else as_positive_int(n, "n")
     if id_map is not None:
         check_id_map(id_map, getattr(mechanism, "d", None))
@@ -219,7 +223,7 @@ def assert_sampler_matches(
         raise AssertionError(f"the sampler ({s.description}) returns sets, but {mechanism!r} outputs sequences: "
                              f"test it against the set marginal {mechanism!r}.as_sets()")
     fit = certify.goodness_of_fit(cast("list[OutputLike]", draws), mechanism, within=within, alpha=alpha, delta=delta, min_power=min_power)
-    verdict = fit.verdict()
+    verdict = fit.verdict
     details = f"{fit.verdict_line()}\n{fit.summary(verdict=False)}\nworst bins:\n{fit.table(worst)}"
     if verdict == "fail":
         if sequences and all(list(x) == sorted(x) for x in draws):
@@ -259,6 +263,7 @@ def assert_probabilities_match(
     than ``min_coverage`` (default 0.5) of the exact probability (a spot check of a few
     outputs says nothing about the distribution; pass ``min_coverage=0`` to accept one).
     """
+    __tracebackhide__ = True
     r = certify.compare_probabilities(claimed, mechanism, log=log, rtol=rtol, atol=atol, outputs=outputs,
                                       worst=worst, min_coverage=min_coverage)
     if r.verdict == "fail":
@@ -274,6 +279,7 @@ def assert_mtilde_matches(log_counts: npt.ArrayLike, mechanism: Joint, *, rows: 
     """Assert a float ``log m̃`` array, ``log_counts``, matches :meth:`exactdp.Joint.mtilde`
     of ``mechanism`` (:func:`exactdp.certify.compare_mtilde`, which takes the same
     ``rows``, ``cols``, ``atol`` and ``rtol``, with the same defaults)."""
+    __tracebackhide__ = True
     r = certify.compare_mtilde(log_counts, mechanism, rows=rows, cols=cols, atol=atol, rtol=rtol)
     if not r.passed:
         raise AssertionError(f"log m~ does not match {mechanism!r}\n{r}")
@@ -292,6 +298,7 @@ def assert_private(factory: Callable[[tuple[int, ...]], MechanismLike], counts: 
     Raises ``AssertionError`` on ``"violated"``, and :class:`Inconclusive` on
     ``"inconclusive"`` (``notion="zcdp"``: a bracket that contains the claim but is too
     wide to decide; raise ``dps``)."""
+    __tracebackhide__ = True
     w = audit.worst_case(factory, counts, relation, dps, epsilon=epsilon, **kwargs)
     if w.verdict == "violated":
         raise AssertionError(f"privacy violated for {w.mechanism} ({relation} neighbours)\n{w}\n{w.table()}")

@@ -253,9 +253,14 @@ def unfloored_certify(ctx):
         n = certify.samples_needed(m, alt, 0.99, 1e-6)
         low = certify.power(m, alt, 10**4, 1e-6).power
         high = certify.power(m, alt, n, 1e-6).power
-        notes.append(f"counts {list(c)}: power at 10^4 draws {low:.3g}; power 0.99 reached at about {n} draws")
+        # the powers are floats from numpy reductions and n a bisection (to 1%) on them: the
+        # report shows the power at 10^4 draws to 3 significant digits, n to 2 and the power
+        # at n (just above 0.99, moving with n) to 2 decimals, never machine digits
+        about = f"{float(f'{n:.2g}'):,.0f}"
+        notes.append(f"counts {list(c)}: power at 10^4 draws {low:.3g}; power 0.99 reached at about {about} draws "
+                     "(2 significant digits)")
         ok = (low < 0.99 <= high and n > 10**4) if not ctx.control else low >= 0.99
-        s.record(ok, f"counts {list(c)}: n={n}, power(10^4)={low}, power(n)={high}")
+        s.record(ok, f"counts {list(c)}: n about {about}, power(10^4)={low:.3g}, power(n)={high:.2f}")
     return s.outcome("; ".join(notes))
 
 

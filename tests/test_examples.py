@@ -23,14 +23,16 @@ def _load(path: pathlib.Path):
     return module
 
 
-def test_the_three_teaching_examples_exist():
+def test_the_teaching_examples_exist():
     assert {p.name for p in EXAMPLES} >= {
         "plot_level_distributions.py",
         "plot_top_k_vs_epsilon.py",
         "plot_privacy_loss.py",
+        "plot_utility_comparison.py",
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_writes_a_png(path, tmp_path):
     out = tmp_path / f"{path.stem}.png"

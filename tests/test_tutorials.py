@@ -20,6 +20,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TUTORIALS = ROOT / "docs" / "tutorials"
 NOTEBOOKS = sorted(TUTORIALS.glob("*.ipynb"))
 CELL_TIMEOUT = 300  # seconds per cell: a guard against a hang, not a speed test
+# Output cells show about 80 characters before a line is cut at the right edge (the site's
+# theme, a notebook beside a browser's side panel): longer lines are wrapped in the notebook.
+OUTPUT_WIDTH = 80
 
 
 def execute(notebook: nbformat.NotebookNode, cwd: pathlib.Path) -> None:
@@ -48,6 +51,7 @@ def test_notebook_is_committed_without_outputs_and_checks_itself(path):
     assert any("assert " in cell.source for cell in code), f"{path.name}: no cell checks anything"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_without_error(path):
     notebook = nbformat.read(path, as_version=4)
@@ -56,8 +60,30 @@ def test_notebook_runs_without_error(path):
               if o.output_type == "error"]
     assert not errors
     assert any(cell.outputs for cell in notebook.cells if cell.cell_type == "code"), "nothing was printed"
+    too_wide = [(i, line) for i, line in _printed_lines(notebook) if len(line) > OUTPUT_WIDTH]
+    assert not too_wide, f"{path.name}: output lines wider than {OUTPUT_WIDTH} characters: {too_wide}"
 
 
+def _printed_lines(notebook: nbformat.NotebookNode):
+    """(code cell number, line) of every line a cell printed or displayed as text."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    for i, cell in enumerate(code):
+        text = "".join(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+                       for o in cell.outputs)
+        for line in text.splitlines():
+            yield i, line
+
+
+def test_the_width_check_reads_every_printed_line():
+    cell = nbformat.v4.new_code_cell("print('x' * 100)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="short\n" + "x" * 50),
+                    nbformat.v4.new_output("stream", name="stdout", text="x" * 50 + "\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "y" * 90}, execution_count=1)]
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    assert [len(line) for _, line in _printed_lines(notebook)] == [5, 100, 90]
+
+
+@pytest.mark.slow
 def test_a_failing_cell_fails_the_run(tmp_path):
     # the runner above must not swallow errors: a notebook whose check fails raises
     notebook = nbformat.v4.new_notebook(cells=[

@@ -19,6 +19,10 @@ and :func:`sensitivity` says what the sampler test can detect with ``n`` draws,
 :func:`samples_needed` how many draws make either power reach a target, so a test suite
 can choose ``n`` honestly.
 
+Every result carries its verdict as read-only attributes, ``r.passed`` (True only for
+PASS) and ``r.verdict`` (``"pass"``, ``"fail"`` or ``"inconclusive"``), and has no truth
+value: ``bool(r)``, hence ``assert r``, raises ``TypeError``.
+
 Exact values and floats: exact probabilities are certified to ``dps`` digits (default 30)
 before any comparison; floats appear only in what is reported (errors, statistics,
 p-values), never in an exact value.
@@ -30,11 +34,11 @@ p-values), never in an exact value.
 >>> r.passed, r.worst[0].output
 (False, (2,))
 >>> fit = goodness_of_fit(m.samples(2000, rng=1), m)
->>> fit.df, fit.p_value > 1e-6, fit.verdict()     # not rejected, but too few draws
+>>> fit.df, fit.p_value > 1e-6, fit.verdict     # not rejected, but too few draws
 (2, True, 'inconclusive')
 >>> fit.samples_needed()                           # for power 0.99 at TV 0.05
 5280
->>> goodness_of_fit(m.samples(5280, rng=1), m).verdict()
+>>> goodness_of_fit(m.samples(5280, rng=1), m).verdict
 'pass'
 
 Modules, one job each: :mod:`~exactdp.certify.compare` (claimed probability tables and

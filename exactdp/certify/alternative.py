@@ -23,6 +23,7 @@ import mpmath
 import numpy as np
 
 from .._groups import Groups
+from ..core.results import NoTruthValue
 from ..core._typing import AlternativeLike, MechanismLike, Output
 from ..core.validation import as_dps, as_positive_int
 from ..errors import InvalidParameterError, NothingToDetectError
@@ -36,7 +37,7 @@ __all__ = ["Power", "power", "samples_needed"]
 
 
 @dataclass(frozen=True)
-class Power:
+class Power(NoTruthValue):
     """Result of :func:`power`: ``power`` (probability that :func:`goodness_of_fit` with
     ``n`` draws rejects at ``alpha`` when the draws come from the alternative), the
     ``method`` (``"noncentral"``: Pearson's statistic approximated by a noncentral
@@ -63,6 +64,8 @@ class Power:
     interval: tuple[float, float] = (math.nan, math.nan)
     tail_critical: Optional[int] = None
     tail_power: float = 0.0
+
+    _truth_hint = ".power"
 
     def __float__(self) -> float:
         return self.power

@@ -32,6 +32,7 @@ from .._groups import Groups
 from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import certify as certify_ball, mp_workdps
+from ..core.results import VERDICT_HINT, NoTruthValue
 from ..core.validation import as_dps
 from ..errors import ExactDPError, InvalidParameterError
 from .design import DEFAULT_MAX_ENUMERATE
@@ -49,7 +50,7 @@ DEFAULT_MIN_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)
-class ComparisonRow:
+class ComparisonRow(NoTruthValue):
     """One ``output`` (``None`` for a group of outputs the claim left out) and its
     ``level`` (index of its probability group; ``None`` for an output not in the support):
     the ``claimed`` and ``exact`` values (probabilities, or logs with ``log=True``), the
@@ -65,9 +66,11 @@ class ComparisonRow:
     ok: bool
     note: str = ""
 
+    _truth_hint = ".ok (within tolerance)"
+
 
 @dataclass(frozen=True)
-class ProbabilityComparison:
+class ProbabilityComparison(NoTruthValue):
     """Result of :func:`compare_probabilities`.
 
     ``verdict``: ``"fail"`` when some output is out of tolerance
@@ -83,7 +86,12 @@ class ProbabilityComparison:
     were compared; ``n_outputs``: how many outputs were compared; ``rtol``, ``atol``: the
     tolerances used; ``dps``: the digits the exact values were certified to;
     ``min_coverage``: the coverage asked for.
+
+    A result has no truth value: ``bool(r)`` raises ``TypeError`` (it used to be
+    ``passed``); read :attr:`passed` or :attr:`verdict`.
     """
+
+    _truth_hint = VERDICT_HINT
 
     passed: bool
     log: bool
@@ -101,9 +109,6 @@ class ProbabilityComparison:
     coverage: float = 1.0
     min_coverage: float = DEFAULT_MIN_COVERAGE
     reason: str = ""
-
-    def __bool__(self) -> bool:
-        return self.passed
 
     def table(self, limit: int = 10) -> str:
         """The first ``limit`` rows of ``worst`` (default 10) as an aligned text table."""
@@ -368,7 +373,7 @@ def compare_probabilities(
 
 
 @dataclass(frozen=True)
-class ClassRow:
+class ClassRow(NoTruthValue):
     """One class ``(h, t)``: its ``size`` (``None`` for a class the mechanism does not
     have), the ``claimed`` and ``exact`` values (``None`` where there is none: a class the
     claim left out, or one the mechanism does not have), the errors ``abs_error`` and
@@ -385,9 +390,11 @@ class ClassRow:
     ok: bool
     note: str = ""
 
+    _truth_hint = ".ok (within tolerance)"
+
 
 @dataclass(frozen=True)
-class ClassComparison:
+class ClassComparison(NoTruthValue):
     """Result of :func:`compare_class_probabilities`.
 
     ``verdict``: ``"fail"`` when a class is out of tolerance, missing from the claim or
@@ -398,7 +405,11 @@ class ClassComparison:
     and the claimed ones the mechanism does not have.  ``passed``: the verdict is
     ``"pass"``; ``failures``: how many rows fail; ``max_abs_error``, ``max_rel_error``: over
     the rows; ``rtol``, ``atol``: the tolerances used; ``dps``: the digits certified.
+    A result has no truth value: ``bool(r)`` raises ``TypeError``; read :attr:`passed`
+    or :attr:`verdict`.
     """
+
+    _truth_hint = ".passed or .verdict ('pass' or 'fail')"
 
     passed: bool
     verdict: str
@@ -412,9 +423,6 @@ class ClassComparison:
     rtol: float
     atol: float
     dps: int
-
-    def __bool__(self) -> bool:
-        return self.passed
 
     @property
     def worst(self) -> tuple[ClassRow, ...]:
@@ -538,7 +546,7 @@ def compare_class_probabilities(
 
 
 @dataclass(frozen=True)
-class MtildeRow:
+class MtildeRow(NoTruthValue):
     """Entry ``position`` (0-based, in increasing refined difference = decreasing ``Ũ``):
     its ``(row, col)`` over ranks, exact ``m̃`` (``mtilde``), exact ``ln m̃`` (``exact_log``,
     certified; ``-inf`` for ``m̃ = 0``), the ``claimed`` log and ``abs_error``, the absolute
@@ -553,15 +561,20 @@ class MtildeRow:
     abs_error: mpmath.mpf
     ok: bool
 
+    _truth_hint = ".ok (within tolerance)"
+
 
 @dataclass(frozen=True)
-class MtildeComparison:
+class MtildeComparison(NoTruthValue):
     """Result of :func:`compare_mtilde`: ``passed``, ``max_abs_error`` of the logs,
     ``failures``, ``zero_mismatches`` (entries where exactly one of exact ``m̃`` and the
     claim is 0, i.e. ``-inf``), ``order_mismatches`` (positions whose claimed
     ``(row, col)`` differs from the exact order, when positions were given) and ``worst``
     rows; ``entries``: how many entries were compared (``d*k``); ``atol``, ``rtol``: the
-    tolerances used."""
+    tolerances used; ``verdict``: ``"pass"`` or ``"fail"``.  A result has no truth value:
+    ``bool(r)`` raises ``TypeError``; read :attr:`passed` or :attr:`verdict`."""
+
+    _truth_hint = ".passed or .verdict ('pass' or 'fail')"
 
     passed: bool
     entries: int
@@ -573,8 +586,10 @@ class MtildeComparison:
     atol: float
     rtol: float
 
-    def __bool__(self) -> bool:
-        return self.passed
+    @property
+    def verdict(self) -> str:
+        """``"pass"`` when every entry is within tolerance and in the exact order, else ``"fail"``."""
+        return "pass" if self.passed else "fail"
 
     def table(self, limit: int = 10) -> str:
         """The first ``limit`` rows of ``worst`` (default 10) as an aligned text table."""
@@ -585,7 +600,7 @@ class MtildeComparison:
 
     def __str__(self) -> str:
         text = (
-            f"{'PASS' if self.passed else 'FAIL'}: {self.entries} log m~ entries, {self.failures} out of "
+            f"{self.verdict.upper()}: {self.entries} log m~ entries, {self.failures} out of "
             f"tolerance (atol={self.atol:g}, rtol={self.rtol:g}), max abs error {number_text(self.max_abs_error, 3)}, "
             f"{self.zero_mismatches} zero mismatches, {len(self.order_mismatches)} order mismatches"
         )

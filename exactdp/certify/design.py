@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 import mpmath
 
 from .._groups import Groups
+from ..core.results import NoTruthValue
 from ..errors import InvalidParameterError
 from .chi2 import _lf_power, _spread
 
@@ -47,7 +48,7 @@ MIN_EXPECTED = 5
 
 
 @dataclass(frozen=True)
-class Bin:
+class Bin(NoTruthValue):
     """One bin of the test: ``stage`` ``"level"`` (a run of consecutive levels) or
     ``"within"`` (outputs of one level); ``label`` says which; ``observed`` draws,
     ``expected`` draws (exact expectation converted to float) and the bin's
@@ -58,6 +59,8 @@ class Bin:
     observed: int
     expected: float
     contribution: float
+
+    _truth_hint = ".observed, .expected or .contribution"
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ def _group_size(plan: _LevelPlan, m: int, g: int) -> int:
 
 
 @dataclass(frozen=True)
-class BinPlan:
+class BinPlan(NoTruthValue):
     """What the sampler test looks at with ``n`` draws (chosen from ``n`` and the exact
     probabilities only, exactly as :func:`goodness_of_fit` chooses its bins).
 
@@ -202,6 +205,8 @@ class BinPlan:
     tail_share: float = 0.0
     chi_blind: float = 0.0
     tail_exact: Optional[mpmath.mpf] = field(default=None, repr=False, compare=False)
+
+    _truth_hint = ".df (0: the test cannot reject) or .blind"
 
     def describe(self) -> str:
         """``"levels: 5 in 4 bins (2 pooled); within levels: 16 outputs in 12 bins (6

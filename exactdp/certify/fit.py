@@ -7,12 +7,13 @@ draws (:func:`sensitivity`).
 A test that could not have failed (0 degrees of freedom) or was too weak to trust (power
 below ``min_power`` against the least favourable deviation of total variation ``delta``)
 never says PASS; :meth:`GoodnessOfFit.samples_needed` says how many draws would decide.
+Results carry their verdict as attributes: ``fit.verdict``, ``fit.passed``.
 
 >>> import exactdp
 >>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
 >>> fit = goodness_of_fit(m.samples(2000, rng=1), m)
->>> fit.verdict(), fit.samples_needed()
-('inconclusive', 5280)
+>>> fit.verdict, fit.passed, fit.samples_needed()
+('inconclusive', False, 5280)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Callable, Iterable, Optional
 import mpmath
 
 from .._groups import Groups
+from ..core.results import VERDICT_HINT, NoTruthValue
 from ..core._typing import MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import mp_workdps
@@ -59,7 +61,7 @@ def _fmt_delta(d: float) -> str:
 
 
 @dataclass(frozen=True)
-class Sensitivity:
+class Sensitivity(NoTruthValue):
     """Result of :func:`sensitivity`: the test's :class:`BinPlan` with ``n`` draws, its
     ``power`` against the least favourable alternative at total variation ``delta``
     (``noncentrality`` of that alternative), ``detectable_delta`` (smallest TV deviation
@@ -77,8 +79,12 @@ class Sensitivity:
     n_needed: Optional[int]
     max_n: int
 
+    _truth_hint = ".conclusive (power >= min_power with df > 0) or .power"
+
     @property
     def conclusive(self) -> bool:
+        """True when the test with ``n`` draws could say PASS: ``df > 0`` and power at
+        least ``min_power`` at ``delta``."""
         return self.plan.df > 0 and self.power >= self.min_power
 
     def __str__(self) -> str:
@@ -174,10 +180,10 @@ def sensitivity(
 
 
 @dataclass(frozen=True)
-class GoodnessOfFit:
+class GoodnessOfFit(NoTruthValue):
     """Result of :func:`goodness_of_fit`.
 
-    ``statistic``, ``df``: Pearson's chi-square over all bins (level stage plus
+    ``statistic`` (a float, as scipy's ``statistic``), ``df``: Pearson's chi-square over all bins (level stage plus
     within-level stage; the multinomial splits into the level counts and, given them, the
     counts within each level, so the two statistics add).  ``level_*`` and ``within_*`` are
     the two stages alone: ``level_statistic``, ``level_df``, ``level_p_value`` and
@@ -188,7 +194,8 @@ class GoodnessOfFit:
     Bonferroni combination ``min(1, chi2_p_value / (1 - s), tail.p_value / s)`` (``s`` =
     ``tail.share``; the chi-square term only when ``df > 0``), so that ``p_value < alpha``
     exactly when one of the two tests rejects at its share of ``alpha`` and the false-alarm
-    rate stays at most ``alpha``.  ``chi2_p_value`` is the chi-square's own p-value.  ``bins``: every bin (unobserved single-output bins of one level
+    rate stays at most ``alpha``.  ``pvalue``: ``p_value`` as a float (scipy's name).
+    ``chi2_p_value`` is the chi-square's own p-value.  ``bins``: every bin (unobserved single-output bins of one level
     are summarised in one row); ``invalid``: draws that are not outputs at all;
     ``impossible``: valid outputs with exact probability 0 (either makes ``p_value`` 0),
     each once; ``outside``: the number of draws that are invalid or impossible;
@@ -196,8 +203,8 @@ class GoodnessOfFit:
     ``plan``: the :class:`BinPlan` (what was pooled or left untested).  ``alpha``,
     ``delta``, ``min_power``, ``max_n``: as given to :func:`goodness_of_fit`.
 
-    **Verdict** (:meth:`verdict`), at level ``alpha`` (default the one given to
-    :func:`goodness_of_fit`):
+    **Verdict** (:attr:`verdict`, at the ``alpha`` given to :func:`goodness_of_fit`;
+    :meth:`verdict_at` at another level):
 
     * ``"fail"``: an invalid or impossible draw, or ``p_value < alpha``;
     * ``"inconclusive"``: not rejected, but the test could not have failed (``df = 0`` and
@@ -206,8 +213,12 @@ class GoodnessOfFit:
       (see :func:`sensitivity`) is below ``min_power``;
     * ``"pass"``: not rejected by a test that had power ``>= min_power`` at ``delta``.
 
-    :meth:`passed` is true only for ``"pass"``.
+    :attr:`passed` is true only for ``"pass"`` (:meth:`passed_at` at another level);
+    :attr:`rejected` for ``"fail"``.  A result has no truth value: ``bool(fit)`` (``if fit``,
+    ``assert fit``) raises ``TypeError``; read :attr:`passed` or :attr:`verdict`.
     """
+
+    _truth_hint = VERDICT_HINT
 
     n: int
     statistic: float
@@ -242,9 +253,32 @@ class GoodnessOfFit:
     def _alpha(self, alpha: Optional[float]) -> float:
         return self.alpha if alpha is None else _check_design_args(alpha, self.delta, self.min_power)[0]
 
-    def rejected(self, alpha: Optional[float] = None) -> bool:
-        """True when the draws are rejected: an invalid or impossible draw, or
-        ``p_value < alpha``."""
+    @property
+    def pvalue(self) -> float:
+        """``p_value`` as a float (scipy's name; ``0.0`` where it underflows): for
+        reporting and for code written against scipy's results.  The verdict is decided
+        on ``p_value`` itself."""
+        return float(self.p_value)
+
+    @property
+    def verdict(self) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` at the result's own ``alpha`` (see
+        the class docstring); :meth:`verdict_at` at another level."""
+        return self.verdict_at(self.alpha)
+
+    @property
+    def passed(self) -> bool:
+        """True only for the verdict ``"pass"`` (an inconclusive test is not a pass)."""
+        return self.verdict == "pass"
+
+    @property
+    def rejected(self) -> bool:
+        """True when the draws are rejected at ``alpha``: an invalid or impossible draw,
+        or ``p_value < alpha``; :meth:`rejected_at` at another level."""
+        return self.rejected_at(self.alpha)
+
+    def rejected_at(self, alpha: float) -> bool:
+        """:attr:`rejected` at the significance level ``alpha``."""
         return bool(self.invalid or self.impossible or self.p_value < self._alpha(alpha))
 
     def power(self, alpha: Optional[float] = None) -> float:
@@ -281,20 +315,18 @@ class GoodnessOfFit:
                                 if self._design is not None else None)
         return self._cache[key]
 
-    def verdict(self, alpha: Optional[float] = None) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (see the class docstring).
-        ``alpha``: the significance level (``None``: the one given to
-        :func:`goodness_of_fit`)."""
-        if self.rejected(alpha):
+    def verdict_at(self, alpha: float) -> str:
+        """The verdict (``"pass"``, ``"fail"`` or ``"inconclusive"``, see the class
+        docstring) at the significance level ``alpha``, with the power recomputed there."""
+        if self.rejected_at(alpha):
             return "fail"
         if (self.df <= 0 and self.tail is None) or self.power(alpha) < self.min_power:
             return "inconclusive"
         return "pass"
 
-    def passed(self, alpha: Optional[float] = None) -> bool:
-        """True only for the verdict ``"pass"``: not rejected at ``alpha`` by a test with
-        enough power (an inconclusive test is not a pass)."""
-        return self.verdict(alpha) == "pass"
+    def passed_at(self, alpha: float) -> bool:
+        """True only for the verdict ``"pass"`` at the significance level ``alpha``."""
+        return self.verdict_at(alpha) == "pass"
 
     def verdict_line(self, alpha: Optional[float] = None) -> str:
         """One line with everything the verdict rests on: verdict, n, df, statistic,
@@ -304,7 +336,7 @@ class GoodnessOfFit:
         ``alpha``: the significance level (``None``: the one given to
         :func:`goodness_of_fit`)."""
         a = self._alpha(alpha)
-        v = self.verdict(a)
+        v = self.verdict_at(a)
         if v == "fail":
             bad = self.outside
             why = (f"{bad} draw{'s' if bad != 1 else ''} outside the support" if bad

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import mpmath
 
+from ..core.results import NoTruthValue
 from ..core.precision import mp_workdps
 from ..errors import InvalidParameterError
 from .chi2 import _critical, _ncx2_sf_fast
@@ -41,7 +42,7 @@ __all__ = ["TailTest", "binomial_sf"]
 
 
 @dataclass(frozen=True)
-class TailTest:
+class TailTest(NoTruthValue):
     """The exact test of the rare tail in a :class:`~exactdp.certify.GoodnessOfFit`:
     ``levels`` (the rare levels, tested together), ``observed`` draws in them (``T``),
     ``expected`` draws (``n P(R)``, converted to float), ``probability`` ``P(R)``
@@ -56,6 +57,8 @@ class TailTest:
     probability: mpmath.mpf
     p_value: mpmath.mpf
     share: float
+
+    _truth_hint = ".p_value (against alpha * share)"
 
     @property
     def label(self) -> str:

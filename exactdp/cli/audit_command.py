@@ -170,24 +170,47 @@ def wants_tables(argv: Sequence[str]) -> bool:
     return argv[:1] == ["audit"] and any(a == "--mechanism-file" or a.startswith("--mechanism-file=") for a in argv[1:])
 
 
+#: The file formats of ``--mechanism-file``, in its ``--help`` (a pip install has no docs/).
+TABLE_FORMATS = """\
+file formats (JSON or CSV, from the extension, else '{' means JSON):
+  JSON  {"k": 2, "output": "sequence", "epsilon": "1", "tables": [
+          {"counts": [2, 1, 0],
+           "probabilities": {"0,1": "1/2", "1,0": "1/4", "0,2": "1/4"}},
+          ...]}
+        one table per count vector; an output is its item ids joined by commas;
+        "output" is "sequence" (ids in selection order; default) or "set";
+        "epsilon" (optional) is the claim, the default of --claimed-epsilon;
+        a probability is an exact string ("1/3", "0.25" is 1/4) or a JSON number
+        (a float at its exact binary value)
+  CSV   counts,output,probability
+        2 1 0,0 1,1/2
+        2 1 0,1 0,1/4
+        2 1 0,0 2,1/4
+        a header, then one row per output: counts and output as item ids
+        separated by spaces; '#' lines are comments; --output-kind set for sets
+  each table's probabilities are >= 0 and sum to 1 (within 2**-40 when a float
+  or a decimal string is among them); outputs not listed have probability 0
+"""
+
+
 def build_tables_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=f"{PROG} audit",
         description=_fill(
             "Audit another implementation from its own probability tables: one table output -> "
-            "probability per count vector, in JSON or CSV (format: docs/cli.md). With --counts, "
+            "probability per count vector, in JSON or CSV (file formats below). With --counts, "
             "the worst case over every neighbour of those counts (each needs a table; a third-party "
             "implementation need not treat tied items alike, so no neighbour is skipped); for a file of "
             "exactly two tables and no --counts, that pair. Exit status 1 when the claim is violated, 3 when the audit is inconclusive."
         ),
-        epilog=f"examples:\n  {PROG} audit --mechanism-file tables.json --counts 3,2,2\n"
+        epilog=TABLE_FORMATS + f"\nexamples:\n  {PROG} audit --mechanism-file tables.json --counts 3,2,2\n"
         f"  {PROG} audit --mechanism-file pair.csv --claimed-epsilon 1 --notion renyi --alpha 2",
         formatter_class=_FORMATTER,
         allow_abbrev=False,
     )
     p.add_argument("--mechanism-file", required=True, metavar="FILE",
-                   help="the tables: JSON ({\"k\": K, \"output\": \"sequence\"|\"set\", \"tables\": [...]}) or "
-                   "CSV (header counts,output,probability); the format from the extension, else the first character")
+                   help="the tables, JSON or CSV (file formats below); the format from the extension, else the "
+                   "first character")
     p.add_argument("--output-kind", choices=("sequence", "set"), default=None,
                    help="the outputs of a CSV file (default sequence; a JSON file says it in \"output\")")
     source = p.add_mutually_exclusive_group()
@@ -325,8 +348,14 @@ def _table(w: Any, args: argparse.Namespace, headers: list[str], cells: Callable
     left = [0, 1] + [i + 2 for i, h in enumerate(headers) if h in ("witness", "direction")]
     for text in table_lines(["neighbour", "change"] + headers, rows, left=left):
         _out(text)
-    classes = "neighbours" if len(w.results) == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
+    audited = len(w.results) + len(w.undecided)
+    classes = "neighbours" if audited == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
     _out(f"({len(shown)} of {len(w.results)} {classes} shown, worst first; {w.neighbours_total} {w.relation} neighbours in all)")
+    if w.undecided:  # not certified to the digits, proven below the worst value
+        from .._notion_basics import _bound_text
+        bounds = ", ".join(f"{','.join(map(str, r.neighbour))} <= {_bound_text(r.value)}" for r in w.undecided[:3])
+        _out(f"({len(w.undecided)} more not certified to {w.dps} digits, proven below the worst: {bounds}"
+             f"{', ...' if len(w.undecided) > 3 else ''})")
 
 
 _DIVERGENCE = {"a>b": "counts||neighbour", "b>a": "neighbour||counts"}

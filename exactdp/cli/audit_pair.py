@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import mpmath
 
+from ..core.results import NoTruthValue
 from ..core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
 from ..core.precision import mp_workdps
 from .audit_command import _EXIT, _digits, _margin_note
@@ -26,7 +27,7 @@ __all__ = ["PairResult", "audit_pair", "report_pair"]
 
 
 @dataclass(frozen=True)
-class PairResult:
+class PairResult(NoTruthValue):
     """One notion between tables ``a`` and ``b`` (the file's order) against a claim."""
 
     notion: str
@@ -45,6 +46,13 @@ class PairResult:
     witness: Any = None
     direction: Optional[str] = None
     log_p: Optional[tuple[mpmath.mpf, mpmath.mpf]] = None
+
+    _truth_hint = ".passed or .verdict ('below', 'attained', 'violated' or 'inconclusive')"
+
+    @property
+    def passed(self) -> bool:
+        """True when the claim holds for the pair: the verdict is ``"below"`` or ``"attained"``."""
+        return self.verdict in ("below", "attained")
 
 
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:

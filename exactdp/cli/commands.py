@@ -373,8 +373,8 @@ def cmd_certify(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Nam
                                       max_enumerate=args.max_enumerate, progress=progress)
     finally:
         progress.close()
-    verdict = fit.verdict()
-    passed = verdict == "pass"
+    verdict = fit.verdict
+    passed = fit.passed
     args._status = CERTIFY_STATUS[verdict]
     if args.json:
         plan = fit.plan

@@ -152,13 +152,18 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
     shape = getattr(counts, "shape", None)
     if shape is not None and len(shape) != 1:
         raise InvalidCountsError("counts", counts, f"must be one-dimensional, got shape {tuple(shape)}")
-    try:
-        items = counts if type(counts) in (list, tuple) else list(counts)
-    except TypeError:
-        raise ArgumentTypeError("counts", counts, "must be a sequence of integers") from None
+    if type(counts) in (list, tuple) and counts and set(map(type, counts)) == {int}:
+        return tuple(counts)  # Python ints already (bool is another type): nothing to convert
+    if shape is not None and getattr(getattr(counts, "dtype", None), "kind", None) in ("i", "u"):
+        items = counts.tolist()  # a numpy integer array: Python ints, checked below as such
+    else:
+        try:
+            items = list(counts)
+        except TypeError:
+            raise ArgumentTypeError("counts", counts, "must be a sequence of integers") from None
     if not items:
         raise InvalidCountsError("counts", counts, "must not be empty")
-    if set(map(type, items)) == {int}:  # Python ints only (not bool): nothing to convert
+    if set(map(type, items)) == {int}:
         return tuple(items)
     out = []
     for position, value in enumerate(items):

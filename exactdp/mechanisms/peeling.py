@@ -35,11 +35,25 @@ Round ``r`` picks item ``s_r`` of count ``v_a`` with probability ``1 / (1 + R_r)
 sum tree over the distinct counts (``O(log #counts)`` node sums, every one a sum of
 non-negative enclosures: no cancellation, whatever was removed before).  Removing the
 item updates one leaf and its ancestors.  So one probability costs one tree
-(``#counts`` exponentials, kept per precision) plus ``O(k log #counts)`` ball operations,
-and no per-round table is ever built.  The log-probability is
+(at most ``#counts`` exponentials, kept per precision) plus ``O(k log #counts)`` ball
+operations, and no per-round table is ever built.  The log-probability is
 ``-sum_r log1p(R_r)``: a sum of non-positive enclosures, each with relative accuracy
 (``log1p`` of a tiny ``R_r = e^(-huge)`` is ``~R_r`` to full relative precision), so the
 sum keeps relative accuracy even when it is ``-1e-400000``.
+
+*Prefix trees.*  Past :data:`_FULL_TREE` distinct counts a tree covers the counts
+``v_0..v_{c-1}`` only and holds the others as one leaf, the enclosure ``[0, N e_c]`` of
+their sum (``N`` their number of items; every one weighs at most ``e_c`` since the counts
+decrease), so every node still encloses the true sum of its leaves.  The cover ``c``
+(:meth:`Peeling._prefix`) reaches past a count ``v_j`` down to the first count with
+``lam (v_j - v) >= (p + 16) ln 2 + ln d`` at ``p`` bits, so that ``N e_c <= 2**-(p+16)
+e_j``.  A probability takes ``j`` one past the least count of the sequence: those items
+are never removed, so every ``O_a >= e_j`` and the tail costs each ``R_r`` a relative
+``2**-(p+16)``, no more than rounding; raising the precision covers more.  A sample takes
+``j`` the top remaining count and covers more whenever a walk ends in the tail's leaf or
+cannot decide (the walks return the exact inverse-CDF leaf of their uniform whatever the
+tree: the law is the same).  The cover is planned in floats (``lam`` as a float); any
+cover is correct, a cover too short only costs more precision or more cover.
 
 *Exponential (per-round tables).*  Round ``r`` is
 :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip` on the
@@ -53,7 +67,8 @@ brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
 
 **Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling_sampling`): every
 draw applies its removals to the weight tree in place and undoes them when it ends (the
-tree is built once per precision, at most :data:`_TREE_CACHE` precisions kept); gumbel
+tree is built once per precision, covering more counts on demand, at most
+:data:`_TREE_CACHE` precisions kept); gumbel
 rounds are an exact tree descent, exponential rounds permute-and-flip over the remaining
 items run exactly (exact ``Bernoulli(exp(-x))`` coins, Poisson thinning for the light
 tail).  Memory is ``O(d)``, whatever the number of draws or rounds.
@@ -96,6 +111,7 @@ per-round view is :meth:`Peeling.round_levels` and :meth:`Peeling.round_distribu
 from __future__ import annotations
 
 import math
+import operator
 import random
 from bisect import bisect_left
 from collections import Counter
@@ -108,7 +124,7 @@ from flint import arb, ctx
 from ..core._lazy import sympy
 from ..core._typing import CountsLike, Output, OutputLike, RationalLike
 from ..core.combinatorics import count_words
-from ..core.levels import Level, LevelTable
+from ..core.levels import Level, LevelTable, relative_weight
 from ..core.mechanism import Mechanism, make_scale
 from ..core.precision import certify, relative_ball, times_int
 from ..core.selection import SelectionRule
@@ -117,8 +133,8 @@ from ..errors import NoClosedFormError, TooManyOutputsError
 from ..rules import exponential as _exponential
 from ..rules.noise import as_noise, rule_for_noise
 from ..rules.pnf_rounds import peel_pnf_value
-from .peeling_sampling import nth_free, sample_many
-from .peeling_tree import WeightTree
+from .peeling_sampling import _ln, nth_free, sample_many
+from .peeling_tree import PrefixTree
 from .set_marginal import PeelingSetMarginal
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
@@ -131,6 +147,18 @@ _TABLE_CACHE = 4096
 _TABLE_CACHE_LEVELS = 200_000
 #: Weight trees kept per mechanism (one per working precision, newest first).
 _TREE_CACHE = 3
+#: Up to this many distinct counts a weight tree covers them all; past it, only the
+#: counts that can matter at its precision (:meth:`Peeling._prefix`), the rest enclosed.
+_FULL_TREE = 256
+
+
+def _differences(cumulative: Sequence[int]) -> tuple[int, ...]:
+    """``(c_0, c_1 - c_0, c_2 - c_1, ...)`` (numpy past a few thousand: ints below ``d``)."""
+    if len(cumulative) < 2048:
+        return (cumulative[0],) + tuple(b - a for a, b in zip(cumulative, cumulative[1:]))
+    import numpy as np
+
+    return tuple(np.diff(np.array(cumulative, dtype=np.int64), prepend=0).tolist())
 
 
 class Peeling(Mechanism):
@@ -158,14 +186,12 @@ class Peeling(Mechanism):
         values = self.ranking.values
         cumulative = self.ranking.cumulative
         #: number of items of each distinct count (``values`` descending)
-        self._mult: tuple[int, ...] = (cumulative[0],) + tuple(b - a for a, b in zip(cumulative, cumulative[1:]))
-        #: index of each distinct count in ``values``
-        self._value_index: dict[int, int] = {v: a for a, v in enumerate(values)}
+        self._mult: tuple[int, ...] = _differences(cumulative)
         self._tables: dict[tuple, LevelTable] = {}
         self._table_levels = 0
-        self._trees: dict[int, WeightTree] = {}
+        self._trees: dict[int, PrefixTree] = {}
         #: planning floats of the exponential sampler (built on its first draw)
-        self._plan: Optional[tuple[list[float], list[float]]] = None
+        self._plan: Optional[tuple[Sequence[float], Sequence[float]]] = None
         #: the PEELING_LEVELS_LIMIT that levels() was refused at (None: not refused)
         self._levels_refused: Optional[int] = None
         self._extra_bits = self._gap_bits() + 2 * self.k.bit_length() + 2 * len(values).bit_length() + 8
@@ -189,33 +215,114 @@ class Peeling(Mechanism):
         cum = self.ranking.cumulative
         return self.ranking.order[(cum[a - 1] if a else 0):cum[a]]
 
+    def _value_index(self, v: int) -> int:
+        """The index of the count ``v`` in ``ranking.values`` (descending): a bisection, no
+        table of all counts (KeyError when no item has count ``v``)."""
+        values = self.ranking.values
+        a = bisect_left(values, -v, key=operator.neg)
+        if a == len(values) or values[a] != v:
+            raise KeyError(v)
+        return a
+
     # -- the weight tree (gumbel) ---------------------------------------------------------
-    def _tree(self) -> WeightTree:
-        """The weight tree of all items at flint's current precision (cached per precision;
+    def _tree(self, need: int = 0) -> PrefixTree:
+        """The weight tree at flint's current precision, adequate for the distinct count
+        ``need`` (:meth:`_adequate`; cached per precision, covering more on demand;
         callers hold the precision lock through :func:`~exactdp.core.precision.certify` or
-        the sampler's lock section, and undo whatever they change in it)."""
+        the sampler's lock section, and undo whatever they change in it).
+
+        Up to :data:`_FULL_TREE` distinct counts the tree covers them all (the weights of
+        the first round's level table, one formula for both routes).  Past it, the tree
+        covers the counts down to :meth:`_prefix` and holds the rest as one enclosure
+        (:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`), so a draw among 166,000
+        distinct counts computes the weights of the few thousand that can matter."""
         prec = ctx.prec
         tree = self._trees.get(prec)
-        if tree is None:
-            # the first round's level table holds every distinct count: its relative
-            # weights exp(lam (v - v_0)) are the leaves (one formula for both routes)
-            weights = self._round_table(()).relative_weights()
-            tree = WeightTree(weights, self._mult, arb(0))
-            while len(self._trees) >= _TREE_CACHE:
-                del self._trees[next(iter(self._trees))]
-            self._trees[prec] = tree
+        if tree is not None and self._adequate(tree, need):
+            return tree
+        n = len(self.ranking.values)
+        if n <= _FULL_TREE:
+            tree = PrefixTree(self._round_table(()).relative_weights(), self._mult, arb(0), n, prec=prec)
+        else:
+            cover = self._prefix(prec, need)
+            old = [] if tree is None else tree.weights[:tree.cover]
+            if tree is not None:  # cover at least twice as much: O(final cover) work in all
+                cover = min(n, max(cover, 2 * tree.cover))
+            tree = self._prefix_tree(prec, cover, old)
+        while len(self._trees) >= _TREE_CACHE and prec not in self._trees:
+            del self._trees[next(iter(self._trees))]
+        self._trees[prec] = tree
         return tree
 
-    def _exact_tree(self) -> WeightTree:
+    def _prefix_tree(self, prec: int, cover: int, weights: list) -> PrefixTree:
+        """The tree over the first ``cover`` distinct counts (``weights``: the first
+        relative weights, already computed at ``prec``) and the tail enclosure
+        ``[0, N e_cover]`` (:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`)."""
+        values = self.ranking.values
+        lam = self.scale.lam_ball()
+        v0 = values[0]
+        weights = list(weights)
+        for a in range(len(weights), cover):
+            weights.append(relative_weight(lam, values[a] - v0))
+        n = len(values)
+        tail = None
+        if cover < n:
+            rest = self.d - self.ranking.cumulative[cover - 1]  # items of the counts not covered
+            tail = arb(0).union(relative_weight(lam, values[cover] - v0) * rest)
+        return PrefixTree(weights, self._mult, arb(0), n, tail, prec)
+
+    def _prefix(self, prec: int, need: int) -> int:
+        """How many distinct counts a tree at ``prec`` bits covers to be adequate for the
+        count ``need``: past ``need``, down to the first count ``v`` with
+        ``lam (v_need - v) >= (prec + 16) ln 2 + ln d``, so that the tail's enclosure
+        ``[0, N e]`` (``N <= d``) is below ``2**-(prec+16) e_need``, about the rounding
+        error of the balls.  The gap is planned in floats (any cover gives the same law:
+        the tail is an enclosure; a cover too short only costs precision raises, each of
+        which covers more); all counts when the float rate is not usable."""
+        values = self.ranking.values
+        n = len(values)
+        rate = self._rate()
+        if not rate > 0:
+            return n
+        x = ((prec + 16) * math.log(2) + math.log(self.d)) / rate
+        if not x < 1e300:
+            return n
+        bound = values[need] - (math.ceil(x) + 1)
+        return max(need + 1, bisect_left(values, -bound, key=operator.neg))
+
+    def _rate(self) -> float:
+        """``lam`` as a float (planning only): ``epsilon/k``, or ``-ln base``."""
+        if self.scale.lam is not None:
+            lam = self.scale.lam
+            try:
+                return lam.numerator / lam.denominator
+            except OverflowError:
+                return math.inf
+        b = self.scale.base
+        if 2 * b.numerator >= b.denominator:  # b >= 1/2: -log1p(b - 1), no cancellation
+            return -math.log1p(-float(Fraction(b.denominator - b.numerator, b.denominator)))
+        return _ln(b.denominator) - _ln(b.numerator)
+
+    def _adequate(self, tree: PrefixTree, need: int) -> bool:
+        """Whether ``tree`` covers the count ``need`` with its tail below
+        ``2**-(prec+16) e_need`` (:meth:`_prefix`; remembered in ``tree.checked_to``)."""
+        if tree.complete or need <= tree.checked_to:
+            return True
+        if need < tree.cover and self._prefix(tree.prec, need) <= tree.cover:
+            tree.checked_to = need
+            return True
+        return False
+
+    def _exact_tree(self) -> PrefixTree:
         """The weight tree with exact Fraction weights ``base**(v_0 - v)`` (rational base
         only): the exact twin of :meth:`_tree` for the tests."""
         if self.base is None:
             raise AssertionError("the exact weight tree needs a rational base")
         v0 = self.ranking.values[0]
         weights = [self.base ** (v0 - v) for v in self.ranking.values]
-        return WeightTree(weights, self._mult, Fraction(0))
+        return PrefixTree(weights, self._mult, Fraction(0), len(weights))
 
-    def _tree_terms(self, tree: WeightTree, values: Sequence[int]) -> list[Any]:
+    def _tree_terms(self, tree: PrefixTree, values: Sequence[int]) -> list[Any]:
         """``R_r = (n_a - 1) + O_a / e_a`` of every round (module docstring): round ``r``
         picks its item with probability ``1 / (1 + R_r)``.  The removals are applied to
         ``tree`` in place and undone before returning (no copy; callers hold the precision
@@ -224,7 +331,7 @@ class Peeling(Mechanism):
         out = []
         try:
             for v in values:
-                a = self._value_index[v]
+                a = self._value_index(v)
                 n = remaining.get(a, self._mult[a])
                 out.append((n - 1) + tree.others(a) / tree.weights[a])
                 remaining[a] = n - 1
@@ -235,8 +342,13 @@ class Peeling(Mechanism):
         return out
 
     def _tree_probability(self, values: Sequence[int], dps: int, log: bool) -> mpmath.mpf:
+        # adequate for the count after the least one picked: its items are never removed,
+        # so every round's others(a) >= e_need and the tail costs it relative digits only
+        # (the log-probability sums tiny R_r and needs them to relative accuracy)
+        need = min(len(self._mult) - 1, max(map(self._value_index, values)) + 1)
+
         def compute() -> arb:
-            terms = self._tree_terms(self._tree(), values)
+            terms = self._tree_terms(self._tree(need), values)
             if log:
                 acc = arb(0)
                 for r in terms:
@@ -486,7 +598,7 @@ class Peeling(Mechanism):
         used: dict[int, list[int]] = {}
         out = []
         for v in values:
-            lv = self._value_index[v]
+            lv = self._value_index(v)
             taken = used.setdefault(lv, [])
             r, digit = divmod(r, self._mult[lv] - len(taken))
             out.append(self._take(lv, digit, taken))

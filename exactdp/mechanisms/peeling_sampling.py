@@ -11,10 +11,16 @@ Differential Privacy* (NeurIPS 2020, arXiv:2004.00010).
 ``v_0 > v_1 > ...``: leaf ``a`` holds ``n_a e_a`` (remaining items with count ``v_a`` times
 ``e_a = w(v_a)/w(v_0)``, an arb ball), every inner node the sum of its children.  One tree
 is built per working precision and cached on the mechanism (a bounded number of
-precisions).  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
+precisions); past a few hundred distinct counts it covers only the counts down to where
+the rest weighs less than ``2**-(prec+16)`` of the count the draw needs (the top remaining
+count; the tail's first count for a Poisson tail) and holds the rest as one enclosure
+(:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`, the module docstring of
+:mod:`~exactdp.mechanisms.peeling`): a walk that ends in that leaf, or cannot decide on a
+tree that does not cover every count, covers more (at least twice as many counts, the
+draw's removals applied again) and walks again with the same bits.  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
 additions each) and restores the original multiplicities when it ends (:class:`DrawState`):
 nothing is copied per draw and nothing grows with the number of draws or rounds.  Peak
-memory is ``O(d)``: the ranking, the level table of all counts, and at most
+memory is ``O(d)``: the ranking and at most
 :data:`~exactdp.mechanisms.peeling._TREE_CACHE` trees of ``O(#counts)`` balls.
 
 **Gumbel (CDP-Peel).**  Round ``r`` picks count ``v_a`` with probability ``n_a e_a /
@@ -67,7 +73,8 @@ enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare 
 uniform with an enclosure of ``mu_j / (g p_j)``.  Every decision is certain for the whole
 dyadic interval of its uniform (more bits, and more precision, when it is not), so the
 round has exactly the law of permute-and-flip over the remaining items.  Floats only plan
-the head (which counts go where): any split gives the same law.
+the head (which counts go where; computed in numpy past a few thousand counts, the same
+formulas) and how far a tree reaches: any split and any cover give the same law.
 
 ``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would (same
 draws), and shares one lock section and the mechanism's trees between them.
@@ -85,7 +92,7 @@ from flint import arb, ctx
 
 from ..core.precision import MAX_PREC, flint_workprec
 from ..errors import PrecisionError
-from .peeling_tree import WeightTree
+from .peeling_tree import PrefixTree
 
 if TYPE_CHECKING:  # annotations only
     from .peeling import Peeling
@@ -113,7 +120,10 @@ class DrawState:
         self.remaining: dict[int, int] = {}
         self.taken: dict[int, list[int]] = {}  # count -> sorted offsets taken in this draw
         self.gone: set[int] = set()  # positions taken in this draw
-        self.trees: dict[int, tuple[WeightTree, list]] = {}  # prec -> (tree, undo log)
+        self.trees: dict[int, tuple[PrefixTree, list]] = {}  # prec -> (tree, undo log)
+        #: the distinct count the trees must be adequate for (Peeling._adequate): the top
+        #: count of a descent from the top, the first count of a tail's descent
+        self.need = 0
         self.top = 0  # first count with a remaining item (only moves down within a draw)
         self.prec0 = 64 + 2 * len(self.mult).bit_length() + 16
 
@@ -125,15 +135,21 @@ class DrawState:
         """The first position of the items of the ``a``-th distinct count."""
         return self.ends[a - 1] if a else 0
 
-    def tree(self, prec: int) -> WeightTree:
-        """The tree at ``prec`` bits with this draw's removals (inside ``flint_workprec(prec)``)."""
+    def tree(self, prec: int) -> PrefixTree:
+        """The tree at ``prec`` bits with this draw's removals, adequate for :attr:`need`
+        (inside ``flint_workprec(prec)``).  A tree that must cover more is rebuilt by the
+        mechanism: this draw's removals are undone on the old one and applied to the new."""
         entry = self.trees.get(prec)
-        if entry is None:
-            t, log = self.mech._tree(), []
-            for a, n in self.remaining.items():
-                t.set_count(a, n, log)
-            self.trees[prec] = entry = (t, log)
-        return entry[0]
+        if entry is not None and (entry[0].complete or self.need <= entry[0].checked_to
+                                  or self.mech._adequate(entry[0], self.need)):
+            return entry[0]
+        if entry is not None:
+            entry[0].restore(entry[1])
+        t, log = self.mech._tree(self.need), []
+        for a, n in self.remaining.items():
+            t.set_count(a, n, log)
+        self.trees[prec] = (t, log)
+        return t
 
     def position(self, a: int, i: int) -> int:
         """The position of the ``i``-th remaining item (ids ascending) of count ``a``."""
@@ -168,6 +184,7 @@ class DrawState:
         self.gone.clear()
         self.trees.clear()
         self.top = 0
+        self.need = 0
 
 
 def nth_free(taken: Sequence[int], r: int) -> int:
@@ -196,15 +213,23 @@ def descend(state: DrawState, first: int, gen: random.Random) -> int:
         return 0  # as choose_index: one count, no randomness
     prec = state.prec0
     u, nbits = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    start = state.top if first == 0 else first
+    state.need = start
     while prec <= MAX_PREC:
         if prec == ctx.prec:  # the usual case: no context switch
             tree = state.tree(prec)
-            a = tree.locate_from_top(state.top, u, nbits) if first == 0 else tree.locate(first, u, nbits)
+            a = tree.locate_from_top(start, u, nbits) if first == 0 else tree.locate(first, u, nbits)
         else:
             with flint_workprec(prec):
                 tree = state.tree(prec)
-                a = tree.locate_from_top(state.top, u, nbits) if first == 0 else tree.locate(first, u, nbits)
+                a = tree.locate_from_top(start, u, nbits) if first == 0 else tree.locate(first, u, nbits)
+        if not tree.complete and (a is None or a == tree.cover):
+            # certainly among the counts the tree does not cover, or undecided on a tree
+            # that does not cover them all: cover more (at least twice as many), same bits
+            state.need = tree.cover
+            continue
         if a is not None:
+            state.need = start
             return a
         u, nbits = _refine(u, nbits, gen)
         # the balls hold about prec - log2(#counts) correct bits: keep them ahead of U's bits
@@ -312,7 +337,7 @@ def draw_round(state: DrawState, gen: random.Random) -> int:
     return _pnf_round(state, gen)
 
 
-def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
+def plan_logs(mech: "Peeling") -> tuple[Sequence[float], Sequence[float]]:
     """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
     every distinct count (clamped; never used in a decision, only to split the rounds into
     head and tail)."""
@@ -326,6 +351,8 @@ def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
     else:
         b = mech.scale.base
         rate = _ln(b.denominator) - _ln(b.numerator)
+    if len(values) >= 2048 and values[0] - values[-1] < 2**62:
+        return _plan_logs_numpy(values, mult, rate)
     logw = []
     for v in values:
         gap = values[0] - v
@@ -337,6 +364,21 @@ def plan_logs(mech: "Peeling") -> tuple[list[float], list[float]]:
         hi, lo = max(x, y), min(x, y)
         logs[a] = hi if lo == -math.inf else hi + math.log1p(math.exp(lo - hi))
     return logw, logs
+
+
+def _plan_logs_numpy(values: Sequence[int], mult: Sequence[int], rate: float) -> tuple[Sequence[float], Sequence[float]]:
+    """:func:`plan_logs` in numpy (gaps below ``2**62``: exact in int64, each rounded once
+    to float64 as Python rounds an int): the same formulas, ``logaddexp`` for the running
+    ``hi + log1p(exp(lo - hi))``; planning floats only."""
+    import numpy as np
+
+    v = np.array(values, dtype=np.int64)
+    gaps = v[0] - v
+    with np.errstate(invalid="ignore", over="ignore"):
+        logw = np.where(gaps == 0, 0.0, -np.minimum(rate * gaps.astype(np.float64), 1e300))
+    x = np.log(np.array(mult, dtype=np.float64)) + logw
+    logs = np.append(np.logaddexp.accumulate(x[::-1])[::-1], -math.inf)
+    return logw, logs  # read a few entries a round: no list of 166,000 floats is built
 
 
 def _ln(n: int) -> float:
@@ -416,6 +458,7 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
     """The tail's members of ``A`` (counts ``first..``) as ``(a, i)`` pairs, distinct, by
     Poisson thinning (module docstring)."""
     top = state.top
+    state.need = first  # covered down to the tail's first count, its tail enclosure below e_first
 
     per_prec: dict[int, tuple[arb, arb]] = {}  # prec -> (w_top, g(q)), once per round
 
@@ -439,7 +482,12 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
 
         def keep(prec: int, a: int = a) -> arb:
             w_top, g = fixed(prec)
-            p = state.tree(prec).weights[a] / w_top
+            tree = state.tree(prec)
+            if a >= tree.cover:  # a tree at another precision may not reach count a yet
+                state.need = a
+                tree = state.tree(prec)
+                state.need = first
+            p = tree.weights[a] / w_top
             return -(-p).log1p() / (g * p)  # mu_a / (g p_a)
 
         if lazy_coin(keep, gen, state.prec0) and (a, i) not in seen:

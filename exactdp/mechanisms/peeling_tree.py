@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 
 from flint import arb
 
-__all__ = ["WeightTree"]
+__all__ = ["WeightTree", "PrefixTree"]
 
 
 class WeightTree:
@@ -215,3 +215,38 @@ def _target(total: arb, u: int, nbits: int, coarse: bool) -> tuple[arb, arb]:
     step = scale * total
     lo = arb(u) * step
     return lo, lo + step
+
+
+class PrefixTree(WeightTree):
+    """A :class:`WeightTree` over the first ``cover`` distinct counts only, and, when
+    ``cover < n``, one more leaf (index ``cover``) holding an enclosure of the sum of all
+    the others: ``[0, N e_cover]``, with ``N`` the number of items of the counts
+    ``v_cover, v_cover+1, ...`` (every one weighs at most ``e_cover``: counts decrease).
+
+    Every node is then an enclosure of the true sum of its leaves, so every decision the
+    walks take on it is right; a walk ends on leaf ``cover`` only when the target is
+    certainly among the counts not covered (the caller covers more and walks again).
+    Removing an item of a count not covered leaves the tail's enclosure valid (its sum
+    only decreases), so :meth:`set_count` ignores it.
+
+    ``weights``: the relative weights ``e_0..e_{cover-1}`` (so ``cover = len(weights)``);
+    ``mult``: the multiplicities of all ``n`` counts; ``zero``: the number type's zero;
+    ``tail``: the enclosure of the other counts' sum (ignored when ``cover >= n``);
+    ``prec``: the working precision of the balls.  Attributes: ``complete`` (``cover >= n``:
+    the plain :class:`WeightTree`) and ``checked_to`` (the largest count index its owner checked it
+    adequate for)."""
+
+    __slots__ = ("cover", "complete", "prec", "checked_to")
+
+    def __init__(self, weights: Sequence[Any], mult: Sequence[int], zero: Any, n: int, tail: Any = None,
+                 prec: int = 0):
+        cover = len(weights)
+        if cover < n:
+            super().__init__(list(weights) + [tail], list(mult[:cover]) + [1], zero)
+        else:
+            super().__init__(weights, mult, zero)
+        self.cover, self.complete, self.prec, self.checked_to = cover, cover >= n, prec, -1
+
+    def set_count(self, a: int, m: int, log: Optional[list] = None) -> None:
+        if a < self.cover:
+            super().set_count(a, m, log)

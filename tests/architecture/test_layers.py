@@ -59,6 +59,7 @@ VIOLATIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, statement, contract", VIOLATIONS)
 def test_a_forbidden_import_is_rejected(tmp_path, module, statement, contract):
     for name in ("exactdp", "proofs_checks"):

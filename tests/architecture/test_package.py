@@ -49,6 +49,7 @@ def test_pytest_plugin_loads_no_heavy_dependency():
     assert out.strip() == ""
 
 
+@pytest.mark.slow
 def test_the_import_probe_can_fail():
     # the probe above does see heavy modules once they are used: flint with a mechanism,
     # sympy with an exact closed form
@@ -513,3 +514,40 @@ def test_the_any_probe_can_fail():
                "Mapping": Mapping, "Optional": Optional, "Union": Union}
     assert _typed_any(f, localns, _allowed_any_types()) == ["b", "c", "d", "kwargs", "return"]
     assert _typed_any(f, localns, ()) == ["b", "c", "d", "e", "g", "kwargs", "return"]
+
+
+def test_the_slow_marker_is_registered_and_strict():
+    # `python -m pytest -m "not slow"` is the fast loop; a misspelt marker must be an error,
+    # not a test silently left in (or out of) the fast loop
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert any(m.split(":")[0].strip() == "slow" for m in ini["markers"])
+    assert "--strict-markers" in ini["addopts"].split()
+    assert 'python -m pytest -m "not slow"' in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+#: Tests that took 10 to 50 CPU seconds each before the slow marker existed.
+KNOWN_SLOW = [
+    "tests/proofs_checks/test_proofs_checks.py::test_true_maxima_not_first_violations",
+    "tests/mechanisms/test_joint_pairs.py::test_neighbours_of_every_vector_d4_d5",
+    "tests/mechanisms/test_joint_set.py::test_counting_methods_agree_exhaustive",
+    "tests/mechanisms/test_joint_set_pairs.py::test_every_neighbour_of_every_small_vector",
+]
+
+
+@pytest.mark.slow
+def test_the_fast_loop_leaves_out_the_slowest_tests():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=", "-m", "not slow",
+         "-p", "no:cacheprovider", *(test.split("::")[0] for test in KNOWN_SLOW)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    collected = [line for line in result.stdout.splitlines() if "::" in line]
+    assert not [line for line in collected if line.split("[")[0] in KNOWN_SLOW], collected
+    # and the same collection without -m sees them: the check can fail
+    every = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
+         *(test.split("::")[0] for test in KNOWN_SLOW)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert {line.split("[")[0] for line in every.stdout.splitlines()} >= set(KNOWN_SLOW)

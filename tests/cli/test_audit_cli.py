@@ -53,6 +53,7 @@ def without_head(data):
 # notions and flags
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notion", sorted(NOTIONS))
 def test_notion_json_equals_python_api(capsys, notion):
     data = run_json(capsys, *BASE, "--notion", notion, *NOTIONS[notion][0])
@@ -68,6 +69,7 @@ def test_notion_json_equals_python_api(capsys, notion):
         assert abs(mpmath.mpf(data["value"]) - w.value) <= abs(w.value) * mpmath.mpf(10) ** -(w.dps - 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notion", sorted(NOTIONS))
 def test_notion_text_and_exit_status(capsys, notion):
     status, out, err = run(capsys, *BASE, "--notion", notion, *NOTIONS[notion][0], "--rows", 2)
@@ -79,6 +81,7 @@ def test_notion_text_and_exit_status(capsys, notion):
     assert "VIOLATED" in out
 
 
+@pytest.mark.slow
 def test_notion_text_values_match_api(capsys):
     w = api("renyi")
     _, out, _ = run(capsys, *BASE, "--notion", "renyi", "--alpha", "3/2")
@@ -112,6 +115,7 @@ def test_flag_errors(capsys, extra, fragment):
     assert_error(status, out, err, fragment)
 
 
+@pytest.mark.slow
 def test_workers_equal_serial(capsys):
     serial = run(capsys, *BASE, "--relation", "swap", "--json")
     parallel = run(capsys, *BASE, "--relation", "swap", "--json", "--workers", 2)
@@ -159,6 +163,7 @@ def test_no_progress_in_captured_output(capsys):
 
 
 
+@pytest.mark.slow
 def test_progress_bar_on_a_real_terminal_and_not_with_json_or_no_progress():
     argv = ("audit", "joint", "--counts", "3,2,2,0", "-k", "2")
     status, out, err = run_with_tty_stderr(*argv)
@@ -169,6 +174,7 @@ def test_progress_bar_on_a_real_terminal_and_not_with_json_or_no_progress():
     assert status == 0 and err == "" and json.loads(out)["verdict"] == "below"
 
 
+@pytest.mark.slow
 def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
     """A zCDP bracket too wide to decide is reported INCONCLUSIVE with exit status 3, never
     attained (the verdict is forced here; exactdp._worst decides it from the bracket)."""
@@ -182,6 +188,7 @@ def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
     assert "raise --dps" in out and "max_steps of exactdp.audit.zcdp_rho" in out
 
 
+@pytest.mark.slow
 def test_a_margin_whose_sign_is_not_the_verdicts_says_why(capsys):
     """rho = 0.0657356 is just above the worst bracket's true value but within the band of
     6 digits: the verdict (decided with more digits) is "below" while the margin at 6 digits

@@ -70,6 +70,7 @@ def close(a, b, dps=30):
 # a file generated from a mechanism gives the mechanism's audit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 @pytest.mark.parametrize("notion, flags, kw", [
     ("pure", [], {}),
@@ -291,3 +292,36 @@ def test_file_workers_and_counts_file(capsys, tmp_path):
     parallel = run(capsys, "audit", "--mechanism-file", path, "--counts-file", counts, "--claimed-epsilon", "1",
                    "--json", "--workers", 2)
     assert serial == parallel and serial[0] == 0
+
+
+def test_mechanism_file_help_states_the_file_formats(capsys):
+    # the help said "format: docs/cli.md", which a pip install does not have: it states the
+    # formats itself, and its JSON and CSV examples are read by the reader, to the same tables
+    import re
+
+    from exactdp.probability_tables import parse_probability_tables
+
+    status, out, _ = run(capsys, "audit", "--mechanism-file", "tables.json", "--help")
+    assert status == 0 and "docs/" not in out
+    section = out.split("\nfile formats", 1)[1].split("\nexamples:", 1)[0]
+    start = section.index("JSON  ") + len("JSON  ")
+    json_text = section[start:section.index("...]}")].rstrip().rstrip(",") + "]}"
+    lines = section.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.strip().startswith("CSV "))
+    csv_rows = [lines[header].split(None, 1)[1]]
+    for line in lines[header + 1:]:
+        if not re.fullmatch(r"[\d ]+,[\d ]+,[\d/]+", line.strip()):
+            break
+        csv_rows.append(line.strip())
+    from_json = parse_probability_tables(json_text, "help.json")
+    from_csv = parse_probability_tables("\n".join(csv_rows) + "\n", "help.csv")
+    assert len(csv_rows) == 4 and from_json.k == from_csv.k == 2
+    assert from_json.epsilon == 1 and from_json.output_kind == from_csv.output_kind == "sequence"
+    assert from_json.factory()((2, 1, 0)) == from_csv.factory()((2, 1, 0)) == {
+        (0, 1): Fraction(1, 2), (1, 0): Fraction(1, 4), (0, 2): Fraction(1, 4)}
+    text = " ".join(section.split())
+    for fact in ("'#' lines are comments", "--output-kind set", "exact binary value", "2**-40",
+                 "outputs not listed have probability 0"):
+        assert fact in text, fact
+    lines_too_wide = [line for line in out.splitlines() if len(line) > 88]
+    assert not lines_too_wide, lines_too_wide

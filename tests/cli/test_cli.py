@@ -242,6 +242,7 @@ def test_sample_unseeded(capsys):
 # every registered mechanism (joint; pnf-joint once exactdp.PNFJoint exists)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_every_mechanism_json_matches_api(capsys, name):
     m = MECHANISMS[name].factory([10, 5, 1, 1], 2, epsilon="1")
@@ -277,6 +278,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
 # errors, help, version, signals
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv, fragment",
     [
@@ -333,6 +335,7 @@ def test_certify_power_options_checked(capsys, tmp_path, extra, fragment):
     assert_error(status, out, err, fragment)
 
 
+@pytest.mark.slow
 def test_certify_exit_status_per_verdict(capsys, tmp_path):
     m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
     constant, good = tmp_path / "constant.csv", tmp_path / "good.csv"
@@ -372,6 +375,7 @@ def _level_table(out):
     return lines[start], rows
 
 
+@pytest.mark.slow
 def test_certify_level_heading_says_how_levels_were_binned(capsys):
     # The heading once said "consecutive levels pooled until each bin expects >= 5 draws",
     # whatever was done: a rare level is pooled only with other rare levels, and a rare
@@ -413,6 +417,7 @@ def run_json_status(capsys, status_wanted, *argv):
     return json.loads(out)
 
 
+@pytest.mark.slow
 def test_version_and_help(capsys):
     status, out, _ = run(capsys, "--version")
     assert status == 0 and out == f"exactdp {exactdp.__version__}\n"
@@ -461,6 +466,7 @@ def _exactdp(*argv, **kwargs):
     return [sys.executable, "-m", "exactdp", *map(str, argv)]
 
 
+@pytest.mark.slow
 def test_subprocess_module_entry_point():
     result = subprocess.run(_exactdp("prob", "joint", *BIG, "--output", "0,1", "--dps", 40, "--json"),
                             capture_output=True, text=True, timeout=60)
@@ -472,6 +478,7 @@ def test_subprocess_module_entry_point():
     assert result.stderr == "exactdp: error: k=3: must satisfy 1 <= k <= d = 2\n"
 
 
+@pytest.mark.slow
 def test_subprocess_broken_pipe_is_quiet():
     proc = subprocess.Popen(_exactdp("sample", "joint", *SMALL, "-n", 200000, "--seed", 1),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -484,6 +491,7 @@ def test_subprocess_broken_pipe_is_quiet():
     assert status == 141 and err == b""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_subprocess_ctrl_c_is_quiet():
     proc = subprocess.Popen(_exactdp("sample", "joint", *SMALL, "-n", 10**8, "--seed", 1),
@@ -533,6 +541,7 @@ def test_docs_have_examples_of_every_command():
     assert set(COMMANDS) <= commands
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command, expected, expected_status, compare", EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_docs_example(capsys, monkeypatch, command, expected, expected_status, compare):
     monkeypatch.chdir(ROOT)

@@ -112,6 +112,7 @@ items = st.one_of(st.just([]), st.tuples(flat, st.lists(st.one_of(flat, st.lists
                                                          max_size=4)).map(lambda t: [t[0], *t[1]]))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(values=items, indent=st.sampled_from([1, 2]))
 def test_json_array_prints_as_the_list(values, indent):

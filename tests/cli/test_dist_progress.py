@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from exactdp.cli.render import _RowProgress
 
 from cli_helpers import run, run_with_tty_stderr
@@ -79,6 +81,7 @@ def test_nothing_drawn_off_a_terminal_or_when_disabled():
 
 
 
+@pytest.mark.slow
 def test_dist_on_a_terminal_stdout_unchanged(capsys):
     status, plain, err = run(capsys, *ARGV)
     assert status == 0 and err == ""  # captured stderr is no terminal: nothing drawn

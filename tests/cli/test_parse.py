@@ -96,6 +96,7 @@ def test_parse_integer_twin(token):
         sys.set_int_max_str_digits(old)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv, fragment",
     [
@@ -136,6 +137,7 @@ def test_rho_and_seed_limits(capsys):
     assert_error(status, out, err, "--seed", "more than the limit of 4300")
 
 
+@pytest.mark.slow
 def test_huge_epsilon_prints_cleanly(capsys):
     """epsilon = 1e400 (401 digits): abbreviated wherever a table or description shows it,
     exact in --json's parameters."""

@@ -42,6 +42,7 @@ def test_out_of_range_rank_fails_loudly():
         unrank_combination(10, 5, 2)  # C(5, 2) = 10 subsets: ranks 0..9
 
 
+@pytest.mark.slow
 @given(st.sampled_from([1, 7, 60, 2_000, 166_000, 10**9]).flatmap(
     lambda n: st.tuples(st.just(n), st.integers(0, min(n, 300)))).flatmap(
     lambda nm: st.tuples(st.just(nm[0]), st.just(nm[1]),

@@ -34,6 +34,7 @@ from twins import joint_utility, ranks_of, tied_counts
 # ======================================================================================
 # Ranking
 # ======================================================================================
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(tied_counts(max_d=12))
 def test_ranking_matches_definition(counts):

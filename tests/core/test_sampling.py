@@ -82,6 +82,7 @@ def test_goodness_of_fit_has_power():
     assert stat > chi2_threshold(df, ALPHA)
 
 
+@pytest.mark.slow
 def test_sample_goodness_of_fit_single_draws():
     """``sample(rng)`` with one shared generator: the same law (false alarm <= 1e-6)."""
     n = 20_000
@@ -288,6 +289,7 @@ def test_choose_index_exact_weights_chi_square():
     assert_fits(draws, {0: n / 4, 1: n / 2, 2: n / 4}, n)
 
 
+@pytest.mark.slow
 def test_choose_index_non_dyadic_chi_square():
     """Weights 1/3, 1/3 + 2**-200, 1/7 (enclosures are never exact); false alarm <= 1e-6."""
     n = 40_000
@@ -344,6 +346,7 @@ def test_choose_index_refines_precision_near_a_boundary():
         assert calls[0] < 200  # it started cheap and refined
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(

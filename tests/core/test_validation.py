@@ -380,22 +380,3 @@ def test_as_outputs():
             with pytest.raises(cls) as info:
                 fn(*args)
             assert info.value.argument == argument, (args, str(info.value))
-
-
-def test_as_counts_python_ints_pass_as_they_are(monkeypatch):
-    """A list of Python ints is taken as it is, with no conversion per item (the same
-    tuple as one conversion per item); a bool or another type among them still goes
-    through the checks, named by its position."""
-    counts = [5, 2**80, -3, 0]
-    want = tuple(validation._as_int(c, "counts") for c in counts)
-    calls = []
-    original = validation._as_int
-    monkeypatch.setattr(validation, "_as_int", lambda *a: calls.append(a) or original(*a))
-    got = as_counts(counts)
-    assert got == want and all(type(c) is int for c in got)
-    assert calls == []  # no per-item conversion
-    assert as_counts([1, np.int64(7)]) == (1, 7) and len(calls) == 2
-    with pytest.raises(errors.ArgumentTypeError, match=r"counts\[2\]"):
-        as_counts([1, 2, True])
-    with pytest.raises(errors.InvalidCountsError, match=r"counts\[1\]"):
-        as_counts([1, 2.5])

@@ -99,6 +99,7 @@ def _compare(reference, got, label):
         assert value == reference[name], (label, name)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(counts_and_k(max_d=6, max_sequences=400), st.sampled_from(sorted(BUDGETED)),
        st.sampled_from([1, 200, 1500, 6000]), st.permutations(sorted(CALLS)))

@@ -47,6 +47,7 @@ def as_pairs(levels):
 # ======================================================================================
 # Exhaustive: every count vector in {0,1,2,3}^d, d <= 5, every k
 # ======================================================================================
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_levels_exhaustive(d):
     for counts in all_vectors(d):
@@ -61,6 +62,7 @@ def test_levels_exhaustive(d):
             assert levels[0].utility == 0  # the top-k sequence itself has utility 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_mtilde_exhaustive(d):
     """m̃ entries in order, Lemma 3.5 and Lemma 3.7 (t_r counted directly) per entry."""
@@ -96,6 +98,7 @@ def test_mtilde_exhaustive(d):
                 assert product == mt, (counts, k, i, j)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_outputs_exhaustive(d):
     """outputs() is a bijection onto all d!/(d-k)! sequences, level by level."""
@@ -114,6 +117,7 @@ def test_outputs_exhaustive(d):
             assert position == len(outs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_integer_level_shortcut(d):
     """docs/definitions.md §2.1: #{S : u(S) >= -M} = prod_r max(T_r(M) - (r-1), 0), for every M, and it
@@ -133,6 +137,7 @@ def test_integer_level_shortcut(d):
                     assert product == count_at_least(counts, k, M)
 
 
+@pytest.mark.slow
 def test_levels_and_mtilde_exhaustive_d6():
     """d = 6 over the alphabet {0, 1, 2}: levels for every k, m̃ for k <= 4."""
     for counts in itertools.product(range(3), repeat=6):
@@ -143,6 +148,7 @@ def test_levels_and_mtilde_exhaustive_d6():
                 assert list(m.mtilde()) == brute_mtilde(counts, k), (counts, k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1, 2, 3])
 def test_event_chunk_boundaries(monkeypatch, chunk):
     """The event sweeps hand events out in chunks of _events._CHUNK; with tiny chunks every
@@ -177,6 +183,7 @@ def test_refined_entries_distinct_and_helper_consistent():
 # ======================================================================================
 # Probabilities
 # ======================================================================================
+@pytest.mark.slow
 @pytest.mark.parametrize("base", [Fraction(1, 2), Fraction(2, 3)])
 def test_probability_exact_rational_base_exhaustive(base):
     for d in range(1, 5):
@@ -193,6 +200,7 @@ def test_probability_exact_rational_base_exhaustive(base):
                 assert total == 1
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     counts_and_k(max_d=6, max_sequences=360, values=st.integers(-4, 12)),
@@ -381,6 +389,7 @@ def test_paper_value_30_15_and_998_ones():
 # ======================================================================================
 # hypothesis: random instances with ties, negative and huge counts
 # ======================================================================================
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(counts_and_k(max_d=8, max_sequences=1700))
 def test_random_levels_and_mtilde_match_brute_force(ck):
@@ -390,6 +399,7 @@ def test_random_levels_and_mtilde_match_brute_force(ck):
     assert list(m.mtilde()) == brute_mtilde(counts, k)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(tied_counts(max_d=12), st.integers(0, 11), st.sampled_from([10**30, -(10**30), 2**61, 2**60, 7]))
 def test_shift_invariance_numpy_and_python_paths(counts, k_index, shift):
@@ -424,6 +434,7 @@ def test_extreme_counts_match_brute_force(counts):
         assert sorted(m.outputs()) == sorted(itertools.permutations(range(len(counts)), k))
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(counts_and_k(max_d=6, max_sequences=120), st.sampled_from([1, Fraction(1, 3), Fraction(5, 2)]))
 def test_random_probabilities_numeric(ck, epsilon):
@@ -441,6 +452,7 @@ def test_random_probabilities_numeric(ck, epsilon):
 # ======================================================================================
 # Tie invariance
 # ======================================================================================
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(tied_counts(max_d=5, values=st.integers(0, 3)), st.data())
 def test_tie_invariance(counts, data):

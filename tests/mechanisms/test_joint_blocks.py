@@ -34,6 +34,7 @@ def _pairs(levels):
     return [(lv.utility, lv.multiplicity) for lv in levels]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_events", [1, 2, 5])
 def test_levels_exhaustive_with_block_boundaries_everywhere(monkeypatch, block_events):
     """Every vector in {0..3}^d, d <= 4, every k, with blocks of 1, 2 or 5 events (a

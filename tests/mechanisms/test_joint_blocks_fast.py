@@ -98,6 +98,7 @@ def _check_identical(m: exactdp.Joint, prec: int = 120) -> None:
         assert list(map(_bits, ws)) == list(map(_bits, rws))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gap_cache", [1, 2, 4096])
 @pytest.mark.parametrize("block_events", [1, 3])
 def test_blocks_identical_to_the_loops_exhaustive(monkeypatch, block_events, gap_cache):

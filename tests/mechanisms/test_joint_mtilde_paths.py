@@ -52,6 +52,7 @@ def _check(counts, k):
     assert list(m.mtilde()) == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", list(PATHS))
 def test_exhaustive_small(monkeypatch, path):
     """All counts in {0, 1, 2, 3}^d for d <= 4 (ties, d = 1) and every k (k = 1, k = d)."""
@@ -84,6 +85,7 @@ def test_paths_agree_on_a_medium_instance(monkeypatch, path):
     assert len(reference) == 400 * 12
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(counts_and_k(max_d=7, max_sequences=900))
 def test_random_tiny_windows(ck):

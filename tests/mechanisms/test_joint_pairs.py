@@ -44,6 +44,7 @@ def _pairs(d, full):
                 yield list(c), list(c2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_every_neighbour_of_every_small_vector(d):
     for c1, c2 in _pairs(d, full=True):
@@ -51,6 +52,7 @@ def test_every_neighbour_of_every_small_vector(d):
             _check(c1, c2, k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [4, 5])
 def test_neighbours_of_every_vector_d4_d5(d):
     """Every vector; by default its neighbours up to symmetry with one item per sign, each
@@ -60,6 +62,7 @@ def test_neighbours_of_every_vector_d4_d5(d):
             _check(c1, c2, k)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(count_pairs())
 def test_random_pairs_against_brute_force(pair):

@@ -82,6 +82,7 @@ def _level_outputs_by_digits(m: exactdp.Joint, a: int) -> Counter:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_batched_unranking_is_a_bijection_exhaustive(d, shuffle_store):
     """Every count vector in {0..3}^d (d = 5: {0..2}^5), every k, every level: the digits of
@@ -189,6 +190,7 @@ def _assert_fits(observed: Counter, expected: dict, n: int):
     assert sum(observed.values()) == n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k, params, seed", [
     ((9, 8, 7, 5, 5, 3, 2, 1, 0, 0), 3, {"epsilon": Fraction(1, 2)}, 11),  # 720 outputs, ties
     ((4, 4, 4, 4), 4, {"epsilon": 1}, 12),  # k = d, one level
@@ -219,6 +221,7 @@ def test_goodness_of_fit_rejects_a_wrong_law():
     assert stat > chi2_threshold(df, ALPHA)
 
 
+@pytest.mark.slow
 def test_samples_level_frequencies_many_levels(samples_path):
     """A distinct-count instance with hundreds of levels and deep choice sets: level
     frequencies of 50,000 draws (false alarm <= 1e-6)."""
@@ -252,6 +255,7 @@ def test_as_array_default_path_sets_and_sequences():
     assert p.samples(20, rng=4, as_array=True).tolist() == [list(o) for o in p.samples(20, rng=4)]
 
 
+@pytest.mark.slow
 def test_pnf_joint_samples_use_the_batched_unranking(samples_path):
     """PNFJoint keeps the scalar level draws (its rule's default sample_levels) and the
     batched sequences: same law (level frequencies, false alarm <= 1e-6)."""

@@ -85,6 +85,7 @@ def _ranks_to_check(multiplicity: int, rng: random.Random, limit: int = 40) -> l
     return edges + [rng.randrange(multiplicity) for _ in range(limit)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_unrank_matches_reference_exhaustive(d, picks):
     """Every count vector in {0..3}^d, every k, every level, every rank."""
@@ -103,6 +104,7 @@ _counts = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(counts=_counts, data=st.data())
 def test_unrank_matches_reference_random(counts, data, picks):
@@ -141,6 +143,7 @@ INSTANCES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k, kwargs", INSTANCES)
 @pytest.mark.parametrize("n", [0, 1, 5, 1000])
 def test_sample_same_as_reference_draws(counts, k, kwargs, n, picks):

@@ -54,6 +54,7 @@ from twins import (
 # ======================================================================================
 # The three counting methods, exhaustively: {0,1,2,3}^d, d <= 6, every k, every M
 # ======================================================================================
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6])
 def test_counting_methods_agree_exhaustive(d):
     """Every vector of {0..3}^d, every k, every M in -1..4 (beyond 3 every subset counts):
@@ -88,6 +89,7 @@ def test_count_exactly_every_method():
                 assert JointSet(counts, k).count_exactly(M, "dp") == want
 
 
+@pytest.mark.slow
 def test_strict_matrix_paths_counts_strictly_greater():
     """With the strict reading of A, the paths count the sets with utility > -M."""
     for d in range(1, 6):
@@ -197,6 +199,7 @@ def test_paper_matrix_examples():
 # ======================================================================================
 # Levels, probabilities, outputs
 # ======================================================================================
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_levels_exhaustive(d):
     for counts in small_vectors(d):
@@ -218,6 +221,7 @@ def test_levels_d6_sorted_vectors():
             assert got == set_brute_levels(counts, k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_outputs_bijection_exhaustive(d):
     """outputs() (the unranking) lists every k-subset exactly once, each at its level."""

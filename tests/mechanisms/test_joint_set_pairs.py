@@ -70,6 +70,7 @@ def test_threshold_form_is_the_level(d):
                 assert threshold_level(c, s, k) == set_maxdiff(c, s), (c, s)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 def test_every_neighbour_of_every_small_vector(d):
     """Add/remove and swap neighbours of every vector in {0..3}^d, every k (all neighbours
@@ -79,6 +80,7 @@ def test_every_neighbour_of_every_small_vector(d):
             _check(c1, c2, k, witnesses=d <= 3 or (i + k) % 4 == 0)
 
 
+@pytest.mark.slow
 def test_a_sample_of_d5():
     rng = random.Random(2026)
     vectors = list(itertools.product(range(4), repeat=5))
@@ -89,6 +91,7 @@ def test_a_sample_of_d5():
                 _check(c, c2, rng.randint(1, 5))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(count_pairs(max_d=7, max_k=5))
 def test_random_pairs_against_brute_force(pair):

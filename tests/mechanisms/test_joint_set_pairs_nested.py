@@ -65,6 +65,7 @@ def _pairs(d):
                 yield c, c2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_nested_count_is_the_count_per_subset(d):
     """Every vector in {0..3}^d with its one-vote neighbours (FULL above), every k: the
@@ -85,6 +86,7 @@ def test_nested_count_is_enumeration_on_small_pairs():
         assert fast == _enumerated(c1, c2, k, M1, M2), (c1, c2, k)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(count_pairs(max_d=8, max_k=5), st.randoms(use_true_random=False))
 def test_random_pairs(pair, rng):

@@ -12,6 +12,7 @@ import itertools
 from fractions import Fraction
 
 import mpmath
+import pytest
 import sympy
 
 from exactdp.mechanisms.joint_set import JointSet
@@ -24,6 +25,7 @@ from exactdp.mechanisms.joint_set_paper import (
 from twins import printed_nonstrict_reference, printed_strict_reference, small_vectors
 
 
+@pytest.mark.slow
 def test_paper_algorithm1_against_reference_exhaustive():
     base = Fraction(1, 2)
     for d in range(1, 5):

@@ -67,6 +67,7 @@ def _run_counts(sweep: StaircaseSweep) -> list[tuple[int, int]]:
         out += run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run_min, span", SETTINGS)
 @pytest.mark.parametrize("d", range(1, 6))
 def test_runs_count_every_threshold_exhaustive(monkeypatch, d, run_min, span):
@@ -112,6 +113,7 @@ def _shapes(d: int) -> list[list[int]]:
             [10**4 // r**2 for r in range(1, d + 1)]]  # the last: 100 items tied at 0, a jump past a run's reach
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run_min, span", [(16, 1024), (1, 7)])
 def test_runs_on_the_benchmark_shapes(monkeypatch, run_min, span):
     """d = 200, the benchmark shapes (heavy tails sweep row after row in long runs): the

@@ -97,6 +97,7 @@ def _walk_against_grid(rng: random.Random) -> None:
         assert st_.set_profile(profile) == grid_paths(staircase_matrix(profile, W)), (k, W, profile)
 
 
+@pytest.mark.slow
 def test_sweep_levels_both_update_ways(monkeypatch):
     """The benchmark shapes' levels by range only and row by row only equal the recount."""
     d = 200
@@ -131,6 +132,7 @@ def test_sweep_counts_every_threshold_exhaustive(d):
             assert sweep.count == math.comb(d, k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", range(1, 6))
 def test_levels_and_restarts_exhaustive(d):
     """The levels equal enumeration's, and a sweep started at any level's utility gives the

@@ -64,6 +64,7 @@ def _check_instance(counts, k, rng):
             assert LevelPaths(ranking, k, M).size == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_unrank_is_a_bijection_onto_each_level_exhaustive(d):
     rng = random.Random(d)
@@ -249,6 +250,7 @@ def test_uniform_subset_is_uniform_and_a_biased_control_is_rejected():
 # ------------------------------------------------------------------------------------------
 # samples(n): the batched route
 # ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_samples_fit_the_exact_law_and_a_wrong_level_law_is_rejected(monkeypatch):
     """samples(n) (levels by the rule's batched draw, sets by LevelPaths.draw) against the
     exact law over every set; the control draws every level uniformly instead."""

@@ -279,6 +279,7 @@ ONE_SHOT_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k, eps", ONE_SHOT_CASES)
 def test_one_shot_gumbel_equals_peeling(counts, k, eps):
     m = exactdp.Peeling(counts, k, epsilon=eps, noise="gumbel")
@@ -288,6 +289,7 @@ def test_one_shot_gumbel_equals_peeling(counts, k, eps):
         assert rel_close(got, want, 30), (seq, got, want)
 
 
+@pytest.mark.slow
 def test_one_shot_gumbel_nested_joint_density():
     counts, eps = (3, 1, 0, 0), Fraction(1)
     m = exactdp.Peeling(counts, 2, epsilon=eps)
@@ -369,6 +371,7 @@ def test_huge_gap_log_probability_does_not_abort():
         assert abs(want - mpmath.mpf("-0.2014133")) < 1e-7
 
 
+@pytest.mark.slow
 def test_huge_gap_cli_does_not_abort():
     for gap in (2**40, 10**400):
         proc = subprocess.run(
@@ -448,6 +451,7 @@ def gap_values():
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["gumbel", "exponential"])
 @pytest.mark.parametrize("gap", GAPS, ids=["2**40", "10**10", "10**100", "10**400"])
 def test_huge_gaps_every_method(gap, noise, gap_values):

@@ -54,6 +54,7 @@ def test_level_count_equals_the_length_of_the_walk():
             assert m._level_count() == len(m.levels()) == sum(1 for _ in m.iter_levels()), (counts, k)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(0, 5), max_size=5), st.data())
 def test_count_words_hypothesis(sizes, data):

@@ -58,6 +58,7 @@ def assert_fits(draws, expected, n):
     assert stat < chi2_threshold(df, ALPHA), (stat, df)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k", list(small_cases()))
 @pytest.mark.parametrize("noise, route", [("gumbel", "planned")] + [("exponential", r) for r in ROUTES])
 def test_sampler_law_exhaustive_small(counts, k, noise, route, monkeypatch):
@@ -124,6 +125,7 @@ def test_random_instances_valid_deterministic_and_restored(ck, noise, seed):
         assert [(x.mid(), x.rad()) for x in tree.nodes] == [(x.mid(), x.rad()) for x in fresh.nodes]
 
 
+@pytest.mark.slow
 def test_bounded_state_over_many_draws():
     """No cache grows with the number of draws or rounds."""
     m = exactdp.Peeling(list(range(300)) + [0] * 200, 40, epsilon=1, noise="exponential")
@@ -146,6 +148,7 @@ def test_bernoulli_exp(x):
     assert z < 4.9, (x, heads, z)  # two-sided normal tail 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base, m", [(Fraction(2, 3), 0), (Fraction(2, 3), 3), (Fraction(999, 1000), 500),
                                      (Fraction(1, 7), 2)])
 def test_bernoulli_power(base, m):
@@ -160,6 +163,7 @@ def test_bernoulli_power(base, m):
     assert z < 4.9, (base, m, heads, z)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mean", [Fraction(0), Fraction(1, 5), Fraction(3), Fraction(20)])
 def test_poisson_and_lazy_coin(mean):
     from flint import arb
@@ -191,6 +195,7 @@ def test_same_draws_as_before_for_gumbel():
     assert exactdp.Peeling([10, 5, 1, 1], 2, epsilon=1).samples(5, rng=7) == [(1, 0), (0, 1), (0, 1), (0, 1), (0, 1)]
 
 
+@pytest.mark.slow
 def test_large_d_samples_memory_bounded():
     """d = 100,000 distinct counts, k = 200, both noises, 20 draws each, in a child process
     limited to 1.5 GiB of address space."""

@@ -29,6 +29,7 @@ def brute_count_sequences(counts, k):
 VECTORS = [list(v) for d in range(1, 5) for v in itertools.product(range(3), repeat=d)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["gumbel", "exponential"])
 def test_streamed_levels_and_probabilities_equal_lists_and_enumeration(noise):
     for counts in VECTORS:

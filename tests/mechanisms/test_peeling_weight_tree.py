@@ -144,6 +144,7 @@ def test_large_d_certified_to_requested_digits():
         assert abs(lp - logp) <= mpmath.mpf(10) ** -30 * abs(logp)
 
 
+@pytest.mark.slow
 def test_large_d_memory_bounded():
     """d = 100,000 distinct counts, k = 200: probability, log-probability and a sample in a
     child process limited to 1.5 GiB of address space (per-round tables needed ~10 GB)."""

@@ -37,6 +37,7 @@ def _instances(max_d=4):
                 yield list(counts), k
 
 
+@pytest.mark.slow
 def test_exhaustive_exact_equals_brute_force():
     """All counts in {0..3}^d, d <= 4, all k (1,252 instances): exact probability of every
     output equals permute-and-flip by definition and report-noisy-max (exact rationals)."""
@@ -171,6 +172,7 @@ def test_huge_instance_certified():
 # ---------------------------------------------------------------------------------------
 # sampling
 # ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sample_goodness_of_fit_over_outputs():
     """12 sequences of (10,5,1,1), k=2, eps=1; 24,000 draws; false alarm 1e-7."""
     m = exactdp.PNFJoint([10, 5, 1, 1], 2, epsilon=1)
@@ -181,6 +183,7 @@ def test_sample_goodness_of_fit_over_outputs():
     assert chi2_stat(counts, [float(p) for _, p in dist], n) < chi2_quantile(len(dist) - 1, ALPHA)
 
 
+@pytest.mark.slow
 def test_sample_goodness_of_fit_base_half_exhaustive_instance():
     m = exactdp.PNFJoint([3, 2, 2, 0], 3, base=HALF)
     brute = pnf_joint_brute([3, 2, 2, 0], 3)

@@ -95,6 +95,7 @@ def _instances():
                     yield list(counts), k
 
 
+@pytest.mark.slow
 def test_lazy_equals_complete_and_exact_exhaustive(route):
     level_stream.STREAM_BLOCK_LEVELS = 1
     stopped = 0
@@ -225,6 +226,7 @@ GOF_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k, base, wrong_base", GOF_CASES)
 def test_lazy_sampler_fits_the_exact_law(route, counts, k, base, wrong_base):
     """4,000 draws of the lazy sampler (blocks of one level; on the quadrature route

@@ -74,12 +74,14 @@ def _small_instances(max_d=4, top=3):
                 yield list(counts), k
 
 
+@pytest.mark.slow
 def test_streamed_equals_in_memory_exhaustive(monkeypatch, route):
     """Every count vector in {0,1,2}^d, d <= 4, every k: the same digits at 15, 30, 60."""
     for counts, k in _small_instances():
         _check_same_digits(monkeypatch, counts, k, (15, 30, 60), epsilon=1)
 
 
+@pytest.mark.slow
 def test_streamed_equals_exact_rationals(monkeypatch, route):
     """Base 1/2: each level probability within 10**-dps of the exact rational (the twin of
     the certified value), and each output's probability too, on the streamed table."""
@@ -129,6 +131,7 @@ def _level_bins(law, n_bins=6):
     return of, [float(sum(p for a, p in enumerate(law) if of[a] == b)) for b in range(B)]
 
 
+@pytest.mark.slow
 def test_streamed_sampler_fits_the_exact_law(monkeypatch):
     """4,000 draws of the streamed sampler (quadrature route, one level per block, nothing
     kept) fit the exact level law (base 9/10) at false-alarm probability ALPHA; negative

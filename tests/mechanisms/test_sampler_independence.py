@@ -75,6 +75,7 @@ def _as_outputs(m, rows):
     return [frozenset(r) if m.output_kind == "set" else tuple(r) for r in rows.tolist()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_consecutive_draws_are_independent(name):
     m = MECHANISMS[name]()

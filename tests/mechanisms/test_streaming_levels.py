@@ -97,6 +97,7 @@ def _restore_block_size():
     level_stream.STREAM_BLOCK_LEVELS, level_stream.STREAM_FIRST_BLOCK = size, first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 def test_joint_set_stream_is_the_list_exhaustive(d):
     for counts, k in _instances(d):
@@ -104,6 +105,7 @@ def test_joint_set_stream_is_the_list_exhaustive(d):
             _check("joint-set", counts, k, block, budget)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 @pytest.mark.parametrize("noise", NOISES)
 def test_canonical_stream_is_the_list_exhaustive(d, noise):

@@ -282,6 +282,7 @@ def joint_factory(cls, k, **kw):
     return lambda c: cls(c, k, **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", SEQUENCE_CLASSES + SET_CLASSES, ids=lambda c: c.__name__)
 @pytest.mark.parametrize(
     "counts, k, relation, sensitivity",
@@ -309,6 +310,7 @@ def test_joint_family_is_epsilon_dp(cls, counts, k, relation, sensitivity):
     assert all(r.loss.value <= w.loss for r in w.results)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tied_counts(min_d=1, max_d=4, values=st.integers(0, 4)), st.data())
 def test_joint_epsilon_dp_random_instances(counts, data):

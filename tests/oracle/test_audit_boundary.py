@@ -109,6 +109,7 @@ def test_mechanism_claim_within_the_band(shift, verdict):
     assert got.verdict == verdict and got.attained_exactly == (verdict == "attained")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shift, verdict", [(-1, "violated"), (1, "below")])
 def test_zcdp_claim_inside_the_bracket(shift, verdict):
     """Joint with base 1/2: the default bracket (dps 6) of the worst rho is about 1e-6

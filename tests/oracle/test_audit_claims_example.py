@@ -7,6 +7,8 @@ import importlib.util
 import pathlib
 from fractions import Fraction
 
+import pytest
+
 import exactdp
 from exactdp import audit, interop
 
@@ -20,6 +22,7 @@ def _example():
     return module
 
 
+@pytest.mark.slow
 def test_the_example_finds_both_claims_hold_and_says_so(capsys):
     lines = _example().main()
     assert capsys.readouterr().out.splitlines() == lines
@@ -28,6 +31,7 @@ def test_the_example_finds_both_claims_hold_and_says_so(capsys):
     assert lines[1].startswith("OpenDP zCDP, monotonic=True, add_remove: claimed rho 1/16")
 
 
+@pytest.mark.slow
 def test_the_same_mechanisms_violate_a_smaller_claim():
     """Negative control: the exact worst rho (about 0.05615) is above 1/18."""
     factory = functools.partial(interop.opendp_top_k, k=2, scale=2, output_measure="zero_concentrated_divergence",

@@ -179,6 +179,7 @@ _KEYS = st.recursive(_SCALARS, lambda inner: st.one_of(st.tuples(inner, inner), 
                                                        st.frozensets(inner, max_size=3)), max_leaves=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_KEYS, _KEYS)
 def test_equal_keys_are_of_one_kind(x, y):
@@ -210,6 +211,7 @@ def _output(key):
     return ("sequence", (key,) if isinstance(key, int) else tuple(int(x) for x in key))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.sets(_MIXED_KEYS, min_size=1, max_size=4), st.sets(_MIXED_KEYS, min_size=1, max_size=4))
 def test_two_mappings_are_refused_exactly_when_an_output_could_be_written_two_ways(keys_a, keys_b):

@@ -75,6 +75,7 @@ def check_pair(a, b, P, Q, digits=25):
 SMALL = [c for d in (1, 2, 3) for c in itertools.product(range(4), repeat=d)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, make, brute", MECHANISMS, ids=[m[0] for m in MECHANISMS])
 def test_exhaustive_small_instances_against_twins(name, make, brute):
     """Every count vector in {0..3}^d, d <= 3, every k, against its first two neighbours
@@ -155,6 +156,7 @@ def test_zcdp_bracket_contains_the_sampled_sup(pq):
             assert z.upper - z.lower <= z.lower * mpmath.mpf(10) ** -6
 
 
+@pytest.mark.slow
 def test_zcdp_of_a_nearly_flat_ratio_converges():
     """``P = (1/2 + 10^-3, 1/2 - 10^-3)`` against the uniform pair: ``D_alpha / alpha`` stays
     within a few millionths of ``2 * 10^-6`` over alphas from 1 to about 1,000, so the
@@ -428,6 +430,7 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     assert asked
 
 
+@pytest.mark.slow
 def test_proven_zero_is_the_one_bounded_symbolic_equality(monkeypatch):
     """Small differences are simplified (exp(1)*exp(-2) - exp(-1) is 0); a sum over many
     terms is left undecided without calling sympy.simplify at all."""
@@ -486,6 +489,7 @@ def test_profile_carriers_leave_out_cells_with_p_equal_to_e_eps_q(a, b, eps, car
     assert all(output in carrying for output, _ in prof.carriers)
 
 
+@pytest.mark.slow
 def test_exact_equality_of_high_degree_exponentials_is_left_undecided():
     """delta(0) between Joint at counts 100000,5,1 and 100001,5,1 sends the cells the balls
     cannot separate to sympy, whose simplify turned ``exp(-99995/4)`` into a polynomial of
@@ -555,6 +559,7 @@ def test_shifted_counts_under_permute_and_flip_are_one_law():
     assert audit.privacy_loss(a, c).value > 0
 
 
+@pytest.mark.slow
 def test_one_law_up_to_a_shift_against_the_exact_probabilities():
     """``Groups.same_law_as`` (a level table equal up to a shift of the utilities, one rule,
     one lam) against the twin: wherever it says so, the exact probabilities of every
@@ -591,13 +596,31 @@ def test_one_law_up_to_a_shift_against_the_exact_probabilities():
 def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch):
     """PNFJoint at 10^6,3,2,0 and 10^6+1,3,2,0: one direction's delta(0) is far below
     anything the balls resolve (P and Q agree to hundreds of digits in three cells).  The
-    level tables prove every sign, and the error states each direction's proven bracket;
-    without them (any other pair), the error states the proven bound and the undecided
-    cells; never "a breakpoint of the profile"."""
-    from exactdp import _distributions
+    other direction is 1/2, certified, and the first is proven below it: the maximum is
+    decided (with the level tables' enclosure and without).  Where the maximum is not
+    decided (forced here), the level tables prove every sign and the error states each
+    direction's proven bracket; without them (any other pair), the error states the proven
+    bound and the undecided cells; never "a breakpoint of the profile"."""
+    from exactdp import _distributions, _notions
     from exactdp.errors import PrecisionError
     a = exactdp.PNFJoint([10**6, 3, 2, 0], 2, epsilon=1)
     b = exactdp.PNFJoint([10**6 + 1, 3, 2, 0], 2, epsilon=1)
+    for enclosure in (True, False):
+        with monkeypatch.context() as patch:
+            if not enclosure:
+                patch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
+            e = audit.epsilon_for_delta(a, b, 0)
+            assert (e.direction, e.undecided, e.epsilon_b_a) == ("a>b", "b>a", None)
+            assert abs(e.epsilon - mpmath.mpf(1) / 2) <= mpmath.mpf(10) ** -30 and e.undecided_at_most < 1e-150
+    decided_max = _notions._decided_max
+
+    def strict(outcomes):  # a maximum decided only when every direction is certified
+        for value in outcomes.values():
+            if isinstance(value, Exception):
+                raise PrecisionError(value.argument, value.value, value.reason)
+        return decided_max(outcomes)
+
+    monkeypatch.setattr(_notions, "_decided_max", strict)
     with pytest.raises(PrecisionError) as e:
         audit.epsilon_for_delta(a, b, 0)
     text = str(e.value)

@@ -69,6 +69,7 @@ def test_privacy_loss_same_with_and_without_sweep(case, without_sweep):
     assert rows(fast) == rows(slow)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("what", ["profile", "renyi", "epsilon", "zcdp"])
 def test_notions_same_with_and_without_sweep(case, what, without_sweep):

@@ -37,6 +37,7 @@ def positional_pairs(counts: tuple[int, ...]) -> dict[tuple[int, ...], Fraction]
     return {(i, j): one[(i,)] * one[(j,)] / (1 - one[(i,)]) for i, j in itertools.permutations(range(len(counts)), 2)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("law", [positional, positional_pairs])
 @pytest.mark.parametrize("counts", [(1, 1), (2, 1, 1), (0, 0, 0)])
 @pytest.mark.parametrize("relation", ["add_remove", "swap"])

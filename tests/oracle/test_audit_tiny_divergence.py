@@ -68,6 +68,7 @@ def small_pnf_pairs():
                 yield counts, other, k, _distributions.pair_cells(a, b, 20, 10**6)
 
 
+@pytest.mark.slow
 def test_log_ratio_bound_holds_on_every_small_pair():
     """``|ln P(o) - ln Q(o)| <= B`` for every cell given a bound, on every PNFJoint pair (base
     1/2) of a count vector in {0..3}^d, d <= 3, every k, and each of its add/remove and
@@ -151,6 +152,7 @@ def _ends(ball, digits=80):
             mpmath.mpf(ball.upper().mid().str(digits, radius=False)))
 
 
+@pytest.mark.slow
 def test_log_ratio_enclosure_holds_on_every_small_pair():
     """``ln(P/Q) - lam * l`` lies in the enclosure ``J`` of ``Pair.log_ratio_enclosure`` for
     every cell and direction given one, on every PNFJoint pair (base 1/2, so ``lam = ln 2``)
@@ -215,6 +217,7 @@ def test_profile_where_the_loss_passes_epsilon_by_a_hair(monkeypatch):
         audit.privacy_profile(a, b, 1, dps=30)
 
 
+@pytest.mark.slow
 def test_worst_case_passes_its_claim_by_a_hair(monkeypatch):
     """``worst_case`` of PNFJoint (epsilon 1) at ``3G+1, 2G, G, 0``, k = 2, G = 2000, over swap
     neighbours: the worst loss equals the claim 1 to every digit the probabilities have
@@ -267,7 +270,8 @@ def test_epsilon_for_delta_zero_far_below_the_best_level(monkeypatch):
     k = 1, G = 1000: the a>b direction's pure loss is a log-ratio of about ``10^-435`` (the
     two outputs whose level did not move), far below the digits of the probabilities;
     each cell's ``ln(P/Q)`` from the level tables' enclosure certifies it.  Against the
-    brute force at 1,500 digits; negative control: without the enclosure, PrecisionError."""
+    brute force at 1,500 digits; negative control: without the enclosure, the a>b direction
+    is not certified (proven tiny only), while the maximum, the b>a direction, is decided."""
     G = 1000
     ca, cb = [2 * G, G, 0], [2 * G, G, 1]
     a, b = exactdp.PNFJoint(ca, 1, epsilon=1), exactdp.PNFJoint(cb, 1, epsilon=1)
@@ -282,8 +286,11 @@ def test_epsilon_for_delta_zero_far_below_the_best_level(monkeypatch):
         assert abs(got.epsilon_a_b - want_ab) <= want_ab * mpmath.mpf(10) ** -29, (got, want_ab)
         assert abs(got.epsilon_b_a - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
     monkeypatch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
-    with pytest.raises(PrecisionError):
-        audit.epsilon_for_delta(a, b, 0, dps=30)
+    without = audit.epsilon_for_delta(a, b, 0, dps=30)
+    assert (without.undecided, without.epsilon_a_b, without.direction) == ("a>b", None, "b>a")
+    with mpmath.workdps(1500):
+        assert want_ab <= without.undecided_at_most < want_ba
+        assert abs(without.epsilon - want_ba) <= want_ba * mpmath.mpf(10) ** -29
 
 
 def test_zcdp_of_joint_pairs_far_below_the_best_level(monkeypatch):
@@ -325,6 +332,7 @@ def test_zcdp_of_joint_pairs_far_below_the_best_level(monkeypatch):
     assert not old.converged and old.lower == 0
 
 
+@pytest.mark.slow
 def test_log_ratio_enclosure_holds_for_canonical_with_exponential_noise():
     """Canonical with exponential noise is the other permute-and-flip mechanism over its
     outputs: the enclosure holds on every pair of counts in {0..2}^d, d <= 3, k <= 2, with
@@ -353,18 +361,37 @@ def test_log_ratio_enclosure_holds_for_canonical_with_exponential_noise():
     assert enclosed > 500, enclosed
 
 
-def test_epsilon_for_delta_zero_states_the_proven_bracket():
+def test_epsilon_for_delta_zero_states_the_proven_bracket(monkeypatch):
     """Where the weights below the best are not tiny, the enclosure proves every sign but
     not the digits (``m`` is known within ``e^(+-S)``): PNFJoint at ``2000, 3, 2, 0`` and
-    ``2001, 3, 2, 0``, k = 2, whose b>a direction is about ``10^-434``.  The PrecisionError
-    states each direction's proven bracket, and the brute force at 1,500 digits lies in it."""
+    ``2001, 3, 2, 0``, k = 2, whose b>a direction is about ``10^-434``.  The a>b direction,
+    1/2, is certified and the b>a one proven below it, so the maximum is returned, with
+    b>a's proven bound.  Where the maximum is not decided (forced here), the
+    PrecisionError states each direction's proven bracket, and the brute force at 1,500
+    digits lies in it."""
+    from exactdp import _notions
     ca, cb = [2000, 3, 2, 0], [2001, 3, 2, 0]
     a, b = exactdp.PNFJoint(ca, 2, epsilon=1), exactdp.PNFJoint(cb, 2, epsilon=1)
     lam = mpmath.mpf(1) / 2
     P, Q = pnf_probabilities(ca, 2, lam, 1500), pnf_probabilities(cb, 2, lam, 1500)
     with mpmath.workdps(1500):
+        want_ab = max(mpmath.log(P[o] / Q[o]) for o in P)
         want_ba = max(mpmath.log(Q[o] / P[o]) for o in P)
         assert 0 < want_ba < mpmath.mpf(10) ** -400
+    got = audit.epsilon_for_delta(a, b, 0, dps=30)
+    assert (got.direction, got.undecided, got.epsilon_b_a) == ("a>b", "b>a", None)
+    with mpmath.workdps(1500):
+        assert abs(got.epsilon - want_ab) <= want_ab * mpmath.mpf(10) ** -30
+        assert want_ba <= got.undecided_at_most < got.epsilon
+    decided_max = _notions._decided_max
+
+    def strict(outcomes):  # a maximum decided only when every direction is certified
+        for value in outcomes.values():
+            if isinstance(value, Exception):
+                raise PrecisionError(value.argument, value.value, value.reason)
+        return decided_max(outcomes)
+
+    monkeypatch.setattr(_notions, "_decided_max", strict)
     with pytest.raises(PrecisionError) as caught:
         audit.epsilon_for_delta(a, b, 0, dps=30)
     message = str(caught.value)

@@ -80,6 +80,7 @@ def check_against_twin(w, twin_top, twin_values, notion):
 SMALL = [(c, k) for d in (1, 2, 3) for c in itertools.product(range(3), repeat=d) for k in range(1, d + 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notion", ["pure", "approx", "renyi", "zcdp"])
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_exhaustive_small_instances_against_twins(name, notion):
@@ -114,6 +115,7 @@ def _fraction_near(x, factor) -> Fraction:
         return Fraction(mpmath.nstr(x * factor, 12))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notion", ["pure", "approx", "renyi", "zcdp"])
 def test_a_wrong_claim_is_violated_and_a_generous_one_holds(notion):
     counts, k = (2, 1, 0), 1 if notion == "zcdp" else 2  # k = 1: three outputs, for the zCDP twin's time
@@ -132,6 +134,7 @@ def test_a_wrong_claim_is_violated_and_a_generous_one_holds(notion):
     assert verdicts == {"0.9": "violated", "1.1": "below"}
 
 
+@pytest.mark.slow
 def test_default_claims_and_a_mechanism_that_breaks_them():
     # Joint calibrated for add/remove, audited under swap: every notion's default claim from epsilon = 1
     f = functools.partial(exactdp.Joint, k=2, epsilon=1)
@@ -185,6 +188,7 @@ def test_bad_arguments_name_the_argument():
 # mappings: another implementation's probabilities
 
 
+@pytest.mark.slow
 def test_a_float_mapping_is_audited_like_the_exactdp_mechanism():
     """Joint's law tabulated in floats (a third-party style implementation) against
     exactdp's Joint: the same worst neighbours and values within the float error."""
@@ -238,6 +242,7 @@ EXECUTOR_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["threads", "processes"])
 def test_executors_give_the_serial_result(kind):
     factory = functools.partial(exactdp.Joint, k=2, epsilon=1)
@@ -263,6 +268,7 @@ def test_a_process_pool_refuses_a_lambda_clearly():
     assert info.value.argument == "factory"
 
 
+@pytest.mark.slow
 def test_a_dask_cluster_gives_the_serial_result():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
@@ -281,6 +287,7 @@ def test_a_dask_cluster_gives_the_serial_result():
 # audit_grid, results
 
 
+@pytest.mark.slow
 def test_audit_grid_is_worst_case_per_task():
     factory = functools.partial(exactdp.Joint, k=2, epsilon=1)
     tasks = [{"factory": factory, "counts": c, "relation": r, "notion": n, "delta": "1/10" if n == "approx" else None}

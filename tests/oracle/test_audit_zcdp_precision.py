@@ -95,6 +95,7 @@ def test_identical_and_disjoint_unchanged():
     assert z.lower == z.upper == mpmath.inf
 
 
+@pytest.mark.slow
 def test_more_digits_only_within_the_memory_budget(monkeypatch):
     """Two Joint mechanisms whose epsilon is 10**-60: rho is near 10**-121, and ``ln(P/Q)``
     (about 10**-60) is beyond the first working digits of the cells' balls. With ample
@@ -122,3 +123,92 @@ def test_more_digits_only_within_the_memory_budget(monkeypatch):
     fast = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps, memory_budget=fits // 2 + 1),
                           exactdp.Joint(pair[1], 1, epsilon=eps, memory_budget=fits // 2 + 1))
     assert fast.converged and fast.lower <= z.upper and z.lower <= fast.upper
+
+
+def _peeling_rho_twin(counts_a, counts_b, k, dps):
+    """rho of two Peeling mechanisms (Gumbel noise, epsilon 1) from the definition, in
+    mpmath at ``dps`` digits: the probabilities by explicit rounds over items
+    (tests/twins/peeling.py), ``R(alpha) = max(D_alpha(P||Q), D_alpha(Q||P)) / alpha`` on the
+    grid ``alpha = 1 + j/32`` up to 4 (``alpha = 1``: KL), then, where the best grid point is
+    interior, the stationary point of ``R`` there (``findroot`` of its derivative): any
+    ``alpha`` gives ``R(alpha) <= rho``, and at the stationary point ``R`` is rho to about
+    twice the root's digits.  Returns ``(rho, alpha)``."""
+    from twins.peeling import peel_gumbel_mp
+    P = peel_gumbel_mp(counts_a, k, Fraction(1), dps)
+    Q = peel_gumbel_mp(counts_b, k, Fraction(1), dps)
+    with mpmath.workdps(dps):
+        def divergence(A, B, alpha):
+            if alpha == 1:
+                return mpmath.fsum(A[o] * mpmath.log(A[o] / B[o]) for o in A)
+            return mpmath.log(mpmath.fsum(A[o] ** alpha * B[o] ** (1 - alpha) for o in A)) / (alpha - 1)
+
+        def R(alpha):
+            return max(divergence(P, Q, alpha), divergence(Q, P, alpha)) / alpha
+
+        grid = [1 + mpmath.mpf(j) / 32 for j in range(97)]
+        best = max(grid, key=R)
+        if best == 1:
+            return R(best), best
+        root = mpmath.findroot(lambda x: mpmath.diff(R, x), best)
+        return R(root), root
+
+
+@pytest.mark.parametrize("counts_b, interior", [pytest.param((2, 3, 1, 1), True, marks=pytest.mark.slow),
+                                                 ((3, 3, 2, 1), False)])
+def test_twenty_digits_of_a_peeling_swap_pair(counts_b, interior):
+    """Peeling [3, 2, 2, 0], k = 2, epsilon 1 (Gumbel) against two of its swap neighbours
+    (``audit.neighbours(..., "swap")``): [2, 3, 1, 1], the worst, whose supremum is at
+    ``alpha`` about 1.0193, and [3, 3, 2, 1], whose supremum is the KL limit ``alpha -> 1``.
+    At ``dps = 20`` the bracket converges and contains the twin's rho.  Two faults kept it
+    from doing so: the heap of intervals was keyed by midpoints rounded to mpmath's 53
+    bits, so past 15 digits its top was not the largest bound and was reported as the upper
+    end (below the lower end: [0.22380646838894788997, 0.22380646838894787427] for the
+    first); and ``D_alpha`` at ``alpha = 1 + beta`` lost ``log2(1/beta)`` bits to a
+    cancellation, so bisecting ``(1, a2]`` towards the KL limit made ``D_{a2}`` wider
+    instead of narrower (a radius of 10^18 at ``beta = 10^-59``: not converged after 3,000
+    steps)."""
+    a = exactdp.Peeling([3, 2, 2, 0], 2, epsilon=1)
+    assert counts_b in audit.neighbours([3, 2, 2, 0], "swap")
+    z = audit.zcdp_rho(a, exactdp.Peeling(list(counts_b), 2, epsilon=1), dps=20)
+    rho, alpha = _peeling_rho_twin([3, 2, 2, 0], list(counts_b), 2, 80)
+    assert z.converged and (alpha > 1) == interior
+    with mpmath.workdps(80):
+        assert z.lower <= z.upper
+        assert z.lower <= rho * (1 + mpmath.mpf(10) ** -40) and rho <= z.upper
+        assert z.upper - z.lower <= mpmath.mpf(10) ** -20 * z.lower
+
+
+@pytest.mark.slow
+def test_thirty_digits_of_the_worst_peeling_swap_pair():
+    """The worst swap pair above at ``dps = 30`` (about 5,000 steps)."""
+    a = exactdp.Peeling([3, 2, 2, 0], 2, epsilon=1)
+    z = audit.zcdp_rho(a, exactdp.Peeling([2, 3, 1, 1], 2, epsilon=1), dps=30)
+    rho, _ = _peeling_rho_twin([3, 2, 2, 0], [2, 3, 1, 1], 2, 100)
+    assert z.converged
+    with mpmath.workdps(100):
+        assert z.lower <= rho * (1 + mpmath.mpf(10) ** -60) and rho <= z.upper
+        assert z.upper - z.lower <= mpmath.mpf(10) ** -30 * z.lower
+
+
+def test_divergence_next_to_alpha_one_keeps_its_digits():
+    """``D_alpha`` of a pair of Peeling mechanisms at ``alpha = 1 + 2^-e`` (e = 60, 100, 200),
+    at the 40 working digits zcdp_rho uses for dps = 20, is certified to 20 digits: each
+    term of ``h`` is computed as ``e^r expm1(beta r) - beta expm1(r)`` (``O(beta)``), not
+    ``expm1(alpha r) - alpha expm1(r)`` (it had about 10 digits at e = 100, and was nan at
+    e = 200)."""
+    from exactdp._distributions import pair_cells
+    from exactdp._renyi import _renyi_ball
+    from exactdp.core.precision import flint_workprec, is_accurate, prec_for_dps
+    a, b = exactdp.Peeling([3, 2, 2, 0], 2, epsilon=1), exactdp.Peeling([3, 3, 2, 1], 2, epsilon=1)
+    pair = pair_cells(a, b, 20, 1000)
+    P = {o: a.probability(o, dps=80) for o in a.outputs()}
+    Q = {o: b.probability(o, dps=80) for o in b.outputs()}
+    for e in (60, 100, 200):
+        alpha = 1 + Fraction(1, 2**e)
+        with flint_workprec(prec_for_dps(40, 40)):
+            ball = _renyi_ball(pair.balls(40), pair.cells, alpha, pair.log_ratio_bounds())
+            assert is_accurate(ball, 20), (e, ball)
+        with mpmath.workdps(80 + e):
+            al = 1 + mpmath.mpf(2) ** -e
+            want = mpmath.log(mpmath.fsum(P[o] ** al * Q[o] ** (1 - al) for o in P)) / (al - 1)
+            assert abs(mpmath.mpf(ball.mid().str(40, radius=False)) - want) <= mpmath.mpf(10) ** -20 * want

@@ -35,18 +35,18 @@ def test_a_deviation_hidden_in_untested_levels_is_not_a_pass():
     tv = 0.5 * sum(abs(float(p) - bad.count(o) / len(bad)) for o, p in m.distribution())
     assert tv > 0.5  # far from the exact law
     fit = certify.goodness_of_fit(bad, m, within=False)
-    assert not fit.rejected()  # the test cannot see it ...
-    assert fit.verdict() == "inconclusive"  # ... so it must not say PASS
+    assert not fit.rejected  # the test cannot see it ...
+    assert fit.verdict == "inconclusive"  # ... so it must not say PASS
     assert fit.plan.blind > 0.5 and fit.power() == pytest.approx(fit.alpha)
     assert fit.detectable_delta() > fit.plan.blind
     assert "invisible to these bins: deviations of TV up to" in fit.verdict_line()
     assert fit.samples_needed() is None  # no n helps while the uniformity is untested, and it says so
     assert "n needed for TV 0.05: none: deviations of TV up to" in fit.verdict_line()
     # the full test sees it and fails it
-    assert certify.goodness_of_fit(bad, m).verdict() == "fail"
+    assert certify.goodness_of_fit(bad, m).verdict == "fail"
     # and a correct sampler with every output in its own bin still passes: nothing is blind
     full = certify.goodness_of_fit(good, m)
-    assert full.plan.blind == 0 and full.verdict() == "pass"
+    assert full.plan.blind == 0 and full.verdict == "pass"
 
 
 def test_a_deviation_hidden_in_skipped_levels_is_not_a_pass():
@@ -56,9 +56,9 @@ def test_a_deviation_hidden_in_skipped_levels_is_not_a_pass():
     good = m.samples(5000, rng=random.Random(3))
     big = {m.levels()[2].utility}
     skip = certify.goodness_of_fit(_first_of_each_level(m, good, big), m, max_enumerate=100)
-    assert skip.skipped and not skip.rejected() and skip.verdict() == "inconclusive"  # was PASS
+    assert skip.skipped and not skip.rejected and skip.verdict == "inconclusive"  # was PASS
     assert "max_enumerate" in next(iter(skip.skipped.values())) and skip.plan.blind > 0.85
-    assert certify.goodness_of_fit(_first_of_each_level(m, good, big), m).verdict() == "fail"
+    assert certify.goodness_of_fit(_first_of_each_level(m, good, big), m).verdict == "fail"
 
 
 def _invisible_alternative(m, design, n):
@@ -146,6 +146,6 @@ def test_the_verdict_counts_draws_outside_the_support():
     m = exactdp.Joint([3, 1, 0], 2, epsilon=1)
     draws = [(0,)] * 50 + [(0, 9)] * 30 + [(0, 1)] * 20  # 80 draws outside the support, 2 distinct
     fit = certify.goodness_of_fit(draws, m)
-    assert fit.outside == 80 and fit.verdict() == "fail"
+    assert fit.outside == 80 and fit.verdict == "fail"
     assert fit.verdict_line().startswith("FAIL: 80 draws outside the support; n = 100")
     assert len(fit.invalid) == 80  # one entry per draw, as the summary counts them

@@ -51,6 +51,7 @@ OPENDP_CASES = [  # counts, k, scale, output measure, monotonic, negate
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("counts, k, scale, measure, monotonic, negate", OPENDP_CASES)
 def test_opendp_noisy_top_k_is_the_mapped_peeling(dp, counts, k, scale, measure, monotonic, negate):
     meas = _measurement(dp, k, scale, measure, negate, monotonic)
@@ -72,9 +73,10 @@ def test_opendp_noisy_top_k_is_the_mapped_peeling(dp, counts, k, scale, measure,
     if negate:
         wrong.append(interop.opendp_top_k(counts, k, scale, measure, False))
     for w in wrong:
-        assert certify.goodness_of_fit(draws, w).verdict() == "fail", w
+        assert certify.goodness_of_fit(draws, w).verdict == "fail", w
 
 
+@pytest.mark.slow
 def test_opendp_failure_says_the_seed_was_not_used(dp):
     meas = _measurement(dp, 1, 0.5, "max_divergence")
     wrong = interop.opendp_top_k([4, 1, 0], 1, 0.25)  # scale -> 2k/scale
@@ -95,6 +97,7 @@ def test_opendp_then_chain_and_noisy_max(dp):
     testing.assert_sampler_matches(one, m, n=certify.samples_needed(m), data=[3, 1, 0])
 
 
+@pytest.mark.slow
 def test_opendp_float_scores_are_mapped_exactly(dp):
     # OpenDP's float domains take scores that are not integers: they were refused (counts[0]=2.5)
     scores = [2.5, 1.0, 1.0, 0.25]
@@ -107,11 +110,12 @@ def test_opendp_float_scores_are_mapped_exactly(dp):
     draws = testing.as_sampler(meas, scores).draw(n)
     testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
     unscaled = interop.opendp_top_k([10, 4, 4, 1], 2, 0.5)  # the scaled scores without the epsilon
-    assert certify.goodness_of_fit(draws, unscaled).verdict() == "fail"
+    assert certify.goodness_of_fit(draws, unscaled).verdict == "fail"
     with pytest.raises(exactdp.errors.InvalidCountsError, match=r"counts\[1\]=inf: must be finite"):
         interop.opendp_top_k([0.5, float("inf")], 1, 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimize, monotonic", [("max", False), ("min", True)])
 def test_opendp_report_noisy_max_gumbel_draws_exponential_noise(dp, optimize, monotonic):
     # deprecated, kept in 0.16 as make_noisy_max(MaxDivergence): it was refused, with advice
@@ -130,7 +134,7 @@ def test_opendp_report_noisy_max_gumbel_draws_exponential_noise(dp, optimize, mo
     draws = testing.as_sampler(meas, counts).draw(n)
     testing.assert_sampler_matches(testing.Sampler(lambda n_, seed: draws, "OpenDP draws"), m, n=n)
     gumbel = interop.opendp_top_k(counts, 1, 1.0, "zero_concentrated_divergence", optimize == "min")
-    assert certify.goodness_of_fit(draws, gumbel).verdict() == "fail"  # what the name says is not the law
+    assert certify.goodness_of_fit(draws, gumbel).verdict == "fail"  # what the name says is not the law
 
 
 def test_opendp_without_data_names_the_argument(dp):
@@ -164,6 +168,7 @@ def dpl():
     return pytest.importorskip("diffprivlib.mechanisms", reason="diffprivlib is a test dependency: pip install -e '.[test]'")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["Exponential", "PermuteAndFlip"])
 @pytest.mark.parametrize("monotonic", [False, True])
 def test_diffprivlib_selection_is_the_mapped_k1_joint(dpl, kind, monotonic):
@@ -197,7 +202,7 @@ def test_diffprivlib_candidates_are_read_without_an_id_map(dpl):
     obj = dpl.Exponential(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=[2, 1, 0])
     m = interop.diffprivlib_mechanism(obj)
     n = certify.samples_needed(m)
-    assert testing.assert_sampler_matches(obj, m, n=n, seed=3).verdict() == "pass"
+    assert testing.assert_sampler_matches(obj, m, n=n, seed=3).verdict == "pass"
     with pytest.raises(AssertionError):  # the negative control still fails: monotonic ignored
         testing.assert_sampler_matches(obj, interop.diffprivlib_mechanism(obj, monotonic=True), n=n, seed=3)
     labels = dpl.PermuteAndFlip(epsilon=1.0, sensitivity=1, utility=[3, 1, 0], candidates=["x", "y", "z"])
@@ -369,6 +374,7 @@ def cdp_peeling_mechanism(item_counts, k, epsilon, delta):
 COUNTS = [4, 3, 3, 1, 0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, fn", [("joint", joint), ("pnf_joint", pnf_joint)])
 @pytest.mark.parametrize("neighbor_type", list(NeighborType))
 def test_dp_topk_joint_mapping(name, fn, neighbor_type):
@@ -382,6 +388,7 @@ def test_dp_topk_joint_mapping(name, fn, neighbor_type):
     assert not isinstance(info.value, testing.Inconclusive)
 
 
+@pytest.mark.slow
 def test_dp_topk_peeling_mappings():
     pnf = interop.dp_topk_mechanism(COUNTS, 2, 2, "add_remove", "pnf_peel")
     testing.assert_sampler_matches(functools.partial(pnf_peeling_mechanism, COUNTS, 2, 2.0), pnf,
@@ -416,6 +423,7 @@ def test_dp_topk_what_cannot_be_mapped():
 # the examples run (and skip cleanly without the library)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, module", [("certify_opendp.py", "opendp"), ("certify_diffprivlib.py", "diffprivlib")])
 def test_interop_examples_run(name, module):
     pytest.importorskip(module, reason=f"examples/{name} needs {module}")
@@ -450,6 +458,7 @@ def test_interop_table_states_dp_topk_joint_sensitivities_as_mapped():
             assert interop.dp_topk_mechanism([3, 2, 1], 2, 1, neighbor_type, name).sensitivity == sensitivity
 
 
+@pytest.mark.slow
 def test_the_audit_defaults_to_the_library_claim():
     # worst_case / assert_private used the epsilon of the exactdp mechanism with the same
     # law (Peeling's k/scale = 2), so OpenDP's top-k was reported "violated" under swap

@@ -275,7 +275,7 @@ def test_seeded_draws_keep_the_sensitivity(dpl):
                                             value="a")
     assert dropped.sensitivity == 2 != interop.diffprivlib_mechanism(obj, value="a").sensitivity
     draws = s.draw(certify.samples_needed(dropped), 6)
-    assert certify.goodness_of_fit(draws, dropped).verdict() == "fail"
+    assert certify.goodness_of_fit(draws, dropped).verdict == "fail"
 
 
 def test_sampler_needs_a_value_of_the_domain(dpl):

@@ -54,6 +54,7 @@ def needs_rng(counts, rng):
     return FloatJoint(counts, K).sample(rng)
 
 
+@pytest.mark.slow
 def test_required_parameters_left_decide(mech):
     # one required positional left after partial -> the generator goes there
     fn = functools.partial(needs_rng, COUNTS)
@@ -177,12 +178,12 @@ def test_goodness_of_fit_takes_id_map():
     certify_n = testing.certify.samples_needed(m)
     draws = [names[o[0]] for o in m.samples(certify_n, rng=1)]
     fit = testing.certify.goodness_of_fit(draws, m, id_map={name: i for i, name in enumerate(names)})
-    assert fit.verdict() == "pass" and fit.n == certify_n
+    assert fit.verdict == "pass" and fit.n == certify_n
     # a label the map lacks is an invalid draw (the test fails), named once
     bad = testing.certify.goodness_of_fit(draws + ["pear"], m, id_map={name: i for i, name in enumerate(names)})
-    assert bad.verdict() == "fail" and len(bad.invalid) == 1 and "'pear' is not in id_map" in bad.invalid[0][1]
+    assert bad.verdict == "fail" and len(bad.invalid) == 1 and "'pear' is not in id_map" in bad.invalid[0][1]
     # negative control: without the map, the labels are not outputs
-    assert testing.certify.goodness_of_fit(draws[:50], m).verdict() == "fail"
+    assert testing.certify.goodness_of_fit(draws[:50], m).verdict == "fail"
 
 
 def test_labelled_draws_without_id_map_are_reported_once():
@@ -200,7 +201,7 @@ def test_iterator_draws_are_read_once_and_kept():
     exact = testing.from_mechanism(m)
     draws = iter(exact.draw(testing.certify.samples_needed(m), 3))
     fit = testing.assert_sampler_matches(lambda: map(int, next(draws)), m, n=testing.certify.samples_needed(m))
-    assert fit.verdict() == "pass" and not fit.invalid
+    assert fit.verdict == "pass" and not fit.invalid
     assert testing.from_callable(lambda: (i for i in (2,))).draw(2) == [[2], [2]]
     # integral floats are not item ids: one clear error saying so
     with pytest.raises(ArgumentTypeError, match=r"float 1\.0 \(draw 1\) as an item id: item ids are integers"):

@@ -79,6 +79,7 @@ class RandomiseStandIn:
         return np.asarray(impl.sample(np.random.randint(2**31)))
 
 
+@pytest.mark.slow
 def test_randomise_object(mech):
     obj = RandomiseStandIn(K)
     testing.assert_sampler_matches(testing.from_randomise(obj, COUNTS), mech, n=N, seed=1, delta=DELTA)
@@ -100,6 +101,7 @@ class MeasurementStandIn:
         return [self.labels[i] for i in FloatJoint(data, K).sample(self.rng)]
 
 
+@pytest.mark.slow
 def test_opendp_measurement_with_labels(mech):
     labels = ["apple", "kiwi", "fig", "plum", "pear"]
     meas = MeasurementStandIn(labels)
@@ -128,6 +130,7 @@ def test_exactdp_mechanism_and_errors(mech):
 # failures read well
 
 
+@pytest.mark.slow
 def test_sampler_failure_message(mech):
     broken = BrokenFloatJoint(COUNTS, K)
     with pytest.raises(AssertionError) as info:
@@ -162,6 +165,7 @@ def _log_grid(lo, hi, per_decade=12):
 CONSTANT_GRID = list(range(1, 201)) + [n for n in _log_grid(200, 10**5) if n > 200]
 
 
+@pytest.mark.slow
 def test_constant_sampler_never_passes(mech):
     # the statistic of a constant sampler is a function of n alone: check the verdict for
     # every n up to 200 and on a log grid to 10^5 (the tally, not the draws, is built)
@@ -170,7 +174,7 @@ def test_constant_sampler_never_passes(mech):
     verdicts = {}
     for n in CONSTANT_GRID:
         fit = certify.goodness_of_fit(_Repeat((0, 1), n), mech)
-        verdicts[n] = fit.verdict()
+        verdicts[n] = fit.verdict
         assert verdicts[n] in ("fail", "inconclusive"), (n, fit.verdict_line())
         if verdicts[n] == "inconclusive":
             assert fit.df == 0 or fit.power() < fit.min_power
@@ -202,13 +206,14 @@ def test_constant_sampler_assertion_is_inconclusive_or_fails(mech, n):
         assert text.startswith("sampler does not match") and "FAIL: " in text
 
 
+@pytest.mark.slow
 def test_correct_sampler_passes_at_recommended_n(mech):
     from exactdp import certify
 
     for delta in (0.05, 0.2):
         n = certify.samples_needed(mech, delta=delta)
         fit = testing.assert_sampler_matches(FloatJoint(COUNTS, K).sample, mech, n=n, seed=4, delta=delta)
-        assert fit.verdict() == "pass" and fit.power() >= 0.99 and fit.samples_needed() == n
+        assert fit.verdict == "pass" and fit.power() >= 0.99 and fit.samples_needed() == n
         # a tenth of it is not enough to say PASS
         with pytest.raises(testing.Inconclusive):
             testing.assert_sampler_matches(FloatJoint(COUNTS, K).sample, mech, n=n // 10, seed=4, delta=delta)
@@ -371,6 +376,7 @@ def test_plugin_fixtures(exactdp_seed, exactdp_rng, exactdp_np_rng, exactdp_samp
     assert m.sample(exactdp_rng) in {(0,), (1,), (2,)}
 
 
+@pytest.mark.slow
 def test_plugin_in_a_fresh_pytest(tmp_path):
     test_file = tmp_path / "test_uses_plugin.py"
     test_file.write_text(textwrap.dedent("""
@@ -393,6 +399,7 @@ def test_plugin_in_a_fresh_pytest(tmp_path):
     assert "1 passed" in result.stdout
 
 
+@pytest.mark.slow
 def test_plugin_samples_option_lasts_one_session(tmp_path, monkeypatch):
     """--exactdp-samples set EXACTDP_SAMPLES for the rest of the process: a later pytest
     session in it (pytest.main, pytester) and any code after it inherited the value.  It is

@@ -108,6 +108,7 @@ def _softmax_mp(utils, lam):
     return {o: x / z for o, x in w.items()}
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(counts_and_k(max_d=6, max_sequences=400, values=st.integers(-4, 8)))
 def test_random_instances_equal_brute_force(ck):

@@ -46,6 +46,7 @@ def results() -> dict:
     return _RESULTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chk", CHECKS, ids=[c.name for c in CHECKS])
 def test_check_passes_or_reproduces_its_documented_erratum(chk):
     r = results()[chk.name]
@@ -70,6 +71,71 @@ def test_committed_report_is_the_default_run():
     fresh = registry.render_markdown(ordered, full=False)
     committed = (ROOT / "proofs_checks" / "REPORT.md").read_text(encoding="utf-8")
     assert committed == fresh, "proofs_checks/REPORT.md is stale: run 'python -m proofs_checks --write'"
+
+
+# A number of 16 or 17 significant digits is the signature of Python's repr of a float64,
+# whose last digits depend on the numpy build and the CPU (SIMD exp, summation order): the
+# report prints certified digits (mpmath, a stated number of them), exact values, or a
+# float at a stated rounding, never a raw float repr.
+_DECIMAL = re.compile(r"(?<![\w.])(\d+)\.(\d+)(?:e[-+]?\d+)?(?![\w.])")
+
+
+def _significant_digits(whole: str, fraction: str) -> int:
+    return len((whole + fraction).lstrip("0"))
+
+
+def test_report_shows_no_raw_float_repr():
+    text = (ROOT / "proofs_checks" / "REPORT.md").read_text(encoding="utf-8")
+    raw = [m.group(0) for m in _DECIMAL.finditer(text) if _significant_digits(m.group(1), m.group(2)) in (16, 17)]
+    assert not raw, f"proofs_checks/REPORT.md shows float reprs (machine-dependent digits): {raw}"
+    # the scan itself: a float repr is found, certified digits and stated roundings are not
+    assert _significant_digits("0", "46652562151277455") == 17
+    assert [m.group(0) for m in _DECIMAL.finditer("0.9904804296301495 and 1.0679855453315560605, 2e-10")] == [
+        "0.9904804296301495", "1.0679855453315560605"]
+
+
+@pytest.mark.slow
+def test_float64_quadrature_noise_does_not_reach_the_report(monkeypatch):
+    """``blog.theorem_1_numeric`` integrates in float64 numpy, whose last digits differ between
+    machines (the committed report showed ``...455`` here, ``...444`` elsewhere): the same run
+    with every quadrature value moved by a relative 1e-13 (far above float64 noise, far
+    below the rounding the report states) must render the same report lines."""
+    from proofs_checks import blog
+
+    chk = registry.CHECKS["blog.theorem_1_numeric"]
+    here = registry.render_markdown([registry.run_check(chk)], full=False)
+    real = blog.gumbel_oneshot_numeric
+    for shift in (1e-13, -1e-13):
+        def other_machine(h, seqs, eps, n=400_001, shift=shift):
+            return {seq: v * (1 + shift) for seq, v in real(h, seqs, eps, n).items()}
+
+        monkeypatch.setattr(blog, "gumbel_oneshot_numeric", other_machine)
+        elsewhere = registry.render_markdown([registry.run_check(chk)], full=False)
+        assert elsewhere == here, "the report shows machine-dependent digits of the float64 quadrature"
+    assert "(6 decimals)" in here and "(one significant digit)" in here
+
+
+@pytest.mark.slow
+def test_float_powers_do_not_reach_the_report(monkeypatch):
+    """``public.unfloored_certify`` prints the powers of certify (floats from numpy
+    reductions) and the draws samples_needed finds by bisecting on them: with every power
+    moved by a relative 1e-12 and the draws by 0.1% (another machine's bisection), the
+    report lines are the same."""
+    from types import SimpleNamespace
+
+    from exactdp import certify
+
+    chk = registry.CHECKS["public.unfloored_certify"]
+    here = registry.render_markdown([registry.run_check(chk)], full=False)
+    power, needed = certify.power, certify.samples_needed
+    for shift in (1e-12, -1e-12):
+        monkeypatch.setattr(certify, "power", lambda *a, shift=shift, **kw: SimpleNamespace(
+            power=power(*a, **kw).power * (1 + shift)))
+        monkeypatch.setattr(certify, "samples_needed", lambda *a, shift=shift, **kw: round(
+            needed(*a, **kw) * (1 + 1e9 * shift)))
+        elsewhere = registry.render_markdown([registry.run_check(chk)], full=False)
+        assert elsewhere == here, "the report shows machine-dependent digits of certify's powers"
+    assert "(2 significant digits)" in here
 
 
 def test_report_holds_no_timing():
@@ -97,6 +163,7 @@ def test_withdrawn_errata_are_gone():
     assert "under any of the three readings" not in ERRATA
 
 
+@pytest.mark.slow
 def test_true_maxima_not_first_violations():
     """E6's privacy losses are maxima over the whole space (the first violating neighbour of
     (9, 6, 3, 0) gives less than the maximum)."""
@@ -266,6 +333,7 @@ def test_select_patterns():
         select(["no.such.check"])
 
 
+@pytest.mark.slow
 def test_main_writes_the_report_only_when_asked(tmp_path, capsys, monkeypatch):
     default = tmp_path / "default" / "REPORT.md"
     default.parent.mkdir()

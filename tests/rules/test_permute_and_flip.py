@@ -157,6 +157,7 @@ def test_exact_single_level_is_uniform_at_any_support():
     assert peeling.probability_exact((0, 1)) == sympy.Rational(1, d * (d - 1))
 
 
+@pytest.mark.slow
 def test_exact_rational_support_near_limit_is_feasible():
     """~900 outputs over 60 levels with base close to 1 (S ~ 800, every acceptance
     probability > 0.7: the regime where the moment expansion is slowest): exact == numeric."""
@@ -208,6 +209,7 @@ def test_auto_matches_independent_quadratures(method):
             assert abs(sum(x) - 1) <= mpmath.mpf(10) ** -29
 
 
+@pytest.mark.slow
 def test_many_levels_moderate_S_auto_vs_direct():
     t = table_of([(-i, 1) for i in range(3000)], epsilon=Fraction(1, 100))
     x = PNF.level_probabilities(t, 30)
@@ -222,6 +224,7 @@ def _huge_table(levels=10_000, seed=3):
     return table_of([(-i, rng.randint(1, 10**1000)) for i in range(levels)], base="1/2")
 
 
+@pytest.mark.slow
 def test_huge_multiplicities_ten_thousand_levels():
     """m up to 10**1000 over 10**4 levels: certified, sums to 1, two precisions agree, and
     matches the exponential mechanism to relative 3/S (S > 10**900 here)."""

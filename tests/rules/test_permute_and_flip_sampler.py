@@ -179,6 +179,7 @@ def _counts(draws, bin_of, n_bins):
     return c
 
 
+@pytest.mark.slow
 def test_both_samplers_fit_the_level_law_and_each_other():
     """A medium table (60 levels, acceptance probabilities from 1 down to 0.9**59, with
     multiplicities 1..4): 4,000 draws of each sampler, 8 bins of about equal probability;

@@ -46,6 +46,7 @@ def _instances():
                     yield list(counts), k
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", [Fraction(1, 2), Fraction(5, 7)])
 def test_exhaustive_against_exact_rationals(base):
     for counts, k in _instances():
@@ -77,6 +78,7 @@ def test_random_against_expanded_polynomials(counts, data, eps):
         assert _close(_fast(m, values, 30, log=True), mpmath.log(want), 30)
 
 
+@pytest.mark.slow
 def test_cancellation_heavy_rounds_against_the_quadrature_route():
     """Slowly decaying weights (lam = 1/60: each round's polynomial sums to far less than
     its terms): the same certified digits as the per-round quadrature route."""

@@ -166,6 +166,7 @@ def test_shared_tail_factor_is_monotone():
                 assert all(not (b > a) for a, b in zip(known, known[1:]))
 
 
+@pytest.mark.slow
 def test_many_tiny_levels_table_matches_slow_path(monkeypatch):
     """Canonical-like table: half-integer gaps, ~3,000 levels, most with astronomically
     small p_b and multiplicities up to 10**200.  Certified results of the fast path (power

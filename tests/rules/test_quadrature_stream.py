@@ -96,6 +96,7 @@ def _quadrature(summed, tail_factor=Fraction(1), method="auto"):
     return [quad.integral(a, lnp[a], p[a]) for a in range(len(LEVELS))], reads
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("summed", [None, (3, None), (2, None)])
 def test_stopped_pass_encloses_the_exact_integrals(summed):
     """The pass over the first blocks only (the rest bounded by ``T``) still encloses every
@@ -112,6 +113,7 @@ def test_stopped_pass_encloses_the_exact_integrals(summed):
             assert g.rad() < arb(x) * arb(2) ** (-80 if summed is None else -8)
 
 
+@pytest.mark.slow
 def test_stopped_pass_with_the_tail_halved_misses():
     """Negative control: the levels not visited weigh ``2**-10``; a tail bound of half that
     makes ``F`` too large and some ``I_a`` no longer encloses its exact value."""

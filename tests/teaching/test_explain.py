@@ -55,6 +55,7 @@ def _build(name, counts, k, exact):
 NAMES = ["joint", "pnf-joint", "joint-set", "canonical", "canonical-pnf", "gamma1", "peeling", "peeling-pnf"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_every_number_matches_on_exhaustive_small_instances(name):
     for n, (counts, k) in enumerate(INSTANCES):
@@ -184,6 +185,7 @@ def test_pnf_race_is_algorithm5s_draw_and_the_checker_sees_a_wrong_winner():
     assert problems(_corrupt(e, "sample_race", "levels", lambda t: flipped), m) != []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["gumbel", "exponential"])
 def test_peeling_walk_through_has_the_law_of_peeling(noise):
     m = exactdp.Peeling([2, 1, 1], 2, base=BASE, noise=noise)
@@ -191,6 +193,7 @@ def test_peeling_walk_through_has_the_law_of_peeling(noise):
     assert_fits(draws, peel_exact(m.counts, 2, BASE, noise))
 
 
+@pytest.mark.slow
 def test_peeling_law_negative_control():
     # the walk-through's draws against a wrong law (every sequence equally likely) must be rejected
     m = exactdp.Peeling([2, 1, 1], 2, base=Fraction(1, 4))
