@@ -5,6 +5,7 @@ Run:  python benchmarks/run.py                 (d in {10,000, 166,000}, k in {50
       python benchmarks/run.py --quick         (d = 10,000 only)
       python benchmarks/run.py --d 20000 --k 10 50 --shapes zipf --mechanisms joint
       python benchmarks/run.py --cap-gib 4 --timeout 300
+      python benchmarks/run.py --d 166000 --mechanisms joint --sample-only   (one exact sample beside one float sample)
       python benchmarks/bench_utility.py        (utility metrics of Joint/PNFJoint beside a float Monte Carlo)
       python benchmarks/bench_streaming.py      (streamed levels: CLI, JointSet, Canonical memory)
       python benchmarks/bench_level_floor.py    (what the yielded objects alone cost per level, beside float64)
@@ -23,7 +24,8 @@ What is timed (imports, building the counts and a warm-up run on counts ``(2, 1,
 
 - exactdp, Joint and PNFJoint: every level with its probability certified to 30 digits,
   streamed (``iter_level_probabilities(dps=30)``, within the default memory budget), and
-  one exact ``sample(rng=1)``;
+  one exact ``sample(rng=1)``; with ``--sample-only``, the one exact ``sample(rng=1)``
+  from scratch alone (building the mechanism from the counts included);
   Peeling (no small level table): one exact ``sample(rng=1)`` and its probability
   certified to 30 digits;
 - float64: one sample from the same counts, building everything it needs:
@@ -111,6 +113,15 @@ def exact_run(mechanism: str, counts: list[int], k: int) -> str:
     return f"{levels:,} levels"
 
 
+def exact_sample_run(mechanism: str, counts: list[int], k: int) -> str:
+    """``--sample-only``: one exact ``sample(rng=1)`` from scratch (the mechanism built
+    from the counts, its first level blocks, the draw), as the float side times one sample."""
+    import exactdp
+
+    getattr(exactdp, MECHANISMS[mechanism])(counts, k, epsilon=1).sample(rng=1)
+    return "1 sample"
+
+
 def float_run(mechanism: str, counts: list[int], k: int, published: bool = False) -> str:
     if mechanism == "peeling":
         from bench_peeling_memory import FLOAT_LIB
@@ -132,6 +143,8 @@ def child(side: str, mechanism: str, shape: str, d: int, k: int) -> None:
     counts = make_counts(shape, d)
     if side == "exact":
         run = exact_run
+    elif side == "exact-sample":
+        run = exact_sample_run
     elif side == "published":
         def run(mechanism: str, counts: list[int], k: int) -> str:
             return float_run(mechanism, counts, k, published=True)
@@ -219,7 +232,8 @@ def ratio(a: dict, b: dict) -> str:
     return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
 
 
-def table(mechanism: str, shapes: list[str], ds: list[int], ks: list[int], cap: float, timeout: float) -> None:
+def table(mechanism: str, shapes: list[str], ds: list[int], ks: list[int], cap: float, timeout: float,
+          sample_only: bool = False) -> None:
     # Joint has two float references: the vectorised port and the published code's loops
     published = mechanism == "joint"
     print(f"\n### {MECHANISMS[mechanism]}\n")
@@ -230,7 +244,7 @@ def table(mechanism: str, shapes: list[str], ds: list[int], ks: list[int], cap: 
     for shape in shapes:
         for d in ds:
             for k in ks:
-                e = measure("exact", mechanism, shape, d, k, cap, timeout)
+                e = measure("exact-sample" if sample_only else "exact", mechanism, shape, d, k, cap, timeout)
                 f = measure("float", mechanism, shape, d, k, cap, timeout)
                 more = ""
                 if published:
@@ -254,6 +268,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="d = 10,000 only")
     ap.add_argument("--cap-gib", type=float, default=8.0, help="address-space limit of each child, GiB (0: none)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per child")
+    ap.add_argument("--sample-only", action="store_true",
+                    help="time exactdp's one exact sample(rng=1) from scratch only (no level probabilities)")
     args = ap.parse_args()
     ds = [10_000] if args.quick else args.d
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -261,7 +277,7 @@ def main() -> None:
           f"load average {load}; child memory cap {args.cap_gib:g} GiB, timeout {args.timeout:g} s; "
           f"epsilon = 1, {DPS} digits")
     for mechanism in args.mechanisms:
-        table(mechanism, args.shapes, ds, args.k, args.cap_gib, args.timeout)
+        table(mechanism, args.shapes, ds, args.k, args.cap_gib, args.timeout, args.sample_only)
 
 
 if __name__ == "__main__":

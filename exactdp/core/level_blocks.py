@@ -151,6 +151,15 @@ class BlockSource(abc.ABC):
         depends on how many blocks were found."""
         raise NotImplementedError
 
+    #: A lazy source whose number of levels is worth finding whenever a value depends on
+    #: it (Joint, whose blocks are cheap to plan): its certified values take their guard
+    #: bits (``extra_bits``) from the exact number of levels, found on first use, and
+    #: ``levels()``, :meth:`BlockLevelTable.known_length` and
+    #: :meth:`BlockLevelTable.known_index` count the levels, as a table whose blocks were
+    #: all known at once does.  Exact sampling still starts from :meth:`level_bound`, so
+    #: a draw finds no block it does not read.
+    length_on_demand: bool = False
+
 
 class BlockLevelTable:
     """A :class:`~exactdp.core.levels.LevelTable` look-alike over a :class:`BlockSource`
@@ -189,17 +198,27 @@ class BlockLevelTable:
         self._levels: Optional[tuple[Level, ...]] = None
         #: a level's relative weight comes from its utility alone (:meth:`relative_weight_of`)
         self.weights_by_utility = source.weights_by_utility
-        #: guard bits of sums over the levels: from their number, or a lazy source's bound on it
-        self.extra_bits = 2 * bound.bit_length() + 8
+        self._extra_bits: Optional[int] = None
+        if not source.length_on_demand:
+            self._extra_bits = 2 * bound.bit_length() + 8
         #: Working precision of exact sampling's first attempt: that of 30-digit
-        #: probabilities, so one pass over the blocks serves both (and never depends on
-        #: what was computed before).
-        self.sampling_prec = prec_for_dps(30, self.extra_bits)
+        #: probabilities (of the guard bits of ``bound`` levels), so one pass over the
+        #: blocks serves both (and never depends on what was computed before).
+        self.sampling_prec = prec_for_dps(30, 2 * bound.bit_length() + 8)
         self.utilities: Sequence[Utility] = _View(self, self._block_levels, attrgetter("utility"))
         self.multiplicities: Sequence[int] = _View(self, self._block_levels, attrgetter("multiplicity"))
 
     def __len__(self) -> int:
         return self._length
+
+    @property
+    def extra_bits(self) -> int:
+        """Guard bits of sums over the levels: ``2 * n.bit_length() + 8`` for ``n`` the
+        number of levels, or a lazy source's bound on it (with
+        :attr:`BlockSource.length_on_demand`, the exact number, found on first use)."""
+        if self._extra_bits is None:
+            self._extra_bits = 2 * self._length.bit_length() + 8
+        return self._extra_bits
 
     @property
     def _length(self) -> int:
@@ -247,6 +266,8 @@ class BlockLevelTable:
         """The index of the level with ``utility`` when the blocks found so far hold it,
         else ``None`` (no block is found: a lazy table counts the levels above a deep one
         only by finding them); KeyError when no level has it."""
+        if self.source.length_on_demand:
+            return self.index_of(utility)
         b = bisect_right(self._neg_first_utilities, -utility) - 1  # type: ignore[operator]
         if b == len(self._sizes) - 1 and not self._complete and utility < self._block_levels(b)[-1].utility:
             return None  # beyond the blocks found
@@ -266,7 +287,7 @@ class BlockLevelTable:
     def known_length(self) -> Optional[int]:
         """The number of levels when every block is found, else ``None`` (a lazy table
         finds them all only when an operation reads them all)."""
-        return len(self) if self._complete else None
+        return len(self) if self._complete or self.source.length_on_demand else None
 
     def sampling_size(self) -> int:
         """The number of levels as exact sampling needs it: 1 for a single level (no
@@ -380,7 +401,7 @@ class BlockLevelTable:
     def levels(self) -> tuple[Level, ...]:
         """Every level at once; :class:`~exactdp.errors.MemoryBudgetError` past the budget."""
         if self._levels is None:
-            if self._complete:
+            if self._complete or self.source.length_on_demand:
                 self.check_fits(level_list_bytes(self._length, self.source.level_bytes), "levels()", "iter_levels()")
                 self._levels = tuple(self.iter_levels())
             else:  # refused as soon as the levels found pass the budget, not after finding all

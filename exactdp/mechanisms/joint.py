@@ -57,7 +57,7 @@ from ..errors import InvalidParameterError
 from ..core.levels import Level
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
 from ..core.mechanism import JointFamily
-from ..core.ranking import Ranking
+from ..core.ranking import NUMPY_BOUND, Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
@@ -258,6 +258,10 @@ class Joint(JointFamily):
 
     def _thresholds(self, M: int) -> tuple[list[int], list[int]]:
         """``T_r(M)`` and ``T_r(M^-)`` (strictly above the threshold) for every row."""
+        ra = self.ranking.arrays
+        if ra is not None and 0 <= M < NUMPY_BOUND:  # M - c_(r) fits int64: all rows at once
+            x = M - ra.sorted_counts[: self.k]  # T_r(M) = #{j : -c_(j) <= M - c_(r)}
+            return ra.neg.searchsorted(x, side="right").tolist(), ra.neg.searchsorted(x, side="left").tolist()
         at, gt, sc = self.ranking.at_least, self.ranking.greater_than, self.ranking.sorted_counts
         return [at(sc[r] - M) for r in range(self.k)], [gt(sc[r] - M) for r in range(self.k)]
 
@@ -275,7 +279,8 @@ class Joint(JointFamily):
     def _unrank(self, a: int, r: int) -> tuple[int, ...]:
         """The ``r``-th sequence of utility exactly ``-M`` (Algorithm 1, lines 21-24, as a
         bijection; :func:`exactdp.mechanisms.joint_unrank.unrank`)."""
-        return unrank(self._plan(a), r, self.ranking.order)
+        ra = self.ranking.arrays
+        return unrank(self._plan(a), r, self.ranking.order if ra is None else ra.order)
 
     def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
         draws = self._samples_array(n, gen)
@@ -297,7 +302,8 @@ class Joint(JointFamily):
         out = np.empty((n, self.k), dtype=np.int64)
         if n == 0:
             return out
-        order = np.asarray(self.ranking.order, dtype=np.int64)
+        ra = self.ranking.arrays
+        order = np.asarray(self.ranking.order, dtype=np.int64) if ra is None else ra.order
         by_level = np.argsort(levels, kind="stable")
         firsts = np.flatnonzero(np.diff(levels[by_level], prepend=-1))
         for first, last in zip(firsts.tolist(), [*firsts[1:].tolist(), n]):

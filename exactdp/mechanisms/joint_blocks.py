@@ -11,10 +11,14 @@ The number of sequences with utility ``>= -M`` is
 and the levels are ``M = 0`` and every ``M > 0`` at which some ``T_r`` jumps (a *threshold
 event*: ``c_(r) - M`` meets a distinct count), with ``m(-M) = N(M) - N(M_prev)``.
 ``N`` at any ``M`` costs ``k`` bisections and one product (:meth:`JointLevelSource.count_at_least`),
-so the sweep can start anywhere: the events are cut into windows of ``M`` of about
-:data:`BLOCK_EVENTS` events (*blocks*, never splitting a level), and each block is computed
-from ``N`` at its start alone (:class:`~exactdp.core.level_blocks.BlockLevelTable` keeps
-as many blocks as its memory budget allows).
+so the sweep can start anywhere: the events are cut into windows of ``M`` (*blocks*, never
+splitting a level; the first of about :data:`FIRST_BLOCK_EVENTS` events, each next of twice
+as many up to :data:`BLOCK_EVENTS`), and each block is computed from ``N`` at its start
+alone (:class:`~exactdp.core.level_blocks.BlockLevelTable` keeps as many blocks as its
+memory budget allows).  A block is *planned* (its end found by bisection on the number of
+events up to ``M``, ``k`` ``numpy.searchsorted`` calls a step; its events sorted into
+levels) only when the table first reads it, so a sample whose running sum stops early
+plans the first few blocks of millions of levels.
 
 Per block:
 
@@ -62,6 +66,10 @@ __all__ = ["JointLevelSource", "BLOCK_EVENTS"]
 #: Threshold events per block (tests lower it to put block boundaries everywhere).
 BLOCK_EVENTS = 1 << 17
 
+#: Threshold events of the first block; each next block holds twice as many, up to
+#: :data:`BLOCK_EVENTS` (a sample whose running sum stops early plans little more than it reads).
+FIRST_BLOCK_EVENTS = 1 << 8
+
 #: Packed sort keys ``M * 2**s + event`` are used while they stay below ``2**_KEY_BITS``
 #: (tests lower it to take the argsort path).
 _KEY_BITS = 62
@@ -77,21 +85,39 @@ class JointLevelSource(BlockSource):
     the levels of sequences of ``k`` items over the counts ranked by ``ranking`` (a
     :class:`~exactdp.core.ranking.Ranking`)."""
 
+    #: Blocks are planned (their boundary found, their events sorted into levels) only
+    #: when the table first reads them: a sample whose running sum stops inside the first
+    #: block plans that block alone.
+    lazy = True
+    #: Certified values keep the guard bits of the exact number of levels, and ``levels()``
+    #: counts them first (planning every block), as when every block was planned up front.
+    length_on_demand = True
+
     def __init__(self, ranking: Ranking, k: int):
         self.ranking, self.k = ranking, k
-        sc = ranking.sorted_counts
         # every multiplicity is below d!/(d-k)! <= d**k
         self.level_bytes = (k * ranking.d.bit_length()) // 8 + 8
-        values = ranking.values
-        self._numpy = max(abs(values[0]), abs(values[-1]), abs(sc[0])) < joint_sweep._NUMPY_LIMIT // 2
-        self._his: Optional[list[int]] = None  # block b covers levels (his[b-1], his[b]]
+        ra = ranking.arrays
+        # (the largest count is values[0]); int64 ranking arrays, else the Python path
+        self._numpy = ra is not None and max(abs(int(ra.values[0])), abs(int(ra.values[-1]))) < joint_sweep._NUMPY_LIMIT // 2
+        # the blocks planned so far: block b covers the levels M in (his[b-1], his[b]]
+        self._his: list[int] = []
         self._sizes: list[int] = []
         self._firsts: list[int] = []
+        self._nbytes: list[int] = []
+        self._done = 0  # threshold events with M <= his[-1]
+        self._served = 0  # blocks handed to the table by next_block
+        self._events: Optional[tuple[int, int, int]] = None  # (events, below, top)
         self._python_blocks: Optional[tuple[list[int], list[int], list[int]]] = None
 
     # -- exact N(M) --------------------------------------------------------------------
     def count_at_least(self, M: int) -> int:
         """``N(M)``: the exact number of sequences with utility ``>= -M`` (``M >= 0``)."""
+        if self._numpy and M <= self._event_counts()[2]:
+            # T_r(M) = #{j : -c_(j) <= M - c_(r)} for every row at once (M - c_(r) fits int64)
+            a = self._arrays()
+            t = _np().searchsorted(a["negsc"], M - a["sc"], side="right") - a["rows"]
+            return math.prod(t.tolist())
         at, sc = self.ranking.at_least, self.ranking.sorted_counts
         product = 1
         for r in range(self.k):
@@ -99,73 +125,112 @@ class JointLevelSource(BlockSource):
         return product
 
     # -- the blocks --------------------------------------------------------------------
-    def _plan(self) -> None:
-        if self._his is not None:
-            return
+    def _event_counts(self) -> tuple[int, int, int]:
+        """``(E, below, top)``: the number ``E`` of threshold events with ``M > 0`` (``k``
+        bisections, no event generated), the number of row entries with ``M <= 0`` that
+        ``searchsorted`` counts but are not events, and the largest ``M``."""
+        if self._events is None:
+            if self._numpy:
+                a = self._arrays()
+                nvals = len(a["vals"])
+                below = int(a["own"].sum())
+                events = self.k * nvals - below
+                top = int(a["sc"][0]) + int(a["neg"][-1])  # the largest M: c_(1) - c_min
+            else:
+                qrows = value_index_of_rows(self.ranking, self.k)
+                nvals = len(self.ranking.values)
+                events = sum(nvals - 1 - q for q in qrows)
+                top, below = self.ranking.sorted_counts[0] - self.ranking.values[-1], 0
+            self._events = (events, below, top)
+        return self._events
+
+    def level_bound(self) -> int:
+        """``E + 1`` (every level but ``M = 0`` holds at least one threshold event)."""
+        return self._event_counts()[0] + 1
+
+    def _events_upto(self, x: int) -> int:
+        """Threshold events with ``0 < M <= x``: ``k`` bisections."""
+        a = self._arrays()
+        return int(_np().searchsorted(a["neg"], x - a["sc"], side="right").sum()) - self._event_counts()[1]
+
+    def _plan_next(self) -> bool:
+        """Plan the next block (its last level ``his[b]``, found by bisection on the number
+        of events up to ``M``, then its factors, kept within the budget); ``False`` after
+        the last block.  Block ``b`` takes the next ``min(BLOCK_EVENTS,
+        FIRST_BLOCK_EVENTS * 2**b)`` events: it ends at the least ``M`` with that many
+        more events up to it than up to the previous end, or at the largest ``M``; the
+        boundaries do not depend on the order in which blocks are asked for."""
+        b = len(self._sizes)
         if not self._numpy:
+            if b:
+                return False
             Ms, nums, dens = _python_factors(self.ranking, self.k)
             self._python_blocks = (Ms, nums, dens)
             self._his = [Ms[-1] if Ms else 0]
             self._sizes, self._firsts = [len(Ms) + 1], [0]
-            return
-        np = _np()
-        a = self._arrays()
-        neg, sc = a["neg"], a["sc"]
-        below = int(a["own"].sum())  # events with M <= 0 (not events)
-
-        def events_upto(x: int) -> int:
-            return int(np.searchsorted(neg, x - sc, side="right").sum()) - below
-
-        top = int(sc[0]) + int(neg[-1])  # the largest M: c_(1) - c_min
-        total = events_upto(top)
-        his: list[int] = []
-        done, lo = 0, 0
-        while done < total:
-            target = done + BLOCK_EVENTS
-            if target >= total:
-                hi = top
-            else:  # the least M with at least `target` events up to it
-                x, y = lo + 1, top
-                while x < y:
-                    mid = (x + y) // 2
-                    if events_upto(mid) >= target:
-                        y = mid
-                    else:
-                        x = mid + 1
-                hi = x
-            his.append(hi)
-            done, lo = events_upto(hi), hi
-        if not his:
-            his = [0]
-        self._his = his
-        sizes, firsts, nbytes = [], [], []
+            return True
+        total, _, top = self._event_counts()
+        done = self._done
+        if b and done >= total:
+            return False
+        lo = self._his[-1] if b else 0
+        target = done + min(BLOCK_EVENTS, FIRST_BLOCK_EVENTS << b)
+        if total == 0:  # no event: the one level M = 0
+            hi = 0
+        elif target >= total:
+            hi = top
+        else:  # the least M with at least `target` events up to it
+            x, y = lo + 1, top
+            while x < y:
+                mid = (x + y) // 2
+                if self._events_upto(mid) >= target:
+                    y = mid
+                else:
+                    x = mid + 1
+            hi = x
+        self._his.append(hi)
+        self._done = self._events_upto(hi) if total else 0
+        factors = self._compute_factors(b)
+        Ms = factors[0]
+        self._nbytes.append(self._factor_bytes(factors))
         keep = self.__dict__.get("_keep")
-        for b in range(len(his)):
-            factors = self._compute_factors(b)
-            Ms = factors[0]
-            nbytes.append(self._factor_bytes(factors))
-            if keep is not None:
-                keep(("factors", b), nbytes[-1], lambda: factors)
-            if b == 0:
-                sizes.append(len(Ms) + 1)
-                firsts.append(0)
-            else:
-                sizes.append(len(Ms))
-                firsts.append(-int(Ms[0]))
-        self._sizes, self._firsts, self._nbytes = sizes, firsts, nbytes
+        if keep is not None:
+            keep(("factors", b), self._nbytes[-1], lambda: factors)
+        self._sizes.append(len(Ms) + 1 if b == 0 else len(Ms))
+        self._firsts.append(0 if b == 0 else -int(Ms[0]))
+        return True
+
+    def _plan(self) -> None:
+        """Plan every block (what :meth:`block_sizes` needs; a table plans them lazily)."""
+        while self._plan_next():
+            pass
+
+    def next_block(self) -> Optional[tuple[int, int]]:
+        """The next block's ``(number of levels, first utility)`` for the table, planned
+        now if it was not already; ``None`` after the last."""
+        b = self._served
+        if b >= len(self._sizes) and not self._plan_next():
+            return None
+        self._served = b + 1
+        return self._sizes[b], self._firsts[b]
 
     def _arrays(self) -> dict[str, Any]:
         arrays = self.__dict__.get("_arr")
         if arrays is None:
             np = _np()
             r = self.ranking
-            vals = np.array(r.values, dtype=np.int64)
-            qrows = np.array(value_index_of_rows(r, self.k), dtype=np.int64)
+            ra = r.arrays
+            vals = ra.values
+            sc = ra.sorted_counts[: self.k]
+            neg = -vals  # ascending
+            qrows = np.searchsorted(neg, -sc, side="left")  # index of each row's own value
             arrays = self._arr = {
                 "vals": vals,
-                "neg": -vals,
-                "cum": np.array(r.cumulative, dtype=np.int64),
-                "sc": np.array(r.sorted_counts[: self.k], dtype=np.int64),
+                "neg": neg,
+                "cum": ra.cumulative,
+                "sc": sc,
+                "negsc": ra.neg,
+                "rows": np.arange(self.k, dtype=np.int64),
                 "own": qrows + 1,
                 "group": max(1, 62 // max(1, r.d.bit_length())),
             }
@@ -181,7 +246,7 @@ class JointLevelSource(BlockSource):
         if self._python_blocks is not None:
             return (self._python_blocks[0],) + self._python_blocks
         keep = self.__dict__.get("_keep")
-        if keep is None or not self._sizes:
+        if keep is None or b >= len(self._nbytes):
             factors = self._compute_factors(b)
         else:
             factors = keep(("factors", b), self._nbytes[b], lambda: self._compute_factors(b))
@@ -202,7 +267,6 @@ class JointLevelSource(BlockSource):
     def _compute_factors(self, b: int) -> tuple[Any, Any, Any]:
         np = _np()
         a = self._arrays()
-        assert self._his is not None
         lo = self._his[b - 1] if b else 0
         hi = self._his[b]
         neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]
@@ -247,6 +311,10 @@ class JointLevelSource(BlockSource):
         dens = np.multiply.reduceat(np.multiply.reduceat(old, group_starts).astype(object), seg)
         return M[starts], nums, dens
 
+    def _plan_upto(self, b: int) -> None:
+        while len(self._sizes) <= b and self._plan_next():
+            pass
+
     def block_sizes(self) -> list[int]:
         self._plan()
         return list(self._sizes)
@@ -257,16 +325,14 @@ class JointLevelSource(BlockSource):
 
     def remaining_after(self, b: int) -> int:
         """Sequences of the later blocks: ``d!/(d-k)! - N(end of block b)`` (the weights
-        ``exp(-lam*M)`` decrease with ``M``)."""
-        assert self._his is not None
+        ``exp(-lam*M)`` decrease with ``M``); block ``b`` is planned."""
         return math.perm(self.ranking.d, self.k) - self.count_at_least(self._his[b])
 
     def _start(self, b: int) -> int:
-        assert self._his is not None
         return self._his[b - 1] if b else 0
 
     def block_levels(self, b: int) -> list[Level]:
-        self._plan()
+        self._plan_upto(b)
         _, Ms, nums, dens = self._factors(b)
         start = gmpy2.mpz(self.count_at_least(self._start(b)))
         divexact = gmpy2.divexact  # GMP's exact division: several times Python's //
@@ -283,7 +349,7 @@ class JointLevelSource(BlockSource):
         return list(map(tuple.__new__, repeat(Level), zip(utilities, mults)))
 
     def block_weights(self, b: int, scale: Scale) -> tuple[list[arb], list[arb]]:
-        self._plan()
+        self._plan_upto(b)
         given, Ms, nums, dens = self._factors(b)
         lam = scale.lam_ball()
         start = self._start(b)

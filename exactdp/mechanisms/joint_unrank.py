@@ -106,6 +106,8 @@ def unrank(plan: LevelPlan, r: int, order: Sequence[int]) -> tuple[int, ...]:
     picks = _bisect_picks if plan.top > _FREE_LIST_LIMIT * k else _free_list_picks
     ranks = picks(radices, r, col)
     ranks.insert(i, col)
+    if isinstance(order, np.ndarray):  # the ranking's int64 order: ids as Python ints
+        return tuple(order[ranks].tolist())
     return tuple([order[x] for x in ranks])
 
 

@@ -3,6 +3,8 @@ mechanism written with the level hooks only."""
 
 from __future__ import annotations
 
+import pickle
+
 import math
 from collections import Counter
 from fractions import Fraction
@@ -46,6 +48,31 @@ def test_ranking_matches_definition(counts):
     for t in set(counts) | {c + 1 for c in counts} | {c - 1 for c in counts}:
         assert r.at_least(t) == sum(1 for c in counts if c >= t)
         assert r.greater_than(t) == sum(1 for c in counts if c > t)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tied_counts(max_d=40, values=st.one_of(st.integers(-3, 6), st.integers(-(2**61) - 2, -(2**61) + 3),
+                                            st.integers(2**61 - 3, 2**61 + 2), st.integers(2**59 - 3, 2**59 + 3),
+                                            st.integers(-10**6, 10**6))))
+def test_ranking_int64_paths_match_definition(counts):
+    """The int64 ranking (packed-key sort, or the stable argsort when the keys do not fit
+    62 bits) against the definition, around its bound 2**61; its arrays hold the tuples'
+    integers; a pickle rebuilds it."""
+    r = Ranking(counts)
+    order, rank = ranks_of(counts)
+    assert r.order == tuple(order) and r.rank_of == tuple(rank)
+    assert r.sorted_counts == tuple(sorted(counts, reverse=True))
+    assert r.values == tuple(sorted(set(counts), reverse=True))
+    assert r.cumulative == tuple(sum(1 for c in counts if c >= v) for v in r.values)
+    fits = all(abs(c) < 2**61 for c in counts)
+    assert (r.arrays is not None) == fits
+    if fits:
+        a = r.arrays
+        assert tuple(a.order.tolist()) == r.order and tuple(a.sorted_counts.tolist()) == r.sorted_counts
+        assert tuple(a.values.tolist()) == r.values and tuple(a.cumulative.tolist()) == r.cumulative
+        assert a.neg.tolist() == [-c for c in r.sorted_counts]
+    again = pickle.loads(pickle.dumps(r))
+    assert again.order == r.order and again.counts == r.counts
 
 
 def test_ranking_doc_example():

@@ -482,3 +482,19 @@ def test_tie_invariance_epsilon_exact_expressions():
     for o in b.outputs():
         old = tuple(perm[i] for i in o)
         assert b.probability_exact(o) == a.probability_exact(old)
+
+
+@settings(max_examples=80, deadline=None)
+@given(counts_and_k(max_d=8, max_sequences=10**9))
+def test_thresholds_in_int64_equal_the_bisections(ck):
+    """``T_r(M)`` and ``T_r(M^-)`` of every row from two ``searchsorted`` calls on the
+    ranking's arrays equal the per-row bisections (counts past 2**61: the bisections)."""
+    counts, k = ck
+    m = exactdp.Joint(counts, k)
+    r = m.ranking
+    assert (r.arrays is not None) == all(abs(c) < 2**61 for c in counts)  # the int64 path where it fits
+    for M in sorted({0, 1, max(counts) - min(counts)} | {r.sorted_counts[0] - v for v in r.values}):
+        want = ([r.at_least(r.sorted_counts[x] - M) for x in range(k)],
+                [r.greater_than(r.sorted_counts[x] - M) for x in range(k)])
+        got = m._thresholds(M)
+        assert got == want and all(type(t) is int for t in got[0] + got[1])

@@ -86,7 +86,7 @@ def _reference_weights(src, b, scale):
 
 def _check_identical(m: exactdp.Joint, prec: int = 120) -> None:
     src = m.table.source
-    for b in range(len(m.table._sizes)):
+    for b in range(len(m.table.block_ranges())):
         got = src.block_levels(b)
         want = _reference_levels(src, b)
         assert got == want
@@ -213,7 +213,7 @@ def test_factors_are_kept_not_recomputed(monkeypatch):
     calls = []
     original = src._compute_factors
     monkeypatch.setattr(src, "_compute_factors", lambda b: calls.append(b) or original(b))
-    assert len(m.table._sizes) > 5
+    assert len(m.table.block_ranges()) > 5
     for _ in m.iter_level_probabilities(30):
         pass
     m.sample(rng=1)

@@ -24,6 +24,7 @@ from .joint import (  # noqa: F401  (re-exported: from twins import ...)
     brute_mtilde_direct,
     brute_probabilities_base,
     count_at_least,
+    eager_blocks,
     joint_utility,
     mp_probabilities_eps,
     ranks_of,

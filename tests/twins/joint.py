@@ -48,6 +48,45 @@ def brute_levels(counts: Sequence[int], k: int) -> list[tuple[int, int]]:
     return sorted(tally.items(), reverse=True)
 
 
+def eager_blocks(counts: Sequence[int], k: int, block_events: int, first_events: int) -> list[list[tuple[int, int]]]:
+    """Joint's levels cut into blocks as one eager plan does: every threshold event
+    ``M = c_(r) - v`` (``r < k``, ``v`` a distinct count below ``c_(r)``) listed and sorted;
+    block ``b`` takes the next ``min(block_events, first_events * 2**b)`` events and ends
+    at the ``M`` of the last of them (every event of that ``M`` with it), the last block at
+    the largest ``M``; each level ``(-M, N(M) - N(M_prev))`` with ``N`` from its formula
+    ``prod_r (#{j : c_j >= c_(r) - M} - r)`` (docs/definitions.md §2.1), ``M = 0`` first."""
+    top = sorted_counts(counts)
+    values = sorted(set(counts), reverse=True)
+    events = sorted(top[r] - v for r in range(k) for v in values if v < top[r])
+
+    def n_at_least(M: int) -> int:
+        product = 1
+        for r in range(k):
+            product *= sum(1 for c in counts if c >= top[r] - M) - r
+        return product
+
+    blocks: list[list[tuple[int, int]]] = []
+    done, previous, b = 0, 0, 0
+    while not blocks or done < len(events):
+        target = done + min(block_events, first_events << b)
+        if not events:
+            hi = 0
+        elif target >= len(events):
+            hi = events[-1]
+        else:
+            hi = events[target - 1]
+        Ms = sorted(set(M for M in events[done:] if M <= hi))
+        block = [(0, n_at_least(0))] if b == 0 else []
+        previous_n = n_at_least(previous)
+        for M in Ms:
+            n = n_at_least(M)
+            block.append((-M, n - previous_n))
+            previous_n = n
+        blocks.append(block)
+        done, previous, b = sum(1 for M in events if M <= hi), hi, b + 1
+    return blocks
+
+
 def refined_matrix(counts: Sequence[int], k: int) -> list[list[Fraction]]:
     """``Ũ`` as a k x d list of Fractions (docs/definitions.md §2.1, 0-based)."""
     d = len(counts)
