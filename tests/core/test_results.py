@@ -76,6 +76,7 @@ NOT_RESULTS = {
     "exactdp.core.level_blocks.BlockLevelTable": "a mechanism's level table in blocks",
     "exactdp.core.scale.Scale": "a mechanism's parameter (epsilon or base)",
     "exactdp.core.ranking.Ranking": "ranks of items",
+    "exactdp.core.ranking.RankingArrays": "ranks of items as int64 arrays (a NamedTuple)",
     "exactdp.mechanisms.canonical.CanonicalClasses": "the canonical mechanism's classes",
     "exactdp.mechanisms.canonical.UtilityClass": "an (h, t, size) NamedTuple",
     "exactdp.mechanisms.joint_pairs.DisplacedWitness": "an output (a sequence)",
