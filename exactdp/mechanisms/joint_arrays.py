@@ -130,22 +130,23 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     if not source._numpy:
         yield from _object_blocks(mechanism, F, e_m, e_p, dps, log_z, lam_fixed, shift_limbs)
         return
-    L = table_limbs.shape[0] + 1 + (k.bit_length() + 20) // LIMB_BITS
+    # |X_n| < 2**(F + 4) (ln n < 16), a sum of k + 2 entries below 2**(F + 4 + bits(k + 2)),
+    # one more bit for the sign
+    L = -(-(F + 4 + (k + 2).bit_length() + 2) // LIMB_BITS)
     T = np.zeros((L, table_limbs.shape[1]), dtype=np.int64)
-    T[: table_limbs.shape[0]] = table_limbs
+    rows = min(L, table_limbs.shape[0])
+    if table_limbs[rows:].any():  # cannot happen: the entries fit L limbs
+        raise AssertionError("log table entries wider than their bound")
+    T[:rows] = table_limbs[:rows]
     a = source._arrays()
-    b = 0
-    while True:
-        source._plan_upto(b)
-        if b >= len(source._sizes):
-            return
-        lo = source._his[b - 1] if b else 0
-        hi = source._his[b]
+    for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
         base = sum(xs[f] for f in f0)
         Ms, new, old, starts = _block_events(a, k, lo, hi)
-        n, nlev = len(Ms), len(starts)
+        n = len(Ms)
+        if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
+            raise AssertionError("an array block of 2**32 threshold events")
         lnN = np.cumsum(T[:, new] - T[:, old], axis=1) if n else np.zeros((L, 0), dtype=np.int64)
         ends = np.append(starts[1:], n) - 1
         logm = lnN[:, ends] if n else np.zeros((L, 0), dtype=np.int64)
@@ -164,7 +165,42 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         normalize(logm)
         logp = _log_output(utility, lam_fixed, shift_limbs, log_z)
         yield LevelArrayBlock(utility, logm, logp, F, e_m, e_p, dps)
-        b += 1
+
+
+#: Threshold events of the first array block; each next holds twice as many, up to
+#: :data:`ARRAY_BLOCK_EVENTS` (tests lower both to put block boundaries everywhere).  A
+#: block's limb sums stay exact while it holds fewer than ``2**32`` events.
+ARRAY_FIRST_EVENTS = 1 << 10
+ARRAY_BLOCK_EVENTS = 1 << 17
+
+
+def _windows(source: Any) -> Iterator[tuple[int, int]]:
+    """The array blocks' windows ``lo < M <= hi`` (the first with ``lo = 0`` holds the
+    level ``M = 0`` too): each ends at the least ``M`` with the next ``min(
+    ARRAY_BLOCK_EVENTS, ARRAY_FIRST_EVENTS * 2**b)`` events up to it, or at the largest
+    ``M`` (bisection on :meth:`JointLevelSource._events_upto`, ``k`` ``searchsorted`` a
+    step; the source's own blocks are not planned)."""
+    total, _, top = source._event_counts()
+    if total == 0:
+        yield 0, 0
+        return
+    lo = done = b = 0
+    while done < total:
+        target = done + min(ARRAY_BLOCK_EVENTS, ARRAY_FIRST_EVENTS << b)
+        if target >= total:
+            hi = top
+        else:
+            x, y = lo + 1, top
+            while x < y:
+                mid = (x + y) // 2
+                if source._events_upto(mid) >= target:
+                    y = mid
+                else:
+                    x = mid + 1
+            hi = x
+        yield lo, hi
+        done = source._events_upto(hi)
+        lo, b = hi, b + 1
 
 
 def _level_products(new: np.ndarray, old: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -242,13 +278,15 @@ def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.nd
         return to_limbs(prod, limbs_for(top + 1))
     M = -utility.astype(np.int64)
     mask = (1 << LIMB_BITS) - 1
-    mu = [M & mask, (M >> LIMB_BITS) & mask, M >> (2 * LIMB_BITS)]
+    top = int(M.max()) if n else 0
+    mu = [(M >> (LIMB_BITS * i)) & mask for i in range(3) if top >> (LIMB_BITS * i)]
     lam_limbs = to_limbs([lam_fixed], limbs_for(abs(lam_fixed).bit_length() + 1))[:, 0].tolist()
     width = len(lam_limbs) + 3 + 1
     prod = np.zeros((width, n), dtype=np.int64)
     for j, lj in enumerate(lam_limbs):
-        for i, m in enumerate(mu):
-            prod[i + j] += lj * m  # each term below 2**60, at most three a limb
+        if lj:
+            for i, m in enumerate(mu):
+                prod[i + j] += lj * m  # each term below 2**60, at most three a limb
     normalize(prod)
     out = -prod[g_limbs:]  # floor(Lam M / 2**G), negated
     z = to_limbs([log_z], out.shape[0])[:, 0]

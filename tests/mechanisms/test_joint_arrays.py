@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from exactdp import Joint, PNFJoint
 from exactdp.errors import InvalidParameterError
-from exactdp.mechanisms import joint_blocks, joint_sweep
+from exactdp.mechanisms import joint_arrays, joint_blocks, joint_sweep
 from exactdp.mechanisms.joint_arrays import LevelArrayBlock
 
 
@@ -61,7 +61,9 @@ def check_bounds(m, dps):
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
 def test_exhaustive_small(monkeypatch, d):
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 2)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 2)
     monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
     for counts in itertools.product(range(4), repeat=d):
         if d == 5 and sum(counts) % 3:  # a third of {0..3}^5 keeps it under a few seconds
             continue
@@ -88,7 +90,11 @@ def test_low_digits_bound_is_tight_enough():
        data=st.data(), eps=st.fractions(Fraction(1, 10), 4), dps=st.integers(2, 40))
 def test_hypothesis_twin(counts, data, eps, dps):
     k = data.draw(st.integers(1, len(counts)))
-    check_twin(Joint(counts, k, epsilon=eps), dps)
+    first, most = data.draw(st.sampled_from([(1, 1), (1, 3), (2, 8), (1 << 10, 1 << 17)]))
+    with pytest.MonkeyPatch.context() as mp:  # array block boundaries anywhere
+        mp.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", first)
+        mp.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", most)
+        check_twin(Joint(counts, k, epsilon=eps), dps)
 
 
 @settings(max_examples=15, deadline=None)
@@ -109,7 +115,9 @@ def test_python_path(monkeypatch):
 def test_several_factors_at_one_level(monkeypatch):
     # ties between rows' differences: levels where two or more row factors change at once
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 3)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 3)
     monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
     counts = [20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0]
     check_twin(Joint(counts, 5, epsilon=1), 30)
     check_bounds(Joint(counts, 5, epsilon=1), 4)
