@@ -122,10 +122,11 @@ def to_limbs(values: Any, nlimbs: int) -> np.ndarray:
     return out
 
 
-def normalize(x: np.ndarray) -> np.ndarray:
+def normalize(x: np.ndarray, start: int = 0) -> np.ndarray:
     """Propagate carries in place (every limb but the top into ``[0, 2**LIMB_BITS)``; the
-    value ``sum_j x[j] 2**(LIMB_BITS j)`` is unchanged: exact integer steps); returns ``x``."""
-    for j in range(x.shape[0] - 1):
+    value ``sum_j x[j] 2**(LIMB_BITS j)`` is unchanged: exact integer steps); returns ``x``.
+    Limbs below ``start`` are taken as already normalized (zero, say)."""
+    for j in range(start, x.shape[0] - 1):
         carry = x[j] >> LIMB_BITS  # floor division (arithmetic shift)
         x[j] &= _MASK
         x[j + 1] += carry

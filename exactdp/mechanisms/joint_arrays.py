@@ -147,15 +147,25 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         n = len(Ms)
         if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
             raise AssertionError("an array block of 2**32 threshold events")
-        lnN = np.cumsum(T[:, new] - T[:, old], axis=1) if n else np.zeros((L, 0), dtype=np.int64)
-        ends = np.append(starts[1:], n) - 1
-        logm = lnN[:, ends] if n else np.zeros((L, 0), dtype=np.int64)
-        single = (ends - starts) == 0
-        bs, as_ = new[starts], old[starts]
-        logm += np.where(single, T[:, np.where(single, bs - as_, 1)] - T[:, bs], 0)
-        logm += to_limbs([base], L)
-        if not single.all():  # several factors change at one level: exact products
-            multi = np.flatnonzero(~single)
+        if n:
+            t_new = T[:, new]
+            # ln N after each event: exact limb sums of X_new - X_old (telescoping per row)
+            lnN = np.cumsum(t_new - T[:, old], axis=1)
+        else:
+            t_new = lnN = np.zeros((L, 0), dtype=np.int64)
+        lnN += to_limbs([base], L)
+        if len(starts) == n:  # one event a level: ln m = ln N(M) + ln(b - a) - ln b
+            logm = lnN
+            logm += T[:, new - old]
+            logm -= t_new
+        else:
+            ends = np.append(starts[1:], n) - 1
+            logm = lnN[:, ends]
+            single = (ends - starts) == 0
+            one = np.flatnonzero(single)
+            e = starts[one]
+            logm[:, one] += T[:, new[e] - old[e]] - t_new[:, e]
+            multi = np.flatnonzero(~single)  # several factors change at one level: exact products
             pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
             logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
         utility = -Ms[starts]
@@ -269,11 +279,11 @@ def _fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
 
 
 def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.ndarray:
-    """Limbs of ``floor(Lam * M / 2**G) - lnZ`` for ``M = -utility``."""
+    """Limbs of ``floor(-Lam * M / 2**G) - lnZ`` for ``M = -utility``."""
     n = len(utility)
     if utility.dtype == object:
         M = [-int(u) for u in utility]
-        prod = [-((lam_fixed * m) >> (g_limbs * LIMB_BITS)) - log_z for m in M]
+        prod = [((-lam_fixed * m) >> (g_limbs * LIMB_BITS)) - log_z for m in M]
         top = max((abs(v).bit_length() for v in prod), default=1)
         return to_limbs(prod, limbs_for(top + 1))
     M = -utility.astype(np.int64)
@@ -281,17 +291,21 @@ def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.nd
     top = int(M.max()) if n else 0
     mu = [(M >> (LIMB_BITS * i)) & mask for i in range(3) if top >> (LIMB_BITS * i)]
     lam_limbs = to_limbs([lam_fixed], limbs_for(abs(lam_fixed).bit_length() + 1))[:, 0].tolist()
-    width = len(lam_limbs) + 3 + 1
+    z_limbs = to_limbs([log_z], limbs_for(abs(log_z).bit_length() + 1))[:, 0].tolist()
+    width = max(len(lam_limbs) + 3, g_limbs + len(z_limbs)) + 1
+    # -Lam*M - lnZ * 2**G, then floored to 2**G: floor(-Lam M / 2**G) - lnZ
     prod = np.zeros((width, n), dtype=np.int64)
+    low = width
     for j, lj in enumerate(lam_limbs):
-        if lj:
+        if lj and mu:
+            low = min(low, j)
             for i, m in enumerate(mu):
-                prod[i + j] += lj * m  # each term below 2**60, at most three a limb
-    normalize(prod)
-    out = -prod[g_limbs:]  # floor(Lam M / 2**G), negated
-    z = to_limbs([log_z], out.shape[0])[:, 0]
-    out -= z[:, None]
-    return normalize(out)
+                prod[i + j] -= lj * m  # each term below 2**60 in size, at most three a limb
+    for j, zj in enumerate(z_limbs):
+        if zj:
+            low = min(low, g_limbs + j)
+            prod[g_limbs + j] -= zj
+    return normalize(prod, low)[g_limbs:]
 
 
 def _block_events(a: dict, k: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
