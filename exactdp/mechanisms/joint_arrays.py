@@ -148,23 +148,23 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
             raise AssertionError("an array block of 2**32 threshold events")
         if n:
-            t_new = T[:, new]
+            t_new = np.take(T, new, axis=1)  # take: about twice as fast as T[:, new]
             # ln N after each event: exact limb sums of X_new - X_old (telescoping per row)
-            lnN = np.cumsum(t_new - T[:, old], axis=1)
+            lnN = np.cumsum(t_new - np.take(T, old, axis=1), axis=1)
         else:
             t_new = lnN = np.zeros((L, 0), dtype=np.int64)
         lnN += to_limbs([base], L)
         if len(starts) == n:  # one event a level: ln m = ln N(M) + ln(b - a) - ln b
             logm = lnN
-            logm += T[:, new - old]
+            logm += np.take(T, new - old, axis=1)
             logm -= t_new
         else:
             ends = np.append(starts[1:], n) - 1
-            logm = lnN[:, ends]
+            logm = np.take(lnN, ends, axis=1)
             single = (ends - starts) == 0
             one = np.flatnonzero(single)
             e = starts[one]
-            logm[:, one] += T[:, new[e] - old[e]] - t_new[:, e]
+            logm[:, one] += np.take(T, new[e] - old[e], axis=1) - np.take(t_new, e, axis=1)
             multi = np.flatnonzero(~single)  # several factors change at one level: exact products
             pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
             logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
