@@ -324,7 +324,7 @@ def _block_events(a: dict, k: int, lo: int, hi: int) -> tuple[np.ndarray, np.nda
     rows = np.repeat(np.arange(k, dtype=np.int64), sizes)
     offsets = np.cumsum(sizes) - sizes
     q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
-    M = sc[rows] - vals[q]
+    M = np.take(sc, rows) - np.take(vals, q)
     s = n.bit_length()
     if int(M.max()).bit_length() + s <= 62:
         key = M << s
@@ -335,9 +335,9 @@ def _block_events(a: dict, k: int, lo: int, hi: int) -> tuple[np.ndarray, np.nda
     else:
         order = np.argsort(M)
         M = M[order]
-    q, rows = q[order], rows[order]
-    new = cum[q] - rows
-    old = cum[q - 1] - rows
+    q, rows = np.take(q, order), np.take(rows, order)
+    new = np.take(cum, q) - rows
+    old = np.take(cum, q - 1) - rows
     starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
     return M, new, old, starts
 
