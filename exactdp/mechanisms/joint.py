@@ -42,12 +42,13 @@ import random
 from fractions import Fraction
 from itertools import chain, repeat
 from operator import index, mul
-from typing import TYPE_CHECKING, Iterator, Optional, SupportsIndex, Union
+from typing import Iterator, Optional, SupportsIndex, Union
 
 import gmpy2
 import mpmath
 import numpy as np
 
+from .joint_arrays import LevelArrayBlock, iter_level_arrays as _iter_level_arrays
 from .joint_blocks import JointLevelSource
 from .joint_pairs import joint_pair_cells
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
@@ -63,9 +64,6 @@ from ..core.sampling import numpy_generator
 from ..core.selection import SelectionRule
 from ..core._typing import CountsLike, RationalLike
 from ..core.validation import as_dps, as_index, as_memory_budget
-
-if TYPE_CHECKING:
-    from .joint_arrays import LevelArrayBlock
 
 __all__ = ["Joint", "joint_mtilde"]
 
@@ -224,7 +222,7 @@ class Joint(JointFamily):
                          "level_probabilities()", "iter_level_probabilities()")
         return list(self.iter_level_probabilities(dps))
 
-    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator["LevelArrayBlock"]:
+    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
         """Every level, best first, in blocks of arrays
         (:class:`~exactdp.mechanisms.joint_arrays.LevelArrayBlock`): exact utilities, and
         each level's log-multiplicity and one output's log-probability as certified
@@ -235,13 +233,11 @@ class Joint(JointFamily):
         permute-and-flip (:class:`~exactdp.mechanisms.pnf_joint.PNFJoint`) is an integral
         over every level, not a weight over a normaliser, and raises
         :class:`~exactdp.errors.InvalidParameterError`."""
-        from .joint_arrays import iter_level_arrays
-
         if not isinstance(self.rule, ExponentialMechanism):
             raise InvalidParameterError(
                 "rule", type(self.rule).__name__,
                 "iter_level_arrays() needs the exponential rule (Joint); use iter_level_probabilities()")
-        return iter_level_arrays(self, as_dps(dps))
+        return _iter_level_arrays(self, as_dps(dps))
 
     def support_size(self) -> int:
         """``d!/(d-k)!``: every sequence of k distinct items has positive probability."""

@@ -115,8 +115,8 @@ def _errors(k: int, d: int) -> tuple[int, int, int]:
 
 
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
-    """The blocks of :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays` (exponential
-    rule) at ``dps`` digits."""
+    """The blocks of :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays` of
+    ``mechanism`` (a Joint, exponential rule) at ``dps`` digits."""
     k, d = mechanism.k, mechanism.d
     w, e_m, e_p = _errors(k, d)
     F = frac_bits_for(dps, max(e_m, e_p))
