@@ -111,14 +111,40 @@ def log_table(n_max: int, frac_bits: int) -> tuple[np.ndarray, int, list[int]]:
 
 
 def to_limbs(values: Any, nlimbs: int) -> np.ndarray:
-    """Normalized limbs (``nlimbs x len(values)``, ``int64``) of Python integers."""
+    """Normalized limbs (``nlimbs x len(values)``, ``int64``) of Python integers (the top
+    limb takes whatever is left above the others)."""
     values = list(values)
+    half = 1 << (LIMB_BITS * nlimbs - 1)
+    if len(values) >= 64 and -half <= min(values) and max(values) < half:
+        return _to_limbs_bytes(values, nlimbs)
     out = np.empty((nlimbs, len(values)), dtype=np.int64)
     for j in range(nlimbs - 1):
         shift = LIMB_BITS * j
         out[j] = [(v >> shift) & _MASK for v in values]
     shift = LIMB_BITS * (nlimbs - 1)
     out[nlimbs - 1] = [v >> shift for v in values]
+    return out
+
+
+def _to_limbs_bytes(values: list[int], nlimbs: int) -> np.ndarray:
+    """:func:`to_limbs` through one ``int.to_bytes`` a value: the values plus ``2**B``
+    (``B = LIMB_BITS * nlimbs - 1``, so every sum is in ``[0, 2**(B+1))``) as little-endian
+    64-bit words, each limb cut from at most two words, then ``2**B`` taken off the top
+    limb (exact integer steps)."""
+    bits = LIMB_BITS * nlimbs
+    offset = 1 << (bits - 1)
+    nwords = -(-bits // 64) + 1
+    nbytes = 8 * nwords
+    raw = b"".join([(v + offset).to_bytes(nbytes, "little") for v in values])
+    words = np.frombuffer(raw, dtype="<u8").reshape(len(values), nwords)
+    out = np.empty((nlimbs, len(values)), dtype=np.int64)
+    for j in range(nlimbs):
+        w, s = divmod(LIMB_BITS * j, 64)
+        limb = words[:, w] >> np.uint64(s)
+        if s + LIMB_BITS > 64:
+            limb |= words[:, w + 1] << np.uint64(64 - s)
+        out[j] = (limb & np.uint64(_MASK)).astype(np.int64)
+    out[nlimbs - 1] -= 1 << (LIMB_BITS - 1)  # offset = 2**(LIMB_BITS - 1) in the top limb
     return out
 
 

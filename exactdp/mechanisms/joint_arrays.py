@@ -130,9 +130,9 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     if not source._numpy:
         yield from _object_blocks(mechanism, F, e_m, e_p, dps, log_z, lam_fixed, shift_limbs)
         return
-    # |X_n| < 2**(F + 4) (ln n < 16), a sum of k + 2 entries below 2**(F + 4 + bits(k + 2)),
-    # one more bit for the sign
-    L = -(-(F + 4 + (k + 2).bit_length() + 2) // LIMB_BITS)
+    # a sum of k + 2 entries (each at most max X_n in size) and one sign bit fit L limbs
+    top = max(xs[: d + 2]).bit_length()
+    L = -(-(top + (k + 2).bit_length() + 2) // LIMB_BITS)
     T = np.zeros((L, table_limbs.shape[1]), dtype=np.int64)
     rows = min(L, table_limbs.shape[0])
     if table_limbs[rows:].any():  # cannot happen: the entries fit L limbs

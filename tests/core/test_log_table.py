@@ -42,3 +42,14 @@ def test_cached_larger_table_reports_the_bound_of_the_size_asked():
     log_table(70000, 61)
     limbs, err, values = log_table(100, 61)
     assert err == 6 and limbs.shape[1] >= 101 and values[64] == 6 * values[2]
+
+
+@given(st.integers(1, 7), st.data())
+def test_many_values_to_limbs(nlimbs, data):
+    # 64 values or more take the bytes path when they fit, else the per-limb path (whose
+    # top limb takes the rest: up to 2**62 of it here)
+    bound = 2 ** (30 * (nlimbs - 1) + data.draw(st.sampled_from([29, 30, 62])))
+    values = data.draw(st.lists(st.integers(-bound, bound - 1), min_size=64, max_size=300))
+    x = to_limbs(values, nlimbs)
+    assert [from_limbs(x, i) for i in range(len(values))] == values
+    assert ((x[:-1] >= 0) & (x[:-1] < 2**30)).all()
