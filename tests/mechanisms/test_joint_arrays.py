@@ -65,8 +65,6 @@ def test_exhaustive_small(monkeypatch, d):
     monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
     monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
     for counts in itertools.product(range(4), repeat=d):
-        if d == 5 and sum(counts) % 3:  # a third of {0..3}^5 keeps it under a few seconds
-            continue
         for k in range(1, d + 1):
             check_twin(Joint(list(counts), k, epsilon=1), 12)
 
