@@ -48,6 +48,7 @@ import gmpy2
 import mpmath
 import numpy as np
 
+from .joint_arrays import LevelArrayBlock, iter_level_arrays as _iter_level_arrays
 from .joint_blocks import JointLevelSource
 from .joint_pairs import joint_pair_cells
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
@@ -220,6 +221,23 @@ class Joint(JointFamily):
         table.check_fits(level_list_bytes(len(table), table.source.level_bytes + 160),
                          "level_probabilities()", "iter_level_probabilities()")
         return list(self.iter_level_probabilities(dps))
+
+    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
+        """Every level, best first, in blocks of arrays
+        (:class:`~exactdp.mechanisms.joint_arrays.LevelArrayBlock`): exact utilities, and
+        each level's log-multiplicity and one output's log-probability as certified
+        fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
+        (``None``: the default 30) of the multiplicity and of the probability
+        (:mod:`exactdp.mechanisms.joint_arrays` gives the proof).  Blocks are computed as
+        they are read, none is kept.  The exponential rule only: the level law of
+        permute-and-flip (:class:`~exactdp.mechanisms.pnf_joint.PNFJoint`) is an integral
+        over every level, not a weight over a normaliser, and raises
+        :class:`~exactdp.errors.InvalidParameterError`."""
+        if not isinstance(self.rule, ExponentialMechanism):
+            raise InvalidParameterError(
+                "rule", type(self.rule).__name__,
+                "iter_level_arrays() needs the exponential rule (Joint); use iter_level_probabilities()")
+        return _iter_level_arrays(self, as_dps(dps))
 
     def support_size(self) -> int:
         """``d!/(d-k)!``: every sequence of k distinct items has positive probability."""

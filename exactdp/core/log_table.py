@@ -1,0 +1,165 @@
+"""Certified fixed-point logarithms of small integers, and exact fixed-point sums in limbs.
+
+A *fixed-point value* ``X`` at ``F`` fractional bits stands for the real ``X * 2**-F``.
+:func:`log_table` gives, for every integer ``1 <= n <= n_max``, an integer ``X_n`` with
+
+    ``|X_n - 2**F * ln n| <= Omega(n)`` (``Omega(n)``: prime factors of ``n`` with
+    multiplicity, so at most ``floor(log2 n)``; 0 for ``n = 1``),
+
+computed once: ``X_p`` for each prime ``p`` is ``2**F ln p`` rounded to the nearest
+integer from an arb enclosure whose radius is below ``2**-F / 4`` (so ``|X_p - 2**F ln p|
+<= 1/2 + 1/4 < 1``), and ``X_n = X_p + X_{n/p}`` (``p`` the least prime factor of ``n``;
+``ln n = ln p + ln(n/p)`` exactly, so the errors add: ``Omega(n)`` ulps at most).
+
+Sums of table entries are exact integer sums, so a sum of ``s`` entries is within ``s *
+max Omega`` ulps whatever its length.  On arrays the values are kept in *limbs*:
+``L`` rows of ``int64``, value ``sum_j x[j] * 2**(LIMB_BITS*j)`` (:func:`to_limbs`,
+:func:`normalize`, :func:`from_limbs`); a normalized limb is in ``[0, 2**LIMB_BITS)``
+except the top one, which carries the sign.  With ``LIMB_BITS = 30`` a sum or difference
+of up to ``2**32`` normalized values cannot overflow a limb before :func:`normalize`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from flint import arb
+
+from .precision import flint_workprec
+
+__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio"]
+
+#: Bits per limb.
+LIMB_BITS = 30
+_MASK = (1 << LIMB_BITS) - 1
+
+_TABLES: dict[tuple[int, int], tuple[np.ndarray, int, list[int]]] = {}
+
+
+def limbs_for(bits: int) -> int:
+    """Limbs holding a signed value of magnitude below ``2**bits`` (one spare bit)."""
+    return bits // LIMB_BITS + 2
+
+
+def _nearest_fixed(ball: arb, frac_bits: int) -> int:
+    """The integer nearest to ``2**frac_bits * mid(ball)`` (exact rational arithmetic)."""
+    man, exp = ball.mid().man_exp()
+    man, exp = int(man), int(exp) + frac_bits
+    if exp >= 0:
+        return man << exp
+    return (man + (1 << (-exp - 1))) >> -exp
+
+
+def fixed_log_ratio(num: int, den: int, frac_bits: int) -> int:
+    """``X`` with ``|X - 2**frac_bits * ln(num/den)| <= 1`` (``num, den >= 1``), from arb
+    at ``frac_bits + 2 + bits`` of precision (radius below ``2**-frac_bits / 4``)."""
+    prec = frac_bits + 16 + max(num.bit_length(), den.bit_length()).bit_length()
+    while True:
+        with flint_workprec(prec):
+            ball = arb(num).log() - arb(den).log()
+            if ball.rad() * arb(2) ** (frac_bits + 2) < 1:
+                return _nearest_fixed(ball, frac_bits)
+        prec *= 2
+
+
+def log_table(n_max: int, frac_bits: int) -> tuple[np.ndarray, int, list[int]]:
+    """``(limbs, error, values)``: ``limbs[:, n]`` the normalized limbs of ``X_n`` (``X_0 =
+    0``, unused) for ``0 <= n <= n_max``, ``error = max Omega(n) = floor(log2 n_max)``, the bound in ulps (module docstring), and ``values[n] = X_n``
+    as Python ints.  Cached per ``(n_max, frac_bits)`` (a table of a larger ``n_max`` at
+    the same scale serves: entries do not depend on ``n_max``; its error bound may be
+    larger)."""
+    # max Omega(n) over n <= n_max is floor(log2 n_max) (attained at a power of two)
+    for (size, bits), (table, _, values) in _TABLES.items():
+        if bits == frac_bits and size >= n_max:
+            return table, max(n_max, 1).bit_length() - 1, values
+    n_max = max(n_max, 1)
+    # least prime factors by a sieve
+    spf = np.zeros(n_max + 1, dtype=np.int64)
+    for p in range(2, math.isqrt(n_max) + 1):
+        if spf[p] == 0:
+            block = spf[p * p :: p]
+            block[block == 0] = p
+    primes = np.flatnonzero(spf[2:] == 0) + 2
+    spf[primes] = primes
+    values: list[int] = [0] * (n_max + 1)
+    omega = [0] * (n_max + 1)
+    prec = frac_bits + 16 + n_max.bit_length().bit_length()
+    with flint_workprec(prec):
+        for p in primes.tolist():
+            ball = arb(p).log()
+            if not ball.rad() * arb(2) ** (frac_bits + 2) < 1:
+                values[p] = fixed_log_ratio(p, 1, frac_bits)
+            else:
+                values[p] = _nearest_fixed(ball, frac_bits)
+            omega[p] = 1
+    spf_list = spf.tolist()
+    for n in range(4, n_max + 1):
+        p = spf_list[n]
+        if p != n:
+            q = n // p
+            values[n] = values[p] + values[q]
+            omega[n] = 1 + omega[q]
+    err = max(omega)
+    top = max(values).bit_length()
+    table = to_limbs(values, limbs_for(top + 1))
+    if len(_TABLES) >= 4:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[(n_max, frac_bits)] = (table, err, values)
+    return table, err, values
+
+
+def to_limbs(values: Any, nlimbs: int) -> np.ndarray:
+    """Normalized limbs (``nlimbs x len(values)``, ``int64``) of Python integers (the top
+    limb takes whatever is left above the others)."""
+    values = list(values)
+    half = 1 << (LIMB_BITS * nlimbs - 1)
+    if len(values) >= 64 and -half <= min(values) and max(values) < half:
+        return _to_limbs_bytes(values, nlimbs)
+    out = np.empty((nlimbs, len(values)), dtype=np.int64)
+    for j in range(nlimbs - 1):
+        shift = LIMB_BITS * j
+        out[j] = [(v >> shift) & _MASK for v in values]
+    shift = LIMB_BITS * (nlimbs - 1)
+    out[nlimbs - 1] = [v >> shift for v in values]
+    return out
+
+
+def _to_limbs_bytes(values: list[int], nlimbs: int) -> np.ndarray:
+    """:func:`to_limbs` through one ``int.to_bytes`` a value: the values plus ``2**B``
+    (``B = LIMB_BITS * nlimbs - 1``, so every sum is in ``[0, 2**(B+1))``) as little-endian
+    64-bit words, each limb cut from at most two words, then ``2**B`` taken off the top
+    limb (exact integer steps)."""
+    bits = LIMB_BITS * nlimbs
+    offset = 1 << (bits - 1)
+    nwords = -(-bits // 64) + 1
+    nbytes = 8 * nwords
+    raw = b"".join([(v + offset).to_bytes(nbytes, "little") for v in values])
+    words = np.frombuffer(raw, dtype="<u8").reshape(len(values), nwords)
+    out = np.empty((nlimbs, len(values)), dtype=np.int64)
+    for j in range(nlimbs):
+        w, s = divmod(LIMB_BITS * j, 64)
+        limb = words[:, w] >> np.uint64(s)
+        if s + LIMB_BITS > 64:
+            limb |= words[:, w + 1] << np.uint64(64 - s)
+        out[j] = (limb & np.uint64(_MASK)).astype(np.int64)
+    out[nlimbs - 1] -= 1 << (LIMB_BITS - 1)  # offset = 2**(LIMB_BITS - 1) in the top limb
+    return out
+
+
+def normalize(x: np.ndarray, start: int = 0) -> np.ndarray:
+    """Propagate carries in place (every limb but the top into ``[0, 2**LIMB_BITS)``; the
+    value ``sum_j x[j] 2**(LIMB_BITS j)`` is unchanged: exact integer steps); returns ``x``.
+    Limbs below ``start`` are taken as already normalized (zero, say)."""
+    for j in range(start, x.shape[0] - 1):
+        carry = x[j] >> LIMB_BITS  # floor division (arithmetic shift)
+        x[j] &= _MASK
+        x[j + 1] += carry
+    return x
+
+
+def from_limbs(x: np.ndarray, i: int) -> int:
+    """The integer held in column ``i`` of the limbs ``x``."""
+    column = x[:, i].tolist()
+    return sum(v << (LIMB_BITS * j) for j, v in enumerate(column))

@@ -1,0 +1,363 @@
+"""Joint's levels as arrays: certified fixed-point log-multiplicities and log-probabilities.
+
+Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
+Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Lemma 3.5 with the counts
+collapsed onto integer levels (:mod:`exactdp.mechanisms.joint_blocks`):
+``N(M) = prod_{r<k} f_r(M)``, ``f_r(M) = T_r(M) - r >= 1`` and ``m(-M) = N(M) - N(M_prev)``.
+
+Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``X *
+2**-F``) held in limbs (:mod:`exactdp.core.log_table`), with a proven error in ulps
+(``2**-F``); ``X_n`` below is the certified table entry of ``ln n`` (error ``<= w``,
+``w = max Omega(n) <= floor(log2(d+1))``).
+
+- ``ln N(M) = sum_r ln f_r(M)``: at a block's start ``sum_r X_{f_r}`` (Python ints, ``k``
+  bisections), then per threshold event ``X_new - X_old`` summed by ``numpy.cumsum`` over
+  the limbs: an exact integer sum that telescopes per row, so at every level it equals
+  ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)`` however many
+  levels precede it.
+- one factor changing at the level, ``a -> b`` (``b > a >= 1``): ``m = N(M) (b-a)/b``, so
+  ``ln m = ln N(M) + ln(b-a) - ln b``: two more entries, ``(k+2) w`` ulps.
+- several factors ``a_i -> b_i``: ``ln m = ln N(M) + ln(P_b - P_a) - ln P_b`` with the
+  exact products ``P_a, P_b`` (Python ints) and the last difference from arb within one ulp
+  (:func:`~exactdp.core.log_table.fixed_log_ratio`): ``k w + 1`` ulps.
+- the level ``M = 0``: ``ln N(0)``, ``k w`` ulps.
+
+So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.  The log-probability of
+one output of the level, ``-lam M - ln Z``: ``lam`` rounded to ``Lam`` at ``F + G``
+fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
+of the rational ``epsilon/divisor``, or nearest from arb with a base: error ``< 1`` there),
+the exact product ``Lam * M`` in limbs, floored to ``F`` bits (error ``< M 2**-G + 1 < 2``
+ulps); ``ln Z`` from the level table's certified total (:meth:`BlockLevelTable.total`,
+which sums the leading blocks and bounds the rest) rounded to the nearest ulp from a ball
+of radius below a quarter ulp (error ``< 1``): ``E_p = 3`` ulps.
+
+``F`` is chosen so that ``2 * E * 2**-F <= 10**-dps`` for both errors: ``exp`` of a value
+within ``E`` ulps is within relative error ``e**(E 2**-F) - 1 <= 2 E 2**-F`` of the true
+multiplicity or probability.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Optional
+
+import mpmath
+import numpy as np
+from flint import arb
+
+from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, to_limbs
+from ..core.precision import flint_workprec
+
+__all__ = ["LevelArrayBlock", "iter_level_arrays", "frac_bits_for"]
+
+
+class LevelArrayBlock:
+    """Consecutive levels of a Joint mechanism, best first, as arrays.
+
+    - ``utility``: the exact utilities ``-M`` (``int64``; ``object`` only where they do
+      not fit);
+    - ``log_multiplicity``, ``log_output_probability``: ``int64`` limbs, shape ``(L,
+      len(block))``: column ``i`` holds the integer ``X = sum_j x[j, i] *
+      2**(limb_bits*j)`` (every limb but the last in ``[0, 2**limb_bits)``, the last
+      signed), which stands for ``X * 2**-frac_bits``;
+    - ``log_multiplicity_error``, ``log_output_probability_error``: proven bounds, in
+      ulps ``2**-frac_bits``, on ``|X - 2**frac_bits * ln(value)|`` for every column (the
+      multiplicity of the level, the probability of one output of the level;
+      :mod:`exactdp.mechanisms.joint_arrays` gives the proof);
+    - ``log_multiplicity_at(i)``, ``log_output_probability_at(i)``: ``X * 2**-frac_bits``
+      as an exact ``mpmath.mpf``; its ``exp`` is within relative error ``10**-dps`` of the
+      level's multiplicity, of one output's probability.
+    """
+
+    __slots__ = ("utility", "log_multiplicity", "log_output_probability", "frac_bits", "limb_bits",
+                 "log_multiplicity_error", "log_output_probability_error", "dps")
+
+    def __init__(self, utility: Any, log_multiplicity: np.ndarray, log_output_probability: np.ndarray,
+                 frac_bits: int, log_multiplicity_error: int, log_output_probability_error: int, dps: int):
+        self.utility = utility
+        self.log_multiplicity = log_multiplicity
+        self.log_output_probability = log_output_probability
+        self.frac_bits = frac_bits
+        self.limb_bits = LIMB_BITS
+        self.log_multiplicity_error = log_multiplicity_error
+        self.log_output_probability_error = log_output_probability_error
+        self.dps = dps
+
+    def __len__(self) -> int:
+        return len(self.utility)
+
+    def _at(self, x: np.ndarray, i: int) -> mpmath.mpf:
+        i = range(len(self))[i]
+        value = sum(v << (LIMB_BITS * j) for j, v in enumerate(x[:, i].tolist()))
+        # from_man_exp without a precision is exact (mpf((man, exp)) would round)
+        return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(value, -self.frac_bits))
+
+    def log_multiplicity_at(self, i: int) -> mpmath.mpf:
+        """``ln m`` of level ``i`` of the block (exact binary value of the limbs)."""
+        return self._at(self.log_multiplicity, i)
+
+    def log_output_probability_at(self, i: int) -> mpmath.mpf:
+        """``ln P(S)`` of one output ``S`` of level ``i`` of the block."""
+        return self._at(self.log_output_probability, i)
+
+    def __repr__(self) -> str:
+        return f"LevelArrayBlock(levels={len(self)}, frac_bits={self.frac_bits})"
+
+
+def frac_bits_for(dps: int, error: int) -> int:
+    """The least ``F`` with ``2 * error * 2**-F <= 10**-dps``."""
+    return math.ceil(dps * math.log2(10)) + (2 * error).bit_length()
+
+
+def _errors(k: int, d: int) -> tuple[int, int, int]:
+    w = (d + 1).bit_length() - 1  # max Omega(n) <= floor(log2 n) for n <= d + 1
+    return w, (k + 2) * w + 1, 3
+
+
+def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
+    """The blocks of :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays` of
+    ``mechanism`` (a Joint, exponential rule) at ``dps`` digits."""
+    k, d = mechanism.k, mechanism.d
+    w, e_m, e_p = _errors(k, d)
+    F = frac_bits_for(dps, max(e_m, e_p))
+    table_limbs, table_err, xs = log_table(d + 1, F)
+    if table_err > w:  # cannot happen (Omega(n) <= log2 n), kept as a guard
+        raise AssertionError("log table error above its bound")
+    table = mechanism.table
+    source = table.source
+    log_z = _fixed_log_total(table, F)
+    lam_fixed, shift_limbs = _fixed_lam(mechanism.scale, F, _max_m(source))
+    if not source._numpy:
+        yield from _object_blocks(mechanism, F, e_m, e_p, dps, log_z, lam_fixed, shift_limbs)
+        return
+    # a sum of k + 2 entries (each at most max X_n in size) and one sign bit fit L limbs
+    top = max(xs[: d + 2]).bit_length()
+    L = -(-(top + (k + 2).bit_length() + 2) // LIMB_BITS)
+    T = np.zeros((L, table_limbs.shape[1]), dtype=np.int64)
+    rows = min(L, table_limbs.shape[0])
+    if table_limbs[rows:].any():  # cannot happen: the entries fit L limbs
+        raise AssertionError("log table entries wider than their bound")
+    T[:rows] = table_limbs[:rows]
+    a = source._arrays()
+    for b, (lo, hi) in enumerate(_windows(source)):
+        # ln N(lo): the row factors at the block's start
+        f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
+        base = sum(xs[f] for f in f0)
+        Ms, new, old, starts = _block_events(a, k, lo, hi)
+        n = len(Ms)
+        if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
+            raise AssertionError("an array block of 2**32 threshold events")
+        if n:
+            t_new = np.take(T, new, axis=1)  # take: about twice as fast as T[:, new]
+            # ln N after each event: exact limb sums of X_new - X_old (telescoping per row)
+            lnN = np.cumsum(t_new - np.take(T, old, axis=1), axis=1)
+        else:
+            t_new = lnN = np.zeros((L, 0), dtype=np.int64)
+        lnN += to_limbs([base], L)
+        if len(starts) == n:  # one event a level: ln m = ln N(M) + ln(b - a) - ln b
+            logm = lnN
+            logm += np.take(T, new - old, axis=1)
+            logm -= t_new
+        else:
+            ends = np.append(starts[1:], n) - 1
+            logm = np.take(lnN, ends, axis=1)
+            single = (ends - starts) == 0
+            one = np.flatnonzero(single)
+            e = starts[one]
+            logm[:, one] += np.take(T, new[e] - old[e], axis=1) - np.take(t_new, e, axis=1)
+            multi = np.flatnonzero(~single)  # several factors change at one level: exact products
+            pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
+            logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
+        utility = -Ms[starts]
+        if b == 0:
+            logm = np.concatenate((to_limbs([base], L), logm), axis=1)
+            utility = np.concatenate((np.zeros(1, dtype=np.int64), utility))
+        normalize(logm)
+        logp = _log_output(utility, lam_fixed, shift_limbs, log_z)
+        yield LevelArrayBlock(utility, logm, logp, F, e_m, e_p, dps)
+
+
+#: Threshold events of the first array block; each next holds twice as many, up to
+#: :data:`ARRAY_BLOCK_EVENTS` (tests lower both to put block boundaries everywhere).  A
+#: block's limb sums stay exact while it holds fewer than ``2**32`` events.
+ARRAY_FIRST_EVENTS = 1 << 10
+ARRAY_BLOCK_EVENTS = 1 << 17
+
+
+def _windows(source: Any) -> Iterator[tuple[int, int]]:
+    """The array blocks' windows ``lo < M <= hi`` (the first with ``lo = 0`` holds the
+    level ``M = 0`` too): each ends at the least ``M`` with the next ``min(
+    ARRAY_BLOCK_EVENTS, ARRAY_FIRST_EVENTS * 2**b)`` events up to it, or at the largest
+    ``M`` (bisection on :meth:`JointLevelSource._events_upto`, ``k`` ``searchsorted`` a
+    step; the source's own blocks are not planned)."""
+    total, _, top = source._event_counts()
+    if total == 0:
+        yield 0, 0
+        return
+    lo = done = b = 0
+    while done < total:
+        target = done + min(ARRAY_BLOCK_EVENTS, ARRAY_FIRST_EVENTS << b)
+        if target >= total:
+            hi = top
+        else:
+            x, y = lo + 1, top
+            while x < y:
+                mid = (x + y) // 2
+                if source._events_upto(mid) >= target:
+                    y = mid
+                else:
+                    x = mid + 1
+            hi = x
+        yield lo, hi
+        done = source._events_upto(hi)
+        lo, b = hi, b + 1
+
+
+def _level_products(new: np.ndarray, old: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    levels: np.ndarray, group: int) -> tuple[list[int], list[int]]:
+    """The exact products ``(P_a, P_b)`` of the old and new factors of each of ``levels``:
+    up to ``group`` factors in ``int64`` (each ``<= d``, so below ``2**62``), then the
+    groups as Python ints."""
+    lengths = ends[levels] - starts[levels] + 1
+    firsts = np.cumsum(lengths) - lengths
+    idx = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(firsts - starts[levels], lengths)
+    within = np.arange(len(idx)) - np.repeat(firsts, lengths)
+    group_starts = np.flatnonzero(within % group == 0)
+    seg = np.searchsorted(group_starts, firsts)
+    pa = np.multiply.reduceat(np.multiply.reduceat(old[idx], group_starts).astype(object), seg)
+    pb = np.multiply.reduceat(np.multiply.reduceat(new[idx], group_starts).astype(object), seg)
+    return pa.tolist(), pb.tolist()
+
+
+def _log_ratios(pbs: list[int], pas: list[int], F: int) -> list[int]:
+    """``fixed_log_ratio(pb - pa, pb, F)`` for each pair (one precision section; a ball
+    too wide is recomputed by :func:`~exactdp.core.log_table.fixed_log_ratio`)."""
+    out = []
+    quarter = arb(2) ** -(F + 2)
+    with flint_workprec(F + 40):
+        for pb, pa in zip(pbs, pas):
+            ball = (arb(pb - pa) / pb).log()
+            if ball.rad() < quarter:
+                man, exp = ball.mid().man_exp()
+                man, exp = int(man), int(exp) + F
+                out.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
+            else:
+                out.append(fixed_log_ratio(pb - pa, pb, F))
+    return out
+
+
+def _max_m(source: Any) -> int:
+    """The largest ``M`` of any level (``c_(1) - c_min``)."""
+    r = source.ranking
+    return int(r.sorted_counts[0]) - int(r.values[-1])
+
+
+def _fixed_log_total(table: Any, F: int) -> int:
+    """``ln Z`` to within one ulp (``Z`` the table's certified total of the level weights)."""
+    prec = F + 32
+    while True:
+        with flint_workprec(prec):
+            ball = table.total().log()
+            if ball.rad() * arb(2) ** (F + 2) < 1:
+                man, exp = ball.mid().man_exp()
+                man, exp = int(man), int(exp) + F
+                return man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp
+        prec *= 2
+
+
+def _fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
+    """``(Lam, G // LIMB_BITS)``: ``Lam`` within one unit of ``lam * 2**(F+G)`` (floor of
+    the exact rational, or nearest from arb for a base), ``G`` the least multiple of the
+    limb width with ``2**(G-1) > max_m``."""
+    g_limbs = (max_m.bit_length() + 1 + LIMB_BITS - 1) // LIMB_BITS
+    bits = F + g_limbs * LIMB_BITS
+    lam = scale.lam
+    if lam is not None:
+        return (lam.numerator << bits) // lam.denominator, g_limbs
+    base = scale.base
+    return -fixed_log_ratio(base.numerator, base.denominator, bits), g_limbs
+
+
+def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.ndarray:
+    """Limbs of ``floor(-Lam * M / 2**G) - lnZ`` for ``M = -utility``."""
+    n = len(utility)
+    if utility.dtype == object:
+        M = [-int(u) for u in utility]
+        prod = [((-lam_fixed * m) >> (g_limbs * LIMB_BITS)) - log_z for m in M]
+        top = max((abs(v).bit_length() for v in prod), default=1)
+        return to_limbs(prod, limbs_for(top + 1))
+    M = -utility.astype(np.int64)
+    mask = (1 << LIMB_BITS) - 1
+    top = int(M.max()) if n else 0
+    mu = [(M >> (LIMB_BITS * i)) & mask for i in range(3) if top >> (LIMB_BITS * i)]
+    lam_limbs = to_limbs([lam_fixed], limbs_for(abs(lam_fixed).bit_length() + 1))[:, 0].tolist()
+    z_limbs = to_limbs([log_z], limbs_for(abs(log_z).bit_length() + 1))[:, 0].tolist()
+    width = max(len(lam_limbs) + 3, g_limbs + len(z_limbs)) + 1
+    # -Lam*M - lnZ * 2**G, then floored to 2**G: floor(-Lam M / 2**G) - lnZ
+    prod = np.zeros((width, n), dtype=np.int64)
+    low = width
+    for j, lj in enumerate(lam_limbs):
+        if lj and mu:
+            low = min(low, j)
+            for i, m in enumerate(mu):
+                prod[i + j] -= lj * m  # each term below 2**60 in size, at most three a limb
+    for j, zj in enumerate(z_limbs):
+        if zj:
+            low = min(low, g_limbs + j)
+            prod[g_limbs + j] -= zj
+    return normalize(prod, low)[g_limbs:]
+
+
+def _block_events(a: dict, k: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The threshold events ``lo < M <= hi`` sorted by ``M``: ``(M, new factor, old factor,
+    first event of each level)`` (the events of
+    :meth:`~exactdp.mechanisms.joint_blocks.JointLevelSource._compute_factors`, one row
+    factor ``old -> new`` each)."""
+    neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]
+    first = np.searchsorted(neg, lo - sc, side="right")
+    last = np.searchsorted(neg, hi - sc, side="right")
+    sizes = last - first
+    n = int(sizes.sum())
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    rows = np.repeat(np.arange(k, dtype=np.int64), sizes)
+    offsets = np.cumsum(sizes) - sizes
+    q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
+    M = np.take(sc, rows) - np.take(vals, q)
+    s = n.bit_length()
+    if int(M.max()).bit_length() + s <= 62:
+        key = M << s
+        key |= np.arange(n, dtype=np.int64)
+        key.sort()
+        order = key & ((1 << s) - 1)
+        M = key >> s
+    else:
+        order = np.argsort(M)
+        M = M[order]
+    q, rows = np.take(q, order), np.take(rows, order)
+    new = np.take(cum, q) - rows
+    old = np.take(cum, q - 1) - rows
+    starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
+    return M, new, old, starts
+
+
+def _object_blocks(mechanism: Any, F: int, e_m: int, e_p: int, dps: int, log_z: int,
+                   lam_fixed: int, g_limbs: int) -> Iterator[LevelArrayBlock]:
+    """Counts beyond ``int64``: the exact levels, ``ln m`` from arb (within one ulp, so
+    within ``E_m``), in blocks of at most 4,096 levels."""
+    chunk: list[Any] = []
+    levels = mechanism.table.iter_levels()
+    while True:
+        chunk = [lv for _, lv in zip(range(4096), levels)]
+        if not chunk:
+            return
+        xs = [fixed_log_ratio(lv.multiplicity, 1, F) for lv in chunk]
+        top = max(abs(x).bit_length() for x in xs)
+        us = [lv.utility for lv in chunk]
+        try:
+            utility = np.array(us, dtype=np.int64)
+        except OverflowError:
+            utility = np.array(us, dtype=object)
+        logm = to_limbs(xs, limbs_for(top + 1))
+        yield LevelArrayBlock(utility, logm, _log_output(utility, lam_fixed, g_limbs, log_z), F, e_m, e_p, dps)

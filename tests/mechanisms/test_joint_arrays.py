@@ -1,0 +1,145 @@
+"""Joint.iter_level_arrays against its twin, the exact level objects and the certified
+level probabilities (exhaustive small instances, hypothesis, the proven ulp bounds)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from exactdp import Joint, PNFJoint
+from exactdp.errors import InvalidParameterError
+from exactdp.mechanisms import joint_arrays, joint_blocks, joint_sweep
+from exactdp.mechanisms.joint_arrays import LevelArrayBlock
+
+
+def _flatten(m, dps):
+    out = []
+    for block in m.iter_level_arrays(dps=dps):
+        assert isinstance(block, LevelArrayBlock)
+        for i in range(len(block)):
+            out.append((int(block.utility[i]), block.log_multiplicity_at(i), block.log_output_probability_at(i)))
+    return out
+
+
+def check_twin(m, dps):
+    arrays = _flatten(m, dps)
+    twin = list(m.iter_level_probabilities(dps))
+    assert [u for u, _, _ in arrays] == [lv.utility for lv, _ in twin]
+    with mpmath.workdps(dps + 20):
+        tol = mpmath.mpf(10) ** -dps
+        for (u, lm, lp), (lv, p) in zip(arrays, twin):
+            mult = mpmath.exp(lm)
+            assert abs(mult - lv.multiplicity) <= tol * lv.multiplicity
+            # exp(lp) * m and p are each within 10**-dps of the level's probability
+            assert abs(mpmath.exp(lp) * lv.multiplicity - p) <= 2.01 * tol * p
+
+
+def check_bounds(m, dps):
+    """The proven bounds themselves: |X - 2**F ln m| <= E ulps, for every level."""
+    levels = list(m.iter_levels())
+    i = 0
+    with mpmath.workprec(400):
+        lam = mpmath.mpf(m.scale.lam.numerator) / m.scale.lam.denominator
+        z = mpmath.fsum(lv.multiplicity * mpmath.exp(lam * lv.utility) for lv in levels)
+        for block in m.iter_level_arrays(dps=dps):
+            scale = mpmath.mpf(2) ** block.frac_bits
+            for j in range(len(block)):
+                lv = levels[i]
+                i += 1
+                assert abs(block.log_multiplicity_at(j) - mpmath.log(lv.multiplicity)) * scale <= block.log_multiplicity_error
+                exact_lp = lam * lv.utility - mpmath.log(z)
+                assert abs(block.log_output_probability_at(j) - exact_lp) * scale <= block.log_output_probability_error
+    assert i == len(levels)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5])
+def test_exhaustive_small(monkeypatch, d):
+    monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 2)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 2)
+    monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
+    for counts in itertools.product(range(4), repeat=d):
+        for k in range(1, d + 1):
+            check_twin(Joint(list(counts), k, epsilon=1), 12)
+
+
+def test_small_examples():
+    check_twin(Joint([10, 5, 1, 1], 2, epsilon=1), 30)
+    check_twin(Joint([3], 1, epsilon=1), 30)
+    check_twin(Joint([7, 7, 7], 3, epsilon=Fraction(1, 3)), 50)
+    check_twin(Joint([9, 4, 4, 2, 0], 3, base=Fraction(1, 3)), 20)
+
+
+def test_low_digits_bound_is_tight_enough():
+    # few digits: few fractional bits, so the ulp bounds are what keeps the values right
+    for dps in (1, 2, 3):
+        check_twin(Joint([40, 33, 30, 21, 21, 20, 9, 3, 3, 0], 6, epsilon=2), dps)
+        check_bounds(Joint([40, 33, 30, 21, 21, 20, 9, 3, 3, 0], 6, epsilon=2), dps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.one_of(st.integers(0, 6), st.integers(0, 10**6)), min_size=1, max_size=9),
+       data=st.data(), eps=st.fractions(Fraction(1, 10), 4), dps=st.integers(2, 40))
+def test_hypothesis_twin(counts, data, eps, dps):
+    k = data.draw(st.integers(1, len(counts)))
+    first, most = data.draw(st.sampled_from([(1, 1), (1, 3), (2, 8), (1 << 10, 1 << 17)]))
+    with pytest.MonkeyPatch.context() as mp:  # array block boundaries anywhere
+        mp.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", first)
+        mp.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", most)
+        check_twin(Joint(counts, k, epsilon=eps), dps)
+
+
+@settings(max_examples=15, deadline=None)
+@given(counts=st.lists(st.integers(2**62, 2**62 + 30) | st.integers(0, 4), min_size=1, max_size=6), data=st.data())
+def test_hypothesis_huge_counts(counts, data):
+    k = data.draw(st.integers(1, len(counts)))
+    check_twin(Joint(counts, k, epsilon=1), 25)
+
+
+def test_python_path(monkeypatch):
+    monkeypatch.setattr(joint_sweep, "_NUMPY_LIMIT", 0)
+    check_twin(Joint([10, 5, 1, 1, 0, 7], 3, epsilon=1), 30)
+    m = Joint([2**70, 2**70 - 3, 5, 0], 2, epsilon=1)
+    check_twin(m, 30)
+    assert [b.utility.dtype for b in m.iter_level_arrays()] == [object]
+
+
+def test_several_factors_at_one_level(monkeypatch):
+    # ties between rows' differences: levels where two or more row factors change at once
+    monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 3)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 3)
+    monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
+    counts = [20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0]
+    check_twin(Joint(counts, 5, epsilon=1), 30)
+    check_bounds(Joint(counts, 5, epsilon=1), 4)
+
+
+@pytest.mark.slow
+def test_bounds_large_d_and_k():
+    import random
+
+    d = 1200
+    counts = random.Random(7).sample(range(3 * d), d)
+    m = Joint(counts, 150, epsilon=Fraction(1, 50))
+    check_bounds(m, 3)  # 3 digits: F about 26 bits, so an error beyond E ulps would show
+
+
+def test_pnf_joint_refused():
+    with pytest.raises(InvalidParameterError, match="exponential rule"):
+        PNFJoint([3, 2, 1], 2, epsilon=1).iter_level_arrays()
+
+
+def test_blocks_stream_and_dps_validated():
+    m = Joint(list(range(50)), 4, epsilon=1)
+    it = m.iter_level_arrays(dps=10)
+    first = next(it)
+    assert first.utility[0] == 0 and len(first) >= 1
+    with pytest.raises(InvalidParameterError):
+        list(m.iter_level_arrays(dps=0))
