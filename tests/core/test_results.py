@@ -77,6 +77,7 @@ NOT_RESULTS = {
     "exactdp.core.scale.Scale": "a mechanism's parameter (epsilon or base)",
     "exactdp.core.ranking.Ranking": "ranks of items",
     "exactdp.core.ranking.RankingArrays": "ranks of items as int64 arrays (a NamedTuple)",
+    "exactdp.mechanisms.joint_arrays.LevelArrayBlock": "a block of levels as certified arrays",
     "exactdp.mechanisms.canonical.CanonicalClasses": "the canonical mechanism's classes",
     "exactdp.mechanisms.canonical.UtilityClass": "an (h, t, size) NamedTuple",
     "exactdp.mechanisms.joint_pairs.DisplacedWitness": "an output (a sequence)",
