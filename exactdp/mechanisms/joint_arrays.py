@@ -38,7 +38,6 @@ multiplicity or probability.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterator, Optional
 
 import mpmath
@@ -56,10 +55,10 @@ class LevelArrayBlock:
 
     - ``utility``: the exact utilities ``-M`` (``int64``; ``object`` only where they do
       not fit);
-    - ``log_multiplicity``, ``log_output_probability``: ``int64`` limbs, shape ``(L,
-      len(block))``: column ``i`` holds the integer ``X = sum_j x[j, i] *
-      2**(limb_bits*j)`` (every limb but the last in ``[0, 2**limb_bits)``, the last
-      signed), which stands for ``X * 2**-frac_bits``;
+    - ``log_multiplicity``, ``log_output_probability``: ``int64`` limbs, shape
+      ``(len(block), L)`` (the first axis runs over the block's levels): row ``i`` holds
+      the integer ``X = sum_j x[i, j] * 2**(limb_bits*j)`` (every limb but the last in
+      ``[0, 2**limb_bits)``, the last signed), which stands for ``X * 2**-frac_bits``;
     - ``log_multiplicity_error``, ``log_output_probability_error``: proven bounds, in
       ulps ``2**-frac_bits``, on ``|X - 2**frac_bits * ln(value)|`` for every column (the
       multiplicity of the level, the probability of one output of the level;
@@ -75,8 +74,9 @@ class LevelArrayBlock:
     def __init__(self, utility: Any, log_multiplicity: np.ndarray, log_output_probability: np.ndarray,
                  frac_bits: int, log_multiplicity_error: int, log_output_probability_error: int, dps: int):
         self.utility = utility
-        self.log_multiplicity = log_multiplicity
-        self.log_output_probability = log_output_probability
+        # built limb-major (one row per limb, for the carries); handed out level-major
+        self.log_multiplicity = np.ascontiguousarray(log_multiplicity.T)
+        self.log_output_probability = np.ascontiguousarray(log_output_probability.T)
         self.frac_bits = frac_bits
         self.limb_bits = LIMB_BITS
         self.log_multiplicity_error = log_multiplicity_error
@@ -88,7 +88,7 @@ class LevelArrayBlock:
 
     def _at(self, x: np.ndarray, i: int) -> mpmath.mpf:
         i = range(len(self))[i]
-        value = sum(v << (LIMB_BITS * j) for j, v in enumerate(x[:, i].tolist()))
+        value = sum(v << (LIMB_BITS * j) for j, v in enumerate(x[i].tolist()))
         # from_man_exp without a precision is exact (mpf((man, exp)) would round)
         return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(value, -self.frac_bits))
 
@@ -104,9 +104,15 @@ class LevelArrayBlock:
         return f"LevelArrayBlock(levels={len(self)}, frac_bits={self.frac_bits})"
 
 
+#: An upper bound of log2(10) = 3.3219280948...: integer arithmetic, no float rounding.
+_LOG2_10_ABOVE = (33219281, 10**7)
+
+
 def frac_bits_for(dps: int, error: int) -> int:
-    """The least ``F`` with ``2 * error * 2**-F <= 10**-dps``."""
-    return math.ceil(dps * math.log2(10)) + (2 * error).bit_length()
+    """An ``F`` with ``2 * error * 2**-F <= 10**-dps`` (``2**F >= 10**dps * 2 * error``:
+    ``dps * log2(10)`` is bounded above in integers)."""
+    num, den = _LOG2_10_ABOVE
+    return -(-dps * num // den) + (2 * error).bit_length()
 
 
 def _errors(k: int, d: int) -> tuple[int, int, int]:

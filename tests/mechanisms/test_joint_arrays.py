@@ -143,3 +143,16 @@ def test_blocks_stream_and_dps_validated():
     assert first.utility[0] == 0 and len(first) >= 1
     with pytest.raises(InvalidParameterError):
         list(m.iter_level_arrays(dps=0))
+
+
+def test_the_first_axis_runs_over_the_levels():
+    # the limbs of level i are row i: len(block) rows, as utility has
+    from exactdp import Joint
+
+    for block in Joint([40, 30, 22, 21, 7, 7, 0], 3, epsilon=1).iter_level_arrays(dps=25):
+        for array in (block.log_multiplicity, block.log_output_probability):
+            assert array.shape[0] == len(block) == len(block.utility) and array.ndim == 2
+            for i in range(len(block)):
+                value = sum(int(v) << (block.limb_bits * j) for j, v in enumerate(array[i]))
+                at = block.log_multiplicity_at(i) if array is block.log_multiplicity else block.log_output_probability_at(i)
+                assert at._mpf_ == mpmath.libmp.from_man_exp(value, -block.frac_bits)  # exact, no rounding
