@@ -9,7 +9,8 @@ decimal digits (numerator or denominator) is refused with
 :class:`~exactdp.errors.InputLimitError` at once, instead of spending minutes building
 ``10**100000000`` (pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).
 Integers given as ``Decimal`` (counts, ``k``, ``dps``) are limited to
-:data:`MAX_INTEGER_DIGITS` digits the same way.
+:data:`MAX_INTEGER_DIGITS` digits the same way, and every count, an ``int`` included, to
+:data:`MAX_COUNT_DIGITS` digits.
 
 >>> as_counts([3, 2.0, 2])
 (3, 2, 2)
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_DPS",
     "MAX_NUMBER_DIGITS",
     "MAX_INTEGER_DIGITS",
+    "MAX_COUNT_DIGITS",
     "random_from_seed",
     "seed_to_nonnegative",
     "SEED_BOUND",
@@ -93,6 +95,14 @@ MAX_NUMBER_DIGITS = 1000
 #: Largest number of decimal digits of an integer given as a :class:`decimal.Decimal`
 #: (``Decimal("1e100000000")`` as a count would build a hundred-million-digit integer).
 MAX_INTEGER_DIGITS = 1_000_000
+
+#: Largest number of decimal digits of one count (any integer type, an exact ``int``
+#: included).  The certified probabilities of a count vector whose utilities differ by a
+#: number of ``D`` digits take a time growing with ``D**2`` (Joint, measured on
+#: ``[10**D - 1, 0]``, ``k = 1``: 1.3 s at ``D = 4000``, 7 s at 8,000, more than 100 s at
+#: 20,000; docs/benchmarks.md).  Module-level so that a caller who needs more can raise it
+#: (``exactdp.core.validation.MAX_COUNT_DIGITS = 20_000``); the command line reads it too.
+MAX_COUNT_DIGITS = 5000
 
 _LIMIT_HINT = "exactdp.core.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int"
 
@@ -163,7 +173,26 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
         if isinstance(value, (list, tuple)) or getattr(value, "shape", ()) not in ((), None):
             raise InvalidCountsError(f"counts[{position}]", value, "must be a scalar integer")
         out.append(_as_int(value, "counts", f"[{position}]"))
+        _check_count_digits(out[-1], position)
     return tuple(out)
+
+
+def _check_count_digits(count: int, position: int) -> None:
+    """:class:`~exactdp.errors.InputLimitError` when ``count`` has more than
+    :data:`MAX_COUNT_DIGITS` decimal digits (read at each call, so raising it takes effect)."""
+    limit = MAX_COUNT_DIGITS
+    n = abs(count)
+    if n.bit_length() <= limit * 3.3219:  # n < 2**bits <= 10**limit: at most `limit` digits
+        return
+    import gmpy2
+
+    digits = len(gmpy2.mpz(n).digits(10))
+    if digits > limit:
+        raise InputLimitError(
+            f"counts[{position}]", count, f"has {digits} digits, more than the limit of {limit} for a count "
+            "(exactdp.core.validation.MAX_COUNT_DIGITS; raise it: the time to compute probabilities grows with "
+            "the square of the digits)", limit,
+        )
 
 
 def as_int(value: IntLike, argument: str) -> int:

@@ -233,6 +233,20 @@ def test_decimal_counts_past_the_digit_limit():
         as_counts([decimal.Decimal("1e-100000000")])  # not integral; refused without building it
 
 
+def test_count_digit_limit_boundary_and_raising_it(monkeypatch):
+    """A count of more than MAX_COUNT_DIGITS digits, an exact int included, is refused
+    naming the limit (a 20,000-digit count kept Joint's probabilities busy for minutes)."""
+    assert validation.MAX_COUNT_DIGITS == 5000
+    assert as_counts([10**5000 - 1, -(10**5000 - 1), 0]) == (10**5000 - 1, -(10**5000 - 1), 0)  # at the limit
+    for count in (10**5000, -(10**5000), 10**20000):
+        with pytest.raises(errors.InputLimitError, match=r"^counts\[1\]=.*MAX_COUNT_DIGITS; raise it") as info:
+            exactdp.Joint([0, count], 1, epsilon=1)
+        assert info.value.limit == 5000 and isinstance(info.value, errors.InvalidParameterError)
+        assert len(str(info.value)) < 300
+    monkeypatch.setattr(validation, "MAX_COUNT_DIGITS", 6000)  # raised: read at each call
+    assert as_counts([10**5000]) == (10**5000,)
+
+
 def test_as_rational_high_precision_sympy_float():
     f = sympy.Float("0.1", 50)
     assert as_rational(f, "x") == Fraction(int(sympy.Rational(f).p), int(sympy.Rational(f).q))
