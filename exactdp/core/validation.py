@@ -107,6 +107,25 @@ MAX_COUNT_DIGITS = 5000
 _LIMIT_HINT = "exactdp.core.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int"
 
 
+def _digits_int(text: str) -> int:
+    """``int(text)`` for a string of ASCII digits, past CPython's int/str digit limit too
+    (through gmpy2, which is not quadratic either)."""
+    if len(text) <= 4000:
+        return int(text)
+    import gmpy2
+
+    return int(gmpy2.mpz(text))
+
+
+def _decimal_fraction(x: decimal.Decimal) -> Fraction:
+    """The exact value of a finite Decimal (``Fraction(x)`` and ``int(x)`` go through a
+    string and raise ValueError past CPython's int/str digit limit)."""
+    sign, digits, exponent = x.as_tuple()
+    n = _digits_int("".join(map(str, digits)) or "0")
+    q = Fraction(n * 10**exponent) if exponent >= 0 else Fraction(n, 10**-exponent)
+    return -q if sign else q
+
+
 def _is_bool(x: Any) -> bool:
     return isinstance(x, bool) or type(x).__name__ in ("bool_", "bool")
 
@@ -141,8 +160,9 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
                 f"{MAX_INTEGER_DIGITS} for an integer given as Decimal "
                 "(exactdp.core.validation.MAX_INTEGER_DIGITS; raise it, or pass an int)", MAX_INTEGER_DIGITS,
             )
-        if exponent >= 0 or x == x.to_integral_value():
-            return int(x)
+        exact = _decimal_fraction(x)
+        if exact.denominator == 1:
+            return exact.numerator
     if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
         err = InvalidCountsError if argument == "counts" else InvalidParameterError
         raise err(label, x, "must be an integer")
@@ -316,9 +336,9 @@ def _parse_rational(text: str, argument: str) -> Fraction:
     negative = mo.group("sign") == "-"
     if den is not None:
         _check_digits(text, argument, len(num.lstrip("0")), len(den.lstrip("0")))
-        if int(den) == 0:
+        if not den.strip("0"):
             raise InvalidParameterError(argument, text, f"division by zero: must be a finite number {_EXAMPLES}")
-        q = Fraction(int(num), int(den))
+        q = Fraction(_digits_int(num), _digits_int(den))
         return -q if negative else q
     frac = mo.group("frac") or ""
     mantissa = (num + frac).lstrip("0")
@@ -332,7 +352,7 @@ def _parse_rational(text: str, argument: str) -> Fraction:
     stripped = mantissa.rstrip("0")
     shift_after = shift + (len(mantissa) - len(stripped))
     _check_digits(text, argument, len(stripped) + max(shift_after, 0), max(-shift_after, 0) + 1)
-    m = int(stripped)
+    m = _digits_int(stripped)
     q = Fraction(m * 10**shift_after) if shift_after >= 0 else Fraction(m, 10**-shift_after)
     return -q if negative else q
 
@@ -363,7 +383,7 @@ def as_rational(value: RationalLike, argument: str) -> Fraction:
         sign, digits, exponent = value.as_tuple()
         if any(digits):
             _check_digits(value, argument, len(digits) + max(exponent, 0), max(-exponent, 0) + 1)
-        return Fraction(value)
+        return _decimal_fraction(value)
     if isinstance(value, float) or (type(value).__module__ == "numpy" and "float" in type(value).__name__):
         f = float(value)
         if math.isnan(f) or math.isinf(f):
