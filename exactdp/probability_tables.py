@@ -323,7 +323,7 @@ class _Builder:
         if not self.tables:
             raise self.fail("", "no tables")
         for counts, table in self.tables.items():
-            total = sum((Fraction(p) for p in table.values()), Fraction(0))
+            total = _exact_sum(table.values())
             exact = self.exact[counts] and counts not in self.decimal
             if (exact and total != 1) or (not exact and abs(total - 1) > FLOAT_SUM_TOLERANCE):
                 need = "exactly 1" if exact else "1 within 2**-40 (float or decimal probabilities)"
@@ -333,6 +333,19 @@ class _Builder:
                 self.tables[counts] = {o: Fraction(p) / total for o, p in table.items()}
         assert self.k is not None
         return ProbabilityTables(self.k, self.kind, self.tables, self.source, epsilon, dict(self.where))
+
+
+def _exact_sum(values: Any) -> Fraction:
+    """The exact sum of Fractions and floats (at their binary value), added in pairs up a
+    balanced tree in gmpy2 rationals: a time quasi-linear in the size of the result, where
+    ``sum()`` of Fractions, one at a time into a denominator that grows with every distinct
+    denominator, took minutes for a table of 100,000 distinct ones."""
+    terms = [gmpy2.mpq(v) if isinstance(v, float) else gmpy2.mpq(v.numerator, v.denominator) for v in values]
+    if not terms:
+        return Fraction(0)
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return Fraction(int(terms[0].numerator), int(terms[0].denominator))
 
 
 class _JsonObject(dict):  # type: ignore[type-arg]

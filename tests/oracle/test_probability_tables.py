@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
@@ -254,3 +256,21 @@ def test_long_item_ids_and_long_sums_are_table_errors():
     with pytest.raises(ProbabilityTableError, match=r"sum to .*digits\), not exactly 1") as info:
         parse_probability_tables("counts,output,probability\n" + rows, "t")
     assert len(str(info.value)) < 300
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.fractions(min_value=0, max_value=1, max_denominator=10**30),
+                          st.floats(min_value=0, max_value=1)), max_size=40))
+def test_exact_sum_twin(values):
+    """Twin of the table sum (pairs up a balanced tree in gmpy2): Python's sum of Fractions."""
+    from exactdp.probability_tables import _exact_sum
+
+    assert _exact_sum(values) == sum((Fraction(v) for v in values), Fraction(0))
+
+
+def test_exact_sum_twin_can_fail():
+    """Negative control: a sum that drops the odd last term of a level is told apart."""
+    from exactdp.probability_tables import _exact_sum
+
+    values = [Fraction(1, 3), Fraction(1, 5), Fraction(1, 7)]
+    assert _exact_sum(values) == Fraction(71, 105) != sum(values[:2], Fraction(0))
