@@ -30,7 +30,7 @@ def child(code: str, timeout: float) -> tuple[str, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                               env=dict(os.environ, PYTHONPATH=str(ROOT)))
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f} (wall)", "timed out"
