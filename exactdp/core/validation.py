@@ -193,21 +193,27 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
         if isinstance(value, (list, tuple)) or getattr(value, "shape", ()) not in ((), None):
             raise InvalidCountsError(f"counts[{position}]", value, "must be a scalar integer")
         out.append(_as_int(value, "counts", f"[{position}]"))
-        _check_count_digits(out[-1], position)
+    _check_count_digits(out)
     return tuple(out)
 
 
-def _check_count_digits(count: int, position: int) -> None:
-    """:class:`~exactdp.errors.InputLimitError` when ``count`` has more than
-    :data:`MAX_COUNT_DIGITS` decimal digits (read at each call, so raising it takes effect)."""
+def _check_count_digits(counts: list[int]) -> None:
+    """:class:`~exactdp.errors.InputLimitError` for the first count of more than
+    :data:`MAX_COUNT_DIGITS` decimal digits (read at each call, so raising it takes effect).
+    One pass of ``int.bit_length`` in C; digits are counted only past ``limit * log2(10)``
+    bits (fewer bits: ``|n| < 2**bits <= 10**limit``, at most ``limit`` digits)."""
     limit = MAX_COUNT_DIGITS
-    n = abs(count)
-    if n.bit_length() <= limit * 3.3219:  # n < 2**bits <= 10**limit: at most `limit` digits
+    bits = limit * 3.3219  # just below log2(10)
+    if max(map(int.bit_length, counts)) <= bits:
         return
     import gmpy2
 
-    digits = len(gmpy2.mpz(n).digits(10))
-    if digits > limit:
+    for position, count in enumerate(counts):
+        if count.bit_length() <= bits:
+            continue
+        digits = len(gmpy2.mpz(abs(count)).digits(10))
+        if digits <= limit:
+            continue
         raise InputLimitError(
             f"counts[{position}]", count, f"has {digits} digits, more than the limit of {limit} for a count "
             "(exactdp.core.validation.MAX_COUNT_DIGITS; raise it: the time to compute probabilities grows with "

@@ -195,8 +195,9 @@ def test_reprs_show_integers_past_the_int_str_digit_limit():
     assert text == f"Level(utility=({exact_repr(big)}, 1), multiplicity={exact_repr(big)})"
     assert text.count("1" + "0" * 4999 + "7") == 2
     assert repr(Level(3, 5)) == "Level(utility=3, multiplicity=5)"  # small: the namedtuple's own
-    m = exactdp.Joint([big, 1], 1)
-    assert repr(m) == f"Joint([{exact_repr(big)}, 1], k=1, epsilon=1)"
+    count = 10**4999 + 7  # 5000 digits: past the int/str limit, at the count digit limit
+    m = exactdp.Joint([count, 1], 1)
+    assert repr(m) == f"Joint([{exact_repr(count)}, 1], k=1, epsilon=1)"
     err = InvalidParameterError("counts", [big], "example")
     assert str(err).startswith("counts=[1.000...e+5000 (5001 digits)]: example")
     assert exact_repr(Fraction(big, 3)) == f"Fraction({exact_repr(big)}, 3)"
