@@ -35,12 +35,28 @@ def test_progress_bar_only_on_a_terminal():
     assert proc.returncode == 0 and proc.stderr == ""  # not a terminal: no bar
 
 
-def _group_alive(pgid: int) -> list[str]:
-    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
+def _processes() -> list[tuple[int, int, int]]:
+    """``(pid, parent pid, process group)`` of every live process, from ``/proc``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[0] != "Z":  # a zombie has exited
+            out.append((int(entry), int(fields[1]), int(fields[2])))
+    return out
 
 
-def _children(pid: int) -> list[str]:
-    return subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+def _group_alive(pgid: int) -> list[int]:
+    return [pid for pid, _, group in _processes() if group == pgid]
+
+
+def _children(pid: int) -> list[int]:
+    return [child for child, parent, _ in _processes() if parent == pid]
 
 
 # A Ctrl-C at a terminal sends SIGINT to the whole foreground process group (the command and
@@ -51,6 +67,7 @@ BOUND = 30  # seconds: generous; the command stops in well under a second
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
 @pytest.mark.parametrize("jobs", [1, 2, 3])
 def test_ctrl_c_stops_at_once(jobs):
     main_fd, sub_fd = pty.openpty()
