@@ -3,7 +3,7 @@
 ``ProcessPoolExecutor``'s own exit (``with`` or ``shutdown()``) waits for every submitted
 call, queued ones included unless ``cancel_futures=True``, and even then for the calls
 already running: a Ctrl-C during ``exactdp check --jobs 2`` took effect only after the
-running checks ended (tens of seconds).  Worse, Ctrl-C reaches the whole foreground
+queued and running checks ended.  Worse, Ctrl-C reaches the whole foreground
 process group, so each worker raised ``KeyboardInterrupt`` in its own call.
 
 :func:`process_pool` gives a pool whose workers ignore SIGINT (only the parent decides)

@@ -98,9 +98,8 @@ MAX_INTEGER_DIGITS = 1_000_000
 
 #: Largest number of decimal digits of one count (any integer type, an exact ``int``
 #: included).  The certified probabilities of a count vector whose utilities differ by a
-#: number of ``D`` digits take a time growing with ``D**2`` (Joint, measured on
-#: ``[10**D - 1, 0]``, ``k = 1``: 1.3 s at ``D = 4000``, 7 s at 8,000, more than 100 s at
-#: 20,000; docs/benchmarks.md).  Module-level so that a caller who needs more can raise it
+#: number of ``D`` digits take a time growing with ``D**2`` (Joint's weights; measured in
+#: docs/benchmarks.md).  Module-level so that a caller who needs more can raise it
 #: (``exactdp.core.validation.MAX_COUNT_DIGITS = 20_000``); the command line reads it too.
 MAX_COUNT_DIGITS = 5000
 
