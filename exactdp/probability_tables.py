@@ -35,7 +35,10 @@ have probability 0.  A JSON object naming a key twice (an output,
 so is a key other than those above (:data:`JSON_KEYS` at the top level,
 :data:`JSON_TABLE_KEYS` in a table), where a misspelt ``"epsilon"`` would be ignored.  A
 probability string is ASCII (``"١/٣"`` and ``"０.５"`` are refused, naming the character).
-Each error names the file, the table or line and the value at fault.
+A count (or any JSON integer) of more than ``exactdp.core.validation.MAX_COUNT_DIGITS``
+digits is refused before it is converted, and JSON nested deeper than the reader follows
+(Python's recursion limit) is a :class:`ProbabilityTableError`, not a ``RecursionError``.
+Each error names the file, the table or line and the value at fault (long values cut).
 
 >>> t = parse_probability_tables('counts,output,probability\n1 0,0,3/4\n1 0,1,1/4\n', "t.csv")
 >>> t.k, t.output_kind, t.counts_list
@@ -50,16 +53,20 @@ import csv
 import json
 import os
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
+
+import gmpy2
 
 from ._distributions import FLOAT_SUM_TOLERANCE
 from ._neighbours import neighbours
-from .core.formatting import output_text
+from .core import validation
+from .core.formatting import exact_text, format_int, output_text
 from .core.validation import as_rational
-from .errors import ExactDPError, InvalidParameterError
+from .errors import ExactDPError, InvalidParameterError, _show
 
 __all__ = ["ProbabilityTables", "TableFactory", "ProbabilityTableError", "MissingTableError",
            "read_probability_tables", "parse_probability_tables", "OUTPUT_KINDS", "CSV_HEADER",
@@ -114,7 +121,7 @@ class MissingTableError(InvalidParameterError):
 
 
 def _counts_text(counts: Sequence[int]) -> str:
-    return ",".join(map(str, counts))
+    return ",".join(format_int(c, ellipsis="...") for c in counts)  # (also past CPython's int/str digit limit)
 
 
 @dataclass(frozen=True)
@@ -233,25 +240,36 @@ class _Builder:
         """``value`` without the spaces and tabs around it; other whitespace refused."""
         found = _other_whitespace(value)
         if found is not None:
-            raise self.fail(where, f"{what} {value!r} has the {found}: only spaces and tabs are trimmed or "
+            raise self.fail(where, f"{what} {_show(value)} has the {found}: only spaces and tabs are trimmed or "
                                    "separate ids (write the file in ASCII)")
         return value.strip(_TRIMMED)
 
     def counts(self, value: Any, where: str) -> tuple[int, ...]:
         items = _IDS.split(self.trimmed(value, "counts", where)) if isinstance(value, str) else value
         if not isinstance(items, list) or not items or items == [""]:
-            raise self.fail(where, f"counts {value!r} must be a non-empty list of integers")
+            raise self.fail(where, f"counts {_show(value)} must be a non-empty list of integers")
         out = []
         for x in items:
             if isinstance(x, str) and re.fullmatch(r"[+-]?[0-9]+", self.trimmed(x, "count", where)):
-                x = int(x)
+                x = self.integer(x.strip(_TRIMMED), where)
             if not isinstance(x, int) or isinstance(x, bool):
-                raise self.fail(where, f"count {x!r} in counts {value!r} is not an integer")
+                raise self.fail(where, f"count {_show(x)} in counts {_show(value)} is not an integer")
             out.append(x)
         if self.tables and len(out) != len(next(iter(self.tables))):
             raise self.fail(where, f"counts {_counts_text(out)} have {len(out)} items, the first table "
                                    f"{len(next(iter(self.tables)))}: every table must have the same items")
         return tuple(out)
+
+    def integer(self, text: str, where: str) -> int:
+        """The count written ``text`` (ASCII digits and a sign), refused past
+        ``exactdp.core.validation.MAX_COUNT_DIGITS`` digits before it is converted (through
+        gmpy2: no CPython int/str digit limit, no quadratic conversion)."""
+        digits = len(text.lstrip("+-"))
+        limit = validation.MAX_COUNT_DIGITS
+        if digits > limit:
+            raise self.fail(where, f"count {_show(text)} has {digits} digits, more than the limit of {limit} for a "
+                                   "count (exactdp.core.validation.MAX_COUNT_DIGITS; raise it)")
+        return int(text) if digits <= 4000 else int(gmpy2.mpz(text))
 
     def start(self, counts: tuple[int, ...], where: str) -> dict[Any, Probability]:
         if counts in self.tables:
@@ -264,31 +282,35 @@ class _Builder:
     def output(self, text: Any, counts: tuple[int, ...], where: str) -> Any:
         tokens = _IDS.split(self.trimmed(text, "output", where)) if isinstance(text, str) else None
         if not tokens or tokens == [""] or not all(re.fullmatch(r"[0-9]+", t) for t in tokens):
-            raise self.fail(where, f"output {text!r} must be item ids separated by commas or spaces")
+            raise self.fail(where, f"output {_show(text)} must be item ids separated by commas or spaces")
+        long = next((t for t in tokens if len(t.lstrip("0")) > 18), None)
+        if long is not None:  # no item id has 19 digits: refused before it is converted
+            raise self.fail(where, f"output {_show(text)}: item id {_show(long)} is not among the {len(counts)} items "
+                                   f"0..{len(counts) - 1}")
         ids = [int(t) for t in tokens]
         if self.k is None:
             self.k = len(ids)
         if len(ids) != self.k:
-            raise self.fail(where, f"output {text!r} has {len(ids)} item ids, not k = {self.k}")
+            raise self.fail(where, f"output {_show(text)} has {len(ids)} item ids, not k = {self.k}")
         if len(set(ids)) != len(ids):
-            raise self.fail(where, f"output {text!r} repeats an item id")
+            raise self.fail(where, f"output {_show(text)} repeats an item id")
         bad = [i for i in ids if i >= len(counts)]
         if bad:
-            raise self.fail(where, f"output {text!r}: item id {bad[0]} is not among the {len(counts)} items 0..{len(counts) - 1}")
+            raise self.fail(where, f"output {_show(text)}: item id {bad[0]} is not among the {len(counts)} items 0..{len(counts) - 1}")
         return frozenset(ids) if self.kind == "set" else tuple(ids)
 
     def probability(self, value: Any, output: Any, table: dict, counts: tuple[int, ...], where: str) -> None:
         if output in table:
             raise self.fail(where, f"output {output_text(output)} is listed twice")
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise self.fail(where, f"probability {value!r} of output {output_text(output)} must be a string such as "
+            raise self.fail(where, f"probability {_show(value)} of output {output_text(output)} must be a string such as "
                                    "'1/3' or '0.25', or a number")
         try:
             q = as_rational(value, "probability")
         except ExactDPError as err:
-            raise self.fail(where, f"probability {value!r} of output {output_text(output)}: {err.reason}") from None
+            raise self.fail(where, f"probability {_show(value)} of output {output_text(output)}: {err.reason}") from None
         if not 0 <= q <= 1:
-            raise self.fail(where, f"probability {value!r} of output {output_text(output)} is not in [0, 1]")
+            raise self.fail(where, f"probability {_show(value)} of output {output_text(output)} is not in [0, 1]")
         if isinstance(value, float):
             self.exact[counts] = False
             table[output] = value  # kept a float: MappingDistribution's float rule applies
@@ -301,16 +323,29 @@ class _Builder:
         if not self.tables:
             raise self.fail("", "no tables")
         for counts, table in self.tables.items():
-            total = sum((Fraction(p) for p in table.values()), Fraction(0))
+            total = _exact_sum(table.values())
             exact = self.exact[counts] and counts not in self.decimal
             if (exact and total != 1) or (not exact and abs(total - 1) > FLOAT_SUM_TOLERANCE):
                 need = "exactly 1" if exact else "1 within 2**-40 (float or decimal probabilities)"
                 raise self.fail(self.where[counts], f"the probabilities of counts {_counts_text(counts)} sum to "
-                                                    f"{total if exact else repr(float(total))}, not {need}")
+                                                    f"{exact_text(total, ellipsis='...') if exact else repr(float(total))}, not {need}")
             if total != 1 and self.exact[counts]:  # decimal strings only: divided by their exact sum, as floats are
                 self.tables[counts] = {o: Fraction(p) / total for o, p in table.items()}
         assert self.k is not None
         return ProbabilityTables(self.k, self.kind, self.tables, self.source, epsilon, dict(self.where))
+
+
+def _exact_sum(values: Any) -> Fraction:
+    """The exact sum of Fractions and floats (at their binary value), added in pairs up a
+    balanced tree in gmpy2 rationals: a time quasi-linear in the size of the result, where
+    ``sum()`` of Fractions adds one at a time into a denominator that grows with every
+    distinct denominator (quadratic)."""
+    terms = [gmpy2.mpq(v) if isinstance(v, float) else gmpy2.mpq(v.numerator, v.denominator) for v in values]
+    if not terms:
+        return Fraction(0)
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return Fraction(int(terms[0].numerator), int(terms[0].denominator))
 
 
 class _JsonObject(dict):  # type: ignore[type-arg]
@@ -333,22 +368,43 @@ def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
 def _no_repeated_keys(obj: Any, source: str, where: str, what: str) -> None:
     repeated = getattr(obj, "repeated", None)
     if repeated:
-        raise ProbabilityTableError(source, where, f"{what} names the key {repeated[0]!r} twice: a JSON reader keeps "
+        raise ProbabilityTableError(source, where, f"{what} names the key {_show(repeated[0])} twice: a JSON reader keeps "
                                     "only the last of the two values, so the file is ambiguous; give each key once")
 
 
 def _only_known_keys(obj: dict, accepted: tuple[str, ...], source: str, where: str, what: str) -> None:
     unknown = [key for key in obj if key not in accepted]
     if unknown:
-        raise ProbabilityTableError(source, where, f"{what} has the unknown key {unknown[0]!r}; the accepted keys "
+        raise ProbabilityTableError(source, where, f"{what} has the unknown key {_show(unknown[0])}; the accepted keys "
                                     f"are {', '.join(repr(a) for a in accepted)}")
+
+
+def _json_int(source: str) -> Callable[[str], int]:
+    """``json.loads``'s ``parse_int``: an integer literal of more than
+    ``exactdp.core.validation.MAX_COUNT_DIGITS`` digits is refused before it is converted
+    (``int`` raises ValueError past CPython's 4300-digit limit, and is quadratic past it
+    when the limit is lifted); long ones go through gmpy2."""
+    def parse(text: str) -> int:
+        digits = len(text.lstrip("-"))
+        limit = validation.MAX_COUNT_DIGITS
+        if digits > limit:
+            raise ProbabilityTableError(source, "", f"the integer {_show(text)} has {digits} digits, more than a "
+                                        f"count may have ({limit}: exactdp.core.validation.MAX_COUNT_DIGITS; "
+                                        "raise it)")
+        return int(text) if digits <= 4000 else int(gmpy2.mpz(text))
+    return parse
 
 
 def _parse_json(text: str, source: str, output_kind: Optional[str]) -> ProbabilityTables:
     try:
-        data = json.loads(text, object_pairs_hook=_json_object)
+        data = json.loads(text, object_pairs_hook=_json_object, parse_int=_json_int(source))
     except json.JSONDecodeError as err:
         raise ProbabilityTableError(source, f"line {err.lineno}", f"invalid JSON: {err.msg}") from None
+    except RecursionError:  # "[[[[..." nested past the reader's depth: a well-formed file nests 4 levels
+        raise ProbabilityTableError(source, "", "nested deeper than the JSON reader can follow (Python's recursion "
+                                    f"limit, {sys.getrecursionlimit()}); a table file nests 4 levels: the top object, "
+                                    'its "tables" list, a table object, its "counts" list or "probabilities" object') \
+            from None
     _no_repeated_keys(data, source, "", "the top-level object")
     if not isinstance(data, dict) or not isinstance(data.get("tables"), list):
         raise ProbabilityTableError(source, "", 'a JSON file must be an object with a list "tables" '
@@ -356,19 +412,19 @@ def _parse_json(text: str, source: str, output_kind: Optional[str]) -> Probabili
     _only_known_keys(data, JSON_KEYS, source, "", "the top-level object")
     kind = data.get("output", output_kind or "sequence")
     if kind not in OUTPUT_KINDS or (output_kind is not None and kind != output_kind):
-        raise ProbabilityTableError(source, '"output"', f"{kind!r} must be 'sequence' or 'set'"
-                                    + (f" (and agree with {output_kind!r})" if output_kind else ""))
+        raise ProbabilityTableError(source, '"output"', f"{_show(kind)} must be 'sequence' or 'set'"
+                                    + (f" (and agree with {_show(output_kind)})" if output_kind else ""))
     k = data.get("k")
     if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-        raise ProbabilityTableError(source, '"k"', f"{k!r} must be a positive integer")
+        raise ProbabilityTableError(source, '"k"', f"{_show(k)} must be a positive integer")
     epsilon = None
     if data.get("epsilon") is not None:
         try:
             epsilon = as_rational(data["epsilon"], "epsilon")
         except ExactDPError as err:
-            raise ProbabilityTableError(source, '"epsilon"', f"{data['epsilon']!r}: {err.reason}") from None
+            raise ProbabilityTableError(source, '"epsilon"', f"{_show(data['epsilon'])}: {err.reason}") from None
         if epsilon <= 0:
-            raise ProbabilityTableError(source, '"epsilon"', f"{data['epsilon']!r} must be positive")
+            raise ProbabilityTableError(source, '"epsilon"', f"{_show(data['epsilon'])} must be positive")
     b = _Builder(source, kind, k)
     for i, entry in enumerate(data["tables"]):
         where = f"table {i}"
@@ -397,11 +453,11 @@ def _parse_csv(text: str, source: str, output_kind: str) -> ProbabilityTables:
         cells = [b.trimmed(c, name, where) for c, name in zip(row, names)]
         if not header_seen:
             if tuple(c.lower() for c in cells) != CSV_HEADER:
-                raise b.fail(where, f"the first line must be the header {','.join(CSV_HEADER)}, got {','.join(cells)!r}")
+                raise b.fail(where, f"the first line must be the header {','.join(CSV_HEADER)}, got {_show(','.join(cells))}")
             header_seen = True
             continue
         if len(cells) != 3:
-            raise b.fail(where, f"{len(cells)} columns, not 3 ({','.join(CSV_HEADER)}): {','.join(cells)!r}")
+            raise b.fail(where, f"{len(cells)} columns, not 3 ({','.join(CSV_HEADER)}): {_show(','.join(cells))}")
         counts = b.counts(cells[0], where)
         table = b.tables.get(counts)
         if table is None:

@@ -283,10 +283,12 @@ def run_checks(checks: Sequence[Check], full: bool = False, jobs: int = 1,
                 progress(r)
             results.append(r)
         return results
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
+
+    from exactdp.core._pool import process_pool
 
     by_name: dict[str, Result] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with process_pool(jobs) as pool:  # Ctrl-C: queued checks cancelled, workers ended at once
         futures = {pool.submit(_run_by_name, c.name, full, controls): c for c in checks}
         for fut in as_completed(futures):
             c = futures[fut]
@@ -457,7 +459,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m proofs_che
 
     Exit status: 0 when every run check passed (control rejected), reproduced its documented
     erratum (corrected statement held) or is an illustration; 1 when some check FAILed;
-    2 for bad arguments.
+    2 for bad arguments; 130 after Ctrl-C.
     """
     import argparse
 
@@ -490,7 +492,10 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m proofs_che
         return 0
     jobs = args.jobs if args.jobs is not None else (2 if (os.cpu_count() or 1) >= 2 else 1)
     t0 = time.perf_counter()
-    results = run_checks(checks, full=args.full, jobs=max(1, jobs), controls=not args.no_controls)
+    try:
+        results = run_checks(checks, full=args.full, jobs=max(1, jobs), controls=not args.no_controls)
+    except KeyboardInterrupt:  # Ctrl-C: the workers are already ended
+        return 130
     if args.no_controls:
         for r in results:
             if r.status in ("pass", "erratum"):

@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Optional, Sequence
 
+from ..core._pool import process_pool
 from ..core.formatting import change_text, exact_text, number_text, output_text, table_lines
 from ..core.mechanism import Mechanism
 from ..core.validation import DEFAULT_DPS
@@ -100,13 +101,12 @@ def add_audit_options(p: Any, *, tables: bool = False) -> None:
 def _resources(args: argparse.Namespace) -> Iterator[tuple[_Progress, Optional[Executor]]]:
     """The progress bar and, with ``--workers N > 1``, a local process pool."""
     progress = _Progress(f"{PROG} audit: neighbours", enabled=not (args.json or args.no_progress))
-    executor = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
     try:
-        yield progress, executor
+        with contextlib.ExitStack() as stack:  # Ctrl-C or an error: the pool stops at once
+            executor = stack.enter_context(process_pool(args.workers)) if args.workers > 1 else None
+            yield progress, executor
     finally:
         progress.close()
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
 
 
 def _claims(args: argparse.Namespace, default_epsilon: Any) -> dict[str, Any]:

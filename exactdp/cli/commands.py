@@ -466,8 +466,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     except KeyError as err:
         raise CommandError(f"check: {err.args[0]}") from None
     jobs = args.jobs if args.jobs is not None else (2 if (os.cpu_count() or 1) >= 2 else 1)
+    progress = _Progress(f"{PROG} check", enabled=not (args.json or args.no_progress))
+    done = 0
+
+    def tick(_result: Any) -> None:
+        nonlocal done
+        done += 1
+        progress(done, len(checks))
+
+    progress(0, len(checks))  # drawn at once: the first check can take a while
     start = time.perf_counter()
-    results = pc.run_checks(checks, full=args.full, jobs=jobs)
+    try:  # Ctrl-C: run_checks cancels the queued checks and ends its workers at once
+        results = pc.run_checks(checks, full=args.full, jobs=jobs, progress=tick)
+    finally:
+        progress.close()
     seconds = time.perf_counter() - start
     if args.report:
         try:

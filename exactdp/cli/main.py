@@ -273,6 +273,7 @@ def _add_check_parser(subs: "argparse._SubParsersAction[argparse.ArgumentParser]
     cp.add_argument("--jobs", type=_positive_int_arg, default=None, metavar="N",
                     help="worker processes (default: 2 when 2+ CPUs, else 1)")
     cp.add_argument("--json", action="store_true", help="machine-readable output: a JSON object with every result")
+    _add_no_progress(cp)
     cp.set_defaults(mechanism=None)
 
 

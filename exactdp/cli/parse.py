@@ -19,7 +19,7 @@ from typing import Callable, Optional, TypeVar
 
 import gmpy2
 
-__all__ = ["parse_counts", "MAX_COUNTS", "MAX_COUNT_DIGITS", "MAX_OPTION_DIGITS"]
+__all__ = ["parse_counts", "MAX_COUNTS", "MAX_OPTION_DIGITS"]
 
 _T = TypeVar("_T")
 
@@ -32,8 +32,6 @@ _INTEGRAL_DECIMAL = re.compile(r"([+-]?[0-9]+)\.0*")
 #: list is built, so ``1x999999999999`` is refused at once instead of exhausting memory.
 #: Measured: ``exactdp levels joint --counts 30,15,1x10000000 -k 2`` takes 41 s and 1.3 GB.
 MAX_COUNTS = 10_000_000
-#: Most digits of one count on the command line (the Python API takes any int).
-MAX_COUNT_DIGITS = 1_000_000
 #: Most digits of an integer option (``-k``, ``--seed``, ``-n``, ``--dps``, ...): CPython's
 #: default int/str conversion limit.
 MAX_OPTION_DIGITS = 4300
@@ -49,11 +47,17 @@ class _TooManyDigits(ValueError):
     """An integer token longer than the digit limit it was parsed under."""
 
 
-def _parse_integer(token: str, max_digits: int = MAX_COUNT_DIGITS, *, integral_decimals: bool = True) -> int:
+def _parse_integer(token: str, max_digits: Optional[int] = None, *, integral_decimals: bool = True) -> int:
     """An exact integer from ``"12"`` or ``"-3"`` (ASCII digits, no underscores), and from
     ``"2.0"`` when ``integral_decimals``; ValueError otherwise, :class:`_TooManyDigits` when
-    it has more than ``max_digits`` digits (checked before converting; long strings go
-    through gmpy2, which is not quadratic)."""
+    it has more than ``max_digits`` digits (default: a count's limit,
+    ``exactdp.core.validation.MAX_COUNT_DIGITS``, named in the message; checked before
+    converting; long strings go through gmpy2, which is not quadratic)."""
+    hint = ""
+    if max_digits is None:
+        from ..core import validation
+
+        max_digits, hint = validation.MAX_COUNT_DIGITS, " for a count (exactdp.core.validation.MAX_COUNT_DIGITS)"
     mo = _INTEGRAL_DECIMAL.fullmatch(token) if integral_decimals else None
     if mo:
         token = mo.group(1)
@@ -61,7 +65,7 @@ def _parse_integer(token: str, max_digits: int = MAX_COUNT_DIGITS, *, integral_d
         raise ValueError(f"{_short(token)} is not an integer")
     digits = len(token.lstrip("+-"))
     if digits > max_digits:
-        raise _TooManyDigits(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}")
+        raise _TooManyDigits(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}{hint}")
     if digits <= 4000:
         return int(token)
     return int(gmpy2.mpz(token))
@@ -75,7 +79,8 @@ def parse_counts(text: str, source: str = "--counts", max_counts: int = MAX_COUN
     as 2; other non-integers are rejected, naming the item, and so is an empty item
     (``10,,5``, or a comma at the start or end), which would shift every later item id.
     More than ``max_counts`` counts (default :data:`MAX_COUNTS`, repeats included) or a
-    count of more than :data:`MAX_COUNT_DIGITS` digits is refused before anything is built.
+    count of more than ``exactdp.core.validation.MAX_COUNT_DIGITS`` digits is refused before
+    anything is built.
     """
 
     def fail(message: str) -> ValueError:

@@ -171,9 +171,12 @@ def _far_text(x: mpmath.mpf, digits: int, strip_zeros: bool) -> Optional[str]:
     that form); None when this does not apply or cannot decide.
 
     ``nstr`` forms ``10**e`` for the exponent by repeated squaring in Python (about 30 µs
-    at ``e = 10**8``: most of the CLI's time on heavy-tailed counts).  Here, with arb: the
+    at ``e = 10**8``: most of the CLI's time on heavy-tailed counts; a time growing with
+    the square of the exponent's digits past ``2**53``, where ``exactdp dist`` of a
+    count of thousands of digits shows ``e`` of thousands of digits).  Here, with arb: the
     exact ball of ``x``, divided by ``10**(e - digits + 1)`` for the decimal exponent
-    ``e`` (a float guess checked by the ball, one lower or higher if needed), gives a ball
+    ``e`` (a guess checked by the ball, one lower or higher if needed: from a float below
+    ``2**53``, past it from ``log10(2)`` to the exponent's bits and 64 more), gives a ball
     around the scaled value ``y``; its rounding is ``floor(y + 1/2)`` when that floor is
     one integer and ``y + 1/2`` is provably no integer (a Ziv loop: the precision doubles,
     four times at most, then ``nstr`` is used).  ``nstr`` is not always correctly rounded
@@ -186,13 +189,18 @@ def _far_text(x: mpmath.mpf, digits: int, strip_zeros: bool) -> Optional[str]:
     True
     """
     sign, man, exp, bc = x._mpf_
-    if not man or not max(_FAR_BITS, 4 * digits + 40) < abs(exp + bc) < 2**53:
-        return None  # (past 2**53 the float guess of the exponent is off by more than one)
+    if not man or not max(_FAR_BITS, 4 * digits + 40) < abs(exp + bc):
+        return None
     from flint import arb, fmpz  # (formatting is imported by the lightest commands)
 
     from .precision import flint_workprec
 
-    guess = math.floor((exp + bc - 1) * _LOG10_2)  # floor(log10 |x|), or one off
+    top = int(exp + bc - 1)  # 2**top <= |x| < 2**(top + 1)
+    if abs(top) < 2**53:
+        guess = math.floor(top * _LOG10_2)  # floor(log10 |x|), or one off
+    else:  # a float guess would be off by more than one: top * log10(2) to |top|'s bits and 64 more
+        with flint_workprec(top.bit_length() + 64):
+            guess = int((arb(fmpz(top)) * arb(2).log() / arb(10).log()).mid().floor().unique_fmpz())
     low = 10 ** (digits - 1)
     high, half = 10 * low, arb(1) / 2
     prec = 4 * digits + 64 + int(exp).bit_length()
@@ -212,7 +220,7 @@ def _far_text(x: mpmath.mpf, digits: int, strip_zeros: bool) -> Optional[str]:
                     q, e = low, e + 1
                 text = str(q)
                 tail = (text[1:].rstrip("0") or "0") if strip_zeros else text[1:]
-                return f"{'-' if sign else ''}{text[0]}.{tail}e{'+' if e >= 0 else '-'}{abs(e)}"
+                return f"{'-' if sign else ''}{text[0]}.{tail}e{'+' if e >= 0 else '-'}{int_text(abs(e))}"
         prec *= 2
     return None
 

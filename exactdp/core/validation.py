@@ -9,7 +9,8 @@ decimal digits (numerator or denominator) is refused with
 :class:`~exactdp.errors.InputLimitError` at once, instead of spending minutes building
 ``10**100000000`` (pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).
 Integers given as ``Decimal`` (counts, ``k``, ``dps``) are limited to
-:data:`MAX_INTEGER_DIGITS` digits the same way.
+:data:`MAX_INTEGER_DIGITS` digits the same way, and every count, an ``int`` included, to
+:data:`MAX_COUNT_DIGITS` digits.
 
 >>> as_counts([3, 2.0, 2])
 (3, 2, 2)
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_DPS",
     "MAX_NUMBER_DIGITS",
     "MAX_INTEGER_DIGITS",
+    "MAX_COUNT_DIGITS",
     "random_from_seed",
     "seed_to_nonnegative",
     "SEED_BOUND",
@@ -94,7 +96,33 @@ MAX_NUMBER_DIGITS = 1000
 #: (``Decimal("1e100000000")`` as a count would build a hundred-million-digit integer).
 MAX_INTEGER_DIGITS = 1_000_000
 
+#: Largest number of decimal digits of one count (any integer type, an exact ``int``
+#: included).  The certified probabilities of a count vector whose utilities differ by a
+#: number of ``D`` digits take a time growing with ``D**2`` (Joint's weights; measured in
+#: docs/benchmarks.md).  Module-level so that a caller who needs more can raise it
+#: (``exactdp.core.validation.MAX_COUNT_DIGITS = 20_000``); the command line reads it too.
+MAX_COUNT_DIGITS = 5000
+
 _LIMIT_HINT = "exactdp.core.validation.MAX_NUMBER_DIGITS; raise it, or pass an exact Fraction or int"
+
+
+def _digits_int(text: str) -> int:
+    """``int(text)`` for a string of ASCII digits, past CPython's int/str digit limit too
+    (through gmpy2, which is not quadratic either)."""
+    if len(text) <= 4000:
+        return int(text)
+    import gmpy2
+
+    return int(gmpy2.mpz(text))
+
+
+def _decimal_fraction(x: decimal.Decimal) -> Fraction:
+    """The exact value of a finite Decimal (``Fraction(x)`` and ``int(x)`` go through a
+    string and raise ValueError past CPython's int/str digit limit)."""
+    sign, digits, exponent = x.as_tuple()
+    n = _digits_int("".join(map(str, digits)) or "0")
+    q = Fraction(n * 10**exponent) if exponent >= 0 else Fraction(n, 10**-exponent)
+    return -q if sign else q
 
 
 def _is_bool(x: Any) -> bool:
@@ -131,8 +159,9 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
                 f"{MAX_INTEGER_DIGITS} for an integer given as Decimal "
                 "(exactdp.core.validation.MAX_INTEGER_DIGITS; raise it, or pass an int)", MAX_INTEGER_DIGITS,
             )
-        if exponent >= 0 or x == x.to_integral_value():
-            return int(x)
+        exact = _decimal_fraction(x)
+        if exact.denominator == 1:
+            return exact.numerator
     if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
         err = InvalidCountsError if argument == "counts" else InvalidParameterError
         raise err(label, x, "must be an integer")
@@ -153,7 +182,8 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
     if shape is not None and len(shape) != 1:
         raise InvalidCountsError("counts", counts, f"must be one-dimensional, got shape {tuple(shape)}")
     if type(counts) in (list, tuple) and counts and set(map(type, counts)) == {int}:
-        return tuple(counts)  # Python ints already (bool is another type): nothing to convert
+        _check_count_digits(counts)  # Python ints already (bool is another type): nothing to convert
+        return tuple(counts)
     if shape is not None and getattr(getattr(counts, "dtype", None), "kind", None) in ("i", "u"):
         items = counts.tolist()  # a numpy integer array: Python ints, checked below as such
     else:
@@ -164,13 +194,39 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
     if not items:
         raise InvalidCountsError("counts", counts, "must not be empty")
     if set(map(type, items)) == {int}:
+        _check_count_digits(items)
         return tuple(items)
     out = []
     for position, value in enumerate(items):
         if isinstance(value, (list, tuple)) or getattr(value, "shape", ()) not in ((), None):
             raise InvalidCountsError(f"counts[{position}]", value, "must be a scalar integer")
         out.append(_as_int(value, "counts", f"[{position}]"))
+    _check_count_digits(out)
     return tuple(out)
+
+
+def _check_count_digits(counts: list[int]) -> None:
+    """:class:`~exactdp.errors.InputLimitError` for the first count of more than
+    :data:`MAX_COUNT_DIGITS` decimal digits (read at each call, so raising it takes effect).
+    One pass of ``int.bit_length`` in C; digits are counted only past ``limit * log2(10)``
+    bits (fewer bits: ``|n| < 2**bits <= 10**limit``, at most ``limit`` digits)."""
+    limit = MAX_COUNT_DIGITS
+    bits = limit * 3.3219  # just below log2(10)
+    if max(map(int.bit_length, counts)) <= bits:
+        return
+    import gmpy2
+
+    for position, count in enumerate(counts):
+        if count.bit_length() <= bits:
+            continue
+        digits = len(gmpy2.mpz(abs(count)).digits(10))
+        if digits <= limit:
+            continue
+        raise InputLimitError(
+            f"counts[{position}]", count, f"has {digits} digits, more than the limit of {limit} for a count "
+            "(exactdp.core.validation.MAX_COUNT_DIGITS; raise it: the time to compute probabilities grows with "
+            "the square of the digits)", limit,
+        )
 
 
 def as_int(value: IntLike, argument: str) -> int:
@@ -294,9 +350,9 @@ def _parse_rational(text: str, argument: str) -> Fraction:
     negative = mo.group("sign") == "-"
     if den is not None:
         _check_digits(text, argument, len(num.lstrip("0")), len(den.lstrip("0")))
-        if int(den) == 0:
+        if not den.strip("0"):
             raise InvalidParameterError(argument, text, f"division by zero: must be a finite number {_EXAMPLES}")
-        q = Fraction(int(num), int(den))
+        q = Fraction(_digits_int(num), _digits_int(den))
         return -q if negative else q
     frac = mo.group("frac") or ""
     mantissa = (num + frac).lstrip("0")
@@ -310,7 +366,7 @@ def _parse_rational(text: str, argument: str) -> Fraction:
     stripped = mantissa.rstrip("0")
     shift_after = shift + (len(mantissa) - len(stripped))
     _check_digits(text, argument, len(stripped) + max(shift_after, 0), max(-shift_after, 0) + 1)
-    m = int(stripped)
+    m = _digits_int(stripped)
     q = Fraction(m * 10**shift_after) if shift_after >= 0 else Fraction(m, 10**-shift_after)
     return -q if negative else q
 
@@ -341,7 +397,7 @@ def as_rational(value: RationalLike, argument: str) -> Fraction:
         sign, digits, exponent = value.as_tuple()
         if any(digits):
             _check_digits(value, argument, len(digits) + max(exponent, 0), max(-exponent, 0) + 1)
-        return Fraction(value)
+        return _decimal_fraction(value)
     if isinstance(value, float) or (type(value).__module__ == "numpy" and "float" in type(value).__name__):
         f = float(value)
         if math.isnan(f) or math.isinf(f):

@@ -235,6 +235,11 @@ def _with(change):
     (_with(lambda d: d.update({"epsilon": "-1"})), ['"epsilon"', "positive"]),
     (_with(lambda d: d.update({"ouput": "set"})), ["unknown key 'ouput'", "'k', 'output', 'epsilon', 'tables'"]),
     (_with(lambda d: d["tables"][1].update({"epsilon": "1"})), ["table 1: the table has the unknown key 'epsilon'"]),
+    # sizes: a RecursionError traceback (exit status 1) before; a count past MAX_COUNT_DIGITS
+    ("[" * 100_000, ["bad.json: nested deeper than the JSON reader can follow", "nests 4 levels"]),
+    ('{"tables": [' + "[" * 100_000, ["bad.json: nested deeper than the JSON reader can follow"]),
+    (_with(lambda d: d["tables"][1].update({"counts": "9" * 5001 + " 0"})),
+     ["table 1: count '999", "has 5001 digits", "(exactdp.core.validation.MAX_COUNT_DIGITS; raise it)"]),
 ])
 def test_malformed_json(capsys, tmp_path, body, fragments):
     path = _bad_json(tmp_path, body)

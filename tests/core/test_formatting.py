@@ -129,9 +129,46 @@ def test_far_exponent_twin_can_fail():
     assert _far_text(x, 15, True) == right != wrong
 
 
-def test_far_exponent_past_2_53_falls_back_to_nstr():
-    x = mpmath.mpf(mpmath.libmp.from_man_exp(3, 2**63))
-    assert _far_text(x, 15, True) is None and number_text(x, 5) == mpmath.nstr(x, 5) == "4.1428e+2776511644261678566"
+def _log_sci(x: mpmath.mpf, digits: int) -> str:
+    """The twin past ``2**53``: ``log10 |x|`` to the exponent's bits and 200 more (mpmath),
+    its integer part the decimal exponent, ``10**`` its fraction the digits (rounded half
+    up, as no tie occurs at these exponents), in nstr's layout with zeros stripped."""
+    sign, man, exp, bc = x._mpf_
+    with mpmath.workprec(int(exp).bit_length() + 4 * digits + 200):
+        log = mpmath.log10(man) + exp * mpmath.log10(2)
+        e10 = int(mpmath.floor(log))
+        q = int(mpmath.floor(mpmath.power(10, log - e10 + digits - 1) + mpmath.mpf(1) / 2))
+    if q == 10**digits:
+        q, e10 = q // 10, e10 + 1
+    text = str(q)
+    tail = text[1:].rstrip("0") or "0"
+    return f"{'-' if sign else ''}{text[0]}.{tail}e{'+' if e10 >= 0 else '-'}{int_text(abs(e10))}"
+
+
+@pytest.mark.parametrize("man, exp", [(3, 2**63), (-3, -(2**63)), (6361991972799459, -(10**40)),
+                                      (2**199 + 1, 2**120), (7, -(10**600)), (12345, -(10**1500) - 1)])
+def test_far_exponent_past_2_53_twin(man, exp):
+    """Past a binary exponent of ``2**53`` the decimal exponent is guessed with arb (it was
+    left to nstr, whose ``10**e`` by repeated squaring took seconds at a thousand digits of
+    ``e``, the probabilities of a count of thousands of digits)."""
+    x = mpmath.mpf(mpmath.libmp.from_man_exp(man, exp))
+    assert _far_text(x, 15, True) == number_text(x, 15) == _log_sci(x, 15)
+    if abs(exp) < 2**130:  # nstr is fast enough here: the same digits, or a last one misrounded
+        nstr = mpmath.nstr(x, 15)
+        assert nstr.split("e")[1] == _log_sci(x, 15).split("e")[1]
+    assert number_text(mpmath.mpf(mpmath.libmp.from_man_exp(3, 2**63)), 5) == "4.1428e+2776511644261678566"
+
+
+def test_far_exponent_twin_past_2_53_can_fail():
+    """Negative control: the float guess of the decimal exponent (right below ``2**53``)
+    is far off at a binary exponent of 40 digits, and the twin tells it apart."""
+    import math
+
+    x = mpmath.mpf(mpmath.libmp.from_man_exp(7, -(10**40)))
+    right = _log_sci(x, 15)
+    mant, e = right.split("e")
+    float_guess = math.floor((-(10**40) + 2) * math.log10(2))
+    assert _far_text(x, 15, True) == right != f"{mant}e{float_guess}"
 
 
 def test_far_exponent_where_nstr_misrounds():
@@ -158,8 +195,9 @@ def test_reprs_show_integers_past_the_int_str_digit_limit():
     assert text == f"Level(utility=({exact_repr(big)}, 1), multiplicity={exact_repr(big)})"
     assert text.count("1" + "0" * 4999 + "7") == 2
     assert repr(Level(3, 5)) == "Level(utility=3, multiplicity=5)"  # small: the namedtuple's own
-    m = exactdp.Joint([big, 1], 1)
-    assert repr(m) == f"Joint([{exact_repr(big)}, 1], k=1, epsilon=1)"
+    count = 10**4999 + 7  # 5000 digits: past the int/str limit, at the count digit limit
+    m = exactdp.Joint([count, 1], 1)
+    assert repr(m) == f"Joint([{exact_repr(count)}, 1], k=1, epsilon=1)"
     err = InvalidParameterError("counts", [big], "example")
     assert str(err).startswith("counts=[1.000...e+5000 (5001 digits)]: example")
     assert exact_repr(Fraction(big, 3)) == f"Fraction({exact_repr(big)}, 3)"

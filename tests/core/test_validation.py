@@ -233,6 +233,39 @@ def test_decimal_counts_past_the_digit_limit():
         as_counts([decimal.Decimal("1e-100000000")])  # not integral; refused without building it
 
 
+def test_count_digit_limit_boundary_and_raising_it(monkeypatch):
+    """A count of more than MAX_COUNT_DIGITS digits, an exact int included, is refused
+    naming the limit (a 20,000-digit count kept Joint's probabilities busy for minutes)."""
+    assert validation.MAX_COUNT_DIGITS == 5000
+    assert as_counts([10**5000 - 1, -(10**5000 - 1), 0]) == (10**5000 - 1, -(10**5000 - 1), 0)  # at the limit
+    for count in (10**5000, -(10**5000), 10**20000):
+        with pytest.raises(errors.InputLimitError, match=r"^counts\[1\]=.*MAX_COUNT_DIGITS; raise it") as info:
+            exactdp.Joint([0, count], 1, epsilon=1)
+        assert info.value.limit == 5000 and isinstance(info.value, errors.InvalidParameterError)
+        assert len(str(info.value)) < 300
+    monkeypatch.setattr(validation, "MAX_COUNT_DIGITS", 6000)  # raised: read at each call
+    assert as_counts([10**5000]) == (10**5000,)
+
+
+def test_long_numbers_past_the_int_str_digit_limit_are_converted(monkeypatch):
+    """Decimal counts and, with MAX_NUMBER_DIGITS raised, strings and Decimals of more than
+    4300 digits raised CPython's ValueError (int/str conversion limit): converted exactly."""
+    assert as_counts([decimal.Decimal("9" * 5000), decimal.Decimal("-5" + "0" * 4500 + ".000")]) == (
+        10**5000 - 1, -5 * 10**4500)
+    with pytest.raises(errors.InputLimitError, match="MAX_COUNT_DIGITS"):
+        as_counts([decimal.Decimal("9" * 5001)])
+    with pytest.raises(errors.InvalidCountsError, match="must be an integer"):
+        as_counts([decimal.Decimal("9" * 5000 + ".5")])
+    monkeypatch.setattr(validation, "MAX_NUMBER_DIGITS", 12_000)
+    big = 10**5000 - 1
+    assert as_rational("9" * 5000, "x") == big and as_rational("1/" + "9" * 5000, "x") == Fraction(1, big)
+    assert as_rational("0." + "9" * 5000, "x") == Fraction(big, 10**5000)
+    assert as_rational("-" + "9" * 5000 + "e3", "x") == -big * 1000
+    assert as_rational(decimal.Decimal("-0." + "9" * 5000), "x") == -Fraction(big, 10**5000)
+    with pytest.raises(errors.InvalidParameterError, match="division by zero"):
+        as_rational("1/" + "0" * 5000, "x")
+
+
 def test_as_rational_high_precision_sympy_float():
     f = sympy.Float("0.1", 50)
     assert as_rational(f, "x") == Fraction(int(sympy.Rational(f).p), int(sympy.Rational(f).q))

@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
@@ -197,3 +199,78 @@ def test_json_counts_and_output_keys_trim_only_spaces_and_tabs(doc, fragment):
         parse_probability_tables(json.dumps(doc), "t.json")
     spaced = json.loads(json.dumps(doc).replace("\\u00a0", " ").replace("\\u2003", "\\t"))
     assert parse_probability_tables(json.dumps(spaced), "t.json").counts_list == [(1, 0)]
+
+
+# --- sizes: nesting depth, digits of integers (each ended in a traceback: RecursionError, or
+# ValueError past CPython's 4300-digit int/str limit) -------------------------------------
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"tables": [' + "[" * 100_000, '{"a": ' * 100_000])
+def test_json_nested_too_deeply_is_a_table_error(tmp_path, text):
+    path = tmp_path / "deep.json"
+    path.write_text(text)
+    with pytest.raises(ProbabilityTableError, match=r"deep.json: nested deeper than the JSON reader can follow "
+                                                    r"\(Python's recursion limit, \d+\); a table file nests 4 levels"):
+        read_probability_tables(path)
+
+
+BIG = "9" * 5000  # a count at the limit exactdp.core.validation.MAX_COUNT_DIGITS (past 4300 digits)
+
+
+@pytest.mark.parametrize("text", [
+    '{"tables": [{"counts": [%s, 0], "probabilities": {"0": 1}}]}' % BIG,
+    '{"tables": [{"counts": "%s 0", "probabilities": {"0": 1}}]}' % BIG,
+    "counts,output,probability\n%s 0,0,1\n" % BIG,
+])
+def test_counts_at_the_digit_limit_are_read(text):
+    t = parse_probability_tables(text, "t")
+    assert t.counts_list == [(10**5000 - 1, 0)]
+    assert "9.999...e+4999 (5000 digits),0" in t.summary()
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('{"tables": [{"counts": [%s9, 0], "probabilities": {"0": 1}}]}' % BIG, "the integer '999"),
+    ('{"k": %s9, "tables": []}' % BIG, "the integer '999"),
+    ('{"tables": [{"counts": "%s9 0", "probabilities": {"0": 1}}]}' % BIG, "table 0: count '999"),
+    ("counts,output,probability\n%s9 0,0,1\n" % BIG, "line 2: count '999"),
+])
+def test_integers_past_the_count_digit_limit_are_refused(text, fragment, monkeypatch):
+    with pytest.raises(ProbabilityTableError, match=re.escape(fragment)) as info:
+        parse_probability_tables(text, "t")
+    assert "has 5001 digits" in str(info.value) and "exactdp.core.validation.MAX_COUNT_DIGITS; raise it" in str(info.value)
+    assert len(str(info.value)) < 300
+    from exactdp.core import validation
+
+    monkeypatch.setattr(validation, "MAX_COUNT_DIGITS", 5001)  # raised: read at each call
+    try:
+        assert parse_probability_tables(text, "t").counts_list == [(10**5001 - 1, 0)]
+    except ProbabilityTableError as err:
+        assert str(err) == "t: no tables"  # the k case
+
+
+def test_long_item_ids_and_long_sums_are_table_errors():
+    with pytest.raises(ProbabilityTableError, match=r"line 2: output '9{10}.*item id '9{10}.* is not among the 2 items"):
+        parse_probability_tables("counts,output,probability\n3 0,%s,1\n" % BIG, "t")
+    # five probabilities 1/q of 999-digit denominators: their sum's denominator has ~5000 digits
+    q = [int("%d" % d * 999) for d in (1, 3, 7, 9)] + [10**998 + 7]
+    rows = "".join(f"3 2 1 0 0,{i},1/{q[i]}\n" for i in range(5))
+    with pytest.raises(ProbabilityTableError, match=r"sum to .*digits\), not exactly 1") as info:
+        parse_probability_tables("counts,output,probability\n" + rows, "t")
+    assert len(str(info.value)) < 300
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.fractions(min_value=0, max_value=1, max_denominator=10**30),
+                          st.floats(min_value=0, max_value=1)), max_size=40))
+def test_exact_sum_twin(values):
+    """Twin of the table sum (pairs up a balanced tree in gmpy2): Python's sum of Fractions."""
+    from exactdp.probability_tables import _exact_sum
+
+    assert _exact_sum(values) == sum((Fraction(v) for v in values), Fraction(0))
+
+
+def test_exact_sum_twin_can_fail():
+    """Negative control: a sum that drops the odd last term of a level is told apart."""
+    from exactdp.probability_tables import _exact_sum
+
+    values = [Fraction(1, 3), Fraction(1, 5), Fraction(1, 7)]
+    assert _exact_sum(values) == Fraction(71, 105) != sum(values[:2], Fraction(0))
