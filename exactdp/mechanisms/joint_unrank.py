@@ -223,18 +223,29 @@ def _shuffle_picks(target: np.ndarray, top: int) -> np.ndarray:
     """
     k, n = target.shape
     width = min(top, max(k, _DENSE_LIMIT))
+    # every row's flat index at once: position min(target, width), column t
+    idx = np.multiply(np.minimum(target, width) if top > width else target, n, dtype=np.intp)
+    idx += np.arange(n, dtype=np.intp)
+    return _shuffle_flat(idx, target if top > width else None, top)
+
+
+def _shuffle_flat(idx: np.ndarray, target, top: int) -> np.ndarray:
+    """:func:`_shuffle_picks` from the flat indices ``idx[x, t] = min(target[x, t], width) * n
+    + t`` into the dense store; ``target`` is read only for deep positions (``None`` when
+    ``top <= width``: every position is dense)."""
+    k, n = idx.shape
+    width = min(top, max(k, _DENSE_LIMIT))
     dtype = np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
     shuffle = np.empty((width + 1, n), dtype=dtype)  # the last row absorbs deep targets
     shuffle[:] = np.arange(width + 1, dtype=dtype)[:, None]
     flat = shuffle.reshape(-1)
-    # every row's flat index at once: position min(target, width), column t
-    idx = np.multiply(np.minimum(target, width) if top > width else target, n, dtype=np.intp)
-    idx += np.arange(n, dtype=np.intp)
     out = np.empty((k, n), dtype=dtype)
-    deep = target >= width if top > width else None
+    deep = target >= width if target is not None else None
     if deep is not None and deep.any():
         previous = _previous_visits(target, deep)
         deposits = np.empty((k, n), dtype=dtype)
+        deep_rows, deep_cols = deep.nonzero()  # row-major: each row's draws together
+        deep_from = np.searchsorted(deep_rows, np.arange(k + 1)).tolist()
     else:
         deep = None
     for x in range(k):
@@ -242,8 +253,8 @@ def _shuffle_picks(target: np.ndarray, top: int) -> np.ndarray:
         picked = out[x]
         flat.take(ix, out=picked)
         if deep is not None:
-            d = deep[x].nonzero()[0]
-            if len(d):
+            if deep_from[x] < deep_from[x + 1]:
+                d = deep_cols[deep_from[x]:deep_from[x + 1]]
                 value = target[x, d]
                 p = previous[x, d]
                 again = p >= 0
@@ -293,12 +304,25 @@ def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
     xs = np.arange(k, dtype=np.int64)[:, None]
     own = np.asarray(plan.after, dtype=np.int64) + np.arange(k) - np.asarray(plan.t_gt, dtype=np.int64)
     shift = np.asarray(plan.t_gt, dtype=np.int64) - np.arange(k)
+    dense = plan.top <= max(k, _DENSE_LIMIT)  # no deep position: flat indices directly
+    bases: dict[int, np.ndarray] = {}  # x * n + t, per chunk length n
     for start in range(0, count, chunk):
         part = rows[start:start + chunk]
-        cols = np.arange(len(part))
+        n = len(part)
+        cols = np.arange(n)
         # digit_ranges, in the narrow dtype and without the (k, n) ``low``
         width = np.where(xs < part[None, :], before, after)
         width[part, cols] = own[part]
-        target = np.add(uniform_below(npgen, width), xs, dtype=np.int64)
-        target[part, cols] += shift[part]  # row i starts at T_i(M^-), not at i
-        yield _shuffle_picks(target, plan.top)
+        digits = uniform_below(npgen, width)
+        if dense:  # idx = (x + digit) * n + t, row i shifted to T_i(M^-)
+            base = bases.get(n)
+            if base is None:
+                base = bases[n] = np.arange(k * n, dtype=np.intp).reshape(k, n)
+            idx = np.multiply(digits, n, dtype=np.intp)
+            idx += base
+            idx[part, cols] += shift[part] * n
+            yield _shuffle_flat(idx, None, plan.top)
+        else:
+            target = np.add(digits, xs, dtype=np.int64)
+            target[part, cols] += shift[part]  # row i starts at T_i(M^-), not at i
+            yield _shuffle_picks(target, plan.top)
