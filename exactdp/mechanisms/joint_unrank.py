@@ -298,7 +298,8 @@ def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
     for t in undecided.nonzero()[0].tolist():
         rows[t] = choose_index(lambda prec: [arb(e) for e in plan.ends], k, rng, prefix=(int(words[t]), WORD_BITS))
     chunk = max(1, _CHUNK_ENTRIES // (min(plan.top, max(k, _DENSE_LIMIT)) + 1))
-    small = np.uint16 if plan.top <= _HALF_WORD_BOUND else np.uint32  # every width is <= top
+    # every width is <= top; past 2**32 items uniform_below refuses the widths (never wrapped)
+    small = np.uint16 if plan.top <= _HALF_WORD_BOUND else np.uint32 if plan.top < 2**32 else np.uint64
     before = np.asarray(plan.before, dtype=small)[:, None]
     after = np.asarray(plan.after, dtype=small)[:, None]
     xs = np.arange(k, dtype=np.int64)[:, None]
