@@ -282,10 +282,11 @@ def _draw_level_ranks_twin(plan, count: int, npgen) -> np.ndarray:
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
-def test_draw_level_ranks_equals_its_parts_exhaustive(d):
+def test_draw_level_ranks_equals_its_parts_exhaustive(d, shuffle_store):
     """Every count vector in {0..3}^d, every k, every level: the fused draw (narrow widths,
-    targets without the (k, n) low array) gives exactly the ranks of the twin from the same
-    generator state."""
+    flat indices or targets without the (k, n) low array) gives exactly the ranks of the
+    twin from the same generator state, with the dense store and with every position past
+    k deep."""
     for counts in itertools.product(range(4), repeat=d):
         for k in range(1, d + 1):
             m = exactdp.Joint(counts, k, epsilon=1)
@@ -298,9 +299,10 @@ def test_draw_level_ranks_equals_its_parts_exhaustive(d):
                 assert np.array_equal(got, twin), (counts, k, a)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(_counts, st.data())
-def test_draw_level_ranks_equals_its_parts_random(counts, data):
+def test_draw_level_ranks_equals_its_parts_random(shuffle_store, counts, data):
     """Random instances (ties, distinct, huge counts; k = 1 and k = d included)."""
     k = data.draw(st.integers(1, len(counts)))
     m = exactdp.Joint(counts, k, epsilon=Fraction(1, 3))
