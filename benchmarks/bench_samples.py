@@ -180,7 +180,8 @@ def main(argv=None) -> None:
     p.add_argument("--cap-gib", type=float, default=12.0, help="address-space cap of each child (GiB)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
     p.add_argument("--after-first", action="store_true",
-                   help="only exactdp's as_array draws after a first draw, CPU seconds (defaults: --k 200 --n 1000000 --shapes distinct)")
+                   help="only exactdp's as_array draws after a first draw, CPU seconds "
+                        "(defaults: --k 200 --n 1000000 --shapes distinct)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:

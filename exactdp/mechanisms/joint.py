@@ -291,10 +291,10 @@ class Joint(JointFamily):
 
     def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
         """``n`` exact draws as an ``(n, k)`` array of ids (dtype
-        :func:`~exactdp.core.mechanism.ids_dtype`: ``int32`` below ``2**31`` items): the levels by the rule's
-        :meth:`~exactdp.core.selection.SelectionRule.sample_levels` (the words of ``gen``),
-        then a numpy generator seeded from ``gen`` draws the sequences of each level
-        together (:func:`exactdp.mechanisms.joint_unrank.draw_level_ranks`), levels in
+        :func:`~exactdp.core.mechanism.ids_dtype`: ``int32`` below ``2**31`` items): the
+        levels by the rule's :meth:`~exactdp.core.selection.SelectionRule.sample_levels`
+        (the words of ``gen``), then a numpy generator seeded from ``gen`` draws the
+        sequences of each level together (:func:`exactdp.mechanisms.joint_unrank.draw_level_ranks`), levels in
         increasing index, draws of one level in draw order.  A level drawn fewer than
         ``_BATCH_FROM`` times is unranked one draw at a time from ``gen.randrange(m)``
         instead (the same uniform law, without the fixed cost of ``k`` numpy steps)."""
