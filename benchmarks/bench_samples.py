@@ -3,6 +3,8 @@
 Run:  python benchmarks/bench_samples.py                  (d = 166,000, k in {50, 200},
                                                            N in {10^4, 10^5, 10^6}, zipf and distinct)
       python benchmarks/bench_samples.py --d 10000 --n 10000 100000 --k 200 --shapes zipf
+      python benchmarks/bench_samples.py --after-first --shapes distinct zipf
+                                                          (CPU s of 10^6 array draws at k = 200)
 
 Counts (rank r = 1..d): "zipf" is ``floor(10**5 / r**1.1)`` and "distinct" is
 ``random.Random(2026).sample(range(10*d), d)`` (``benchmarks/bench_joint.py``).
@@ -19,6 +21,14 @@ address-space cap (``--cap-gib``):
   ``FloatJoint.sample`` from one numpy generator: its per-draw cost after set-up, times
   ``N`` (each of its draws is a Gumbel-max over all ``dk`` entries and ``k`` set
   differences: running it ``10**6`` times would take days, so it is extrapolated).
+
+``--after-first`` measures only exactdp's ``as_array=True`` draws, in CPU seconds: one
+fresh child per counts shape, ``k`` and ``N`` builds ``Joint(counts, k, epsilon=1)`` (no
+``levels()``), draws once (``samples(1, rng=1, as_array=True)``), then times
+``samples(N, rng=7, as_array=True)`` with ``time.process_time`` (user + system, split
+apart) and reports the child's peak resident memory and the array's dtype and size.  To
+measure another checkout (a "before"), put it first on the path:
+``PYTHONPATH=/path/to/checkout python benchmarks/bench_samples.py --after-first``.
 
 Columns: seconds for the ``N`` draws (set-up excluded, shown apart), draws per second,
 peak resident memory of the child after that ``N`` (``ru_maxrss``, including the
@@ -72,6 +82,52 @@ def child_exact(shape: str, d: int, k: int, ns: list[int], form: str) -> None:
         del draws
 
 
+def child_after_first(shape: str, d: int, k: int, n: int) -> None:
+    import os
+
+    import exactdp
+
+    counts = COUNTS[shape](d)
+    m = exactdp.Joint(counts, k, epsilon=1)
+    c0 = time.process_time()
+    m.samples(1, rng=1, as_array=True)
+    first = time.process_time() - c0
+    gc.collect()
+    t0, c0 = os.times(), time.process_time()
+    draws = m.samples(n, rng=7, as_array=True)
+    cpu, t1 = time.process_time() - c0, os.times()
+    assert draws.shape == (n, k)
+    print(json.dumps({"first": first, "cpu": cpu, "user": t1.user - t0.user, "sys": t1.system - t0.system,
+                      "peak": _peak_mib(), "dtype": str(draws.dtype), "mib": draws.nbytes / 2**20,
+                      "module": str(Path(exactdp.__file__).parent)}), flush=True)
+
+
+AFTER_FIRST_HEADER = ("counts", "d", "k", "N", "first draw CPU s", "N draws CPU s", "user s", "system s",
+                      "peak MiB", "array dtype", "array MiB")
+
+
+def main_after_first(args) -> None:
+    print(f"python {platform.python_version()}, {platform.machine()}; d = {args.d:,}; "
+          "Joint(counts, k, epsilon=1).samples(N, rng=7, as_array=True) after one draw")
+    print("| " + " | ".join(AFTER_FIRST_HEADER) + " |")
+    print("|" + "---|" * len(AFTER_FIRST_HEADER))
+    module = None
+    for shape in args.shapes:
+        for k in args.k:
+            for n in sorted(args.n):
+                rows = _run_child(["after", shape, str(args.d), str(k), str(n)], args.cap_gib, args.timeout)
+                r = next((r for r in rows if "cpu" in r), None)
+                cells = [shape, f"{args.d:,}", str(k), f"{n:,}"]
+                if r is None:
+                    cells += [next((r["failed"] for r in rows if "failed" in r), "failed")] + ["-"] * 6
+                else:
+                    module = r["module"]
+                    cells += [f"{r['first']:.3f}", f"{r['cpu']:.2f}", f"{r['user']:.2f}", f"{r['sys']:.2f}",
+                              f"{r['peak']:,.0f}", r["dtype"], f"{r['mib']:,.0f}"]
+                print("| " + " | ".join(cells) + " |", flush=True)
+    print(f"<!-- exactdp from {module} -->")
+
+
 def child_float(shape: str, d: int, k: int, draws: int) -> None:
     import numpy as np
     from float_joint import FloatJoint
@@ -123,14 +179,29 @@ def main(argv=None) -> None:
     p.add_argument("--float-draws", type=int, default=3, help="float64 draws timed per instance (default 3)")
     p.add_argument("--cap-gib", type=float, default=12.0, help="address-space cap of each child (GiB)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
+    p.add_argument("--after-first", action="store_true",
+                   help="only exactdp's as_array draws after a first draw, CPU seconds "
+                        "(defaults: --k 200 --n 1000000 --shapes distinct)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         kind, shape, d, k, *rest = args.child
-        if kind == "float":
+        if kind == "after":
+            child_after_first(shape, int(d), int(k), int(rest[0]))
+        elif kind == "float":
             child_float(shape, int(d), int(k), int(rest[0]))
         else:
             child_exact(shape, int(d), int(k), [int(x) for x in rest[1:]], rest[0])
+        return
+    if args.after_first:
+        argv = sys.argv[1:] if argv is None else argv
+        if not any(a.startswith("--k") for a in argv):
+            args.k = [200]
+        if not any(a.startswith("--n") for a in argv):
+            args.n = [10**6]
+        if not any(a.startswith("--shapes") for a in argv):
+            args.shapes = ["distinct"]
+        main_after_first(args)
         return
     ns = sorted(args.n)
     print(f"python {platform.python_version()}, {platform.machine()}; d = {args.d:,}; "

@@ -61,7 +61,7 @@ from .validation import (
     as_set_output,
 )
 
-__all__ = ["Mechanism", "JointFamily", "make_scale", "check_output_count"]
+__all__ = ["Mechanism", "JointFamily", "make_scale", "check_output_count", "ids_dtype"]
 
 
 def make_scale(epsilon: Optional[RationalLike], base: Optional[RationalLike], divisor: Fraction) -> Scale:
@@ -86,6 +86,12 @@ def check_output_count(size: int, max_outputs: Optional[int]) -> None:
         raise TooManyOutputsError(
             "max_outputs", limit, f"the mechanism has {size} outputs; raise max_outputs to enumerate them"
         )
+
+
+def ids_dtype(d: int) -> np.dtype:
+    """The dtype of ``samples(..., as_array=True)`` over ``d`` items: ``numpy.int32`` when
+    every id ``0 <= i < d`` fits (``d < 2**31``), ``numpy.int64`` otherwise."""
+    return np.dtype(np.int32) if d < 2**31 else np.dtype(np.int64)
 
 
 class Mechanism(abc.ABC):
@@ -184,12 +190,13 @@ class Mechanism(abc.ABC):
         return [self._sample(gen) for _ in range(n)]
 
     def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
-        """:meth:`_samples` as an ``(n, k)`` ``numpy.int64`` array of item ids (a set output
-        as its ids in increasing order); a batching mechanism builds the array directly."""
+        """:meth:`_samples` as an ``(n, k)`` array of item ids of dtype :func:`ids_dtype`
+        (a set output as its ids in increasing order); a batching mechanism builds the
+        array directly."""
         draws = self._samples(n, gen)
         if self.output_kind == "set":
             draws = [sorted(o) for o in draws]
-        return np.array(draws, dtype=np.int64).reshape(n, self.k)
+        return np.array(draws, dtype=ids_dtype(self.d)).reshape(n, self.k)
 
     # -- shared machinery --------------------------------------------------------------
     @property
@@ -319,9 +326,10 @@ class Mechanism(abc.ABC):
                 as_array: bool = False) -> Union[list[Output], np.ndarray]:
         """``n >= 0`` independent exact samples from one generator (integer randomness only).
 
-        A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` ``numpy.int64`` array
-        of item ids instead (a set output as its ids in increasing order): about 1.6 GB
-        at ``n = 10**6``, ``k = 200``, where the list needs several times that.  The draws
+        A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` array of item ids
+        instead (a set output as its ids in increasing order), ``numpy.int32`` when
+        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`): about 0.8 GB at
+        ``n = 10**6``, ``k = 200``, where the list needs several times that.  The draws
         are reproducible from a seed and have the law of :meth:`sample`, but a mechanism
         that batches them (Joint, PNFJoint) reads the generator in another order, so
         ``samples(n, rng)`` need not equal ``n`` calls of ``sample(rng)``.

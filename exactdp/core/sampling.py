@@ -21,7 +21,8 @@ the two boundaries.  The few undecided draws (probability about ``L * 2**-64`` e
 ``L`` boundaries) go on exactly in :func:`choose_index` from the prefix ``u``.
 
 A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
-``getrandbits``).
+``getrandbits``); many at once, one bound each, :func:`uniform_below` (exact,
+rejection-based on a numpy generator's raw 64-bit words).
 
 >>> import random
 >>> from flint import arb
@@ -40,13 +41,14 @@ A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
 from __future__ import annotations
 
 import random
+import sys
 from bisect import bisect_right
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 from flint import arb
 
-from ..errors import PrecisionError
+from ..errors import InvalidParameterError, PrecisionError
 from .precision import MAX_PREC, flint_workprec
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "initial_prec",
     "random_words",
     "numpy_generator",
+    "uniform_below",
     "cdf_bounds",
     "cdf_bounds_exact",
     "word_bounds",
@@ -165,6 +168,57 @@ def numpy_generator(rng: random.Random) -> np.random.Generator:
     """A numpy ``Generator`` (PCG64) seeded with 128 bits of ``rng``: its integer draws
     (``integers``, ``bit_generator.random_raw``) are exact, and reproducible from ``rng``."""
     return np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+
+
+#: :func:`uniform_below` splits words into 16-bit parts while every bound is at most this
+#: (each part then rejected with probability below ``2**-4``), into 32-bit parts otherwise.
+_HALF_WORD_BOUND = 1 << 12
+
+
+def uniform_below(npgen: np.random.Generator, bounds: np.ndarray) -> np.ndarray:
+    """Independent uniform integers ``0 <= v < bounds`` elementwise (the shape of ``bounds``,
+    every bound in ``[1, 2**32)``), from ``npgen.bit_generator.random_raw`` only, as
+    ``numpy.uint16`` when every bound is at most ``2**12`` and ``numpy.uint32`` otherwise
+    (a read-only strided view: copy it to write to it).
+
+    Lemire's multiply-and-reject (D. Lemire, "Fast Random Integer Generation in an
+    Interval", ACM TOMACS 29(1), 2019, arXiv:1805.10941): the raw words are read as
+    little-endian ``b``-bit parts ``u`` (``b = 16`` or ``32`` as above), one per entry in
+    order; with ``m = u * w`` the draw is ``m >> b`` unless ``m mod 2**b < 2**b mod w``.
+    Of the ``2**b`` values of ``u`` exactly ``floor(2**b / w)`` are accepted for each
+    ``v < w`` (the paper's Lemma 4.1), so an accepted draw is exactly uniform; rejected
+    entries (probability ``< w / 2**b`` each, so ``< 2**-4`` with 16-bit parts) are drawn
+    again from fresh words, in index order, until none is left.  Only integer arithmetic
+    decides anything.
+    """
+    bounds = np.asarray(bounds)
+    w = bounds.reshape(-1)
+    n = w.size
+    top = int(w.max()) if n else 1
+    if n and (int(w.min()) < 1 or top >= 1 << 32):
+        raise InvalidParameterError("bounds", f"[{int(w.min())}, {top}]", "every bound must be in [1, 2**32)")
+    bits, part, wide, half = ((16, "<u2", np.uint32, np.uint16) if top <= _HALF_WORD_BOUND
+                              else (32, "<u4", np.uint64, np.uint32))
+    if w.dtype.kind != "u":  # in range: every bound fits the half-width unsigned dtype
+        w = w.astype(half)
+    lo, hi = (0, 1) if sys.byteorder == "little" else (1, 0)
+
+    def parts(count: int) -> np.ndarray:
+        words = npgen.bit_generator.random_raw(-(-count * bits // WORD_BITS)).astype("<u8", copy=False)
+        return words.view(part)[:count]
+
+    m = np.multiply(parts(n), w, dtype=wide)
+    low = m.view(half)[lo::2]
+    cand = np.flatnonzero(low < top)  # every rejection has m mod 2**b < 2**b mod w < w <= top
+    while len(cand):
+        reject = cand[low[cand].astype(np.int64) < (1 << bits) % w[cand].astype(np.int64)]
+        if not len(reject):
+            break
+        m[reject] = np.multiply(parts(len(reject)), w[reject], dtype=wide)
+        cand = reject[low[reject] < top]
+    out = m.view(half)[hi::2].reshape(bounds.shape)
+    out.flags.writeable = False
+    return out
 
 
 def _as_words(values: list[int]) -> np.ndarray:

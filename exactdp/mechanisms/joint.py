@@ -57,7 +57,7 @@ from .set_marginal import JointSetMarginal
 from ..errors import InvalidParameterError
 from ..core.levels import Level
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
-from ..core.mechanism import JointFamily
+from ..core.mechanism import JointFamily, ids_dtype
 from ..core.ranking import NUMPY_BOUND, Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.sampling import numpy_generator
@@ -308,20 +308,21 @@ class Joint(JointFamily):
         return out
 
     def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
-        """``n`` exact draws as an ``(n, k)`` array: the levels by the rule's
-        :meth:`~exactdp.core.selection.SelectionRule.sample_levels` (the words of ``gen``),
-        then a numpy generator seeded from ``gen`` draws the sequences of each level
-        together (:func:`exactdp.mechanisms.joint_unrank.draw_level_ranks`), levels in
+        """``n`` exact draws as an ``(n, k)`` array of ids (dtype
+        :func:`~exactdp.core.mechanism.ids_dtype`: ``int32`` below ``2**31`` items): the
+        levels by the rule's :meth:`~exactdp.core.selection.SelectionRule.sample_levels`
+        (the words of ``gen``), then a numpy generator seeded from ``gen`` draws the
+        sequences of each level together (:func:`exactdp.mechanisms.joint_unrank.draw_level_ranks`), levels in
         increasing index, draws of one level in draw order.  A level drawn fewer than
         ``_BATCH_FROM`` times is unranked one draw at a time from ``gen.randrange(m)``
         instead (the same uniform law, without the fixed cost of ``k`` numpy steps)."""
         levels = np.asarray(self.rule.sample_levels(self.table, gen, n), dtype=np.int64).reshape(n)
         npgen = numpy_generator(gen)
-        out = np.empty((n, self.k), dtype=np.int64)
+        out = np.empty((n, self.k), dtype=ids_dtype(self.d))
         if n == 0:
             return out
         ra = self.ranking.arrays
-        order = np.asarray(self.ranking.order, dtype=np.int64) if ra is None else ra.order
+        order = np.asarray(self.ranking.order if ra is None else ra.order, dtype=out.dtype)
         by_level = np.argsort(levels, kind="stable")
         firsts = np.flatnonzero(np.diff(levels[by_level], prepend=-1))
         for first, last in zip(firsts.tolist(), [*firsts[1:].tolist(), n]):
@@ -334,7 +335,7 @@ class Joint(JointFamily):
                 continue
             done = 0
             for ranks in draw_level_ranks(self._plan(a), last - first, npgen, gen):
-                out[positions[done:done + ranks.shape[1]]] = order[ranks.T]
+                out[positions[done:done + ranks.shape[1]]] = np.ascontiguousarray(order.take(ranks).T)
                 done += ranks.shape[1]
         return out
 

@@ -19,8 +19,9 @@ whatever the earlier picks: ``before[x] = T_x(M^-) - x``, ``after[x] = T_x(M) - 
   independently and uniformly (a uniform ``r`` *is* independent uniform digits given its
   score row), for many draws of one level at once in numpy: the score rows by exact
   integer bounds (:func:`exactdp.core.sampling.inverse_cdf_words`), the digits by
-  ``numpy.random.Generator.integers`` (exact integer sampling), and the picks by a
-  Fisher-Yates shuffle over the nested prefixes (:func:`ranks_from_digits`): row ``x``
+  :func:`exactdp.core.sampling.uniform_below` (exact integer sampling from the raw
+  words), and the picks by a Fisher-Yates shuffle over the nested prefixes
+  (:func:`ranks_from_digits`), one numpy step per row for every draw of a chunk: row ``x``
   swaps position ``x`` with position ``x + digit`` (row ``i``: ``T_i(M^-) + digit``) and
   picks what lands at ``x``.  That is another bijection from the digits onto the
   sequences of the score row (positions ``[x, T)`` always hold exactly the unused ranks
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 from flint import arb
 
-from ..core.sampling import WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words
+from ..core.sampling import _HALF_WORD_BOUND, WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words, uniform_below
 
 if TYPE_CHECKING:
     from .joint import Joint
@@ -52,8 +53,9 @@ _FREE_LIST_LIMIT = 4
 #: shuffle in a dense array; deeper positions are tracked only where a draw visits them.
 _DENSE_LIMIT = 1024
 
-#: Entries of the dense shuffle array per chunk of draws (int64: 32 MiB).
-_CHUNK_ENTRIES = 1 << 22
+#: Entries of the dense shuffle array per chunk of draws (int16: 1 MiB, so that the
+#: shuffle's scattered reads and writes stay in cache).
+_CHUNK_ENTRIES = 1 << 19
 
 
 class LevelPlan:
@@ -212,39 +214,54 @@ def _shuffle_picks(target: np.ndarray, top: int) -> np.ndarray:
     positions ``x`` and ``target[x]`` (``>= x``) and picks what lands at ``x``.
 
     Positions below ``width = min(top, max(k, _DENSE_LIMIT))`` live in a dense array
-    (position-major, one column per draw).  A deeper position ``p`` holds ``p`` until a
-    row swaps with it, and then what that row's position held (kept in ``deposits``), so
-    a row reading ``p`` takes the deposit of the latest earlier row that swapped with
-    ``p``, found by one sort of each draw's targets (rare for deep ``p``).
+    (position-major, one column per draw, in the narrowest of ``int16``, ``int32``,
+    ``int64`` that holds every position below ``top``).  A deeper
+    position ``p`` holds ``p`` until a row swaps with it, and then what that row's position
+    held (kept in ``deposits``), so a row reading ``p`` takes the deposit of the latest
+    earlier row that swapped with ``p``, found by one sort of each draw's targets (rare
+    for deep ``p``).  The ranks come back as a ``(k, n)`` array of the dense store's dtype.
     """
     k, n = target.shape
     width = min(top, max(k, _DENSE_LIMIT))
-    shuffle = np.empty((width + 1, n), dtype=np.int64)  # the last row absorbs deep targets
-    shuffle[:] = np.arange(width + 1, dtype=np.int64)[:, None]
+    # every row's flat index at once: position min(target, width), column t
+    idx = np.multiply(np.minimum(target, width) if top > width else target, n, dtype=np.intp)
+    idx += np.arange(n, dtype=np.intp)
+    return _shuffle_flat(idx, target if top > width else None, top)
+
+
+def _shuffle_flat(idx: np.ndarray, target, top: int) -> np.ndarray:
+    """:func:`_shuffle_picks` from the flat indices ``idx[x, t] = min(target[x, t], width) * n
+    + t`` into the dense store; ``target`` is read only for deep positions (``None`` when
+    ``top <= width``: every position is dense)."""
+    k, n = idx.shape
+    width = min(top, max(k, _DENSE_LIMIT))
+    dtype = np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
+    shuffle = np.empty((width + 1, n), dtype=dtype)  # the last row absorbs deep targets
+    shuffle[:] = np.arange(width + 1, dtype=dtype)[:, None]
     flat = shuffle.reshape(-1)
-    cols = np.arange(n, dtype=np.int64)
-    out = np.empty((k, n), dtype=np.int64)
-    deep = target >= width if top > width else None
+    out = np.empty((k, n), dtype=dtype)
+    deep = target >= width if target is not None else None
     if deep is not None and deep.any():
         previous = _previous_visits(target, deep)
-        deposits = np.empty((k, n), dtype=np.int64)
+        deposits = np.empty((k, n), dtype=dtype)
+        deep_rows, deep_cols = deep.nonzero()  # row-major: each row's draws together
+        deep_from = np.searchsorted(deep_rows, np.arange(k + 1)).tolist()
     else:
         deep = None
     for x in range(k):
-        tx = target[x]
-        idx = np.minimum(tx, width) * n + cols
-        picked = flat[idx]
+        ix = idx[x]
+        picked = out[x]
+        flat.take(ix, out=picked)
         if deep is not None:
-            d = deep[x].nonzero()[0]
-            if len(d):
-                value = tx[d]
+            if deep_from[x] < deep_from[x + 1]:
+                d = deep_cols[deep_from[x]:deep_from[x + 1]]
+                value = target[x, d]
                 p = previous[x, d]
                 again = p >= 0
                 value[again] = deposits[p[again], d[again]]
                 picked[d] = value
             deposits[x] = shuffle[x]
-        out[x] = picked
-        flat[idx] = shuffle[x]  # column t writes only its own cells; x == target is a no-op
+        flat[ix] = shuffle[x]  # column t writes only its own cells; x == target is a no-op
     return out
 
 
@@ -268,8 +285,11 @@ def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
 
     The score rows: one 64-bit word each from ``npgen`` against the exact integer bounds
     of ``ends / m`` (an undecided word goes on in
-    :func:`~exactdp.core.sampling.choose_index` with more bits of ``rng``); the digits:
-    ``npgen.integers(0, width)``; the picks: :func:`ranks_from_digits`.
+    :func:`~exactdp.core.sampling.choose_index` with more bits of ``rng``); then per chunk
+    the digits, :func:`~exactdp.core.sampling.uniform_below` over the widths of
+    :func:`digit_ranges` (built in ``uint16``/``uint32``), and the picks,
+    :func:`ranks_from_digits` (the targets ``low + digit`` made without the ``(k, n)``
+    ``low`` array).  The chunks hold the narrow dtype of :func:`_shuffle_picks`.
     """
     k = len(plan.ends)
     words = npgen.bit_generator.random_raw(count)
@@ -278,7 +298,32 @@ def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
     for t in undecided.nonzero()[0].tolist():
         rows[t] = choose_index(lambda prec: [arb(e) for e in plan.ends], k, rng, prefix=(int(words[t]), WORD_BITS))
     chunk = max(1, _CHUNK_ENTRIES // (min(plan.top, max(k, _DENSE_LIMIT)) + 1))
+    # every width is <= top; past 2**32 items uniform_below refuses the widths (never wrapped)
+    small = np.uint16 if plan.top <= _HALF_WORD_BOUND else np.uint32 if plan.top < 2**32 else np.uint64
+    before = np.asarray(plan.before, dtype=small)[:, None]
+    after = np.asarray(plan.after, dtype=small)[:, None]
+    xs = np.arange(k, dtype=np.int64)[:, None]
+    own = np.asarray(plan.after, dtype=np.int64) + np.arange(k) - np.asarray(plan.t_gt, dtype=np.int64)
+    shift = np.asarray(plan.t_gt, dtype=np.int64) - np.arange(k)
+    dense = plan.top <= max(k, _DENSE_LIMIT)  # no deep position: flat indices directly
+    bases: dict[int, np.ndarray] = {}  # x * n + t, per chunk length n
     for start in range(0, count, chunk):
         part = rows[start:start + chunk]
-        low, width = digit_ranges(plan, part)
-        yield _shuffle_picks(low + npgen.integers(0, width), plan.top)
+        n = len(part)
+        cols = np.arange(n)
+        # digit_ranges, in the narrow dtype and without the (k, n) ``low``
+        width = np.where(xs < part[None, :], before, after)
+        width[part, cols] = own[part]
+        digits = uniform_below(npgen, width)
+        if dense:  # idx = (x + digit) * n + t, row i shifted to T_i(M^-)
+            base = bases.get(n)
+            if base is None:
+                base = bases[n] = np.arange(k * n, dtype=np.intp).reshape(k, n)
+            idx = np.multiply(digits, n, dtype=np.intp)
+            idx += base
+            idx[part, cols] += shift[part] * n
+            yield _shuffle_flat(idx, None, plan.top)
+        else:
+            target = np.add(digits, xs, dtype=np.int64)
+            target[part, cols] += shift[part]  # row i starts at T_i(M^-), not at i
+            yield _shuffle_picks(target, plan.top)

@@ -131,10 +131,10 @@ BATCH_10_HUGE_SEED_12345 = [(1, 2), (1, 2), (1, 2), (1, 0), (1, 2), (0, 1), (0, 
 BATCH_10_LARGE_SEED_12345 = [(1, 751), (1, 94), (1, 544), (773, 884), (434, 571), (0, 1), (0, 757),
                              (0, 983), (616, 85), (0, 1)]
 #: The first 8 of ``samples(2000, rng=12345)``: levels drawn in numpy (PCG64 seeded from
-#: the generator, integer draws only).
-BATCH_2000_SEED_12345 = [(0, 2), (1, 2), (1, 2), (1, 3), (1, 3), (0, 1), (0, 1), (0, 1)]
-BATCH_2000_LARGE_SEED_12345 = [(1, 201), (1, 786), (1, 260), (579, 302), (884, 286), (0, 1), (0, 923),
-                               (0, 323)]
+#: the generator, integer draws only; the digits by ``uniform_below`` from its raw words).
+BATCH_2000_SEED_12345 = [(0, 3), (1, 3), (1, 0), (1, 0), (1, 3), (0, 1), (0, 1), (0, 1)]
+BATCH_2000_LARGE_SEED_12345 = [(1, 268), (1, 662), (1, 674), (934, 759), (320, 8), (0, 1), (0, 318),
+                               (0, 792)]
 
 
 def test_regression_anchor_first_samples():

@@ -31,8 +31,10 @@ from exactdp.core.sampling import (
     initial_prec,
     inverse_cdf_words,
     random_words,
+    uniform_below,
 )
 from exactdp.core.scale import Scale
+from exactdp.errors import InvalidParameterError
 from exactdp.rules.exponential import ExponentialMechanism
 
 from twins import chi2_statistic, chi2_threshold
@@ -242,3 +244,118 @@ def test_default_sample_levels_loops_sample_level():
     gen = random.Random(4)
     expected = [m.rule.sample_level(m.table, gen) for _ in range(30)]
     assert m.rule.sample_levels(m.table, random.Random(4), 30) == expected
+
+
+# -- uniform_below: many bounded integers from raw words --------------------------------
+class _Words:
+    """A stand-in numpy generator: raw words from ``words`` first, then from PCG64(seed)."""
+
+    def __init__(self, words, seed: int = 0):
+        self.queue = [int(w) for w in words]
+        self.gen = np.random.PCG64(seed)
+        self.bit_generator = self
+
+    def random_raw(self, n: int) -> np.ndarray:
+        head, self.queue = self.queue[:n], self.queue[n:]
+        tail = self.gen.random_raw(n - len(head)).tolist() if n > len(head) else []
+        return np.array(head + tail, dtype=np.uint64)
+
+
+def _uniform_below_twin(gen: _Words, bounds: list[int]) -> list[int]:
+    """Lemire's multiply-and-reject, one entry at a time in plain Python integers: b-bit
+    parts of the words, least significant first; rejected entries drawn again, in index
+    order, from fresh words."""
+    bits = 16 if max(bounds) <= 2**12 else 32
+    per, mask = 64 // bits, (1 << bits) - 1
+
+    def parts(count: int) -> list[int]:
+        words = gen.random_raw(-(-count // per)).tolist()
+        return [(w >> (bits * j)) & mask for w in words for j in range(per)][:count]
+
+    values: list = [None] * len(bounds)
+    todo = list(range(len(bounds)))
+    while todo:
+        again = []
+        for t, u in zip(todo, parts(len(todo))):
+            m = u * bounds[t]
+            if m & mask < (1 << bits) % bounds[t]:
+                again.append(t)
+            else:
+                values[t] = m >> bits
+        todo = again
+    return values
+
+
+_bounds = st.one_of(
+    st.lists(st.integers(1, 2**12), min_size=1, max_size=40),  # 16-bit parts
+    st.lists(st.integers(1, 2**32 - 1), min_size=1, max_size=40),  # 32-bit parts
+    st.lists(st.sampled_from([1, 2, 3, 4095, 4096, 4097, 2**31, 2**32 - 1]), min_size=1, max_size=40),
+)
+# words of 0 and all ones make u = 0 or u = 2**b - 1: rejections for most bounds
+_words = st.lists(st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([0, 2**64 - 1, 2**32, 1])), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_bounds, _words, st.integers(0, 2**32))
+def test_uniform_below_equals_the_twin(bounds, words, seed):
+    """The vectorised draw equals Lemire's method one entry at a time on the same words,
+    redraws included (the words of 0 force rejections)."""
+    got = uniform_below(_Words(words, seed), np.array(bounds, dtype=np.int64))
+    assert got.tolist() == _uniform_below_twin(_Words(words, seed), bounds)
+    assert all(0 <= v < w for v, w in zip(got.tolist(), bounds))
+    assert got.dtype == (np.uint16 if max(bounds) <= 2**12 else np.uint32)
+
+
+def test_uniform_below_shapes_and_bad_bounds():
+    gen = np.random.Generator(np.random.PCG64(1))
+    got = uniform_below(gen, np.full((3, 5), 7, dtype=np.uint16))
+    assert got.shape == (3, 5) and (got < 7).all()
+    assert uniform_below(gen, np.zeros((2, 0), dtype=np.int64)).shape == (2, 0)
+    for bad in ([0, 3], [2**32]):
+        with pytest.raises(InvalidParameterError, match="bounds"):
+            uniform_below(gen, np.array(bad, dtype=np.int64))
+
+
+@pytest.mark.parametrize("w", [1, 2, 3, 5, 7, 48, 100, 255, 1000, 3000, 4095, 4096])
+def test_uniform_below_accepts_each_value_equally_often(w):
+    """Lemma 4.1 of Lemire's paper over every 16-bit part: the accepted parts give every
+    value below w exactly floor(2**16 / w) times (so an accepted draw is exactly uniform),
+    and uniform_below returns exactly those values for them."""
+    u = np.arange(1 << 16, dtype=np.uint64)
+    m = u * np.uint64(w)
+    accepted = (m & np.uint64(0xFFFF)) >= (1 << 16) % w
+    counts = np.bincount((m[accepted] >> np.uint64(16)).astype(np.int64), minlength=w)
+    assert counts.tolist() == [(1 << 16) // w] * w
+    words = (u[0::4] | (u[1::4] << np.uint64(16)) | (u[2::4] << np.uint64(32)) | (u[3::4] << np.uint64(48)))
+    got = uniform_below(_Words(words.tolist()), np.full(1 << 16, w, dtype=np.int64))
+    assert np.array_equal(got[accepted], (m[accepted] >> np.uint64(16)).astype(got.dtype))
+
+
+def _range_bins(w: int, bins: int) -> dict:
+    """Expected share of each of ``bins`` equal ranges of [0, w): values v with
+    v * bins // w == b, i.e. ceil(b w / bins) <= v < ceil((b + 1) w / bins)."""
+    edge = [-(-b * w // bins) for b in range(bins + 1)]
+    return {b: Fraction(edge[b + 1] - edge[b], w) for b in range(bins)}
+
+
+@pytest.mark.parametrize("w", [6, 4096, 5000, 40_000, 2**31 + 3])
+def test_uniform_below_fits_uniform(w):
+    """Pearson chi-square of 60,000 draws against uniform on [0, w), in at most 60 equal
+    ranges (each range's share exact): false-alarm probability <= 1e-6."""
+    n, bins = 60_000, min(w, 60)
+    gen = np.random.Generator(np.random.PCG64(w))
+    got = uniform_below(gen, np.full(n, w, dtype=np.int64)).astype(np.int64) * bins // w
+    expected = {b: float(n * share) for b, share in _range_bins(w, bins).items()}
+    stat, df = chi2_statistic(Counter(got.tolist()), expected)
+    assert df >= 1 and stat < chi2_threshold(df, 1e-6)
+
+
+def test_uniform_below_rejects_a_skewed_law():
+    """The same fit rejects 16-bit parts taken mod w without rejection at w = 40,000
+    (values below 2**16 - 40,000 twice as likely): the check can fail."""
+    n, w, bins = 60_000, 40_000, 60
+    gen = np.random.Generator(np.random.PCG64(3))
+    got = (gen.bit_generator.random_raw(n) & np.uint64(0xFFFF)).astype(np.int64) % w * bins // w
+    expected = {b: float(n * share) for b, share in _range_bins(w, bins).items()}
+    stat, df = chi2_statistic(Counter(got.tolist()), expected)
+    assert stat > chi2_threshold(df, 1e-6)

@@ -23,6 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
+from exactdp import certify
+from exactdp.core.mechanism import ids_dtype
+from exactdp.core.sampling import cdf_bounds_exact, inverse_cdf_words, uniform_below
 from exactdp.errors import ArgumentTypeError
 from exactdp.mechanisms import joint as joint_module
 from exactdp.mechanisms import joint_unrank
@@ -238,9 +241,10 @@ def test_samples_level_frequencies_many_levels(samples_path):
 def test_as_array_is_the_list_as_an_array(samples_path):
     m = exactdp.Joint([10, 5, 5, 1, 0], 3, epsilon=1)
     arr = m.samples(300, rng=3, as_array=True)
-    assert arr.dtype == np.int64 and arr.shape == (300, 3)
+    assert arr.dtype == np.int32 and arr.shape == (300, 3)
     assert [tuple(row) for row in arr.tolist()] == m.samples(300, rng=3)
-    assert m.samples(0, rng=3, as_array=True).shape == (0, 3)
+    empty = m.samples(0, rng=3, as_array=True)
+    assert empty.shape == (0, 3) and empty.dtype == np.int32
     with pytest.raises(ArgumentTypeError, match="as_array"):
         m.samples(3, rng=3, as_array="yes")
 
@@ -264,3 +268,95 @@ def test_pnf_joint_samples_use_the_batched_unranking(samples_path):
     observed = Counter(m.utility(o) for o in m.samples(n, rng=21))
     expected = {lv.utility: float(p) * n for lv, p in m.level_probabilities(dps=20)}
     _assert_fits(observed, expected, n)
+
+
+def _draw_level_ranks_twin(plan, count: int, npgen) -> np.ndarray:
+    """draw_level_ranks by its parts: score rows from the words, then digit_ranges,
+    uniform_below over the widths and ranks_from_digits (the bijection tested above)."""
+    words = npgen.bit_generator.random_raw(count)
+    lo, hi = cdf_bounds_exact(plan.ends)
+    rows, undecided = inverse_cdf_words(lo, hi, words)
+    assert not undecided.any()
+    _, width = digit_ranges(plan, rows)
+    return ranks_from_digits(plan, rows, uniform_below(npgen, width).astype(np.int64))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_draw_level_ranks_equals_its_parts_exhaustive(d, shuffle_store):
+    """Every count vector in {0..3}^d, every k, every level: the fused draw (narrow widths,
+    flat indices or targets without the (k, n) low array) gives exactly the ranks of the
+    twin from the same generator state, with the dense store and with every position past
+    k deep."""
+    for counts in itertools.product(range(4), repeat=d):
+        for k in range(1, d + 1):
+            m = exactdp.Joint(counts, k, epsilon=1)
+            for a in range(len(m.levels())):
+                plan = m._plan(a)
+                seed = hash((counts, k, a)) & 0xFFFF
+                got = np.concatenate(list(draw_level_ranks(plan, 40, np.random.Generator(np.random.PCG64(seed)),
+                                                           random.Random(seed))), axis=1)
+                twin = _draw_level_ranks_twin(plan, 40, np.random.Generator(np.random.PCG64(seed)))
+                assert np.array_equal(got, twin), (counts, k, a)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(_counts, st.data())
+def test_draw_level_ranks_equals_its_parts_random(shuffle_store, counts, data):
+    """Random instances (ties, distinct, huge counts; k = 1 and k = d included)."""
+    k = data.draw(st.integers(1, len(counts)))
+    m = exactdp.Joint(counts, k, epsilon=Fraction(1, 3))
+    a = data.draw(st.integers(0, len(m.levels()) - 1))
+    plan = m._plan(a)
+    seed = data.draw(st.integers(0, 2**32))
+    got = np.concatenate(list(draw_level_ranks(plan, 30, np.random.Generator(np.random.PCG64(seed)),
+                                               random.Random(seed))), axis=1)
+    assert np.array_equal(got, _draw_level_ranks_twin(plan, 30, np.random.Generator(np.random.PCG64(seed))))
+
+
+@pytest.mark.parametrize("build", [
+    lambda: exactdp.Joint([10, 5, 5, 1, 0], 3, epsilon=1),
+    lambda: exactdp.PNFJoint([10, 5, 5, 1, 0], 3, epsilon=1),
+    lambda: exactdp.JointSet([10, 5, 5, 1, 0], 3, epsilon=1),
+    lambda: exactdp.Canonical([10, 5, 5, 1, 0], 3, epsilon=1),
+    lambda: exactdp.CanonicalGamma1([10, 5, 5, 1, 0], 3, epsilon=1),
+    lambda: exactdp.Peeling([10, 5, 5, 1, 0], 3, epsilon=1),
+    lambda: exactdp.Joint([10, 5, 5, 1, 0], 3, epsilon=1).as_sets(),
+])
+def test_as_array_ids_are_int32_for_every_mechanism(build):
+    """One convention: samples(..., as_array=True) holds ids as int32 when d < 2**31
+    (ids_dtype), whichever path builds the array, n = 0 included."""
+    m = build()
+    for n in (0, 1, 40):
+        arr = m.samples(n, rng=3, as_array=True)
+        assert arr.dtype == np.int32 and arr.shape == (n, 3)
+
+
+def test_ids_dtype_boundary():
+    assert ids_dtype(1) == np.int32 and ids_dtype(2**31 - 1) == np.int32
+    assert ids_dtype(2**31) == np.int64 and ids_dtype(2**40) == np.int64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build", [
+    lambda: exactdp.Joint([9, 8, 7, 5, 5, 3, 2, 1, 0, 0], 3, epsilon=Fraction(1, 2)),  # ties
+    lambda: exactdp.Joint([4, 4, 3, 1], 4, epsilon=1),  # k = d
+    lambda: exactdp.PNFJoint([6, 5, 5, 2, 0], 2, epsilon=1),
+])
+def test_as_array_draws_fit_the_exact_law(build, samples_path):
+    """certify.goodness_of_fit (by level and within levels) of the int32 array's draws,
+    alpha = 1e-6: a correct sampler fails with probability at most about 1e-6."""
+    m = build()
+    n = certify.samples_needed(m)
+    fit = certify.goodness_of_fit(m.samples(n, rng=17, as_array=True).tolist(), m, alpha=1e-6)
+    assert fit.verdict == "pass", fit.summary()
+
+
+@pytest.mark.slow
+def test_as_array_fit_rejects_a_wrong_law():
+    """The same check fails on draws of epsilon = 1/2 against epsilon = 3/5."""
+    counts = (9, 8, 7, 5, 5, 3, 2, 1, 0, 0)
+    m = exactdp.Joint(counts, 3, epsilon=Fraction(3, 5))
+    n = certify.samples_needed(m)
+    draws = exactdp.Joint(counts, 3, epsilon=Fraction(1, 2)).samples(n, rng=17, as_array=True).tolist()
+    assert certify.goodness_of_fit(draws, m, alpha=1e-6).verdict == "fail"
