@@ -159,9 +159,12 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
                 f"{MAX_INTEGER_DIGITS} for an integer given as Decimal "
                 "(exactdp.core.validation.MAX_INTEGER_DIGITS; raise it, or pass an int)", MAX_INTEGER_DIGITS,
             )
-        exact = _decimal_fraction(x)
-        if exact.denominator == 1:
-            return exact.numerator
+        # integral or not, decided on the Decimal itself (exact, whatever the context's
+        # precision): 1e-100000000 must not build 10**100000000 to be refused
+        if x == x.to_integral_value():
+            exact = _decimal_fraction(x)
+            if exact.denominator == 1:
+                return exact.numerator
     if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
         err = InvalidCountsError if argument == "counts" else InvalidParameterError
         raise err(label, x, "must be an integer")

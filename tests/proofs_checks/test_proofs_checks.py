@@ -65,6 +65,7 @@ def test_check_passes_or_reproduces_its_documented_erratum(chk):
         assert f"`{chk.name}`" in ERRATA, f"docs/errata.md does not mention {chk.name}"
 
 
+@pytest.mark.slow
 def test_committed_report_is_the_default_run():
     """``proofs_checks/REPORT.md`` is what ``python -m proofs_checks --write`` writes."""
     ordered = [results()[c.name] for c in CHECKS]
