@@ -192,6 +192,7 @@ def test_every_block_has_a_known_language(path):
     assert not unknown, f"{path.name}: code blocks this test would not execute: {unknown}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [p for p in FILES if p.name not in CHECKED_ELSEWHERE], ids=lambda p: p.name)
 def test_shell_blocks_run(path):
     for line, segment, expected in shell_commands(path):

@@ -22,6 +22,7 @@ from cli_helpers import ROOT, run_with_tty_stderr
 ONE = ("check", "--only", "joint.lemma_3_4", "--jobs", "1")
 
 
+@pytest.mark.slow
 def test_progress_bar_only_on_a_terminal():
     status, out, tty = run_with_tty_stderr(*ONE)
     assert status == 0

@@ -50,6 +50,7 @@ def test_ranking_matches_definition(counts):
         assert r.greater_than(t) == sum(1 for c in counts if c > t)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(tied_counts(max_d=40, values=st.one_of(st.integers(-3, 6), st.integers(-(2**61) - 2, -(2**61) + 3),
                                             st.integers(2**61 - 3, 2**61 + 2), st.integers(2**59 - 3, 2**59 + 3),

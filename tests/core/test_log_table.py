@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mpmath
 import numpy as np
+import pytest
 from hypothesis import given, strategies as st
 
 from exactdp.core.log_table import fixed_log_ratio, from_limbs, log_table, normalize, to_limbs
@@ -44,6 +45,7 @@ def test_cached_larger_table_reports_the_bound_of_the_size_asked():
     assert err == 6 and limbs.shape[1] >= 101 and values[64] == 6 * values[2]
 
 
+@pytest.mark.slow
 @given(st.integers(1, 7), st.data())
 def test_many_values_to_limbs(nlimbs, data):
     # 64 values or more take the bytes path when they fit, else the per-limb path (whose

@@ -224,6 +224,7 @@ def test_digit_limit_boundary_and_raising_it(monkeypatch):
     assert as_rational("1e4000", "x") == 10**4000
 
 
+@pytest.mark.slow
 def test_decimal_counts_past_the_digit_limit():
     assert as_counts([decimal.Decimal("1e5"), decimal.Decimal("3.000")]) == (10**5, 3)
     with pytest.raises(errors.InputLimitError, match=r"^counts\[1\]=.*MAX_INTEGER_DIGITS") as info:

@@ -237,6 +237,7 @@ def test_unrank_is_a_bijection_larger():
                 assert m.utility(m._unrank(a, r)) == lv.utility
 
 
+@pytest.mark.slow
 def test_class_probabilities_larger_instance():
     counts = zipfish(1000)
     k, eps, rho = 10, Fraction(1, 20), Fraction(1, 3)

@@ -51,6 +51,7 @@ def _check_lazy_equals_eager(counts, k, block_events, first_events, budget):
     return want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_events, first_events", [(1, 1), (2, 1), (3, 1), (5, 2), (8, 1)])
 @pytest.mark.parametrize("budget", [1, 3000])
 def test_lazy_blocks_equal_the_eager_plan_exhaustive(monkeypatch, block_events, first_events, budget):

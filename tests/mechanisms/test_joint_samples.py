@@ -281,6 +281,7 @@ def _draw_level_ranks_twin(plan, count: int, npgen) -> np.ndarray:
     return ranks_from_digits(plan, rows, uniform_below(npgen, width).astype(np.int64))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 def test_draw_level_ranks_equals_its_parts_exhaustive(d, shuffle_store):
     """Every count vector in {0..3}^d, every k, every level: the fused draw (narrow widths,

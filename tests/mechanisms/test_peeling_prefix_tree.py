@@ -168,6 +168,7 @@ def test_least_cover_fits_and_a_dropped_tail_is_caught(broken, monkeypatch):
     assert (stat < chi2_threshold(df, ALPHA)) is not broken, (stat, df)
 
 
+@pytest.mark.slow
 def test_thinning_coin_at_another_precision_covers_its_count(monkeypatch):
     """A thinning coin decided at a precision whose tree was built for the tail's first
     count only (the least cover there) still reads the weight of the count it thins, not

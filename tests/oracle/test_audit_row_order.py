@@ -6,6 +6,7 @@ Twin: ``-(+abs(x))`` under ``mpmath.workdps`` (the rounded magnitude as an mpf).
 from __future__ import annotations
 
 import mpmath
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpmath import libmp
@@ -25,6 +26,7 @@ def twin_before(x, y, dps):
         return a < b, a == b
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(values(), values(), st.integers(1, 80), st.sampled_from([5, 12, 27, 57]))
 def test_key_orders_as_the_rounded_magnitude(x, shift, bits, dps):

@@ -87,6 +87,7 @@ def test_opendp_failure_says_the_seed_was_not_used(dp):
     assert "seed=" not in first
 
 
+@pytest.mark.slow
 def test_opendp_then_chain_and_noisy_max(dp):
     space = dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int)
     chained = space >> dp.m.then_noisy_top_k(dp.zero_concentrated_divergence(), k=2, scale=1.0)

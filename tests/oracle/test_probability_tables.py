@@ -258,6 +258,7 @@ def test_long_item_ids_and_long_sums_are_table_errors():
     assert len(str(info.value)) < 300
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.fractions(min_value=0, max_value=1, max_denominator=10**30),
                           st.floats(min_value=0, max_value=1)), max_size=40))

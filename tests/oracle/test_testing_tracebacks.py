@@ -79,6 +79,7 @@ def failures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     return sections
 
 
+@pytest.mark.slow
 def test_no_helper_source_in_the_failure(failures):
     for name, lines in failures.items():
         text = "\n".join(lines)

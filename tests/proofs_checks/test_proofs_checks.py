@@ -282,6 +282,7 @@ def test_real_controls_are_rejected_by_the_real_checks():
     assert fine and detail.startswith("held on all")
 
 
+@pytest.mark.slow
 def test_every_part_of_lemma_4_2_is_shown_to_fail():
     """Lemma 4.2's check has three parts (the sympy identity, the hockey-stick divergences at
     its eps, the Rényi divergences at its rho).  Its control once altered the hockey-stick
@@ -295,6 +296,7 @@ def test_every_part_of_lemma_4_2_is_shown_to_fail():
     assert "largest hockey-stick / delta = 0.0656" in r.detail
 
 
+@pytest.mark.slow
 def test_algorithm_5_zero_count_entries_documented_numbers():
     """docs/errata.md (remark on Algorithm 5) quotes these numbers: an entry with m̃ = 0 wins
     the literal race with probability 0.87481 on Appendix D's example, at most 441/512 on
@@ -307,6 +309,7 @@ def test_algorithm_5_zero_count_entries_documented_numbers():
         assert quoted in ERRATA, quoted
 
 
+@pytest.mark.slow
 def test_control_witness_names_the_value_compared():
     # set.lemma_6_library's control compares the library's other reading, but its witness
     # printed the unswapped value ("library 0, paths 0": no visible difference)
@@ -315,6 +318,7 @@ def test_control_witness_names_the_value_compared():
     assert library != paths, r.control_detail
 
 
+@pytest.mark.slow
 def test_theorem_3_5_unshifted_loss_has_sensitivity_exactly_one():
     r = results()["canonical.theorem_3_5"]
     assert r.status == "pass" and r.detail.startswith("max |Δloss| per rho: 0: 1, 1/4: 1,")
