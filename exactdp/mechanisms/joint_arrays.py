@@ -133,7 +133,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     source = table.source
     log_z = _fixed_log_total(table, F)
     lam_fixed, shift_limbs = _fixed_lam(mechanism.scale, F, _max_m(source))
-    if not source._numpy:
+    if not source.numpy_route:
         yield from _object_blocks(mechanism, F, e_m, e_p, dps, log_z, lam_fixed, shift_limbs)
         return
     # a sum of k + 2 entries (each at most max X_n in size) and one sign bit fit L limbs
@@ -144,7 +144,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     if table_limbs[rows:].any():  # cannot happen: the entries fit L limbs
         raise AssertionError("log table entries wider than their bound")
     T[:rows] = table_limbs[:rows]
-    a = source._arrays()
+    a = source.event_arrays()
     for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
@@ -194,9 +194,9 @@ def _windows(source: Any) -> Iterator[tuple[int, int]]:
     """The array blocks' windows ``lo < M <= hi`` (the first with ``lo = 0`` holds the
     level ``M = 0`` too): each ends at the least ``M`` with the next ``min(
     ARRAY_BLOCK_EVENTS, ARRAY_FIRST_EVENTS * 2**b)`` events up to it, or at the largest
-    ``M`` (bisection on :meth:`JointLevelSource._events_upto`, ``k`` ``searchsorted`` a
+    ``M`` (bisection on :meth:`JointLevelSource.least_level_reaching`, ``k`` ``searchsorted`` a
     step; the source's own blocks are not planned)."""
-    total, _, top = source._event_counts()
+    total, _, top = source.event_counts()
     if total == 0:
         yield 0, 0
         return
@@ -206,16 +206,9 @@ def _windows(source: Any) -> Iterator[tuple[int, int]]:
         if target >= total:
             hi = top
         else:
-            x, y = lo + 1, top
-            while x < y:
-                mid = (x + y) // 2
-                if source._events_upto(mid) >= target:
-                    y = mid
-                else:
-                    x = mid + 1
-            hi = x
+            hi = source.least_level_reaching(target, lo, top)
         yield lo, hi
-        done = source._events_upto(hi)
+        done = source.events_upto(hi)
         lo, b = hi, b + 1
 
 

@@ -99,7 +99,8 @@ class JointLevelSource(BlockSource):
         self.level_bytes = (k * ranking.d.bit_length()) // 8 + 8
         ra = ranking.arrays
         # (the largest count is values[0]); int64 ranking arrays, else the Python path
-        self._numpy = ra is not None and max(abs(int(ra.values[0])), abs(int(ra.values[-1]))) < joint_sweep._NUMPY_LIMIT // 2
+        #: whether the events are generated in int64 (else a pure-Python merge, one block)
+        self.numpy_route = ra is not None and max(abs(int(ra.values[0])), abs(int(ra.values[-1]))) < joint_sweep._NUMPY_LIMIT // 2
         # the blocks planned so far: block b covers the levels M in (his[b-1], his[b]]
         self._his: list[int] = []
         self._sizes: list[int] = []
@@ -113,9 +114,9 @@ class JointLevelSource(BlockSource):
     # -- exact N(M) --------------------------------------------------------------------
     def count_at_least(self, M: int) -> int:
         """``N(M)``: the exact number of sequences with utility ``>= -M`` (``M >= 0``)."""
-        if self._numpy and M <= self._event_counts()[2]:
+        if self.numpy_route and M <= self.event_counts()[2]:
             # T_r(M) = #{j : -c_(j) <= M - c_(r)} for every row at once (M - c_(r) fits int64)
-            a = self._arrays()
+            a = self.event_arrays()
             t = _np().searchsorted(a["negsc"], M - a["sc"], side="right") - a["rows"]
             return math.prod(t.tolist())
         at, sc = self.ranking.at_least, self.ranking.sorted_counts
@@ -125,13 +126,13 @@ class JointLevelSource(BlockSource):
         return product
 
     # -- the blocks --------------------------------------------------------------------
-    def _event_counts(self) -> tuple[int, int, int]:
+    def event_counts(self) -> tuple[int, int, int]:
         """``(E, below, top)``: the number ``E`` of threshold events with ``M > 0`` (``k``
         bisections, no event generated), the number of row entries with ``M <= 0`` that
         ``searchsorted`` counts but are not events, and the largest ``M``."""
         if self._events is None:
-            if self._numpy:
-                a = self._arrays()
+            if self.numpy_route:
+                a = self.event_arrays()
                 nvals = len(a["vals"])
                 below = int(a["own"].sum())
                 events = self.k * nvals - below
@@ -146,13 +147,24 @@ class JointLevelSource(BlockSource):
 
     def level_bound(self) -> int:
         """``E + 1`` (every level but ``M = 0`` holds at least one threshold event)."""
-        return self._event_counts()[0] + 1
+        return self.event_counts()[0] + 1
 
-    def _events_upto(self, x: int) -> int:
+    def events_upto(self, x: int) -> int:
         """Threshold events with ``0 < M <= x``: ``k`` bisections."""
-        a = self._arrays()
-        return int(_np().searchsorted(a["neg"], x - a["sc"], side="right").sum()) - self._event_counts()[1]
+        a = self.event_arrays()
+        return int(_np().searchsorted(a["neg"], x - a["sc"], side="right").sum()) - self.event_counts()[1]
 
+    def least_level_reaching(self, target: int, lo: int, top: int) -> int:
+        """The least ``M`` in ``(lo, top]`` with at least ``target`` events up to it (a
+        bisection on :meth:`events_upto`, which increases with ``M``; ``top`` if none)."""
+        x, y = lo + 1, top
+        while x < y:
+            mid = (x + y) // 2
+            if self.events_upto(mid) >= target:
+                y = mid
+            else:
+                x = mid + 1
+        return x
     def _plan_next(self) -> bool:
         """Plan the next block (its last level ``his[b]``, found by bisection on the number
         of events up to ``M``, then its factors, kept within the budget); ``False`` after
@@ -161,7 +173,7 @@ class JointLevelSource(BlockSource):
         more events up to it than up to the previous end, or at the largest ``M``; the
         boundaries do not depend on the order in which blocks are asked for."""
         b = len(self._sizes)
-        if not self._numpy:
+        if not self.numpy_route:
             if b:
                 return False
             Ms, nums, dens = _python_factors(self.ranking, self.k)
@@ -169,7 +181,7 @@ class JointLevelSource(BlockSource):
             self._his = [Ms[-1] if Ms else 0]
             self._sizes, self._firsts = [len(Ms) + 1], [0]
             return True
-        total, _, top = self._event_counts()
+        total, _, top = self.event_counts()
         done = self._done
         if b and done >= total:
             return False
@@ -179,17 +191,10 @@ class JointLevelSource(BlockSource):
             hi = 0
         elif target >= total:
             hi = top
-        else:  # the least M with at least `target` events up to it
-            x, y = lo + 1, top
-            while x < y:
-                mid = (x + y) // 2
-                if self._events_upto(mid) >= target:
-                    y = mid
-                else:
-                    x = mid + 1
-            hi = x
+        else:
+            hi = self.least_level_reaching(target, lo, top)
         self._his.append(hi)
-        self._done = self._events_upto(hi) if total else 0
+        self._done = self.events_upto(hi) if total else 0
         factors = self._compute_factors(b)
         Ms = factors[0]
         self._nbytes.append(self._factor_bytes(factors))
@@ -214,7 +219,8 @@ class JointLevelSource(BlockSource):
         self._served = b + 1
         return self._sizes[b], self._firsts[b]
 
-    def _arrays(self) -> dict[str, Any]:
+    def event_arrays(self) -> dict[str, Any]:
+        """The rows' threshold arrays (``neg``, ``sc`` and the per-row slices), built once."""
         arrays = self.__dict__.get("_arr")
         if arrays is None:
             np = _np()
@@ -266,7 +272,7 @@ class JointLevelSource(BlockSource):
 
     def _compute_factors(self, b: int) -> tuple[Any, Any, Any]:
         np = _np()
-        a = self._arrays()
+        a = self.event_arrays()
         lo = self._his[b - 1] if b else 0
         hi = self._his[b]
         neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]

@@ -77,7 +77,7 @@ def test_lazy_blocks_equal_the_eager_plan_hypothesis(ck, block_events, first_eve
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(joint_blocks, "BLOCK_EVENTS", block_events)
         mp.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", first_events)
-        if JointLevelSource(exactdp.Joint(counts, k).ranking, k)._numpy:
+        if JointLevelSource(exactdp.Joint(counts, k).ranking, k).numpy_route:
             want = _check_lazy_equals_eager(counts, k, block_events, first_events, budget)
         else:  # one block, whatever the sizes
             want = _check_lazy_equals_eager(counts, k, 1 << 62, 1 << 62, budget)
@@ -91,7 +91,7 @@ def test_lazy_blocks_edge_cases(monkeypatch, counts, k):
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 1)
     monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
     src = JointLevelSource(exactdp.Joint(counts, k).ranking, k)
-    sizes = (1 << 62, 1 << 62) if not src._numpy else (1, 1)
+    sizes = (1 << 62, 1 << 62) if not src.numpy_route else (1, 1)
     want = _check_lazy_equals_eager(counts, k, *sizes, 1 << 30)
     assert [lv for block in want for lv in block] == brute_levels(counts, k)
 
