@@ -149,7 +149,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
         base = sum(xs[f] for f in f0)
-        Ms, new, old, starts = _block_events(a, k, lo, hi)
+        Ms, new, old, starts = source.window_events(lo, hi)
         n = len(Ms)
         if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
             raise AssertionError("an array block of 2**32 threshold events")
@@ -305,40 +305,6 @@ def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.nd
             low = min(low, g_limbs + j)
             prod[g_limbs + j] -= zj
     return normalize(prod, low)[g_limbs:]
-
-
-def _block_events(a: dict, k: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The threshold events ``lo < M <= hi`` sorted by ``M``: ``(M, new factor, old factor,
-    first event of each level)`` (the events of
-    :meth:`~exactdp.mechanisms.joint_blocks.JointLevelSource._compute_factors`, one row
-    factor ``old -> new`` each)."""
-    neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]
-    first = np.searchsorted(neg, lo - sc, side="right")
-    last = np.searchsorted(neg, hi - sc, side="right")
-    sizes = last - first
-    n = int(sizes.sum())
-    if n == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty
-    rows = np.repeat(np.arange(k, dtype=np.int64), sizes)
-    offsets = np.cumsum(sizes) - sizes
-    q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
-    M = np.take(sc, rows) - np.take(vals, q)
-    s = n.bit_length()
-    if int(M.max()).bit_length() + s <= 62:
-        key = M << s
-        key |= np.arange(n, dtype=np.int64)
-        key.sort()
-        order = key & ((1 << s) - 1)
-        M = key >> s
-    else:
-        order = np.argsort(M)
-        M = M[order]
-    q, rows = np.take(q, order), np.take(rows, order)
-    new = np.take(cum, q) - rows
-    old = np.take(cum, q - 1) - rows
-    starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
-    return M, new, old, starts
 
 
 def _object_blocks(mechanism: Any, F: int, e_m: int, e_p: int, dps: int, log_z: int,

@@ -270,11 +270,12 @@ class JointLevelSource(BlockSource):
             size += len(factors[1]) * self.level_bytes
         return size
 
-    def _compute_factors(self, b: int) -> tuple[Any, Any, Any]:
+    def window_events(self, lo: int, hi: int) -> tuple[Any, Any, Any, Any]:
+        """The threshold events with ``lo < M <= hi``, sorted by ``M`` (numpy route):
+        ``(M, new, old, starts)``, event ``i`` moving one row factor ``T - r`` from
+        ``old[i]`` to ``new[i]``, and ``starts`` the index of each level's first event."""
         np = _np()
         a = self.event_arrays()
-        lo = self._his[b - 1] if b else 0
-        hi = self._his[b]
         neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]
         first = np.searchsorted(neg, lo - sc, side="right")  # row r's events: q in [first, last)
         last = np.searchsorted(neg, hi - sc, side="right")
@@ -282,11 +283,11 @@ class JointLevelSource(BlockSource):
         n = int(sizes.sum())
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
+            return empty, empty, empty, empty
         rows = np.repeat(np.arange(self.k, dtype=np.int64), sizes)
         offsets = np.cumsum(sizes) - sizes
         q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
-        M = sc[rows] - vals[q]
+        M = np.take(sc, rows) - np.take(vals, q)  # take: about twice as fast as sc[rows]
         # within one level the order of factors does not matter (exact integer products),
         # so any order by M will do: sort the values M * 2**s + event (M > 0; unique keys,
         # the default unstable sort, about 1.5 times as fast as an argsort) when they fit
@@ -300,10 +301,20 @@ class JointLevelSource(BlockSource):
         else:
             order = np.argsort(M)
             M = M[order]
-        q, rows = q[order], rows[order]
-        new = cum[q] - rows
-        old = cum[q - 1] - rows  # q > own index >= 0: the row's previous threshold
+        q, rows = np.take(q, order), np.take(rows, order)
+        new = np.take(cum, q) - rows
+        old = np.take(cum, q - 1) - rows  # q > own index >= 0: the row's previous threshold
         starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
+        return M, new, old, starts
+
+    def _compute_factors(self, b: int) -> tuple[Any, Any, Any]:
+        np = _np()
+        a = self.event_arrays()
+        lo = self._his[b - 1] if b else 0
+        M, new, old, starts = self.window_events(lo, self._his[b])
+        n = len(M)
+        if n == 0:
+            return M, new, old
         if len(starts) == n:  # one event per level (distinct differences): 24 bytes a level
             return M, new, old
         # Multiply up to `group` consecutive factors of one level in int64 (each is <= d,
