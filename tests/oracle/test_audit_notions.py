@@ -593,7 +593,7 @@ def test_one_law_up_to_a_shift_against_the_exact_probabilities():
     assert said > 100
 
 
-def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch):
+def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch, request):
     """PNFJoint at 10^6,3,2,0 and 10^6+1,3,2,0: one direction's delta(0) is far below
     anything the balls resolve (P and Q agree to hundreds of digits in three cells).  The
     other direction is 1/2, certified, and the first is proven below it: the maximum is
@@ -612,15 +612,7 @@ def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch):
             e = audit.epsilon_for_delta(a, b, 0)
             assert (e.direction, e.undecided, e.epsilon_b_a) == ("a>b", "b>a", None)
             assert abs(e.epsilon - mpmath.mpf(1) / 2) <= mpmath.mpf(10) ** -30 and e.undecided_at_most < 1e-150
-    decided_max = _notions._decided_max
-
-    def strict(outcomes):  # a maximum decided only when every direction is certified
-        for value in outcomes.values():
-            if isinstance(value, Exception):
-                raise PrecisionError(value.argument, value.value, value.reason)
-        return decided_max(outcomes)
-
-    monkeypatch.setattr(_notions, "_decided_max", strict)
+    request.getfixturevalue("every_direction_certified")  # a maximum decided only when every direction is certified
     with pytest.raises(PrecisionError) as e:
         audit.epsilon_for_delta(a, b, 0)
     text = str(e.value)

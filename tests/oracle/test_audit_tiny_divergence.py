@@ -361,7 +361,7 @@ def test_log_ratio_enclosure_holds_for_canonical_with_exponential_noise():
     assert enclosed > 500, enclosed
 
 
-def test_epsilon_for_delta_zero_states_the_proven_bracket(monkeypatch):
+def test_epsilon_for_delta_zero_states_the_proven_bracket(monkeypatch, request):
     """Where the weights below the best are not tiny, the enclosure proves every sign but
     not the digits (``m`` is known within ``e^(+-S)``): PNFJoint at ``2000, 3, 2, 0`` and
     ``2001, 3, 2, 0``, k = 2, whose b>a direction is about ``10^-434``.  The a>b direction,
@@ -383,15 +383,7 @@ def test_epsilon_for_delta_zero_states_the_proven_bracket(monkeypatch):
     with mpmath.workdps(1500):
         assert abs(got.epsilon - want_ab) <= want_ab * mpmath.mpf(10) ** -30
         assert want_ba <= got.undecided_at_most < got.epsilon
-    decided_max = _notions._decided_max
-
-    def strict(outcomes):  # a maximum decided only when every direction is certified
-        for value in outcomes.values():
-            if isinstance(value, Exception):
-                raise PrecisionError(value.argument, value.value, value.reason)
-        return decided_max(outcomes)
-
-    monkeypatch.setattr(_notions, "_decided_max", strict)
+    request.getfixturevalue("every_direction_certified")  # a maximum decided only when every direction is certified
     with pytest.raises(PrecisionError) as caught:
         audit.epsilon_for_delta(a, b, 0, dps=30)
     message = str(caught.value)
