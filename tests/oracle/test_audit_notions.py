@@ -601,7 +601,7 @@ def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch, r
     decided (forced here), the level tables prove every sign and the error states each
     direction's proven bracket; without them (any other pair), the error states the proven
     bound and the undecided cells; never "a breakpoint of the profile"."""
-    from exactdp import _distributions, _notions
+    from exactdp import _distributions
     from exactdp.errors import PrecisionError
     a = exactdp.PNFJoint([10**6, 3, 2, 0], 2, epsilon=1)
     b = exactdp.PNFJoint([10**6 + 1, 3, 2, 0], 2, epsilon=1)

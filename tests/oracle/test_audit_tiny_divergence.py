@@ -369,7 +369,6 @@ def test_epsilon_for_delta_zero_states_the_proven_bracket(monkeypatch, request):
     b>a's proven bound.  Where the maximum is not decided (forced here), the
     PrecisionError states each direction's proven bracket, and the brute force at 1,500
     digits lies in it."""
-    from exactdp import _notions
     ca, cb = [2000, 3, 2, 0], [2001, 3, 2, 0]
     a, b = exactdp.PNFJoint(ca, 2, epsilon=1), exactdp.PNFJoint(cb, 2, epsilon=1)
     lam = mpmath.mpf(1) / 2
