@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Iterator
 
@@ -47,7 +48,12 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         p.join(_GRACE)
         if p.is_alive():
             p.kill()
-            p.join()
+            p.join(_GRACE)
+    # The executor's own thread may reap a worker first; until it records the exit code,
+    # is_alive() of that worker still reads True here: wait for the records, briefly.
+    deadline = time.monotonic() + _GRACE
+    while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 @contextlib.contextmanager

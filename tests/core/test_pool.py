@@ -3,6 +3,7 @@ stops at once (queued calls cancelled, workers ended) when its block raises."""
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -10,6 +11,18 @@ from concurrent.futures.process import BrokenProcessPool
 import pytest
 
 from exactdp.core._pool import process_pool
+
+
+def _running(process) -> bool:
+    """Whether the worker still exists as a process.  ``is_alive()`` alone can read True for
+    a worker that another thread (the executor's own) reaped, so the OS is asked too."""
+    if not process.is_alive():
+        return False
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _sigint_handler() -> bool:
@@ -32,6 +45,6 @@ def test_an_exception_cancels_the_queue_and_ends_the_workers(error):
                 time.sleep(0.01)
             processes = list(pool._processes.values())
             raise error()
-    assert processes and not any(p.is_alive() for p in processes)  # none left behind
+    assert processes and not any(map(_running, processes))  # none left behind
     # every call ended without a result: cancelled in the queue, or its worker ended
     assert all(f.cancelled() or isinstance(f.exception(timeout=5), BrokenProcessPool) for f in futures)
