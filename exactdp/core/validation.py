@@ -120,7 +120,9 @@ def _decimal_fraction(x: decimal.Decimal) -> Fraction:
     """The exact value of a finite Decimal (``Fraction(x)`` and ``int(x)`` go through a
     string and raise ValueError past CPython's int/str digit limit)."""
     sign, digits, exponent = x.as_tuple()
-    n = _digits_int("".join(map(str, digits)) or "0")
+    if not any(digits):  # zero whatever its exponent: 0E-100000000 must not build 10**100000000
+        return Fraction(0)
+    n = _digits_int("".join(map(str, digits)))
     q = Fraction(n * 10**exponent) if exponent >= 0 else Fraction(n, 10**-exponent)
     return -q if sign else q
 
@@ -162,9 +164,7 @@ def _as_int(x: Any, argument: str, where: str = "") -> int:
         # integral or not, decided on the Decimal itself (exact, whatever the context's
         # precision): 1e-100000000 must not build 10**100000000 to be refused
         if x == x.to_integral_value():
-            exact = _decimal_fraction(x)
-            if exact.denominator == 1:
-                return exact.numerator
+            return _decimal_fraction(x).numerator
     if isinstance(x, (Fraction, numbers.Rational, decimal.Decimal)):
         err = InvalidCountsError if argument == "counts" else InvalidParameterError
         raise err(label, x, "must be an integer")
@@ -211,16 +211,16 @@ def as_counts(counts: CountsLike) -> tuple[int, ...]:
 def _check_count_digits(counts: list[int]) -> None:
     """:class:`~exactdp.errors.InputLimitError` for the first count of more than
     :data:`MAX_COUNT_DIGITS` decimal digits (read at each call, so raising it takes effect).
-    One pass of ``int.bit_length`` in C; digits are counted only past ``limit * log2(10)``
-    bits (fewer bits: ``|n| < 2**bits <= 10**limit``, at most ``limit`` digits)."""
+    One pass of ``int.bit_length`` in C; digits are counted only past ``limit * 3.3219``
+    bits, compared in integers (fewer bits: ``|n| < 2**bits <= 10**limit`` as 3.3219 is
+    below ``log2(10)``, so at most ``limit`` digits)."""
     limit = MAX_COUNT_DIGITS
-    bits = limit * 3.3219  # just below log2(10)
-    if max(map(int.bit_length, counts)) <= bits:
+    if max(map(int.bit_length, counts)) * 10_000 <= limit * 33_219:
         return
     import gmpy2
 
     for position, count in enumerate(counts):
-        if count.bit_length() <= bits:
+        if count.bit_length() * 10_000 <= limit * 33_219:
             continue
         digits = len(gmpy2.mpz(abs(count)).digits(10))
         if digits <= limit:

@@ -234,6 +234,14 @@ def test_decimal_counts_past_the_digit_limit():
         as_counts([decimal.Decimal("1e-100000000")])  # not integral; refused without building it
 
 
+def test_a_decimal_zero_of_any_exponent_is_zero():
+    # 0E-100000000 and 0E+100000000 built 10**100000000 before being read as 0
+    for zero in ("0E-100000000", "-0E+100000000", "0.000"):
+        assert as_counts([decimal.Decimal(zero), 2]) == (0, 2)
+        assert validation.as_rational(decimal.Decimal(zero), "epsilon") == 0
+    assert validation.as_rational(decimal.Decimal("-2.50E-3"), "epsilon") == Fraction(-1, 400)
+
+
 def test_count_digit_limit_boundary_and_raising_it(monkeypatch):
     """A count of more than MAX_COUNT_DIGITS digits, an exact int included, is refused
     naming the limit (a 20,000-digit count kept Joint's probabilities busy for minutes)."""
