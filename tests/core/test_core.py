@@ -34,16 +34,21 @@ from twins import joint_utility, ranks_of, tied_counts
 # ======================================================================================
 # Ranking
 # ======================================================================================
-@pytest.mark.slow
-@settings(max_examples=200, deadline=None)
-@given(tied_counts(max_d=12))
-def test_ranking_matches_definition(counts):
-    r = Ranking(counts)
+def _assert_ranked_by_definition(r, counts):
+    """Every attribute of the Ranking ``r`` of ``counts`` against its definition."""
     order, rank = ranks_of(counts)
     assert r.order == tuple(order) and r.rank_of == tuple(rank)
     assert r.sorted_counts == tuple(sorted(counts, reverse=True))
     assert r.values == tuple(sorted(set(counts), reverse=True))
     assert r.cumulative == tuple(sum(1 for c in counts if c >= v) for v in r.values)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(tied_counts(max_d=12))
+def test_ranking_matches_definition(counts):
+    r = Ranking(counts)
+    _assert_ranked_by_definition(r, counts)
     assert r.d == len(counts)
     for t in set(counts) | {c + 1 for c in counts} | {c - 1 for c in counts}:
         assert r.at_least(t) == sum(1 for c in counts if c >= t)
@@ -60,11 +65,7 @@ def test_ranking_int64_paths_match_definition(counts):
     62 bits) against the definition, around its bound 2**61; its arrays hold the tuples'
     integers; a pickle rebuilds it."""
     r = Ranking(counts)
-    order, rank = ranks_of(counts)
-    assert r.order == tuple(order) and r.rank_of == tuple(rank)
-    assert r.sorted_counts == tuple(sorted(counts, reverse=True))
-    assert r.values == tuple(sorted(set(counts), reverse=True))
-    assert r.cumulative == tuple(sum(1 for c in counts if c >= v) for v in r.values)
+    _assert_ranked_by_definition(r, counts)
     fits = all(abs(c) < 2**61 for c in counts)
     assert (r.arrays is not None) == fits
     if fits:
