@@ -285,7 +285,7 @@ def run_checks(checks: Sequence[Check], full: bool = False, jobs: int = 1,
         return results
     from concurrent.futures import as_completed
 
-    from exactdp.core._pool import process_pool
+    from exactdp.core.pool import process_pool
 
     by_name: dict[str, Result] = {}
     with process_pool(jobs) as pool:  # Ctrl-C: queued checks cancelled, workers ended at once

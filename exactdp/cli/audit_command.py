@@ -22,7 +22,7 @@ from concurrent.futures import Executor
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from ..core._pool import process_pool
+from ..core.pool import process_pool
 from ..core.formatting import change_text, exact_text, number_text, output_text, table_lines
 from ..core.mechanism import Mechanism
 from ..core.validation import DEFAULT_DPS

@@ -1,4 +1,4 @@
-"""exactdp.core._pool: a process pool whose workers leave Ctrl-C to the parent and that
+"""exactdp.core.pool: a process pool whose workers leave Ctrl-C to the parent and that
 stops at once (queued calls cancelled, workers ended) when its block raises."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
-from exactdp.core._pool import process_pool
+from exactdp.core.pool import process_pool
 
 
 def _running(process) -> bool:
