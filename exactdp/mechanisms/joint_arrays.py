@@ -125,12 +125,20 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     ``mechanism`` (a Joint, exponential rule) at ``dps`` digits."""
     k, d = mechanism.k, mechanism.d
     w, e_m, e_p = _errors(k, d)
-    F = frac_bits_for(dps, max(e_m, e_p))
+    table = mechanism.table
+    source = table.source
+    kernel = None
+    if source.numpy_route:
+        total, _, top_m = source.event_counts()
+        if total >= KERNEL_EVENTS_PER_LEVEL * (top_m + 1):
+            plan = _kernel_plan(k, d, w, e_p, dps)
+            if plan is not None:
+                F, e_m, kernel = plan
+    if kernel is None:
+        F = frac_bits_for(dps, max(e_m, e_p))
     table_limbs, table_err, xs = log_table(d + 1, F)
     if table_err > w:  # cannot happen (Omega(n) <= log2 n), kept as a guard
         raise AssertionError("log table error above its bound")
-    table = mechanism.table
-    source = table.source
     log_z = _fixed_log_total(table, F)
     lam_fixed, shift_limbs = _fixed_lam(mechanism.scale, F, _max_m(source))
     if not source.numpy_route:
@@ -171,9 +179,18 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
             one = np.flatnonzero(single)
             e = starts[one]
             logm[:, one] += np.take(T, new[e] - old[e], axis=1) - np.take(t_new, e, axis=1)
-            multi = np.flatnonzero(~single)  # several factors change at one level: exact products
-            pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
-            logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
+            multi = np.flatnonzero(~single)  # several factors change at one level
+            if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
+                # delta = ln N(M) - ln N(M_prev): the level's own X_new - X_old, exactly
+                s0 = starts[multi]
+                D = normalize(np.take(lnN, ends[multi], axis=1) - np.take(lnN, s0, axis=1)
+                              + np.take(t_new, s0, axis=1) - np.take(T, old[s0], axis=1))
+                took, y = kernel(D, L)
+                logm[:, multi[took]] += y
+                multi = multi[~took]
+            if len(multi):  # the exact products and one arb logarithm a level
+                pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
+                logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
         utility = -Ms[starts]
         if b == 0:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
@@ -188,6 +205,32 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
 #: block's limb sums stay exact while it holds fewer than ``2**32`` events.
 ARRAY_FIRST_EVENTS = 1 << 10
 ARRAY_BLOCK_EVENTS = 1 << 17
+
+
+#: The kernel (:mod:`exactdp.core.log1mexp`) is planned when the threshold events are at
+#: least this many per possible level (``E >= KERNEL_EVENTS_PER_LEVEL * (max M + 1)``:
+#: most levels then have several events), and run on a block's levels of several events
+#: when there are at least :data:`KERNEL_MIN_LEVELS` of them (tests lower both).
+KERNEL_EVENTS_PER_LEVEL = 2
+KERNEL_MIN_LEVELS = 64
+
+
+def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[int, int, Any]]:
+    """``(F, E_m, kernel)``: ``E_m = k w + (A + 1) + K`` (``A = 2 w (d+1)``, ``K`` the
+    kernel's bound, within ``(A+1) / 8`` at the least working precision that allows it),
+    ``F`` from :func:`frac_bits_for` and at least ``2 bitlen(A+1)`` (so ``A (A+1) <=
+    2**F``: module docstring); ``None`` where no working precision fits."""
+    from ..core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
+
+    A = 2 * w * (d + 1)
+    budget = max((A + 1) // 8, 2)
+    F = max(frac_bits_for(dps, max(k * w + A + 1 + budget, e_p)), 2 * (A + 1).bit_length())
+    W = 2 * LIMB_BITS
+    while kernel_fits(W):
+        if kernel_error(F, W) <= budget:
+            return F, k * w + A + 1 + kernel_error(F, W), log1mexp_kernel(F, W)
+        W += LIMB_BITS
+    return None
 
 
 def _windows(source: Any) -> Iterator[tuple[int, int]]:
