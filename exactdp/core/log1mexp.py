@@ -12,39 +12,47 @@ Method, all in integers (floats only *choose* multipliers; every choice is check
 1. ``y = ln(delta) + h(delta)`` with ``h(delta) = ln((1 - e**-delta)/delta) = -delta/2 +
    sum_{n>=1} a_n delta**(2n)``, ``a_n = B_{2n} / (2n (2n)!)`` (Bernoulli numbers; from
    ``(1 - e**-x)/x = e**(-x/2) sinh(x/2)/(x/2)`` and the series of ``ln(sinh x / x)``).
-   ``|B_{2n}| = 2 (2n)! zeta(2n) / (2 pi)**(2n)``, so ``|a_n| <= zeta(2)/n (2 pi)**-2n <=
-   2 * 6**-2n`` and the tail after ``N`` terms is at most ``2 (delta/6)**(2N+2) / (1 -
-   (delta/6)**2)``; ``N`` is the least with that below ``2**-(W+1)`` at ``delta =
+   ``|B_{2n}| = 2 (2n)! zeta(2n) / (2 pi)**(2n)``, so ``|a_n| = zeta(2n) / (n (2 pi)**2n)
+   <= 2 * 6**-2n`` and the tail after ``N`` terms is at most ``2 (delta/6)**(2N+2) / (1 -
+   (delta/6)**2)``; ``N`` is the least with that at most ``2**-(W+1)`` at ``delta =
    2**-CUT_BITS``.
-2. ``ln delta``: ``s = F - bitlen(D) + 1`` (exact, from the limbs), ``z = D 2**s`` (exact:
-   ``z 2**-F`` in ``[1, 2)``), so ``ln delta = ln(z 2**-F) - s ln 2``.  Then ``P_1 =
-   floor(z r 2**(W-F-11))`` with ``r`` in ``[2**10, 2**11]`` (``r ~ 2**11/z``), and stages
-   ``b = 21, 31, ...`` (until ``3b >= W``): ``P <- P - floor(P j 2**-b)`` with ``|j| <=
-   J = 2**10 + 8`` (``j ~ 2**b t/(1+t)``, ``t = P 2**-W - 1``): ``P`` is ``z`` times
-   ``r 2**-11 prod (1 - j 2**-b)``, each step floored.  The result is accepted only if
-   ``|t| < 2**-b_last`` (checked in integers, :func:`~exactdp.core.fixed_point.fits_signed`).
-   Then ``ln(z 2**-F) = ln(1 + t) - ln(r 2**-11) - sum ln(1 - j 2**-b)`` up to the floors,
-   with ``ln(1+t) = t - t**2/2`` (tail ``<= |t|**3/(3(1-|t|)) < 0.34`` ulp as ``3 b_last >=
-   W``) and the logarithms of the multipliers and ``s ln 2`` from tables of arb values
-   rounded to the nearest ulp (each within ``3/4`` ulp).
+2. ``ln delta``: ``s = F + 1 - bitlen(D)`` (exact, from the limbs), ``z = D 2**s`` (exact:
+   ``z 2**-F`` in ``[1, 2)``), so ``ln delta = ln(z 2**-F) - s ln 2``.  A first multiplier
+   ``r`` in ``[2**10, 2**11]`` (``r ~ 2**11 / z``) gives the exact ``z r = 2**(F+11) (1 +
+   t)``; then stages ``b = 21, 31, ...`` (until ``3 b >= W``) with multipliers ``1 - j
+   2**-b``, ``|j| <= J = 2**10 + 8`` (``j ~ 2**b t/(1+t)``, then ``t <- t - j 2**-b (1 +
+   t)``, in floats).  ``M = prod (2**b - j)`` is exact, and one floor ``P = floor(z r M
+   2**(W - F - 11 - sum b))`` (:func:`~exactdp.core.fixed_point.mul`) gives ``P 2**-W = 1 +
+   t``; the value is accepted only if ``-2**-b_last <= t < 2**-b_last`` (checked in
+   integers, :func:`~exactdp.core.fixed_point.fits_signed`).  Then ``ln(z 2**-F) = ln(1 + t)
+   - ln(r 2**-11) - sum ln(1 - j 2**-b)`` up to that floor, ``ln(1 + t) = t - t**2/2`` up to
+   ``|t|**3 / (3 (1 - |t|)) <= 2**-W / 3 (1 + 2**-20)`` (``3 b_last >= W``), and the
+   logarithms of the multipliers and ``s ln 2`` come from tables of arb values rounded to the
+   nearest ulp (:func:`~exactdp.core.log_table.fixed_log_ratio`: each within ``3/4``).
 
-Error, in ulps ``2**-W`` (``S`` stages after the first):
+Error, in ulps ``2**-W`` (``S`` stages):
 
-- each floor of ``P`` (the first and ``S`` stages) moves ``ln P`` by ``-ln(1 - theta/P)
-  <= 1.001`` ulp, ``theta < 1``: by the accepted ``|t| < 2**-b_last`` and ``P_i >= (P_{i+1}
-  - 1) / (1 + J 2**-b)`` every ``P_i`` is at least ``2**W (1 - 2**-10.8)``;
-- ``S + 2`` table entries: ``3/4`` each; ``t**2/2`` floored (:func:`~exactdp.core.
-  fixed_point.mul`: ``1 + 2**-27``) and the series tail ``0.34``: ``1.35``;
+- the floor of ``P``: ``P`` is within ``1 + 2**-27`` of ``z r M 2**(...)`` and at least
+  ``2**W (1 - 2**-21)``, so ``ln P`` moves by at most ``1.001`` ulp;
+- ``S + 2`` table entries: ``0.75 (S + 2)``;
+- ``t**2/2``: ``T`` without its ``c = (b_last - 11) // 30`` low limbs squared (``T =
+  T' 2**(30c) + rho``: ``(T**2 - T'**2 2**(60c)) 2**-(W+1) <= 2**(30c - b_last) + 2**(60c -
+  W - 1) < 2**-10``) and floored (``1 + 2**-27``), plus the series tail ``0.334``: ``1.35``;
 - ``h``: ``delta_W`` (``D`` at ``W`` bits, floored: within 1) halved and floored: ``1.5``;
-  ``u = delta_W**2`` floored: ``2 delta + 1 + 2**-27 <= 1.04``; Horner ``q_i = A_i +
-  floor(u q_{i+1})`` (``A_i`` nearest ``2**W a_i``: ``1/2``) keeps ``|q_i - 2**W p_i| <= 1.5
-  + 2**-27 + 2**-12 eps_{i+1} + 2**-11 * 1.04 < 1.503`` (``u < 2**-12``, ``|p_{i+1}| <
-  2**-11``), and ``floor(u q_1)`` adds ``1.001 + (1/24 + 2**-11) 1.04 + 2**-12 1.503 <
-  1.05``; the tail ``1/2``: ``3.05`` in all.
+  ``u = floor(delta_W**2)``: ``2 delta + 1 + 2**-27 <= 1.02``; Horner ``q_i = A_i +
+  floor(u q_{i+1})`` (``A_i`` the nearest ``2**W a_i``: ``1/2``) keeps ``|q_i - 2**W p_i|
+  <= 1.5 + 2**-27 + 2**-16 eps_{i+1} + 2**-11 * 1.02 < 1.502`` (``u < 2**-16``, ``|p_{i+1}|
+  < 2**-11`` where ``p_i = sum_{n>=i} a_n u**(n-i)``), and ``floor(u q_1)`` adds ``1 + 2**-27
+  + (1/24 + 2**-11) 1.02 + 2**-16 1.502 < 1.05``; the series tail ``1/2``: ``3.05``.
 
-So ``kappa = 1.001 (S+1) + 0.75 (S+2) + 1.35 + 3.05 <= 2 S + 7`` ulps at ``W`` bits, and at
-``F`` bits ``K = kappa 2**(F-W)`` (exact left shift when ``W <= F``) or ``K = kappa
+So ``kappa = 1.001 + 0.75 (S + 2) + 1.35 + 3.05 <= S + 7`` ulps at ``W`` bits, and at ``F``
+bits ``K = kappa 2**(F-W)`` (an exact left shift when ``W <= F``) or ``K <= kappa
 2**(F-W) + 1`` (one more floor when ``W > F``).
+
+``int64`` never overflows: every limb product is within ``2**60``, the multipliers' first
+two are multiplied in one ``int64`` (``2**22 * 2**32``), and :mod:`exactdp.core.fixed_point`
+states the rest.  The tables take ``2**10 + 1 + S (2 J + 1) + 30`` arb logarithms, once per
+``(F, W)``.
 """
 
 from __future__ import annotations
@@ -61,10 +69,11 @@ from .log_table import LIMB_BITS, fixed_log_ratio, normalize, to_limbs
 __all__ = ["CUT_BITS", "Log1mExpKernel", "log1mexp_kernel", "kernel_error", "kernel_fits"]
 
 #: The kernel's domain is ``delta < 2**-CUT_BITS``.
-CUT_BITS = 6
+CUT_BITS = 8
 _FIRST = 11  # the first multiplier r ~ 2**11 / z
 _J = (1 << 10) + 8  # stage multipliers 1 - j 2**-b with |j| <= _J
-_MIN_SHIFT, _MAX_SHIFT = 1, LIMB_BITS - 1
+_MAX_SHIFT = LIMB_BITS - 1
+_MASK = (1 << LIMB_BITS) - 1
 
 
 def _nearest(value: Fraction, bits: int) -> int:
@@ -152,12 +161,13 @@ class Log1mExpKernel:
         idx = np.flatnonzero(ok)
         D = np.take(D, idx, axis=1)
         s = s[idx]
-        # ln delta: z 2**-F in [1, 2), then P ~ 2**W through the multipliers (one more
-        # limb: z r < 2**(F+12))
-        z = np.zeros((D.shape[0] + 1, len(idx)), dtype=np.int64)
-        z[:-1] = D
+        # ln delta: z 2**-F in [1, 2), then P ~ 2**W through the multipliers; z r < 2**(F+12)
+        # and D < 2**F are non-negative: limbs 0 .. (F+12) // 30 hold them
+        Lz = (F + _FIRST + 1) // LIMB_BITS + 1
+        z = np.zeros((Lz, len(idx)), dtype=np.int64)
+        z[: min(Lz, D.shape[0])] = D[:Lz]
         z = shift_left_each(z, s)
-        zf = approx_float(z, F, min(F // LIMB_BITS + 1, z.shape[0] - 1), 3)
+        zf = approx_float(z, F, Lz - 1, 3)
         r = np.clip(np.rint((1 << _FIRST) / zf), 1 << (_FIRST - 1), 1 << _FIRST).astype(np.int64)
         acc = np.take(self.first, r - (1 << (_FIRST - 1)), axis=1)
         acc += np.take(self.log2s, s, axis=1)
@@ -165,26 +175,36 @@ class Log1mExpKernel:
         q, rr = divmod(F + _FIRST, LIMB_BITS)
         T1 = P1.copy()
         T1[q] -= 1 << rr
-        normalize(T1, q)
-        # |T1| <= 2**(F+1) (|t| <= 2**-11 once r is right): the sign folded into limb F // 30 + 1
-        top = F // LIMB_BITS + 1
-        t = approx_float(rescale(T1, 0, 0, top + 1), F + _FIRST, top, 4)
+        t = approx_float(normalize(T1, q), F + _FIRST, Lz - 1, 4)
         # the stage multipliers 1 - j 2**-b, chosen from floats (t <- t - j 2**-b (1 + t)),
         # and their exact product M = prod (2**b - j) in limbs
-        M = np.ones((1, len(idx)), dtype=np.int64)
+        M, bits = None, 0
         for b, table in zip(self.stages, self.tables):
             j = np.clip(np.rint(t / (1 + t) * 2.0**b), -_J, _J)
             t = t - j * 2.0**-b * (1 + t)
             j = j.astype(np.int64)
             acc += np.take(table, j + _J, axis=1)
-            grown = (M.shape[0] * LIMB_BITS + b) // LIMB_BITS + 1
-            M = normalize(rescale(M, 0, b, grown) - _pad(mul_small(M, j), grown))
+            m = (1 << b) - j  # below 2**(b+1) <= 2**60
+            bits += b + 1  # M < 2**bits
+            if M is None:
+                M = m
+            elif M.ndim == 1 and bits <= 2 * LIMB_BITS:  # the first two in one int64 (two limbs)
+                M = M * m
+            else:
+                if M.ndim == 1:
+                    M = np.stack((M & _MASK, M >> LIMB_BITS))  # M < 2**63: two limbs
+                M = mul(M, np.stack((m & _MASK, m >> LIMB_BITS)), 0, bits // LIMB_BITS + 1)
+        if M.ndim == 1:
+            M = np.stack((M & _MASK, M >> LIMB_BITS))
         P = mul(P1, M, F + _FIRST + sum(self.stages) - W, n)
         T = normalize(P - self.one)
-        good = fits_signed(T, W - self.stages[-1])
-        # ln(1 + t) = t - t**2/2
+        b_last = self.stages[-1]
+        good = fits_signed(T, W - b_last)
+        # ln(1 + t) = t - t**2/2, t**2 from T without its c low limbs (c = (b_last - 11) // 30)
         acc += T
-        acc -= mul(T, T, W + 1, n)
+        c = (b_last - _FIRST) // LIMB_BITS
+        Tc = rescale(T, LIMB_BITS * c, 0, (W - b_last - LIMB_BITS * c) // LIMB_BITS + 1)
+        acc -= mul(Tc, Tc, W + 1 - 2 * LIMB_BITS * c, n)
         # h(delta) = -delta/2 + u (a_1 + u (a_2 + ...)), u = delta**2
         dw = rescale(D, F, W, Lw)
         acc -= rescale(dw, 1, 0, n)
@@ -197,11 +217,6 @@ class Log1mExpKernel:
         ok[idx[~good]] = False
         Y = rescale(np.compress(good, acc, axis=1), W, F, out_limbs)
         return ok, Y
-
-
-def _pad(x: np.ndarray, limbs: int) -> np.ndarray:
-    """Non-negative or signed normalized ``x`` in ``limbs >= len(x)`` limbs."""
-    return rescale(x, 0, 0, limbs)
 
 
 _KERNELS: dict[tuple[int, int], Log1mExpKernel] = {}
