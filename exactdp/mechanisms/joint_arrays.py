@@ -22,7 +22,27 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
   (:func:`~exactdp.core.log_table.fixed_log_ratio`): ``k w + 1`` ulps.
 - the level ``M = 0``: ``ln N(0)``, ``k w`` ulps.
 
-So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.  The log-probability of
+So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.
+
+Where most levels have several events (at least :data:`KERNEL_EVENTS_PER_LEVEL` events per
+possible level), ``ln m = ln N(M) + y(delta)`` with ``delta = ln N(M) - ln N(M_prev) =
+sum_i ln(b_i/a_i)`` and ``y(delta) = ln(1 - e**-delta)`` from the kernel
+(:mod:`exactdp.core.log1mexp`, within ``K`` ulps on its domain ``delta < 2**-8``; the
+other levels keep the exact products).  ``delta`` is read from the arrays: ``D = sum (X_b -
+X_a)`` over the level's ``n`` events, exactly (unchanged rows cancel), so ``|D - 2**F delta|
+<= 2 n w``.  Each event raises a factor by at least one, to at most ``d + 1``, so ``delta >=
+n ln(1 + 1/d) >= n / (d+1)``.  ``y' = 1/(e**x - 1) <= 1/x`` decreases, so with ``A = 2 w
+(d+1)``, every ``x`` between ``delta`` and ``D 2**-F`` is at least ``n (1/(d+1) - 2 w
+2**-F)`` and
+
+    ``2**F |y(D 2**-F) - y(delta)| <= 2 n w / (n (1/(d+1) - 2 w 2**-F)) = A / (1 - A 2**-F)
+    <= A + 1``  when ``A (A + 1) <= 2**F``
+
+(``A <= (A + 1)(1 - A 2**-F)`` is that condition; ``F`` is at least ``2 bitlen(A+1)``).  So
+such a level is within ``k w + A + 1 + K`` ulps: ``E_m = k w + A + 1 + K`` (``>= (k+2) w +
+1``: the other levels are within it too).  The kernel works at ``W`` fractional bits (a
+multiple of the limb width) chosen so that ``K <= (A + 1) / 8``: about 19 bits below ``F``
+at ``d = 166,000``.  The log-probability of
 one output of the level, ``-lam M - ln Z``: ``lam`` rounded to ``Lam`` at ``F + G``
 fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
 of the rational ``epsilon/divisor``, or nearest from arb with a base: error ``< 1`` there),
