@@ -21,7 +21,7 @@ import numpy as np
 
 from .log_table import LIMB_BITS, normalize
 
-__all__ = ["MAX_MUL_LIMBS", "mul_small", "mul", "rescale", "shift_left_each", "bit_lengths", "fits_signed",
+__all__ = ["MAX_MUL_LIMBS", "mul_small", "mul", "rescale", "shift_left_each", "fits_signed",
            "approx_float"]
 
 _MASK = (1 << LIMB_BITS) - 1
@@ -116,17 +116,6 @@ def shift_left_each(x: np.ndarray, s: np.ndarray) -> np.ndarray:
     """``x * 2**s`` per column (``0 <= s < LIMB_BITS``, an ``int64`` array; exact, each
     limb below ``2**59`` before normalizing); the value must fit ``x``'s limbs."""
     return normalize(x << s)
-
-
-def bit_lengths(x: np.ndarray) -> np.ndarray:
-    """``X.bit_length()`` of each column of non-negative normalized limbs, exactly: the top
-    non-zero limb's length from ``frexp`` of its ``float64`` (a limb below ``2**30`` converts
-    exactly, and ``frexp``'s exponent of a positive integer is its bit length)."""
-    out = np.zeros(x.shape[1], dtype=np.int64)
-    for j in range(x.shape[0]):
-        nz = x[j] != 0
-        out[nz] = np.frexp(x[j][nz].astype(np.float64))[1] + LIMB_BITS * j
-    return out
 
 
 def fits_signed(x: np.ndarray, bits: int) -> np.ndarray:

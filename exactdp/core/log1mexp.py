@@ -62,9 +62,9 @@ from typing import Optional
 
 import numpy as np
 
-from .fixed_point import MAX_MUL_LIMBS, fits_signed, approx_float, bit_lengths, mul, mul_small, rescale, \
-    shift_left_each
+from .fixed_point import MAX_MUL_LIMBS, approx_float, fits_signed, mul, mul_small, rescale, shift_left_each
 from .log_table import LIMB_BITS, fixed_log_ratio, normalize, to_limbs
+from .precision import flint_workprec
 
 __all__ = ["CUT_BITS", "Log1mExpKernel", "log1mexp_kernel", "kernel_error", "kernel_fits"]
 
@@ -113,6 +113,27 @@ def _stages(W: int) -> list[int]:
     return out
 
 
+def _stage_logs(b: int, W: int) -> list[int]:
+    """``-ln(1 - j 2**-b)`` for ``-J <= j <= J``, each the nearest ``W``-bit fixed-point of
+    an arb ``log1p`` ball of radius below a quarter ulp (so within ``3/4`` ulp), one precision
+    section for the table (a ball too wide goes to :func:`fixed_log_ratio`)."""
+    from flint import arb
+
+    out = []
+    quarter = arb(2) ** -(W + 2)
+    with flint_workprec(W + 30):
+        scale = arb(2) ** -b
+        for j in range(-_J, _J + 1):
+            ball = -(arb(-j) * scale).log1p()
+            if ball.rad() < quarter:
+                man, exp = ball.mid().man_exp()
+                man, exp = int(man), int(exp) + W
+                out.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
+            else:
+                out.append(fixed_log_ratio(1 << b, (1 << b) - j, W))
+    return out
+
+
 def kernel_error(frac_bits: int, work_bits: int) -> int:
     """The bound ``K`` (ulps ``2**-frac_bits``) of the kernel ``(frac_bits, work_bits)``."""
     kappa = len(_stages(work_bits)) + 7
@@ -144,8 +165,7 @@ class Log1mExpKernel:
         self.kappa = len(self.stages) + 7
         self.error = kernel_error(F, W)
         self.first = to_limbs([fixed_log_ratio(1 << _FIRST, r, W) for r in range(1 << (_FIRST - 1), (1 << _FIRST) + 1)], n)
-        self.tables = [to_limbs([fixed_log_ratio(1 << b, (1 << b) - j, W) for j in range(-_J, _J + 1)], n)
-                       for b in self.stages]
+        self.tables = [to_limbs(_stage_logs(b, W), n) for b in self.stages]
         self.log2s = to_limbs([-fixed_log_ratio(1 << s, 1, W) for s in range(_MAX_SHIFT + 1)], n)
         self.coef = [to_limbs([_nearest(a, W)], self.Lw) for a in _coefficients(CUT_BITS, W)]
         self.one = to_limbs([1 << W], n)
@@ -156,8 +176,11 @@ class Log1mExpKernel:
         their values (``|Y - 2**F ln(1 - e**-delta)| <= error``), one column per ``True``."""
         F, W, Lw = self.F, self.W, self.Lw
         n = Lw + 1
-        s = F + 1 - bit_lengths(D)
-        ok = (s >= CUT_BITS + 1) & (s <= _MAX_SHIFT) & (D[-1] >= 0) & np.any(D != 0, axis=0)
+        # the domain 2**(F-29) <= D < 2**(F-CUT_BITS): 4 <= floor(D 2**(31-F)) < 2**(31-CUT_BITS),
+        # read from one limb (the others zero); then s = F + 1 - bitlen(D) exactly
+        top = rescale(D, F, 31, D.shape[0] + 2)
+        ok = (top[0] >= 4) & (top[0] < 1 << (31 - CUT_BITS)) & ~np.any(top[1:] != 0, axis=0)
+        s = 32 - np.frexp(top[0].astype(np.float64))[1]  # a limb converts exactly
         idx = np.flatnonzero(ok)
         D = np.take(D, idx, axis=1)
         s = s[idx]

@@ -81,12 +81,6 @@ def test_shift_left_each(pairs):
     assert _ints(fp.shift_left_each(x, s)) == [v << k for v, k in pairs]
 
 
-def test_bit_lengths_exact():
-    values = [0, 1, 2, 3, (1 << 30) - 1, 1 << 30, (1 << 61) - 1, 1 << 61, (1 << 89) + 12345]
-    values += [1 << k for k in range(0, 119)] + [(1 << k) - 1 for k in range(1, 119)]
-    assert fp.bit_lengths(to_limbs(values, 4)).tolist() == [v.bit_length() for v in values]
-
-
 def test_fits_signed_exact_at_the_edges():
     for bits in (0, 1, 29, 30, 31, 59, 60, 79):
         values = [0, (1 << bits) - 1, 1 << bits, -(1 << bits) + 1, -(1 << bits), -(1 << bits) - 1, (1 << bits) + 1]
