@@ -52,10 +52,10 @@ def mul(x: np.ndarray, y: np.ndarray, shift: int, out_limbs: int) -> np.ndarray:
     cut = max(0, shift // LIMB_BITS - 2)
     cols = Lx + Ly - 1
     acc = np.zeros((cols - cut + 1, x.shape[1]), dtype=np.int64)
-    for i in range(Lx):
-        xi = x[i]
-        for j in range(max(0, cut - i), Ly):
-            acc[i + j - cut] += xi * y[j]
+    for i in range(Lx):  # row i of x times the limbs of y it reaches: one product, one sum
+        j0 = max(0, cut - i)
+        if j0 < Ly:
+            acc[i + j0 - cut : i + Ly - cut] += x[i] * y[j0:]
     normalize(acc)
     return _trim(_shift_floor(acc, shift - cut * LIMB_BITS), out_limbs)
 
