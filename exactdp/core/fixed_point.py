@@ -131,8 +131,8 @@ def fits_signed(x: np.ndarray, bits: int) -> np.ndarray:
 
 
 def approx_float(x: np.ndarray, frac_bits: int, top: int, count: int = 3) -> np.ndarray:
-    """A ``float64`` approximation of ``X * 2**-frac_bits`` from limbs ``top - count + 1 ..
-    top`` (the lower ones ignored).  Only to *choose* values that are then checked in
+    """A ``float64`` approximation of ``X * 2**-frac_bits`` (``X`` the columns of ``x``) from
+    limbs ``top - count + 1 .. top`` (the lower ones ignored).  Only to *choose* values that are then checked in
     integers."""
     out = np.zeros(x.shape[1], dtype=np.float64)
     for j in range(top, max(top - count, -1), -1):
