@@ -41,10 +41,11 @@ n ln(1 + 1/d) >= n / (d+1)``.  ``y' = 1/(e**x - 1) <= 1/x`` decreases, so with `
 (``A <= (A + 1)(1 - A 2**-F)`` is that condition; ``F`` is at least ``2 bitlen(A+1)``).  So
 such a level is within ``k w + A + 1 + K`` ulps: ``E_m = k w + A + 1 + K`` (``>= (k+2) w +
 1``: the other levels are within it too).  The kernel works at ``W`` fractional bits (a
-multiple of the limb width) chosen so that ``K <= (A + 1) / 8``: about 19 bits below ``F``
-at ``d = 166,000``.  The log-probability of
-one output of the level, ``-lam M - ln Z``: ``lam`` rounded to ``Lam`` at ``F + G``
-fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
+multiple of the limb width, the least with ``K <= (A + 1) / 8``; at ``d = 166,000``, ``k =
+200``, ``dps = 30``: ``F = 124`` instead of 113, ``W = 120``, ``K = 160``).
+
+The log-probability of one output of the level, ``-lam M - ln Z``: ``lam`` rounded to
+``Lam`` at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
 of the rational ``epsilon/divisor``, or nearest from arb with a base: error ``< 1`` there),
 the exact product ``Lam * M`` in limbs, floored to ``F`` bits (error ``< M 2**-G + 1 < 2``
 ulps); ``ln Z`` from the level table's certified total (:meth:`BlockLevelTable.total`,
