@@ -176,11 +176,11 @@ class Log1mExpKernel:
         their values (``|Y - 2**F ln(1 - e**-delta)| <= error``), one column per ``True``."""
         F, W, Lw = self.F, self.W, self.Lw
         n = Lw + 1
-        # the domain 2**(F-29) <= D < 2**(F-CUT_BITS): 4 <= floor(D 2**(31-F)) < 2**(31-CUT_BITS),
+        # the domain 2**(F-29) <= D < 2**(F-CUT_BITS): 2 <= floor(D 2**(30-F)) < 2**(30-CUT_BITS),
         # read from one limb (the others zero); then s = F + 1 - bitlen(D) exactly
-        top = rescale(D, F, 31, D.shape[0] + 2)
-        ok = (top[0] >= 4) & (top[0] < 1 << (31 - CUT_BITS)) & ~np.any(top[1:] != 0, axis=0)
-        s = 32 - np.frexp(top[0].astype(np.float64))[1]  # a limb converts exactly
+        top = rescale(D, F, LIMB_BITS, D.shape[0] + 2)
+        ok = (top[0] >= 2) & (top[0] < 1 << (LIMB_BITS - CUT_BITS)) & ~np.any(top[1:] != 0, axis=0)
+        s = 31 - np.frexp(top[0].astype(np.float64))[1]  # a limb converts exactly
         idx = np.flatnonzero(ok)
         D = np.take(D, idx, axis=1)
         s = s[idx]

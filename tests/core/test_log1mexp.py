@@ -10,6 +10,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exactdp.core import log1mexp
 from exactdp.core.log1mexp import CUT_BITS, Log1mExpKernel, kernel_error, kernel_fits, log1mexp_kernel
@@ -103,3 +104,15 @@ def test_working_precisions():
     # kappa = S + 7, S the stages b = 21, 31, ... until 3 b >= W
     assert [Log1mExpKernel(90, W).kappa for W in (60, 90, 120, 150)] == [8, 9, 10, 11]
     assert kernel_error(124, 120) == 10 << 4 and kernel_error(100, 120) == 1 + 1  # ceil(10 / 2**20) + 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**200), min_size=1, max_size=8), st.sampled_from([(124, 120), (100, 90), (160, 150)]))
+def test_hypothesis_bound(raw, fw):
+    # any D: those in the domain are all taken and within the bound, the others left out
+    F, W = fw
+    kernel = log1mexp_kernel(F, W)
+    Ds = [(1 << (F - 29)) + v % ((1 << (F - CUT_BITS)) - (1 << (F - 29))) if i % 2 else v >> (200 - F + 4)
+          for i, v in enumerate(raw)]
+    taken, _ = _check(kernel, Ds)
+    assert taken == sum(1 for D in Ds if (1 << (F - 29)) <= D < (1 << (F - CUT_BITS)))

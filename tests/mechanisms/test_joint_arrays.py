@@ -219,3 +219,25 @@ def test_kernel_planned_only_with_many_events_a_level(monkeypatch):
     taken[0] = 0
     check_twin(distinct, 12)
     assert taken[0] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [4, 5])  # below 4 no level of several events has delta < 1
+def test_exhaustive_small_through_the_kernel(monkeypatch, d):
+    # the kernel's domain widened to delta < 1 (its series rebuilt for it; at these sizes W
+    # is above F, so its bound still holds with room), so that small instances reach it:
+    # every count vector against the exact twin, and the bound
+    from exactdp.core import log1mexp
+
+    monkeypatch.setattr(log1mexp, "CUT_BITS", 0)
+    monkeypatch.setattr(log1mexp, "_KERNELS", {})
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 3)
+    taken = _count_kernel(monkeypatch)
+    for counts in itertools.product(range(0, 12, 3), repeat=d):
+        for k in range(1, d + 1):
+            check_twin(Joint(list(counts), k, epsilon=1), 12)
+    check_bounds(Joint([9, 6, 6, 3, 0][:d], min(d, 3), epsilon=1), 3)
+    assert taken[0] > 200
