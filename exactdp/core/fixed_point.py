@@ -11,8 +11,8 @@ stated conditions, with ``LIMB_BITS = 30``:
 - :func:`mul_small`: a limb (``<= 2**30``) times ``|m| < 2**32`` is below ``2**62``,
   and normalizing adds a carry below ``2**33``;
 - :func:`mul`: a product of two limbs is at most ``2**60``, and a column adds at most
-  ``min(Lx, Ly) <= 6`` of them, below ``2**63 - 2**62``, then normalizing adds carries
-  below ``2**34``.
+  ``min(Lx, Ly) <= 7`` of them, at most ``7 * 2**60 < 2**63``; normalizing then takes the
+  carries out of each column before the next is added to (a carry below ``2**33``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ __all__ = ["MAX_MUL_LIMBS", "mul_small", "mul", "rescale", "shift_left_each", "f
 _MASK = (1 << LIMB_BITS) - 1
 
 #: :func:`mul` multiplies values of at most this many limbs (the shorter operand).
-MAX_MUL_LIMBS = 6
+MAX_MUL_LIMBS = 7
 
 
 def mul_small(x: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -42,7 +42,7 @@ def mul(x: np.ndarray, y: np.ndarray, shift: int, out_limbs: int) -> np.ndarray:
     :data:`MAX_MUL_LIMBS` limbs; the result must fit ``out_limbs``).
 
     The partial products of columns ``c < cut = shift // LIMB_BITS - 2`` are left out: their
-    sum is below ``6 * 2**60 * sum_{c < cut} 2**(30 c) < 2**(30 cut + 33)`` in magnitude, so
+    sum is below ``7 * 2**60 * sum_{c < cut} 2**(30 c) < 2**(30 cut + 33)`` in magnitude, so
     below ``2**-27`` once divided by ``2**shift >= 2**(30 cut + 60)``: the result is
     ``floor(x y 2**-shift - theta)`` with ``|theta| < 2**-27``, so within ``1 + 2**-27`` of
     ``x y 2**-shift`` (and not above ``x y 2**-shift + 2**-27``)."""

@@ -134,6 +134,11 @@ def _stage_logs(b: int, W: int) -> list[int]:
     return out
 
 
+def _limbs(m: np.ndarray, bits: int) -> np.ndarray:
+    """Normalized limbs of non-negative ``m < 2**bits`` (``int64``)."""
+    return np.stack([(m >> (LIMB_BITS * i)) & _MASK for i in range(bits // LIMB_BITS + 1)])
+
+
 def kernel_error(frac_bits: int, work_bits: int) -> int:
     """The bound ``K`` (ulps ``2**-frac_bits``) of the kernel ``(frac_bits, work_bits)``."""
     kappa = len(_stages(work_bits)) + 7
@@ -207,7 +212,7 @@ class Log1mExpKernel:
             t = t - j * 2.0**-b * (1 + t)
             j = j.astype(np.int64)
             acc += np.take(table, j + _J, axis=1)
-            m = (1 << b) - j  # below 2**(b+1) <= 2**60
+            m = (1 << b) - j  # positive, below 2**(b+1)
             bits += b + 1  # M < 2**bits
             if M is None:
                 M = m
@@ -215,8 +220,8 @@ class Log1mExpKernel:
                 M = M * m
             else:
                 if M.ndim == 1:
-                    M = np.stack((M & _MASK, M >> LIMB_BITS))  # M < 2**63: two limbs
-                M = mul(M, np.stack((m & _MASK, m >> LIMB_BITS)), 0, bits // LIMB_BITS + 1)
+                    M = np.stack((M & _MASK, M >> LIMB_BITS))  # M < 2**60: two limbs
+                M = mul(M, _limbs(m, b + 1), 0, bits // LIMB_BITS + 1)
         if M.ndim == 1:
             M = np.stack((M & _MASK, M >> LIMB_BITS))
         P = mul(P1, M, F + _FIRST + sum(self.stages) - W, n)

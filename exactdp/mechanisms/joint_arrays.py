@@ -45,8 +45,9 @@ multiple of the limb width, the least with ``K <= (A + 1) / 8``; at ``d = 166,00
 200``, ``dps = 30``: ``F = 124`` instead of 113, ``W = 120``, ``K = 160``).
 
 The log-probability of one output of the level, ``-lam M - ln Z``: ``lam`` rounded to
-``Lam`` at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
-of the rational ``epsilon/divisor``, or nearest from arb with a base: error ``< 1`` there),
+``Lam`` at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) >
+max M``; exact floor of the rational ``epsilon/divisor``, or nearest from arb with a base:
+error ``< 1`` there),
 the exact product ``Lam * M`` in limbs, floored to ``F`` bits (error ``< M 2**-G + 1 < 2``
 ulps); ``ln Z`` from the level table's certified total (:meth:`BlockLevelTable.total`,
 which sums the leading blocks and bounds the rest) rounded to the nearest ulp from a ball
@@ -240,13 +241,15 @@ def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[i
     """``(F, E_m, kernel)``: ``E_m = k w + (A + 1) + K`` (``A = 2 w (d+1)``, ``K`` the
     kernel's bound, within ``(A+1) / 8`` at the least working precision that allows it),
     ``F`` from :func:`frac_bits_for` and at least ``2 bitlen(A+1)`` (so ``A (A+1) <=
-    2**F``: module docstring); ``None`` where no working precision fits."""
+    2**F``: module docstring); ``None`` where no working precision fits (``W <= 180``:
+    up to about 50 digits at ``d = 166,000``; beyond, the exact products)."""
     from ..core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
 
     A = 2 * w * (d + 1)
     budget = max((A + 1) // 8, 2)
     F = max(frac_bits_for(dps, max(k * w + A + 1 + budget, e_p)), 2 * (A + 1).bit_length())
-    W = 2 * LIMB_BITS
+    # W > F - 30: the kernel's operands then stay within the limbs its products allow
+    W = max(2 * LIMB_BITS, -(-(F - LIMB_BITS + 1) // LIMB_BITS) * LIMB_BITS)
     while kernel_fits(W):
         if kernel_error(F, W) <= budget:
             return F, k * w + A + 1 + kernel_error(F, W), log1mexp_kernel(F, W)

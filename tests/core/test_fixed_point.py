@@ -34,12 +34,13 @@ def test_mul_small_exhaustive_and_random():
     assert _ints(fp.mul_small(to_limbs(values, 7), ms)) == [v * int(m) for v, m in zip(values, ms)]
 
 
-@pytest.mark.parametrize("la,lb", [(1, 1), (2, 3), (4, 4), (6, 4), (7, 6), (5, 2)])
+@pytest.mark.parametrize("la,lb", [(1, 1), (2, 3), (4, 4), (6, 4), (7, 6), (5, 2), (7, 7), (9, 7)])
 def test_mul_floor_within_its_bound(la, lb):
     # floor(x y / 2**s - theta), |theta| < 2**-27: g - x y / 2**s in (-1 - 2**-27, 2**-27]
     rng = random.Random(la * 10 + lb)
-    a = SMALL[:3] + _wide(rng, LIMB_BITS * la - 2, 150)
-    b = SMALL[:3] + _wide(rng, LIMB_BITS * lb - 2, 150)
+    # the extremes of each width: every limb at its largest (the column sums' worst case)
+    a = SMALL[:3] + [(1 << (LIMB_BITS * la - 1)) - 1, -(1 << (LIMB_BITS * la - 1))] + _wide(rng, LIMB_BITS * la - 2, 150)
+    b = SMALL[:3] + [(1 << (LIMB_BITS * lb - 1)) - 1, -(1 << (LIMB_BITS * lb - 1))] + _wide(rng, LIMB_BITS * lb - 2, 150)
     pairs = list(itertools.product(a[:12], b[:12])) + list(zip(a, b))
     xa, xb = to_limbs([p for p, _ in pairs], la), to_limbs([q for _, q in pairs], lb)
     for shift in sorted({0, 1, 29, 30, 31, 61, LIMB_BITS * (la + lb) // 2, LIMB_BITS * (la + lb) - 62}):
@@ -53,7 +54,7 @@ def test_mul_floor_within_its_bound(la, lb):
 
 
 def test_mul_refuses_wide_operands():
-    x = np.zeros((7, 1), dtype=np.int64)
+    x = np.zeros((8, 1), dtype=np.int64)
     with pytest.raises(ValueError, match="MAX_MUL_LIMBS"):
         fp.mul(x, x, 0, 3)
 

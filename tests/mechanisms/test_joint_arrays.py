@@ -191,6 +191,10 @@ def test_kernel_levels_twin(monkeypatch, seed, d, k):
     m = Joint(counts, k, epsilon=Fraction(1, 7))
     check_twin(m, 30)
     assert taken[0] > 100
+    if seed == 1:  # 45 digits: the kernel at W = 180 (six limbs)
+        taken[0] = 0
+        check_twin(m, 45)
+        assert taken[0] > 100
     taken[0] = 0
     check_bounds(m, 2)  # few digits: the bound itself is what is checked
     assert taken[0] > 100
