@@ -394,6 +394,8 @@ def _race_accept(state: DrawState, a: int, times: list[list[int]], gen: random.R
                 heads = _race_decide(state, a, times, y, ny, prec)
         if isinstance(heads, bool):
             return heads
+        if heads is None:  # the tree covers more now: the same bits again
+            continue
         prec = heads
         y, ny = _refine(y, ny, gen)
         for v in times:
@@ -403,11 +405,13 @@ def _race_accept(state: DrawState, a: int, times: list[list[int]], gen: random.R
     raise PrecisionError(None, None, f"sampler could not decide a coin within {MAX_PREC} bits")
 
 
-def _race_decide(state: DrawState, a: int, times: list[list[int]], y: int, ny: int, prec: int) -> bool | int:
+def _race_decide(state: DrawState, a: int, times: list[list[int]], y: int, ny: int, prec: int) -> bool | int | None:
     """One try of :func:`_race_accept` at flint's precision ``prec``: the coin's value when
     the uniform's interval ``[y, y + 1] / 2**ny`` is certainly below (True) or above
-    (False) the enclosure of the acceptance, else the precision for the next try (doubled
-    when the enclosure, not the uniform's interval, is the obstacle)."""
+    (False) the enclosure of the acceptance; else, when the enclosure is the obstacle on
+    a tree that does not cover every count, None after covering more (at least twice as
+    many counts, as :func:`descend` does: ``W`` holds the tail's enclosure); else the
+    precision for the next try (doubled when the enclosure is the obstacle)."""
     top = state.top
     tree = state.tree(prec)
     if a >= tree.cover:  # a tree at another precision may not reach count a yet
@@ -428,7 +432,14 @@ def _race_decide(state: DrawState, a: int, times: list[list[int]], y: int, ny: i
         return True
     if arb(y) * scale >= acc:
         return False
-    return prec if acc.rad() * 4 < scale else 2 * prec
+    if acc.rad() * 4 < scale:
+        return prec
+    if not tree.complete:
+        state.need = tree.cover
+        state.tree(prec)
+        state.need = top
+        return None
+    return 2 * prec
 
 
 def plan_logs(mech: "Peeling") -> tuple[Sequence[float], Sequence[float]]:
