@@ -2,7 +2,8 @@
 draw against the brute-force twins of tests/twins/peeling.py, exhaustively over small
 instances (ties, k = 1, k = d, d = 1) by goodness of fit, with the exponential (PNF-Peel)
 round run as a race (the sampler) and forced through each route of its item-by-item twin;
-the race on wide ties and on random instances, its thinning coin against its formula, and
+the race on wide ties, on random instances and by exactdp.testing's two-stage test (with
+negative controls), its thinning coin against its formula, and
 how few generator words a round over a wide tie reads; the exact coins; determinism; and
 the trees left as they were found.
 
@@ -142,6 +143,30 @@ def test_race_law_where_ties_dominate(counts, k, base, monkeypatch):
     m = exactdp.Peeling(counts, k, base=base, noise="exponential")
     assert_fits(m.samples(n, rng=zlib.crc32(repr(counts).encode())), peel_exact(counts, k, base, "exponential"), n)
     assert coins[True] > n // 2 and coins[False] > 0, coins
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", [None, "race without thinning", "first item of its count"])
+def test_race_passes_the_oracle_within_ties(broken, monkeypatch):
+    """exactdp.testing's two-stage test (the level law, then uniformity within each level)
+    on a tie-dominated instance (one count above ties of 8 and 12): PASS at
+    ``alpha = 1e-6``, with the race's coin deciding most rounds; FAIL (negative controls)
+    with the coin removed or with a round's item not uniform within its count."""
+    from exactdp import testing
+
+    coins = count_race_coins(monkeypatch)
+    if broken == "race without thinning":
+        monkeypatch.setattr(ps, "_race_accept", lambda state, a, times, gen: True)
+    elif broken == "first item of its count":
+        position = ps.DrawState.position
+        monkeypatch.setattr(ps.DrawState, "position", lambda self, a, i: position(self, a, 0))
+    m = exactdp.Peeling((6,) + (1,) * 8 + (0,) * 12, 2, base=Fraction(3, 4), noise="exponential")
+    if broken:
+        with pytest.raises(AssertionError, match="FAIL"):
+            testing.assert_sampler_matches(m, m, n=30_000, seed=3, alpha=1e-6)
+        return
+    testing.assert_sampler_matches(m, m, n=30_000, seed=3, alpha=1e-6)
+    assert coins[True] > 30_000, coins
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
