@@ -3,9 +3,9 @@ draw against the brute-force twins of tests/twins/peeling.py, exhaustively over 
 instances (ties, k = 1, k = d, d = 1) by goodness of fit, with the exponential (PNF-Peel)
 round run as a race (the sampler) and forced through each route of its item-by-item twin;
 the race on wide ties, on random instances and by exactdp.testing's two-stage test (with
-negative controls), its thinning coin against its formula, and
-how few generator words a round over a wide tie reads; the exact coins; determinism; and
-the trees left as they were found.
+negative controls), its thinning coin against its formula, and how few generator words a
+round over a wide tie reads; the exact coins; determinism; and the trees left as they
+were found.
 
 False alarms: every goodness-of-fit test rejects with probability ALPHA = 1e-6 when the
 law is right; this file runs fewer than 400 of them, so a false alarm anywhere in it has
