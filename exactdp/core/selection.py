@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import random
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import mpmath
 
@@ -30,15 +30,17 @@ class FixedLogOutput(NamedTuple):
     """The log-probability of one output of every level of a table in fixed point at
     ``F`` fractional bits (:meth:`SelectionRule.fixed_log_output`).
 
-    Levels ``a < len(head)``: ``head[a]`` stands for ``ln P_a``; later levels:
-    ``offset`` stands for ``ln P_a - lam (u_a - u_0)`` (``lam`` the table's weight
-    exponent: ``p_a = e^(lam (u_a - u_0))``).  Both ``|head[a] - 2**F ln P_a|`` and
-    ``|offset - 2**F (ln P_a - lam (u_a - u_0))|`` are at most the rule's
-    :attr:`SelectionRule.fixed_log_output_error` ulps (``2**-F``); the caller adds
-    ``lam (u_a - u_0)`` in fixed point with its own bound."""
+    Levels ``a < head``: ``entries(start, stop)`` gives the integers standing for ``ln
+    P_a`` of the levels ``start <= a < stop`` (computed when asked, so that no list of
+    the head is held); later levels: ``offset`` stands for ``ln P_a - lam (u_a - u_0)``
+    (``lam`` the table's weight exponent: ``p_a = e^(lam (u_a - u_0))``).  Both
+    ``|entry - 2**F ln P_a|`` and ``|offset - 2**F (ln P_a - lam (u_a - u_0))|`` are at
+    most the rule's :attr:`SelectionRule.fixed_log_output_error` ulps (``2**-F``); the
+    caller adds ``lam (u_a - u_0)`` in fixed point with its own bound."""
 
     offset: int
-    head: tuple[int, ...]
+    head: int = 0
+    entries: Optional[Callable[[int, int], list[int]]] = None
 
 
 class SelectionRule(abc.ABC):

@@ -276,8 +276,9 @@ def _log_output(utility: Any, lam_fixed: int, g_limbs: int, form: Any, first: in
     rule's :class:`~exactdp.core.selection.FixedLogOutput`), the levels of its head (this
     block's levels are ``first``, ``first + 1``, ...) replaced by their own entries."""
     out = _affine_log_output(utility, lam_fixed, g_limbs, -form.offset)
-    head = form.head[first:first + len(utility)]
-    if head:
+    n_head = min(form.head - first, len(utility))
+    if n_head > 0:
+        head = form.entries(first, first + n_head)
         top = max(abs(v).bit_length() for v in head)
         if limbs_for(top + 1) > out.shape[0]:  # wider than the affine entries: one more limb
             out = normalize(np.concatenate((out, np.zeros((limbs_for(top + 1) - out.shape[0], len(utility)),

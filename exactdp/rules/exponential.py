@@ -165,7 +165,7 @@ class ExponentialMechanism(SelectionRule):
             with flint_workprec(prec):
                 x = fixed_nearest(table.total().log(), frac_bits)
             if x is not None:
-                return FixedLogOutput(-x, ())
+                return FixedLogOutput(-x)
             prec *= 2
 
     def log_form(self, table: LevelTable) -> LogForm:

@@ -371,10 +371,16 @@ class PermuteAndFlip(SelectionRule):
         ln I_a``.  Each head level's entry is the integer nearest to ``2**F`` times the
         midpoint of an enclosure of ``ln P_a`` (the log of the certified ball of
         :meth:`~exactdp.rules.pnf_levels.PnfLevels.value`) of radius below a quarter ulp:
-        within ``3/4`` ulp.  Balls too wide for either test, or a head running long past
-        the planned one, are computed again at twice the working precision (starting at
-        ``F + 32`` bits plus the table's guard bits): a rigorous result at every
-        precision, only the time depends on it.  A one-output table has ``P = 1``, entry 0.
+        within ``3/4`` ulp; they are computed when the caller asks for them
+        (``entries(start, stop)``), so no list of the head is held.  Balls too wide for
+        either test, or a head running long past the planned one, are computed again at
+        twice the working precision (starting at ``F + 32`` bits plus the table's guard
+        bits): a rigorous result at every precision, only the time depends on it.  A
+        one-output table has ``P = 1``, entry 0.  The head is the levels whose weight
+        ``p_a`` is within about ``2**-prec`` of the total ``S = sum m_b p_b``: a few
+        hundred levels for epsilon about 1 at the papers' scale, every level when
+        ``epsilon`` is so small that every weight is near 1 (each head level costs one
+        integral, tens of microseconds).
 
         The values are built outside the rule's kept states (a fresh
         :class:`~exactdp.rules.pnf_levels.PnfLevels`), so a later sample reads ``rng``

@@ -40,11 +40,11 @@ from typing import Any, NamedTuple, Optional, Sequence
 from flint import arb, ctx, fmpq
 
 from ..core.levels import LevelTable
-from ..core.precision import fixed_nearest, flint_workprec, rational_ball
+from ..core.precision import MAX_PREC, fixed_nearest, flint_workprec, rational_ball
 from ..core.sampling import first_not_below
 from ..core.scale import Scale
 from ..core.selection import FixedLogOutput
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, PrecisionError
 from .quadrature import LN2, LN_CLAMP, _tail_factor, ln_int, poly_integrals
 from .quadrature_stream import StreamedQuadrature
 
@@ -222,6 +222,7 @@ class PnfLevels:
         self.poly: Optional[tuple[list[arb], list[arb]]] = None
         self.quad: Optional[StreamedQuadrature] = None
         self._cumulative: Optional[PnfCumulative] = None
+        self._finer: Optional[PnfLevels] = None  # the same at twice the precision (head entries)
         # the guard bits of the accuracy test in _accurate (a heuristic: either branch is a
         # rigorous enclosure): a block table's bound, so that no test finds every block
         self._guard = getattr(table, "bound_extra_bits", None) or table.extra_bits
@@ -423,13 +424,25 @@ class PnfLevels:
                     head += 1
                     if head > limit:
                         return None
-            values = []
-            for a in range(head):
-                x = fixed_nearest(self.value(a)[0].log(), F)
-                if x is None:
-                    return None
-                values.append(x)
-        return FixedLogOutput(offset, tuple(values))
+            if head and self._head_entry(0, F) is None:  # (the first entry tried here: the usual failure)
+                return None
+        return FixedLogOutput(offset, head, lambda start, stop: [self._head_entry(a, F, True) for a in range(start, stop)])
+
+    def _head_entry(self, a: int, frac_bits: int, certain: bool = False) -> Optional[int]:
+        """The integer nearest to ``2**F ln P_a`` (``F = frac_bits``) from the log of
+        level ``a``'s ball, whose radius must be below a quarter ulp; ``None`` when it is
+        not, or (``certain``) the same from a :class:`PnfLevels` at twice the precision,
+        and so on (a rigorous value at every precision: only the time depends on it)."""
+        with flint_workprec(self.prec):
+            x = fixed_nearest(self.value(a)[0].log(), frac_bits)
+        if x is not None or not certain:
+            return x
+        if self.prec * 2 > MAX_PREC:
+            raise PrecisionError(None, None, f"permute-and-flip log-probability not separated within {MAX_PREC} bits")
+        if self._finer is None:
+            with flint_workprec(2 * self.prec):
+                self._finer = PnfLevels(self.table, self.method)
+        return self._finer._head_entry(a, frac_bits, True)
 
     def value(self, a: int) -> tuple[arb, arb]:
         """``(P_a, m_a P_a)`` of level ``a`` alone."""

@@ -351,7 +351,7 @@ def test_level_arrays_head_and_offset_both_used(quadrature):
 
     m = exactdp.PNFJoint([30, 20, 11, 10, 3, 0], 3, epsilon=20)
     form = m.rule.fixed_log_output(m.table, 80, 20)
-    assert 1 <= len(form.head) < len(m.levels())  # some levels one by one, the rest by the offset
+    assert 1 <= form.head < len(m.levels())  # some levels one by one, the rest by the offset
     _check_against(_array_rows(m, 20), _certified_levels(m, 50), 20)
     assert isinstance(m.rule, PermuteAndFlip)
 
@@ -364,8 +364,11 @@ def test_level_arrays_a_broken_entry_is_caught(quadrature):
     m = exactdp.PNFJoint([30, 20, 11, 10, 3, 0], 3, epsilon=20)
     ref = _certified_levels(m, 50)
     true_fixed = PermuteAndFlip.fixed_log_output
-    for broken in (lambda f: FixedLogOutput(f.offset + 3, f.head),
-                   lambda f: FixedLogOutput(f.offset, (f.head[0] - 3,) + f.head[1:])):
+    def off_first(f):
+        return FixedLogOutput(f.offset, f.head, lambda lo, hi: [x - 3 * (a == 0) for a, x in
+                                                                 zip(range(lo, hi), f.entries(lo, hi))])
+
+    for broken in (lambda f: FixedLogOutput(f.offset + 3, f.head, f.entries), off_first):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(PermuteAndFlip, "fixed_log_output", lambda self, *a: broken(true_fixed(self, *a)))
             with pytest.raises(AssertionError):
