@@ -325,7 +325,7 @@ def quadrature(monkeypatch):
     monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
 
 
-@pytest.mark.parametrize("d", [1, 2, 3, pytest.param(4, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("d", [1, 2, 3, pytest.param(4, marks=pytest.mark.slow), pytest.param(5, marks=pytest.mark.slow)])
 def test_level_arrays_exhaustive_against_brute_force(tiny_blocks, d):
     """Every vector in {0..3}^d, every k, base 1/2: utilities, multiplicities and one output's
     probability against the brute-force twin's exact rationals, within the proven ulps."""
@@ -445,3 +445,16 @@ def test_a_first_sample_finds_only_the_blocks_it_reads(monkeypatch):
     full.table._discover_all()  # the same draw with every block known
     assert full.sample(rng=1) == draw
     assert len(full.table._sizes) > 80
+
+
+@pytest.mark.parametrize("route", ["auto", "quadrature"])
+@pytest.mark.parametrize("counts,k", [([7], 1), ([4, 4, 4, 4], 4), ([4, 4, 4, 4], 1), ([9, 9, 2, 2, 2, 0], 6),
+                                      ([9, 9, 2, 2, 2, 0], 1), ([10**6, 3, 3, 0], 4)])
+def test_level_arrays_edge_cases(monkeypatch, route, counts, k):
+    """d = 1, every count tied, k = 1 and k = d, at 30 digits, against the certified levels."""
+    from exactdp.rules import pnf_levels
+
+    if route == "quadrature":
+        monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
+    m = exactdp.PNFJoint(counts, k, epsilon=1)
+    _check_against(_array_rows(m, 30), _certified_levels(exactdp.PNFJoint(counts, k, epsilon=1), 45), 30)
