@@ -126,7 +126,8 @@ def _errors(k: int, d: int) -> tuple[int, int, int]:
 
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     """The blocks of :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays` of
-    ``mechanism`` (a Joint, exponential rule) at ``dps`` digits."""
+    ``mechanism`` (a Joint or a subclass whose rule has a fixed-point log-output form,
+    :meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`) at ``dps`` digits."""
     k, d = mechanism.k, mechanism.d
     w, e_m, e_p = _errors(k, d)
     e_p = 2 + mechanism.rule.fixed_log_output_error  # the rule's ln P_a - lam u_a, and lam M
