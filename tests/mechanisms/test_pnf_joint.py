@@ -458,3 +458,15 @@ def test_level_arrays_edge_cases(monkeypatch, route, counts, k):
         monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
     m = exactdp.PNFJoint(counts, k, epsilon=1)
     _check_against(_array_rows(m, 30), _certified_levels(exactdp.PNFJoint(counts, k, epsilon=1), 45), 30)
+
+
+@pytest.mark.parametrize("base", [Fraction(1, 2), Fraction(99, 100), Fraction(1, 10**6)])
+def test_level_arrays_with_a_base(base):
+    """A rational base (lam = ln(1/base), rounded from arb), past the polynomial route: a
+    head of 6 to every one of the 217 levels."""
+    rng = random.Random(9)
+    counts = [rng.randrange(300) for _ in range(200)]
+    m = exactdp.PNFJoint(counts, 3, base=base)
+    rows = _array_rows(m, 25)
+    assert len(rows) == 217
+    _check_against(rows, _certified_levels(exactdp.PNFJoint(counts, 3, base=base), 40), 25)
