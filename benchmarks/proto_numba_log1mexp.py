@@ -57,7 +57,8 @@ def build(numba):
                 out[j] = x[k] >> r
             else:
                 out[j] = -1 if x[n - 1] < 0 else 0
-        # fold the sign: normalized with a signed top
+        # the value fits nout limbs (the caller's values: P ~ 2**W, T small): a limb cut from a
+        # negative value's sign extension is folded back into a signed top below
         norm(out, nout)
         if nout > 0 and n - 1 - q >= nout:  # top limbs beyond nout: value fits, carry the sign
             out[nout - 1] = out[nout - 1] - (1 << B) if (x[n - 1] < 0 and out[nout - 1] >= (1 << (B - 1))) else out[nout - 1]
