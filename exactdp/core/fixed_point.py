@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidParameterError
 from .log_table import LIMB_BITS, normalize
 
 __all__ = ["MAX_MUL_LIMBS", "mul_small", "mul", "rescale", "shift_left_each", "fits_signed",
@@ -48,7 +49,7 @@ def mul(x: np.ndarray, y: np.ndarray, shift: int, out_limbs: int) -> np.ndarray:
     ``x y 2**-shift`` (and not above ``x y 2**-shift + 2**-27``)."""
     Lx, Ly = x.shape[0], y.shape[0]
     if min(Lx, Ly) > MAX_MUL_LIMBS:
-        raise ValueError("mul: both operands wider than MAX_MUL_LIMBS limbs")
+        raise InvalidParameterError("x, y", (Lx, Ly), f"limbs: both wider than MAX_MUL_LIMBS = {MAX_MUL_LIMBS}")
     cut = max(0, shift // LIMB_BITS - 2)
     cols = Lx + Ly - 1
     acc = np.zeros((cols - cut + 1, x.shape[1]), dtype=np.int64)

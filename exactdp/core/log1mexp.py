@@ -62,6 +62,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..errors import InvalidParameterError
 from .fixed_point import MAX_MUL_LIMBS, approx_float, fits_signed, mul, mul_small, rescale, shift_left_each
 from .log_table import LIMB_BITS, fixed_log_ratio, normalize, to_limbs
 from .precision import flint_workprec
@@ -161,7 +162,8 @@ class Log1mExpKernel:
     def __init__(self, frac_bits: int, work_bits: int):
         F, W = frac_bits, work_bits
         if not kernel_fits(W):
-            raise ValueError(f"work_bits={W} must be a multiple of {LIMB_BITS} in [60, {MAX_MUL_LIMBS * LIMB_BITS})")
+            raise InvalidParameterError("work_bits", W,
+                                        f"a multiple of {LIMB_BITS} in [{2 * LIMB_BITS}, {MAX_MUL_LIMBS * LIMB_BITS})")
         self.F, self.W = F, W
         self.Lw = W // LIMB_BITS
         n = self.Lw + 1  # values near 1 at W bits (and their logarithms) fit Lw + 1 limbs

@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 from exactdp.core import log1mexp
 from exactdp.core.log1mexp import CUT_BITS, Log1mExpKernel, kernel_error, kernel_fits, log1mexp_kernel
 from exactdp.core.log_table import from_limbs, to_limbs
+from exactdp.errors import InvalidParameterError
 
 
 def _adversarial(F: int, d: int) -> list[int]:
@@ -99,7 +100,7 @@ def test_the_bound_is_used_not_wasted():
 def test_working_precisions():
     assert not kernel_fits(30) and kernel_fits(60) and kernel_fits(180) and not kernel_fits(210)
     assert not kernel_fits(100) and log1mexp_kernel(100, 100) is None
-    with pytest.raises(ValueError, match="work_bits"):
+    with pytest.raises(InvalidParameterError, match="work_bits=210"):
         Log1mExpKernel(100, 210)
     # kappa = S + 7, S the stages b = 21, 31, ... until 3 b >= W
     assert [Log1mExpKernel(90, W).kappa for W in (60, 90, 120, 150, 180)] == [8, 9, 10, 11, 12]
