@@ -78,6 +78,7 @@ NOT_RESULTS = {
     "exactdp.core.ranking.Ranking": "ranks of items",
     "exactdp.core.ranking.RankingArrays": "ranks of items as int64 arrays (a NamedTuple)",
     "exactdp.mechanisms.joint_arrays.LevelArrayBlock": "a block of levels as certified arrays",
+    "exactdp.core.selection.FixedLogOutput": "a rule's fixed-point log-probabilities of one output per level",
     "exactdp.mechanisms.canonical.CanonicalClasses": "the canonical mechanism's classes",
     "exactdp.mechanisms.canonical.UtilityClass": "an (h, t, size) NamedTuple",
     "exactdp.mechanisms.joint_pairs.DisplacedWitness": "an output (a sequence)",
