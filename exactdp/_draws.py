@@ -74,7 +74,7 @@ from flint import arb, fmpz
 
 from ._distributions import Pair, pair_cells
 from ._groups import Groups
-from ._samplers import SamplerLike, as_sampler, as_seed
+from ._samplers import Sampler, SamplerLike, SeedLike, as_sampler, as_seed  # noqa: F401 (Sampler: SamplerLike's hint)
 from ._worst import claimed_epsilon
 from .certify.io import IdMap
 from .core._lazy import sympy
@@ -86,7 +86,8 @@ from .core.validation import as_dps, as_positive_int, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidOutputError, InvalidParameterError
 
 __all__ = ["DrawsBound", "lower_bound_from_draws", "lower_bound_from_counts", "draws_to_detect", "plan_event",
-           "PlannedEvent", "clopper_pearson", "MAX_THRESHOLDS", "DEFAULT_DRAWS"]
+           "PlannedEvent", "clopper_pearson", "MAX_THRESHOLDS", "DEFAULT_DRAWS", "floor_text", "ceil_text",
+           "as_fraction", "exact_mpf"]
 
 #: Thresholds scored per direction when the event is planned (the highest ones).
 MAX_THRESHOLDS = 64
@@ -97,9 +98,10 @@ _PREC = 128
 #: Bisection steps of the certified quantiles (relative accuracy about 2**-50) and of the
 #: planning scores (about 2**-20: they only rank events).
 _STEPS, _PLAN_STEPS = 60, 26
-#: The logit range searched: quantiles beyond it are reported as 0 (lower) or 1 (upper),
+#: The logit range searched (|ln(p / (1 - p))| <= 60: p within e^-60 of 0 or 1 is not told apart at
+#: the working precision): quantiles beyond it are reported as 0 (lower) or 1 (upper),
 #: which are valid bounds.
-_LOGIT = 700.0
+_LOGIT = 60.0
 #: Draws per call of a sampler (the progress bar moves between chunks).
 _CHUNK = 2000
 
@@ -142,16 +144,39 @@ def _quantile(a: Any, b: Any, level: Fraction, side: str, steps: int) -> Fractio
                         return False
         return None
 
-    # answer side: "below" -> small p (logit -> -inf); "above" -> large p (logit -> +inf)
+    # answer side: "below" -> small p (logit -> -inf); "above" -> large p (logit -> +inf).
+    # Start at the mean a / (a + b) and step outward in doubling steps to bracket the
+    # quantile (arb's incomplete beta loses its accuracy far out in the tails, so the
+    # search stays near the quantile); then bisect.
     sign = -1.0 if side == "below" else 1.0
-    good, bad = sign * _LOGIT, -sign * _LOGIT
-    p_good = Fraction(1.0 / (1.0 + math.exp(-good)))
-    if not decide(p_good):
-        return Fraction(0) if side == "below" else Fraction(1)
-    best = p_good
+    mean = float(Fraction(a) / (Fraction(a) + Fraction(b)))
+    start = max(-_LOGIT, min(_LOGIT, math.log(mean) - math.log1p(-mean))) if 0 < mean < 1 else 0.0
+    step = 0.25
+    if decide(_logistic(start)):
+        good, best, bad = start, _logistic(start), None
+        while bad is None:  # toward the other side until the point is proven on it
+            point = good - sign * step
+            if abs(point) >= _LOGIT:
+                bad = -sign * _LOGIT
+            elif decide(_logistic(point)):
+                good, best = point, _logistic(point)
+            else:
+                bad = point
+            step *= 2
+    else:
+        bad, good, best = start, None, None
+        while good is None:
+            point = bad + sign * step
+            if abs(point) >= _LOGIT:
+                return Fraction(0) if side == "below" else Fraction(1)
+            if decide(_logistic(point)):
+                good, best = point, _logistic(point)
+            else:
+                bad = point
+            step *= 2
     for _ in range(steps):
         mid = (good + bad) / 2
-        p = Fraction(1.0 / (1.0 + math.exp(-mid)))
+        p = _logistic(mid)
         if p == best:
             break
         if decide(p):
@@ -161,6 +186,14 @@ def _quantile(a: Any, b: Any, level: Fraction, side: str, steps: int) -> Fractio
     return best
 
 
+def _logistic(s: float) -> Fraction:
+    """``1 / (1 + e^-s)`` to float accuracy, as an exact dyadic rational; near 1 as ``1 - q``
+    with ``q`` a float, so points next to 1 are told apart as finely as points next to 0."""
+    if s < 0:
+        return Fraction(1.0 / (1.0 + math.exp(-s)))
+    return 1 - Fraction(1.0 / (1.0 + math.exp(s)))
+
+
 def clopper_pearson(count: int, n: int, alpha: RationalLike, side: str) -> Fraction:
     """The one-sided Clopper-Pearson bound at level ``alpha`` for ``count`` successes in
     ``n`` trials, rounded outward to a dyadic rational: ``side="lower"`` gives ``L <=
@@ -168,8 +201,10 @@ def clopper_pearson(count: int, n: int, alpha: RationalLike, side: str) -> Fract
     ``"upper"`` gives ``U >= p_U`` where ``P(Binomial(n, p_U) <= count) = alpha`` (``1`` for
     ``count = n``).  ``P(L > p) <= alpha`` and ``P(U < p) <= alpha`` for every ``p``.
 
-    >>> float(clopper_pearson(5, 10, Fraction(1, 40), "lower")) < 0.187086 < float(clopper_pearson(5, 10, Fraction(1, 40), "upper"))
-    True
+    >>> from exactdp._draws import ceil_text, floor_text
+    >>> low, up = clopper_pearson(5, 10, Fraction(1, 40), "lower"), clopper_pearson(5, 10, Fraction(1, 40), "upper")
+    >>> floor_text(low, 6), ceil_text(up, 6)  # the 95% two-sided interval of 5 in 10
+    ('0.187086', '0.812914')
     """
     n = as_positive_int(n, "n")
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= n:
@@ -218,21 +253,14 @@ def _ln_lower(x: Fraction, y: Fraction) -> Optional[Fraction]:
         return None
     with flint_workprec(_PREC):
         ball = (rational_ball(x) / rational_ball(y)).log()
-        return _dyadic(ball.lower())
-
-
-def _dyadic(ball: arb) -> Fraction:
-    """The midpoint of an exact (radius 0) arb value as a Fraction."""
-    man, exp = ball.mid().man_exp()
-    man, exp = int(man), int(exp)
-    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+        return _mid_fraction(ball.lower())
 
 
 def _delta_lower(low_a: Fraction, up_b: Fraction, epsilon: Fraction) -> Fraction:
     """A dyadic rational at most ``low_a - e^epsilon up_b`` (clipped at 0)."""
     with flint_workprec(_PREC):
         ball = rational_ball(low_a) - rational_ball(epsilon).exp() * rational_ball(up_b)
-        value = _dyadic(ball.lower())
+        value = _mid_fraction(ball.lower())
     return max(Fraction(0), value)
 
 
@@ -241,12 +269,13 @@ def lower_bound_from_counts(count_a: int, count_b: int, n: int, confidence: Rati
     """``(epsilon_lower, delta_lower)`` from ``count_a`` of ``n`` draws of one sampler and
     ``count_b`` of ``n`` of the other in one event fixed before the draws (the module
     docstring: Clopper-Pearson per side at ``(1 - confidence) / 2``, a union bound);
-    ``delta_lower`` is ``None`` unless ``epsilon`` is given.  Both are dyadic rationals,
-    at most the exact Clopper-Pearson values, clipped at 0.
+    ``delta_lower`` is ``None`` unless ``epsilon`` is given.  Both are dyadic rationals
+    (exact ``mpmath.mpf`` values), at most the exact Clopper-Pearson values, clipped at 0.
 
+    >>> from exactdp._draws import as_fraction, floor_text
     >>> eps, _ = lower_bound_from_counts(9_000, 1_000, 20_000)
-    >>> round(float(eps), 6)
-    2.119911
+    >>> floor_text(as_fraction(eps), 6)
+    '2.12137'
     """
     n = as_positive_int(n, "n")
     for name, x in (("count_a", count_a), ("count_b", count_b)):
@@ -257,8 +286,23 @@ def lower_bound_from_counts(count_a: int, count_b: int, n: int, confidence: Rati
     eps = _ln_lower(low_a, up_b)
     eps_lower = Fraction(0) if eps is None else max(Fraction(0), eps)
     if epsilon is None:
-        return eps_lower, None
-    return eps_lower, _delta_lower(low_a, up_b, _epsilon(epsilon))
+        return exact_mpf(eps_lower), None
+    return exact_mpf(eps_lower), exact_mpf(_delta_lower(low_a, up_b, _epsilon(epsilon)))
+
+
+def exact_mpf(q: Fraction) -> mpmath.mpf:
+    """A dyadic rational as an ``mpmath.mpf``, exactly (no rounding to mpmath's precision)."""
+    den = q.denominator
+    if den & (den - 1):
+        raise ValueError(f"{q} is not a dyadic rational")
+    return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(q.numerator, -(den.bit_length() - 1)))
+
+
+def as_fraction(x: mpmath.mpf) -> Fraction:
+    """An ``mpmath.mpf`` as the exact Fraction it is."""
+    man, exp = x.man_exp
+    man, exp = int(man), int(exp)
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
 
 
 def _confidence(confidence: RationalLike) -> Fraction:
@@ -371,13 +415,16 @@ def _overlaps(x: arb, y: arb, prec: int) -> bool:
 def plan_event(a: MechanismLike, b: MechanismLike, n: int = DEFAULT_DRAWS, confidence: RationalLike = Fraction(19, 20),
                epsilon: Optional[RationalLike] = None, *, dps: Optional[int] = None,
                max_outputs: int = 200_000) -> PlannedEvent:
-    """The event :func:`lower_bound_from_draws` uses for ``n`` draws per side, from the
-    exact models ``a`` and ``b`` only (the rule in the module docstring).
+    """The event :func:`lower_bound_from_draws` uses for ``n`` draws per side at
+    ``confidence``, from the exact models ``a`` and ``b`` only (the rule in the module
+    docstring); with ``epsilon``, the delta-carrying set at that epsilon.  ``dps``: the
+    certified digits of the models' probabilities (default 30); ``max_outputs``: as in
+    :func:`exactdp.audit.privacy_loss`.
 
     >>> import exactdp
     >>> e = plan_event(exactdp.Joint([6, 5, 3, 0], 2, epsilon=1), exactdp.Joint([7, 5, 3, 0], 2, epsilon=1), 20_000)
     >>> e.direction, e.outputs, sorted(e.cells)
-    ('b>a', 3, [(0, 0), (3, 1)])
+    ('a>b', 6, [(1, 1), (3, 2), (5, 4)])
     """
     n = as_positive_int(n, "n")
     alpha = 1 - _confidence(confidence)
@@ -492,7 +539,7 @@ def draws_to_detect(event: PlannedEvent, claim: RationalLike, excess: RationalLi
     The planned bound is :func:`lower_bound_from_counts` at the expected counts, so at that
     ``n`` the bound computed from counts at (or beyond) their expectations exceeds the claim;
     the binomial counts fall on each side of their expectations about half the time.
-    ``None`` when not found below ``limit`` (or ``p`` is 0)."""
+    ``confidence`` is that of the bound.  ``None`` when not found below ``limit`` (or ``p`` is 0)."""
     c, x = as_rational(claim, "claim"), as_rational(excess, "excess")
     if x <= 0:
         raise InvalidParameterError("excess", excess, "must be positive")
@@ -534,7 +581,7 @@ def draws_to_detect(event: PlannedEvent, claim: RationalLike, excess: RationalLi
 class DrawsBound(NoTruthValue):
     """A lower bound on a sampler pair's epsilon (or delta) from ``n`` draws per side.
 
-    - ``epsilon_lower``: ``max(0, ln(L / U))`` (a dyadic rational, at most the exact
+    - ``epsilon_lower``: ``max(0, ln(L / U))`` (a dyadic rational as an exact ``mpf``, at most the exact
       Clopper-Pearson value); ``delta_lower``: ``max(0, L - e^epsilon U)`` when
       ``epsilon`` was given, else None;
     - ``event``: the :class:`PlannedEvent` (fixed from the models before drawing, with its
@@ -549,17 +596,17 @@ class DrawsBound(NoTruthValue):
       why a sampler ignores it (OpenDP), else None.
     """
 
-    epsilon_lower: Fraction
-    delta_lower: Optional[Fraction]
+    epsilon_lower: mpmath.mpf
+    delta_lower: Optional[mpmath.mpf]
     epsilon: Optional[Fraction]
     event: PlannedEvent
     n: int
     count_a: int
     count_b: int
-    lower: Fraction
-    upper: Fraction
+    lower: mpmath.mpf
+    upper: mpmath.mpf
     confidence: Fraction
-    claim: Any
+    claim: Union[Fraction, sympy.Expr]
     verdict: str
     excess: Optional[Fraction]
     n_needed: Optional[int]
@@ -575,10 +622,12 @@ class DrawsBound(NoTruthValue):
         return self.verdict != "violated"
 
     def summary(self, digits: int = 6) -> str:
-        """The bound, its event and its verdict as lines of text (bounds rounded down)."""
+        """The bound, its event and its verdict as lines of text (bounds rounded down, the
+        other values rounded, to ``digits`` significant digits)."""
         e = self.event
-        what = (f"epsilon >= {floor_text(self.epsilon_lower, digits)}" if self.epsilon is None else
-                f"delta at epsilon {exact_text(self.epsilon)} >= {floor_text(self.delta_lower, digits)}")
+        what = (f"epsilon >= {floor_text(as_fraction(self.epsilon_lower), digits)}" if self.epsilon is None else
+                f"delta at epsilon {exact_text(self.epsilon)} >= "
+                f"{floor_text(as_fraction(self.delta_lower), digits)}")
         lines = [
             f"lower bound at confidence {exact_text(self.confidence)}: {what}",
             f"event ({e.direction}): {e.outputs} outputs, ln ratio >= {_text(e.threshold, digits)}, "
@@ -597,16 +646,16 @@ class DrawsBound(NoTruthValue):
     def __str__(self) -> str:
         return self.summary()
 
-    def to_json(self, digits: int = 15) -> dict[str, Any]:
+    def to_json(self, digits: int = 15) -> dict[str, object]:
         """The result as JSON values: exact rationals as text, certified values to ``digits`` digits."""
         e = self.event
         return {
-            "epsilon_lower": exact_text(self.epsilon_lower),
-            "epsilon_lower_text": floor_text(self.epsilon_lower, digits),
-            "delta_lower": None if self.delta_lower is None else exact_text(self.delta_lower),
+            "epsilon_lower": floor_text(as_fraction(self.epsilon_lower), digits),
+            "epsilon_lower_exact": exact_text(as_fraction(self.epsilon_lower)),
+            "delta_lower": None if self.delta_lower is None else floor_text(as_fraction(self.delta_lower), digits),
             "epsilon": None if self.epsilon is None else exact_text(self.epsilon),
             "n": self.n, "count_a": self.count_a, "count_b": self.count_b,
-            "lower": floor_text(self.lower, digits), "upper": ceil_text(self.upper, digits),
+            "lower": floor_text(as_fraction(self.lower), digits), "upper": ceil_text(as_fraction(self.upper), digits),
             "confidence": exact_text(self.confidence), "method": self.method,
             "event": {"direction": e.direction, "outputs": e.outputs, "witness": output_ids(e.witness),
                       "threshold": json_scalar(e.threshold, digits), "p_a": json_scalar(e.p_a, digits),
@@ -708,10 +757,10 @@ def lower_bound_from_draws(
     b: MechanismLike,
     n: int = DEFAULT_DRAWS,
     confidence: RationalLike = Fraction(19, 20),
-    rng: Any = None,
+    rng: SeedLike = None,
     epsilon: Optional[RationalLike] = None,
     *,
-    claim: Optional[Union[RationalLike, Any]] = None,
+    claim: Optional[Union[RationalLike, sympy.Expr]] = None,
     excess: Optional[RationalLike] = None,
     data_a: object = None,
     data_b: object = None,
@@ -741,7 +790,9 @@ def lower_bound_from_draws(
     compare with (pure; default the model's, :func:`exactdp.audit.claimed_epsilon` of
     ``a``) or the delta (with ``epsilon``; default 0).  ``excess`` (default: the claim;
     with ``epsilon``, ignored): the excess whose detection :func:`draws_to_detect` sizes
-    when the verdict is ``"no evidence"``.
+    when the verdict is ``"no evidence"``.  ``dps``: the certified digits of the models'
+    probabilities (default 30); ``max_outputs``: as in :func:`exactdp.audit.privacy_loss`
+    (the pair's output orbits, refused past it).
     """
     count = as_positive_int(n, "n")
     conf = _confidence(confidence)
@@ -795,7 +846,8 @@ def lower_bound_from_draws(
         if verdict != "violated":
             needed = draws_to_detect(event, _claim_fraction(claimed), extra, conf)
     note = s_a.seed_note or s_b.seed_note
-    return DrawsBound(eps_lower, delta_lower, eps, event, count, x_a, x_b, low, up, conf, claimed, verdict,
+    return DrawsBound(exact_mpf(eps_lower), None if delta_lower is None else exact_mpf(delta_lower), eps, event,
+                      count, x_a, x_b, exact_mpf(low), exact_mpf(up), conf, claimed, verdict,
                       extra, needed, seed, note)
 
 
