@@ -450,21 +450,14 @@ def plan_event(a: MechanismLike, b: MechanismLike, n: int = DEFAULT_DRAWS, confi
             score = _planned(first, second, n, alpha, eps)
             if best is None or score > best[0]:
                 best = (score, direction, event_rows, pa, pb)
-    if best is None:  # the two laws are equal: no event separates them
-        rows_all = rows
-        pa, pb = _masses(rows_all, prec)
-        best = (Fraction(0), "a>b", rows_all, pa, pb)
+    if best is None:  # no candidate: equal laws, or (with epsilon) no loss proven above epsilon
+        pa, pb = _masses(rows, prec)
+        best = (Fraction(0), "a>b", rows, pa, pb)
     score, direction, event_rows, pa, pb = best
     sign = 1 if direction == "a>b" else -1
-    with flint_workprec(prec):
-        losses = [r[3] for r in event_rows]
-        finite_losses = [x * sign for x in losses if not isinstance(x, str)]
-        if len(finite_losses) < len(losses) and not finite_losses:
-            threshold = mpmath.inf
-        elif finite_losses:
-            threshold = _mpf(min(finite_losses, key=_mid_fraction))
-        else:
-            threshold = mpmath.inf
+    with flint_workprec(prec):  # the least loss in the event (infinite when all are)
+        finite_losses = [r[3] * sign for r in event_rows if not isinstance(r[3], str)]
+        threshold = _mpf(min(finite_losses, key=_mid_fraction)) if finite_losses else mpmath.inf
         p_a, p_b = _mpf(pa), _mpf(pb)
     cells = frozenset((r[0].ga, r[0].gb) for r in event_rows)
     return PlannedEvent(direction, threshold, cells, sum(r[0].outputs for r in event_rows), event_rows[0][0].witness,
@@ -660,15 +653,11 @@ class DrawsBound(NoTruthValue):
             "event": {"direction": e.direction, "outputs": e.outputs, "witness": output_ids(e.witness),
                       "threshold": json_scalar(e.threshold, digits), "p_a": json_scalar(e.p_a, digits),
                       "p_b": json_scalar(e.p_b, digits), "model_loss": json_scalar(e.model_loss, digits),
-                      "cells": sorted([_level_json(ga), _level_json(gb)] for ga, gb in e.cells)},
+                      "cells": sorted(([ga, gb] for ga, gb in e.cells), key=lambda c: [(x is None, x or 0) for x in c])},
             "claim": _claim_text(self.claim), "verdict": self.verdict,
             "excess": None if self.excess is None else exact_text(self.excess), "n_needed": self.n_needed,
             "seed": self.seed, "seed_note": self.seed_note,
         }
-
-
-def _level_json(g: Optional[int]) -> Optional[int]:
-    return g
 
 
 def _claim_text(claim: Any) -> str:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
-from exactdp._draws import _planned, ceil_text, clopper_pearson, floor_text
+from exactdp._draws import _planned, as_fraction, ceil_text, clopper_pearson, floor_text
 from exactdp.certify.tail import binomial_sf
 from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
@@ -80,6 +80,17 @@ def test_bound_from_counts_is_ln_of_the_two_ends():
         d = mpmath.mpf(low.numerator) / low.denominator - mpmath.e * up.numerator / up.denominator
         assert d - mpmath.mpf(10) ** -30 < delta_m <= d
     assert audit.lower_bound_from_counts(10, 900, 1000) == (0, None)  # clipped at 0
+
+
+def test_planning_score_at_integer_counts_is_the_bound():
+    """The planning score continues lower_bound_from_counts to real counts: at integer
+    expected counts it is that bound to its 26 bits."""
+    from flint import arb
+
+    for n, x_a, x_b in ((20_000, 9_000, 1_000), (500, 40, 3), (100, 100, 0)):
+        score = _planned(arb(x_a) / n, arb(x_b) / n, n, Fraction(1, 20), None)
+        bound, _ = audit.lower_bound_from_counts(x_a, x_b, n)
+        assert abs(score - as_fraction(bound)) < Fraction(1, 2**18)
 
 
 def test_directed_text():
