@@ -331,7 +331,8 @@ class PlannedEvent(NoTruthValue):
     ``direction`` ``"a>b"`` (outputs where ``P_a / P_b`` is large; the bound is on
     ``ln P_a(E) / P_b(E)``) or ``"b>a"``; ``threshold``: the least ``ln`` ratio in the
     event (certified, ``dps`` digits); ``cells``: its ``(group under a, group under b)``
-    pairs; ``outputs``: its exact number of outputs; ``witness``: one output of it;
+    pairs; ``outputs``: its exact number of outputs; ``witness``: one output of it (of
+    its first cell in that order);
     ``p_a``, ``p_b``: its exact probabilities under the two models (certified to ``dps``
     digits); ``planned``: the planned bound at this ``n`` (epsilon, or delta with
     ``epsilon`` given); ``model_loss``: the models' exact pure privacy loss (the largest
@@ -460,7 +461,8 @@ def plan_event(a: MechanismLike, b: MechanismLike, n: int = DEFAULT_DRAWS, confi
         threshold = _mpf(min(finite_losses, key=_mid_fraction)) if finite_losses else mpmath.inf
         p_a, p_b = _mpf(pa), _mpf(pb)
     cells = frozenset((r[0].ga, r[0].gb) for r in event_rows)
-    return PlannedEvent(direction, threshold, cells, sum(r[0].outputs for r in event_rows), event_rows[0][0].witness,
+    first_row = min(event_rows, key=lambda r: tuple((g is None, g or 0) for g in (r[0].ga, r[0].gb)))
+    return PlannedEvent(direction, threshold, cells, sum(r[0].outputs for r in event_rows), first_row[0].witness,
                         p_a, p_b, score, model_loss, n, eps)
 
 
