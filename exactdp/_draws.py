@@ -58,7 +58,8 @@ reported bound is never above the exact Clopper-Pearson one.
 **Verdict** against a claimed epsilon (default the model's own, :func:`exactdp.audit.claimed_epsilon`):
 ``"violated"`` when ``epsilon_lower`` exceeds it (decided exactly: the bound is a dyadic
 rational), else ``"no evidence"`` with :func:`draws_to_detect`: the ``n`` at which a
-sampler spending ``claim + excess`` on this event would be caught (see there).
+sampler spending ``claim + excess`` on this event is caught with probability at least 1/4
+(see there).
 """
 
 from __future__ import annotations
@@ -526,15 +527,22 @@ def _rounded(ball: arb, n: int) -> Fraction:
 
 def draws_to_detect(event: PlannedEvent, claim: RationalLike, excess: RationalLike,
                     confidence: RationalLike = Fraction(19, 20), *, limit: int = 10**12) -> Optional[int]:
-    """The draws per side at which a sampler that spends ``claim + excess`` on ``event``
-    would be reported as violating ``claim``: the least ``n`` (to 3 significant digits,
-    rounded up) whose planned bound exceeds ``claim`` when the event's larger side keeps its
-    model probability ``p`` and the other is ``p e^-(claim + excess)``.
+    """The draws per side at which a sampler that spends ``claim + excess`` on ``event`` is
+    reported as violating ``claim`` with probability at least 1/4: the alternative keeps the
+    model probability ``q_1 = p`` of the event's larger side and has ``q_2 = p
+    e^-(claim + excess)`` on the other.  ``confidence`` is that of the bound.
 
-    The planned bound is :func:`lower_bound_from_counts` at the expected counts, so at that
-    ``n`` the bound computed from counts at (or beyond) their expectations exceeds the claim;
-    the binomial counts fall on each side of their expectations about half the time.
-    ``confidence`` is that of the bound.  ``None`` when not found below ``limit`` (or ``p`` is 0)."""
+    Exact binomial reasoning: the reported bound increases with the count ``X_1`` and
+    decreases with ``X_2``, and a median ``m`` of ``Binomial(n, q)`` lies in ``[floor(n q),
+    ceil(n q)]`` with ``P(X >= floor(n q)) >= 1/2`` and ``P(X <= ceil(n q)) >= 1/2``.  So when
+    the bound at the counts ``floor(n q_1)`` and ``ceil(n q_2)`` exceeds the claim, the two
+    samplers' independent counts reach at least that far with probability at least
+    ``1/2 * 1/2``.  That bound is checked with the Clopper-Pearson quantiles rounded outward
+    (to about 2**-20; looser than the reported bound's, so a pass here is a pass there) and the
+    counts rounded outward from certified balls.  The ``n`` is found by doubling and
+    bisection to 0.1% (the check is monotone in ``n`` up to the rounding of the counts) and
+    given to 3 significant digits, rounded up.  ``None`` when not found below ``limit`` (or
+    ``p`` is 0)."""
     c, x = as_rational(claim, "claim"), as_rational(excess, "excess")
     if x <= 0:
         raise InvalidParameterError("excess", excess, "must be positive")
@@ -548,7 +556,15 @@ def draws_to_detect(event: PlannedEvent, claim: RationalLike, excess: RationalLi
         second = first * (-rational_ball(c + x)).exp()
 
     def caught(m: int) -> bool:
-        return _planned(first, second, m, alpha, None) > c
+        with flint_workprec(_PREC):
+            x_1 = max(0, int((first * m).lower().floor().unique_fmpz()))
+            x_2 = min(m, int((second * m).upper().ceil().unique_fmpz()))
+        if x_1 == 0:
+            return False
+        low = _quantile(x_1, m - x_1 + 1, alpha / 2, "below", _PLAN_STEPS)
+        up = Fraction(1) if x_2 >= m else _quantile(x_2 + 1, m - x_2, 1 - alpha / 2, "above", _PLAN_STEPS)
+        value = _ln_lower(low, up)
+        return value is not None and value > c
 
     lo, hi = 1, 16
     while not caught(hi):
@@ -634,8 +650,8 @@ class DrawsBound(NoTruthValue):
         ]
         if self.verdict != "violated" and self.excess is not None:
             needed = "not found" if self.n_needed is None else f"{self.n_needed:,}"
-            lines.append(f"  draws per side to detect a sampler spending claim + {exact_text(self.excess)} "
-                         f"on this event: {needed}")
+            lines.append(f"  draws per side to catch (probability >= 1/4) a sampler spending claim + "
+                         f"{exact_text(self.excess)} on this event: {needed}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

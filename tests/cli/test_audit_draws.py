@@ -70,7 +70,7 @@ def test_violation_exit_status_and_json_match_the_api(capsys, samplers):
 
 def test_honest_sampler_no_evidence_and_approx(capsys, samplers):
     status, out, _ = run(capsys, *BASE, "--from-draws", "draws_demo:honest")
-    assert status == 0 and "claim 1: no evidence" in out and "draws per side to detect" in out
+    assert status == 0 and "claim 1: no evidence" in out and "draws per side to catch (probability >= 1/4)" in out
     status, out, _ = run(capsys, *BASE, "--from-draws", "draws_demo:honest", "--notion", "approx",
                          "--claimed-epsilon", "1", "--claimed-delta", "1/10")
     assert status == 0 and "delta at epsilon 1 >= 0" in out
