@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from fractions import Fraction
 
 import pytest
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp import audit
+from exactdp import audit, testing
 from exactdp._draws import _planned, as_fraction, ceil_text, clopper_pearson, floor_text
 from exactdp.certify.tail import binomial_sf
 from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
@@ -150,6 +150,35 @@ def test_planned_event_is_the_best_super_level_set(pair, n):
     best = max(score(s, x, y) for s, _, x, y in candidates)
     assert abs(e.planned - best) <= Fraction(1, 10**5)
     assert abs(e.model_loss - audit.privacy_loss(a, b).value) < 1e-20
+
+
+def check_planned_event(a, b, n):
+    e = audit.plan_event(a, b, n)
+    members = frozenset(o for o in a.outputs() if (a.group_index(o), b.group_index(o)) in e.cells)
+    candidates = brute_events(a, b)
+    sign = 1 if e.direction == "a>b" else -1
+    mine = [c for c in candidates if c[1] == members and c[0] == sign]
+    if not candidates:  # equal laws: the whole space, planned 0
+        assert e.planned == 0 and e.outputs == len(list(a.outputs()))
+        return
+    assert mine, "the event is not a super-level set of the loss in its direction"
+    from flint import arb
+
+    def score(sign, pa, pb):
+        first, second = (pa, pb) if sign > 0 else (pb, pa)
+        return _planned(arb(str(first)), arb(str(second)), n, Fraction(1, 20), None)
+
+    assert abs(e.planned - max(score(s, x, y) for s, _, x, y in candidates)) <= Fraction(1, 10**5)
+
+
+@settings(max_examples=8, deadline=None)
+@given(testing.neighbour_pairs("swap", 2, 4, 0, 4), st.sampled_from([1, 2]), st.sampled_from([30, 3000]),
+       st.sampled_from(["Joint", "PNFJoint"]))
+def test_planned_event_random_pairs(pair, k, n, kind):
+    counts, neighbour = pair
+    k = min(k, len(counts))
+    cls = getattr(exactdp, kind)
+    check_planned_event(cls(list(counts), k, epsilon=1), cls(list(neighbour), k, epsilon=1), n)
 
 
 def test_delta_event_is_the_delta_carrying_set():
