@@ -207,11 +207,16 @@ def test_delta_event_is_the_delta_carrying_set():
 # coverage by simulation, exact draws
 
 
-def exceedances(bound, n, runs, seed, confidence):
+def exceedances(bound, n, runs, seed, confidence, epsilon=None):
     """Runs (of ``runs``, each n exact draws per side of A and B) whose bound exceeds the
-    event's true ln(P_a(E)/P_b(E)) (the truth here: exactdp's own samplers)."""
-    e = audit.plan_event(A, B, n, confidence)
-    truth = e.event_epsilon
+    event's true ln(P_a(E)/P_b(E)) (with ``epsilon``: its P_a(E) - e^epsilon P_b(E), in the
+    event's direction); the truth here: exactdp's own samplers."""
+    e = audit.plan_event(A, B, n, confidence, epsilon)
+    if epsilon is None:
+        truth = e.event_epsilon
+    else:
+        first, second = (e.p_a, e.p_b) if e.direction == "a>b" else (e.p_b, e.p_a)
+        truth = first - mpmath.exp(mpmath.mpf(epsilon.numerator) / epsilon.denominator) * second
     draws_a = A.samples(n * runs, rng=seed)
     draws_b = B.samples(n * runs, rng=seed + 1)
 
@@ -224,15 +229,18 @@ def exceedances(bound, n, runs, seed, confidence):
     for r in range(runs):
         x_a, x_b = sum(hits_a[r * n:(r + 1) * n]), sum(hits_b[r * n:(r + 1) * n])
         first, second = (x_a, x_b) if e.direction == "a>b" else (x_b, x_a)
-        over += bound(first, second, n, confidence) > truth
+        over += bound(first, second, n, confidence, epsilon) > truth
     return over
 
 
-def cp_bound(first, second, n, confidence):
-    return audit.lower_bound_from_counts(first, second, n, confidence)[0]
+def cp_bound(first, second, n, confidence, epsilon=None):
+    eps, delta = audit.lower_bound_from_counts(first, second, n, confidence, epsilon)
+    return eps if epsilon is None else delta
 
 
-def naive_bound(first, second, n, confidence):
+def naive_bound(first, second, n, confidence, epsilon=None):
+    if epsilon is not None:
+        return max(0, first / n - math.exp(epsilon) * second / n)
     return Fraction(0) if first == 0 or second == 0 else max(0, math.log(first / second))
 
 
@@ -251,6 +259,16 @@ def test_coverage_by_simulation():
     over = exceedances(cp_bound, n, runs, 5, confidence)
     assert not too_many(over, runs, 1 - confidence), over
     naive = exceedances(naive_bound, n, runs, 5, confidence)
+    assert too_many(naive, runs, 1 - confidence), naive
+
+
+@pytest.mark.slow
+def test_delta_coverage_by_simulation():
+    """The same for delta at epsilon 1/10 on the delta-carrying set."""
+    confidence, runs, n, eps = Fraction(9, 10), 300, 200, Fraction(1, 10)
+    over = exceedances(cp_bound, n, runs, 7, confidence, eps)
+    assert not too_many(over, runs, 1 - confidence), over
+    naive = exceedances(naive_bound, n, runs, 7, confidence, eps)
     assert too_many(naive, runs, 1 - confidence), naive
 
 
