@@ -109,6 +109,10 @@ def cmd_audit_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse
     if args.notion == "approx" and args.claimed_epsilon is None:
         raise _UsageError("--from-draws with --notion approx needs --claimed-epsilon (the epsilon delta is bounded at)",
                           prog)
+    for flag, value in (("--contribution", args.contribution), ("--workers", args.workers if args.workers > 1 else None)):
+        if value is not None:
+            raise _UsageError(f"{flag} is for the worst case over neighbours, not --from-draws (one pair: --counts "
+                              "and --neighbour)", prog)
     try:
         neighbour = _counts_arg(args.neighbour)
     except argparse.ArgumentTypeError as err:
@@ -129,7 +133,8 @@ def cmd_audit_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse
     try:
         result = audit.lower_bound_from_draws(sampler, sampler, m, b, n, confidence, rng=seed, epsilon=epsilon,
                                               claim=claim, excess=excess, data_a=list(m.counts),
-                                              data_b=list(neighbour), progress=progress, dps=args.dps)
+                                              data_b=list(neighbour), progress=progress, dps=args.dps,
+                                              max_outputs=args.max_outputs)
     finally:
         progress.close()
     args._status = 1 if result.verdict == "violated" else 0
