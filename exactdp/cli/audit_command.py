@@ -26,6 +26,7 @@ from ..core.pool import process_pool
 from ..core.formatting import change_text, exact_text, number_text, output_text, table_lines
 from ..core.mechanism import Mechanism
 from ..core.validation import DEFAULT_DPS
+from .audit_draws import add_draws_options, cmd_audit_draws
 from .commands import CommandError
 from .options import _FORMATTER, _add_json, _add_no_progress, _add_precision, _fill, _Parser, _UsageError
 from .parse import (_claimed_epsilon_arg, _counts_arg, _counts_file_arg, _positive_int_arg, _rational_arg,
@@ -91,6 +92,8 @@ def add_audit_options(p: Any, *, tables: bool = False) -> None:
     p.set_defaults(dps=None)  # resolved per notion by _resolve_dps
     _add_no_progress(p)
     _add_json(p, "a JSON object with every neighbour audited; values as decimal strings of --dps digits")
+    if not tables:
+        add_draws_options(p)
 
 
 # ---------------------------------------------------------------------------------------
@@ -156,6 +159,12 @@ def _digits(args: argparse.Namespace) -> tuple[int, int]:
 def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
     """``exactdp audit MECHANISM``: the worst case over the neighbours of the counts."""
     _resolve_dps(args)
+    if args.from_draws is not None:
+        cmd_audit_draws(name, spec, m, args)
+        return
+    for flag, value in (("--neighbour", args.neighbour), ("--seed", args.seed), ("--excess", args.excess)):
+        if value is not None:
+            raise _UsageError(f"{flag} is for --from-draws", f"{PROG} audit {name}")
     factory = MechanismFactory(name, args.k, tuple(spec.kwargs(args).items()))
     w = _worst_case(factory, m.counts, args, _claims(args, None), symmetric=True)
     _report(w, args, _mechanism_json(name, m, spec), f"{_describe(m)}  [{name}: {spec.summary}]", "mechanism")
