@@ -53,7 +53,7 @@ _NOTION_HELP = {
 def add_audit_options(p: Any, *, tables: bool = False) -> None:
     """The options of ``audit``, for a registered mechanism or (``tables``) a file."""
     p.add_argument(
-        "--relation", type=_relation_arg, default="add_remove", metavar="REL",
+        "--relation", type=_relation_arg, default=None, metavar="REL",
         help="neighbours: 'add_remove' (one user added or removed: counts +1 together or -1 "
         "together; default) or 'swap' (one user's items replaced: any mix of +1 and -1)",
     )
@@ -137,7 +137,7 @@ def _worst_case(factory: Callable[[Sequence[int]], Any], counts: Sequence[int], 
 
     with _resources(args) as (progress, executor):
         return audit.worst_case(
-            factory, counts, args.relation, _digits(args)[0], contribution=args.contribution,
+            factory, counts, args.relation or "add_remove", _digits(args)[0], contribution=args.contribution,
             max_neighbours=args.max_neighbours, max_outputs=args.max_outputs, progress=progress,
             symmetric=symmetric, executor=executor, **claims,
         )
@@ -274,13 +274,14 @@ def _check_neighbours(tables: Any, counts: tuple[int, ...], args: argparse.Names
         raise _UsageError(f"--counts has {len(counts)} items, the tables of {src} {tables.d}", f"{PROG} audit")
     if counts not in tables.tables:
         raise CommandError(f"{src} has no table for counts {','.join(map(str, counts))} (it has: {tables.summary()})")
-    missing = tables.missing_neighbours(counts, args.relation, contribution=args.contribution,
+    relation = args.relation or "add_remove"
+    missing = tables.missing_neighbours(counts, relation, contribution=args.contribution,
                                         max_neighbours=args.max_neighbours)
     if missing:
         shown = "; ".join(",".join(map(str, n)) for n in missing[:5])
         more = f"; ... ({len(missing) - 5} more)" if len(missing) > 5 else ""
         raise CommandError(
-            f"{src} has no table for {len(missing)} {args.relation} neighbour{'s' if len(missing) != 1 else ''} of "
+            f"{src} has no table for {len(missing)} {relation} neighbour{'s' if len(missing) != 1 else ''} of "
             f"counts {','.join(map(str, counts))} that the audit needs: {shown}{more}; add their tables, or "
             "audit fewer neighbours (--relation add_remove, --contribution L)")
 

@@ -109,7 +109,7 @@ def cmd_audit_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse
     if args.notion == "approx" and args.claimed_epsilon is None:
         raise _UsageError("--from-draws with --notion approx needs --claimed-epsilon (the epsilon delta is bounded at)",
                           prog)
-    for flag, value in (("--contribution", args.contribution), ("--workers", args.workers if args.workers > 1 else None)):
+    for flag, value in (("--relation", args.relation), ("--contribution", args.contribution), ("--workers", args.workers if args.workers > 1 else None)):
         if value is not None:
             raise _UsageError(f"{flag} is for the worst case over neighbours, not --from-draws (one pair: --counts "
                               "and --neighbour)", prog)

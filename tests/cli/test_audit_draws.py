@@ -109,7 +109,7 @@ def test_usage_errors(capsys, samplers):
     assert status == 2 and "--neighbour is for --from-draws" in err
     status, out, err = run(capsys, *BASE, "--from-draws", "draws_demo:honest", "--notion", "renyi", "--alpha", "2")
     assert status == 2 and "not renyi" in err
-    for flag in (["--contribution", "1"], ["--workers", "2"]):
+    for flag in (["--relation", "swap"], ["--contribution", "1"], ["--workers", "2"]):
         status, out, err = run(capsys, *BASE, "--from-draws", "draws_demo:honest", *flag)
         assert status == 2 and f"{flag[0]} is for the worst case over neighbours" in err
 
