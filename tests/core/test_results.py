@@ -187,6 +187,8 @@ RESULTS = {
     "exactdp.audit.WorstCase": (_worst, ".passed"),
     "exactdp.audit.NeighbourLoss": (lambda: _worst().results[0], ".value"),
     "exactdp.cli.audit_pair.PairResult": (_pair_result, ".passed"),
+    "exactdp.audit.DrawsBound": (lambda: audit.lower_bound_from_draws(*_pair(), *_pair(), 200, rng=1), ".passed"),
+    "exactdp.audit.PlannedEvent": (lambda: audit.plan_event(*_pair(), 200), ".p_a"),
 }
 
 
