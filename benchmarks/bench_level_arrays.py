@@ -5,6 +5,7 @@ one sample), measured in the same run.
     python benchmarks/bench_level_arrays.py                    # Joint, d = 166,000, k in {50, 200}
     python benchmarks/bench_level_arrays.py --d 20000          # smaller
     python benchmarks/bench_level_arrays.py --mechanism pnf    # PNFJoint beside FloatPNFJoint
+    python benchmarks/bench_level_arrays.py --published        # Joint, and PublishedLoopsFloatJoint too
 
 Each cell runs in a fresh process, after an untimed warm-up on counts ``(2, 1, 0)``,
 ``k = 2`` (imports): CPU seconds (``time.process_time``) and peak resident memory
@@ -54,7 +55,7 @@ def child(mechanism: str, side: str, shape: str, d: int, k: int) -> None:
         m.sample(rng=1)
         what = f"{levels} levels + 1 sample" if side == "arrays" else "1 sample"
     else:
-        getattr(float_joint, float_name)(counts, k).sample(1)
+        getattr(float_joint, "PublishedLoopsFloatJoint" if side == "published" else float_name)(counts, k).sample(1)
         what = "1 sample"
     cpu = time.process_time() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB (Linux)
@@ -74,6 +75,9 @@ def main() -> None:
     ap.add_argument("--shapes", nargs="+", default=None,
                     help="count shapes (default: distinct heavy; with --mechanism pnf also zipf)")
     ap.add_argument("--mechanism", choices=sorted(MECHANISMS), default="joint")
+    ap.add_argument("--published", action="store_true",
+                    help="Joint: also time PublishedLoopsFloatJoint (the published code's loops, 4-47 s a cell) "
+                         "and print the ratio to it")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -86,10 +90,12 @@ def main() -> None:
         print(f"{'shape':9} {'k':>4} {'sample CPU s':>12} {'MiB':>5} {'arrays CPU s':>12} {'MiB':>5} "
               f"{'float CPU s':>11} {'MiB':>5} {'(a)/float':>9} {'(b)/float':>9}  levels")
     else:
-        print(f"{'shape':9} {'k':>4} {'arrays CPU s':>13} {'MiB':>6} {'float CPU s':>12} {'MiB':>6} {'ratio':>6}  levels")
+        extra = f" {'published CPU s':>16} {'ratio':>6}" if args.published else ""
+        print(f"{'shape':9} {'k':>4} {'arrays CPU s':>13} {'MiB':>6} {'float CPU s':>12} {'MiB':>6} {'ratio':>6}{extra}"
+              "  levels")
     for shape in shapes:
         for k in args.k:
-            sides = ("sample", "arrays", "float") if pnf else ("arrays", "float")
+            sides = ("sample", "arrays", "float") if pnf else ("arrays", "float") + ("published",) * args.published
             out = {side: run_child(args.mechanism, side, shape, args.d, k) for side in sides}
             a, f = out["arrays"], out["float"]
             if pnf:
@@ -98,8 +104,12 @@ def main() -> None:
                       f"{f['cpu']:11.1f} {f['peak']:5.0f} {s['cpu'] / f['cpu']:9.4f} {a['cpu'] / f['cpu']:9.2f}  "
                       f"{a['what']}", flush=True)
             else:
+                extra = ""
+                if args.published:
+                    p = out["published"]
+                    extra = f" {p['cpu']:16.1f} {a['cpu'] / p['cpu']:6.2f}"
                 print(f"{shape:9} {k:4d} {a['cpu']:13.1f} {a['peak']:6.0f} {f['cpu']:12.1f} {f['peak']:6.0f} "
-                      f"{a['cpu'] / f['cpu']:6.2f}  {a['what']}", flush=True)
+                      f"{a['cpu'] / f['cpu']:6.2f}{extra}  {a['what']}", flush=True)
 
 
 if __name__ == "__main__":

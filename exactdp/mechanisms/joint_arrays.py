@@ -22,10 +22,32 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
   (:func:`~exactdp.core.log_table.fixed_log_ratio`): ``k w + 1`` ulps.
 - the level ``M = 0``: ``ln N(0)``, ``k w`` ulps.
 
-So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.  The log-probability of
-one output of the level, ``-lam M + c``: ``lam`` rounded to ``Lam`` at ``F + G``
-fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
-of the rational ``epsilon/divisor``, or nearest from arb with a base: error ``< 1`` there),
+So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.
+
+Where most levels have several events (at least :data:`KERNEL_EVENTS_PER_LEVEL` events per
+possible level), ``ln m = ln N(M) + y(delta)`` with ``delta = ln N(M) - ln N(M_prev) =
+sum_i ln(b_i/a_i)`` and ``y(delta) = ln(1 - e**-delta)`` from the kernel
+(:mod:`exactdp.core.log1mexp`, within ``K`` ulps on its domain ``delta < 2**-8``; the
+other levels keep the exact products).  ``delta`` is read from the arrays: ``D = sum (X_b -
+X_a)`` over the level's ``n`` events, exactly (unchanged rows cancel), so ``|D - 2**F delta|
+<= 2 n w``.  Each event raises a factor by at least one, to at most ``d + 1``, so ``delta >=
+n ln(1 + 1/d) >= n / (d+1)``.  ``y' = 1/(e**x - 1) <= 1/x`` decreases, so with ``A = 2 w
+(d+1)``, every ``x`` between ``delta`` and ``D 2**-F`` is at least ``n (1/(d+1) - 2 w
+2**-F)`` and
+
+    ``2**F |y(D 2**-F) - y(delta)| <= 2 n w / (n (1/(d+1) - 2 w 2**-F)) = A / (1 - A 2**-F)
+    <= A + 1``  when ``A (A + 1) <= 2**F``
+
+(``A <= (A + 1)(1 - A 2**-F)`` is that condition; ``F`` is at least ``2 bitlen(A+1)``).  So
+such a level is within ``k w + A + 1 + K`` ulps: ``E_m = k w + A + 1 + K`` (``>= (k+2) w +
+1``: the other levels are within it too).  The kernel works at ``W`` fractional bits (a
+multiple of the limb width, the least with ``K <= (A + 1) / 8``; at ``d = 166,000``, ``k =
+200``, ``dps = 30``: ``F = 124`` instead of 113, ``W = 120``, ``K = 160``).
+
+The log-probability of one output of the level, ``-lam M + c``: ``lam`` rounded to ``Lam``
+at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``;
+exact floor of the rational ``epsilon/divisor``, or nearest from arb with a base: error
+``< 1`` there),
 the exact product ``Lam * M`` in limbs, floored to ``F`` bits (error ``< M 2**-G + 1 < 2``
 ulps); ``c = ln P - lam (u - u_0)`` (``u_0 = 0``, the level ``M = 0``) from the rule's
 fixed-point form (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`, within
@@ -131,12 +153,20 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     k, d = mechanism.k, mechanism.d
     w, e_m, e_p = _errors(k, d)
     e_p = 2 + mechanism.rule.fixed_log_output_error  # the rule's ln P_a - lam u_a, and lam M
-    F = frac_bits_for(dps, max(e_m, e_p))
+    table = mechanism.table
+    source = table.source
+    kernel = None
+    if source.numpy_route:
+        total, _, top_m = source.event_counts()
+        if total >= KERNEL_EVENTS_PER_LEVEL * (top_m + 1):
+            plan = _kernel_plan(k, d, w, e_p, dps)
+            if plan is not None:
+                F, e_m, kernel = plan
+    if kernel is None:
+        F = frac_bits_for(dps, max(e_m, e_p))
     table_limbs, table_err, xs = log_table(d + 1, F)
     if table_err > w:  # cannot happen (Omega(n) <= log2 n), kept as a guard
         raise AssertionError("log table error above its bound")
-    table = mechanism.table
-    source = table.source
     form = mechanism.rule.fixed_log_output(table, F, dps)
     lam_fixed, shift_limbs = _fixed_lam(mechanism.scale, F, _max_m(source))
     if not source.numpy_route:
@@ -178,9 +208,18 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
             one = np.flatnonzero(single)
             e = starts[one]
             logm[:, one] += np.take(T, new[e] - old[e], axis=1) - np.take(t_new, e, axis=1)
-            multi = np.flatnonzero(~single)  # several factors change at one level: exact products
-            pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
-            logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
+            multi = np.flatnonzero(~single)  # several factors change at one level
+            if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
+                # delta = ln N(M) - ln N(M_prev): the level's own X_new - X_old, exactly
+                s0 = starts[multi]
+                D = normalize(np.take(lnN, ends[multi], axis=1) - np.take(lnN, s0, axis=1)
+                              + np.take(t_new, s0, axis=1) - np.take(T, old[s0], axis=1))
+                took, y = kernel(D, L)
+                logm[:, multi[took]] += y
+                multi = multi[~took]
+            if len(multi):  # the exact products and one arb logarithm a level
+                pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
+                logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
         utility = -Ms[starts]
         if b == 0:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
@@ -196,6 +235,34 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
 #: block's limb sums stay exact while it holds fewer than ``2**32`` events.
 ARRAY_FIRST_EVENTS = 1 << 10
 ARRAY_BLOCK_EVENTS = 1 << 17
+
+
+#: The kernel (:mod:`exactdp.core.log1mexp`) is planned when the threshold events are at
+#: least this many per possible level (``E >= KERNEL_EVENTS_PER_LEVEL * (max M + 1)``:
+#: most levels then have several events), and run on a block's levels of several events
+#: when there are at least :data:`KERNEL_MIN_LEVELS` of them (tests lower both).
+KERNEL_EVENTS_PER_LEVEL = 2
+KERNEL_MIN_LEVELS = 64
+
+
+def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[int, int, Any]]:
+    """``(F, E_m, kernel)``: ``E_m = k w + (A + 1) + K`` (``A = 2 w (d+1)``, ``K`` the
+    kernel's bound, within ``(A+1) / 8`` at the least working precision that allows it),
+    ``F`` from :func:`frac_bits_for` and at least ``2 bitlen(A+1)`` (so ``A (A+1) <=
+    2**F``: module docstring); ``None`` where no working precision fits (``W <= 180``:
+    up to about 50 digits at ``d = 166,000``; beyond, the exact products)."""
+    from ..core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
+
+    A = 2 * w * (d + 1)
+    budget = max((A + 1) // 8, 2)
+    F = max(frac_bits_for(dps, max(k * w + A + 1 + budget, e_p)), 2 * (A + 1).bit_length())
+    # W > F - 30: the kernel's operands then stay within the limbs its products allow
+    W = max(2 * LIMB_BITS, -(-(F - LIMB_BITS + 1) // LIMB_BITS) * LIMB_BITS)
+    while kernel_fits(W):
+        if kernel_error(F, W) <= budget:
+            return F, k * w + A + 1 + kernel_error(F, W), log1mexp_kernel(F, W)
+        W += LIMB_BITS
+    return None
 
 
 def _windows(source: Any) -> Iterator[tuple[int, int]]:

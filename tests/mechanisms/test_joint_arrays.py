@@ -89,9 +89,12 @@ def test_low_digits_bound_is_tight_enough():
 def test_hypothesis_twin(counts, data, eps, dps):
     k = data.draw(st.integers(1, len(counts)))
     first, most = data.draw(st.sampled_from([(1, 1), (1, 3), (2, 8), (1 << 10, 1 << 17)]))
+    plan = data.draw(st.sampled_from([0, 2, 10**9]))  # the kernel's plan (its F and bound) forced, usual, off
     with pytest.MonkeyPatch.context() as mp:  # array block boundaries anywhere
         mp.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", first)
         mp.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", most)
+        mp.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", plan)
+        mp.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
         check_twin(Joint(counts, k, epsilon=eps), dps)
 
 
@@ -165,3 +168,89 @@ def test_the_first_axis_runs_over_the_levels():
                 value = sum(int(v) << (block.limb_bits * j) for j, v in enumerate(array[i]))
                 at = block.log_multiplicity_at(i) if array is block.log_multiplicity else block.log_output_probability_at(i)
                 assert at._mpf_ == mpmath.libmp.from_man_exp(value, -block.frac_bits)  # exact, no rounding
+
+
+def _count_kernel(monkeypatch):
+    """Counts the levels the kernel takes (its ``ok`` mask)."""
+    from exactdp.core import log1mexp
+
+    taken = [0]
+    call = log1mexp.Log1mExpKernel.__call__
+
+    def counting(self, D, out_limbs):
+        ok, y = call(self, D, out_limbs)
+        taken[0] += int(ok.sum())
+        return ok, y
+
+    monkeypatch.setattr(log1mexp.Log1mExpKernel, "__call__", counting)
+    return taken
+
+
+@pytest.mark.parametrize("seed,d,k", [(1, 2000, 3), (2, 1500, 6), (3, 2500, 2)])
+def test_kernel_levels_twin(monkeypatch, seed, d, k):
+    # distinct-like counts, several events a level, factors large enough that delta < 2**-8:
+    # the kernel (not the exact products) computes those levels, against the exact twin
+    import random
+
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 64)
+    taken = _count_kernel(monkeypatch)
+    counts = random.Random(seed).sample(range(2 * d), d)
+    m = Joint(counts, k, epsilon=Fraction(1, 7))
+    check_twin(m, 30)
+    assert taken[0] > 100
+    if seed == 1:  # 45 digits: the kernel at W = 180 (six limbs)
+        taken[0] = 0
+        check_twin(m, 45)
+        assert taken[0] > 100
+    taken[0] = 0
+    check_bounds(m, 2)  # few digits: the bound itself is what is checked
+    assert taken[0] > 100
+
+
+def test_kernel_planned_only_with_many_events_a_level(monkeypatch):
+    import random
+
+    taken = _count_kernel(monkeypatch)
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+    d, k = 2000, 4  # about k d = 8,000 events over at most 2,500 levels
+    distinct = Joint(random.Random(5).sample(range(d + d // 4), d), k, epsilon=1)
+    heavy = Joint([10**6 // r for r in range(1, d + 1)], k, epsilon=1)
+    w = (d + 1).bit_length() - 1
+    e_kernel = {b.log_multiplicity_error for b in distinct.iter_level_arrays(dps=20)}
+    assert taken[0] > 0
+    kernel_bound = k * w + 2 * w * (d + 1) + 1
+    assert len(e_kernel) == 1 and kernel_bound < e_kernel.pop() <= kernel_bound + kernel_bound // 8
+    taken[0] = 0
+    assert {b.log_multiplicity_error for b in heavy.iter_level_arrays(dps=20)} == {(k + 2) * w + 1}
+    assert taken[0] == 0
+    # the twin still holds when the plan is forced on every instance, and off
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    check_twin(Joint([40, 33, 30, 21, 21, 20, 9, 3, 3, 0], 4, epsilon=2), 25)
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 10**9)
+    taken[0] = 0
+    check_twin(distinct, 12)
+    assert taken[0] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [4, 5])  # below 4 no level of several events has delta < 1
+def test_exhaustive_small_through_the_kernel(monkeypatch, d):
+    # the kernel's domain widened to delta < 1 (its series rebuilt for it; at these sizes W
+    # is above F, so its bound still holds with room), so that small instances reach it:
+    # every count vector against the exact twin, and the bound
+    from exactdp.core import log1mexp
+
+    monkeypatch.setattr(log1mexp, "CUT_BITS", 0)
+    monkeypatch.setattr(log1mexp, "_KERNELS", {})
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 3)
+    taken = _count_kernel(monkeypatch)
+    for counts in itertools.product(range(0, 12, 3) if d < 5 else (0, 4, 9), repeat=d):
+        for k in range(1, d + 1):
+            check_twin(Joint(list(counts), k, epsilon=1), 12)
+    check_bounds(Joint([9, 6, 6, 3, 0][:d], min(d, 3), epsilon=1), 3)
+    assert taken[0] > 200
