@@ -270,9 +270,11 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
             cells = hook_a(b)
             if cells is not None:
                 return cells, 0
-            declined = (f"; {type(a).__name__}'s pair count without enumeration does not apply to this pair (it "
-                        "declines past a few changed items or sorted rows, or a wide band: docs/audit.md, 'How a "
-                        "pair is audited without enumeration'), so the audit would enumerate")
+            why = getattr(a, "pair_count_declined", None)
+            reason = why(b) if callable(why) else ""
+            declined = (f"; {type(a).__name__}'s pair count without enumeration does not apply to this pair "
+                        f"({reason or 'see docs/audit.md'}: docs/audit.md, 'How a pair is audited without "
+                        "enumeration'), so the audit would enumerate")
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
     tie_rule = not (ties_exchangeable(a) and ties_exchangeable(b))

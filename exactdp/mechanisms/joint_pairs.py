@@ -52,7 +52,8 @@ import numpy as np
 
 from ..core._gc import gc_paused
 
-__all__ = ["joint_pair_cells", "DisplacedWitness", "MAX_CHANGED_ITEMS", "MAX_CHANGED_ROWS", "MAX_BAND"]
+__all__ = ["joint_pair_cells", "pair_count_declined", "DisplacedWitness", "SearchedWitness", "MAX_CHANGED_ITEMS",
+           "MAX_CHANGED_ROWS", "MAX_BAND", "MAX_DIFFERENCES"]
 
 #: The sweep applies when at most this many items have different counts...
 MAX_CHANGED_ITEMS = 16
@@ -60,6 +61,9 @@ MAX_CHANGED_ITEMS = 16
 MAX_CHANGED_ROWS = 16
 #: ...and one term moves by at most this much (``w``).
 MAX_BAND = 64
+#: The diagonal count (any number of changed items) applies up to this many distinct
+#: differences ``c'_j - c_j`` (3 for any neighbour at l-infinity distance 1).
+MAX_DIFFERENCES = 8
 #: Counts and levels must stay below this in absolute value (``int64`` with room to add).
 _INT_LIMIT = 2**60
 #: Matrix entries (rows x points) handled per numpy chunk.
@@ -92,6 +96,21 @@ class _Pair:
         self.cmin_sorted = np.sort(cmin)
         self.delta = max((abs(self.ca[j] - self.cb[j]) for j in self.changed), default=0)
         self.band = int(np.abs(self.sa - self.sb).max(initial=0)) + self.delta
+        #: the diagonal count's classes: ``(difference, c ascending, ranks ascending)`` per
+        #: value of ``c'_j - c_j`` (set by :meth:`group_by_difference`; None: item by item)
+        self.by_difference: Optional[list[tuple[int, np.ndarray, np.ndarray]]] = None
+
+    def group_by_difference(self) -> None:
+        """Count ``|S_r|`` per class of equal ``c'_j - c_j`` (the diagonal count) instead of
+        per changed item: each class's counts sorted once, one ``searchsorted`` a class."""
+        diff = self.cb_np - self.ca_np
+        values, of_item = np.unique(diff, return_inverse=True)
+        of_item = of_item.reshape(-1)
+        by_rank = of_item[self.order_np]  # the class of each rank
+        self.by_difference = []
+        for i, v in enumerate(values.tolist()):
+            ranks = np.flatnonzero(by_rank == i)  # the class's ranks, best first
+            self.by_difference.append((v, np.sort(self.ca_np[self.order_np[ranks]]), ranks))
 
     # -- N(M, M') ---------------------------------------------------------------------
     def at_most(self, m1: np.ndarray, m2: np.ndarray) -> list[int]:
@@ -106,11 +125,17 @@ class _Pair:
             A = self.sa[:, None] - p1[None, :]
             B = self.sb[:, None] - p2[None, :]
             T = np.maximum(A, B)
-            # |S_r|: items of min(c, c') at or above T, then the changed items corrected
-            size = d - np.searchsorted(self.cmin_sorted, T, side="left")
-            for j in self.changed:
-                cj, cj2 = self.ca[j], self.cb[j]
-                size += ((cj >= A) & (cj2 >= B)).astype(np.int64) - (min(cj, cj2) >= T)
+            if self.by_difference is not None:
+                # |S_r|: per class of c'_j = c_j + v, the items with c_j >= max(A, B - v)
+                size = np.zeros_like(T)
+                for v, ascending, _ in self.by_difference:
+                    size += len(ascending) - np.searchsorted(ascending, np.maximum(A, B - v), side="left")
+            else:
+                # |S_r|: items of min(c, c') at or above T, then the changed items corrected
+                size = d - np.searchsorted(self.cmin_sorted, T, side="left")
+                for j in self.changed:
+                    cj, cj2 = self.ca[j], self.cb[j]
+                    size += ((cj >= A) & (cj2 >= B)).astype(np.int64) - (min(cj, cj2) >= T)
             F = size - rows
             empty = (F <= 0).any(axis=0) | (p1 < 0) | (p2 < 0)
             F[:, empty] = 1
@@ -228,7 +253,7 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
     Q = _displacement_table(p)
     if Q is None or n == 0:
         return found_r, found_j
-    targets_extra = [p.rank_of[x] for x in p.changed]
+    targets_extra = [p.rank_of[x] for x in p.changed] if p.by_difference is None else []
     for r in range(k):
         todo = np.flatnonzero(found_r < 0)
         if len(todo) == 0:
@@ -237,6 +262,12 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
         first = np.searchsorted(p.neg_sorted, -target, side="left")
         candidates = [np.maximum(first, r)]
         candidates += [np.full(len(todo), j, dtype=np.int64) for j in targets_extra]
+        for _, ascending, ranks in p.by_difference or ():
+            # the worst-ranked item of the class with c_j = target (rank d: none)
+            last = np.searchsorted(ascending, target, side="left")
+            hit = (last < len(ascending)) & (ascending[np.minimum(last, len(ascending) - 1)] == target)
+            # ascending position i holds rank ranks[len - 1 - i]
+            candidates.append(np.where(hit, ranks[np.maximum(len(ranks) - 1 - last, 0)], d))
         for j in candidates:
             jc = np.minimum(j, d - 1)
             ok = (j < d) & (j >= r) & (p.sorted_a[jc] == target)
@@ -314,27 +345,186 @@ def _search_witness(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
     return None
 
 
-def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
+def _search_witness_by_class(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
+    """:func:`_search_witness` for the diagonal count (any number of changed items): items
+    of one class of equal ``c'_j - c_j`` and equal ``c_j`` are interchangeable, so the
+    representatives are one per class and value, and a free row takes the best unused
+    item of some class that clears both thresholds (within a class the items clearing
+    them are a prefix in rank order, so the best unused one clears them if any does).
+    A sequence with levels ``(M, M2)`` has a row attaining ``M`` and one attaining ``M2``;
+    exchanging their items for representatives of their classes keeps both levels, and the
+    sets ``S_r`` with those two items removed stay nested, so the greedy fill completes
+    whenever any completion exists.  The result is checked."""
+    k = p.k
+    classes = p.by_difference or []
+    a_thr = [int(t) - M for t in p.sa]
+    b_thr = [int(t) - M2 for t in p.sb]
+    order = p.order_np
+
+    def representatives(value: int, side_b: bool, exclude: set[int]) -> list[int]:
+        reps = []
+        for v, ascending, ranks in classes:
+            target = value - v if side_b else value
+            i = int(np.searchsorted(ascending, target, side="left"))
+            while i < len(ascending) and int(ascending[i]) == target:
+                j = int(order[ranks[len(ranks) - 1 - i]])
+                if j not in exclude:
+                    reps.append(j)
+                    break
+                i += 1
+        return reps
+
+    def fill(fixed: dict[int, int]) -> Optional[tuple[int, ...]]:
+        used = set(fixed.values())
+        pointers = [0] * len(classes)
+        s: list[int] = []
+        for r in range(k):
+            if r in fixed:
+                s.append(fixed[r])
+                continue
+            chosen = -1
+            for c, (v, _, ranks) in enumerate(classes):
+                i = pointers[c]
+                while i < len(ranks) and int(order[ranks[i]]) in used:
+                    i += 1
+                pointers[c] = i
+                if i < len(ranks):
+                    j = int(order[ranks[i]])
+                    if p.ca[j] >= max(a_thr[r], b_thr[r] - v):
+                        chosen = j
+                        break
+            if chosen < 0:
+                return None
+            used.add(chosen)
+            s.append(chosen)
+        out = tuple(s)
+        return out if p.level_a(out) == M and p.level_b(out) == M2 else None
+
+    for r1 in range(k):
+        for j1 in representatives(a_thr[r1], False, set()):
+            t1 = int(p.sb[r1]) - p.cb[j1]
+            if t1 > M2:
+                continue
+            if t1 == M2:
+                s = fill({r1: j1})
+                if s is not None:
+                    return s
+                continue
+            for r2 in range(k):
+                if r2 == r1:
+                    continue
+                for j2 in representatives(b_thr[r2], True, {j1}):
+                    if p.ca[j2] < a_thr[r2]:
+                        continue
+                    s = fill({r1: j1, r2: j2})
+                    if s is not None:
+                        return s
+    return None
+
+
+class SearchedWitness(Sequence):
+    """A sequence with levels ``(M, M2)`` under the two count vectors of ``pair``, found by
+    :func:`_search_witness_by_class` when first read (a read-only sequence of item ids; the
+    diagonal count's cells that no displaced item reaches: the audits read a handful of
+    witnesses, so the others are never searched).  Pickled as the tuple itself."""
+
+    __slots__ = ("_pair", "_levels", "_found")
+
+    def __init__(self, pair: "_Pair", M: int, M2: int):
+        self._pair, self._levels = pair, (M, M2)
+        self._found: Optional[tuple[int, ...]] = None
+
+    def _tuple(self) -> tuple[int, ...]:
+        if self._found is None:
+            found = _search_witness_by_class(self._pair, *self._levels)
+            if found is None:
+                raise AssertionError(f"joint_pair_cells: no sequence found with levels {self._levels}")
+            self._found = found
+        return self._found
+
+    def __len__(self) -> int:
+        return self._pair.k
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._tuple()[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._tuple())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SearchedWitness, DisplacedWitness)):
+            other = other._tuple()
+        return self._tuple() == other
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
+
+    def __reduce__(self) -> tuple:
+        return (tuple, (self._tuple(),))
+
+
+def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
+    """Why :func:`joint_pair_cells` declines the pair (``""``: it applies), in words a
+    limit message can quote."""
+    if (a.d, a.k) != (b.d, b.k):
+        return f"the two mechanisms have different (d, k): ({a.d}, {a.k}) and ({b.d}, {b.k})"
+    if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT // 4:
+        return f"a count is {_INT_LIMIT // 4} or more in absolute value (the count works in int64)"
+    p = _Pair(a, b)
+    if p.band > MAX_BAND:
+        return (f"one term max_r (c_(r) - c[s_r]) moves by up to {p.band} between the two vectors, more "
+                f"than MAX_BAND = {MAX_BAND} (the vectors are {p.band} apart, not neighbours)")
+    if method == "items" and (len(p.changed) > MAX_CHANGED_ITEMS or len(p.changed_rows) > MAX_CHANGED_ROWS):
+        return (f"{len(p.changed)} items and {len(p.changed_rows)} of the top k sorted counts differ, "
+                f"more than the item-by-item count handles ({MAX_CHANGED_ITEMS} and {MAX_CHANGED_ROWS})")
+    if method != "items" and len(set((p.cb_np - p.ca_np).tolist())) > MAX_DIFFERENCES:
+        return (f"the items' counts change by {len(set((p.cb_np - p.ca_np).tolist()))} different amounts, more "
+                f"than MAX_DIFFERENCES = {MAX_DIFFERENCES} classes of the diagonal count")
+    return ""
+
+
+def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[Cells]:
     """``{(level index under a, level index under b): [witness, number of sequences]}`` for
     every occurring pair of levels of two Joint-family mechanisms of one output space
-    (the module docstring), or ``None`` when the sweep does not apply.
+    (the module docstring), or ``None`` when the count does not apply
+    (:func:`pair_count_declined` says why).
+
+    ``method``: ``"items"`` corrects the count item by item for the changed items (at most
+    ``MAX_CHANGED_ITEMS``), ``"diagonal"`` counts per class of equal ``c'_j - c_j`` (any
+    number of changed items, at most ``MAX_DIFFERENCES`` classes); ``None`` takes the
+    item-by-item count where it applies, else the diagonal one.  Both give the same cells.
 
     >>> from exactdp import Joint
     >>> cells = joint_pair_cells(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1))
     >>> sorted((key, n) for key, (_, n) in cells.items())
     [((0, 0), 1), ((1, 2), 1), ((2, 1), 1), ((2, 2), 1), ((3, 3), 2)]
     """
+    if method not in (None, "items", "diagonal"):
+        raise ValueError(f"method must be None, 'items' or 'diagonal'; got {method!r}")
     if (a.d, a.k) != (b.d, b.k):
         return None
     if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT // 4:
         return None
     p = _Pair(a, b)
-    if len(p.changed) > MAX_CHANGED_ITEMS or len(p.changed_rows) > MAX_CHANGED_ROWS or p.band > MAX_BAND:
+    if p.band > MAX_BAND:
         return None
+    few = len(p.changed) <= MAX_CHANGED_ITEMS and len(p.changed_rows) <= MAX_CHANGED_ROWS
+    if method == "items" and not few:
+        return None
+    if method == "diagonal" or not few:
+        if len(set((p.cb_np - p.ca_np).tolist())) > MAX_DIFFERENCES:
+            return None
+        p.group_by_difference()
     groups_a, groups_b = a.groups(), b.groups()
     La = np.asarray([-g.utility for g in groups_a], dtype=np.int64)  # ascending M
     Lb = np.asarray([-g.utility for g in groups_b], dtype=np.int64)
-    special = np.isin(La, p.special_values())
+    if p.by_difference is None:
+        special = np.isin(La, p.special_values())
+    else:  # every level may hold a differing term: count them all
+        special = np.ones(len(La), dtype=bool)
     w = p.band
     # the special rows: every level of b within the band
     rows = np.flatnonzero(special)
@@ -411,6 +601,9 @@ def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[Sequence]:
                                      for r, j in zip(rs.tolist(), js.tolist())]
     for i in np.flatnonzero(rs < 0).tolist():
         m, m2 = int(M[i]), int(M2[i])
+        if p.by_difference is not None:
+            out[i] = SearchedWitness(p, m, m2)
+            continue
         out[i] = _search_witness(p, m, m2)
         if out[i] is None:
             raise AssertionError(f"joint_pair_cells: no sequence found with levels ({m}, {m2})")
