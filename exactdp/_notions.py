@@ -446,15 +446,19 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
 
 
 def _eps_by_delta(pair: Pair, delta: Fraction, digits_wanted: int) -> Optional[dict[str, Outcome]]:
-    """epsilon for ``delta > 0`` per value of delta (:class:`ExponentialPair`, the
-    exponential rule only): every cell of a class has the same ``r``, so ``delta(x) =
-    sum_g max(0, P_g - e^x Q_g)`` over the classes' masses, and the prefix formula of the
-    module docstring runs over the classes instead of the cells (a prefix in any order
-    gives a lower bound ``ln((P(S) - delta) / Q(S)) <= eps``; the upper end is checked by
-    ``delta(x) <= delta`` there).  Certified outcomes only; None when it does not apply or
-    a sign stays undecided (the per-cell search then decides)."""
+    """epsilon for ``delta > 0`` per value of delta (:class:`ExponentialPair`, and
+    :class:`PermuteAndFlipPair` whose class ball encloses the ``r`` of each of its cells):
+    the prefix formula of the module docstring over the classes' masses instead of the
+    cells.  Any set ``S`` of outputs gives the lower bound ``ln((P(S) - delta) / Q(S)) <=
+    eps`` (``delta(eps) >= P(S) - e^eps Q(S)``), so the classes' prefixes in the order of
+    their balls' midpoints give a proven lower end whatever the order; the upper end ``x``
+    is proven by ``delta(x) <= delta`` with ``delta(x) = sum_o max(0, P - e^x Q)`` bounded
+    per class: ``P_g - e^x Q_g`` where its ``r > x`` (every cell's term is positive), 0
+    where ``r < x``, at most ``P_g`` where the ball straddles ``x``.  Certified outcomes
+    only; None when it does not apply or ``delta(0) <= delta`` needs a sign the balls leave
+    open (the per-cell search then decides exactly)."""
     fast = _by_delta(pair)
-    if fast is None or type(fast).__name__ != "ExponentialPair":
+    if fast is None:
         return None
     digits = digits_wanted + 10
     out: dict[str, Outcome] = {}
@@ -486,7 +490,12 @@ def _eps_by_delta(pair: Pair, delta: Fraction, digits_wanted: int) -> Optional[d
                 if not (hi > 0 and lo > 0):
                     continue
                 hi = hi + hi * arb(10) ** (-digits_wanted - 2)
-                excess = sum((_pos(p - hi.exp() * q) for _, p, q in classes), arb(0))
+                e_hi, excess = hi.exp(), arb(0)
+                for r, p, q in classes:
+                    if r > hi:
+                        excess += _pos(p - e_hi * q)
+                    elif not r < hi:
+                        excess += arb(0).union(p.upper())
                 if excess.upper() <= d and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
                     out[direction] = (ball_to_mpf((lo + hi) / 2), lo)
         digits *= 2
