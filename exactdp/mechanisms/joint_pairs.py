@@ -37,9 +37,25 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   thousands of cells then hold no k-tuples, and only the witnesses an audit reports are
   ever built.
 
+- Any number of changed items (the *diagonal count*, ``method="diagonal"``): in the
+  papers' model (sensitivity 1 in l-infinity) one user may move every count.  Group the
+  items by their change ``v = c'_j - c_j``; within a class ``c'_j >= B`` iff ``c_j >= B - v``,
+  so ``|S_r| = sum_v #{j : c'_j - c_j = v, c_j >= max(c_(r) - M, c'_(r) - M' - v)}``, one
+  ``searchsorted`` per class in its sorted counts (exact, for any number of items; at most
+  ``MAX_DIFFERENCES`` classes, three for l-infinity neighbours).  Every level is counted
+  (no special levels: any may hold a changed term).  The band confines the cells to the
+  ``2w + 1`` diagonals ``M - M' = t``; for l-infinity neighbours ``w <= 2`` because sorting
+  is 1-Lipschitz in l-infinity (``|c_(r) - c'_(r)| <= max_j |c_j - c'_j| <= 1``).  So the
+  notions, which depend on a pair of Joint mechanisms only through the masses per value of
+  ``u - u'`` (:class:`exactdp._distributions.ExponentialPair`), get the joint law of
+  ``(u, u')`` on those diagonals.  Witnesses: a displaced item (the worst-ranked item of
+  each class with the needed count as a candidate), else :class:`SearchedWitness`, searched
+  when first read (:func:`_search_witness_by_class`).
+
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
-when the method does not apply: too many changed items or rows, a band wider than
-``MAX_BAND``, or counts too large for ``int64``.
+when the method does not apply (:func:`pair_count_declined` says why): a band wider than
+``MAX_BAND``, counts too large for ``int64``, more than ``MAX_DIFFERENCES`` distinct
+changes, or (``method="items"``) too many changed items or rows.
 """
 
 from __future__ import annotations
@@ -467,8 +483,8 @@ class SearchedWitness(Sequence):
 
 
 def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
-    """Why :func:`joint_pair_cells` declines the pair (``""``: it applies), in words a
-    limit message can quote."""
+    """Why :func:`joint_pair_cells` declines the pair ``a``, ``b`` with ``method`` (``""``:
+    it applies), in words a limit message can quote."""
     if (a.d, a.k) != (b.d, b.k):
         return f"the two mechanisms have different (d, k): ({a.d}, {a.k}) and ({b.d}, {b.k})"
     if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT // 4:

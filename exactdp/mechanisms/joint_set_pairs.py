@@ -344,8 +344,8 @@ class SetWitness(Set):
 
 
 def pair_count_declined(a: Any, b: Any) -> str:
-    """Why :func:`joint_set_pair_cells` declines the pair (``""``: it applies), in words a
-    limit message can quote.  JointSet has no diagonal count: its levels count sets
+    """Why :func:`joint_set_pair_cells` declines the pair ``a``, ``b`` (``""``: it
+    applies), in words a limit message can quote.  JointSet has no diagonal count: its levels count sets
     through Lemma 7's staircase paths, which see the changed items one subset at a time."""
     if (a.d, a.k) != (b.d, b.k):
         return f"the two mechanisms have different (d, k): ({a.d}, {a.k}) and ({b.d}, {b.k})"
