@@ -155,3 +155,50 @@ def test_a_user_changing_many_items_is_audited_without_enumeration(cls, monkeypa
             assert audit.privacy_loss(a, b, 20, max_outputs=10**6).orbits > 0
             slow = _five_notions(cls(counts, 2, epsilon=1), cls(other, 2, epsilon=1))
         assert all(_close(x, y) for x, y in zip(fast, slow)), (fast, slow)
+
+
+def test_enclosure_sums_without_two_gaps_from_the_tree():
+    """A permute-and-flip output's enclosure at gaps g_a != g_b sums the level tables'
+    terms without its own two gaps: from a tree of partial sums (every run of terms a few
+    nodes) instead of all terms again per output.  Each run's two sums enclose the plain
+    sums, and each enclosure overlaps the one summed term by term."""
+    import random
+
+    from flint import arb
+
+    from exactdp._distributions import (_RangeSums, _log1m_bounds, enclosure_ball, enclosure_shape,
+                                        table_differences)
+    from exactdp._groups import Groups
+    from exactdp.core.precision import flint_workprec
+
+    rng = random.Random(7)
+    with flint_workprec(200):
+        pairs = [(arb(rng.random()), arb(-rng.random())) for _ in range(41)]
+        tree = _RangeSums(pairs)
+        for start in range(0, 42, 5):
+            for stop in range(start, 42, 7):
+                lo, hi = tree.total(start, stop)
+                assert lo.overlaps(sum((p[0] for p in pairs[start:stop]), arb(0)))
+                assert hi.overlaps(sum((p[1] for p in pairs[start:stop]), arb(0)))
+        counts = rng.sample(range(400), 60)
+        other = [c + (1 if i % 3 == 0 else -1 if i % 3 == 1 else 0) for i, c in enumerate(counts)]
+        ga, gb = Groups(PNFJoint(counts, 3, epsilon=1), 20), Groups(PNFJoint(other, 3, epsilon=1), 20)
+        shape = enclosure_shape(ga, gb, table_differences(ga, gb))
+        totals: list = []
+        enclosure_ball(0, 0, shape, totals)  # fills the cache: terms, sums, tree, positions
+
+        class Plain:  # the twin: every run summed term by term
+            def __init__(self, terms):
+                self.terms = terms
+
+            def total(self, start, stop):
+                return (sum((t[0] for t in self.terms[start:stop]), arb(0)),
+                        sum((t[1] for t in self.terms[start:stop]), arb(0)))
+
+        plain = list(totals)
+        plain[3] = Plain(list(totals[0].values()))
+        gaps = sorted(g for g in shape.sizes if g)
+        assert len(gaps) > 20
+        for g_a, g_b in [(gaps[0], gaps[1]), (gaps[-1], gaps[3]), (gaps[5], gaps[-2]), (gaps[2], 0), (0, gaps[7])]:
+            fast, slow = enclosure_ball(g_a, g_b, shape, totals), enclosure_ball(g_a, g_b, shape, plain)
+            assert fast.overlaps(slow) and fast.rad() <= 2 * slow.rad() + arb(2) ** -150, (g_a, g_b, fast, slow)
