@@ -115,6 +115,8 @@ class _Pair:
         #: the diagonal count's classes: ``(difference, c ascending, ranks ascending)`` per
         #: value of ``c'_j - c_j`` (set by :meth:`group_by_difference`; None: item by item)
         self.by_difference: Optional[list[tuple[int, np.ndarray, np.ndarray]]] = None
+        #: :func:`_displacement_table`, made on first use (False: not yet)
+        self.table: Any = False
 
     def group_by_difference(self) -> None:
         """Count ``|S_r|`` per class of equal ``c'_j - c_j`` (the diagonal count) instead of
@@ -266,7 +268,9 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
     n, k, d = len(M), p.k, p.d
     found_r = np.full(n, -1, dtype=np.int64)
     found_j = np.full(n, -1, dtype=np.int64)
-    Q = _displacement_table(p)
+    if p.table is False:
+        p.table = _displacement_table(p)
+    Q = p.table
     if Q is None or n == 0:
         return found_r, found_j
     targets_extra = [p.rank_of[x] for x in p.changed] if p.by_difference is None else []
@@ -439,10 +443,11 @@ def _search_witness_by_class(p: _Pair, M: int, M2: int) -> Optional[tuple[int, .
 
 
 class SearchedWitness(Sequence):
-    """A sequence with levels ``(M, M2)`` under the two count vectors of ``pair``, found by
-    :func:`_search_witness_by_class` when first read (a read-only sequence of item ids; the
-    diagonal count's cells that no displaced item reaches: the audits read a handful of
-    witnesses, so the others are never searched).  Pickled as the tuple itself."""
+    """A sequence with levels ``(M, M2)`` under the two count vectors of ``pair``, found
+    when first read: a displaced item (:func:`_displaced_witnesses`) where one reaches the
+    cell, else :func:`_search_witness_by_class` (a read-only sequence of item ids; the
+    diagonal count's witnesses: the audits read a handful of them, so the others are
+    never looked for).  Pickled as the tuple itself."""
 
     __slots__ = ("_pair", "_levels", "_found")
 
@@ -452,7 +457,9 @@ class SearchedWitness(Sequence):
 
     def _tuple(self) -> tuple[int, ...]:
         if self._found is None:
-            found = _search_witness_by_class(self._pair, *self._levels)
+            p, (M, M2) = self._pair, self._levels
+            r, j = (int(x[0]) for x in _displaced_witnesses(p, np.asarray([M]), np.asarray([M2])))
+            found = p.displaced(r, j) if r >= 0 else _search_witness_by_class(p, M, M2)
             if found is None:
                 raise AssertionError(f"joint_pair_cells: no sequence found with levels {self._levels}")
             self._found = found
@@ -612,6 +619,8 @@ def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray,
 
 
 def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[Sequence]:
+    if p.by_difference is not None:  # the diagonal count: each witness found when read
+        return [SearchedWitness(p, m, m2) for m, m2 in zip(M.tolist(), M2.tolist())]
     rs, js = _displaced_witnesses(p, M, M2)
     out: list[Optional[Sequence]] = [DisplacedWitness(p, r, j) if r >= 0 else None
                                      for r, j in zip(rs.tolist(), js.tolist())]

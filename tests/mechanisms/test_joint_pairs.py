@@ -217,8 +217,8 @@ def test_diagonal_count_many_changed_items():
 
 
 def test_diagonal_witnesses_found_by_the_search():
-    """Cells no displaced item reaches get a witness searched when first read; each is a
-    real sequence of its cell's two levels."""
+    """The diagonal count's witnesses, found when first read (displaced item, else the
+    search), and the search itself on every cell: real sequences of the cell's levels."""
     c1, c2 = [9, 9, 5, 5, 2, 1, 0], [9, 8, 5, 6, 2, 1, 1]
     k = 4
     a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
@@ -226,8 +226,8 @@ def test_diagonal_witnesses_found_by_the_search():
     p.group_by_difference()
     for (x, y) in brute_pair_cells(c1, c2, k):
         M, M2 = -a.groups()[x].utility, -b.groups()[y].utility
-        s = joint_pairs.SearchedWitness(p, M, M2)
-        assert (joint_level(c1, s), joint_level(c2, s)) == (M, M2) and len(set(s)) == k
+        for s in (joint_pairs.SearchedWitness(p, M, M2), joint_pairs._search_witness_by_class(p, M, M2)):
+            assert s is not None and (joint_level(c1, s), joint_level(c2, s)) == (M, M2) and len(set(s)) == k
 
 
 @pytest.mark.parametrize("fault", ["threshold", "band"])
