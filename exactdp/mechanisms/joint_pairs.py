@@ -67,6 +67,8 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from ..core._gc import gc_paused
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
+from ..errors import MemoryBudgetError
 
 __all__ = ["joint_pair_cells", "pair_count_declined", "DisplacedWitness", "SearchedWitness", "MAX_CHANGED_ITEMS",
            "MAX_CHANGED_ROWS", "MAX_BAND", "MAX_DIFFERENCES"]
@@ -566,6 +568,7 @@ def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[C
     new[1:] = (np.diff(first[by]) != 0) | (np.diff(second[by]) != 0)
     where = np.empty(len(by), dtype=np.int64)
     where[by] = np.cumsum(new) - 1
+    _check_budget(a, b, int(new.sum()), len(M))
     values = p.at_most(first[by][new], second[by][new])
     n = len(M)
     where = where.reshape(4, n).tolist()
@@ -588,6 +591,23 @@ def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[C
         witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
         sizes = [sizes[i] for i in order.tolist()]
         return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
+
+
+def _check_budget(a: Any, b: Any, points: int, cells: int) -> None:
+    """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) before counting when the exact
+    counts would not fit the two mechanisms' ``memory_budget`` together: ``points`` values
+    of ``N`` and at most ``cells`` cells, each count an integer of up to ``k * bitlen(d)``
+    bits (a product of ``k`` factors at most ``d``), a cell about 320 bytes besides."""
+    budget = getattr(a, "memory_budget", DEFAULT_MEMORY_BUDGET) + getattr(b, "memory_budget", DEFAULT_MEMORY_BUDGET)
+    count_bytes = 40 + (a.k * a.d.bit_length()) // 8
+    need = points * (count_bytes + 16) + cells * (320 + count_bytes)
+    if need > budget:
+        raise MemoryBudgetError(
+            "memory_budget", budget,
+            f"the pair count without enumeration would hold about {need / 2**20:,.0f} MiB at once ({points:,} exact "
+            f"counts of up to {a.k * a.d.bit_length():,} bits and up to {cells:,} cells), more than memory_budget = "
+            f"{budget} bytes (the mechanisms' memory_budget together); raise memory_budget of the mechanisms "
+            f"(for example memory_budget={1 << need.bit_length()} on each)", limit=budget)
 
 
 def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],

@@ -250,3 +250,19 @@ def test_diagonal_count_declines_with_a_reason():
     assert a.pair_cells(b) is None
     assert "MAX_DIFFERENCES" in a.pair_count_declined(b)
     assert a.pair_count_declined(Joint(c1, 2, epsilon=2)) == ""
+
+
+def test_the_diagonal_count_refuses_past_the_memory_budget():
+    """Counted at every level, a pair's exact counts can outgrow memory (at d = 166,000,
+    k = 200: about 8 million products of 3,600 bits); the count refuses before it starts,
+    naming memory_budget and a value that fits, and counts with that budget."""
+    from exactdp.errors import MemoryBudgetError
+
+    c1 = list(range(0, 3000, 3))
+    c2 = [c + (i % 3 == 0) for i, c in enumerate(c1)]
+    small = (Joint(c1, 5, epsilon=1, memory_budget=500_000), Joint(c2, 5, epsilon=1, memory_budget=500_000))
+    with pytest.raises(MemoryBudgetError, match="memory_budget=1000000: the pair count without enumeration") as info:
+        small[0].pair_cells(small[1])
+    suggested = int(str(info.value).split("for example memory_budget=")[1].split()[0])
+    a, b = Joint(c1, 5, epsilon=1, memory_budget=suggested), Joint(c2, 5, epsilon=1, memory_budget=suggested)
+    assert a.pair_cells(b) is not None
