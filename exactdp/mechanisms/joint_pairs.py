@@ -502,7 +502,10 @@ def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
     if p.band > MAX_BAND:
         return (f"one term max_r (c_(r) - c[s_r]) moves by up to {p.band} between the two vectors, more "
                 f"than MAX_BAND = {MAX_BAND} (the vectors are {p.band} apart, not neighbours)")
-    if method == "items" and (len(p.changed) > MAX_CHANGED_ITEMS or len(p.changed_rows) > MAX_CHANGED_ROWS):
+    few = len(p.changed) <= MAX_CHANGED_ITEMS and len(p.changed_rows) <= MAX_CHANGED_ROWS
+    if method is None and few:
+        return ""
+    if method == "items" and not few:
         return (f"{len(p.changed)} items and {len(p.changed_rows)} of the top k sorted counts differ, "
                 f"more than the item-by-item count handles ({MAX_CHANGED_ITEMS} and {MAX_CHANGED_ROWS})")
     if method != "items" and len(set((p.cb_np - p.ca_np).tolist())) > MAX_DIFFERENCES:

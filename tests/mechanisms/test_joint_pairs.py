@@ -250,6 +250,10 @@ def test_diagonal_count_declines_with_a_reason():
     assert a.pair_cells(b) is None
     assert "MAX_DIFFERENCES" in a.pair_count_declined(b)
     assert a.pair_count_declined(Joint(c1, 2, epsilon=2)) == ""
+    few = [c + i for i, c in enumerate(c1[:10])] + c1[10:]  # ten changes, few items: counted item by item
+    assert a.pair_cells(Joint(few, 2, epsilon=1)) is not None
+    assert a.pair_count_declined(Joint(few, 2, epsilon=1)) == ""
+    assert "MAX_DIFFERENCES" in joint_pairs.pair_count_declined(a, Joint(few, 2, epsilon=1), "diagonal")
 
 
 def test_the_diagonal_count_refuses_past_the_memory_budget():
