@@ -5,6 +5,9 @@ Run:  python benchmarks/bench_audit_pairs.py                 (d = 10,000, k = 50
       python benchmarks/bench_audit_pairs.py --mechanisms jointset
       python benchmarks/bench_audit_pairs.py --mechanisms pnf          (PNFJoint: exactdp alone)
       python benchmarks/bench_audit_pairs.py --only-small         (the enumeration table only)
+      python benchmarks/bench_audit_pairs.py --many --mechanisms joint pnf --shapes distinct
+                                     (a user changing a third of the items: the five notions)
+      python benchmarks/bench_audit_pairs.py --many --mechanisms joint pnf --shapes distinct --d 166000 --k 200
 
 Counts (``benchmarks/run.py``'s shapes, rank r = 1..d): "zipf" ``floor(10**5 / r**1.1)``,
 "distinct" ``random.Random(2026).sample(range(10*d), d)``, "heavy" ``floor(10**12 / r**1.1)``.
@@ -20,6 +23,15 @@ have no float64 column: its level probabilities are the integrals ``p_a int_0^1 
 about ``log2(sum_b m_b p_b)`` (hundreds of) subintervals per level to resolve ``F`` near 0;
 no such reference is implemented, so those rows give exactdp's time alone (default
 mechanisms: Joint and JointSet).
+
+``--many``: the neighbours "third" (``+1`` on every item whose id is ``0 mod 3``: a user
+adding to a third of the items) and "third-swap" (``+1`` on ids ``0 mod 3``, ``-1`` on ids
+``1 mod 3``), which the item-by-item count declines (more than 16 changed items) and the
+diagonal count takes; the table times the cells by the diagonal count alone, then each of
+the five notions on fresh mechanisms: ``privacy_loss`` (dps 30), ``privacy_profile`` at
+``eps = 1``, ``epsilon_for_delta`` at ``delta = 10**-6``, ``renyi_divergence`` at
+``alpha = 2`` and ``zcdp_rho`` (dps 6).  A second table times the cells of the one-item
+neighbours ("add", "swap") by the item-by-item count and by the diagonal count.
 
 Each (shape, neighbour) runs in its own child process (address-space cap ``--cap-gib``,
 timeout ``--timeout``), which, interleaved:
@@ -58,6 +70,8 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 from run import SHAPES, make_counts  # noqa: E402  (the shared count shapes)
 
 NEIGHBOURS = ("add", "swap")
+MANY = ("third", "third-swap")
+NOTIONS = ("privacy_loss", "privacy_profile", "epsilon_for_delta", "renyi_divergence", "zcdp_rho")
 MECHANISMS = {"joint": "Joint", "jointset": "JointSet", "pnf": "PNFJoint"}
 DEFAULT_MECHANISMS = ["joint", "jointset"]
 AUDITS = ("privacy_loss", "privacy_profile", "renyi_divergence")
@@ -69,6 +83,10 @@ def cpu() -> float:
 
 
 def neighbour(counts: list[int], k: int, kind: str) -> list[int]:
+    if kind == "third":
+        return [c + (i % 3 == 0) for i, c in enumerate(counts)]
+    if kind == "third-swap":
+        return [c + (1 if i % 3 == 0 else -1 if i % 3 == 1 else 0) for i, c in enumerate(counts)]
     order = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
     other = list(counts)
     other[order[k]] += 1
@@ -155,6 +173,47 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     return out
 
 
+def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
+    """The five notions of one pair counted by the diagonal count (``--many``)."""
+    import gc
+    from fractions import Fraction
+
+    import exactdp
+    from exactdp import audit
+    from exactdp.mechanisms.joint_pairs import joint_pair_cells
+
+    cls = getattr(exactdp, MECHANISMS[mechanism])
+    counts = make_counts(shape, d)
+    other = neighbour(counts, k, kind)
+    audit.privacy_loss(cls([2, 1, 0], 2), cls([2, 2, 0], 2))  # warm-up
+    out: dict = {}
+    a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
+    t = cpu()
+    a.groups(), b.groups()
+    out["levels"] = (cpu() - t, len(a.groups()))
+    for method in ("items", "diagonal"):
+        t = cpu()
+        cells = joint_pair_cells(a, b, method=method)
+        out[method] = None if cells is None else (cpu() - t, len(cells))
+        del cells
+        gc.collect()
+    del a, b
+    calls = {"privacy_loss": lambda a, b: audit.privacy_loss(a, b, 30),
+             "privacy_profile": lambda a, b: audit.privacy_profile(a, b, 1, 30),
+             "epsilon_for_delta": lambda a, b: audit.epsilon_for_delta(a, b, Fraction(1, 10**6), 30),
+             "renyi_divergence": lambda a, b: audit.renyi_divergence(a, b, 2, 30),
+             "zcdp_rho": lambda a, b: audit.zcdp_rho(a, b)}
+    for name in NOTIONS if kind in MANY else ():
+        a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
+        t = cpu()
+        value = str(calls[name](a, b))[:60]
+        out[name] = (cpu() - t, value)
+        del a, b
+        gc.collect()
+    out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
 def small_child(mechanism: str, shape: str, d: int, k: int) -> dict:
     import exactdp
     from exactdp import audit
@@ -208,14 +267,21 @@ def main() -> None:
     parser.add_argument("--cap-gib", type=float, default=6)
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--only-small", action="store_true", help="only the orbit-enumeration table")
+    parser.add_argument("--many", action="store_true",
+                        help="the five notions of a user changing a third of the items (the diagonal count)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
         kind, *rest = opts.child
         if kind == "small":
             print(json.dumps(small_child(rest[0], rest[1], int(rest[2]), int(rest[3]))))
+        elif kind == "many":
+            print(json.dumps(many_child(rest[0], rest[1], rest[2], int(rest[3]), int(rest[4]))))
         else:
             print(json.dumps(child(kind, rest[0], rest[1], int(rest[2]), int(rest[3]))))
+        return
+    if opts.many:
+        many_table(opts)
         return
     if not opts.only_small:
         large_table(opts)
@@ -251,6 +317,37 @@ def large_rows(opts: argparse.Namespace, mechanism: str) -> None:
                     parts.append(f"{exact:.1f} ({ref:.3f}, {exact / max(ref, 1e-6):,.0f}x){note}")
             print(f"| {shape} | {kind} | {n:,} ({sweep:.2f}) | " + " | ".join(parts) +
                   f" | {r['peak_mib']:,.0f} |", flush=True)
+
+
+def many_table(opts: argparse.Namespace) -> None:
+    print(f"\nThe five notions of a pair by the diagonal count, d = {opts.d:,}, k = {opts.k}, epsilon = 1 "
+          "(CPU seconds, each on fresh mechanisms: both sides' levels, the cells and the notion)\n")
+    print("| mechanism | shape | neighbour | levels | cells (diagonal count s) | privacy_loss s | privacy_profile s "
+          "| epsilon_for_delta s | renyi D_2 s | zcdp_rho s | peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for mechanism in opts.mechanisms:
+        for shape in opts.shapes:
+            for kind in MANY + NEIGHBOURS:
+                r = spawn(["many", mechanism, shape, kind, str(opts.d), str(opts.k)], opts.cap_gib, opts.timeout)
+                rows.append((mechanism, shape, kind, r))
+                if kind not in MANY:
+                    continue
+                if "error" in r:
+                    print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['error']} | | | | | | | |", flush=True)
+                    continue
+                seconds, n = r["diagonal"]
+                times = " | ".join(f"{r[name][0]:.1f}" for name in NOTIONS)
+                print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['levels'][1]:,} | {n:,} ({seconds:.2f}) | "
+                      f"{times} | {r['peak_mib']:,.0f} |", flush=True)
+    print("\nThe cells of a one-item neighbour by either count (CPU seconds)\n")
+    print("| mechanism | shape | neighbour | cells | item-by-item count s | diagonal count s |")
+    print("|---|---|---|---|---|---|")
+    for mechanism, shape, kind, r in rows:
+        if kind in MANY or "error" in r:
+            continue
+        print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['diagonal'][1]:,} | {r['items'][0]:.2f} | "
+              f"{r['diagonal'][0]:.2f} |")
 
 
 def small_table(opts: argparse.Namespace) -> None:

@@ -270,9 +270,11 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
             cells = hook_a(b)
             if cells is not None:
                 return cells, 0
-            declined = (f"; {type(a).__name__}'s pair count without enumeration does not apply to this pair (it "
-                        "declines past a few changed items or sorted rows, or a wide band: docs/audit.md, 'How a "
-                        "pair is audited without enumeration'), so the audit would enumerate")
+            why = getattr(a, "pair_count_declined", None)
+            reason = why(b) if callable(why) else ""
+            declined = (f"; {type(a).__name__}'s pair count without enumeration does not apply to this pair "
+                        f"({reason or 'see docs/audit.md'}: docs/audit.md, 'How a pair is audited without "
+                        "enumeration'), so the audit would enumerate")
     ga, gb = Groups(a, 1), Groups(b, 1)
     kind, k = ga.kind, a.k
     tie_rule = not (ties_exchangeable(a) and ties_exchangeable(b))
@@ -790,17 +792,19 @@ def enclosure_ball(g_a: Any, g_b: Any, shape: "_EnclosureShape", totals: list) -
         low = high = arb(0)
         for lo, hi in terms.values():
             low, high = low + lo, high + hi
-        totals.extend((terms, low, high))
-    terms, low, high = totals
+        totals.extend((terms, low, high, _RangeSums(list(terms.values())), {g: i for i, g in enumerate(terms)}))
+    terms, low, high, ranges, position = totals
     if g_a != g_b:
         # summed again without o's own two terms, not corrected from the sums: a correction
         # would keep the rounding error of o's terms, which can be far larger than the rest
-        # (heavy-tailed counts)
+        # (heavy-tailed counts).  The sums of the runs of terms between them come from a
+        # tree of partial sums (each node a ball of its own terms, no subtraction anywhere)
         changed = {g_a: sizes.get(g_a, 0) - 1, g_b: sizes.get(g_b, 0) + 1}
+        cut = sorted(position[g] for g in changed if g in position)
         low = high = arb(0)
-        for gap, (lo, hi) in terms.items():
-            if gap not in changed:
-                low, high = low + lo, high + hi
+        for start, stop in zip([0] + [i + 1 for i in cut], cut + [len(position)]):
+            lo, hi = ranges.total(start, stop)
+            low, high = low + lo, high + hi
         for gap, c in changed.items():
             if gap and c:  # the best level's difference is 0 once o is out (checked by the caller)
                 lo, hi = _log1m_bounds(gap, c, lam)
@@ -820,6 +824,36 @@ def enclosure_ball(g_a: Any, g_b: Any, shape: "_EnclosureShape", totals: list) -
     # the hull of [lower, upper] as a ball (arb's union may widen it past 0 when the two
     # ends differ by orders of magnitude, as they do when m is known only loosely)
     return (lower + upper) / 2 + ((upper - lower) / 2).upper() * arb(0, 1)
+
+
+class _RangeSums:
+    """Sums of runs of ``(lo, hi)`` ball pairs, from a tree of partial sums built once
+    (each node the sum of its two children): a run is the sum of at most ``2 log2 n``
+    nodes, every one an enclosure of its terms' sum, so the result encloses the run's
+    sum (no term is added and subtracted again)."""
+
+    def __init__(self, pairs: list[tuple[arb, arb]]):
+        n = self.n = len(pairs)
+        zero = (arb(0), arb(0))
+        self.tree = [zero] * n + list(pairs)
+        for i in range(n - 1, 0, -1):
+            (a, b), (c, d) = self.tree[2 * i], self.tree[2 * i + 1]
+            self.tree[i] = (a + c, b + d)
+
+    def total(self, start: int, stop: int) -> tuple[arb, arb]:
+        """The two sums over the pairs ``start .. stop - 1``."""
+        lo, hi = arb(0), arb(0)
+        start, stop = start + self.n, stop + self.n
+        while start < stop:
+            if start & 1:
+                lo, hi = lo + self.tree[start][0], hi + self.tree[start][1]
+                start += 1
+            if stop & 1:
+                stop -= 1
+                lo, hi = lo + self.tree[stop][0], hi + self.tree[stop][1]
+            start //= 2
+            stop //= 2
+        return lo, hi
 
 
 def _guard_bits(ua: np.ndarray, ub: np.ndarray) -> int:

@@ -445,6 +445,63 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                       f"{digits_wanted} digits (delta is at or near a breakpoint of the profile)", proven)
 
 
+def _eps_by_delta(pair: Pair, delta: Fraction, digits_wanted: int) -> Optional[dict[str, Outcome]]:
+    """epsilon for ``delta > 0`` per value of delta (:class:`ExponentialPair`, and
+    :class:`PermuteAndFlipPair` whose class ball encloses the ``r`` of each of its cells):
+    the prefix formula of the module docstring over the classes' masses instead of the
+    cells.  Any set ``S`` of outputs gives the lower bound ``ln((P(S) - delta) / Q(S)) <=
+    eps`` (``delta(eps) >= P(S) - e^eps Q(S)``), so the classes' prefixes in the order of
+    their balls' midpoints give a proven lower end whatever the order; the upper end ``x``
+    is proven by ``delta(x) <= delta`` with ``delta(x) = sum_o max(0, P - e^x Q)`` bounded
+    per class: ``P_g - e^x Q_g`` where its ``r > x`` (every cell's term is positive), 0
+    where ``r < x``, at most ``P_g`` where the ball straddles ``x``.  Certified outcomes
+    only; None when it does not apply or ``delta(0) <= delta`` needs a sign the balls leave
+    open (the per-cell search then decides exactly)."""
+    fast = _by_delta(pair)
+    if fast is None:
+        return None
+    digits = digits_wanted + 10
+    out: dict[str, Outcome] = {}
+    while digits <= _cap(digits_wanted) and len(out) < 2:
+        with flint_workprec(fast.prec(digits)):
+            rs, pa, pb, _, _ = fast.balls()
+            d = rational_ball(delta)
+            for sign, direction in ((1, "a>b"), (-1, "b>a")):
+                if direction in out:
+                    continue
+                P, Q = (pa, pb) if sign > 0 else (pb, pa)
+                classes = [(sign * r, p, q) for r, p, q in zip(rs, P, Q)]
+                if any(r.contains(0) for r, _, _ in classes):
+                    return None  # an equal pair of probabilities: decided exactly per cell
+                rest0 = sum((p - q for r, p, q in classes if r > 0), arb(0))
+                if rest0.upper() <= d:
+                    out[direction] = (mpmath.mpf(0), arb(0))
+                    continue
+                if not rest0 > d:
+                    continue  # delta(0) <= delta undecided: more digits
+                classes.sort(key=lambda t: t[0].mid(), reverse=True)
+                sp, sq, lo, hi = arb(0), arb(0), arb(0), arb(0)
+                for _, p, q in classes:
+                    sp, sq = sp + p, sq + q
+                    if sp - d > 0:
+                        root = ((sp - d) / sq).log()
+                        lo = max(lo, root.lower(), key=lambda x: x.mid())
+                        hi = max(hi, root.upper(), key=lambda x: x.mid())
+                if not (hi > 0 and lo > 0):
+                    continue
+                hi = hi + hi * arb(10) ** (-digits_wanted - 2)
+                e_hi, excess = hi.exp(), arb(0)
+                for r, p, q in classes:
+                    if r > hi:
+                        excess += _pos(p - e_hi * q)
+                    elif not r < hi:
+                        excess += arb(0).union(p.upper())
+                if excess.upper() <= d and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+                    out[direction] = (ball_to_mpf((lo + hi) / 2), lo)
+        digits *= 2
+    return out or None
+
+
 def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome]]:
     """epsilon for delta = 0 in both directions, ``max(0, max_o ln(P/Q))``, per value of
     delta (:class:`ExponentialPair`): each ``r`` keeps its relative accuracy however tiny
@@ -589,6 +646,8 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
         if not _complete(outcomes):
             by_enclosure, note = _pure_by_enclosure(pair, digits_wanted)
             _merge(outcomes, by_enclosure)
+    elif not _complete(outcomes):
+        _merge(outcomes, _eps_by_delta(pair, d, digits_wanted))
     for direction in _DIRECTIONS:  # the prefix search where no path above certified a direction
         if not _certified(outcomes, direction):
             _merge(outcomes, {direction: _one_direction(pair, d, direction, digits_wanted)})

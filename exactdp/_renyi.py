@@ -95,7 +95,7 @@ def _divergence_of(fast: Any, mass_p: list[arb], mass_q: list[arb], rs: list[arb
 _SERIES_BELOW = arb(2) ** -16
 
 
-def _h_ball(r: arb, alpha: Fraction) -> arb:
+def _h_ball(r: arb, alpha: Fraction, balls: Optional[tuple[arb, arb]] = None) -> arb:
     """``h(r) = e^(alpha r) - 1 - alpha (e^r - 1)`` (``alpha = 1``: ``r e^r - e^r + 1``),
     ``>= 0``, enclosed with the relative accuracy of ``r^2`` when ``|r|`` is small and of
     ``alpha - 1`` when ``alpha`` is next to 1: the series ``sum_{n>=2} c_n r^n / n!``
@@ -109,10 +109,16 @@ def _h_ball(r: arb, alpha: Fraction) -> arb:
     cancels two terms of size ``r`` to ``beta h``, and near ``alpha = 1`` lost
     ``log2(1/beta)`` bits).  (Cut after ``N = 2`` whatever the precision, a tiny ``r``
     such as ``10^-8`` had only about 8 certified digits at any precision, and zCDP
-    brackets of PNFJoint at epsilon ``10^-6`` stayed unconverged.)"""
+    brackets of PNFJoint at epsilon ``10^-6`` stayed unconverged.)  ``balls``: the balls
+    of ``alpha`` and ``alpha - 1`` at the working precision, when the caller made them once
+    for many ``r``."""
     R = abs(r).upper()
-    a = None if alpha == 1 else rational_ball(alpha)
-    b = None if alpha == 1 else rational_ball(alpha - 1)
+    if alpha == 1:
+        a = b = None
+    elif balls is not None:
+        a, b = balls
+    else:
+        a, b = rational_ball(alpha), rational_ball(alpha - 1)
     if R < _SERIES_BELOW and (alpha == 1 or ((a + 1) * R).upper() < 0.5):
         target = arb(2) ** -(ctx.prec + 8)
         square = abs(r) * abs(r)
@@ -146,12 +152,12 @@ def _divergence_second_order(mass_q: list[arb], rs: list[arb], alpha: Fraction) 
     as :func:`_h_ball`, every term ``>= 0``): a class whose ``r`` is known only to the
     working precision around 0 adds to second order in that precision, not to first."""
     total = arb(0)
+    balls = None if alpha == 1 else (rational_ball(alpha), rational_ball(alpha - 1))
     for m, r in zip(mass_q, rs):
-        total += m * _h_ball(r, alpha)
-    if alpha == 1:
+        total += m * _h_ball(r, alpha, balls)
+    if balls is None:
         return total
-    a1 = rational_ball(alpha - 1)
-    return total.log1p() / a1
+    return total.log1p() / balls[1]
 
 
 def _divergence_by_delta(mass: list[arb], rs: list[arb], alpha: Fraction) -> arb:

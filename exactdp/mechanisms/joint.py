@@ -50,7 +50,7 @@ import numpy as np
 
 from .joint_arrays import LevelArrayBlock, iter_level_arrays as _iter_level_arrays
 from .joint_blocks import JointLevelSource
-from .joint_pairs import joint_pair_cells
+from .joint_pairs import joint_pair_cells, pair_count_declined
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
 from .set_marginal import JointSetMarginal
@@ -253,6 +253,13 @@ class Joint(JointFamily):
         if not isinstance(other, Joint):
             return None
         return joint_pair_cells(self, other)
+
+    def pair_count_declined(self, other: object) -> str:
+        """Why :meth:`pair_cells` returns None for ``other`` (``""``: it does not), for a
+        limit message."""
+        if not isinstance(other, Joint):
+            return f"{type(other).__name__} is not a Joint or PNFJoint"
+        return pair_count_declined(self, other)
 
     # -- the paper's objects -----------------------------------------------------------
     def _utility(self, output: tuple[int, ...]) -> int:

@@ -37,9 +37,25 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   thousands of cells then hold no k-tuples, and only the witnesses an audit reports are
   ever built.
 
+- Any number of changed items (the *diagonal count*, ``method="diagonal"``): in the
+  papers' model (sensitivity 1 in l-infinity) one user may move every count.  Group the
+  items by their change ``v = c'_j - c_j``; within a class ``c'_j >= B`` iff ``c_j >= B - v``,
+  so ``|S_r| = sum_v #{j : c'_j - c_j = v, c_j >= max(c_(r) - M, c'_(r) - M' - v)}``, one
+  ``searchsorted`` per class in its sorted counts (exact, for any number of items; at most
+  ``MAX_DIFFERENCES`` classes, three for l-infinity neighbours).  Every level is counted
+  (no special levels: any may hold a changed term).  The band confines the cells to the
+  ``2w + 1`` diagonals ``M - M' = t``; for l-infinity neighbours ``w <= 2`` because sorting
+  is 1-Lipschitz in l-infinity (``|c_(r) - c'_(r)| <= max_j |c_j - c'_j| <= 1``).  So the
+  notions, which depend on a pair of Joint mechanisms only through the masses per value of
+  ``u - u'`` (:class:`exactdp._distributions.ExponentialPair`), get the joint law of
+  ``(u, u')`` on those diagonals.  Witnesses: a displaced item (the worst-ranked item of
+  each class with the needed count as a candidate), else :class:`SearchedWitness`, searched
+  when first read (:func:`_search_witness_by_class`).
+
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
-when the method does not apply: too many changed items or rows, a band wider than
-``MAX_BAND``, or counts too large for ``int64``.
+when the method does not apply (:func:`pair_count_declined` says why): a band wider than
+``MAX_BAND``, counts too large for ``int64``, more than ``MAX_DIFFERENCES`` distinct
+changes, or (``method="items"``) too many changed items or rows.
 """
 
 from __future__ import annotations
@@ -51,8 +67,11 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from ..core._gc import gc_paused
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
+from ..errors import MemoryBudgetError
 
-__all__ = ["joint_pair_cells", "DisplacedWitness", "MAX_CHANGED_ITEMS", "MAX_CHANGED_ROWS", "MAX_BAND"]
+__all__ = ["joint_pair_cells", "pair_count_declined", "DisplacedWitness", "SearchedWitness", "MAX_CHANGED_ITEMS",
+           "MAX_CHANGED_ROWS", "MAX_BAND", "MAX_DIFFERENCES"]
 
 #: The sweep applies when at most this many items have different counts...
 MAX_CHANGED_ITEMS = 16
@@ -60,6 +79,9 @@ MAX_CHANGED_ITEMS = 16
 MAX_CHANGED_ROWS = 16
 #: ...and one term moves by at most this much (``w``).
 MAX_BAND = 64
+#: The diagonal count (any number of changed items) applies up to this many distinct
+#: differences ``c'_j - c_j`` (3 for any neighbour at l-infinity distance 1).
+MAX_DIFFERENCES = 8
 #: Counts and levels must stay below this in absolute value (``int64`` with room to add).
 _INT_LIMIT = 2**60
 #: Matrix entries (rows x points) handled per numpy chunk.
@@ -92,6 +114,23 @@ class _Pair:
         self.cmin_sorted = np.sort(cmin)
         self.delta = max((abs(self.ca[j] - self.cb[j]) for j in self.changed), default=0)
         self.band = int(np.abs(self.sa - self.sb).max(initial=0)) + self.delta
+        #: the diagonal count's classes: ``(difference, c ascending, ranks ascending)`` per
+        #: value of ``c'_j - c_j`` (set by :meth:`group_by_difference`; None: item by item)
+        self.by_difference: Optional[list[tuple[int, np.ndarray, np.ndarray]]] = None
+        #: :func:`_displacement_table`, made on first use (False: not yet)
+        self.table: Any = False
+
+    def group_by_difference(self) -> None:
+        """Count ``|S_r|`` per class of equal ``c'_j - c_j`` (the diagonal count) instead of
+        per changed item: each class's counts sorted once, one ``searchsorted`` a class."""
+        diff = self.cb_np - self.ca_np
+        values, of_item = np.unique(diff, return_inverse=True)
+        of_item = of_item.reshape(-1)
+        by_rank = of_item[self.order_np]  # the class of each rank
+        self.by_difference = []
+        for i, v in enumerate(values.tolist()):
+            ranks = np.flatnonzero(by_rank == i)  # the class's ranks, best first
+            self.by_difference.append((v, np.sort(self.ca_np[self.order_np[ranks]]), ranks))
 
     # -- N(M, M') ---------------------------------------------------------------------
     def at_most(self, m1: np.ndarray, m2: np.ndarray) -> list[int]:
@@ -106,11 +145,17 @@ class _Pair:
             A = self.sa[:, None] - p1[None, :]
             B = self.sb[:, None] - p2[None, :]
             T = np.maximum(A, B)
-            # |S_r|: items of min(c, c') at or above T, then the changed items corrected
-            size = d - np.searchsorted(self.cmin_sorted, T, side="left")
-            for j in self.changed:
-                cj, cj2 = self.ca[j], self.cb[j]
-                size += ((cj >= A) & (cj2 >= B)).astype(np.int64) - (min(cj, cj2) >= T)
+            if self.by_difference is not None:
+                # |S_r|: per class of c'_j = c_j + v, the items with c_j >= max(A, B - v)
+                size = np.zeros_like(T)
+                for v, ascending, _ in self.by_difference:
+                    size += len(ascending) - np.searchsorted(ascending, np.maximum(A, B - v), side="left")
+            else:
+                # |S_r|: items of min(c, c') at or above T, then the changed items corrected
+                size = d - np.searchsorted(self.cmin_sorted, T, side="left")
+                for j in self.changed:
+                    cj, cj2 = self.ca[j], self.cb[j]
+                    size += ((cj >= A) & (cj2 >= B)).astype(np.int64) - (min(cj, cj2) >= T)
             F = size - rows
             empty = (F <= 0).any(axis=0) | (p1 < 0) | (p2 < 0)
             F[:, empty] = 1
@@ -225,10 +270,12 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
     n, k, d = len(M), p.k, p.d
     found_r = np.full(n, -1, dtype=np.int64)
     found_j = np.full(n, -1, dtype=np.int64)
-    Q = _displacement_table(p)
+    if p.table is False:
+        p.table = _displacement_table(p)
+    Q = p.table
     if Q is None or n == 0:
         return found_r, found_j
-    targets_extra = [p.rank_of[x] for x in p.changed]
+    targets_extra = [p.rank_of[x] for x in p.changed] if p.by_difference is None else []
     for r in range(k):
         todo = np.flatnonzero(found_r < 0)
         if len(todo) == 0:
@@ -237,6 +284,12 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
         first = np.searchsorted(p.neg_sorted, -target, side="left")
         candidates = [np.maximum(first, r)]
         candidates += [np.full(len(todo), j, dtype=np.int64) for j in targets_extra]
+        for _, ascending, ranks in p.by_difference or ():
+            # the worst-ranked item of the class with c_j = target (rank d: none)
+            last = np.searchsorted(ascending, target, side="left")
+            hit = (last < len(ascending)) & (ascending[np.minimum(last, len(ascending) - 1)] == target)
+            # ascending position i holds rank ranks[len - 1 - i]
+            candidates.append(np.where(hit, ranks[np.maximum(len(ranks) - 1 - last, 0)], d))
         for j in candidates:
             jc = np.minimum(j, d - 1)
             ok = (j < d) & (j >= r) & (p.sorted_a[jc] == target)
@@ -314,27 +367,192 @@ def _search_witness(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
     return None
 
 
-def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
+def _search_witness_by_class(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
+    """:func:`_search_witness` for the diagonal count (any number of changed items): items
+    of one class of equal ``c'_j - c_j`` and equal ``c_j`` are interchangeable, so the
+    representatives are one per class and value, and a free row takes the best unused
+    item of some class that clears both thresholds (within a class the items clearing
+    them are a prefix in rank order, so the best unused one clears them if any does).
+    A sequence with levels ``(M, M2)`` has a row attaining ``M`` and one attaining ``M2``;
+    exchanging their items for representatives of their classes keeps both levels, and the
+    sets ``S_r`` with those two items removed stay nested, so the greedy fill completes
+    whenever any completion exists.  The result is checked."""
+    k = p.k
+    classes = p.by_difference or []
+    a_thr = [int(t) - M for t in p.sa]
+    b_thr = [int(t) - M2 for t in p.sb]
+    order = p.order_np
+
+    def representatives(value: int, side_b: bool, exclude: set[int]) -> list[int]:
+        reps = []
+        for v, ascending, ranks in classes:
+            target = value - v if side_b else value
+            i = int(np.searchsorted(ascending, target, side="left"))
+            while i < len(ascending) and int(ascending[i]) == target:
+                j = int(order[ranks[len(ranks) - 1 - i]])
+                if j not in exclude:
+                    reps.append(j)
+                    break
+                i += 1
+        return reps
+
+    def fill(fixed: dict[int, int]) -> Optional[tuple[int, ...]]:
+        used = set(fixed.values())
+        pointers = [0] * len(classes)
+        s: list[int] = []
+        for r in range(k):
+            if r in fixed:
+                s.append(fixed[r])
+                continue
+            chosen = -1
+            for c, (v, _, ranks) in enumerate(classes):
+                i = pointers[c]
+                while i < len(ranks) and int(order[ranks[i]]) in used:
+                    i += 1
+                pointers[c] = i
+                if i < len(ranks):
+                    j = int(order[ranks[i]])
+                    if p.ca[j] >= max(a_thr[r], b_thr[r] - v):
+                        chosen = j
+                        break
+            if chosen < 0:
+                return None
+            used.add(chosen)
+            s.append(chosen)
+        out = tuple(s)
+        return out if p.level_a(out) == M and p.level_b(out) == M2 else None
+
+    for r1 in range(k):
+        for j1 in representatives(a_thr[r1], False, set()):
+            t1 = int(p.sb[r1]) - p.cb[j1]
+            if t1 > M2:
+                continue
+            if t1 == M2:
+                s = fill({r1: j1})
+                if s is not None:
+                    return s
+                continue
+            for r2 in range(k):
+                if r2 == r1:
+                    continue
+                for j2 in representatives(b_thr[r2], True, {j1}):
+                    if p.ca[j2] < a_thr[r2]:
+                        continue
+                    s = fill({r1: j1, r2: j2})
+                    if s is not None:
+                        return s
+    return None
+
+
+class SearchedWitness(Sequence):
+    """A sequence with levels ``(M, M2)`` under the two count vectors of ``pair``, found
+    when first read: a displaced item (:func:`_displaced_witnesses`) where one reaches the
+    cell, else :func:`_search_witness_by_class` (a read-only sequence of item ids; the
+    diagonal count's witnesses: the audits read a handful of them, so the others are
+    never looked for).  Pickled as the tuple itself."""
+
+    __slots__ = ("_pair", "_levels", "_found")
+
+    def __init__(self, pair: "_Pair", M: int, M2: int):
+        self._pair, self._levels = pair, (M, M2)
+        self._found: Optional[tuple[int, ...]] = None
+
+    def _tuple(self) -> tuple[int, ...]:
+        if self._found is None:
+            p, (M, M2) = self._pair, self._levels
+            r, j = (int(x[0]) for x in _displaced_witnesses(p, np.asarray([M]), np.asarray([M2])))
+            found = p.displaced(r, j) if r >= 0 else _search_witness_by_class(p, M, M2)
+            if found is None:
+                raise AssertionError(f"joint_pair_cells: no sequence found with levels {self._levels}")
+            self._found = found
+        return self._found
+
+    def __len__(self) -> int:
+        return self._pair.k
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._tuple()[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._tuple())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SearchedWitness, DisplacedWitness)):
+            other = other._tuple()
+        return self._tuple() == other
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
+
+    def __reduce__(self) -> tuple:
+        return (tuple, (self._tuple(),))
+
+
+def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
+    """Why :func:`joint_pair_cells` declines the pair ``a``, ``b`` with ``method`` (``""``:
+    it applies), in words a limit message can quote."""
+    if (a.d, a.k) != (b.d, b.k):
+        return f"the two mechanisms have different (d, k): ({a.d}, {a.k}) and ({b.d}, {b.k})"
+    if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT // 4:
+        return f"a count is {_INT_LIMIT // 4} or more in absolute value (the count works in int64)"
+    p = _Pair(a, b)
+    if p.band > MAX_BAND:
+        return (f"one term max_r (c_(r) - c[s_r]) moves by up to {p.band} between the two vectors, more "
+                f"than MAX_BAND = {MAX_BAND} (the vectors are {p.band} apart, not neighbours)")
+    few = len(p.changed) <= MAX_CHANGED_ITEMS and len(p.changed_rows) <= MAX_CHANGED_ROWS
+    if method is None and few:
+        return ""
+    if method == "items" and not few:
+        return (f"{len(p.changed)} items and {len(p.changed_rows)} of the top k sorted counts differ, "
+                f"more than the item-by-item count handles ({MAX_CHANGED_ITEMS} and {MAX_CHANGED_ROWS})")
+    if method != "items" and len(set((p.cb_np - p.ca_np).tolist())) > MAX_DIFFERENCES:
+        return (f"the items' counts change by {len(set((p.cb_np - p.ca_np).tolist()))} different amounts, more "
+                f"than MAX_DIFFERENCES = {MAX_DIFFERENCES} classes of the diagonal count")
+    return ""
+
+
+def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[Cells]:
     """``{(level index under a, level index under b): [witness, number of sequences]}`` for
     every occurring pair of levels of two Joint-family mechanisms of one output space
-    (the module docstring), or ``None`` when the sweep does not apply.
+    (the module docstring), or ``None`` when the count does not apply
+    (:func:`pair_count_declined` says why).
+
+    ``method``: ``"items"`` corrects the count item by item for the changed items (at most
+    ``MAX_CHANGED_ITEMS``), ``"diagonal"`` counts per class of equal ``c'_j - c_j`` (any
+    number of changed items, at most ``MAX_DIFFERENCES`` classes); ``None`` takes the
+    item-by-item count where it applies, else the diagonal one.  Both give the same cells.
 
     >>> from exactdp import Joint
     >>> cells = joint_pair_cells(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1))
     >>> sorted((key, n) for key, (_, n) in cells.items())
     [((0, 0), 1), ((1, 2), 1), ((2, 1), 1), ((2, 2), 1), ((3, 3), 2)]
     """
+    if method not in (None, "items", "diagonal"):
+        raise ValueError(f"method must be None, 'items' or 'diagonal'; got {method!r}")
     if (a.d, a.k) != (b.d, b.k):
         return None
     if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT // 4:
         return None
     p = _Pair(a, b)
-    if len(p.changed) > MAX_CHANGED_ITEMS or len(p.changed_rows) > MAX_CHANGED_ROWS or p.band > MAX_BAND:
+    if p.band > MAX_BAND:
         return None
+    few = len(p.changed) <= MAX_CHANGED_ITEMS and len(p.changed_rows) <= MAX_CHANGED_ROWS
+    if method == "items" and not few:
+        return None
+    if method == "diagonal" or not few:
+        if len(set((p.cb_np - p.ca_np).tolist())) > MAX_DIFFERENCES:
+            return None
+        p.group_by_difference()
     groups_a, groups_b = a.groups(), b.groups()
     La = np.asarray([-g.utility for g in groups_a], dtype=np.int64)  # ascending M
     Lb = np.asarray([-g.utility for g in groups_b], dtype=np.int64)
-    special = np.isin(La, p.special_values())
+    if p.by_difference is None:
+        special = np.isin(La, p.special_values())
+    else:  # every level may hold a differing term: count them all
+        special = np.ones(len(La), dtype=bool)
     w = p.band
     # the special rows: every level of b within the band
     rows = np.flatnonzero(special)
@@ -353,6 +571,7 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     new[1:] = (np.diff(first[by]) != 0) | (np.diff(second[by]) != 0)
     where = np.empty(len(by), dtype=np.int64)
     where[by] = np.cumsum(new) - 1
+    _check_budget(a, b, int(new.sum()), len(M))
     values = p.at_most(first[by][new], second[by][new])
     n = len(M)
     where = where.reshape(4, n).tolist()
@@ -375,6 +594,23 @@ def joint_pair_cells(a: Any, b: Any) -> Optional[Cells]:
         witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
         sizes = [sizes[i] for i in order.tolist()]
         return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
+
+
+def _check_budget(a: Any, b: Any, points: int, cells: int) -> None:
+    """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) before counting when the exact
+    counts would not fit the two mechanisms' ``memory_budget`` together: ``points`` values
+    of ``N`` and at most ``cells`` cells, each count an integer of up to ``k * bitlen(d)``
+    bits (a product of ``k`` factors at most ``d``), a cell about 320 bytes besides."""
+    budget = getattr(a, "memory_budget", DEFAULT_MEMORY_BUDGET) + getattr(b, "memory_budget", DEFAULT_MEMORY_BUDGET)
+    count_bytes = 40 + (a.k * a.d.bit_length()) // 8
+    need = points * (count_bytes + 16) + cells * (320 + count_bytes)
+    if need > budget:
+        raise MemoryBudgetError(
+            "memory_budget", budget,
+            f"the pair count without enumeration would hold about {need / 2**20:,.0f} MiB at once ({points:,} exact "
+            f"counts of up to {a.k * a.d.bit_length():,} bits and up to {cells:,} cells), more than memory_budget = "
+            f"{budget} bytes (the mechanisms' memory_budget together); raise memory_budget of the mechanisms "
+            f"(for example memory_budget={1 << need.bit_length()} on each)", limit=budget)
 
 
 def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
@@ -406,11 +642,16 @@ def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray,
 
 
 def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[Sequence]:
+    if p.by_difference is not None:  # the diagonal count: each witness found when read
+        return [SearchedWitness(p, m, m2) for m, m2 in zip(M.tolist(), M2.tolist())]
     rs, js = _displaced_witnesses(p, M, M2)
     out: list[Optional[Sequence]] = [DisplacedWitness(p, r, j) if r >= 0 else None
                                      for r, j in zip(rs.tolist(), js.tolist())]
     for i in np.flatnonzero(rs < 0).tolist():
         m, m2 = int(M[i]), int(M2[i])
+        if p.by_difference is not None:
+            out[i] = SearchedWitness(p, m, m2)
+            continue
         out[i] = _search_witness(p, m, m2)
         if out[i] is None:
             raise AssertionError(f"joint_pair_cells: no sequence found with levels ({m}, {m2})")

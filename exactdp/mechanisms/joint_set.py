@@ -496,6 +496,14 @@ class JointSet(JointFamily):
         from .joint_set_pairs import joint_set_pair_cells  # imported here: it imports this module
         return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
 
+    def pair_count_declined(self, other: object) -> str:
+        """Why :meth:`pair_cells` returns None for ``other`` (``""``: it does not), for a
+        limit message."""
+        if not isinstance(other, JointSet):
+            return f"{type(other).__name__} is not a JointSet"
+        from .joint_set_pairs import pair_count_declined  # imported here: it imports this module
+        return pair_count_declined(self, other)
+
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
         """Number of sets with utility ``>= -M``, counted by ``method`` (see
         :func:`count_at_least`)."""

@@ -72,7 +72,7 @@ from ..core._gc import gc_paused
 from .joint_pairs import _check_margins
 from .joint_set_sweep import Staircase
 
-__all__ = ["joint_set_pair_cells", "SetWitness", "MAX_CHANGED_ITEMS", "MAX_BAND"]
+__all__ = ["joint_set_pair_cells", "pair_count_declined", "SetWitness", "MAX_CHANGED_ITEMS", "MAX_BAND"]
 
 #: The count applies when at most this many items have different counts (``2^n`` cases)...
 MAX_CHANGED_ITEMS = 8
@@ -341,6 +341,23 @@ class SetWitness(Set):
 
     def __reduce__(self) -> tuple:
         return (frozenset, (tuple(self._frozen()),))
+
+
+def pair_count_declined(a: Any, b: Any) -> str:
+    """Why :func:`joint_set_pair_cells` declines the pair ``a``, ``b`` (``""``: it
+    applies), in words a limit message can quote.  JointSet has no diagonal count: its levels count sets
+    through Lemma 7's staircase paths, which see the changed items one subset at a time."""
+    if (a.d, a.k) != (b.d, b.k):
+        return f"the two mechanisms have different (d, k): ({a.d}, {a.k}) and ({b.d}, {b.k})"
+    if max(map(abs, a.counts + b.counts)) >= _INT_LIMIT:
+        return f"a count is {_INT_LIMIT} or more in absolute value (the count works in int64)"
+    p = _Pair(a, b)
+    if len(p.changed) > MAX_CHANGED_ITEMS:
+        return (f"{len(p.changed)} items differ, more than JointSet's count handles ({MAX_CHANGED_ITEMS}: it "
+                f"counts staircase paths per subset of the changed items)")
+    if p.band > MAX_BAND:
+        return f"one term moves by up to {p.band} between the two vectors, more than MAX_BAND = {MAX_BAND}"
+    return ""
 
 
 def joint_set_pair_cells(a: Any, b: Any) -> Optional[Cells]:

@@ -69,8 +69,8 @@ def test_random_pairs_against_brute_force(pair):
     c1, c2, k = pair
     a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
     got = joint_pair_cells(a, b)
-    if got is None:  # not applicable (a wide band): the caller falls back
-        assert joint_pairs._Pair(a, b).band > joint_pairs.MAX_BAND
+    if got is None:  # not applicable (a wide band, many different changes): the caller falls back
+        assert joint_pairs.pair_count_declined(a, b)
         return
     _check(c1, c2, k)
 
@@ -131,9 +131,142 @@ def test_negative_control_a_wrong_sweep_is_detected(break_pair_count, fault):
 
 
 def test_huge_counts_and_many_changes_decline():
-    """Counts past int64 and pairs with many changed items are left to the orbit enumeration."""
+    """Counts past int64 are left to the orbit enumeration; many changed items to the
+    diagonal count (the item-by-item count declines them)."""
     huge = Joint([10**30, 5, 0], 2, epsilon=1)
     assert huge.pair_cells(Joint([10**30, 6, 0], 2, epsilon=1)) is None
+    assert "int64" in huge.pair_count_declined(Joint([10**30, 6, 0], 2, epsilon=1))
     c1 = list(range(20))
     c2 = [c + 1 for c in c1]  # 20 changed items, more than MAX_CHANGED_ITEMS
-    assert Joint(c1, 2, epsilon=1).pair_cells(Joint(c2, 2, epsilon=1)) is None
+    a, b = Joint(c1, 2, epsilon=1), Joint(c2, 2, epsilon=1)
+    assert joint_pair_cells(a, b, method="items") is None
+    assert "item-by-item" in joint_pairs.pair_count_declined(a, b, "items")
+    assert {key: n for key, (_, n) in a.pair_cells(b).items()} == brute_pair_cells(c1, c2, 2)
+
+
+# -- the diagonal count (any number of changed items) ----------------------------------
+
+def _check_diagonal(c1, c2, k):
+    """The diagonal count against brute force, its witnesses real outputs of their cells,
+    and against the item-by-item count where that applies (the second twin)."""
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    got = joint_pair_cells(a, b, method="diagonal")
+    assert got is not None, (c1, c2, k)
+    assert {key: n for key, (_, n) in got.items()} == brute_pair_cells(c1, c2, k), (c1, c2, k)
+    ga, gb = Groups(a, 1), Groups(b, 1)
+    for key, (witness, _) in got.items():
+        assert len(set(witness)) == k and (ga.index(witness), gb.index(witness)) == key, (c1, c2, k, key, witness)
+    items = joint_pair_cells(a, b, method="items")
+    if items is not None:
+        assert {key: n for key, (_, n) in items.items()} == {key: n for key, (_, n) in got.items()}
+
+
+def _linf_pairs(d):
+    """Every vector of {0..3}^d with every neighbour at l-infinity distance <= 1 (any subset
+    changed: the add/remove and the swap relations, which contains it)."""
+    for c in itertools.product(range(4), repeat=d):
+        for c2 in neighbours(c, "swap"):
+            yield list(c), list(c2)
+
+
+@pytest.mark.parametrize("d", [1, 2, pytest.param(3, marks=pytest.mark.slow)])
+def test_diagonal_count_every_neighbour_small(d):
+    for c1, c2 in _linf_pairs(d):
+        for k in range(1, d + 1):
+            _check_diagonal(c1, c2, k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [4, 5])
+def test_diagonal_count_every_neighbour_d4_d5(d):
+    """d = 4: every vector, every neighbour at l-infinity distance 1, one k in turn (all k
+    with EXACTDP_FULL_PAIR_TWINS=1); d = 5 only with EXACTDP_FULL_PAIR_TWINS=1."""
+    if d == 5 and not FULL:
+        pytest.skip("d = 5 runs with EXACTDP_FULL_PAIR_TWINS=1")
+    for i, (c1, c2) in enumerate(_linf_pairs(d)):
+        for k in (range(1, d + 1) if FULL else [1 + i % d]):
+            _check_diagonal(c1, c2, k)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(count_pairs(max_d=8, max_k=3))
+def test_diagonal_count_random_pairs(pair):
+    c1, c2, k = pair
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    if joint_pair_cells(a, b, method="diagonal") is None:
+        assert joint_pairs.pair_count_declined(a, b, "diagonal")
+        return
+    _check_diagonal(c1, c2, k)
+
+
+def test_diagonal_count_many_changed_items():
+    """A user adding to a third of the items (and a swap of many): more changed items than
+    the item-by-item count takes, counted by the diagonal count, equal to brute force."""
+    c1 = [11, 9, 9, 7, 6, 4, 3, 3, 1]
+    add = [c + (i % 3 == 0) for i, c in enumerate(c1)]
+    swap = [c + (1 if i % 3 == 0 else -1 if i % 3 == 1 else 0) for i, c in enumerate(c1)]
+    for c2 in (add, swap):
+        for k in (1, 2, 3):
+            _check_diagonal(c1, c2, k)
+    big = list(range(0, 150, 3))
+    many = [c + (i % 3 == 0) for i, c in enumerate(big)]
+    a, b = Joint(big, 2, epsilon=1), Joint(many, 2, epsilon=1)
+    assert joint_pair_cells(a, b, method="items") is None  # 17 changed items
+    assert a.pair_cells(b) is not None
+
+
+def test_diagonal_witnesses_found_by_the_search():
+    """The diagonal count's witnesses, found when first read (displaced item, else the
+    search), and the search itself on every cell: real sequences of the cell's levels."""
+    c1, c2 = [9, 9, 5, 5, 2, 1, 0], [9, 8, 5, 6, 2, 1, 1]
+    k = 4
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    p = joint_pairs._Pair(a, b)
+    p.group_by_difference()
+    for (x, y) in brute_pair_cells(c1, c2, k):
+        M, M2 = -a.groups()[x].utility, -b.groups()[y].utility
+        for s in (joint_pairs.SearchedWitness(p, M, M2), joint_pairs._search_witness_by_class(p, M, M2)):
+            assert s is not None and (joint_level(c1, s), joint_level(c2, s)) == (M, M2) and len(set(s)) == k
+
+
+@pytest.mark.parametrize("fault", ["threshold", "band"])
+def test_negative_control_a_wrong_diagonal_count_is_detected(break_pair_count, fault):
+    break_pair_count(joint_pairs._Pair, fault)
+    cases = [(c1, c2, k) for c1, c2 in _linf_pairs(2) for k in (1, 2)]
+    detected = 0
+    for case in cases:
+        try:
+            _check_diagonal(*case)
+        except AssertionError:
+            detected += 1
+    assert detected
+
+
+def test_diagonal_count_declines_with_a_reason():
+    c1 = list(range(0, 60, 3))
+    c2 = [c + i % 10 for i, c in enumerate(c1)]  # ten different changes
+    a, b = Joint(c1, 2, epsilon=1), Joint(c2, 2, epsilon=1)
+    assert a.pair_cells(b) is None
+    assert "MAX_DIFFERENCES" in a.pair_count_declined(b)
+    assert a.pair_count_declined(Joint(c1, 2, epsilon=2)) == ""
+    few = [c + i for i, c in enumerate(c1[:10])] + c1[10:]  # ten changes, few items: counted item by item
+    assert a.pair_cells(Joint(few, 2, epsilon=1)) is not None
+    assert a.pair_count_declined(Joint(few, 2, epsilon=1)) == ""
+    assert "MAX_DIFFERENCES" in joint_pairs.pair_count_declined(a, Joint(few, 2, epsilon=1), "diagonal")
+
+
+def test_the_diagonal_count_refuses_past_the_memory_budget():
+    """Counted at every level, a pair's exact counts can outgrow memory (at d = 166,000,
+    k = 200: about 8 million products of 3,600 bits); the count refuses before it starts,
+    naming memory_budget and a value that fits, and counts with that budget."""
+    from exactdp.errors import MemoryBudgetError
+
+    c1 = list(range(0, 3000, 3))
+    c2 = [c + (i % 3 == 0) for i, c in enumerate(c1)]
+    small = (Joint(c1, 5, epsilon=1, memory_budget=500_000), Joint(c2, 5, epsilon=1, memory_budget=500_000))
+    with pytest.raises(MemoryBudgetError, match="memory_budget=1000000: the pair count without enumeration") as info:
+        small[0].pair_cells(small[1])
+    suggested = int(str(info.value).split("for example memory_budget=")[1].split()[0])
+    a, b = Joint(c1, 5, epsilon=1, memory_budget=suggested), Joint(c2, 5, epsilon=1, memory_budget=suggested)
+    assert a.pair_cells(b) is not None

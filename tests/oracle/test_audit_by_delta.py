@@ -388,3 +388,67 @@ def test_undecided_cells_stop_asking_sympy_once_the_expressions_are_too_large(mo
     with pytest.raises(PrecisionError, match="neither proved equal nor different"):
         audit.privacy_profile(a, b, 0, DPS)
     assert 1 <= len(calls) <= 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_epsilon_for_delta_per_delta_equals_the_cell_by_cell_search(seed, monkeypatch):
+    """epsilon_for_delta of two exponential mechanisms runs the prefix formula over the
+    values of delta (one ``r`` per class): certified in both directions here, and equal to
+    the per-cell search (the classes switched off) to the digits asked."""
+    import random
+
+    from exactdp import Joint, _notions
+
+    rng = random.Random(seed)
+    used = []
+    original = _notions._eps_by_delta
+
+    def spy(*args):
+        out = original(*args)
+        used.append(out is not None and len(out) == 2)
+        return out
+
+    for _ in range(12):
+        d = rng.randint(3, 7)
+        k = rng.randint(1, min(3, d))
+        c1 = [rng.randint(0, 5) for _ in range(d)]
+        c2 = [x + rng.choice([-1, 0, 1]) for x in c1]
+        delta = Fraction(rng.choice([1, 3]), rng.choice([10, 1000, 10**6]))
+        monkeypatch.setattr(_notions, "_eps_by_delta", spy)
+        fast = audit.epsilon_for_delta(Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1), delta, 20)
+        monkeypatch.setattr(_notions, "_eps_by_delta", lambda *args: None)
+        slow = audit.epsilon_for_delta(Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1), delta, 20)
+        for x, y in ((fast.epsilon_a_b, slow.epsilon_a_b), (fast.epsilon_b_a, slow.epsilon_b_a)):
+            assert x == y or abs(x - y) <= mpmath.mpf(10) ** -19 * abs(y), (c1, c2, k, delta, fast, slow)
+        assert fast.direction == slow.direction
+    assert sum(used) >= 10  # the classes certified (almost) every pair
+
+
+@pytest.mark.parametrize("d, k", [(60, 3), (300, 5)])
+def test_epsilon_for_delta_per_delta_permute_and_flip(d, k, monkeypatch):
+    """PNFJoint (the permute-and-flip classes, whose ball encloses every cell's ``r``): a
+    user adding to a third of the items, and a swap; the classes certify both directions,
+    equal to the per-cell search."""
+    import random
+
+    from exactdp import PNFJoint, _notions
+
+    counts = random.Random(d).sample(range(4 * d), d)
+    used = []
+    original = _notions._eps_by_delta
+
+    def spy(*args):
+        out = original(*args)
+        used.append(out is not None and len(out) == 2)
+        return out
+
+    for other in ([x + (i % 3 == 0) for i, x in enumerate(counts)],
+                  [x + (1 if i % 3 == 0 else -1 if i % 3 == 1 else 0) for i, x in enumerate(counts)]):
+        for delta in (Fraction(1, 10**6), Fraction(1, 100)):
+            monkeypatch.setattr(_notions, "_eps_by_delta", spy)
+            fast = audit.epsilon_for_delta(PNFJoint(counts, k, epsilon=1), PNFJoint(other, k, epsilon=1), delta, 20)
+            monkeypatch.setattr(_notions, "_eps_by_delta", lambda *args: None)
+            slow = audit.epsilon_for_delta(PNFJoint(counts, k, epsilon=1), PNFJoint(other, k, epsilon=1), delta, 20)
+            for x, y in ((fast.epsilon_a_b, slow.epsilon_a_b), (fast.epsilon_b_a, slow.epsilon_b_a)):
+                assert abs(x - y) <= mpmath.mpf(10) ** -19 * abs(y), (fast, slow)
+    assert all(used) and len(used) == 4

@@ -8,6 +8,7 @@ import mpmath
 import pytest
 
 from exactdp import Joint, JointSet, PNFJoint, audit
+from exactdp.mechanisms import joint_pairs
 from exactdp.mechanisms.joint import Joint as JointClass
 from exactdp.mechanisms.joint_set import JointSet as JointSetClass
 
@@ -102,19 +103,102 @@ def test_sweep_is_what_makes_a_large_pair_feasible():
         audit.privacy_loss(a, b, 20, max_outputs=1000, symmetric=False)
 
 
-@pytest.mark.parametrize("cls", [Joint, JointSet])
-def test_the_limit_says_when_the_pair_count_declined(cls):
+@pytest.mark.parametrize("cls, changes, reason", [
+    (JointSet, lambda i: 1 if i < 20 else 0, "20 items differ, more than JointSet's count handles (8"),
+    (Joint, lambda i: i % 10, "change by 10 different amounts, more than MAX_DIFFERENCES = 8"),
+])
+def test_the_limit_says_when_the_pair_count_declined(cls, changes, reason):
     """A user adding to 20 items got "raise max_outputs" alone, as if the pair count had
     been tried and merely the limit were low: the message now says the count without
-    enumeration declined this pair (too many changed items), so enumeration is what the
+    enumeration declined this pair and what it cannot handle, so enumeration is what the
     limit bounds; a pair it takes needs no max_outputs at all."""
     counts = list(range(40))
-    many = [c + 1 if c < 20 else c for c in counts]
+    many = [c + changes(i) for i, c in enumerate(counts)]
     with pytest.raises(audit.AuditLimitError, match="pair count without enumeration does not apply") as info:
         audit.privacy_loss(cls(counts, 3), cls(many, 3), max_outputs=1000)
     assert info.value.argument == "max_outputs" and "raise max_outputs" in str(info.value)
+    assert reason in str(info.value)
     one = [c + 1 if c == 0 else c for c in counts]
     assert audit.privacy_loss(cls(counts, 3), cls(one, 3), max_outputs=1).value <= 1
     with pytest.raises(audit.AuditLimitError) as plain:  # orbits requested: no pair count was tried
         audit.privacy_loss(cls(counts, 3), cls(one, 3), max_outputs=1000, symmetric=False)
     assert "does not apply" not in str(plain.value)
+
+
+def _five_notions(a, b):
+    return (audit.privacy_loss(a, b, 20, max_outputs=10**6).value,
+            audit.privacy_profile(a, b, Fraction(1, 5), 20, max_outputs=10**6).delta,
+            audit.epsilon_for_delta(a, b, Fraction(1, 1000), 20, max_outputs=10**6).epsilon,
+            audit.renyi_divergence(a, b, 2, 20, max_outputs=10**6),
+            audit.zcdp_rho(a, b, 20, max_outputs=10**6).lower)
+
+
+def _close(x, y):
+    return abs(x - y) <= mpmath.mpf(10) ** -18 * abs(y) or x == y
+
+
+@pytest.mark.parametrize("cls", [Joint, PNFJoint])
+def test_a_user_changing_many_items_is_audited_without_enumeration(cls, monkeypatch):
+    """Joint and PNFJoint: a user adding to 18 of 27 items, and a swap moving 18 counts, are
+    counted by the diagonal count (no output visited; the item-by-item count declines
+    them): the five notions equal those of the orbit enumeration (one output per orbit of tied items)."""
+    counts = [3 * i + (i % 4) for i in range(27)]
+    add = [c + (i % 3 != 0) for i, c in enumerate(counts)]
+    swap = [c + (1 if i % 3 == 0 else -1 if i % 3 == 1 else 0) for i, c in enumerate(counts)]
+    for other in (add, swap):
+        a, b = cls(counts, 2, epsilon=1), cls(other, 2, epsilon=1)
+        assert joint_pairs.joint_pair_cells(a, b, method="items") is None
+        assert audit.privacy_loss(a, b, 20, max_outputs=1).orbits == 0
+        fast = _five_notions(a, b)
+        with monkeypatch.context() as m:
+            m.setattr(JointClass, "pair_cells", lambda self, other: None)
+            assert audit.privacy_loss(a, b, 20, max_outputs=10**6).orbits > 0
+            slow = _five_notions(cls(counts, 2, epsilon=1), cls(other, 2, epsilon=1))
+        assert all(_close(x, y) for x, y in zip(fast, slow)), (fast, slow)
+
+
+def test_enclosure_sums_without_two_gaps_from_the_tree():
+    """A permute-and-flip output's enclosure at gaps g_a != g_b sums the level tables'
+    terms without its own two gaps: from a tree of partial sums (every run of terms a few
+    nodes) instead of all terms again per output.  Each run's two sums enclose the plain
+    sums, and each enclosure overlaps the one summed term by term."""
+    import random
+
+    from flint import arb
+
+    from exactdp._distributions import (_RangeSums, _log1m_bounds, enclosure_ball, enclosure_shape,
+                                        table_differences)
+    from exactdp._groups import Groups
+    from exactdp.core.precision import flint_workprec
+
+    rng = random.Random(7)
+    with flint_workprec(200):
+        pairs = [(arb(rng.random()), arb(-rng.random())) for _ in range(41)]
+        tree = _RangeSums(pairs)
+        for start in range(0, 42, 5):
+            for stop in range(start, 42, 7):
+                lo, hi = tree.total(start, stop)
+                assert lo.overlaps(sum((p[0] for p in pairs[start:stop]), arb(0)))
+                assert hi.overlaps(sum((p[1] for p in pairs[start:stop]), arb(0)))
+        counts = rng.sample(range(400), 60)
+        other = [c + (1 if i % 3 == 0 else -1 if i % 3 == 1 else 0) for i, c in enumerate(counts)]
+        ga, gb = Groups(PNFJoint(counts, 3, epsilon=1), 20), Groups(PNFJoint(other, 3, epsilon=1), 20)
+        shape = enclosure_shape(ga, gb, table_differences(ga, gb))
+        totals: list = []
+        enclosure_ball(0, 0, shape, totals)  # fills the cache: terms, sums, tree, positions
+
+        class Plain:  # the twin: every run summed term by term
+            def __init__(self, terms):
+                self.terms = terms
+
+            def total(self, start, stop):
+                return (sum((t[0] for t in self.terms[start:stop]), arb(0)),
+                        sum((t[1] for t in self.terms[start:stop]), arb(0)))
+
+        plain = list(totals)
+        plain[3] = Plain(list(totals[0].values()))
+        gaps = sorted(g for g in shape.sizes if g)
+        assert len(gaps) > 20
+        for g_a, g_b in [(gaps[0], gaps[1]), (gaps[-1], gaps[3]), (gaps[5], gaps[-2]), (gaps[2], 0), (0, gaps[7])]:
+            fast, slow = enclosure_ball(g_a, g_b, shape, totals), enclosure_ball(g_a, g_b, shape, plain)
+            assert fast.overlaps(slow) and fast.rad() <= 2 * slow.rad() + arb(2) ** -150, (g_a, g_b, fast, slow)

@@ -357,3 +357,19 @@ def test_a_set_witness_prints_as_a_set_wherever_it_was_computed():
     assert moved == serial and str(moved) == str(serial) and moved.table() == serial.table()
     assert "output {0,3}" in str(serial) and "{0,3}" in serial.table(1)
     assert serial.to_dict()["worst"]["witness"] == [0, 3]
+
+
+def test_worst_case_over_neighbours_changing_many_items(monkeypatch):
+    """Every add/remove neighbour of 17 tied counts and 3 others (up to symmetry), a user
+    adding to up to all 20 items: the pair count without enumeration covers each pair (the
+    diagonal count past 16 changed items; no output orbit visited, so max_outputs=1), and
+    the worst case equals the one from the orbit enumeration."""
+    from exactdp.mechanisms.joint import Joint as JointClass
+
+    counts = [9] * 17 + [5, 0, 0]
+    factory = functools.partial(exactdp.Joint, k=2, epsilon=1)
+    fast = audit.worst_case(factory, counts, "add_remove", 15, max_outputs=1)
+    assert max(sum(x != y for x, y in zip(counts, r.neighbour)) for r in fast.results) == 20
+    monkeypatch.setattr(JointClass, "pair_cells", lambda self, other: None)
+    slow = audit.worst_case(factory, counts, "add_remove", 15, max_outputs=10**5)
+    assert fast.value == slow.value and fast.neighbour == slow.neighbour
