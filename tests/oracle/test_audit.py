@@ -122,9 +122,12 @@ def test_privacy_loss_uses_orbits_on_ties():
     loss = audit.privacy_loss(a, b, dps=20)
     assert loss.orbits <= 16  # instead of 999,000 outputs
     assert sum(p.outputs for p in loss.pairs) == 1000 * 999
-    # a refusal past the limit, which the caller can raise (a pair the Joint pair sweep
-    # leaves to the orbits: more changed counts than MAX_CHANGED_ITEMS)
-    far = exactdp.Joint([30, 15] + [2] * 20 + [1] * 978, 2, epsilon=1)
+    # twenty changed counts: the diagonal count, no output visited
+    twenty = exactdp.Joint([30, 15] + [2] * 20 + [1] * 978, 2, epsilon=1)
+    assert sum(p.outputs for p in audit.privacy_loss(a, twenty, dps=20, max_outputs=5).pairs) == 1000 * 999
+    # a refusal past the limit, which the caller can raise (a pair both Joint pair counts
+    # leave to the orbits: more distinct changes than the diagonal count takes)
+    far = exactdp.Joint([30, 15] + [2 + j % 10 for j in range(20)] + [1] * 978, 2, epsilon=1)
     with pytest.raises(audit.AuditLimitError, match="max_outputs"):
         audit.privacy_loss(a, far, max_outputs=5)
     with pytest.raises(TooManyOutputsError):
