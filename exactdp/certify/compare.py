@@ -2,7 +2,8 @@
 
 Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`),
 the canonical mechanisms' class probabilities (:func:`compare_class_probabilities`) and
-Joint's ``log m~`` array (:func:`compare_mtilde`).
+Joint's ``log m~`` array (:func:`compare_mtilde`, on arrays by
+:mod:`~exactdp.certify.mtilde_arrays` when the counts fit ``int64``).
 
 Exact values are certified to ``dps`` digits (default 30) before any comparison; floats
 appear only in what is reported (errors), never in an exact value.
@@ -710,7 +711,16 @@ def compare_mtilde(
     ``diffs_to_positions``) are checked against the exact order: a float sort can
     misorder entries once ``|c_i - c_j| * 2dk`` nears ``2**53``.
 
-    An entry passes when ``|claimed - ln m̃| <= atol + rtol * |ln m̃|``.
+    An entry passes when ``|claimed - ln m̃| <= atol + rtol * |ln m̃|`` (``atol``, ``rtol``
+    finite, ``>= 0``).  Each row's ``ulp_error`` is its error in ulps of the claim;
+    ``max_ulp_error`` a certified interval holding the largest.
+
+    ``path``: ``"auto"`` (default) takes the arrays path
+    (:mod:`exactdp.certify.mtilde_arrays`: the order checked in one pass or sorted, ``ln
+    m̃`` of every entry certified in fixed point, every decision on outward bounds or
+    exact) whenever the counts fit ``int64``, else the loop over :meth:`~exactdp.Joint.mtilde`
+    (``"objects"``, its twin); ``"arrays"`` raises when it does not apply.  Both give the
+    same verdict, failures, worst rows and ``max_abs_error``.
     """
     digits = as_dps(dps)
     if not hasattr(mechanism, "mtilde"):

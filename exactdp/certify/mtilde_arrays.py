@@ -81,10 +81,14 @@ def fixed_point(k: int, d: int) -> tuple[int, int]:
     return frac, e
 
 
-def _tables(frac: int, d: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _tables(frac: int, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Limb tables indexed by ``q = j - i`` (a negative ``q`` wraps to the zero tail):
-    ``D[q] = X_{q+1} - X_q`` and ``C[q] = X_{q+1}`` for ``q >= 0``, 0 for ``q < 0``; each as
-    ``hi, lo`` with ``lo`` in ``[0, 2**30)`` (exact integer steps on the table's limbs)."""
+    ``D[q] = X_{q+1} - X_q`` and ``C[q] = X_{q+1}`` for ``q >= 0``, 0 for ``q < 0``; each of
+    shape ``(d + k, 2)``, a row ``(H, lo)`` with ``H`` a multiple of ``2**30`` and ``lo`` in
+    ``[0, 2**30)``, ``H + lo`` the value (exact integer steps on the table's limbs), both
+    held in ``float64``: every ``H``, and every sum of them the cumsum forms (below
+    ``2**82``), is a multiple of ``2**30`` below ``2**83``, so a float exactly; every ``lo`` sum
+    stays below ``2**53``.  Two columns: one ``take`` and one ``cumsum`` serve both."""
     limbs, _, _ = log_table(d + 1, frac)  # normalized 30-bit limbs, X_n = sum_j limbs[j, n] 2**(30 j)
     if _LB != LIMB_BITS:  # the limb width of the table is the one used here
         raise AssertionError("limb widths differ")
@@ -92,11 +96,14 @@ def _tables(frac: int, d: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     hi = np.zeros(d + 1, dtype=np.int64)
     for j in range(limbs.shape[0] - 1, 0, -1):  # X_n >> 30 fits int64 (X_n < 2**82)
         hi = (hi << _LB) + limbs[j, : d + 1]
-    zeros = np.zeros(k, dtype=np.int64)
+    zeros = np.zeros((k, 2), dtype=np.float64)
     out = []
     for th, tl in ((hi[1:] - hi[:-1], lo[1:] - lo[:-1]), (hi[1:], lo[1:])):
-        out.extend((np.concatenate((th + (tl >> _LB), zeros)), np.concatenate((tl & _MASK, zeros))))
-    return out[0], out[1], out[2], out[3]
+        th, tl = th + (tl >> _LB), tl & _MASK
+        if int(np.abs(th).max()) >= 1 << 52:  # cannot happen (X_n < 2**82), kept as a guard
+            raise AssertionError("a limb table entry is not a float")
+        out.append(np.concatenate((np.stack((th.astype(np.float64) * 2.0**_LB, tl.astype(np.float64)), axis=1), zeros)))
+    return out[0], out[1]
 
 
 def _sorted_counts(mechanism: Any) -> Optional[np.ndarray]:
@@ -151,16 +158,16 @@ class NotInOrder(Exception):
 def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.ndarray, frac: int,
                           check: bool = False) -> Iterator[tuple[int, np.ndarray, np.ndarray, Optional[np.ndarray],
                                                                  Optional[np.ndarray]]]:
-    """Chunks ``(lo, hi_limb, lo_limb, nonzero, one)`` along the order ``(rows, cols)``:
-    ``V = hi_limb * 2**30 + lo_limb`` for the entries ``lo, lo + 1, ...``
-    (``|lo_limb| < 2**30 (CHUNK + 2)``), whether ``m̃ > 0`` and whether ``m̃ = 1``
+    """Chunks ``(lo, H, low, nonzero, one)`` along the order ``(rows, cols)``: ``V = H +
+    low`` for the entries ``lo, lo + 1, ...`` (``float64`` arrays of integers, exact: ``H`` a
+    multiple of ``2**30``, ``|low| < 2**30 (CHUNK + 2)``), whether ``m̃ > 0`` and whether ``m̃ = 1``
     (``None``: every entry, no entry); module docstring.  ``V_p`` is the inclusive
     ``cumsum`` of ``D`` up to ``p`` less ``X_{max(j+1-i, 0)}``, the same integer as ``S_p -
     X_{max(j-i,0)}``; the running sum enters each chunk as its first term.  With
     ``check``, the positions are checked chunk by chunk to be in range and in the exact
     order (raises :class:`NotInOrder`)."""
     d = sc.shape[0]
-    dh_t, dl_t, ch_t, cl_t = _tables(frac, d, k)
+    d_t, c_t = _tables(frac, d, k)
     n = rows.shape[0]
     dk = d * k
     if check:
@@ -171,7 +178,7 @@ def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.nda
         else:
             col_key = row_key = None
     last = None
-    carry_h = carry_l = 0
+    carry_h = carry_l = 0.0
     filled = 0  # rows whose factor turned positive before the chunk
     big = 0  # rows whose factor reached 2 before the chunk
     for lo in range(0, n, CHUNK):
@@ -200,16 +207,13 @@ def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.nda
                     last = (int(m[-1]), int(z[-1]))
             except IndexError:
                 raise NotInOrder from None
-        dh = dh_t.take(q)
-        dl = dl_t.take(q)
-        dh[0] += carry_h
-        dl[0] += carry_l
-        sh = np.cumsum(dh, out=dh)
-        sl = np.cumsum(dl, out=dl)
-        nh, nl = int(sh[-1]), int(sl[-1])
-        carry_h, carry_l = nh + (nl >> _LB), nl & _MASK
-        sh -= ch_t.take(q)
-        sl -= cl_t.take(q)
+        g = d_t.take(q, axis=0)
+        g[0, 0] += carry_h
+        g[0, 1] += carry_l
+        np.cumsum(g, axis=0, out=g)
+        nl = int(g[-1, 1])
+        carry_h, carry_l = float(int(g[-1, 0]) + ((nl >> _LB) << _LB)), float(nl & _MASK)
+        g -= c_t.take(q, axis=0)
         if filled >= k:
             nonzero = None  # every entry
         else:
@@ -226,7 +230,7 @@ def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.nda
             if nonzero is not None:
                 one &= nonzero
             big += int(np.count_nonzero(second))
-        yield lo, sh, sl, nonzero, one
+        yield lo, g[:, 0], g[:, 1], nonzero, one
 
 
 # -- the comparison ------------------------------------------------------------------------
@@ -236,6 +240,9 @@ _DOWN = 1 - 2.0**-50
 #: product and of the sum that follows (``(1 + 2**-48)(1 - 2**-53)**2 > 1 + 2**-51``).
 _C_UP, _C_DOWN = 1 + 2.0**-48, 1 - 2.0**-48
 _EMPTY = np.zeros(0, dtype=np.int64)
+#: The exponent field of a float64, and the bits of 1/2**e from those of 2**e (2046 - E).
+_EXP_BITS = np.int64(0x7FF << 52)
+_INV_BITS = np.int64(2046 << 52)
 #: Claims outside ``[2**-900, 2**900]`` in size (0, NaN, infinities included) are not on
 #: the float path: their ulps or ``x 2**F`` may leave the float range.
 _SMALL, _LARGE = 2.0**-900, 2.0**900
@@ -402,7 +409,7 @@ class _State:
         self.e_up = _float_up(Fraction(E + 1) * (1 + Fraction(1, 2**48)))
         self.b_lo = _float_down(Fraction(atol) * 2**frac - Fraction(rtol) * (E + vl))
         self.b_hi = _float_up(Fraction(atol) * 2**frac + Fraction(rtol) * (E + vl))
-        self.ra = rtol * 2.0**_LB
+        self.ra = rtol
 
     def run(self, check: bool = False) -> None:
         for lo, vh, vl, nonzero, one in iter_fixed_log_mtilde(self.sc, self.k, self.rows, self.cols, self.frac, check):
@@ -445,18 +452,17 @@ class _State:
         the roundings of its own two or three operations)."""
         x = self.claimed[lo:lo + vh.shape[0]]
         m = x.shape[0]
-        ax = np.abs(x)
-        every = nonzero is None and one is None and float(ax.min()) > _SMALL and float(ax.max()) < _LARGE
+        every = nonzero is None and one is None and float(x.min()) > _SMALL and float(x.max()) < _LARGE
         fine = None
         if not every:
+            ax = np.abs(x)
             fine = (ax > _SMALL) & (ax < _LARGE)  # NaN: False
             if nonzero is not None:
                 fine &= nonzero
             if one is not None:
                 fine &= ~one
-        t = vh.astype(np.float64)
-        t *= 2.0**_LB
-        np.subtract(np.ldexp(x, self.frac), t, out=t)
+        t = np.ldexp(x, self.frac)
+        t -= vh
         t -= vl
         A = np.abs(t, out=t)
         U = A * _C_UP
@@ -478,11 +484,14 @@ class _State:
             undecided = np.flatnonzero(~ok & ~fail)
             self.failures += m - int(np.count_nonzero(ok)) - undecided.shape[0]
             U[undecided] = -np.inf  # pooled by _one with their exact verdict
-        # errors in ulps of x, times 2**F: spacing(|x|) is a power of two, so exact
-        uhi = np.divide(U, np.spacing(ax))
+        # errors in ulps of x: spacing(|x|) = 2**(e - 52) for 2**e <= |x| < 2**(e + 1), and
+        # 2**-e is made from the exponent bits (|x| in [2**-900, 2**900]); the products by
+        # powers of two are exact
+        inv = (_INV_BITS - (x.view(np.int64) & _EXP_BITS)).view(np.float64)
+        uhi = U * inv  # ulps times 2**(F - 52)
         if fine is not None:
             uhi[~fine] = -np.inf
-        scale = 2.0**-self.frac
+        scale = 2.0 ** (52 - self.frac)
         most = float(uhi.max())
         self.ulp_hi = max(self.ulp_hi, most * scale)
         floor = min(self.ulp_lo, self.ulp_pool.threshold()) / scale
@@ -492,7 +501,7 @@ class _State:
             sel = np.flatnonzero((uhi >= floor) | ~ok)
         if sel.shape[0]:
             Ls = np.maximum(A[sel] * _C_DOWN - self.e_up, 0.0) * _DOWN
-            ulo = Ls / np.spacing(ax[sel]) * scale
+            ulo = Ls * inv[sel] * scale
             self.ulp_lo = max(self.ulp_lo, float(ulo.max()))
             oks = np.ones(sel.shape[0], dtype=bool) if ok is None else ok[sel]
             self.ulp_pool.add(sel + lo, oks, ulo, uhi[sel] * scale)
