@@ -230,3 +230,20 @@ def test_arguments():
     r = certify.compare_mtilde(np.zeros(6), huge)  # auto: the object loop
     assert r.path == "objects" and not r.passed
     assert "max ulp error in [" in str(certify.compare_mtilde(x, m))
+
+
+def test_counts_whose_keys_pass_int64():
+    # (c_(0) - c_(d-1)) * dk past 2**62: the exact order by lexsort, the check on (M, z) pairs
+    big = 2**60
+    counts = [big, big - 5, big - 5, 7, 3, 3, 0]
+    m = exactdp.Joint(counts, 3)
+    sc = m.ranking.arrays.sorted_counts
+    rows, cols = mtilde_arrays.exact_order(sc, 3)
+    assert [(i, j) for i, j, _, _ in m.mtilde()] == list(zip(rows.tolist(), cols.tolist()))
+    x = _correctly_rounded(m)
+    a, _ = _twin(x, m, rows=rows, cols=cols)
+    assert a.passed and a.path == "arrays"
+    r2, c2 = rows.copy(), cols.copy()
+    r2[[3, 4]], c2[[3, 4]] = r2[[4, 3]], c2[[4, 3]]
+    a, _ = _twin(x, m, rows=r2, cols=c2)
+    assert not a.passed and [p for p, _, _ in a.order_mismatches] == [3, 4]
