@@ -171,9 +171,11 @@ def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.nda
     n = rows.shape[0]
     dk = d * k
     if check:
-        if (int(sc[0]) - int(sc[-1]) + 2) * dk < _I64 // 2:
-            # the key M dk - i (d - 1) + (j - i), increasing in the exact order, fits int64
-            col_key = sc * dk
+        low = sc - sc[-1]  # counts less the least: M = low_i - low_j, 0 <= low < 2**62
+        if (int(low[0]) + 1) * dk < _I64:
+            # the key M dk - i (d - 1) + (j - i) (in (-dk, dk) beyond M dk), increasing in the
+            # exact order, fits int64 (and so does every term)
+            col_key = low * dk
             row_key = col_key[:k] - np.arange(k, dtype=np.int64) * (d - 1)
         else:
             col_key = row_key = None
@@ -196,15 +198,21 @@ def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.nda
                     if not (key[1:] > key[:-1]).all() or (last is not None and not last < key[0]):
                         raise NotInOrder
                     last = key[-1]
-                else:
-                    m = sc[:k].take(r) - sc.take(c)
-                    z = c - r * d
-                    dm, dz = m[1:] - m[:-1], z[1:] - z[:-1]
-                    if ((dm < 0) | ((dm == 0) & (dz <= 0))).any():
+                else:  # (M, z) pairs, z = j - i d: M non-decreasing, z increasing where M ties
+                    m = low[:k].take(r)
+                    m -= low.take(c)
+                    dm = m[1:] - m[:-1]
+                    if not (dm >= 0).all():
                         raise NotInOrder
-                    if last is not None and not last < (int(m[0]), int(z[0])):
+                    tie = np.flatnonzero(dm == 0)
+                    if tie.shape[0]:
+                        z0, z1 = c[tie] - r[tie] * d, c[tie + 1] - r[tie + 1] * d
+                        if not (z1 > z0).all():
+                            raise NotInOrder
+                    first = (int(m[0]), int(c[0]) - int(r[0]) * d)
+                    if last is not None and not last < first:
                         raise NotInOrder
-                    last = (int(m[-1]), int(z[-1]))
+                    last = (int(m[-1]), int(c[-1]) - int(r[-1]) * d)
             except IndexError:
                 raise NotInOrder from None
         g = d_t.take(q, axis=0)
@@ -275,12 +283,15 @@ def _float_up(x: Fraction) -> float:
 
 class _Pool:
     """Entries that may be among the ``worst`` (failures first, then decreasing error, then
-    position), each with an outward error interval ``[lo, hi]``: pruned to those that fewer
-    than ``worst`` others certainly precede."""
+    position), each with an outward error interval ``[lo, hi]`` and a key ``(bits of the
+    claim, row, M)``: entries of one key have the same claim and the same ``m̃`` (``m̃``
+    depends on the row and ``M`` only), so the same error, and come by position.  Pruned to
+    those that fewer than ``worst`` others certainly precede."""
 
-    def __init__(self, worst: int):
+    def __init__(self, worst: int, keys: Any):
         self.worst = max(worst, 1)
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.keys = keys  # positions -> (n, 3) int64 keys
+        self.parts: list[tuple[np.ndarray, ...]] = []
         self.size = 0
         self.floor = {True: -1.0, False: -1.0}  # by ok: an entry with hi below is out
 
@@ -293,45 +304,55 @@ class _Pool:
             keep = hi >= np.where(ok, self.floor[True], self.floor[False])
             pos, ok, lo, hi = pos[keep], ok[keep], lo[keep], hi[keep]
         if pos.shape[0]:
-            self.parts.append((pos, ok, lo, hi))
+            self.parts.append((pos, ok, lo, hi, self.keys(pos)))
             self.size += pos.shape[0]
             if self.size > 8 * self.worst + 4096:
                 self.prune()
 
-    def _select(self, pos: np.ndarray, lo: np.ndarray, hi: np.ndarray, w: int) -> tuple[np.ndarray, float]:
+    def _select(self, pos: np.ndarray, lo: np.ndarray, hi: np.ndarray, key: np.ndarray, w: int
+                ) -> tuple[np.ndarray, float]:
         """Indices of the entries of one class that may be among its top ``w``, and the
         ``w``-th largest ``lo`` (-1 when there are fewer): an entry whose ``hi`` is below
         it has ``w`` entries certainly before it; of the entries known exactly at that
-        value, the first ``w`` by position come first."""
+        value, and of the entries of one key, the first ``w`` by position come first."""
         if pos.shape[0] <= w:
             return np.arange(pos.shape[0]), -1.0
         tau = float(np.partition(lo, pos.shape[0] - w)[pos.shape[0] - w])
         exact_tie = (lo == tau) & (hi == tau)
-        keep = hi > tau
-        keep |= (hi == tau) & ~exact_tie
+        keep = hi >= tau
+        keep &= ~exact_tie
         ties = np.flatnonzero(exact_tie)
         if ties.shape[0] > w:
             ties = ties[np.argsort(pos[ties], kind="stable")[:w]]
-        keep[ties] = True
-        return np.flatnonzero(keep), tau
+        kept = np.flatnonzero(keep)
+        if kept.shape[0] > w:  # at most w of one key
+            kk = key[kept]
+            order = np.lexsort((pos[kept], kk[:, 2], kk[:, 1], kk[:, 0]))
+            kk = kk[order]
+            new = np.ones(order.shape[0], dtype=bool)
+            new[1:] = (kk[1:] != kk[:-1]).any(axis=1)
+            starts = np.flatnonzero(new)
+            rank = np.arange(order.shape[0]) - np.repeat(starts, np.diff(np.append(starts, order.shape[0])))
+            kept = kept[order[rank < w]]
+        return np.concatenate((kept, ties)), tau
 
     def prune(self) -> None:
         if not self.parts:
             return
-        pos, ok, lo, hi = (np.concatenate(x) for x in zip(*self.parts))
+        pos, ok, lo, hi, key = (np.concatenate(x) for x in zip(*self.parts))
         bad = np.flatnonzero(~ok)
-        idx_bad, tau_bad = self._select(pos[bad], lo[bad], hi[bad], self.worst)
+        idx_bad, tau_bad = self._select(pos[bad], lo[bad], hi[bad], key[bad], self.worst)
         keep = [bad[idx_bad]]
         self.floor[False] = max(self.floor[False], tau_bad)
         if bad.shape[0] >= self.worst:
             self.floor[True] = np.inf  # the worst are failures: no entry within tolerance enters
         else:
             good = np.flatnonzero(ok)
-            idx_good, tau_good = self._select(pos[good], lo[good], hi[good], self.worst - bad.shape[0])
+            idx_good, tau_good = self._select(pos[good], lo[good], hi[good], key[good], self.worst - bad.shape[0])
             keep.append(good[idx_good])
             self.floor[True] = max(self.floor[True], tau_good)
         kept = np.concatenate(keep)
-        self.parts = [(pos[kept], ok[kept], lo[kept], hi[kept])]
+        self.parts = [(pos[kept], ok[kept], lo[kept], hi[kept], key[kept])]
         self.size = kept.shape[0]
 
     def candidates(self) -> np.ndarray:
@@ -401,7 +422,7 @@ class _State:
         self.failures = self.zero_bad = self.settled = 0
         self.ulp_lo = self.ulp_hi = 0.0
         self.ulp_exact = (mpmath.mpf(0), mpmath.mpf(0))  # the entries compared one by one (may pass floats)
-        self.ulp_pool, self.abs_pool = _Pool(worst), _Pool(1)
+        self.ulp_pool, self.abs_pool = _Pool(worst, self._keys), _Pool(1, self._keys)
         self._logs: dict[int, Any] = {}
         self._rows: dict[int, Any] = {}
         # |V - vh 2**30| <= VL: the lo limb's bound (iter_fixed_log_mtilde)
@@ -414,6 +435,11 @@ class _State:
     def run(self, check: bool = False) -> None:
         for lo, vh, vl, nonzero, one in iter_fixed_log_mtilde(self.sc, self.k, self.rows, self.cols, self.frac, check):
             self.chunk(lo, vh, vl, nonzero, one)
+
+    def _keys(self, pos: np.ndarray) -> np.ndarray:
+        """``(bits of the claim, row, M)`` of the entries at ``pos``."""
+        r, c = self.rows[pos], self.cols[pos]
+        return np.stack((self.claimed[pos].view(np.int64), r, self.sc[r] - self.sc[c]), axis=1)
 
     def row_at(self, p: int) -> Any:
         """The object path's row of entry ``p`` (exact ``m̃``, certified log) and whether
@@ -497,6 +523,12 @@ class _State:
         floor = min(self.ulp_lo, self.ulp_pool.threshold()) / scale
         if ok is None:
             sel = np.flatnonzero(uhi >= floor) if most >= floor else _EMPTY
+            w = self.ulp_pool.worst
+            if sel.shape[0] > 4 * w + 64:  # errors growing along the order: the chunk's own top w
+                top_w = sel[np.argpartition(uhi[sel], sel.shape[0] - w)[sel.shape[0] - w:]]
+                own = float((np.maximum(A[top_w] * _C_DOWN - self.e_up, 0.0) * _DOWN * inv[top_w]).min())
+                if own > floor:  # w entries of the chunk have lo >= own: below it, w certainly precede
+                    sel = sel[uhi[sel] >= own]
         else:
             sel = np.flatnonzero((uhi >= floor) | ~ok)
         if sel.shape[0]:
@@ -506,7 +538,9 @@ class _State:
             oks = np.ones(sel.shape[0], dtype=bool) if ok is None else ok[sel]
             self.ulp_pool.add(sel + lo, oks, ulo, uhi[sel] * scale)
         if top >= self.abs_pool.threshold():
-            sel = np.flatnonzero(U >= self.abs_pool.threshold())
+            best = int(U.argmax())  # its lo: no entry with hi below it holds the largest error
+            own = max(float(A[best]) * _C_DOWN - self.e_up, 0.0) * _DOWN
+            sel = np.flatnonzero(U >= max(self.abs_pool.threshold(), own))
             Ls = np.maximum(A[sel] * _C_DOWN - self.e_up, 0.0) * _DOWN
             self.abs_pool.add(sel + lo, np.ones(sel.shape[0], dtype=bool), Ls, U[sel])
         if fine is not None and not fine.all():

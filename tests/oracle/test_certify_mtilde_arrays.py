@@ -232,7 +232,7 @@ def test_arguments():
     assert "max ulp error in [" in str(certify.compare_mtilde(x, m))
 
 
-def test_counts_whose_keys_pass_int64():
+def test_counts_whose_keys_pass_int64(small_chunks):
     # (c_(0) - c_(d-1)) * dk past 2**62: the exact order by lexsort, the check on (M, z) pairs
     big = 2**60
     counts = [big, big - 5, big - 5, 7, 3, 3, 0]
