@@ -520,13 +520,11 @@ class _State:
         self.ulp_hi = max(self.ulp_hi, most * scale)
         floor = min(self.ulp_lo, self.ulp_pool.threshold()) / scale
         if ok is None:
-            sel = np.flatnonzero(uhi >= floor) if most >= floor else _EMPTY
-            w = self.ulp_pool.worst
-            if sel.shape[0] > 4 * w + 64:  # errors growing along the order: the chunk's own top w
-                top_w = sel[np.argpartition(uhi[sel], sel.shape[0] - w)[sel.shape[0] - w:]]
-                own = float((np.maximum(A[top_w] * _C_DOWN - self.e_up, 0.0) * _DOWN * inv[top_w]).min())
-                if own > floor:  # w entries of the chunk have lo >= own: below it, w certainly precede
-                    sel = sel[uhi[sel] >= own]
+            if most >= floor:
+                floor = max(floor, self._own_floor(most, uhi, A, inv))
+                sel = np.flatnonzero(uhi >= floor)
+            else:
+                sel = _EMPTY
         else:
             sel = np.flatnonzero((uhi >= floor) | ~ok)
         if sel.shape[0]:
@@ -546,6 +544,19 @@ class _State:
         for t in undecided.tolist():
             self._one(lo + t)
         self.settled += undecided.shape[0]
+
+    def _own_floor(self, most: float, uhi: np.ndarray, A: np.ndarray, inv: np.ndarray) -> float:
+        """A value with ``worst`` entries of the chunk whose lower bound (same units as
+        ``uhi``) is at least it, or -1: entries below it cannot be among the worst.  Errors
+        grow along the order, so most chunks hold new worst entries: the entries near the
+        chunk's largest upper bound are looked at, not all of them."""
+        w = self.ulp_pool.worst
+        for gap in (2.0**-20, 2.0**-12, 2.0**-6):
+            near = np.flatnonzero(uhi >= most * (1 - gap))
+            if near.shape[0] >= w:
+                lo = np.maximum(A[near] * _C_DOWN - self.e_up, 0.0) * _DOWN * inv[near]
+                return float(np.partition(lo, lo.shape[0] - w)[lo.shape[0] - w])
+        return -1.0
 
     def _one(self, p: int) -> None:
         """Entry ``p`` by the object path: its row's verdict and errors (the row's own
