@@ -28,22 +28,30 @@ when some other row has ``g_r = 0``: a row's factor turns positive at its entry 
 i``, so ``m̃_p > 0`` iff the rows turned positive before ``p``, less ``p``'s own row if it
 is one of them, number ``k - 1`` (an exact integer count).
 
-**Two limbs.**  ``V`` is kept as ``hi * 2**30 + lo`` in two ``int64`` arrays, the table's
-differences split the same way (``lo`` in ``[0, 2**30)``); chunks of :data:`CHUNK`
-entries are summed from a normalized carry, so a ``lo`` sum stays below ``2**30 (CHUNK +
-2)`` and a ``hi`` sum below ``2**62`` (``F`` is chosen with ``(k - 1) max X_n < 2**90``).
-``F = 64 + bitlen(E)`` (so ``E 2**-F <= 2**-64``) unless that bound lowers it.
+**Two limbs.**  ``V`` is kept as ``hi * 2**30 + lo`` in two ``int64`` columns, the
+table's differences split the same way (``lo`` in ``[0, 2**30)``); each chunk of
+:data:`CHUNK` entries starts from the normalized running sum, so a ``lo`` sum stays below
+``2**30 (CHUNK + 2)``, and ``F`` is chosen with ``k (max X_n + w + 1) < 2**82``, so every
+``hi`` is below ``2**52``.  ``F = 64 + bitlen(E)`` (so ``E 2**-F <= 2**-64``) unless that
+bound lowers it (``F = 70`` at ``d = 166,000``, ``k = 200``: ``E 2**-F < 2**-58``).
 
-**The comparison.**  A finite claim ``x`` with ``|x| >= 2**(52-F)`` has ``x 2**F`` an
-integer (its ulp is at least ``2**-F``), split exactly into the same two limbs by
-``ldexp`` and ``floor``; ``D = x 2**F - V`` is then an exact ``int64`` when the ``hi``
-limbs differ by less than ``2**31``, and ``|x - ln m̃| 2**F`` is in ``[max(|D| - E, 0),
-|D| + E]``.  ``np.spacing(|x|)`` is the power of two ``2**(e - 1075)`` (``e`` the biased
-exponent of ``x``), so the error in ulps of ``x`` is that interval times an exact power of
-two.  Every other entry (``|D|`` that large, ``x`` tiny, ``m̃ = 1``) is enclosed from
-floats with outward rounding.  Pass or fail is decided on these outward bounds against the
+**The comparison.**  For a claim ``x`` with ``2**-900 < |x| < 2**900``, ``x 2**F`` and
+``hi 2**30`` are exact floats, so ``D = x 2**F - V`` computed as ``(x 2**F - hi 2**30) -
+lo`` has two roundings: ``|Dc - D| <= 2**-51 |Dc| + 1``.  ``|x - ln m̃| 2**F`` is then in
+``[|Dc| (1 - 2**-51) - E - 1, |Dc| (1 + 2**-51) + E + 1]``, every bound rounded outward.
+``np.spacing(|x|)`` is the power of two ``2**(e - 52)`` (``2**e <= |x| < 2**(e+1)``), so
+the error in ulps of ``x`` is that interval times an exact power of two, made from the
+exponent bits of ``x``.  The other entries are exact or one by one: ``m̃ = 0`` (error 0
+for a claim ``-inf``, else infinite), ``m̃ = 1`` (``V = 0``, the error ``|x|`` exactly),
+NaN and infinite claims, and claims of 0 or outside that range with ``m̃ >= 2`` (the
+object path, entry by entry).  Pass or fail is decided on the outward bounds against the
 tolerance bounded outward too; an entry whose enclosure straddles the tolerance is decided
 by the exact path (:func:`~exactdp.certify.compare._exact_ok`).
+
+**The worst rows** are rebuilt by the object path from a pool of candidates: entries whose
+upper bound reaches the ``worst``-th largest lower bound (failures first), at most
+``worst`` of one key ``(claim, row, M)`` (one key, one ``m̃``, one error), so the rows, their
+order and ``max_abs_error`` are the object loop's.
 """
 
 from __future__ import annotations
@@ -70,12 +78,13 @@ _TOP = 52 + _LB
 def fixed_point(k: int, d: int) -> tuple[int, int]:
     """``(F, E)``: the fractional bits and the error bound ``E = (k - 1) w`` in ulps of
     ``2**-F`` of every ``V_p`` with ``m̃ > 0`` (module docstring); ``F = 64 + bitlen(E)``
-    unless ``(k - 1) max X_n`` would reach ``2**82`` (the ``hi`` limb a float)."""
+    unless ``k (max X_n + w + 1)`` could reach ``2**82`` (every ``hi`` limb below ``2**52``)."""
     w = (d + 1).bit_length() - 1
     e = (k - 1) * w
     frac = 64 + e.bit_length()
-    # ln(d + 1) < bitlen(d + 1): k * (X_{d+1} + w + 1) < k * 2**(F + bitlen(bitlen(d + 1)))
-    over = (k << (frac + (d + 1).bit_length().bit_length())).bit_length() - _TOP
+    # ln(d + 1) < bitlen(d + 1) ln 2 < bitlen(d + 1) * 0.6932 <= B: X_n < B 2**F + w
+    big = -(-(d + 1).bit_length() * 6932 // 10000)
+    over = (k * ((big << frac) + w + 1)).bit_length() - _TOP
     if over > 0:
         frac -= over
     return frac, e
