@@ -260,6 +260,8 @@ _INV_BITS = np.int64(2046 << 52)
 #: Claims outside ``[2**-900, 2**900]`` in size (0, NaN, infinities included) are not on
 #: the float path: their ulps or ``x 2**F`` may leave the float range.
 _SMALL, _LARGE = 2.0**-900, 2.0**900
+#: Their exponent fields: 2**-900 < |x| < 2**900 iff SMALL_BITS < (bits & EXP) < LARGE_BITS.
+_SMALL_BITS, _LARGE_BITS = (1023 - 900) << 52, (1023 + 900) << 52
 
 
 def _fraction(v: Any) -> Fraction:
@@ -484,18 +486,19 @@ class _State:
         the roundings of its own two or three operations)."""
         x = self.claimed[lo:lo + vh.shape[0]]
         m = x.shape[0]
-        every = nonzero is None and one is None and float(x.min()) > _SMALL and float(x.max()) < _LARGE
+        ebits = x.view(np.int64) & _EXP_BITS  # the exponent field: 0 for 0, all ones for NaN, inf
+        every = (nonzero is None and one is None and int(ebits.min()) > _SMALL_BITS
+                 and int(ebits.max()) < _LARGE_BITS)
         fine = None
         if not every:
-            ax = np.abs(x)
-            fine = (ax > _SMALL) & (ax < _LARGE)  # NaN: False
+            fine = (ebits > _SMALL_BITS) & (ebits < _LARGE_BITS)
             if nonzero is not None:
                 fine &= nonzero
             if one is not None:
                 fine &= ~one
-        H = np.ldexp(vh, _LB)  # exact: |vh| < 2**52
-        t = np.ldexp(x, self.frac)
-        t -= H
+        t = np.ldexp(x, self.frac - _LB)
+        t -= vh  # one rounding (vh < 2**52 converts exactly); the product by 2**30 is exact
+        t *= 2.0**_LB
         t -= vl
         A = np.abs(t, out=t)
         U = A * _C_UP
@@ -506,7 +509,7 @@ class _State:
         undecided = _EMPTY
         ok = None  # every entry on the float path within tolerance
         if top > float(np.nextafter(float(vh.min()) * 2.0**_LB * self.ra * _DOWN + self.b_lo, -np.inf)):
-            vf = H * self.ra
+            vf = np.ldexp(vh, _LB) * self.ra
             ok = U <= np.nextafter(vf * _DOWN + self.b_lo, -np.inf)
             L = np.maximum(A * _C_DOWN - self.e_up, 0.0) * _DOWN
             fail = L > np.nextafter(vf * _UP + self.b_hi, np.inf)
@@ -520,7 +523,7 @@ class _State:
         # errors in ulps of x: spacing(|x|) = 2**(e - 52) for 2**e <= |x| < 2**(e + 1), and
         # 2**-e is made from the exponent bits (|x| in [2**-900, 2**900]); the products by
         # powers of two are exact
-        inv = (_INV_BITS - (x.view(np.int64) & _EXP_BITS)).view(np.float64)
+        inv = (_INV_BITS - ebits).view(np.float64)
         uhi = U * inv  # ulps times 2**(F - 52)
         if fine is not None:
             uhi[~fine] = -np.inf
