@@ -42,7 +42,7 @@ p-values), never in an exact value.
 'pass'
 
 Modules, one job each: :mod:`~exactdp.certify.compare` (claimed probability tables and
-``log m~`` arrays), :mod:`~exactdp.certify.fit` (the sampler test and its verdict),
+``log m~`` arrays, the latter at scale in :mod:`~exactdp.certify.mtilde_arrays`), :mod:`~exactdp.certify.fit` (the sampler test and its verdict),
 :mod:`~exactdp.certify.design` (its bins as a function of ``n``),
 :mod:`~exactdp.certify.chi2` (chi-square laws and power), :mod:`~exactdp.certify.tail` (the exact test of the
 rare tail: levels too rare for the chi-square), :mod:`~exactdp.certify.alternative`

@@ -2,7 +2,8 @@
 
 Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`),
 the canonical mechanisms' class probabilities (:func:`compare_class_probabilities`) and
-Joint's ``log m~`` array (:func:`compare_mtilde`).
+Joint's ``log m~`` array (:func:`compare_mtilde`, on arrays by
+:mod:`~exactdp.certify.mtilde_arrays` when the counts fit ``int64``).
 
 Exact values are certified to ``dps`` digits (default 30) before any comparison; floats
 appear only in what is reported (errors), never in an exact value.
@@ -31,7 +32,7 @@ from flint import arb, fmpz
 from .._groups import Groups
 from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
-from ..core.precision import certify as certify_ball, mp_workdps
+from ..core.precision import certify as certify_ball, flint_workprec, mp_workdps
 from ..core.results import VERDICT_HINT, NoTruthValue
 from ..core.validation import as_dps
 from ..errors import ExactDPError, InvalidParameterError
@@ -550,7 +551,9 @@ class MtildeRow(NoTruthValue):
     """Entry ``position`` (0-based, in increasing refined difference = decreasing ``Ũ``):
     its ``(row, col)`` over ranks, exact ``m̃`` (``mtilde``), exact ``ln m̃`` (``exact_log``,
     certified; ``-inf`` for ``m̃ = 0``), the ``claimed`` log and ``abs_error``, the absolute
-    error in the log; ``ok`` when within tolerance."""
+    error in the log; ``ok`` when within tolerance; ``ulp_error``: ``abs_error`` in ulps of
+    the claim (``numpy.spacing(|claimed|)``, an exact power of two; ``inf`` when the error
+    is)."""
 
     position: int
     row: int
@@ -560,6 +563,7 @@ class MtildeRow(NoTruthValue):
     claimed: float
     abs_error: mpmath.mpf
     ok: bool
+    ulp_error: mpmath.mpf = mpmath.inf
 
     _truth_hint = ".ok (within tolerance)"
 
@@ -570,9 +574,15 @@ class MtildeComparison(NoTruthValue):
     ``failures``, ``zero_mismatches`` (entries where exactly one of exact ``m̃`` and the
     claim is 0, i.e. ``-inf``), ``order_mismatches`` (positions whose claimed
     ``(row, col)`` differs from the exact order, when positions were given) and ``worst``
-    rows; ``entries``: how many entries were compared (``d*k``); ``atol``, ``rtol``: the
-    tolerances used; ``verdict``: ``"pass"`` or ``"fail"``.  A result has no truth value:
-    ``bool(r)`` raises ``TypeError``; read :attr:`passed` or :attr:`verdict`."""
+    rows (failures first, then by decreasing error in ulps of the claim, then by
+    position); ``entries``: how many entries were compared (``d*k``); ``atol``, ``rtol``:
+    the tolerances used; ``verdict``: ``"pass"`` or ``"fail"``; ``max_ulp_error``: a
+    certified interval ``(lower, upper)`` holding the largest error in ulps of the claim
+    over all entries; ``path``: ``"arrays"`` (certified fixed-point arrays) or
+    ``"objects"`` (the loop over :meth:`~exactdp.Joint.mtilde`); ``settled_exactly``:
+    entries whose certified enclosure straddled the tolerance and were decided by exact
+    arithmetic (arrays path).  A result has no truth value: ``bool(r)`` raises
+    ``TypeError``; read :attr:`passed` or :attr:`verdict`."""
 
     _truth_hint = ".passed or .verdict ('pass' or 'fail')"
 
@@ -585,6 +595,9 @@ class MtildeComparison(NoTruthValue):
     worst: tuple[MtildeRow, ...]
     atol: float
     rtol: float
+    max_ulp_error: tuple[mpmath.mpf, mpmath.mpf] = (mpmath.mpf(0), mpmath.mpf(0))
+    path: str = "objects"
+    settled_exactly: int = 0
 
     @property
     def verdict(self) -> str:
@@ -594,17 +607,82 @@ class MtildeComparison(NoTruthValue):
     def table(self, limit: int = 10) -> str:
         """The first ``limit`` rows of ``worst`` (default 10) as an aligned text table."""
         rows = [[str(r.position), str(r.row), str(r.col), str(r.mtilde), number_text(r.exact_log, 15),
-                 number_text(r.claimed, 15), number_text(r.abs_error, 3), "ok" if r.ok else "FAIL"]
+                 number_text(r.claimed, 15), number_text(r.abs_error, 3), number_text(r.ulp_error, 3),
+                 "ok" if r.ok else "FAIL"]
                 for r in self.worst[:limit]]
-        return table(["position", "row", "col", "exact m~", "exact log", "claimed log", "abs error", ""], rows)
+        return table(["position", "row", "col", "exact m~", "exact log", "claimed log", "abs error", "ulps", ""],
+                     rows)
 
     def __str__(self) -> str:
+        lo, hi = self.max_ulp_error
         text = (
             f"{self.verdict.upper()}: {self.entries} log m~ entries, {self.failures} out of "
             f"tolerance (atol={self.atol:g}, rtol={self.rtol:g}), max abs error {number_text(self.max_abs_error, 3)}, "
+            f"max ulp error in [{number_text(lo, 3)}, {number_text(hi, 3)}], "
             f"{self.zero_mismatches} zero mismatches, {len(self.order_mismatches)} order mismatches"
         )
         return text + "\n" + self.table()
+
+
+def _exact_ok(c: float, mt: int, atol: float, rtol: float) -> bool:
+    """``|c - ln mt| <= atol + rtol ln mt`` decided exactly (``c`` finite, ``mt >= 1``):
+    rationally for ``mt = 1``, else on arb balls at doubling precision (a float is an exact
+    dyadic ball).  Equality would need ``(1 +- rtol) ln mt`` rational, so the loop ends
+    unless ``rtol = 1``; at ``2**16`` bits the values are taken as equal (within
+    tolerance)."""
+    if mt == 1:
+        return abs(Fraction(c)) <= Fraction(atol)
+    prec = 128
+    num, den = c.as_integer_ratio()
+    anum, aden = float(atol).as_integer_ratio()
+    rnum, rden = float(rtol).as_integer_ratio()
+    while prec <= 1 << 16:
+        with flint_workprec(prec):
+            log = arb(fmpz(mt)).log()
+            gap = arb(anum) / aden + arb(rnum) / rden * log - abs(arb(num) / den - log)
+            if gap > 0:
+                return True
+            if gap < 0:
+                return False
+        prec *= 2
+    return True
+
+
+def _mtilde_row(p: int, i: int, j: int, mt: int, c: float, exact: mpmath.mpf, atol: float, rtol: float,
+                digits: int) -> tuple[MtildeRow, bool]:
+    """The row of entry ``p`` (under :func:`mp_workdps` ``digits + 5``) and whether it is a
+    zero mismatch: ``exact`` is ``ln mt`` certified to ``digits`` (``-inf`` for 0); ``ok``
+    decided on the certified values, and exactly (:func:`_exact_ok`) when they are within
+    the certification's error of the tolerance."""
+    zero_bad = False
+    if math.isnan(c):
+        err = ulp = mpmath.inf
+    elif mt == 0 or math.isinf(c):
+        if mt == 0 and c == -math.inf:
+            err = ulp = mpmath.mpf(0)
+        else:
+            err = ulp = mpmath.inf
+            zero_bad = True
+    else:
+        err = abs(mpmath.mpf(c) - exact)
+        ulp = err / mpmath.mpf(float(np.spacing(abs(c))))  # a power of two: exact
+    if mpmath.isinf(err):
+        ok = False
+    else:
+        tol = atol + rtol * (0 if mpmath.isinf(exact) else abs(exact))
+        ok = bool(err <= tol)
+        if mt >= 1 and abs(err - tol) <= (abs(exact) + abs(c) + 1) * mpmath.mpf(10) ** (2 - digits):
+            ok = _exact_ok(c, mt, atol, rtol)
+    return MtildeRow(p, i, j, mt, exact, c, err, ok, ulp), zero_bad
+
+
+def _ulp_slack(row: MtildeRow, digits: int) -> mpmath.mpf:
+    """A bound on ``|row.ulp_error - true ulp error|`` from the certification (``exact_log``
+    within relative ``10**-digits``, the subtraction rounded at ``digits + 5``)."""
+    if mpmath.isinf(row.ulp_error) or row.abs_error == 0 and (row.mtilde <= 1):
+        return mpmath.mpf(0)
+    return (abs(row.exact_log) + row.abs_error + 1) * mpmath.mpf(10) ** (1 - digits) / mpmath.mpf(
+        float(np.spacing(abs(row.claimed))))
 
 
 def compare_mtilde(
@@ -617,6 +695,7 @@ def compare_mtilde(
     rtol: float = 1e-9,
     worst: int = 10,
     dps: Optional[int] = None,
+    path: str = "auto",
 ) -> MtildeComparison:
     """Compare a float array of ``log m̃`` with the exact ``m̃`` of ``mechanism``, a
     Joint-family mechanism (with ``mtilde()``); exact logs are certified to ``dps`` digits
@@ -632,12 +711,26 @@ def compare_mtilde(
     ``diffs_to_positions``) are checked against the exact order: a float sort can
     misorder entries once ``|c_i - c_j| * 2dk`` nears ``2**53``.
 
-    An entry passes when ``|claimed - ln m̃| <= atol + rtol * |ln m̃|``.
+    An entry passes when ``|claimed - ln m̃| <= atol + rtol * |ln m̃|`` (``atol``, ``rtol``
+    finite, ``>= 0``).  Each row's ``ulp_error`` is its error in ulps of the claim;
+    ``max_ulp_error`` a certified interval holding the largest.
+
+    ``path``: ``"auto"`` (default) takes the arrays path
+    (:mod:`exactdp.certify.mtilde_arrays`: the order checked in one pass or sorted, ``ln
+    m̃`` of every entry certified in fixed point, every decision on outward bounds or
+    exact) whenever the counts fit ``int64``, else the loop over :meth:`~exactdp.Joint.mtilde`
+    (``"objects"``, its twin); ``"arrays"`` raises when it does not apply.  Both give the
+    same verdict, failures, worst rows and ``max_abs_error``.
     """
     digits = as_dps(dps)
     if not hasattr(mechanism, "mtilde"):
         raise InvalidParameterError("mechanism", mechanism, "has no mtilde() (Joint family only)")
-    claimed = np.asarray(log_counts, dtype=float).ravel()
+    if path not in ("auto", "arrays", "objects"):
+        raise InvalidParameterError("path", path, "must be 'auto', 'arrays' or 'objects'")
+    atol, rtol = _tolerance("atol", atol), _tolerance("rtol", rtol)
+    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
+        raise InvalidParameterError("worst", worst, "must be an integer >= 0")
+    claimed = np.asarray(log_counts, dtype=float).reshape(-1)
     dk = mechanism.d * mechanism.k
     if claimed.shape[0] != dk:
         raise InvalidParameterError("log_counts", f"<{claimed.shape[0]} values>", f"must have d*k = {dk} entries")
@@ -645,21 +738,57 @@ def compare_mtilde(
         missing = "cols" if cols is None else "rows"
         raise InvalidParameterError(missing, None, "must be given with " + ("rows" if missing == "cols" else "cols")
                                     + " (the positions are checked as (row, col) pairs)")
-    pos_rows = None if rows is None else np.asarray(rows).ravel()
-    pos_cols = None if cols is None else np.asarray(cols).ravel()
+    # reshape, not ravel: a strided 1-d view (numpy.unravel_index's) is not copied
+    pos_rows = None if rows is None else np.asarray(rows).reshape(-1)
+    pos_cols = None if cols is None else np.asarray(cols).reshape(-1)
     for name, arr in (("rows", pos_rows), ("cols", pos_cols)):
         if arr is not None and arr.shape[0] != dk:
             raise InvalidParameterError(name, f"<{arr.shape[0]} values>", f"must have d*k = {dk} entries")
+    if path != "objects":
+        from .mtilde_arrays import compare_arrays
+
+        result = compare_arrays(claimed, mechanism, pos_rows, pos_cols, atol, rtol, worst, digits)
+        if result is not None:
+            return result
+        if path == "arrays":
+            raise InvalidParameterError("path", path, "needs counts whose differences fit int64 "
+                                                      "(below 2**61 in size); use path='auto' or 'objects'")
+    return _compare_mtilde_objects(claimed, mechanism, pos_rows, pos_cols, atol, rtol, worst, digits)
+
+
+def _tolerance(name: str, value: Any) -> float:
+    """``value`` as a finite float ``>= 0``."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(name, value, "must be a number >= 0") from None
+    if not (math.isfinite(out) and out >= 0):
+        raise InvalidParameterError(name, value, "must be a finite number >= 0")
+    return out
+
+
+def _sort_key(row: MtildeRow) -> tuple[bool, Any, int]:
+    """Failures first, then decreasing error in ulps, then position."""
+    return (row.ok, -row.ulp_error, row.position)
+
+
+def _compare_mtilde_objects(claimed: np.ndarray, mechanism: Joint, pos_rows: Optional[np.ndarray],
+                            pos_cols: Optional[np.ndarray], atol: float, rtol: float, worst: int,
+                            digits: int) -> MtildeComparison:
+    """The loop over :meth:`~exactdp.Joint.mtilde`, one certified log per distinct ``m̃``
+    (the twin of the arrays path)."""
+    dk = claimed.shape[0]
     out: list[MtildeRow] = []
     order_bad = []
     zero_bad = 0
     failures = 0
     max_err = mpmath.mpf(0)
+    ulp_lo = ulp_hi = mpmath.mpf(0)
     log_cache: dict[int, mpmath.mpf] = {}
     with mp_workdps(digits + 5):
         for p, (i, j, _, mt) in enumerate(mechanism.mtilde()):
             if pos_rows is not None and pos_cols is not None:
-                if (int(pos_rows[p]), int(pos_cols[p])) != (i, j):
+                if (pos_rows[p], pos_cols[p]) != (i, j):
                     order_bad.append((p, (int(pos_rows[p]), int(pos_cols[p])), (i, j)))
             c = float(claimed[p])
             if mt == 0:
@@ -670,30 +799,24 @@ def compare_mtilde(
                     exact = certify_ball(lambda: arb(fmpz(mt)).log(), digits) if mt > 1 else mpmath.mpf(0)
                     if len(log_cache) < 100_000:
                         log_cache[mt] = exact
-            if math.isnan(c):
-                err = mpmath.inf
-            elif mt == 0 or math.isinf(c):
-                if mt == 0 and c == -math.inf:
-                    err = mpmath.mpf(0)
-                else:
-                    err = mpmath.inf
-                    zero_bad += 1
-            else:
-                err = abs(mpmath.mpf(c) - exact)
-            ok = (not mpmath.isinf(err)) and err <= atol + rtol * (0 if mpmath.isinf(exact) else abs(exact))
-            if not ok:
+            row, zb = _mtilde_row(p, i, j, mt, c, exact, atol, rtol, digits)
+            zero_bad += zb
+            if not row.ok:
                 failures += 1
-            if err > max_err:
-                max_err = err
-            out.append(MtildeRow(p, i, j, mt, exact, c, err, bool(ok)))
+            if row.abs_error > max_err:
+                max_err = row.abs_error
+            slack = _ulp_slack(row, digits)
+            if row.ulp_error + slack > ulp_hi:
+                ulp_hi = row.ulp_error + slack
+            if row.ulp_error - slack > ulp_lo:
+                ulp_lo = row.ulp_error - slack
+            out.append(row)
             if len(out) > 4 * worst + 64:  # keep only the worst rows
-                out.sort(key=lambda r: (r.ok, -r.abs_error))
+                out.sort(key=_sort_key)
                 del out[2 * worst:]
-    out.sort(key=lambda r: (r.ok, -r.abs_error))
+    out.sort(key=_sort_key)
     return MtildeComparison(
         passed=failures == 0 and not order_bad, entries=dk, failures=failures, max_abs_error=max_err,
         zero_mismatches=zero_bad, order_mismatches=tuple(order_bad[:worst]), worst=tuple(out[:worst]),
-        atol=atol, rtol=rtol,
+        atol=atol, rtol=rtol, max_ulp_error=(ulp_lo, ulp_hi), path="objects",
     )
-
-
