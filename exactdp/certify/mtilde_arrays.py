@@ -76,8 +76,8 @@ _TOP = 52 + _LB
 
 
 def fixed_point(k: int, d: int) -> tuple[int, int]:
-    """``(F, E)``: the fractional bits and the error bound ``E = (k - 1) w`` in ulps of
-    ``2**-F`` of every ``V_p`` with ``m̃ > 0`` (module docstring); ``F = 64 + bitlen(E)``
+    """``(F, E)`` for ``k`` rows over ``d`` items: the fractional bits and the error bound
+    ``E = (k - 1) w`` in ulps of ``2**-F`` of every ``V_p`` with ``m̃ > 0`` (module docstring); ``F = 64 + bitlen(E)``
     unless ``k (max X_n + w + 1)`` could reach ``2**82`` (every ``hi`` limb below ``2**52``)."""
     w = (d + 1).bit_length() - 1
     e = (k - 1) * w
@@ -120,7 +120,8 @@ def _sorted_counts(mechanism: Any) -> Optional[np.ndarray]:
 
 
 def exact_order(sc: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(rows, cols)`` of every entry in the exact order (increasing ``(M, -i, j)``):
+    """``(rows, cols)`` of every entry in the exact order (increasing ``(M, -i, j)``) of
+    the ``k`` rows over the counts ``sc`` sorted descending:
     one stable ``argsort`` of the integer key ``M dk + d(k-1-i) + j`` when it fits
     ``int64``, else ``numpy.lexsort`` of the three keys."""
     d = sc.shape[0]
@@ -139,7 +140,7 @@ def exact_order(sc: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def exact_mtilde(sc: np.ndarray, k: int, i: int, j: int) -> int:
-    """Exact ``m̃`` of entry ``(i, j)`` (Lemma 3.7): ``prod_{r<i} max(T_r(M^-) - r, 0)
+    """Exact ``m̃`` of entry ``(i, j)`` of ``k`` rows over the sorted counts ``sc`` (Lemma 3.7): ``prod_{r<i} max(T_r(M^-) - r, 0)
     prod_{r>i} max(T_r(M) - r, 0)``, ``M = c_(i) - c_(j)``, from ``k`` bisections."""
     neg = -sc
     M = int(sc[i]) - int(sc[j])
@@ -164,7 +165,8 @@ class NotInOrder(Exception):
 def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.ndarray, frac: int,
                           check: bool = False) -> Iterator[tuple[int, np.ndarray, np.ndarray, Optional[np.ndarray],
                                                                  Optional[np.ndarray]]]:
-    """Chunks ``(lo, hi, low, nonzero, one)`` along the order ``(rows, cols)``: ``V = hi 2**30
+    """Chunks ``(lo, hi, low, nonzero, one)`` of the ``k`` rows over the sorted counts ``sc``
+    at ``frac`` fractional bits, along the order ``(rows, cols)``: ``V = hi 2**30
     + low`` for the entries ``lo, lo + 1, ...`` (``int64``, ``|hi| < 2**52``, ``|low| <
     2**30 (CHUNK + 2)``), whether ``m̃ > 0`` and whether ``m̃ = 1``
     (``None``: every entry, no entry); module docstring.  ``V_p`` is the inclusive
@@ -370,8 +372,9 @@ class _Pool:
 
 def compare_arrays(claimed: np.ndarray, mechanism: Any, pos_rows: Optional[np.ndarray], pos_cols: Optional[np.ndarray],
                    atol: float, rtol: float, worst: int, digits: int) -> Any:
-    """The arrays path of :func:`~exactdp.certify.compare_mtilde` (same arguments,
-    validated), or ``None`` when the counts do not fit ``int64``: the given positions are
+    """The arrays path of :func:`~exactdp.certify.compare_mtilde` (its arguments, validated:
+    ``claimed`` its ``log_counts``, ``mechanism``, ``pos_rows``/``pos_cols`` its ``rows``/``cols``,
+    ``atol``, ``rtol``, ``worst``, ``digits`` its ``dps``), or ``None`` when the counts do not fit ``int64``: the given positions are
     used when they are the exact order (checked chunk by chunk), else the exact order is
     sorted and the mismatches reported."""
     from ..core.precision import mp_workdps
