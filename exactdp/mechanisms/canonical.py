@@ -74,6 +74,7 @@ from ..core.ranking import Ranking
 from ..core.validation import as_dps, as_index, as_memory_budget, as_rho
 from ..errors import InvalidParameterError, NoClosedFormError, NotSingleRuleError
 from ..rules.noise import as_noise, rule_for_noise
+from .canonical_arrays import CanonicalLevelArrayBlock, iter_level_arrays as _iter_level_arrays
 
 __all__ = [
     "Canonical",
@@ -514,6 +515,22 @@ class Canonical(CanonicalFamily):
         sum does)."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
+
+    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[CanonicalLevelArrayBlock]:
+        """Every level, best first, in blocks of arrays
+        (:class:`~exactdp.mechanisms.canonical_arrays.CanonicalLevelArrayBlock`): exact loss
+        keys and utilities, and each level's log-multiplicity and one output's
+        log-probability as certified fixed-point integers, so that their ``exp`` is within
+        relative error ``10**-dps`` (``None``: the default 30) of the multiplicity and of the
+        probability (:mod:`exactdp.mechanisms.canonical_arrays` gives the proof).  Blocks
+        are computed as they are read, none is kept.  ``noise="gumbel"`` only: the level law
+        of permute-and-flip is an integral over every level, not a weight over a normaliser,
+        and raises :class:`~exactdp.errors.InvalidParameterError`."""
+        if self.noise != "gumbel":
+            raise InvalidParameterError(
+                "noise", self.noise,
+                'iter_level_arrays() needs the exponential rule (noise="gumbel"); use iter_level_probabilities()')
+        return _iter_level_arrays(self, as_dps(dps))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:
         """The ``r``-th subset of level ``a``: its loss key read off the level table (a
