@@ -10,14 +10,9 @@ Counts: benchmarks/run.py's shapes ("distinct" ``random.Random(2026).sample(rang
 d)``, "heavy" ``floor(10**12 / r**1.1)``, "zipf" ``floor(10**5 / r**1.1)``), epsilon = 1,
 Canonical's ``rho = 1/2`` and ``noise="gumbel"``.  Sides:
 
-- ``arrays``: ``Canonical.iter_level_arrays(dps=30)``, every block read;
+- ``arrays``: ``iter_level_arrays(dps=30)``, every block read;
 - ``objects``: ``iter_level_probabilities(30)`` (``Level`` objects with certified
   probabilities), streamed;
-- ``proto``: JointSet only, the best array form its multiplicities allow, prototyped here
-  and not in the package: the levels from the sweep (exact big integers: path counts, not
-  products of small factors), each ``ln m`` from arb into fixed-point limbs per block of
-  4,096 levels, and the log-probabilities by the limb product and normaliser of the
-  arrays;
 - ``float``: a float64 reference written for this benchmark (no published code has a
   Canonical or JointSet sampler).  Canonical: every class's ``ln C(t-h-2, k-h-1)`` from a
   float64 log-factorial table, the levels by a sort of the loss keys and
@@ -75,46 +70,6 @@ def canonical_float(counts: list[int], k: int) -> int:
     return len(logp)
 
 
-def jointset_proto(m) -> int:
-    """JointSet's levels as limb arrays, prototyped: exact levels from the sweep, ``ln m``
-    from arb within one ulp, the log-probabilities by the arrays' limb product."""
-    import itertools
-
-    import numpy as np
-    from flint import arb
-
-    from exactdp.core.log_table import fixed_log_ratio, limbs_for, to_limbs
-    from exactdp.core.precision import flint_workprec
-    from exactdp.mechanisms.joint_arrays import _fixed_lam, _fixed_log_total, _log_output, frac_bits_for
-    from exactdp.mechanisms.joint_set_sweep import iter_sweep_levels  # noqa: F401  (the sweep)
-    from exactdp.mechanisms.joint_set import iter_joint_set_levels
-
-    F = frac_bits_for(30, 3)
-    log_z = _fixed_log_total(m.table, F)
-    sc = m.ranking.sorted_counts
-    lam_fixed, g = _fixed_lam(m.scale, F, int(sc[0]) - int(sc[-1]))
-    levels = iter_joint_set_levels(m.ranking, m.k)
-    quarter = arb(2) ** -(F + 2)
-    n = 0
-    while True:
-        chunk = list(itertools.islice(levels, 4096))
-        if not chunk:
-            return n
-        xs = []
-        with flint_workprec(F + 40):
-            for lv in chunk:
-                ball = arb(lv.multiplicity).log()
-                if ball.rad() < quarter:
-                    man, exp = ball.mid().man_exp()
-                    man, exp = int(man), int(exp) + F
-                    xs.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
-                else:
-                    xs.append(fixed_log_ratio(lv.multiplicity, 1, F))
-        to_limbs(xs, limbs_for(max(xs).bit_length() + 1))
-        _log_output(np.array([lv.utility for lv in chunk], dtype=np.int64), lam_fixed, g, log_z)
-        n += len(chunk)
-
-
 def jointset_float(m) -> int:
     import math
 
@@ -145,8 +100,6 @@ def child(mech: str, side: str, shape: str, d: int, k: int) -> None:
             n = sum(len(b) for b in m.iter_level_arrays(dps=30))
         elif side == "objects":
             n = sum(1 for _ in m.iter_level_probabilities(30))
-        elif side == "proto":
-            n = jointset_proto(m)
         else:
             n = jointset_float(m)
     print(json.dumps({"cpu": cpu() - start, "levels": n}))
@@ -166,7 +119,7 @@ def measure(argv: list[str], cap_gib: float, timeout: float) -> dict:
     return {**json.loads(rep["out"][0]), "peak": peak}
 
 
-SIDES = {"Canonical": ("arrays", "objects", "float"), "JointSet": ("proto", "objects", "float")}
+SIDES = {"Canonical": ("arrays", "objects", "float"), "JointSet": ("arrays", "objects", "float")}
 
 
 def main() -> None:
@@ -181,7 +134,7 @@ def main() -> None:
     ap.add_argument("--mechanisms", nargs="+", default=["Canonical", "JointSet"], choices=sorted(SIDES))
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--cap-gib", type=float, default=4.0)
-    ap.add_argument("--sides", nargs="+", default=["arrays", "proto", "objects", "float"],
+    ap.add_argument("--sides", nargs="+", default=["arrays", "objects", "float"],
                     help="the sides to run (the others are shown as '-')")
     args = ap.parse_args()
     print("| mechanism | counts | d | k | levels | arrays CPU s | objects CPU s | float CPU s | arrays/objects | arrays/float "
@@ -204,8 +157,7 @@ def main() -> None:
                     return "-" if "fail" in x or "fail" in y else f"{x['cpu'] / y['cpu']:.2f}"
 
                 levels = next((f"{x['levels']:,}" for x in (a, o, f) if "levels" in x), "-")
-                name = mech if mech == "Canonical" else "JointSet (proto)"
-                print(f"| {name} | {shape} | {args.d:,} | {k} | {levels} | {c(a)} | {c(o)} | {c(f)} | {q(a, o)} | "
+                print(f"| {mech} | {shape} | {args.d:,} | {k} | {levels} | {c(a)} | {c(o)} | {c(f)} | {q(a, o)} | "
                       f"{q(a, f)} | {' / '.join(p(x) for x in (a, o, f))} |", flush=True)
 
 

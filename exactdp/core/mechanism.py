@@ -242,8 +242,8 @@ class Mechanism(abc.ABC):
         return iter(self.level_probabilities(dps))
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[object]:
-        """Every level, best first, in blocks of arrays certified to ``dps`` digits (Joint
-        and Canonical provide it: see theirs).  By default a mechanism has none and raises
+        """Every level, best first, in blocks of arrays certified to ``dps`` digits (Joint,
+        JointSet and Canonical provide it: see theirs).  By default a mechanism has none and raises
         :class:`~exactdp.errors.NoLevelArraysError` naming the streamed alternative,
         :meth:`iter_level_probabilities`."""
         raise NoLevelArraysError(

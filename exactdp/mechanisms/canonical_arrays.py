@@ -46,11 +46,9 @@ and ball per level.
 from __future__ import annotations
 
 import itertools
-import operator
 from typing import Any, Iterator
 
 import gmpy2
-import mpmath
 import numpy as np
 from flint import arb
 
@@ -245,11 +243,13 @@ def _exact_logs(levels: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, h: np
     ends = np.cumsum(lengths)
     entries = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
     hh = h[entries]
-    r = (k - hh).tolist()
+    a, b = t1[entries], t2[entries]
+    one = a == b  # a run of one tail t: C(t-h-1, r) - C(t-h-2, r) = C(t-h-2, r-1), one binomial
     comb = gmpy2.comb
-    upper = map(comb, (t2[entries] - hh - 1).tolist(), r)
-    lower = map(comb, (t1[entries] - hh - 2).tolist(), r)
-    running = list(itertools.accumulate(map(operator.sub, upper, lower), initial=gmpy2.mpz(0)))
+    terms = list(map(comb, np.where(one, a - hh - 2, b - hh - 1).tolist(), (k - hh - one).tolist()))
+    for e in np.flatnonzero(~one).tolist():  # C(t2-h-1, r) - C(t1-h-2, r)
+        terms[e] -= comb(int(a[e] - hh[e] - 2), int(k - hh[e]))
+    running = list(itertools.accumulate(terms, initial=gmpy2.mpz(0)))
     bounds = np.concatenate(([0], ends)).tolist()
     out = []
     quarter = arb(2) ** -(F + 2)
