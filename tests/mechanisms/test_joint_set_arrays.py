@@ -95,7 +95,6 @@ def test_utilities_past_int64():
     assert [b.utility.dtype for b in m.iter_level_arrays()] == [object]
 
 
-@pytest.mark.slow
 def test_bounds_larger_d_and_k():
     import random
 
