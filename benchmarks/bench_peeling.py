@@ -1,31 +1,34 @@
 """Peeling sampling benchmark: exactdp's exact per-draw time (first draw with set-up, then
-steady state over many draws by ``samples(n)``) beside a float64 numpy peeling sampler.
+steady state over many draws by ``samples(n)``) beside two float64 numpy peeling samplers.
 
 Run:  python benchmarks/bench_peeling.py                  (d in {10,000, 166,000}, k in {50, 200})
+      python benchmarks/bench_peeling.py --d 166000 --draws 20 --budget 2 --repeats 2
       python benchmarks/bench_peeling.py --d 10000 --k 50 --shapes zipf --noise gumbel
-      python benchmarks/bench_peeling.py --draws 1000 --budget 20 --repeats 2
 
 One Markdown table.  Counts shapes are those of ``benchmarks/run.py`` (``make_counts``):
 zipf ``floor(10**5 / r**1.1)``, distinct ``Random(2026).sample(range(10 d), d)``, heavy
 ``floor(10**12 / r**1.1)``; ``epsilon = 1`` (``eps/k`` per round), both noises.
 
 - exactdp: ``Peeling(counts, k, epsilon=1, noise=...)``; *first* = building the mechanism
-  and one ``sample(rng=1)`` (the weight tree, the level table of all counts); *steady* =
-  seconds per draw of ``samples(n, rng=2)`` on the same mechanism, ``n`` up to ``--draws``
-  (fewer when ``--budget`` seconds run out first; the column ``draws`` says how many).
-- float64 (numpy ``default_rng``), built on the same counts: gumbel noise, one-shot Gumbel
-  top-k (``float_sample`` of ``benchmarks/bench_peeling_memory.py``: Gumbel noise on
-  ``(eps/k) c``, ``argpartition`` + ``argsort``); exponential noise, ``k`` rounds of
-  report-noisy-max with ``Exponential(scale = k/eps)`` noise on the remaining counts
-  (``d`` exponentials and one ``argmax`` per round).  *first* = building the array and one
-  draw; *steady* = seconds per draw over the same number of draws as exactdp, or the budget.
+  and one ``sample(rng=1)`` (the weight tree, the ranking); *steady* = seconds per draw of
+  ``samples(n, rng=2)`` on the same mechanism, ``n`` up to ``--draws`` (fewer when
+  ``--budget`` seconds run out first; the column ``draws`` says how many).
+- Two float64 references (numpy ``default_rng``), built on the same counts, each row beside
+  both whatever its noise: *gumbel*, the one-shot Gumbel top-k draw (``float_sample`` of
+  ``benchmarks/bench_peeling_memory.py``: Gumbel noise on ``(eps/k) c``, ``argpartition`` +
+  ``argsort``: the cheapest float draw); *exp.*, ``k`` rounds of report-noisy-max with
+  ``Exponential(scale = k/eps)`` noise on the remaining counts (``d`` exponentials and one
+  ``argmax`` per round: the float form of the exponential rows' rule).  *first* = building
+  the array and one draw.
 - Times are CPU seconds of the run's process (``time.process_time``: less sensitive than
-  wall clock to other work on the machine).  ratio = exactdp steady / float steady.  Peak = ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of
-  a fresh helper process whose only child is that run (MiB; the float run's includes numpy).
+  wall clock to other work on the machine).  first / gumbel and first / exp. = exactdp's
+  first draw over that float reference's first draw.  Peak = ``getrusage(RUSAGE_CHILDREN).ru_maxrss``
+  of a fresh helper process whose only child is that run (MiB; the float runs' include
+  numpy; float peak = the larger of the two).
 
-Each (instance, side) runs ``--repeats`` times, the sides alternating (exactdp, float,
-exactdp, float, ...) so that both see the same machine load; each cell is the fastest
-repeat.  Timings on a shared machine are noisy: compare ratios, not seconds.
+Each (instance, side) runs ``--repeats`` times, the sides alternating (exactdp, float
+gumbel, float exp., exactdp, ...) so that all see the same machine load; each cell is the
+fastest repeat.  Timings on a shared machine are noisy: compare ratios, not seconds.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def float_sample_exponential(counts, k, eps, rng):
 
 
 def child(side: str, shape: str, d: int, k: int, noise: str, draws: int, budget: float) -> None:
+    """One run: ``side`` is ``exact`` (exactdp with ``noise``) or ``float`` (the float
+    reference of ``noise``: gumbel, or exponential-noise peeling)."""
     counts = make_counts(shape, d)
     if side == "exact":
         import exactdp
@@ -127,6 +132,10 @@ def secs(r: dict, key: str) -> str:
     return f"{x:.3g}" if x >= 1e-3 else f"{x * 1e3:.3g} ms"
 
 
+def ratio_text(x: float) -> str:
+    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         side, shape, d, k, noise, draws, budget = sys.argv[2:9]
@@ -146,27 +155,31 @@ def main() -> None:
     print(f"Peeling sampling, epsilon = 1; {machine_text()}; cap {args.cap_gib:g} GiB; "
           f"steady state over up to {args.draws} draws or {args.budget:g} s; fastest of {args.repeats} alternating runs")
     print()
-    print("| counts | d | k | noise | exactdp first CPU s | exactdp CPU s/draw | float first CPU s | float CPU s/draw "
-          "| exactdp/float (steady) | draws | exactdp peak MiB | float peak MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| counts | d | k | noise | exactdp first CPU s | float gumbel first CPU s | float exp. first CPU s "
+          "| first / gumbel | first / exp. | exactdp CPU s/draw | float gumbel CPU s/draw | float exp. CPU s/draw "
+          "| draws | exactdp peak MiB | float peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape in args.shapes:
         for d in args.d:
             for k in args.k:
+                runs: dict = {("float", "gumbel"): [], ("float", "exponential"): []}
+                runs.update({("exact", noise): [] for noise in args.noise})
+                for _ in range(args.repeats):
+                    for side, noise in runs:
+                        runs[side, noise].append(measure(side, shape, d, k, noise, args.draws, args.budget,
+                                                         args.cap_gib, args.timeout))
+                fg, fe = best(runs["float", "gumbel"]), best(runs["float", "exponential"])
+                fpeak = max(fg["peak"], fe["peak"])
                 for noise in args.noise:
-                    runs: dict = {"exact": [], "float": []}
-                    for _ in range(args.repeats):
-                        for side in ("exact", "float"):
-                            runs[side].append(measure(side, shape, d, k, noise, args.draws, args.budget,
-                                                      args.cap_gib, args.timeout))
-                    e, f = best(runs["exact"]), best(runs["float"])
-                    ratio = "-"
-                    if "fail" not in e and "fail" not in f:
-                        x = e["steady"] / f["steady"]
-                        ratio = f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+                    e = best(runs["exact", noise])
+                    ratios = ["-", "-"]
+                    if "fail" not in e:
+                        ratios = [ratio_text(e["first"] / f["first"]) if "fail" not in f else "-" for f in (fg, fe)]
                     draws = e.get("draws", "-")
-                    print(f"| {shape} | {d:,} | {k} | {noise} | {secs(e, 'first')} | {secs(e, 'steady')} "
-                          f"| {secs(f, 'first')} | {secs(f, 'steady')} | {ratio} | {draws} | {e['peak']:,.0f} "
-                          f"| {f['peak']:,.0f} |", flush=True)
+                    print(f"| {shape} | {d:,} | {k} | {noise} | {secs(e, 'first')} | {secs(fg, 'first')} "
+                          f"| {secs(fe, 'first')} | {ratios[0]} | {ratios[1]} | {secs(e, 'steady')} "
+                          f"| {secs(fg, 'steady')} | {secs(fe, 'steady')} | {draws} | {e['peak']:,.0f} "
+                          f"| {fpeak:,.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdp
 from .core.validation import as_dps, as_positive_int
 from .errors import InvalidParameterError, PrecisionError
 from . import _worst
+from ._draws import DrawsBound, PlannedEvent, draws_to_detect, lower_bound_from_counts, lower_bound_from_draws, plan_event
 from ._worst import NeighbourLoss, WorstCase, claimed_epsilon, output_text
 
 __all__ = [
@@ -110,6 +111,12 @@ __all__ = [
     "epsilon_for_delta",
     "renyi_divergence",
     "zcdp_rho",
+    "DrawsBound",
+    "PlannedEvent",
+    "lower_bound_from_draws",
+    "lower_bound_from_counts",
+    "plan_event",
+    "draws_to_detect",
 ]
 
 
@@ -597,6 +604,7 @@ def audit_grid(
 
 # exactdp.audit is the documented home of the neighbour functions defined in
 # exactdp._neighbours: reprs, pickles and the API reference name it.
-for _obj in (AuditLimitError, neighbours, neighbour_count):
+for _obj in (AuditLimitError, neighbours, neighbour_count, DrawsBound, PlannedEvent, lower_bound_from_draws,
+             lower_bound_from_counts, plan_event, draws_to_detect):
     _obj.__module__ = __name__
 del _obj

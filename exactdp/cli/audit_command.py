@@ -26,6 +26,7 @@ from ..core.pool import process_pool
 from ..core.formatting import change_text, exact_text, number_text, output_text, table_lines
 from ..core.mechanism import Mechanism
 from ..core.validation import DEFAULT_DPS
+from .audit_draws import add_draws_options, cmd_audit_draws
 from .commands import CommandError
 from .options import _FORMATTER, _add_json, _add_no_progress, _add_precision, _fill, _Parser, _UsageError
 from .parse import (_claimed_epsilon_arg, _counts_arg, _counts_file_arg, _positive_int_arg, _rational_arg,
@@ -52,7 +53,7 @@ _NOTION_HELP = {
 def add_audit_options(p: Any, *, tables: bool = False) -> None:
     """The options of ``audit``, for a registered mechanism or (``tables``) a file."""
     p.add_argument(
-        "--relation", type=_relation_arg, default="add_remove", metavar="REL",
+        "--relation", type=_relation_arg, default=None, metavar="REL",
         help="neighbours: 'add_remove' (one user added or removed: counts +1 together or -1 "
         "together; default) or 'swap' (one user's items replaced: any mix of +1 and -1)",
     )
@@ -91,6 +92,8 @@ def add_audit_options(p: Any, *, tables: bool = False) -> None:
     p.set_defaults(dps=None)  # resolved per notion by _resolve_dps
     _add_no_progress(p)
     _add_json(p, "a JSON object with every neighbour audited; values as decimal strings of --dps digits")
+    if not tables:
+        add_draws_options(p)
 
 
 # ---------------------------------------------------------------------------------------
@@ -134,7 +137,7 @@ def _worst_case(factory: Callable[[Sequence[int]], Any], counts: Sequence[int], 
 
     with _resources(args) as (progress, executor):
         return audit.worst_case(
-            factory, counts, args.relation, _digits(args)[0], contribution=args.contribution,
+            factory, counts, args.relation or "add_remove", _digits(args)[0], contribution=args.contribution,
             max_neighbours=args.max_neighbours, max_outputs=args.max_outputs, progress=progress,
             symmetric=symmetric, executor=executor, **claims,
         )
@@ -156,6 +159,12 @@ def _digits(args: argparse.Namespace) -> tuple[int, int]:
 def cmd_audit(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
     """``exactdp audit MECHANISM``: the worst case over the neighbours of the counts."""
     _resolve_dps(args)
+    if args.from_draws is not None:
+        cmd_audit_draws(name, spec, m, args)
+        return
+    for flag, value in (("--neighbour", args.neighbour), ("--seed", args.seed), ("--excess", args.excess)):
+        if value is not None:
+            raise _UsageError(f"{flag} is for --from-draws", f"{PROG} audit {name}")
     factory = MechanismFactory(name, args.k, tuple(spec.kwargs(args).items()))
     w = _worst_case(factory, m.counts, args, _claims(args, None), symmetric=True)
     _report(w, args, _mechanism_json(name, m, spec), f"{_describe(m)}  [{name}: {spec.summary}]", "mechanism")
@@ -265,13 +274,14 @@ def _check_neighbours(tables: Any, counts: tuple[int, ...], args: argparse.Names
         raise _UsageError(f"--counts has {len(counts)} items, the tables of {src} {tables.d}", f"{PROG} audit")
     if counts not in tables.tables:
         raise CommandError(f"{src} has no table for counts {','.join(map(str, counts))} (it has: {tables.summary()})")
-    missing = tables.missing_neighbours(counts, args.relation, contribution=args.contribution,
+    relation = args.relation or "add_remove"
+    missing = tables.missing_neighbours(counts, relation, contribution=args.contribution,
                                         max_neighbours=args.max_neighbours)
     if missing:
         shown = "; ".join(",".join(map(str, n)) for n in missing[:5])
         more = f"; ... ({len(missing) - 5} more)" if len(missing) > 5 else ""
         raise CommandError(
-            f"{src} has no table for {len(missing)} {args.relation} neighbour{'s' if len(missing) != 1 else ''} of "
+            f"{src} has no table for {len(missing)} {relation} neighbour{'s' if len(missing) != 1 else ''} of "
             f"counts {','.join(map(str, counts))} that the audit needs: {shown}{more}; add their tables, or "
             "audit fewer neighbours (--relation add_remove, --contribution L)")
 

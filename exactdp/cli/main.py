@@ -186,7 +186,9 @@ COMMANDS: dict[str, Command] = {
         "the audit is inconclusive (a zCDP bracket too wide to decide: raise --dps, or audit that "
         "pair in Python with a larger max_steps of exactdp.audit.zcdp_rho).\n\n"
         "'exactdp audit --mechanism-file FILE ...' (no mechanism) audits another implementation's "
-        "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'.",
+        "probability tables instead: see 'exactdp audit --mechanism-file FILE --help'. "
+        "'--from-draws MODULE:FUNCTION --neighbour COUNTS' bounds a real sampler's epsilon from its "
+        "draws instead, the mechanism being the law it claims.",
         "--counts 3,2,2,0 -k 2 --epsilon 1",
         audit_command.add_audit_options,
     ),

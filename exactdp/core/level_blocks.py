@@ -201,10 +201,15 @@ class BlockLevelTable:
         self._extra_bits: Optional[int] = None
         if not source.length_on_demand:
             self._extra_bits = 2 * bound.bit_length() + 8
+        #: Guard bits of ``bound`` levels (the exact number, or a lazy source's bound on
+        #: it), known without finding a block: what a heuristic that must not find every
+        #: block reads instead of :attr:`extra_bits` (permute-and-flip's test of whether a
+        #: running product's ball is accurate enough to keep).
+        self.bound_extra_bits = 2 * bound.bit_length() + 8
         #: Working precision of exact sampling's first attempt: that of 30-digit
         #: probabilities (of the guard bits of ``bound`` levels), so one pass over the
         #: blocks serves both (and never depends on what was computed before).
-        self.sampling_prec = prec_for_dps(30, 2 * bound.bit_length() + 8)
+        self.sampling_prec = prec_for_dps(30, self.bound_extra_bits)
         self.utilities: Sequence[Utility] = _View(self, self._block_levels, attrgetter("utility"))
         self.multiplicities: Sequence[int] = _View(self, self._block_levels, attrgetter("multiplicity"))
 

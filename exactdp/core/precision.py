@@ -34,7 +34,7 @@ import threading
 from fractions import Fraction
 from itertools import repeat
 from operator import and_, itemgetter, methodcaller
-from typing import Callable, Iterator, Sequence, TypeVar, Union
+from typing import Callable, Iterator, Optional, Sequence, TypeVar, Union
 
 import mpmath
 from flint import arb, ctx, fmpq
@@ -42,6 +42,7 @@ from flint import arb, ctx, fmpq
 from ..errors import PrecisionError
 
 __all__ = [
+    "fixed_nearest",
     "certify",
     "certify_many",
     "is_accurate",
@@ -153,6 +154,18 @@ _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 def times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
     """``x * n`` exactly (an integer multiplicity times a binary mantissa: no rounding)."""
     return mpmath.fmul(x, n, exact=True)
+
+
+def fixed_nearest(ball: arb, frac_bits: int) -> Optional[int]:
+    """``X`` with ``|X - 2**frac_bits * x| < 3/4`` for every ``x`` in ``ball``: the integer
+    nearest to ``2**frac_bits`` times the midpoint (within half an ulp ``2**-frac_bits`` of
+    it; exact rational steps), when the radius is below a quarter ulp; ``None`` otherwise
+    (or when the ball is not finite)."""
+    if not ball.is_finite() or not ball.rad() * arb(2) ** (frac_bits + 2) < 1:
+        return None
+    man, exp = ball.mid().man_exp()
+    man, exp = int(man), int(exp) + frac_bits
+    return man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp
 
 
 def rational_ball(x: Union[int, Fraction]) -> arb:

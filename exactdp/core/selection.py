@@ -16,20 +16,49 @@ from __future__ import annotations
 
 import abc
 import random
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import mpmath
 
 from ._lazy import sympy
 from .levels import LevelTable
 
-__all__ = ["SelectionRule"]
+__all__ = ["SelectionRule", "FixedLogOutput"]
+
+
+class FixedLogOutput(NamedTuple):
+    """The log-probability of one output of every level of a table in fixed point at
+    ``F`` fractional bits (:meth:`SelectionRule.fixed_log_output`).
+
+    Levels ``a < head``: ``entries(start, stop)`` gives the integers standing for ``ln
+    P_a`` of the levels ``start <= a < stop`` (computed when asked, so that no list of
+    the head is held); later levels: ``offset`` stands for ``ln P_a - lam (u_a - u_0)``
+    (``lam`` the table's weight exponent: ``p_a = e^(lam (u_a - u_0))``).  Both
+    ``|entry - 2**F ln P_a|`` and ``|offset - 2**F (ln P_a - lam (u_a - u_0))|`` are at
+    most the rule's :attr:`SelectionRule.fixed_log_output_error` ulps (``2**-F``); the
+    caller adds ``lam (u_a - u_0)`` in fixed point with its own bound."""
+
+    offset: int
+    head: int = 0
+    entries: Optional[Callable[[int, int], list[int]]] = None
 
 
 class SelectionRule(abc.ABC):
     """How a mechanism turns levels into a distribution.  One instance serves any table."""
 
     name: str = "abstract"
+
+    #: The bound in ulps of :meth:`fixed_log_output`'s entries (known before ``F`` is
+    #: chosen); ``None``: the rule has no such form.
+    fixed_log_output_error: Optional[int] = None
+
+    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
+        """Every level's ``ln P_a`` (one output) of ``table`` as a :class:`FixedLogOutput` at
+        ``frac_bits`` fractional bits, within :attr:`fixed_log_output_error` ulps; ``dps``:
+        the digits the caller certifies (for the rule's precision limits).  Read by
+        mechanisms that hand out levels as arrays (Joint's
+        :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no fixed-point log-output form")
 
     @abc.abstractmethod
     def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:

@@ -523,13 +523,10 @@ class Canonical(CanonicalFamily):
         log-probability as certified fixed-point integers, so that their ``exp`` is within
         relative error ``10**-dps`` (``None``: the default 30) of the multiplicity and of the
         probability (:mod:`exactdp.mechanisms.canonical_arrays` gives the proof).  Blocks
-        are computed as they are read, none is kept.  ``noise="gumbel"`` only: the level law
-        of permute-and-flip is an integral over every level, not a weight over a normaliser,
-        and raises :class:`~exactdp.errors.InvalidParameterError`."""
-        if self.noise != "gumbel":
-            raise InvalidParameterError(
-                "noise", self.noise,
-                'iter_level_arrays() needs the exponential rule (noise="gumbel"); use iter_level_probabilities()')
+        are computed as they are read, none is kept.  Both noises: the log-probabilities
+        come from the rule's fixed-point form
+        (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
+        mechanism's normaliser, permute-and-flip's shared integral)."""
         return _iter_level_arrays(self, as_dps(dps))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:

@@ -25,14 +25,16 @@ integer prefix sum, within ``Omega(n!) = Omega(2) + ... + Omega(n)`` ulps of ``2
   ulp (radius below a quarter ulp, rounded to the nearest).
 
 So every log-multiplicity is within ``E_m = max(2 W, 1)`` ulps.  The log-probability of
-one output, ``-lam key/q - ln Z`` (``q`` the denominator of ``rho``): ``lam/q`` rounded to
+one output, ``-lam key/q + c`` (``q`` the denominator of ``rho``): ``lam/q`` rounded to
 ``Lam`` at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) >
 max key``; the exact floor of the rational ``epsilon/q``, or from arb with a base: error
 below one unit there), the exact limb product ``Lam * key`` floored to ``F`` bits (error
-``< key 2**-G + 1 < 2`` ulps), ``ln Z`` from the level table's certified total rounded to
-the nearest ulp from a ball of radius below a quarter ulp (error ``< 1``): ``E_p = 3``
-ulps, as for Joint (:mod:`exactdp.mechanisms.joint_arrays`, whose block class, limb
-product and normaliser this module shares).
+``< key 2**-G + 1 < 2`` ulps), and ``c = ln P - lam u`` from the rule's fixed-point form
+(:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
+mechanism's ``-ln Z``, permute-and-flip's ``ln nu_0`` with a head of levels given one by
+one, within ``E_r`` ulps): ``E_p = 2 + E_r = 3`` ulps, as for Joint
+(:mod:`exactdp.mechanisms.joint_arrays`, whose block class and limb product this module
+shares).
 
 ``F`` is chosen so that ``2 E 2**-F <= 10**-dps`` for both errors (``exp`` of a value
 within ``E`` ulps is within relative error ``2 E 2**-F`` of the true value).
@@ -54,7 +56,7 @@ from flint import arb
 
 from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, to_limbs
 from ..core.precision import flint_workprec
-from .joint_arrays import LevelArrayBlock, _fixed_log_total, _log_output, frac_bits_for
+from .joint_arrays import LevelArrayBlock, _log_output, frac_bits_for
 
 __all__ = ["CanonicalLevelArrayBlock", "iter_level_arrays"]
 
@@ -117,10 +119,11 @@ class CanonicalLevelArrayBlock(LevelArrayBlock):
         return f"CanonicalLevelArrayBlock(levels={len(self)}, frac_bits={self.frac_bits})"
 
 
-def _errors(d: int) -> tuple[int, int]:
-    """``(E_m, E_p)`` in ulps (module docstring)."""
+def _errors(d: int, rule_error: int) -> tuple[int, int]:
+    """``(E_m, E_p)`` in ulps (module docstring; ``rule_error``: the rule's
+    :attr:`~exactdp.core.selection.SelectionRule.fixed_log_output_error`)."""
     w = d * (max(d, 1).bit_length() - 1)  # Omega(n!) <= sum_{i <= n} floor(log2 i) <= d floor(log2 d)
-    return max(2 * w, 1), 3
+    return max(2 * w, 1), 2 + rule_error
 
 
 def _fixed_lam_key(scale: Any, F: int, q: int, max_key: int) -> tuple[int, int]:
@@ -145,13 +148,13 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[CanonicalLevelArrayB
     ``mechanism`` (a Canonical, exponential rule) at ``dps`` digits."""
     classes = mechanism.classes_
     k, d, q = classes.k, classes.d, classes.q
-    e_m, e_p = _errors(d)
+    e_m, e_p = _errors(d, mechanism.rule.fixed_log_output_error)
     F = frac_bits_for(dps, max(e_m, e_p))
     max_key = (classes.A[0] if classes.A else 0) + (classes.runs[-1][0] if classes.runs else 0)
     lam_fixed, g_limbs = _fixed_lam_key(mechanism.scale, F, q, max_key)
-    log_z = _fixed_log_total(mechanism.table, F)
+    form = mechanism.rule.fixed_log_output(mechanism.table, F, dps)
     if max_key >= _INT64_KEYS:
-        yield from _object_blocks(classes, F, e_m, e_p, dps, lam_fixed, g_limbs, log_z)
+        yield from _object_blocks(classes, F, e_m, e_p, dps, lam_fixed, g_limbs, form)
         return
     _, _, xs = log_table(max(d, 2), F)
     lf = list(itertools.accumulate(xs[: d + 1]))  # LF_n = X_0 + X_1 + ... + X_n (X_0 = X_1 = 0)
@@ -162,6 +165,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[CanonicalLevelArrayB
     t2s = np.array([run[2] for run in classes.runs], dtype=np.int64)
     A = np.array(classes.A, dtype=np.int64)
     hs = np.arange(k, dtype=np.int64)
+    first = 0  # the index of the block's first level
     for lo, hi in _windows(values, A, max_key):
         i0 = np.searchsorted(values, lo - A, side="right")
         i1 = np.searchsorted(values, hi - A, side="right")
@@ -200,7 +204,8 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[CanonicalLevelArrayB
         if len(rest):
             logm[:, rest] = to_limbs(_exact_logs(rest, firsts, sizes, h, t1, t2, k, top, F), L)
         normalize(logm)
-        logp = _log_output(-level_keys, lam_fixed, g_limbs, log_z)
+        logp = _log_output(-level_keys, lam_fixed, g_limbs, form, first)
+        first += len(level_keys)
         yield CanonicalLevelArrayBlock(level_keys, q, logm, logp, F, e_m, e_p, dps)
 
 
@@ -267,10 +272,11 @@ def _exact_logs(levels: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, h: np
 
 
 def _object_blocks(classes: Any, F: int, e_m: int, e_p: int, dps: int, lam_fixed: int, g_limbs: int,
-                   log_z: int) -> Iterator[CanonicalLevelArrayBlock]:
+                   form: Any) -> Iterator[CanonicalLevelArrayBlock]:
     """Keys beyond ``int64``: the exact level sizes (:meth:`CanonicalClasses.iter_level_sizes`),
     ``ln m`` from arb (within one ulp, so within ``E_m``), in blocks of at most 4,096 levels."""
     sizes = classes.iter_level_sizes()
+    first = 0
     while True:
         chunk = list(itertools.islice(sizes, 4096))
         if not chunk:
@@ -279,5 +285,6 @@ def _object_blocks(classes: Any, F: int, e_m: int, e_p: int, dps: int, lam_fixed
         logm = to_limbs(xs, limbs_for(max(abs(x).bit_length() for x in xs) + 1))
         keys = np.empty(len(chunk), dtype=object)
         keys[:] = [key for key, _ in chunk]
-        logp = _log_output(-keys, lam_fixed, g_limbs, log_z)
+        logp = _log_output(-keys, lam_fixed, g_limbs, form, first)
+        first += len(chunk)
         yield CanonicalLevelArrayBlock(keys, classes.q, logm, logp, F, e_m, e_p, dps)

@@ -229,14 +229,15 @@ class Joint(JointFamily):
         fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
         (``None``: the default 30) of the multiplicity and of the probability
         (:mod:`exactdp.mechanisms.joint_arrays` gives the proof).  Blocks are computed as
-        they are read, none is kept.  The exponential rule only: the level law of
-        permute-and-flip (:class:`~exactdp.mechanisms.pnf_joint.PNFJoint`) is an integral
-        over every level, not a weight over a normaliser, and raises
+        they are read, none is kept.  The log-probabilities come from the rule's
+        fixed-point form (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`:
+        the exponential mechanism's normaliser, or permute-and-flip's shared integral for
+        :class:`~exactdp.mechanisms.pnf_joint.PNFJoint`); a rule without one raises
         :class:`~exactdp.errors.InvalidParameterError`."""
-        if not isinstance(self.rule, ExponentialMechanism):
+        if self.rule.fixed_log_output_error is None:
             raise InvalidParameterError(
                 "rule", type(self.rule).__name__,
-                "iter_level_arrays() needs the exponential rule (Joint); use iter_level_probabilities()")
+                "iter_level_arrays() needs a rule with a fixed-point log-output form; use iter_level_probabilities()")
         return _iter_level_arrays(self, as_dps(dps))
 
     def support_size(self) -> int:

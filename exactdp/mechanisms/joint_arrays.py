@@ -23,13 +23,17 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 - the level ``M = 0``: ``ln N(0)``, ``k w`` ulps.
 
 So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.  The log-probability of
-one output of the level, ``-lam M - ln Z``: ``lam`` rounded to ``Lam`` at ``F + G``
+one output of the level, ``-lam M + c``: ``lam`` rounded to ``Lam`` at ``F + G``
 fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``; exact floor
 of the rational ``epsilon/divisor``, or nearest from arb with a base: error ``< 1`` there),
 the exact product ``Lam * M`` in limbs, floored to ``F`` bits (error ``< M 2**-G + 1 < 2``
-ulps); ``ln Z`` from the level table's certified total (:meth:`BlockLevelTable.total`,
-which sums the leading blocks and bounds the rest) rounded to the nearest ulp from a ball
-of radius below a quarter ulp (error ``< 1``): ``E_p = 3`` ulps.
+ulps); ``c = ln P - lam (u - u_0)`` (``u_0 = 0``, the level ``M = 0``) from the rule's
+fixed-point form (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`, within
+its ``E_r = fixed_log_output_error`` ulps): the exponential mechanism's ``-ln Z`` from
+the level table's certified total (:meth:`BlockLevelTable.total`, which sums the leading
+blocks and bounds the rest), permute-and-flip's ``ln nu_0`` (the levels of its head
+replaced by their own entries, within ``E_r``); ``E_r = 1`` for both, so ``E_p = 2 + E_r =
+3`` ulps.
 
 ``F`` is chosen so that ``2 * E * 2**-F <= 10**-dps`` for both errors: ``exp`` of a value
 within ``E`` ulps is within relative error ``e**(E 2**-F) - 1 <= 2 E 2**-F`` of the true
@@ -122,19 +126,21 @@ def _errors(k: int, d: int) -> tuple[int, int, int]:
 
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     """The blocks of :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays` of
-    ``mechanism`` (a Joint, exponential rule) at ``dps`` digits."""
+    ``mechanism`` (a Joint or a subclass whose rule has a fixed-point log-output form,
+    :meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`) at ``dps`` digits."""
     k, d = mechanism.k, mechanism.d
     w, e_m, e_p = _errors(k, d)
+    e_p = 2 + mechanism.rule.fixed_log_output_error  # the rule's ln P_a - lam u_a, and lam M
     F = frac_bits_for(dps, max(e_m, e_p))
     table_limbs, table_err, xs = log_table(d + 1, F)
     if table_err > w:  # cannot happen (Omega(n) <= log2 n), kept as a guard
         raise AssertionError("log table error above its bound")
     table = mechanism.table
     source = table.source
-    log_z = _fixed_log_total(table, F)
+    form = mechanism.rule.fixed_log_output(table, F, dps)
     lam_fixed, shift_limbs = _fixed_lam(mechanism.scale, F, _max_m(source))
     if not source.numpy_route:
-        yield from _object_blocks(mechanism, F, e_m, e_p, dps, log_z, lam_fixed, shift_limbs)
+        yield from _object_blocks(mechanism, F, e_m, e_p, dps, form, lam_fixed, shift_limbs)
         return
     # a sum of k + 2 entries (each at most max X_n in size) and one sign bit fit L limbs
     top = max(xs[: d + 2]).bit_length()
@@ -145,6 +151,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         raise AssertionError("log table entries wider than their bound")
     T[:rows] = table_limbs[:rows]
     a = source.event_arrays()
+    first = 0  # the index of the block's first level
     for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
@@ -179,7 +186,8 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
             utility = np.concatenate((np.zeros(1, dtype=np.int64), utility))
         normalize(logm)
-        logp = _log_output(utility, lam_fixed, shift_limbs, log_z)
+        logp = _log_output(utility, lam_fixed, shift_limbs, form, first)
+        first += len(utility)
         yield LevelArrayBlock(utility, logm, logp, F, e_m, e_p, dps)
 
 
@@ -251,19 +259,6 @@ def _max_m(source: Any) -> int:
     return int(r.sorted_counts[0]) - int(r.values[-1])
 
 
-def _fixed_log_total(table: Any, F: int) -> int:
-    """``ln Z`` to within one ulp (``Z`` the table's certified total of the level weights)."""
-    prec = F + 32
-    while True:
-        with flint_workprec(prec):
-            ball = table.total().log()
-            if ball.rad() * arb(2) ** (F + 2) < 1:
-                man, exp = ball.mid().man_exp()
-                man, exp = int(man), int(exp) + F
-                return man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp
-        prec *= 2
-
-
 def _fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
     """``(Lam, G // LIMB_BITS)``: ``Lam`` within one unit of ``lam * 2**(F+G)`` (floor of
     the exact rational, or nearest from arb for a base), ``G`` the least multiple of the
@@ -277,7 +272,23 @@ def _fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
     return -fixed_log_ratio(base.numerator, base.denominator, bits), g_limbs
 
 
-def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.ndarray:
+def _log_output(utility: Any, lam_fixed: int, g_limbs: int, form: Any, first: int) -> np.ndarray:
+    """Limbs of ``floor(-Lam * M / 2**G) + offset`` for ``M = -utility`` (``form``: the
+    rule's :class:`~exactdp.core.selection.FixedLogOutput`), the levels of its head (this
+    block's levels are ``first``, ``first + 1``, ...) replaced by their own entries."""
+    out = _affine_log_output(utility, lam_fixed, g_limbs, -form.offset)
+    n_head = min(form.head - first, len(utility))
+    if n_head > 0:
+        head = form.entries(first, first + n_head)
+        top = max(abs(v).bit_length() for v in head)
+        if limbs_for(top + 1) > out.shape[0]:  # wider than the affine entries: one more limb
+            out = normalize(np.concatenate((out, np.zeros((limbs_for(top + 1) - out.shape[0], len(utility)),
+                                                          dtype=np.int64))))
+        out[:, : len(head)] = to_limbs(head, out.shape[0])
+    return out
+
+
+def _affine_log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.ndarray:
     """Limbs of ``floor(-Lam * M / 2**G) - lnZ`` for ``M = -utility``."""
     n = len(utility)
     if utility.dtype == object:
@@ -307,12 +318,13 @@ def _log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.nd
     return normalize(prod, low)[g_limbs:]
 
 
-def _object_blocks(mechanism: Any, F: int, e_m: int, e_p: int, dps: int, log_z: int,
+def _object_blocks(mechanism: Any, F: int, e_m: int, e_p: int, dps: int, form: Any,
                    lam_fixed: int, g_limbs: int) -> Iterator[LevelArrayBlock]:
     """Counts beyond ``int64``: the exact levels, ``ln m`` from arb (within one ulp, so
     within ``E_m``), in blocks of at most 4,096 levels."""
     chunk: list[Any] = []
     levels = mechanism.table.iter_levels()
+    first = 0
     while True:
         chunk = [lv for _, lv in zip(range(4096), levels)]
         if not chunk:
@@ -325,4 +337,6 @@ def _object_blocks(mechanism: Any, F: int, e_m: int, e_p: int, dps: int, log_z: 
         except OverflowError:
             utility = np.array(us, dtype=object)
         logm = to_limbs(xs, limbs_for(top + 1))
-        yield LevelArrayBlock(utility, logm, _log_output(utility, lam_fixed, g_limbs, log_z), F, e_m, e_p, dps)
+        logp = _log_output(utility, lam_fixed, g_limbs, form, first)
+        first += len(chunk)
+        yield LevelArrayBlock(utility, logm, logp, F, e_m, e_p, dps)

@@ -14,10 +14,12 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 
 - ``ln m`` from arb within one ulp (a ball of radius below a quarter ulp rounded to the
   nearest integer; a wider ball is recomputed at a higher precision): ``E_m = 1`` ulp;
-- the log-probability of one output, ``-lam M - ln Z``, by the limb product and
-  normaliser of Joint's arrays (:mod:`exactdp.mechanisms.joint_arrays`: ``lam`` at ``F +
-  G`` bits with ``2**(G-1) > max M``, ``ln Z`` from the level table's certified total):
-  ``E_p = 3`` ulps.
+- the log-probability of one output, ``-lam M + c``, by the limb product of Joint's arrays
+  (:mod:`exactdp.mechanisms.joint_arrays`: ``lam`` at ``F + G`` bits with ``2**(G-1) >
+  max M``, error below 2 ulps) and the rule's fixed-point form ``c``
+  (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`, the exponential
+  mechanism's ``-ln Z`` from the level table's certified total, within ``E_r = 1`` ulp):
+  ``E_p = 2 + E_r = 3`` ulps.
 
 ``F`` is chosen so that ``2 E 2**-F <= 10**-dps`` for both errors (``exp`` of a value
 within ``E`` ulps is within relative error ``2 E 2**-F`` of the true value).
@@ -33,7 +35,7 @@ from flint import arb
 
 from ..core.log_table import fixed_log_ratio, limbs_for, to_limbs
 from ..core.precision import flint_workprec
-from .joint_arrays import LevelArrayBlock, _fixed_lam, _fixed_log_total, _log_output, frac_bits_for
+from .joint_arrays import LevelArrayBlock, _fixed_lam, _log_output, frac_bits_for
 from .joint_set_sweep import iter_sweep_levels
 
 __all__ = ["iter_level_arrays", "ARRAY_BLOCK_LEVELS"]
@@ -41,7 +43,7 @@ __all__ = ["iter_level_arrays", "ARRAY_BLOCK_LEVELS"]
 #: Levels of one array block (tests lower it to put block boundaries everywhere).
 ARRAY_BLOCK_LEVELS = 1 << 14
 
-_E_M, _E_P = 1, 3
+_E_M = 1
 
 #: Utilities above ``-2**62`` go to the limb product as ``int64`` (its negation stays exact).
 _INT64_UTILITIES = 1 << 62
@@ -50,10 +52,12 @@ _INT64_UTILITIES = 1 << 62
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     """The blocks of :meth:`~exactdp.mechanisms.joint_set.JointSet.iter_level_arrays` of
     ``mechanism`` (a JointSet) at ``dps`` digits."""
-    F = frac_bits_for(dps, max(_E_M, _E_P))
+    e_p = 2 + mechanism.rule.fixed_log_output_error
+    F = frac_bits_for(dps, max(_E_M, e_p))
     sc = mechanism.ranking.sorted_counts
     lam_fixed, g_limbs = _fixed_lam(mechanism.scale, F, int(sc[0]) - int(sc[-1]))
-    log_z = _fixed_log_total(mechanism.table, F)
+    form = mechanism.rule.fixed_log_output(mechanism.table, F, dps)
+    first = 0
     levels = iter_sweep_levels(mechanism.ranking, mechanism.k)
     quarter = arb(2) ** -(F + 2)
     while True:
@@ -78,4 +82,6 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         else:  # the limb product negates them in int64: object beyond 2**62
             utility = np.empty(len(us), dtype=object)
             utility[:] = us
-        yield LevelArrayBlock(utility, logm, _log_output(utility, lam_fixed, g_limbs, log_z), F, _E_M, _E_P, dps)
+        logp = _log_output(utility, lam_fixed, g_limbs, form, first)
+        first += len(chunk)
+        yield LevelArrayBlock(utility, logm, logp, F, _E_M, e_p, dps)

@@ -70,8 +70,8 @@ draw applies its removals to the weight tree in place and undoes them when it en
 tree is built once per precision, covering more counts on demand, at most
 :data:`_TREE_CACHE` precisions kept); gumbel
 rounds are an exact tree descent, exponential rounds permute-and-flip over the remaining
-items run exactly (exact ``Bernoulli(exp(-x))`` coins, Poisson thinning for the light
-tail).  Memory is ``O(d)``, whatever the number of draws or rounds.
+items run exactly as a race (the first arrival of a thinned Poisson process whose points
+are marked by the tree descent: a point or two a round).  Memory is ``O(d)``, whatever the number of draws or rounds.
 
 *Certification.*  The product (resp. sum) of the per-round balls is formed in arb and
 returned by :func:`~exactdp.core.precision.certify`, which raises the working precision until
@@ -623,8 +623,8 @@ class Peeling(Mechanism):
         """Round by round over the weight tree, with the round's removals applied in place
         and undone after the draw (:mod:`~exactdp.mechanisms.peeling_sampling`): gumbel, an
         exact tree descent for the count; exponential, permute-and-flip over the remaining
-        items run exactly (Poisson thinning for the light tail, exact ``Bernoulli(exp(-x))``
-        coins for the head).  Then a uniform remaining item with that count."""
+        items run exactly as a race (the first accepted point of a thinned Poisson process
+        marked by the tree descent).  Then a uniform remaining item with that count."""
         return sample_many(self, 1, gen)[0]
 
     def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:

@@ -38,12 +38,37 @@ bits, as :func:`~exactdp.core.sampling.choose_index` over the tree's cumulative 
 ``O(log #counts)`` ball operations instead of ``O(log^2)``.  The item is then a uniform
 remaining item with that count (``rng.randrange``).
 
-**Exponential (PNF-Peel).**  Round ``r`` is permute-and-flip over the remaining items
-``j`` with ``p_j = exp(-lam (c_max - c_j))``: visit the items in a uniformly random order
-and accept item ``j`` with probability ``p_j``.  The coins are independent of the order, so
-the output is a uniform member of the set ``A`` of items whose coin is heads (``A`` holds
-the top item: ``p = 1``).  A round splits the counts into a *head* (the top remaining count
-and the next ones, :func:`_plan_head`) and a *tail* (the rest), and draws ``A`` in two
+**Exponential (PNF-Peel), as a race.**  Round ``r`` is permute-and-flip over the
+remaining items ``j`` with ``p_j = exp(-lam (c_max - c_j))``: visit the items in a
+uniformly random order and accept item ``j`` with probability ``p_j``.  Give every item an
+independent time ``T_j`` uniform on ``[0, 1]`` (the visiting order is the order of the
+times) and its coin; the round's output is the heads item of least time.  Item ``j``
+arrives (is heads with ``T_j <= t``) with probability ``p_j t``, so given that nothing has
+arrived before ``t`` its hazard is ``p_j/(1 - p_j t)``, and the count ``a`` (``n_a``
+remaining items, ``p_a``) has hazard ``n_a p_a/(1 - p_a t) <= n_a p_a/(1 - t)``.  The first
+arrival is drawn by thinning (Lewis and Shedler) a Poisson process of rate ``W/(1 - t)``,
+``W = sum_a n_a p_a`` (the tree's sum from the top count over ``e_top``): its ``i``-th
+point is at ``t_i = 1 - (V_1 ... V_i)**(1/W)`` (``V_j`` uniform: ``-W ln(1 - t)`` is a unit
+Poisson process), marked with a count ``a`` drawn with probability ``n_a p_a / W`` (the
+gumbel rounds' tree descent) and accepted with probability ``(1 - t)/(1 - p_a t) =
+1/(1 + (1 - p_a) expm1(s))``, ``s = -ln(V_1 ... V_i)/W``; the top count (``p = 1``) is
+accepted whatever the time.  The first accepted point's count is the count of the
+round's output, and by symmetry the output is a uniform remaining item of it.  Each
+point is accepted with probability at least ``1 - t``, and the top count's items arrive
+by ``t = 1``: a round costs a point or two (two tree descents), whatever the ties below
+the top, where permute-and-flip item by item visits about ``#items / sum p_j`` of them.
+The thinning coin compares a lazy uniform with an arb enclosure of the acceptance over
+the dyadic intervals of every ``V_j`` (ball arithmetic over the intervals ``[ln u,
+ln(u+1)] - nbits ln 2``); when it is not certain, more bits of the coin's uniform and of
+every ``V_j``, and more precision, until it is.  Every decision is therefore certain for
+the infinite-precision uniforms, and the round has exactly the law of permute-and-flip.
+
+**Exponential, item by item (the race's twin).**  :func:`_pnf_round_by_split` runs
+permute-and-flip over the items themselves; the tests force it through its routes and
+hold the race to the same law.  The coins are independent of the order, so the output is
+a uniform member of the set ``A`` of items whose coin is heads (``A`` holds the top item:
+``p = 1``).  The round splits the counts into a *head* (the top remaining count and the
+next ones, :func:`_plan_head`) and a *tail* (the rest), and draws ``A`` in two
 independent parts:
 
 - *Tail, by Poisson thinning.*  ``j in A`` iff a Poisson(``mu_j``) count is positive,
@@ -62,19 +87,16 @@ independent parts:
   draw or rejected earlier in the round are drawn again), accepted with probability
   ``p_j`` (an exact coin: :func:`bernoulli_exp` with ``x = lam (c_max - c_j)`` rational, or
   :func:`bernoulli_power` ``base**(c_max - c_j)`` with a rational base), otherwise marked
-  visited.  Expected number of trials about ``#head items / sum_head p_j`` (on flat
-  counts, all equal, it is 1: every ``p_j = 1``), each ``O(1)`` expected (the coins stop at
-  the first tails) unless most of the range was taken earlier in the draw (at most
-  ``k - 1`` positions).  :func:`_plan_head` picks the split of least estimated cost
-  (trials plus :data:`_POINT_COST` per tail point) from planning floats.
+  visited.  Expected number of trials about ``#head items / sum_head p_j``, each ``O(1)``
+  expected.  :func:`_plan_head` picks the split of least estimated cost (trials plus
+  :data:`_POINT_COST` per tail point) from planning floats.
 
 The Poisson count is drawn by the inverse CDF with a lazily refined uniform against arb
 enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare a lazy
 uniform with an enclosure of ``mu_j / (g p_j)``.  Every decision is certain for the whole
-dyadic interval of its uniform (more bits, and more precision, when it is not), so the
-round has exactly the law of permute-and-flip over the remaining items.  Floats only plan
-the head (which counts go where; computed in numpy past a few thousand counts, the same
-formulas) and how far a tree reaches: any split and any cover give the same law.
+dyadic interval of its uniform (more bits, and more precision, when it is not).  Floats
+only plan the head (which counts go where; computed in numpy past a few thousand counts,
+the same formulas) and how far a tree reaches: any split and any cover give the same law.
 
 ``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would (same
 draws), and shares one lock section and the mechanism's trees between them.
@@ -337,6 +359,89 @@ def draw_round(state: DrawState, gen: random.Random) -> int:
     return _pnf_round(state, gen)
 
 
+# -- permute-and-flip as a race (the sampler) -------------------------------------------
+def _pnf_round(state: DrawState, gen: random.Random) -> int:
+    """Permute-and-flip over the remaining items as a race (module docstring): points of a
+    Poisson process of rate ``W/(1 - t)`` on ``[0, 1)``, each marked with a count ``a``
+    drawn with probability ``n_a p_a / W`` (:func:`descend` from the top), accepted with
+    probability ``(1 - t)/(1 - p_a t)``; the first accepted point's count, then a uniform
+    remaining item of it.  The position picked."""
+    top = state.top
+    times: list[list[int]] = []  # the lazy uniforms V_1, V_2, ... of the points so far
+    while True:
+        a = descend(state, 0, gen)
+        if a == top:  # p = 1: accepted whatever the time
+            return state.position(a, gen.randrange(state.left(a)))
+        times.append([gen.getrandbits(2 * _CHUNK), 2 * _CHUNK])
+        if _race_accept(state, a, times, gen):
+            return state.position(a, gen.randrange(state.left(a)))
+
+
+def _race_accept(state: DrawState, a: int, times: list[list[int]], gen: random.Random) -> bool:
+    """The thinning coin of a point marked ``a`` (not the top count) at time
+    ``t = 1 - (V_1 ... V_i)**(1/W)`` (``times``: the lazy uniforms ``V_j``): True with
+    probability ``(1 - t)/(1 - p_a t) = 1/(1 + (1 - p_a) expm1(s))``, ``s = -ln(V_1 ... V_i)/W``,
+    decided by a lazy uniform against an enclosure of it over the dyadic intervals of
+    every ``V_j`` (ball arithmetic); more bits of all of them, and more precision, until
+    certain.  ``times`` is refined in place (later points read the same ``V_j``)."""
+    y, ny = gen.getrandbits(2 * _CHUNK), 2 * _CHUNK
+    prec = state.prec0
+    while prec <= MAX_PREC:
+        if prec == ctx.prec:  # the usual case: no context switch
+            heads = _race_decide(state, a, times, y, ny, prec)
+        else:
+            with flint_workprec(prec):
+                heads = _race_decide(state, a, times, y, ny, prec)
+        if isinstance(heads, bool):
+            return heads
+        if heads is None:  # the tree covers more now: the same bits again
+            continue
+        prec = heads
+        y, ny = _refine(y, ny, gen)
+        for v in times:
+            v[0], v[1] = _refine(v[0], v[1], gen)
+        bits = max([ny] + [nbits for _, nbits in times])
+        prec = max(prec, bits + 2 * len(state.mult).bit_length() + 32)
+    raise PrecisionError(None, None, f"sampler could not decide a coin within {MAX_PREC} bits")
+
+
+def _race_decide(state: DrawState, a: int, times: list[list[int]], y: int, ny: int, prec: int) -> bool | int | None:
+    """One try of :func:`_race_accept` at flint's precision ``prec``: the coin's value when
+    the uniform's interval ``[y, y + 1] / 2**ny`` is certainly below (True) or above
+    (False) the enclosure of the acceptance; else, when the enclosure is the obstacle on
+    a tree that does not cover every count, None after covering more (at least twice as
+    many counts, as :func:`descend` does: ``W`` holds the tail's enclosure); else the
+    precision for the next try (doubled when the enclosure is the obstacle)."""
+    top = state.top
+    tree = state.tree(prec)
+    if a >= tree.cover:  # a tree at another precision may not reach count a yet
+        state.need = a
+        tree = state.tree(prec)
+        state.need = top
+    if not all(u for u, _ in times):
+        return prec  # a V_j in [0, 2**-nbits): ln V_j unbounded below, more bits
+    w_top = tree.weights[top]
+    rate = tree.suffix(top) / w_top  # W = sum_b n_b p_b, an enclosure
+    ln2 = arb.const_log2()
+    ln_v = arb(0)
+    for u, nbits in times:  # ln V_j in [ln u, ln(u + 1)] - nbits ln 2
+        ln_v += arb(u).log().union(arb(u + 1).log()) - nbits * ln2
+    acc = 1 / (1 + (1 - tree.weights[a] / w_top) * (-ln_v / rate).expm1())
+    scale = arb(2) ** (-ny)
+    if arb(y + 1) * scale <= acc:
+        return True
+    if arb(y) * scale >= acc:
+        return False
+    if acc.rad() * 4 < scale:
+        return prec
+    if not tree.complete:
+        state.need = tree.cover
+        state.tree(prec)
+        state.need = top
+        return None
+    return 2 * prec
+
+
 def plan_logs(mech: "Peeling") -> tuple[Sequence[float], Sequence[float]]:
     """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
     every distinct count (clamped; never used in a decision, only to split the rounds into
@@ -420,8 +525,9 @@ def _plan_head(state: DrawState) -> int:
         step *= 2
 
 
-def _pnf_round(state: DrawState, gen: random.Random) -> int:
-    """Permute-and-flip over the remaining items (module docstring): the position picked.
+def _pnf_round_by_split(state: DrawState, gen: random.Random) -> int:
+    """Permute-and-flip over the remaining items, split into head and tail (module
+    docstring; the race's twin, kept for the tests): the position picked.
     The head's items are the positions ``start(top)..start(h)-1``; a uniformly random
     not-yet-visited one of them or of the tail's members of ``A`` is drawn by rejection
     (positions taken earlier in the draw or visited in this round are drawn again)."""

@@ -21,7 +21,10 @@ per draw, every level held at once: refused past ``memory_budget``), exactly.
 At scale the levels stream: Joint's level table is read block by block within
 ``memory_budget`` and the quadrature's shared values come from one pass over it
 (:mod:`exactdp.rules.quadrature_stream`), so ``iter_level_probabilities``, ``probability``
-and ``sample`` never hold every level (docs/pnf_joint.md, "At scale").
+and ``sample`` never hold every level (docs/pnf_joint.md, "At scale").  ``iter_level_arrays``
+is Joint's, with the rule's fixed-point log-probabilities
+(:meth:`~exactdp.rules.permute_and_flip.PermuteAndFlip.fixed_log_output`: a head of levels,
+then one offset ``ln nu_0``; the proof there).
 
 The paper's examples (Appendix D.3), P(best sequence) with k=2, eps=1:
 

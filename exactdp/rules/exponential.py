@@ -30,10 +30,10 @@ from flint import arb, ctx
 from ..core._gc import gc_paused
 from ..core._lazy import sympy
 from ..core.levels import LevelTable
-from ..core.precision import (MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, flint_workprec,
-                              is_accurate, prec_for_dps, rational_ball)
+from ..core.precision import (MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, fixed_nearest,
+                              flint_workprec, is_accurate, prec_for_dps, rational_ball)
 from ..core.sampling import WORD_BITS, cdf_bounds, choose_index, initial_prec, inverse_cdf_words, random_words
-from ..core.selection import SelectionRule
+from ..core.selection import FixedLogOutput, SelectionRule
 from ..errors import NoClosedFormError, PrecisionError
 
 __all__ = ["ExponentialMechanism", "LogForm", "decaying_sum", "SYMBOLIC_LEVELS_LIMIT", "EXACT_BITS_LIMIT", "EXACT_LEVELS_LIMIT"]
@@ -146,6 +146,27 @@ class ExponentialMechanism(SelectionRule):
             for i in late:
                 values[i] = _refine_level(table, start + i, dps, 2 * prec)
             yield from values
+
+    #: :meth:`fixed_log_output`: ``ln Z`` rounded to the nearest ulp, within 3/4 of one
+    fixed_log_output_error = 1
+
+    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
+        """``ln P_a = lam (u_a - u_0) - ln Z`` for every level of ``table`` at ``F =
+        frac_bits`` fractional bits (``dps`` is not needed: no limit on the digits), ``Z``
+        the table's certified total of the relative level weights
+        (:meth:`~exactdp.core.level_blocks.BlockLevelTable.total` on a block table: the
+        leading blocks summed and the rest bounded): no head, and ``offset`` the integer
+        nearest to ``-2**F ln Z`` from a ball of radius below a quarter ulp (raised
+        precision until it is), so within ``3/4 < 1`` ulp."""
+        prec = frac_bits + 32
+        while True:
+            if prec > MAX_PREC:
+                raise PrecisionError(None, None, f"ln Z not separated within {MAX_PREC} bits")
+            with flint_workprec(prec):
+                x = fixed_nearest(table.total().log(), frac_bits)
+            if x is not None:
+                return FixedLogOutput(-x)
+            prec *= 2
 
     def log_form(self, table: LevelTable) -> LogForm:
         """The :class:`LogForm` of ``table`` at flint's current precision: the tail is one

@@ -116,7 +116,7 @@ from ..core._gc import gc_paused
 from ..core.precision import (MAX_PREC, PRECISION_LOCK, accuracy_bits, balls_to_mpf, certify, flint_workprec,
                               is_accurate, prec_for_dps)
 from ..core.sampling import choose_index
-from ..core.selection import SelectionRule
+from ..core.selection import FixedLogOutput, SelectionRule
 from ..errors import InvalidParameterError, NoClosedFormError, PrecisionError
 from .pnf_levels import (PNF_POLY_MIN_PREC, PNF_POLY_SUPPORT_LIMIT, PNF_POLY_WORK_LIMIT,
                          PNF_POLY_WORK_LIMIT_HIGH_PREC, PnfForm, PnfLevels, ln_magnitudes, single_output,
@@ -345,6 +345,58 @@ class PermuteAndFlip(SelectionRule):
         if self.method != "auto" or single_output(table):
             return None
         return self._levels(table, ctx.prec).form()
+
+    #: :meth:`fixed_log_output`: 3/4 ulp of rounding plus 1/4 of the expansion's remainder
+    fixed_log_output_error = 1
+
+    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
+        r"""Every level's ``ln P_a`` (one output) of ``table`` at ``F = frac_bits`` fractional
+        bits within one ulp (``dps``: the digits the caller certifies, at most
+        :data:`PNF_QUADRATURE_MAX_DPS` on the quadrature route): a head of levels one by one, then ``ln P_a - lam (u_a - u_0)`` as one
+        offset (:class:`~exactdp.core.selection.FixedLogOutput`), from the shared values of
+        one :class:`~exactdp.rules.pnf_levels.PnfLevels` (the quadrature route: the blocks
+        the table's running sum reads; the polynomial route: every level of a small table).
+
+        *Proof.*  ``P_a = p_a I_a`` with ``p_a = e^(lam (u_a - u_0))`` exactly, so
+        ``ln P_a - lam (u_a - u_0) = ln I_a``.  By the moment expansion with no term
+        (:mod:`exactdp.rules.quadrature`, item 1, ``N = 0``), ``I_a = nu_0 + R_a`` with
+        ``nu_0 = int_0^1 F(t) dt`` and ``0 <= R_a <= p_a B(p_a)``, ``B = min(B_1, B_2)``
+        increasing in ``p``.  The head ends at the first level ``h`` whose rigorous bound
+        ``rho = p_h B(p_h) / nu_0`` satisfies ``2**(F+2) rho <= 1`` (a ball test; the
+        planning floats only say where to start looking).  Every later level has ``p_a <=
+        p_h``, so ``0 <= ln I_a - ln nu_0 = ln(1 + R_a / nu_0) <= rho <= 2**-F / 4``; the
+        offset is the integer nearest to ``2**F`` times the midpoint of an enclosure of
+        ``ln nu_0`` of radius below a quarter ulp (:func:`~exactdp.core.precision.fixed_nearest`),
+        so within ``3/4`` ulp of ``2**F ln nu_0`` and within ``3/4 + 1/4 = 1`` ulp of ``2**F
+        ln I_a``.  Each head level's entry is the integer nearest to ``2**F`` times the
+        midpoint of an enclosure of ``ln P_a`` (the log of the certified ball of
+        :meth:`~exactdp.rules.pnf_levels.PnfLevels.value`) of radius below a quarter ulp:
+        within ``3/4`` ulp; they are computed when the caller asks for them
+        (``entries(start, stop)``), so no list of the head is held.  Balls too wide for
+        either test, or a head running long past the planned one, are computed again at
+        twice the working precision (starting at ``F + 32`` bits plus the table's guard
+        bits): a rigorous result at every precision, only the time depends on it.  A
+        one-output table has ``P = 1``, entry 0.  The head is the levels whose weight
+        ``p_a`` is within about ``2**-prec`` of the total ``S = sum m_b p_b``: a few
+        hundred levels for epsilon about 1 at the papers' scale, every level when
+        ``epsilon`` is so small that every weight is near 1 (each head level costs one
+        integral, tens of microseconds).
+
+        The values are built outside the rule's kept states (a fresh
+        :class:`~exactdp.rules.pnf_levels.PnfLevels`), so a later sample reads ``rng``
+        exactly as it would without this call."""
+        self._check_dps(table, dps)
+        guard = getattr(table, "bound_extra_bits", None) or table.extra_bits
+        prec = frac_bits + 32 + guard
+        while True:
+            if prec > MAX_PREC:
+                raise PrecisionError(None, None, f"permute-and-flip log-probabilities not separated within "
+                                                 f"{MAX_PREC} bits")
+            with flint_workprec(prec):
+                got = PnfLevels(table, self.method).fixed_log_output(frac_bits)
+            if got is not None:
+                return got
+            prec *= 2
 
     def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
         """Every level's ``(P_a, m_a P_a)`` at flint's precision, as lists (refused past a

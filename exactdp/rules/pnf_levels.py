@@ -40,10 +40,11 @@ from typing import Any, NamedTuple, Optional, Sequence
 from flint import arb, ctx, fmpq
 
 from ..core.levels import LevelTable
-from ..core.precision import flint_workprec, rational_ball
+from ..core.precision import MAX_PREC, fixed_nearest, flint_workprec, rational_ball
 from ..core.sampling import first_not_below
 from ..core.scale import Scale
-from ..errors import InvalidParameterError
+from ..core.selection import FixedLogOutput
+from ..errors import InvalidParameterError, PrecisionError
 from .quadrature import LN2, LN_CLAMP, _tail_factor, ln_int, poly_integrals
 from .quadrature_stream import StreamedQuadrature
 
@@ -221,6 +222,10 @@ class PnfLevels:
         self.poly: Optional[tuple[list[arb], list[arb]]] = None
         self.quad: Optional[StreamedQuadrature] = None
         self._cumulative: Optional[PnfCumulative] = None
+        self._finer: Optional[PnfLevels] = None  # the same at twice the precision (head entries)
+        # the guard bits of the accuracy test in _accurate (a heuristic: either branch is a
+        # rigorous enclosure): a block table's bound, so that no test finds every block
+        self._guard = getattr(table, "bound_extra_bits", None) or table.extra_bits
         #: blocks whose levels the shared values summed (the rest: bounded by ``tail``)
         self.visited = 0
         #: ``None``, or a ball ``[0, T]`` enclosing ``sum m_b p_b`` over the levels not visited
@@ -289,7 +294,7 @@ class PnfLevels:
         prec = ctx.prec
         # (a block table's running products lose up to about its guard bits, extra_bits:
         # those balls are fine, and recomputing them would cost an exponential per level)
-        if a == 0 or pa.rel_accuracy_bits() >= prec - 16 - self.table.extra_bits:  # (inlined in block)
+        if a == 0 or pa.rel_accuracy_bits() >= prec - 16 - self._guard:  # (inlined in block)
             return pa
         delta = Fraction((self.table.utilities[a] if utility is None else utility) - self._u0)
         ln_mag = _ln_gap(self._lam_log, -delta)  # ln |ln p_a|, this level only
@@ -318,7 +323,7 @@ class PnfLevels:
         assert quad is not None
         # the common case inlined (one expansion term, p_a accurate): exactly what _one gives
         zero, f0, goal, nu0 = quad._zero_need, quad._f0, quad.goal, quad.nu0
-        fine = self.prec - 16 - self.table.extra_bits
+        fine = self.prec - 16 - self._guard
         with flint_workprec(self.prec):
             lnp, p, w = self._read(b)
             out_p, out_l = [], []
@@ -373,6 +378,71 @@ class PnfLevels:
             if not all(p > 0 for p in head_ps):
                 return None
             return PnfForm(lam, self._u0, nu0, head, rho, head_ps, factor)
+
+    def fixed_log_output(self, frac_bits: int) -> Optional[FixedLogOutput]:
+        """Every level's ``ln P_a`` at ``F = frac_bits`` fractional bits, within one ulp
+        (:meth:`~exactdp.rules.permute_and_flip.PermuteAndFlip.fixed_log_output` gives the
+        proof), from this object's balls; ``None`` when they are too wide for it (the
+        caller raises the precision).  The head is read level by level (the blocks found
+        only as far as it reaches), the rest is one offset: no block past the head is
+        read here."""
+        t, F = self.table, frac_bits
+        quad = self.quad
+        with flint_workprec(self.prec):
+            if quad is None:  # the polynomial route or one output: a small table, every level
+                head = len(t)
+                offset = 0
+            else:
+                nu0 = quad.moment0()
+                if not nu0 > 0:
+                    return None
+                head = 1  # the planning head, as in form(): the first level needing no term
+                while True:
+                    try:
+                        u = t.utilities[head]
+                    except IndexError:
+                        break
+                    if _ln_p(self._lam_log, self._u0 - u) < quad._zero_need:
+                        break
+                    head += 1
+                lam = t.scale.lam_ball()
+                offset = 0
+                limit = 2 * head + 64  # past it, a higher precision (rho shrinks with it)
+                while True:
+                    try:
+                        u = t.utilities[head]
+                    except IndexError:  # every level in the head
+                        break
+                    p_h = (lam * rational_ball(u - self._u0)).exp()
+                    factor = _tail_factor(p_h, 0, quad.S, quad.fact)
+                    if factor is not None and (p_h * factor / nu0.lower()) * arb(2) ** (F + 2) <= 1:
+                        x = fixed_nearest(nu0.log(), F)
+                        if x is None:
+                            return None
+                        offset = x
+                        break
+                    head += 1
+                    if head > limit:
+                        return None
+            if head and self._head_entry(0, F) is None:  # (the first entry tried here: the usual failure)
+                return None
+        return FixedLogOutput(offset, head, lambda start, stop: [self._head_entry(a, F, True) for a in range(start, stop)])
+
+    def _head_entry(self, a: int, frac_bits: int, certain: bool = False) -> Optional[int]:
+        """The integer nearest to ``2**F ln P_a`` (``F = frac_bits``) from the log of
+        level ``a``'s ball, whose radius must be below a quarter ulp; ``None`` when it is
+        not, or (``certain``) the same from a :class:`PnfLevels` at twice the precision,
+        and so on (a rigorous value at every precision: only the time depends on it)."""
+        with flint_workprec(self.prec):
+            x = fixed_nearest(self.value(a)[0].log(), frac_bits)
+        if x is not None or not certain:
+            return x
+        if self.prec * 2 > MAX_PREC:
+            raise PrecisionError(None, None, f"permute-and-flip log-probability not separated within {MAX_PREC} bits")
+        if self._finer is None:
+            with flint_workprec(2 * self.prec):
+                self._finer = PnfLevels(self.table, self.method)
+        return self._finer._head_entry(a, frac_bits, True)
 
     def value(self, a: int) -> tuple[arb, arb]:
         """``(P_a, m_a P_a)`` of level ``a`` alone."""

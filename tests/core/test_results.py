@@ -78,6 +78,7 @@ NOT_RESULTS = {
     "exactdp.core.ranking.Ranking": "ranks of items",
     "exactdp.core.ranking.RankingArrays": "ranks of items as int64 arrays (a NamedTuple)",
     "exactdp.mechanisms.joint_arrays.LevelArrayBlock": "a block of levels as certified arrays",
+    "exactdp.core.selection.FixedLogOutput": "a rule's fixed-point log-probabilities of one output per level",
     "exactdp.mechanisms.canonical.CanonicalClasses": "the canonical mechanism's classes",
     "exactdp.mechanisms.canonical.UtilityClass": "an (h, t, size) NamedTuple",
     "exactdp.mechanisms.joint_pairs.DisplacedWitness": "an output (a sequence)",
@@ -185,6 +186,8 @@ RESULTS = {
     "exactdp.audit.WorstCase": (_worst, ".passed"),
     "exactdp.audit.NeighbourLoss": (lambda: _worst().results[0], ".value"),
     "exactdp.cli.audit_pair.PairResult": (_pair_result, ".passed"),
+    "exactdp.audit.DrawsBound": (lambda: audit.lower_bound_from_draws(*_pair(), *_pair(), 200, rng=1), ".passed"),
+    "exactdp.audit.PlannedEvent": (lambda: audit.plan_event(*_pair(), 200), ".p_a"),
 }
 
 

@@ -153,17 +153,17 @@ def test_streamed_levels_equal_the_lists(case):
 def test_level_arrays_or_a_clear_error(case):
     """``iter_level_arrays(dps)``: blocks whose utilities are the levels' and whose
     ``exp`` of each log-multiplicity and log-probability is within ``10**-dps`` of the
-    level's (Joint, JointSet, Canonical with Gumbel noise), or an exactdp error naming what to use
-    instead (never an ``AttributeError``)."""
+    level's (Joint, PNFJoint, JointSet, Canonical with either noise), or an exactdp error
+    naming what to use instead (never an ``AttributeError``)."""
     name, m = case
     try:
         blocks = list(m.iter_level_arrays(dps=DPS))
     except errors.ExactDPError as exc:
         assert isinstance(exc, ValueError)
         assert "iter_level_probabilities()" in str(exc) or "classes()" in str(exc), str(exc)
-        assert name not in ("Joint", "JointSet", "Canonical-gumbel")
+        assert name in ("CanonicalGamma1", "Peeling-gumbel", "Peeling-exponential")
         return
-    assert name in ("Joint", "JointSet", "Canonical-gumbel") or name.startswith("PNF")
+    assert name in ("Joint", "PNFJoint", "JointSet", "Canonical-gumbel", "Canonical-exponential")
     got = [(u, lm, lp) for b in blocks for u, lm, lp in
            zip(b.utility.tolist(), map(b.log_multiplicity_at, range(len(b))),
                map(b.log_output_probability_at, range(len(b))))]

@@ -77,6 +77,7 @@ def test_exhaustive_small(monkeypatch, d):
         for k in range(1, d + 1):
             for rho in RHOS:
                 check_twin(Canonical(list(counts), k, epsilon=1, rho=rho), 12)
+            check_twin(Canonical(list(counts), k, epsilon=1, noise="exponential"), 12)
 
 
 def test_small_examples():
@@ -85,6 +86,11 @@ def test_small_examples():
     check_twin(Canonical([7, 7, 7], 3, epsilon=Fraction(1, 3)), 50)
     check_twin(Canonical([9, 4, 4, 2, 0], 3, base=Fraction(1, 3)), 20)
     check_twin(Canonical([9, 4, 4, 2, 0, 0, 1], 3, base=Fraction(2, 3), rho=Fraction(2, 7)), 25)
+    # permute-and-flip: the rule's head of levels one by one, then one offset
+    check_twin(Canonical([10, 5, 1, 1], 2, epsilon=1, noise="exponential"), 30)
+    check_twin(Canonical([9, 4, 4, 2, 0, 0, 1], 3, base=Fraction(2, 3), noise="exponential"), 25)
+    check_twin(Canonical([10**9 // r**3 for r in range(1, 30)], 6, epsilon=Fraction(1, 10**6),
+                         noise="exponential"), 30)
 
 
 def test_utilities_exact():
@@ -109,14 +115,14 @@ def test_low_digits_bound_is_tight_enough():
 @settings(max_examples=40, deadline=None)
 @given(counts=st.lists(st.one_of(st.integers(0, 6), st.integers(0, 10**6)), min_size=1, max_size=9),
        data=st.data(), eps=st.fractions(Fraction(1, 10), 4), dps=st.integers(2, 40),
-       rho=st.fractions(0, 1, max_denominator=7))
-def test_hypothesis_twin(counts, data, eps, dps, rho):
+       rho=st.fractions(0, 1, max_denominator=7), noise=st.sampled_from(["gumbel", "exponential"]))
+def test_hypothesis_twin(counts, data, eps, dps, rho, noise):
     k = data.draw(st.integers(1, len(counts)))
     first, most = data.draw(st.sampled_from([(1, 1), (1, 3), (2, 8), (1 << 10, 1 << 17)]))
     with pytest.MonkeyPatch.context() as mp:  # array block boundaries anywhere
         mp.setattr(canonical_arrays, "ARRAY_FIRST_ENTRIES", first)
         mp.setattr(canonical_arrays, "ARRAY_BLOCK_ENTRIES", most)
-        check_twin(Canonical(counts, k, epsilon=eps, rho=rho), dps)
+        check_twin(Canonical(counts, k, epsilon=eps, rho=rho, noise=noise), dps)
 
 
 @settings(max_examples=15, deadline=None)
@@ -186,8 +192,6 @@ def test_a_broken_entry_is_caught(which, column):
 
 
 def test_refusals():
-    with pytest.raises(InvalidParameterError, match="exponential rule"):
-        Canonical([3, 2, 1], 2, epsilon=1, noise="exponential").iter_level_arrays()
     with pytest.raises(NotSingleRuleError):
         CanonicalGamma1([3, 2, 1], 2, epsilon=1).iter_level_arrays()
     for m in [Peeling([3, 2, 1], 2, epsilon=1)]:

@@ -131,9 +131,18 @@ def test_bounds_large_d_and_k():
     check_bounds(m, 3)  # 3 digits: F about 26 bits, so an error beyond E ulps would show
 
 
-def test_pnf_joint_refused():
-    with pytest.raises(InvalidParameterError, match="exponential rule"):
-        PNFJoint([3, 2, 1], 2, epsilon=1).iter_level_arrays()
+def test_rule_without_a_fixed_form_refused():
+    # PNFJoint has one (tests/mechanisms/test_pnf_joint.py); a rule without it is refused at once
+    from exactdp.rules.exponential import ExponentialMechanism
+
+    class NoForm(ExponentialMechanism):
+        fixed_log_output_error = None
+
+    m = Joint([3, 2, 1], 2, epsilon=1)
+    m.rule = NoForm()
+    with pytest.raises(InvalidParameterError, match="fixed-point log-output form"):
+        m.iter_level_arrays()
+    assert PNFJoint([3, 2, 1], 2, epsilon=1).iter_level_arrays() is not None
 
 
 def test_blocks_stream_and_dps_validated():

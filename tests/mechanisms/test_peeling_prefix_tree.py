@@ -7,8 +7,8 @@ Twins: the tree over all counts (``_FULL_TREE`` raised past the number of counts
 previous construction) for the same draws under the same integer randomness, and the
 explicit-rounds exact Fractions of tests/twins/peeling.py (``peel_exact``) for the
 probabilities, exhaustively over {0..3}^d, d <= 4, every k.  The goodness-of-fit test rejects
-with probability ALPHA = 1e-6 when the law is right (5 tests in this file: a false alarm
-anywhere in it has probability below 5e-6).
+with probability ALPHA = 1e-6 when the law is right (6 tests in this file: a false alarm
+anywhere in it has probability below 6e-6).
 """
 
 from __future__ import annotations
@@ -181,10 +181,42 @@ def test_thinning_coin_at_another_precision_covers_its_count(monkeypatch):
                         lambda self, prec, need: real_prefix(self, prec, need) if prec < 300 else need + 1)
     real_coin = ps.lazy_coin
     monkeypatch.setattr(ps, "lazy_coin", lambda prob, gen, prec: real_coin(prob, gen, 4 * prec))
+    monkeypatch.setattr(ps, "_pnf_round", ps._pnf_round_by_split)  # the race's twin
     monkeypatch.setattr(ps, "_plan_head", lambda state: state.top + 1)
     counts, k, base, n = (6, 5, 5, 4, 2, 1, 0), 2, Fraction(2, 3), 3000
     m = exactdp.Peeling(counts, k, base=base, noise="exponential")
     draws = Counter(m.samples(n, rng=NoFloatRandom(5)))
+    expected = {o: float(p) * n for o, p in peel_exact(counts, k, base, "exponential").items()}
+    stat, df = chi2_statistic(draws, expected)
+    assert stat < chi2_threshold(df, ALPHA), (stat, df)
+
+
+def test_race_coin_on_a_short_tree_covers_more(monkeypatch):
+    """The race's thinning coin, first tried at a precision where it cannot decide (forced),
+    then on trees that cover only the top count (the tail's enclosure in ``W``): it covers
+    the count it thins and more until it decides, and the rounds keep their law."""
+    import exactdp.mechanisms.peeling_sampling as ps
+
+    prefix(monkeypatch)
+    real_prefix = peeling.Peeling._prefix
+    monkeypatch.setattr(peeling.Peeling, "_prefix",
+                        lambda self, prec, need: real_prefix(self, prec, need) if prec < 300 else need + 1)
+    real_decide = ps._race_decide
+    covered = Counter()
+
+    def decide(state, a, times, y, ny, prec):
+        if prec < 300:
+            return 4 * prec  # undecided at the first precision: more bits, at 4 times the precision
+        assert prec < 5000, "the coin raised the precision instead of covering more counts"
+        out = real_decide(state, a, times, y, ny, prec)
+        covered[out is None] += 1
+        return out
+
+    monkeypatch.setattr(ps, "_race_decide", decide)
+    counts, k, base, n = (6, 5, 5, 4, 2, 1, 0), 2, Fraction(2, 3), 3000
+    m = exactdp.Peeling(counts, k, base=base, noise="exponential")
+    draws = Counter(m.samples(n, rng=NoFloatRandom(5)))
+    assert covered[True] > 0  # some coins covered more before deciding
     expected = {o: float(p) * n for o, p in peel_exact(counts, k, base, "exponential").items()}
     stat, df = chi2_statistic(draws, expected)
     assert stat < chi2_threshold(df, ALPHA), (stat, df)

@@ -1,8 +1,11 @@
 """Tests of Peeling's exact samplers (exactdp.mechanisms.peeling_sampling): the law of every
 draw against the brute-force twins of tests/twins/peeling.py, exhaustively over small
 instances (ties, k = 1, k = d, d = 1) by goodness of fit, with the exponential (PNF-Peel)
-round forced through each of its routes; the exact coins; determinism; and the trees left
-as they were found.
+round run as a race (the sampler) and forced through each route of its item-by-item twin;
+the race on wide ties, on random instances and by exactdp.testing's two-stage test (with
+negative controls), its thinning coin against its formula, and how few generator words a
+round over a wide tie reads; the exact coins; determinism; and the trees left as they
+were found.
 
 False alarms: every goodness-of-fit test rejects with probability ALPHA = 1e-6 when the
 law is right; this file runs fewer than 400 of them, so a false alarm anywhere in it has
@@ -39,9 +42,11 @@ def small_cases(max_support=60):
                 yield counts, k
 
 
-#: the exponential round's routes: the planner's split, the top count alone in the head
-#: (everything else by Poisson thinning), and the whole round in the head
+#: the exponential round's routes: the race (the sampler), and its twin, the head/tail split,
+#: with the planner's split, the top count alone in the head (everything else by Poisson
+#: thinning), and the whole round in the head
 ROUTES = {
+    "race": None,
     "planned": None,
     "tail": lambda state: state.top + 1,
     "head": lambda state: len(state.mult),
@@ -49,6 +54,11 @@ ROUTES = {
 
 
 def force_route(monkeypatch, route):
+    """Force the exponential round through ``route`` (``"-"``: gumbel noise, no route)."""
+    if route == "-":
+        return
+    if route != "race":
+        monkeypatch.setattr(ps, "_pnf_round", ps._pnf_round_by_split)
     if ROUTES[route] is not None:
         monkeypatch.setattr(ps, "_plan_head", ROUTES[route])
 
@@ -60,7 +70,7 @@ def assert_fits(draws, expected, n):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("counts, k", list(small_cases()))
-@pytest.mark.parametrize("noise, route", [("gumbel", "planned")] + [("exponential", r) for r in ROUTES])
+@pytest.mark.parametrize("noise, route", [("gumbel", "-")] + [("exponential", r) for r in ROUTES])
 def test_sampler_law_exhaustive_small(counts, k, noise, route, monkeypatch):
     """Every small instance, rational base (the twin's exact Fractions) and epsilon (the
     mechanism's certified distribution, computed by per-round tables, not by the sampler)."""
@@ -84,12 +94,15 @@ def test_exponential_large_gaps_and_many_ties(route, monkeypatch):
     assert_fits(flat.samples(n, rng=12), peel_exact((5, 5, 5, 5, 1), 2, Fraction(1, 2), "exponential"), n)
 
 
-@pytest.mark.parametrize("broken", ["no thinning", "head coin always heads"])
+@pytest.mark.parametrize("broken", ["race without thinning", "no thinning", "head coin always heads"])
 def test_goodness_of_fit_catches_a_wrong_round(broken, monkeypatch):
-    """Negative controls: the same test rejects a sampler with the tail's thinning coin
-    removed, or with the head's exact coin replaced by heads."""
+    """Negative controls: the same test rejects the race with its thinning coin removed
+    (the exponential mechanism's law), its twin with the tail's thinning coin removed, or
+    with the head's exact coin replaced by heads."""
     counts, k, n, base = (10, 9, 0, 0, 0, 0), 2, 3000, Fraction(9, 10)
-    if broken == "no thinning":
+    if broken == "race without thinning":
+        monkeypatch.setattr(ps, "_race_accept", lambda state, a, times, gen: True)
+    elif broken == "no thinning":
         force_route(monkeypatch, "tail")
         monkeypatch.setattr(ps, "lazy_coin", lambda prob, gen, prec: True)
     else:
@@ -98,6 +111,123 @@ def test_goodness_of_fit_catches_a_wrong_round(broken, monkeypatch):
     m = exactdp.Peeling(counts, k, base=base, noise="exponential")
     with pytest.raises(AssertionError):
         assert_fits(m.samples(n, rng=3), peel_exact(counts, k, base, "exponential"), n)
+
+
+#: wide ties below the top: the race's marks mostly fall in a tie and are thinned
+TIED = [((6, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0), 2, Fraction(3, 4)),
+        ((3, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0), 2, Fraction(1, 2)),
+        ((9,) + (0,) * 30, 1, Fraction(9, 10))]
+
+
+def count_race_coins(monkeypatch) -> Counter:
+    """Wrap the race's thinning coin: the returned Counter counts its outcomes."""
+    coins: Counter = Counter()
+    accept = ps._race_accept
+
+    def counted(state, a, times, gen):
+        heads = accept(state, a, times, gen)
+        coins[heads] += 1
+        return heads
+
+    monkeypatch.setattr(ps, "_race_accept", counted)
+    return coins
+
+
+@pytest.mark.parametrize("counts, k, base", TIED)
+def test_race_law_where_ties_dominate(counts, k, base, monkeypatch):
+    """The race against the twin's exact law (rounds over items, exact Fractions) where
+    most of a round's weight sits in wide ties below the top count: the thinning coin
+    decides more than one round in ``k``, and is sometimes tails."""
+    coins = count_race_coins(monkeypatch)
+    n = 4000
+    m = exactdp.Peeling(counts, k, base=base, noise="exponential")
+    assert_fits(m.samples(n, rng=zlib.crc32(repr(counts).encode())), peel_exact(counts, k, base, "exponential"), n)
+    assert coins[True] > n // 2 and coins[False] > 0, coins
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", [None, "race without thinning", "first item of its count"])
+def test_race_passes_the_oracle_within_ties(broken, monkeypatch):
+    """exactdp.testing's two-stage test (the level law, then uniformity within each level)
+    on a tie-dominated instance (one count above ties of 8 and 12): PASS at
+    ``alpha = 1e-6``, with the race's coin deciding most rounds; FAIL (negative controls)
+    with the coin removed or with a round's item not uniform within its count."""
+    from exactdp import testing
+
+    coins = count_race_coins(monkeypatch)
+    if broken == "race without thinning":
+        monkeypatch.setattr(ps, "_race_accept", lambda state, a, times, gen: True)
+    elif broken == "first item of its count":
+        position = ps.DrawState.position
+        monkeypatch.setattr(ps.DrawState, "position", lambda self, a, i: position(self, a, 0))
+    m = exactdp.Peeling((6,) + (1,) * 8 + (0,) * 12, 2, base=Fraction(3, 4), noise="exponential")
+    if broken:
+        with pytest.raises(AssertionError, match="FAIL"):
+            testing.assert_sampler_matches(m, m, n=30_000, seed=3, alpha=1e-6)
+        return
+    testing.assert_sampler_matches(m, m, n=30_000, seed=3, alpha=1e-6)
+    assert coins[True] > 30_000, coins
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts_and_k(max_d=7, max_sequences=120, values=st.integers(0, 6)),
+       st.sampled_from([Fraction(1, 2), Fraction(2, 3), Fraction(9, 10)]), st.integers(0, 2**32 - 1))
+def test_race_law_random_instances(ck, base, seed):
+    """Random tied instances: the race against the twin's exact law (goodness of fit)."""
+    counts, k = ck
+    n = 1500
+    assert ps._race_accept  # the race's coin (not in the head/tail sampler)
+    m = exactdp.Peeling(counts, k, base=base, noise="exponential")
+    assert_fits(m.samples(n, rng=NoFloatRandom(seed)), peel_exact(counts, k, base, "exponential"), n)
+
+
+@pytest.mark.parametrize("v", [Fraction(1, 2), Fraction(1, 1000), Fraction(0)])
+def test_race_coin_has_the_thinning_probability(v):
+    """The race's coin at a given time against ``(1 - t)/(1 - p_a t)`` computed in mpmath:
+    counts (10, 9, 0, 0, 0), base 1/2, the point marked with count 9 (``p_a = 1/2``), one
+    point with ``V_1 = v`` (64 known bits).  ``v = 0`` reads ``V_1`` in ``[0, 2**-64)``: the
+    coin draws more bits of it before deciding, and ``1 - t < 2**-62``: tails."""
+    m = exactdp.Peeling((10, 9, 0, 0, 0), 1, base=Fraction(1, 2), noise="exponential")
+    n, a = 20_000, 1
+    gen = NoFloatRandom(int(v * 1000) + 1)
+    state = ps.DrawState(m)
+    heads = 0
+    with flint_workprec(state.prec0):
+        for _ in range(n):
+            times = [[int(v * 2**64), 64]]
+            heads += ps._race_accept(state, a, times, gen)
+            assert v or times[0][1] > 64  # refined: the first try could not decide
+    if v == 0:
+        assert heads == 0
+        return
+    with mpmath.workdps(30):
+        w = 1 + mpmath.mpf(1) / 2 + 3 * mpmath.mpf(2) ** -10
+        t = 1 - (mpmath.mpf(v.numerator) / v.denominator) ** (1 / w)
+        p = float((1 - t) / (1 - t / 2))
+    z = abs(heads - n * p) / math.sqrt(n * p * (1 - p))
+    assert z < 4.9, (v, heads, n * p, z)  # two-sided normal tail 1e-6
+
+
+class CountingRandom(NoFloatRandom):
+    """Counts the generator's reads (``randrange`` reads ``getrandbits`` too)."""
+
+    reads = 0
+
+    def getrandbits(self, k):
+        self.reads += 1
+        return super().getrandbits(k)
+
+
+def test_race_reads_a_few_words_a_round_over_a_wide_tie():
+    """One count above a tie of 20,000 items each accepted with probability ``0.9**40``
+    (about 300 members of the heads set a round): the race reads a few words a round (a
+    point or two, each a descent, a time and a coin), not one coin per visited item or one
+    descent per tail point.  Counts reads, not seconds."""
+    m = exactdp.Peeling((40,) + (0,) * 20000 + (40,), 2, base=Fraction(9, 10), noise="exponential")
+    gen = CountingRandom(5)
+    draws = m.samples(50, rng=gen)
+    assert all(len(set(s)) == 2 for s in draws)
+    assert gen.reads <= 50 * 2 * 12, gen.reads
 
 
 def test_accepted_set_identity():

@@ -18,6 +18,7 @@ from itertools import product
 import mpmath
 import pytest
 import sympy
+from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp.errors import InvalidOutputError, NoClosedFormError, TooManyOutputsError
@@ -251,3 +252,221 @@ def test_extreme_inputs_reported():
 
 def sympy_rational(f):
     return sympy.Rational(f.numerator, f.denominator)
+
+
+# ---------------------------------------------------------------------------------------
+# levels as arrays: iter_level_arrays (the rule's fixed-point log-output form)
+# ---------------------------------------------------------------------------------------
+def _joint_utility(counts, seq):
+    """u(S) = -max_i (c_(i) - c[s_i]) (docs/definitions.md §2.1), from the definition."""
+    top = sorted(counts, reverse=True)
+    return -max(top[i] - counts[s] for i, s in enumerate(seq))
+
+
+def _array_rows(m, dps):
+    rows = []
+    for block in m.iter_level_arrays(dps=dps):
+        assert block.log_output_probability.shape[0] == len(block)
+        for i in range(len(block)):
+            rows.append((int(block.utility[i]), block.log_multiplicity_at(i), block.log_output_probability_at(i),
+                         block.frac_bits, block.log_multiplicity_error, block.log_output_probability_error))
+    return rows
+
+
+def _check_against(rows, levels, dps):
+    """``levels``: ``[(utility, multiplicity, one output's probability)]`` best first, the
+    probability exact (Fraction) or certified well past ``dps`` digits.  Checks the proven
+    ulp bounds themselves and the relative error ``10**-dps`` of ``exp`` of each entry."""
+    assert [r[0] for r in rows] == [u for u, _, _ in levels]
+    with mpmath.workprec(600):
+        tol = mpmath.mpf(10) ** -dps
+        for (u, lm, lp, F, em, ep), (_, mult, prob) in zip(rows, levels):
+            prob = mpmath.mpf(prob.numerator) / prob.denominator if isinstance(prob, Fraction) else prob
+            scale = mpmath.mpf(2) ** F
+            assert abs(lm - mpmath.log(mult)) * scale <= em
+            assert abs(lp - mpmath.log(prob)) * scale <= ep, (u, (lp - mpmath.log(prob)) * scale, ep)
+            assert abs(mpmath.exp(lm) - mult) <= tol * mult
+            assert abs(mpmath.exp(lp) - prob) <= tol * prob
+
+
+def _brute_levels(counts, k):
+    """Levels from the brute-force twin (base 1/2): ``(utility, number of sequences, P)``."""
+    per = {}
+    for seq, p in pnf_joint_brute(counts, k).items():
+        u = _joint_utility(counts, seq)
+        n, q = per.get(u, (0, p))
+        assert q == p  # every output of a level is equally likely
+        per[u] = (n + 1, p)
+    return [(u, n, p) for u, (n, p) in sorted(per.items(), reverse=True)]
+
+
+def _certified_levels(m, dps):
+    """Levels with one output's probability certified to ``dps`` digits (the object path)."""
+    with mpmath.workprec(600):  # (the division exact to far more digits than dps)
+        return [(lv.utility, lv.multiplicity, p / lv.multiplicity) for lv, p in m.iter_level_probabilities(dps)]
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    """Array and table blocks of one or two events: block boundaries everywhere."""
+    from exactdp.mechanisms import joint_arrays, joint_blocks
+
+    monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 2)
+    monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 2)
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
+
+
+@pytest.fixture
+def quadrature(monkeypatch):
+    """The quadrature route even for tiny supports (a head of levels, then one offset)."""
+    from exactdp.rules import pnf_levels
+
+    monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, pytest.param(4, marks=pytest.mark.slow), pytest.param(5, marks=pytest.mark.slow)])
+def test_level_arrays_exhaustive_against_brute_force(tiny_blocks, d):
+    """Every vector in {0..3}^d, every k, base 1/2: utilities, multiplicities and one output's
+    probability against the brute-force twin's exact rationals, within the proven ulps."""
+    for counts in product(range(4), repeat=d):
+        for k in range(1, d + 1):
+            m = exactdp.PNFJoint(list(counts), k, base=HALF)
+            _check_against(_array_rows(m, 12), _brute_levels(list(counts), k), 12)
+
+
+@pytest.mark.parametrize("d", [1, 2, pytest.param(3, marks=pytest.mark.slow), pytest.param(4, marks=pytest.mark.slow)])
+def test_level_arrays_exhaustive_quadrature_route(tiny_blocks, quadrature, d):
+    """The same vectors through the quadrature route, with a weight exponent large enough
+    that the levels after the best take the offset (epsilon = 100) and a small one."""
+    for counts in product(range(4), repeat=d):
+        for k in range(1, d + 1):
+            for eps in (Fraction(1, 3), 100):
+                m = exactdp.PNFJoint(list(counts), k, epsilon=eps)
+                _check_against(_array_rows(m, 10), _certified_levels(exactdp.PNFJoint(list(counts), k, epsilon=eps), 40), 10)
+
+
+def test_level_arrays_head_and_offset_both_used(quadrature):
+    from exactdp.rules.permute_and_flip import PermuteAndFlip
+
+    m = exactdp.PNFJoint([30, 20, 11, 10, 3, 0], 3, epsilon=20)
+    form = m.rule.fixed_log_output(m.table, 80, 20)
+    assert 1 <= form.head < len(m.levels())  # some levels one by one, the rest by the offset
+    _check_against(_array_rows(m, 20), _certified_levels(m, 50), 20)
+    assert isinstance(m.rule, PermuteAndFlip)
+
+
+def test_level_arrays_a_broken_entry_is_caught(quadrature):
+    """Controls: one ulp bound exceeded, in the offset or in a head entry, fails the check."""
+    from exactdp.core.selection import FixedLogOutput
+    from exactdp.rules.permute_and_flip import PermuteAndFlip
+
+    m = exactdp.PNFJoint([30, 20, 11, 10, 3, 0], 3, epsilon=20)
+    ref = _certified_levels(m, 50)
+    true_fixed = PermuteAndFlip.fixed_log_output
+    def off_first(f):
+        return FixedLogOutput(f.offset, f.head, lambda lo, hi: [x - 3 * (a == 0) for a, x in
+                                                                 zip(range(lo, hi), f.entries(lo, hi))])
+
+    for broken in (lambda f: FixedLogOutput(f.offset + 3, f.head, f.entries), off_first):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(PermuteAndFlip, "fixed_log_output", lambda self, *a: broken(true_fixed(self, *a)))
+            with pytest.raises(AssertionError):
+                _check_against(_array_rows(exactdp.PNFJoint([30, 20, 11, 10, 3, 0], 3, epsilon=20), 20), ref, 20)
+
+
+def test_level_arrays_at_scale_against_level_probabilities():
+    """More than PNF_POLY_SUPPORT_LIMIT outputs (the quadrature route), levels far below
+    the best (the offset), several array blocks."""
+    rng = random.Random(3)
+    counts = [rng.randrange(10**5) for _ in range(600)]
+    m = exactdp.PNFJoint(counts, 4, epsilon=1)
+    rows = _array_rows(m, 30)
+    assert len(rows) > 1000
+    _check_against(rows, _certified_levels(exactdp.PNFJoint(counts, 4, epsilon=1), 45), 30)
+
+
+def test_level_arrays_counts_past_int64():
+    m = exactdp.PNFJoint([2**70, 2**70 - 3, 5, 0], 2, epsilon=1)
+    rows = _array_rows(m, 30)
+    assert [b.utility.dtype for b in m.iter_level_arrays()] == [object]
+    _check_against(rows, _certified_levels(m, 45), 30)
+
+
+def test_level_arrays_leave_the_draws_unchanged():
+    counts = [9, 7, 7, 4, 2, 2, 1, 0] * 40
+    fresh = exactdp.PNFJoint(counts, 3, epsilon=1).samples(5, rng=4)
+    m = exactdp.PNFJoint(counts, 3, epsilon=1)
+    list(m.iter_level_arrays(dps=30))
+    assert m.samples(5, rng=4) == fresh
+
+
+def test_level_arrays_dps_limit():
+    from exactdp.errors import PrecisionError
+
+    m = exactdp.PNFJoint(list(range(300)), 3, epsilon=1)  # the quadrature route
+    with pytest.raises(PrecisionError, match="PNF_QUADRATURE_MAX_DPS"):
+        next(m.iter_level_arrays(dps=600))
+
+
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.one_of(st.integers(0, 4), st.integers(0, 10**6)), min_size=1, max_size=8),
+       data=st.data(), eps=st.fractions(Fraction(1, 10), 30), dps=st.integers(2, 40),
+       route=st.sampled_from(["auto", "quadrature"]))
+def test_level_arrays_hypothesis(counts, data, eps, dps, route):
+    """Random counts (ties, d = 1, k = 1 and k = d among them), epsilon, digits, block sizes
+    and route, against the certified level probabilities."""
+    from exactdp.mechanisms import joint_arrays
+    from exactdp.rules import pnf_levels
+
+    k = data.draw(st.integers(1, len(counts)))
+    first, most = data.draw(st.sampled_from([(1, 1), (1, 3), (2, 8), (1 << 10, 1 << 17)]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", first)
+        mp.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", most)
+        if route == "quadrature":
+            mp.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
+        m = exactdp.PNFJoint(counts, k, epsilon=eps)
+        _check_against(_array_rows(m, dps), _certified_levels(exactdp.PNFJoint(counts, k, epsilon=eps), dps + 15), dps)
+
+
+def test_a_first_sample_finds_only_the_blocks_it_reads(monkeypatch):
+    """The draw's accuracy test reads the table's guard bits from its bound on the number
+    of levels, not from the number itself (which finds every block of Joint's table)."""
+    from exactdp.mechanisms import joint_blocks
+
+    monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 64)
+    monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 16)
+    counts = [10**9 // r ** 2 for r in range(1, 1501)]
+    m = exactdp.PNFJoint(counts, 4, epsilon=1)
+    draw = m.sample(rng=1)
+    assert not m.table._complete and len(m.table._sizes) < 20  # a few blocks of many
+    full = exactdp.PNFJoint(counts, 4, epsilon=1)
+    full.table._discover_all()  # the same draw with every block known
+    assert full.sample(rng=1) == draw
+    assert len(full.table._sizes) > 80
+
+
+@pytest.mark.parametrize("route", ["auto", "quadrature"])
+@pytest.mark.parametrize("counts,k", [([7], 1), ([4, 4, 4, 4], 4), ([4, 4, 4, 4], 1), ([9, 9, 2, 2, 2, 0], 6),
+                                      ([9, 9, 2, 2, 2, 0], 1), ([10**6, 3, 3, 0], 4)])
+def test_level_arrays_edge_cases(monkeypatch, route, counts, k):
+    """d = 1, every count tied, k = 1 and k = d, at 30 digits, against the certified levels."""
+    from exactdp.rules import pnf_levels
+
+    if route == "quadrature":
+        monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
+    m = exactdp.PNFJoint(counts, k, epsilon=1)
+    _check_against(_array_rows(m, 30), _certified_levels(exactdp.PNFJoint(counts, k, epsilon=1), 45), 30)
+
+
+@pytest.mark.parametrize("base", [Fraction(1, 2), Fraction(99, 100), Fraction(1, 10**6)])
+def test_level_arrays_with_a_base(base):
+    """A rational base (lam = ln(1/base), rounded from arb), past the polynomial route: a
+    head of 6 to every one of the 217 levels."""
+    rng = random.Random(9)
+    counts = [rng.randrange(300) for _ in range(200)]
+    m = exactdp.PNFJoint(counts, 3, base=base)
+    rows = _array_rows(m, 25)
+    assert len(rows) == 217
+    _check_against(rows, _certified_levels(exactdp.PNFJoint(counts, 3, base=base), 40), 25)

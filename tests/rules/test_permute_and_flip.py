@@ -555,3 +555,37 @@ def test_astronomically_small_weight_no_precision_escalation(mult):
     levels = PNF.level_probabilities(t, 25)
     with mpmath.workdps(40):
         assert abs(sum(levels) - 1) <= mpmath.mpf(10) ** -24
+
+
+def test_fixed_log_output_raises_the_precision_where_balls_are_too_wide(monkeypatch):
+    """PnfLevels.fixed_log_output at a working precision below the fixed point's: None (the
+    rule then doubles it); a head entry asked for anyway comes from a PnfLevels at twice the
+    precision, and so on, and is the nearest integer either way."""
+    import random as _random
+
+    import mpmath as _mpmath
+
+    from exactdp.core.levels import Level, LevelTable
+    from exactdp.core.precision import flint_workprec
+    from exactdp.core.scale import Scale
+    from exactdp.rules import pnf_levels
+    from exactdp.rules.permute_and_flip import PermuteAndFlip
+
+    monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)  # the quadrature route
+    rng = _random.Random(5)
+    levels = [Level(-u, rng.randrange(1, 50)) for u in range(0, 900, 3)]
+    table = LevelTable(levels, Scale(epsilon=Fraction(2)))
+    F = 150
+    with flint_workprec(60):
+        coarse = pnf_levels.PnfLevels(table, "auto")
+    assert coarse.fixed_log_output(F) is None
+    assert coarse._head_entry(0, F) is None
+    form = PermuteAndFlip().fixed_log_output(table, F, 40)
+    assert 3 <= form.head < len(levels)
+    for a in range(3):
+        got = coarse._head_entry(a, F, True)  # from finer levels
+        assert got == form.entries(a, a + 1)[0]
+        with _mpmath.workprec(400):
+            exact = PermuteAndFlip().output_probability(table, a, 80)
+            assert abs(got - _mpmath.log(exact) * _mpmath.mpf(2) ** F) < 1
+    assert coarse._finer is not None and coarse._finer._finer is not None  # 120 bits, then 240
