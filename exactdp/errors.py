@@ -131,6 +131,16 @@ class NotSingleRuleError(ExactDPValueError, NotImplementedError):
 __all__ += ["NotSingleRuleError"]
 
 
+class NoLevelArraysError(ExactDPValueError, NotImplementedError):
+    """``iter_level_arrays()`` was called on a mechanism that does not provide its levels as
+    arrays (the message names the mechanism and the streamed alternative,
+    ``iter_level_probabilities()``).  Subclasses both ``ValueError`` (via
+    :class:`ExactDPValueError`) and ``NotImplementedError``."""
+
+
+__all__ += ["NoLevelArraysError"]
+
+
 class PrecisionError(ExactDPError, ArithmeticError):
     """A certified enclosure could not be made tight enough within the precision cap."""
 

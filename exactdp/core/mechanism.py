@@ -41,7 +41,7 @@ import numpy as np
 from ._lazy import sympy
 
 from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
-from ..errors import ArgumentTypeError, InvalidParameterError, TooManyOutputsError
+from ..errors import ArgumentTypeError, InvalidParameterError, NoLevelArraysError, TooManyOutputsError
 from .formatting import exact_text, int_text
 from .levels import Level, LevelTable, Utility
 from .ranking import Ranking
@@ -240,6 +240,16 @@ class Mechanism(abc.ABC):
         """The pairs of :meth:`level_probabilities` (certified to ``dps`` digits, default
         30), best level first, one at a time (streamed where :meth:`iter_levels` is)."""
         return iter(self.level_probabilities(dps))
+
+    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[object]:
+        """Every level, best first, in blocks of arrays certified to ``dps`` digits (Joint,
+        JointSet and Canonical provide it: see theirs).  By default a mechanism has none and raises
+        :class:`~exactdp.errors.NoLevelArraysError` naming the streamed alternative,
+        :meth:`iter_level_probabilities`."""
+        raise NoLevelArraysError(
+            None, None,
+            f"{type(self).__name__} has no iter_level_arrays(); use iter_level_probabilities(), "
+            "which streams its levels with their certified probabilities")
 
     def level_output_probabilities(self, dps: Optional[int] = None) -> list[tuple[Level, mpmath.mpf]]:
         """``(Level, probability of one particular output of that level)`` for every

@@ -74,6 +74,7 @@ from ..core.ranking import Ranking
 from ..core.validation import as_dps, as_index, as_memory_budget, as_rho
 from ..errors import InvalidParameterError, NoClosedFormError, NotSingleRuleError
 from ..rules.noise import as_noise, rule_for_noise
+from .canonical_arrays import CanonicalLevelArrayBlock, iter_level_arrays as _iter_level_arrays
 
 __all__ = [
     "Canonical",
@@ -514,6 +515,19 @@ class Canonical(CanonicalFamily):
         sum does)."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
+
+    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[CanonicalLevelArrayBlock]:
+        """Every level, best first, in blocks of arrays
+        (:class:`~exactdp.mechanisms.canonical_arrays.CanonicalLevelArrayBlock`): exact loss
+        keys and utilities, and each level's log-multiplicity and one output's
+        log-probability as certified fixed-point integers, so that their ``exp`` is within
+        relative error ``10**-dps`` (``None``: the default 30) of the multiplicity and of the
+        probability (:mod:`exactdp.mechanisms.canonical_arrays` gives the proof).  Blocks
+        are computed as they are read, none is kept.  Both noises: the log-probabilities
+        come from the rule's fixed-point form
+        (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
+        mechanism's normaliser, permute-and-flip's shared integral)."""
+        return _iter_level_arrays(self, as_dps(dps))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:
         """The ``r``-th subset of level ``a``: its loss key read off the level table (a

@@ -116,6 +116,11 @@ class CanonicalGamma1(CanonicalFamily):
         :meth:`levels`)."""
         self.levels()
 
+    def iter_level_arrays(self, dps: Optional[int] = None) -> NoReturn:
+        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError` (see
+        :meth:`levels`)."""
+        self.levels()
+
     def _compute_levels(self) -> NoReturn:
         # every level method (level_output_probabilities, the level table) ends here
         self.levels()

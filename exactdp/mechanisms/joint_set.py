@@ -71,6 +71,8 @@ from ..core.mechanism import JointFamily
 from ..core.ranking import Ranking
 from ..rules.exponential import ExponentialMechanism
 from ..core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
+from .joint_arrays import LevelArrayBlock
+from .joint_set_arrays import iter_level_arrays as _iter_level_arrays
 from .joint_set_sweep import iter_sweep_levels, pascal_series as _pascal_series
 from .joint_set_unrank import LevelPaths
 
@@ -483,6 +485,16 @@ class JointSet(JointFamily):
         block by block, recomputing a block not kept from its first threshold."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
+
+    def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
+        """Every level, best first, in blocks of arrays
+        (:class:`~exactdp.mechanisms.joint_arrays.LevelArrayBlock`): exact utilities, and
+        each level's log-multiplicity and one output's log-probability as certified
+        fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
+        (``None``: the default 30) of the multiplicity and of the probability
+        (:mod:`exactdp.mechanisms.joint_set_arrays` gives the proof).  One pass of the
+        sweep; blocks are computed as they are read, none is kept."""
+        return _iter_level_arrays(self, as_dps(dps))
 
     def _utility(self, output: frozenset) -> int:
         sc, rank_of = self.ranking.sorted_counts, self.ranking.rank_of

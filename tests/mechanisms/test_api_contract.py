@@ -150,6 +150,31 @@ def test_streamed_levels_equal_the_lists(case):
     assert [p for _, p in streamed] == [p for _, p in listed]
 
 
+def test_level_arrays_or_a_clear_error(case):
+    """``iter_level_arrays(dps)``: blocks whose utilities are the levels' and whose
+    ``exp`` of each log-multiplicity and log-probability is within ``10**-dps`` of the
+    level's (Joint, PNFJoint, JointSet, Canonical with either noise), or an exactdp error
+    naming what to use instead (never an ``AttributeError``)."""
+    name, m = case
+    try:
+        blocks = list(m.iter_level_arrays(dps=DPS))
+    except errors.ExactDPError as exc:
+        assert isinstance(exc, ValueError)
+        assert "iter_level_probabilities()" in str(exc) or "classes()" in str(exc), str(exc)
+        assert name in ("CanonicalGamma1", "Peeling-gumbel", "Peeling-exponential")
+        return
+    assert name in ("Joint", "PNFJoint", "JointSet", "Canonical-gumbel", "Canonical-exponential")
+    got = [(u, lm, lp) for b in blocks for u, lm, lp in
+           zip(b.utility.tolist(), map(b.log_multiplicity_at, range(len(b))),
+               map(b.log_output_probability_at, range(len(b))))]
+    listed = m.level_probabilities(DPS)
+    assert [u for u, _, _ in got] == [lv.utility for lv, _ in listed]
+    with mpmath.workdps(DPS + 10):
+        for (_, lm, lp), (lv, p) in zip(got, listed):
+            assert _close(mpmath.exp(lm), lv.multiplicity)
+            assert _close(mpmath.exp(lp) * lv.multiplicity, p)
+
+
 def test_bad_outputs_raise_the_same_errors(case):
     _, m = case
     for output, error in _bad_outputs(m.d, m.k):
