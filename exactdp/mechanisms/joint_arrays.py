@@ -358,7 +358,8 @@ def _log_output(utility: Any, lam_fixed: int, g_limbs: int, form: Any, first: in
 def _affine_log_output(utility: Any, lam_fixed: int, g_limbs: int, log_z: int) -> np.ndarray:
     """Limbs of ``floor(-Lam * M / 2**G) - lnZ`` for ``M = -utility``."""
     n = len(utility)
-    if utility.dtype == object:
+    # -utility overflows int64 at utility = -2**63: Python ints there
+    if utility.dtype == object or (n and int(utility.min()) == -(1 << 63)):
         M = [-int(u) for u in utility]
         prod = [((-lam_fixed * m) >> (g_limbs * LIMB_BITS)) - log_z for m in M]
         top = max((abs(v).bit_length() for v in prod), default=1)

@@ -254,3 +254,18 @@ def test_exhaustive_small_through_the_kernel(monkeypatch, d):
             check_twin(Joint(list(counts), k, epsilon=1), 12)
     check_bounds(Joint([9, 6, 6, 3, 0][:d], min(d, 3), epsilon=1), 3)
     assert taken[0] > 200
+
+
+def test_a_utility_of_minus_two_to_the_63():
+    """``-utility`` of the level ``-2**63`` does not fit ``int64``: its log-probability is
+    ``-lam * 2**63 - ln Z`` (``ln Z`` about ``e**(-2**62)``), not a wrapped ``0``."""
+    import mpmath
+
+    m = Joint([2**63, 0], 1, epsilon=1)
+    blocks = list(m.iter_level_arrays())
+    utilities = [int(u) for b in blocks for u in b.utility]
+    assert utilities == [0, -(2**63)]
+    last = blocks[-1]
+    i = len(last) - 1
+    assert mpmath.almosteq(last.log_output_probability_at(i), -mpmath.mpf(2) ** 62, rel_eps=mpmath.mpf(10) ** -25)
+    assert abs(blocks[0].log_output_probability_at(0)) < mpmath.mpf(10) ** -25
