@@ -11,8 +11,10 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 ``w = max Omega(n) <= floor(log2(d+1))``).
 
 - ``ln N(M) = sum_r ln f_r(M)``: at a block's start ``sum_r X_{f_r}`` (Python ints, ``k``
-  bisections), then per threshold event ``X_new - X_old`` summed by ``numpy.cumsum`` over
-  the limbs: an exact integer sum that telescopes per row, so at every level it equals
+  bisections), then per threshold event ``X_new - X_old`` (one gather from the differences
+  ``X_{a+1} - X_a`` where ``new = old + 1``: always without tied counts), summed per level
+  (``numpy.add.reduceat``: the level's ``D`` below) and over the levels (``numpy.cumsum``)
+  in limbs: an exact integer sum that telescopes per row, so at every level it equals
   ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)`` however many
   levels precede it.
 - one factor changing at the level, ``a -> b`` (``b > a >= 1``): ``m = N(M) (b-a)/b``, so
@@ -180,6 +182,9 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     if table_limbs[rows:].any():  # cannot happen: the entries fit L limbs
         raise AssertionError("log table entries wider than their bound")
     T[:rows] = table_limbs[:rows]
+    # DX[:, f] = X_{f+1} - X_f (normalized; X_0 = 0 unused): one gather an event
+    DX = np.zeros_like(T)
+    DX[:, :-1] = normalize(T[:, 1:] - T[:, :-1])
     a = source.event_arrays()
     first = 0  # the index of the block's first level
     for b, (lo, hi) in enumerate(_windows(source)):
@@ -187,34 +192,44 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
         base = sum(xs[f] for f in f0)
         Ms, new, old, starts = source.window_events(lo, hi)
-        n = len(Ms)
+        n, levels = len(Ms), len(starts)
         if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
             raise AssertionError("an array block of 2**32 threshold events")
+        # each level's D = sum of its events' X_new - X_old (= ln N(M) - ln N(M_prev) up
+        # to the table's errors), exact limb sums; new = old + 1 but where counts tie
+        wide = None if a["untied"] else np.flatnonzero(new - old != 1)
         if n:
-            t_new = np.take(T, new, axis=1)  # take: about twice as fast as T[:, new]
-            # ln N after each event: exact limb sums of X_new - X_old (telescoping per row)
-            lnN = np.cumsum(t_new - np.take(T, old, axis=1), axis=1)
+            D = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
+            if wide is not None and len(wide):
+                D[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
+            if levels < n:
+                D = np.add.reduceat(D, starts, axis=1)
+            # ln N at each level: base plus a running sum over the levels (telescoping per row)
+            logm = np.cumsum(D, axis=1)
         else:
-            t_new = lnN = np.zeros((L, 0), dtype=np.int64)
-        lnN += to_limbs([base], L)
-        if len(starts) == n:  # one event a level: ln m = ln N(M) + ln(b - a) - ln b
-            logm = lnN
-            logm += np.take(T, new - old, axis=1)
-            logm -= t_new
+            D = logm = np.zeros((L, 0), dtype=np.int64)
+        logm += to_limbs([base], L)
+        # one event at a level, a -> b: ln m = ln N(M) + ln(b - a) - ln b (ln 1 = X_1 = 0)
+        if levels == n:
+            one = e = None
         else:
             ends = np.append(starts[1:], n) - 1
-            logm = np.take(lnN, ends, axis=1)
-            single = (ends - starts) == 0
+            single = ends == starts
             one = np.flatnonzero(single)
             e = starts[one]
-            logm[:, one] += np.take(T, new[e] - old[e], axis=1) - np.take(t_new, e, axis=1)
+        news = new if e is None else new[e]
+        gap = np.take(T, news, axis=1)
+        np.negative(gap, out=gap)
+        if wide is not None and len(wide):
+            gap += np.take(T, news - (old if e is None else old[e]), axis=1)
+        if one is None:
+            logm += gap
+        else:
+            logm[:, one] += gap
             multi = np.flatnonzero(~single)  # several factors change at one level
             if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
-                # delta = ln N(M) - ln N(M_prev): the level's own X_new - X_old, exactly
-                s0 = starts[multi]
-                D = normalize(np.take(lnN, ends[multi], axis=1) - np.take(lnN, s0, axis=1)
-                              + np.take(t_new, s0, axis=1) - np.take(T, old[s0], axis=1))
-                took, y = kernel(D, L)
+                # delta = ln N(M) - ln N(M_prev): the level's own D
+                took, y = kernel(normalize(np.take(D, multi, axis=1)), L)
                 logm[:, multi[took]] += y
                 multi = multi[~took]
             if len(multi):  # the exact products and one arb logarithm a level
