@@ -198,43 +198,47 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         # each level's D = sum of its events' X_new - X_old (= ln N(M) - ln N(M_prev) up
         # to the table's errors), exact limb sums; new = old + 1 but where counts tie
         wide = None if a["untied"] else np.flatnonzero(new - old != 1)
+        ends = np.append(starts[1:], n) - 1
+        per_level = 2 * levels <= n  # two or more events a level: D per level, then ln N
         if n:
-            D = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
+            dx = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
             if wide is not None and len(wide):
-                D[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
-            if levels < n:
-                D = np.add.reduceat(D, starts, axis=1)
-            # ln N at each level: base plus a running sum over the levels (telescoping per row)
-            logm = np.cumsum(D, axis=1)
+                dx[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
+            if per_level:
+                D = np.add.reduceat(dx, starts, axis=1)
+                logm = np.cumsum(D, axis=1)
+            else:  # ln N after each event (cs), read at each level's last
+                cs = np.cumsum(dx, axis=1)
+                logm = np.take(cs, ends, axis=1) if levels < n else cs
         else:
-            D = logm = np.zeros((L, 0), dtype=np.int64)
+            logm = np.zeros((L, 0), dtype=np.int64)
+        # ln N at each level: base plus the running sum (it telescopes per row)
         logm += to_limbs([base], L)
-        # one event at a level, a -> b: ln m = ln N(M) + ln(b - a) - ln b (ln 1 = X_1 = 0)
-        if levels == n:
-            one = e = None
-        else:
-            ends = np.append(starts[1:], n) - 1
-            single = ends == starts
-            one = np.flatnonzero(single)
-            e = starts[one]
-        news = new if e is None else new[e]
-        gap = np.take(T, news, axis=1)
-        np.negative(gap, out=gap)
+        # one event at a level, a -> b: ln m = ln N(M) + ln(b - a) - ln b (ln 1 = X_1 = 0);
+        # the other levels gather X_0 = 0
+        single = ends == starts
+        news = np.take(new, starts)
+        several = ~single
+        news[several] = 0
+        logm -= np.take(T, news, axis=1)
         if wide is not None and len(wide):
-            gap += np.take(T, news - (old if e is None else old[e]), axis=1)
-        if one is None:
-            logm += gap
-        else:
-            logm[:, one] += gap
-            multi = np.flatnonzero(~single)  # several factors change at one level
-            if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
-                # delta = ln N(M) - ln N(M_prev): the level's own D
-                took, y = kernel(normalize(np.take(D, multi, axis=1)), L)
-                logm[:, multi[took]] += y
-                multi = multi[~took]
-            if len(multi):  # the exact products and one arb logarithm a level
-                pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
-                logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
+            gaps = news - np.take(old, starts)
+            gaps[several] = 0
+            logm += np.take(T, gaps, axis=1)
+        multi = np.flatnonzero(several)  # several factors change at one level
+        if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
+            # delta = ln N(M) - ln N(M_prev): the level's own D, exactly
+            if per_level:
+                D = np.take(D, multi, axis=1)
+            else:
+                s0 = starts[multi]
+                D = np.take(cs, ends[multi], axis=1) - np.take(cs, s0, axis=1) + np.take(dx, s0, axis=1)
+            took, y = kernel(normalize(D), L)
+            logm[:, multi[took]] += y
+            multi = multi[~took]
+        if len(multi):  # the exact products and one arb logarithm a level
+            pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
+            logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
         utility = -Ms[starts]
         if b == 0:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
