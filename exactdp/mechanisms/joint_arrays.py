@@ -198,7 +198,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         # each level's D = sum of its events' X_new - X_old (= ln N(M) - ln N(M_prev) up
         # to the table's errors), exact limb sums; new = old + 1 but where counts tie
         wide = None if a["untied"] else np.flatnonzero(new - old != 1)
-        ends = np.append(starts[1:], n) - 1
+        ends = np.append(starts[1:], n) - 1 if levels else starts
         per_level = 2 * levels <= n  # two or more events a level: D per level, then ln N
         if n:
             dx = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
