@@ -13,8 +13,9 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 - ``ln N(M) = sum_r ln f_r(M)``: at a block's start ``sum_r X_{f_r}`` (Python ints, ``k``
   bisections), then per threshold event ``X_new - X_old`` (one gather from the differences
   ``X_{a+1} - X_a`` where ``new = old + 1``: always without tied counts), summed per level
-  (``numpy.add.reduceat``: the level's ``D`` below) and over the levels (``numpy.cumsum``)
-  in limbs: an exact integer sum that telescopes per row, so at every level it equals
+  (``numpy.add.reduceat``: the level's ``D`` below; in limbs of :data:`WIDE_BITS` bits,
+  exact for up to :data:`WIDE_EVENTS` events, then re-limbed) and over the levels
+  (``numpy.cumsum``) in limbs: an exact integer sum that telescopes per row, so at every level it equals
   ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)`` however many
   levels precede it.
 - one factor changing at the level, ``a -> b`` (``b > a >= 1``): ``m = N(M) (b-a)/b``, so
@@ -72,7 +73,7 @@ import mpmath
 import numpy as np
 from flint import arb
 
-from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, to_limbs
+from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, relimb, to_limbs
 from ..core.precision import flint_workprec
 
 __all__ = ["LevelArrayBlock", "iter_level_arrays", "frac_bits_for"]
@@ -185,6 +186,10 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     # DX[:, f] = X_{f+1} - X_f (normalized; X_0 = 0 unused): one gather an event
     DX = np.zeros_like(T)
     DX[:, :-1] = normalize(T[:, 1:] - T[:, :-1])
+    # the same in WIDE_BITS-bit limbs for the per-level sums (entries below 2**top in size)
+    Lw = -(-(top + 1) // WIDE_BITS)
+    DXw = relimb(DX, LIMB_BITS, WIDE_BITS, Lw)
+    Tw = None if source.event_arrays()["untied"] else relimb(T, LIMB_BITS, WIDE_BITS, Lw)
     a = source.event_arrays()
     first = 0  # the index of the block's first level
     for b, (lo, hi) in enumerate(_windows(source)):
@@ -200,7 +205,13 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         wide = None if a["untied"] else np.flatnonzero(new - old != 1)
         ends = np.append(starts[1:], n) - 1 if levels else starts
         per_level = 2 * levels <= n  # two or more events a level: D per level, then ln N
-        if n:
+        if per_level and n <= WIDE_EVENTS:  # in wider limbs, then D in LIMB_BITS limbs
+            dx = np.take(DXw, old, axis=1)
+            if wide is not None and len(wide):
+                dx[:, wide] = np.take(Tw, new[wide], axis=1) - np.take(Tw, old[wide], axis=1)
+            D = relimb(np.add.reduceat(dx, starts, axis=1), WIDE_BITS, LIMB_BITS, L)
+            logm = np.cumsum(D, axis=1)
+        elif n:
             dx = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
             if wide is not None and len(wide):
                 dx[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
@@ -254,6 +265,15 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
 #: block's limb sums stay exact while it holds fewer than ``2**32`` events.
 ARRAY_FIRST_EVENTS = 1 << 10
 ARRAY_BLOCK_EVENTS = 1 << 17
+
+
+#: Blocks of several events a level sum their events' differences in limbs of
+#: ``WIDE_BITS`` bits (fewer limbs to gather and add than ``LIMB_BITS``), then re-limb each
+#: level's sum (:func:`~exactdp.core.log_table.relimb`): exact while a block holds at most
+#: ``WIDE_EVENTS`` events (``(2**45 - 1) * 2**18 < 2**63``; larger blocks sum in
+#: ``LIMB_BITS`` limbs; tests lower it).
+WIDE_BITS = 45
+WIDE_EVENTS = 1 << 18
 
 
 #: The kernel (:mod:`exactdp.core.log1mexp`) is planned when the threshold events are at

@@ -254,3 +254,29 @@ def test_exhaustive_small_through_the_kernel(monkeypatch, d):
             check_twin(Joint(list(counts), k, epsilon=1), 12)
     check_bounds(Joint([9, 6, 6, 3, 0][:d], min(d, 3), epsilon=1), 3)
     assert taken[0] > 200
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_wide_limb_sums_equal_the_limb_sums(monkeypatch, seed):
+    """The per-level sums in WIDE_BITS-bit limbs give the blocks of the LIMB_BITS sums, bit
+    for bit (tied and distinct counts, kernel on, small blocks)."""
+    import random
+
+    rng = random.Random(seed)
+    d = rng.randint(20, 300)
+    counts = [rng.randint(0, 3 * d) for _ in range(d)] if seed % 2 else rng.sample(range(4 * d), d)
+    k = rng.randint(2, min(d, 25))
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 8)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 300)
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+
+    def blocks():
+        out = [(b.utility.tolist(), b.log_multiplicity.tolist(), b.log_output_probability.tolist())
+               for b in Joint(counts, k, epsilon=1).iter_level_arrays(dps=20)]
+        assert out
+        return out
+
+    wide = blocks()
+    monkeypatch.setattr(joint_arrays, "WIDE_EVENTS", 0)  # every block in LIMB_BITS limbs
+    assert blocks() == wide
