@@ -15,9 +15,9 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
   ``X_{a+1} - X_a`` where ``new = old + 1``: always without tied counts), summed per level
   (``numpy.add.reduceat``: the level's ``D`` below; in limbs of :data:`WIDE_BITS` bits,
   exact for up to :data:`WIDE_EVENTS` events, then re-limbed) and over the levels
-  (``numpy.cumsum``) in limbs: an exact integer sum that telescopes per row, so at every level it equals
-  ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)`` however many
-  levels precede it.
+  (``numpy.cumsum``) in limbs: an exact integer sum that telescopes per row, so at every
+  level it equals ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)``
+  however many levels precede it.
 - one factor changing at the level, ``a -> b`` (``b > a >= 1``): ``m = N(M) (b-a)/b``, so
   ``ln m = ln N(M) + ln(b-a) - ln b``: two more entries, ``(k+2) w`` ulps.
 - several factors ``a_i -> b_i``: ``ln m = ln N(M) + ln(P_b - P_a) - ln P_b`` with the
@@ -189,8 +189,8 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     # the same in WIDE_BITS-bit limbs for the per-level sums (entries below 2**top in size)
     Lw = -(-(top + 1) // WIDE_BITS)
     DXw = relimb(DX, LIMB_BITS, WIDE_BITS, Lw)
-    Tw = None if source.event_arrays()["untied"] else relimb(T, LIMB_BITS, WIDE_BITS, Lw)
     a = source.event_arrays()
+    Tw = None if a["untied"] else relimb(T, LIMB_BITS, WIDE_BITS, Lw)
     first = 0  # the index of the block's first level
     for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
