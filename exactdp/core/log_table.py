@@ -29,7 +29,7 @@ from flint import arb
 
 from .precision import flint_workprec
 
-__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio"]
+__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio", "relimb"]
 
 #: Bits per limb.
 LIMB_BITS = 30
@@ -163,3 +163,32 @@ def from_limbs(x: np.ndarray, i: int) -> int:
     """The integer held in column ``i`` of the limbs ``x``."""
     column = x[:, i].tolist()
     return sum(v << (LIMB_BITS * j) for j, v in enumerate(column))
+
+
+def relimb(x: np.ndarray, from_bits: int, to_bits: int, nlimbs: int) -> np.ndarray:
+    """The values held in ``from_bits``-bit limbs ``x`` (``sum_j x[j] 2**(from_bits j)``,
+    any ``int64`` limbs whose carries do not overflow) as ``nlimbs`` normalized
+    ``to_bits``-bit limbs (``to_bits <= 62``; exact while the values fit them).
+
+    The carries first put every limb of a copy but the top one in ``[0, 2**from_bits)``;
+    then the value's two's-complement bits at positions ``>= from_bits * top`` are those of
+    the (signed) top limb, as the lower limbs add less than ``2**(from_bits * top)``.  Each
+    output limb gathers its bits from the limbs it overlaps (arithmetic shifts, masks); the
+    top one takes ``2**to_bits`` off where the value is negative (it fits, so that is its
+    floor)."""
+    y = x.copy()
+    fmask = (1 << from_bits) - 1
+    for j in range(y.shape[0] - 1):
+        carry = y[j] >> from_bits
+        y[j] &= fmask
+        y[j + 1] += carry
+    out = np.zeros((nlimbs, y.shape[1]), dtype=np.int64)
+    top = y.shape[0] - 1
+    for i in range(nlimbs):
+        p, q = to_bits * i, to_bits * (i + 1)
+        for j in range(top + 1):
+            lo, hi = max(p, from_bits * j), q if j == top else min(q, from_bits * (j + 1))
+            if lo < hi:
+                out[i] |= ((y[j] >> min(lo - from_bits * j, 63)) & ((1 << (hi - lo)) - 1)) << (lo - p)
+    out[nlimbs - 1] -= (y[top] < 0).astype(np.int64) << to_bits
+    return out

@@ -11,10 +11,13 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 ``w = max Omega(n) <= floor(log2(d+1))``).
 
 - ``ln N(M) = sum_r ln f_r(M)``: at a block's start ``sum_r X_{f_r}`` (Python ints, ``k``
-  bisections), then per threshold event ``X_new - X_old`` summed by ``numpy.cumsum`` over
-  the limbs: an exact integer sum that telescopes per row, so at every level it equals
-  ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)`` however many
-  levels precede it.
+  bisections), then per threshold event ``X_new - X_old`` (one gather from the differences
+  ``X_{a+1} - X_a`` where ``new = old + 1``: always without tied counts), summed per level
+  (``numpy.add.reduceat``: the level's ``D`` below; in limbs of :data:`WIDE_BITS` bits,
+  exact for up to :data:`WIDE_EVENTS` events, then re-limbed) and over the levels
+  (``numpy.cumsum``) in limbs: an exact integer sum that telescopes per row, so at every
+  level it equals ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)``
+  however many levels precede it.
 - one factor changing at the level, ``a -> b`` (``b > a >= 1``): ``m = N(M) (b-a)/b``, so
   ``ln m = ln N(M) + ln(b-a) - ln b``: two more entries, ``(k+2) w`` ulps.
 - several factors ``a_i -> b_i``: ``ln m = ln N(M) + ln(P_b - P_a) - ln P_b`` with the
@@ -70,7 +73,7 @@ import mpmath
 import numpy as np
 from flint import arb
 
-from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, to_limbs
+from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, relimb, to_limbs
 from ..core.precision import flint_workprec
 
 __all__ = ["LevelArrayBlock", "iter_level_arrays", "frac_bits_for"]
@@ -180,46 +183,73 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     if table_limbs[rows:].any():  # cannot happen: the entries fit L limbs
         raise AssertionError("log table entries wider than their bound")
     T[:rows] = table_limbs[:rows]
+    # DX[:, f] = X_{f+1} - X_f (normalized; X_0 = 0 unused): one gather an event
+    DX = np.zeros_like(T)
+    DX[:, :-1] = normalize(T[:, 1:] - T[:, :-1])
+    # the same in WIDE_BITS-bit limbs for the per-level sums (entries below 2**top in size)
+    Lw = -(-(top + 1) // WIDE_BITS)
+    DXw = relimb(DX, LIMB_BITS, WIDE_BITS, Lw)
     a = source.event_arrays()
+    Tw = None if a["untied"] else relimb(T, LIMB_BITS, WIDE_BITS, Lw)
     first = 0  # the index of the block's first level
     for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
         base = sum(xs[f] for f in f0)
         Ms, new, old, starts = source.window_events(lo, hi)
-        n = len(Ms)
+        n, levels = len(Ms), len(starts)
         if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
             raise AssertionError("an array block of 2**32 threshold events")
-        if n:
-            t_new = np.take(T, new, axis=1)  # take: about twice as fast as T[:, new]
-            # ln N after each event: exact limb sums of X_new - X_old (telescoping per row)
-            lnN = np.cumsum(t_new - np.take(T, old, axis=1), axis=1)
+        # each level's D = sum of its events' X_new - X_old (= ln N(M) - ln N(M_prev) up
+        # to the table's errors), exact limb sums; new = old + 1 but where counts tie
+        wide = None if a["untied"] else np.flatnonzero(new - old != 1)
+        ends = np.append(starts[1:], n) - 1 if levels else starts
+        per_level = 2 * levels <= n  # two or more events a level: D per level, then ln N
+        if per_level and n <= WIDE_EVENTS:  # in wider limbs, then D in LIMB_BITS limbs
+            dx = np.take(DXw, old, axis=1)
+            if wide is not None and len(wide):
+                dx[:, wide] = np.take(Tw, new[wide], axis=1) - np.take(Tw, old[wide], axis=1)
+            D = relimb(np.add.reduceat(dx, starts, axis=1), WIDE_BITS, LIMB_BITS, L)
+            logm = np.cumsum(D, axis=1)
+        elif n:
+            dx = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
+            if wide is not None and len(wide):
+                dx[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
+            if per_level:
+                D = np.add.reduceat(dx, starts, axis=1)
+                logm = np.cumsum(D, axis=1)
+            else:  # ln N after each event (cs), read at each level's last
+                cs = np.cumsum(dx, axis=1)
+                logm = np.take(cs, ends, axis=1) if levels < n else cs
         else:
-            t_new = lnN = np.zeros((L, 0), dtype=np.int64)
-        lnN += to_limbs([base], L)
-        if len(starts) == n:  # one event a level: ln m = ln N(M) + ln(b - a) - ln b
-            logm = lnN
-            logm += np.take(T, new - old, axis=1)
-            logm -= t_new
-        else:
-            ends = np.append(starts[1:], n) - 1
-            logm = np.take(lnN, ends, axis=1)
-            single = (ends - starts) == 0
-            one = np.flatnonzero(single)
-            e = starts[one]
-            logm[:, one] += np.take(T, new[e] - old[e], axis=1) - np.take(t_new, e, axis=1)
-            multi = np.flatnonzero(~single)  # several factors change at one level
-            if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
-                # delta = ln N(M) - ln N(M_prev): the level's own X_new - X_old, exactly
+            logm = np.zeros((L, 0), dtype=np.int64)
+        # ln N at each level: base plus the running sum (it telescopes per row)
+        logm += to_limbs([base], L)
+        # one event at a level, a -> b: ln m = ln N(M) + ln(b - a) - ln b (ln 1 = X_1 = 0);
+        # the other levels gather X_0 = 0
+        single = ends == starts
+        news = np.take(new, starts)
+        several = ~single
+        news[several] = 0
+        logm -= np.take(T, news, axis=1)
+        if wide is not None and len(wide):
+            gaps = news - np.take(old, starts)
+            gaps[several] = 0
+            logm += np.take(T, gaps, axis=1)
+        multi = np.flatnonzero(several)  # several factors change at one level
+        if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
+            # delta = ln N(M) - ln N(M_prev): the level's own D, exactly
+            if per_level:
+                D = np.take(D, multi, axis=1)
+            else:
                 s0 = starts[multi]
-                D = normalize(np.take(lnN, ends[multi], axis=1) - np.take(lnN, s0, axis=1)
-                              + np.take(t_new, s0, axis=1) - np.take(T, old[s0], axis=1))
-                took, y = kernel(D, L)
-                logm[:, multi[took]] += y
-                multi = multi[~took]
-            if len(multi):  # the exact products and one arb logarithm a level
-                pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
-                logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
+                D = np.take(cs, ends[multi], axis=1) - np.take(cs, s0, axis=1) + np.take(dx, s0, axis=1)
+            took, y = kernel(normalize(D), L)
+            logm[:, multi[took]] += y
+            multi = multi[~took]
+        if len(multi):  # the exact products and one arb logarithm a level
+            pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
+            logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
         utility = -Ms[starts]
         if b == 0:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
@@ -235,6 +265,15 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
 #: block's limb sums stay exact while it holds fewer than ``2**32`` events.
 ARRAY_FIRST_EVENTS = 1 << 10
 ARRAY_BLOCK_EVENTS = 1 << 17
+
+
+#: Blocks of several events a level sum their events' differences in limbs of
+#: ``WIDE_BITS`` bits (fewer limbs to gather and add than ``LIMB_BITS``), then re-limb each
+#: level's sum (:func:`~exactdp.core.log_table.relimb`): exact while a block holds at most
+#: ``WIDE_EVENTS`` events (``(2**45 - 1) * 2**18 < 2**63``; larger blocks sum in
+#: ``LIMB_BITS`` limbs; tests lower it).
+WIDE_BITS = 45
+WIDE_EVENTS = 1 << 18
 
 
 #: The kernel (:mod:`exactdp.core.log1mexp`) is planned when the threshold events are at

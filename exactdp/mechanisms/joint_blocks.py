@@ -70,9 +70,13 @@ BLOCK_EVENTS = 1 << 17
 #: :data:`BLOCK_EVENTS` (a sample whose running sum stops early plans little more than it reads).
 FIRST_BLOCK_EVENTS = 1 << 8
 
-#: Packed sort keys ``M * 2**s + event`` are used while they stay below ``2**_KEY_BITS``
-#: (tests lower it to take the argsort path).
+#: Packed sort keys (:meth:`JointLevelSource.window_events`) are used while they stay below
+#: ``2**_KEY_BITS`` (tests lower it to take the argsort path).
 _KEY_BITS = 62
+
+#: :meth:`JointLevelSource.window_events` packs each event's row and value into its sort key
+#: where they fit (tests turn it off to take the gathering paths).
+_PACKED_ROWS = True
 
 #: ``exp(-lam*gap)`` is cached for gaps below this (levels of dense counts differ by 1, 2, ...).
 _DIGIT_BITS = 12
@@ -239,6 +243,11 @@ class JointLevelSource(BlockSource):
                 "rows": np.arange(self.k, dtype=np.int64),
                 "own": qrows + 1,
                 "group": max(1, 62 // max(1, r.d.bit_length())),
+                # no tied counts: cumulative[q] = q + 1 (window_events)
+                "untied": len(vals) == r.d,
+                # window_events packs r * 2**qbits + q (q < len(vals)) into rqbits bits
+                "qbits": max(1, (len(vals) - 1).bit_length()),
+                "rqbits": max(1, (len(vals) - 1).bit_length()) + max(1, (self.k - 1).bit_length()),
             }
         return arrays
 
@@ -273,7 +282,12 @@ class JointLevelSource(BlockSource):
     def window_events(self, lo: int, hi: int) -> tuple[Any, Any, Any, Any]:
         """The threshold events with ``lo < M <= hi``, sorted by ``M`` (numpy route):
         ``(M, new, old, starts)``, event ``i`` moving one row factor ``T - r`` from
-        ``old[i]`` to ``new[i]``, and ``starts`` the index of each level's first event."""
+        ``old[i]`` to ``new[i]``, and ``starts`` the index of each level's first event.
+
+        Row ``r``'s events are the values ``q`` in one slice (``M = c_(r) - values[q]``,
+        increasing with ``q``); ``old = cumulative[q-1] - r`` (``q`` is past the row's own
+        value, so ``q >= 1``) and ``new = cumulative[q] - r``; with no tied counts
+        ``cumulative[q] = q + 1``, so ``old = q - r`` and ``new = old + 1``."""
         np = _np()
         a = self.event_arrays()
         neg, sc, cum, vals = a["neg"], a["sc"], a["cum"], a["vals"]
@@ -284,28 +298,51 @@ class JointLevelSource(BlockSource):
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty, empty
-        rows = np.repeat(np.arange(self.k, dtype=np.int64), sizes)
-        offsets = np.cumsum(sizes) - sizes
-        q = np.arange(n, dtype=np.int64) - np.repeat(offsets - first, sizes)
-        M = np.take(sc, rows) - np.take(vals, q)  # take: about twice as fast as sc[rows]
+        # event i of row r (generation order, row by row) has q = i - shift[r]
+        shift = np.cumsum(sizes) - sizes - first
+        qb, rqb = a["qbits"], a["rqbits"]
+        span = (hi - lo - 1).bit_length()  # 0 <= M - lo - 1 < 2**span
         # within one level the order of factors does not matter (exact integer products),
-        # so any order by M will do: sort the values M * 2**s + event (M > 0; unique keys,
-        # the default unstable sort, about 1.5 times as fast as an argsort) when they fit
-        s = n.bit_length()
-        if int(M.max()).bit_length() + s <= _KEY_BITS:
-            key = M << s
-            key |= np.arange(n, dtype=np.int64)
+        # so any order by M will do.  Packed keys sort fastest (unique keys, the default
+        # unstable sort; no gather afterwards): (M - lo - 1) * 2**rqb + r * 2**qb + q when
+        # they fit, else (M - lo - 1) * 2**s + event (then a gather), else an argsort
+        if _PACKED_ROWS and span + rqb <= _KEY_BITS:
+            rq = np.repeat((a["rows"] << qb) - shift, sizes)
+            rq += np.arange(n, dtype=np.int64)
+            key = np.repeat(sc - (lo + 1), sizes)  # take: about twice as fast as sc[rows]
+            key -= np.take(vals, rq & ((1 << qb) - 1))
+            key <<= rqb
+            key |= rq
             key.sort()
-            order = key & ((1 << s) - 1)
-            M = key >> s
+            q = key & ((1 << qb) - 1)
+            rows = (key >> qb) & ((1 << (rqb - qb)) - 1)
+            key >>= rqb
+            Mr = key
         else:
-            order = np.argsort(M)
-            M = M[order]
-        q, rows = np.take(q, order), np.take(rows, order)
-        new = np.take(cum, q) - rows
-        old = np.take(cum, q - 1) - rows  # q > own index >= 0: the row's previous threshold
-        starts = np.flatnonzero(np.concatenate(([True], M[1:] != M[:-1])))
-        return M, new, old, starts
+            rows = np.repeat(a["rows"], sizes)
+            q = np.arange(n, dtype=np.int64) - np.repeat(shift, sizes)
+            Mr = np.take(sc, rows) - (lo + 1)
+            Mr -= np.take(vals, q)
+            s = n.bit_length()
+            if span + s <= _KEY_BITS:
+                key = Mr << s
+                key |= np.arange(n, dtype=np.int64)
+                key.sort()
+                order = key & ((1 << s) - 1)
+                Mr = key >> s
+            else:
+                order = np.argsort(Mr)
+                Mr = Mr[order]
+            q, rows = np.take(q, order), np.take(rows, order)
+        if a["untied"]:
+            old = q - rows
+            new = old + 1
+        else:
+            new = np.take(cum, q) - rows
+            old = np.take(cum, q - 1) - rows
+        starts = np.flatnonzero(np.concatenate(([True], Mr[1:] != Mr[:-1])))
+        Mr += lo + 1
+        return Mr, new, old, starts
 
     def _compute_factors(self, b: int) -> tuple[Any, Any, Any]:
         np = _np()

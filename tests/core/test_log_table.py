@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from exactdp.core.log_table import fixed_log_ratio, from_limbs, log_table, normalize, to_limbs
+from exactdp.core.log_table import fixed_log_ratio, from_limbs, log_table, normalize, relimb, to_limbs
 
 
 def test_table_entries_within_their_bound():
@@ -55,3 +55,29 @@ def test_many_values_to_limbs(nlimbs, data):
     x = to_limbs(values, nlimbs)
     assert [from_limbs(x, i) for i in range(len(values))] == values
     assert ((x[:-1] >= 0) & (x[:-1] < 2**30)).all()
+
+
+def _limbs_of(values, bits, n):
+    """Plain Python: normalized ``bits``-bit limbs of each value (the top one signed)."""
+    mask = (1 << bits) - 1
+    return [[(v >> (bits * i)) & mask for i in range(n - 1)] + [v >> (bits * (n - 1))] for v in values]
+
+
+@given(st.sampled_from([(30, 45), (45, 30), (30, 44), (44, 30), (30, 30), (20, 62), (62, 20)]),
+       st.lists(st.integers(-2**180, 2**180), min_size=1, max_size=6), st.integers(0, 2), st.data())
+def test_relimb_against_python_ints(widths, values, spare, data):
+    """relimb gives the plain Python limbs at the new width, from normalized limbs and from
+    limbs whose carries were moved (what a sum of normalized limbs looks like)."""
+    f, t = widths
+    n_in = max(abs(v) for v in values).bit_length() // f + 2
+    x = np.array(_limbs_of(values, f, n_in), dtype=object).T
+    if f <= 45:  # move up to 5 carries down a limb (values unchanged)
+        for c in range(len(values)):
+            j = data.draw(st.integers(0, n_in - 2))
+            m = data.draw(st.integers(-5, 5))
+            x[j, c] += m << f
+            x[j + 1, c] -= m
+    x = x.astype(np.int64)
+    n_out = max(abs(v) for v in values).bit_length() // t + 2 + spare
+    got = relimb(x, f, t, n_out)
+    assert got.T.tolist() == _limbs_of(values, t, n_out)

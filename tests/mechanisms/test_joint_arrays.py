@@ -269,3 +269,29 @@ def test_a_utility_of_minus_two_to_the_63():
     i = len(last) - 1
     assert mpmath.almosteq(last.log_output_probability_at(i), -mpmath.mpf(2) ** 62, rel_eps=mpmath.mpf(10) ** -25)
     assert abs(blocks[0].log_output_probability_at(0)) < mpmath.mpf(10) ** -25
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_wide_limb_sums_equal_the_limb_sums(monkeypatch, seed):
+    """The per-level sums in WIDE_BITS-bit limbs give the blocks of the LIMB_BITS sums, bit
+    for bit (tied and distinct counts, kernel on, small blocks)."""
+    import random
+
+    rng = random.Random(seed)
+    d = rng.randint(20, 300)
+    counts = [rng.randint(0, 3 * d) for _ in range(d)] if seed % 2 else rng.sample(range(4 * d), d)
+    k = rng.randint(2, min(d, 25))
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 8)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 300)
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+
+    def blocks():
+        out = [(b.utility.tolist(), b.log_multiplicity.tolist(), b.log_output_probability.tolist())
+               for b in Joint(counts, k, epsilon=1).iter_level_arrays(dps=20)]
+        assert out
+        return out
+
+    wide = blocks()
+    monkeypatch.setattr(joint_arrays, "WIDE_EVENTS", 0)  # every block in LIMB_BITS limbs
+    assert blocks() == wide

@@ -182,10 +182,12 @@ def test_exp_digits_many_shares_its_tables_with_calls():
     assert digits.tables[1][0] is None and digits.tables[0][1] is not None
 
 
+@pytest.mark.parametrize("fallback", ["event keys", "argsort"])
 @pytest.mark.parametrize("seed", range(8))
-def test_packed_sort_gives_the_argsort_factors(monkeypatch, seed):
-    """The packed ``M * 2**s + event`` sort and the argsort fallback give the same levels and
-    the same exact factors (the order of events within a level differs, not a product)."""
+def test_packed_sort_gives_the_argsort_factors(monkeypatch, seed, fallback):
+    """The packed sort keys (row and value in the key) and each fallback (``M * 2**s +
+    event`` keys then a gather; an argsort) give the same levels and the same exact factors
+    (the order of events within a level may differ, not a product)."""
     rng = random.Random(seed)
     d = rng.randint(2, 400)
     counts = [rng.randint(0, 30) for _ in range(d)] if seed % 2 else rng.sample(range(5 * d), d)
@@ -193,7 +195,10 @@ def test_packed_sort_gives_the_argsort_factors(monkeypatch, seed):
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 211)
     fast = exactdp.Joint(counts, k).table.source
     fast._plan()
-    monkeypatch.setattr(joint_blocks, "_KEY_BITS", 0)  # no key fits: argsort
+    if fallback == "argsort":
+        monkeypatch.setattr(joint_blocks, "_KEY_BITS", 0)  # no key fits
+    else:
+        monkeypatch.setattr(joint_blocks, "_PACKED_ROWS", False)
     slow = exactdp.Joint(counts, k).table.source
     slow._plan()
     assert fast._sizes == slow._sizes
