@@ -19,47 +19,15 @@ from exactdp.mechanisms import canonical_arrays
 from exactdp.mechanisms.canonical_arrays import CanonicalLevelArrayBlock
 from exactdp.mechanisms.joint_arrays import LevelArrayBlock
 
-
-def _flatten(blocks):
-    out = []
-    for block in blocks:
-        assert isinstance(block, CanonicalLevelArrayBlock) and isinstance(block, LevelArrayBlock)
-        for i in range(len(block)):
-            out.append((block.utility[i], block.log_multiplicity_at(i), block.log_output_probability_at(i)))
-    return out
+import twins.level_arrays as twin_arrays
 
 
 def check_twin(m, dps, blocks=None):
-    arrays = _flatten(m.iter_level_arrays(dps=dps) if blocks is None else blocks)
-    twin = list(m.iter_level_probabilities(dps))
-    assert [u for u, _, _ in arrays] == [lv.utility for lv, _ in twin]
-    with mpmath.workdps(dps + 20):
-        tol = mpmath.mpf(10) ** -dps
-        for (_, lm, lp), (lv, p) in zip(arrays, twin):
-            assert abs(mpmath.exp(lm) - lv.multiplicity) <= tol * lv.multiplicity
-            # exp(lp) * m and p are each within 10**-dps of the level's probability
-            assert abs(mpmath.exp(lp) * lv.multiplicity - p) <= 2.01 * tol * p
+    twin_arrays.check_twin(m, dps, blocks, block_type=CanonicalLevelArrayBlock)
 
 
 def check_bounds(m, dps):
-    """The proven bounds themselves: |X - 2**F ln m| <= E ulps, for every level."""
-    levels = list(m.iter_levels())
-    i = 0
-    with mpmath.workprec(600):
-        lam = mpmath.mpf(m.scale.lam.numerator) / m.scale.lam.denominator
-        z = mpmath.fsum(lv.multiplicity * mpmath.exp(lam * mpmath.mpf(lv.utility.numerator) / lv.utility.denominator
-                                                      if isinstance(lv.utility, Fraction) else lam * lv.utility)
-                        for lv in levels)
-        for block in m.iter_level_arrays(dps=dps):
-            scale = mpmath.mpf(2) ** block.frac_bits
-            for j in range(len(block)):
-                lv = levels[i]
-                i += 1
-                assert abs(block.log_multiplicity_at(j) - mpmath.log(lv.multiplicity)) * scale <= block.log_multiplicity_error
-                u = mpmath.mpf(Fraction(lv.utility).numerator) / Fraction(lv.utility).denominator
-                exact_lp = lam * u - mpmath.log(z)
-                assert abs(block.log_output_probability_at(j) - exact_lp) * scale <= block.log_output_probability_error
-    assert i == len(levels)
+    twin_arrays.check_bounds(m, dps, prec=600)
 
 
 def _tiny_blocks(mp):

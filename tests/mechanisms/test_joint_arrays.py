@@ -16,45 +16,15 @@ from exactdp.errors import InvalidParameterError
 from exactdp.mechanisms import joint_arrays, joint_blocks, joint_sweep
 from exactdp.mechanisms.joint_arrays import LevelArrayBlock
 
-
-def _flatten(m, dps):
-    out = []
-    for block in m.iter_level_arrays(dps=dps):
-        assert isinstance(block, LevelArrayBlock)
-        for i in range(len(block)):
-            out.append((int(block.utility[i]), block.log_multiplicity_at(i), block.log_output_probability_at(i)))
-    return out
+import twins.level_arrays as twin_arrays
 
 
-def check_twin(m, dps):
-    arrays = _flatten(m, dps)
-    twin = list(m.iter_level_probabilities(dps))
-    assert [u for u, _, _ in arrays] == [lv.utility for lv, _ in twin]
-    with mpmath.workdps(dps + 20):
-        tol = mpmath.mpf(10) ** -dps
-        for (u, lm, lp), (lv, p) in zip(arrays, twin):
-            mult = mpmath.exp(lm)
-            assert abs(mult - lv.multiplicity) <= tol * lv.multiplicity
-            # exp(lp) * m and p are each within 10**-dps of the level's probability
-            assert abs(mpmath.exp(lp) * lv.multiplicity - p) <= 2.01 * tol * p
+def check_twin(m, dps, blocks=None):
+    twin_arrays.check_twin(m, dps, blocks, block_type=LevelArrayBlock)
 
 
 def check_bounds(m, dps):
-    """The proven bounds themselves: |X - 2**F ln m| <= E ulps, for every level."""
-    levels = list(m.iter_levels())
-    i = 0
-    with mpmath.workprec(400):
-        lam = mpmath.mpf(m.scale.lam.numerator) / m.scale.lam.denominator
-        z = mpmath.fsum(lv.multiplicity * mpmath.exp(lam * lv.utility) for lv in levels)
-        for block in m.iter_level_arrays(dps=dps):
-            scale = mpmath.mpf(2) ** block.frac_bits
-            for j in range(len(block)):
-                lv = levels[i]
-                i += 1
-                assert abs(block.log_multiplicity_at(j) - mpmath.log(lv.multiplicity)) * scale <= block.log_multiplicity_error
-                exact_lp = lam * lv.utility - mpmath.log(z)
-                assert abs(block.log_output_probability_at(j) - exact_lp) * scale <= block.log_output_probability_error
-    assert i == len(levels)
+    twin_arrays.check_bounds(m, dps, prec=400)
 
 
 @pytest.mark.slow
