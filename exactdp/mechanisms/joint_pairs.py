@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -302,6 +302,35 @@ def _displaced_witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> tuple[np.nd
     return found_r, found_j
 
 
+def _two_rows(p: _Pair, M2: int, a_thr: list[int], b_thr: list[int], reps_a: Callable[[int, set[int]], list[int]],
+              reps_b: Callable[[int, set[int]], list[int]],
+              fill: Callable[[dict[int, int]], Optional[tuple[int, ...]]]) -> Optional[tuple[int, ...]]:
+    """The search both witness finders share: a row ``r1`` attaining ``M`` with an item of
+    ``reps_a(a_thr[r1], ...)``; if its ``c'`` term is ``M2`` the rest is filled, else a
+    second row ``r2`` attains ``M2`` with an item of ``reps_b(b_thr[r2], ...)`` that also
+    clears ``a_thr[r2]``, and the rest is filled (``fill`` checks its result)."""
+    for r1 in range(p.k):
+        for j1 in reps_a(a_thr[r1], set()):
+            t1 = int(p.sb[r1]) - p.cb[j1]
+            if t1 > M2:
+                continue
+            if t1 == M2:
+                s = fill({r1: j1})
+                if s is not None:
+                    return s
+                continue
+            for r2 in range(p.k):
+                if r2 == r1:
+                    continue
+                for j2 in reps_b(b_thr[r2], {j1}):
+                    if p.ca[j2] < a_thr[r2]:
+                        continue
+                    s = fill({r1: j1, r2: j2})
+                    if s is not None:
+                        return s
+    return None
+
+
 def _search_witness(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
     """An exact search for a sequence with levels ``(M, M2)``: a row attaining ``M``, a row
     attaining ``M2`` (the same one when its ``c'`` term is ``M2``), items chosen one per
@@ -345,26 +374,8 @@ def _search_witness(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
         out = tuple(s)
         return out if p.level_a(out) == M and p.level_b(out) == M2 else None
 
-    for r1 in range(k):
-        for j1 in representatives(a_thr[r1], p.ca, set()):
-            t1 = int(p.sb[r1]) - p.cb[j1]
-            if t1 > M2:
-                continue
-            if t1 == M2:
-                s = fill({r1: j1})
-                if s is not None:
-                    return s
-                continue
-            for r2 in range(k):
-                if r2 == r1:
-                    continue
-                for j2 in representatives(b_thr[r2], p.cb, {j1}):
-                    if p.ca[j2] < a_thr[r2]:
-                        continue
-                    s = fill({r1: j1, r2: j2})
-                    if s is not None:
-                        return s
-    return None
+    return _two_rows(p, M2, a_thr, b_thr, lambda value, exclude: representatives(value, p.ca, exclude),
+                     lambda value, exclude: representatives(value, p.cb, exclude), fill)
 
 
 def _search_witness_by_class(p: _Pair, M: int, M2: int) -> Optional[tuple[int, ...]]:
@@ -422,26 +433,8 @@ def _search_witness_by_class(p: _Pair, M: int, M2: int) -> Optional[tuple[int, .
         out = tuple(s)
         return out if p.level_a(out) == M and p.level_b(out) == M2 else None
 
-    for r1 in range(k):
-        for j1 in representatives(a_thr[r1], False, set()):
-            t1 = int(p.sb[r1]) - p.cb[j1]
-            if t1 > M2:
-                continue
-            if t1 == M2:
-                s = fill({r1: j1})
-                if s is not None:
-                    return s
-                continue
-            for r2 in range(k):
-                if r2 == r1:
-                    continue
-                for j2 in representatives(b_thr[r2], True, {j1}):
-                    if p.ca[j2] < a_thr[r2]:
-                        continue
-                    s = fill({r1: j1, r2: j2})
-                    if s is not None:
-                        return s
-    return None
+    return _two_rows(p, M2, a_thr, b_thr, lambda value, exclude: representatives(value, False, exclude),
+                     lambda value, exclude: representatives(value, True, exclude), fill)
 
 
 class SearchedWitness(Sequence):
