@@ -200,7 +200,40 @@ class _Pair:
         return top[:r] + (top[j],) + top[r:j] + top[j + 1:]
 
 
-class DisplacedWitness(Sequence):
+class _Witness(Sequence):
+    """A read-only sequence of item ids computed by ``_tuple()`` when read, equal to that
+    tuple (and to another witness with the same items), pickled as the tuple itself."""
+
+    __slots__ = ()
+
+    def _tuple(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._tuple())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._tuple()[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._tuple())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Witness):
+            other = other._tuple()
+        return self._tuple() == other
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
+
+    def __reduce__(self) -> tuple:
+        return (tuple, (self._tuple(),))
+
+
+class DisplacedWitness(_Witness):
     """The witness sequence :meth:`_Pair.displaced` ``(r, j)`` of ``pair`` (the two
     mechanisms' sweep state), built each time it is read (a read-only sequence of item ids
     equal to that tuple; pickled as the tuple itself).
@@ -222,26 +255,6 @@ class DisplacedWitness(Sequence):
 
     def __len__(self) -> int:
         return self._pair.k
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._tuple()[i]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._tuple())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, DisplacedWitness):
-            other = other._tuple()
-        return self._tuple() == other
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __repr__(self) -> str:
-        return repr(self._tuple())
-
-    def __reduce__(self) -> tuple:
-        return (tuple, (self._tuple(),))
 
 
 def _displacement_table(p: _Pair) -> Optional[np.ndarray]:
@@ -437,7 +450,7 @@ def _search_witness_by_class(p: _Pair, M: int, M2: int) -> Optional[tuple[int, .
                      lambda value, exclude: representatives(value, True, exclude), fill)
 
 
-class SearchedWitness(Sequence):
+class SearchedWitness(_Witness):
     """A sequence with levels ``(M, M2)`` under the two count vectors of ``pair``, found
     when first read: a displaced item (:func:`_displaced_witnesses`) where one reaches the
     cell, else :func:`_search_witness_by_class` (a read-only sequence of item ids; the
@@ -462,26 +475,6 @@ class SearchedWitness(Sequence):
 
     def __len__(self) -> int:
         return self._pair.k
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._tuple()[i]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._tuple())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (SearchedWitness, DisplacedWitness)):
-            other = other._tuple()
-        return self._tuple() == other
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __repr__(self) -> str:
-        return repr(self._tuple())
-
-    def __reduce__(self) -> tuple:
-        return (tuple, (self._tuple(),))
 
 
 def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
