@@ -140,22 +140,6 @@ def test_the_first_axis_runs_over_the_levels():
                 assert at._mpf_ == mpmath.libmp.from_man_exp(value, -block.frac_bits)  # exact, no rounding
 
 
-def _count_kernel(monkeypatch):
-    """Counts the levels the kernel takes (its ``ok`` mask)."""
-    from exactdp.core import log1mexp
-
-    taken = [0]
-    call = log1mexp.Log1mExpKernel.__call__
-
-    def counting(self, D, out_limbs):
-        ok, y = call(self, D, out_limbs)
-        taken[0] += int(ok.sum())
-        return ok, y
-
-    monkeypatch.setattr(log1mexp.Log1mExpKernel, "__call__", counting)
-    return taken
-
-
 @pytest.mark.parametrize("seed,d,k", [(1, 2000, 3), (2, 1500, 6), (3, 2500, 2)])
 def test_kernel_levels_twin(monkeypatch, seed, d, k):
     # distinct-like counts, several events a level, factors large enough that delta < 2**-8:
@@ -165,7 +149,7 @@ def test_kernel_levels_twin(monkeypatch, seed, d, k):
     monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
     monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
     monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 64)
-    taken = _count_kernel(monkeypatch)
+    taken = twin_arrays.count_kernel(monkeypatch)
     counts = random.Random(seed).sample(range(2 * d), d)
     m = Joint(counts, k, epsilon=Fraction(1, 7))
     check_twin(m, 30)
@@ -182,7 +166,7 @@ def test_kernel_levels_twin(monkeypatch, seed, d, k):
 def test_kernel_planned_only_with_many_events_a_level(monkeypatch):
     import random
 
-    taken = _count_kernel(monkeypatch)
+    taken = twin_arrays.count_kernel(monkeypatch)
     monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
     d, k = 2000, 4  # about k d = 8,000 events over at most 2,500 levels
     distinct = Joint(random.Random(5).sample(range(d + d // 4), d), k, epsilon=1)
@@ -218,7 +202,7 @@ def test_exhaustive_small_through_the_kernel(monkeypatch, d):
     monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
     monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 1)
     monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 3)
-    taken = _count_kernel(monkeypatch)
+    taken = twin_arrays.count_kernel(monkeypatch)
     for counts in itertools.product(range(0, 12, 3) if d < 5 else (0, 4, 9), repeat=d):
         for k in range(1, d + 1):
             check_twin(Joint(list(counts), k, epsilon=1), 12)

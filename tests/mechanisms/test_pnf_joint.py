@@ -475,20 +475,12 @@ def test_level_arrays_with_a_base(base):
 def test_level_arrays_through_the_log1mexp_kernel(monkeypatch):
     """Levels of several events with small delta: their log-multiplicities from the kernel
     (exactdp.core.log1mexp), under permute-and-flip's log-output form."""
-    from exactdp.core import log1mexp
     from exactdp.mechanisms import joint_arrays
+    from twins.level_arrays import count_kernel
 
     monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
     monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
-    taken = [0]
-    call = log1mexp.Log1mExpKernel.__call__
-
-    def counting(self, D, out_limbs):
-        ok, y = call(self, D, out_limbs)
-        taken[0] += int(ok.sum())
-        return ok, y
-
-    monkeypatch.setattr(log1mexp.Log1mExpKernel, "__call__", counting)
+    taken = count_kernel(monkeypatch)
     counts = random.Random(11).sample(range(3000), 1500)
     m = exactdp.PNFJoint(counts, 3, epsilon=Fraction(1, 5))
     rows = _array_rows(m, 25)

@@ -56,3 +56,19 @@ def check_bounds(m, dps, prec=600):
                 exact_lp = lam * u - mpmath.log(z)
                 assert abs(block.log_output_probability_at(j) - exact_lp) * scale <= block.log_output_probability_error
     assert i == len(levels)
+
+
+def count_kernel(monkeypatch):
+    """Counts the levels the kernel takes (its ``ok`` mask)."""
+    from exactdp.core import log1mexp
+
+    taken = [0]
+    call = log1mexp.Log1mExpKernel.__call__
+
+    def counting(self, D, out_limbs):
+        ok, y = call(self, D, out_limbs)
+        taken[0] += int(ok.sum())
+        return ok, y
+
+    monkeypatch.setattr(log1mexp.Log1mExpKernel, "__call__", counting)
+    return taken
