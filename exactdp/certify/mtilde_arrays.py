@@ -378,7 +378,7 @@ def compare_arrays(claimed: np.ndarray, mechanism: Any, pos_rows: Optional[np.nd
     used when they are the exact order (checked chunk by chunk), else the exact order is
     sorted and the mismatches reported."""
     from ..core.precision import mp_workdps
-    from .compare import MtildeComparison, _sort_key
+    from .mtilde_rows import MtildeComparison, sort_key as _sort_key
 
     sc = _sorted_counts(mechanism)
     if sc is None:
@@ -456,7 +456,7 @@ class _State:
         """The object path's row of entry ``p`` (exact ``m̃``, certified log) and whether
         it is a zero mismatch (cached)."""
         from ..core.precision import certify as certify_ball
-        from .compare import _mtilde_row
+        from .mtilde_rows import mtilde_row as _mtilde_row
 
         out = self._rows.get(p)
         if out is None:
@@ -576,7 +576,7 @@ class _State:
     def _one(self, p: int) -> None:
         """Entry ``p`` by the object path: its row's verdict and errors (the row's own
         certified values, widened by their certification error)."""
-        from .compare import _ulp_slack
+        from .mtilde_rows import ulp_slack as _ulp_slack
 
         row, zb = self.row_at(p)
         self.zero_bad += zb
