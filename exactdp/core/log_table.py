@@ -9,7 +9,10 @@ A *fixed-point value* ``X`` at ``F`` fractional bits stands for the real ``X * 2
 computed once: ``X_p`` for each prime ``p`` is ``2**F ln p`` rounded to the nearest
 integer from an arb enclosure whose radius is below ``2**-F / 4`` (so ``|X_p - 2**F ln p|
 <= 1/2 + 1/4 < 1``), and ``X_n = X_p + X_{n/p}`` (``p`` the least prime factor of ``n``;
-``ln n = ln p + ln(n/p)`` exactly, so the errors add: ``Omega(n)`` ulps at most).
+``ln n = ln p + ln(n/p)`` exactly, so the errors add: ``Omega(n)`` ulps at most).  The
+composites are exact limb additions in rounds over ``[m, 2m)``, ``m`` a power of two: each
+``n/p <= n/2`` is final before its round; any order of the additions gives the same
+integer, the sum of the primes' entries with multiplicity.
 
 Sums of table entries are exact integer sums, so a sum of ``s`` entries is within ``s *
 max Omega`` ulps whatever its length.  On arrays the values are kept in *limbs*:
@@ -22,6 +25,8 @@ of up to ``2**32`` normalized values cannot overflow a limb before :func:`normal
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,13 +34,14 @@ from flint import arb
 
 from .precision import flint_workprec
 
-__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio", "relimb"]
+__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio", "relimb",
+           "TableValues", "nonnegative_bit_length", "sum_columns"]
 
 #: Bits per limb.
 LIMB_BITS = 30
 _MASK = (1 << LIMB_BITS) - 1
 
-_TABLES: dict[tuple[int, int], tuple[np.ndarray, int, list[int]]] = {}
+_TABLES: dict[tuple[int, int], tuple[np.ndarray, int, "TableValues"]] = {}
 
 
 def limbs_for(bits: int) -> int:
@@ -64,12 +70,56 @@ def fixed_log_ratio(num: int, den: int, frac_bits: int) -> int:
         prec *= 2
 
 
-def log_table(n_max: int, frac_bits: int) -> tuple[np.ndarray, int, list[int]]:
+class TableValues(Sequence):
+    """``values[n] = X_n`` as Python ints, read from a table's limbs on demand (an index
+    or a slice; no list of every entry is built unless asked for)."""
+
+    __slots__ = ("_limbs",)
+
+    def __init__(self, limbs: np.ndarray) -> None:
+        self._limbs = limbs
+
+    def __len__(self) -> int:
+        return int(self._limbs.shape[1])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [from_limbs(self._limbs, j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        j = operator.index(i)
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError("log table index out of range")
+        return from_limbs(self._limbs, j)
+
+
+def nonnegative_bit_length(limbs: np.ndarray, stop: int | None = None) -> int:
+    """``max(x).bit_length()`` over the columns ``x < stop`` of normalized limbs holding
+    non-negative values (as :func:`log_table`'s): the top non-zero limb row decides."""
+    x = limbs[:, :stop]
+    for j in range(x.shape[0] - 1, -1, -1):
+        top = int(x[j].max()) if x.shape[1] else 0
+        if top > 0:
+            return LIMB_BITS * j + top.bit_length()
+    return 0
+
+
+def log_table(n_max: int, frac_bits: int) -> tuple[np.ndarray, int, TableValues]:
     """``(limbs, error, values)``: ``limbs[:, n]`` the normalized limbs of ``X_n`` (``X_0 =
-    0``, unused) for ``0 <= n <= n_max``, ``error = max Omega(n) = floor(log2 n_max)``, the bound in ulps (module docstring), and ``values[n] = X_n``
-    as Python ints.  Cached per ``(n_max, frac_bits)`` (a table of a larger ``n_max`` at
-    the same scale serves: entries do not depend on ``n_max``; its error bound may be
-    larger)."""
+    0``, unused) for ``0 <= n <= n_max``, ``error = max Omega(n) = floor(log2 n_max)``, the
+    bound in ulps (module docstring), and ``values[n] = X_n`` as Python ints, read from the
+    limbs on demand (:class:`TableValues`).  Cached per ``(n_max, frac_bits)`` (a table of a
+    larger ``n_max`` at the same scale serves: entries do not depend on ``n_max``; its error
+    bound may be larger).
+
+    The composites are built in limbs by doubling rounds: every ``n`` in ``[m, 2m)`` has
+    ``q = n/p <= n/2 < m`` (``p`` its least prime factor), so one vectorised round per power
+    of two sets ``X_n = X_p + X_q`` from entries already final, an exact limb addition
+    then :func:`normalize`.  That is the recurrence of the module docstring, with the same
+    ``p`` for each ``n``; as normalized limbs of a value are unique, the table is the one a
+    loop over ``n`` in Python integers gives (the sum of the primes' entries with
+    multiplicity, whatever the order)."""
     # max Omega(n) over n <= n_max is floor(log2 n_max) (attained at a power of two)
     for (size, bits), (table, _, values) in _TABLES.items():
         if bits == frac_bits and size >= n_max:
@@ -83,27 +133,45 @@ def log_table(n_max: int, frac_bits: int) -> tuple[np.ndarray, int, list[int]]:
             block[block == 0] = p
     primes = np.flatnonzero(spf[2:] == 0) + 2
     spf[primes] = primes
-    values: list[int] = [0] * (n_max + 1)
-    omega = [0] * (n_max + 1)
+    prime_values = []
     prec = frac_bits + 16 + n_max.bit_length().bit_length()
     with flint_workprec(prec):
+        scale = arb(2) ** (frac_bits + 2)  # exact (a power of two)
         for p in primes.tolist():
             ball = arb(p).log()
-            if not ball.rad() * arb(2) ** (frac_bits + 2) < 1:
-                values[p] = fixed_log_ratio(p, 1, frac_bits)
+            if not ball.rad() * scale < 1:
+                prime_values.append(fixed_log_ratio(p, 1, frac_bits))
             else:
-                values[p] = _nearest_fixed(ball, frac_bits)
-            omega[p] = 1
-    spf_list = spf.tolist()
-    for n in range(4, n_max + 1):
-        p = spf_list[n]
-        if p != n:
-            q = n // p
-            values[n] = values[p] + values[q]
-            omega[n] = 1 + omega[q]
-    err = max(omega)
-    top = max(values).bit_length()
-    table = to_limbs(values, limbs_for(top + 1))
+                prime_values.append(_nearest_fixed(ball, frac_bits))
+    # 0 <= X_n <= 2**F ln n + Omega(n) < (2**F + 1) B with B = n_max.bit_length() > log2 n_max
+    # >= ln n_max, Omega(n): below 2**(F + bits(B) + 1) (X_p >= 0: 2**F ln p >= 1/2 + 1/4)
+    width = limbs_for(frac_bits + n_max.bit_length().bit_length() + 1)
+    table = np.zeros((width, n_max + 1), dtype=np.int64)
+    omega = np.zeros(n_max + 1, dtype=np.int64)
+    if len(primes):
+        table[:, primes] = to_limbs(prime_values, width)
+        omega[primes] = 1
+    m = 2
+    while m <= n_max:  # composites in [m, 2m): X_n = X_p + X_{n/p}, n/p < m already final
+        hi = min(2 * m, n_max + 1)
+        n = np.arange(m, hi, dtype=np.int64)
+        p = spf[m:hi]
+        comp = p != n
+        n, p = n[comp], p[comp]
+        q = n // p
+        table[:, n] = normalize(table[:, p] + table[:, q])
+        omega[n] = omega[q] + 1
+        m *= 2
+    err = int(omega.max())
+    top = nonnegative_bit_length(table)
+    rows = limbs_for(top + 1)
+    if rows < width:
+        if table[rows:].any():  # cannot happen: the entries fit rows limbs
+            raise AssertionError("log table entries wider than their bound")
+        table = np.ascontiguousarray(table[:rows])
+    elif rows > width:  # cannot happen: width holds 2**F ln n_max with room
+        raise AssertionError("log table wider than its allotted limbs")
+    values = TableValues(table)
     if len(_TABLES) >= 4:
         _TABLES.pop(next(iter(_TABLES)))
     _TABLES[(n_max, frac_bits)] = (table, err, values)
@@ -163,6 +231,17 @@ def from_limbs(x: np.ndarray, i: int) -> int:
     """The integer held in column ``i`` of the limbs ``x``."""
     column = x[:, i].tolist()
     return sum(v << (LIMB_BITS * j) for j, v in enumerate(column))
+
+
+def sum_columns(x: np.ndarray, columns: Any) -> int:
+    """``sum(from_limbs(x, i) for i in columns)`` (repeats counted), from one ``int64`` sum
+    a limb: exact for normalized limbs and fewer than ``2**32`` columns (each limb below
+    ``2**31`` in size)."""
+    columns = np.asarray(columns, dtype=np.int64)
+    if len(columns) >= 1 << 32:
+        raise AssertionError("sum_columns of 2**32 columns")
+    sums = np.take(x, columns, axis=1).sum(axis=1).tolist()
+    return sum(v << (LIMB_BITS * j) for j, v in enumerate(sums))
 
 
 def relimb(x: np.ndarray, from_bits: int, to_bits: int, nlimbs: int) -> np.ndarray:

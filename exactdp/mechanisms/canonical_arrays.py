@@ -54,7 +54,8 @@ import gmpy2
 import numpy as np
 from flint import arb
 
-from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, to_limbs
+from ..core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
+                              to_limbs)
 from ..core.precision import flint_workprec
 from .joint_arrays import LevelArrayBlock, _log_output, frac_bits_for
 
@@ -156,10 +157,19 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[CanonicalLevelArrayB
     if max_key >= _INT64_KEYS:
         yield from _object_blocks(classes, F, e_m, e_p, dps, lam_fixed, g_limbs, form)
         return
-    _, _, xs = log_table(max(d, 2), F)
-    lf = list(itertools.accumulate(xs[: d + 1]))  # LF_n = X_0 + X_1 + ... + X_n (X_0 = X_1 = 0)
-    L = limbs_for(max(lf[-1], 1).bit_length() + 2)
-    LF = to_limbs(lf, L)
+    table, _, _ = log_table(max(d, 2), F)
+    # LF_n = X_0 + X_1 + ... + X_n (X_0 = X_1 = 0): exact limb sums (d + 1 < 2**32 entries
+    # of at most 2**top each, in limbs holding their total), normalized
+    top = nonnegative_bit_length(table, d + 1)
+    wide = limbs_for(top + (d + 1).bit_length() + 1)
+    C = np.zeros((max(wide, table.shape[0]), d + 1), dtype=np.int64)
+    C[: table.shape[0]] = table[:, : d + 1]
+    C = normalize(np.cumsum(C, axis=1))
+    L = limbs_for(max(nonnegative_bit_length(C, d + 1), 1) + 2)  # of max(LF_d, 1), LF being non-decreasing
+    if C[L:].any():  # cannot happen: LF_d < 2**(L * LIMB_BITS - 2)
+        raise AssertionError("log-factorial sums wider than their bound")
+    LF = np.zeros((L, d + 1), dtype=np.int64)
+    LF[: min(L, C.shape[0])] = C[:L]
     values = np.array([run[0] for run in classes.runs], dtype=np.int64)
     t1s = np.array([run[1] for run in classes.runs], dtype=np.int64)
     t2s = np.array([run[2] for run in classes.runs], dtype=np.int64)

@@ -73,7 +73,8 @@ import mpmath
 import numpy as np
 from flint import arb
 
-from ..core.log_table import LIMB_BITS, fixed_log_ratio, limbs_for, log_table, normalize, relimb, to_limbs
+from ..core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
+                              relimb, sum_columns, to_limbs)
 from ..core.precision import flint_workprec
 
 __all__ = ["LevelArrayBlock", "iter_level_arrays", "frac_bits_for"]
@@ -167,7 +168,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
                 F, e_m, kernel = plan
     if kernel is None:
         F = frac_bits_for(dps, max(e_m, e_p))
-    table_limbs, table_err, xs = log_table(d + 1, F)
+    table_limbs, table_err, _ = log_table(d + 1, F)
     if table_err > w:  # cannot happen (Omega(n) <= log2 n), kept as a guard
         raise AssertionError("log table error above its bound")
     form = mechanism.rule.fixed_log_output(table, F, dps)
@@ -176,7 +177,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         yield from _object_blocks(mechanism, F, e_m, e_p, dps, form, lam_fixed, shift_limbs)
         return
     # a sum of k + 2 entries (each at most max X_n in size) and one sign bit fit L limbs
-    top = max(xs[: d + 2]).bit_length()
+    top = nonnegative_bit_length(table_limbs, d + 2)  # max(X_n for n <= d + 1).bit_length()
     L = -(-(top + (k + 2).bit_length() + 2) // LIMB_BITS)
     T = np.zeros((L, table_limbs.shape[1]), dtype=np.int64)
     rows = min(L, table_limbs.shape[0])
@@ -195,7 +196,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
-        base = sum(xs[f] for f in f0)
+        base = sum_columns(table_limbs, f0)  # sum of X_f over f0, exact
         Ms, new, old, starts = source.window_events(lo, hi)
         n, levels = len(Ms), len(starts)
         if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
