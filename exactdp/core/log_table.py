@@ -71,8 +71,8 @@ def fixed_log_ratio(num: int, den: int, frac_bits: int) -> int:
 
 
 class TableValues(Sequence):
-    """``values[n] = X_n`` as Python ints, read from a table's limbs on demand (an index
-    or a slice; no list of every entry is built unless asked for)."""
+    """``values[n] = X_n`` as Python ints, read from a table's ``limbs`` on demand (an
+    index or a slice; no list of every entry is built unless asked for)."""
 
     __slots__ = ("_limbs",)
 
@@ -95,8 +95,8 @@ class TableValues(Sequence):
 
 
 def nonnegative_bit_length(limbs: np.ndarray, stop: int | None = None) -> int:
-    """``max(x).bit_length()`` over the columns ``x < stop`` of normalized limbs holding
-    non-negative values (as :func:`log_table`'s): the top non-zero limb row decides."""
+    """``max(x).bit_length()`` over the columns ``x < stop`` of the normalized ``limbs``
+    holding non-negative values (as :func:`log_table`'s): the top non-zero limb row decides."""
     x = limbs[:, :stop]
     for j in range(x.shape[0] - 1, -1, -1):
         top = int(x[j].max()) if x.shape[1] else 0
