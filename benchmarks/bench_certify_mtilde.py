@@ -80,7 +80,7 @@ lo, hi = r.max_ulp_error
 w = r.worst[0]
 out.update(verdict=r.verdict, path=r.path, settled=r.settled_exactly, order=len(r.order_mismatches),
            failures=r.failures, ulp_lo=number_text(lo, 4), ulp_hi=number_text(hi, 4),
-           worst=[w.position, w.row, w.col, number_text(w.exact_log, 16), number_text(w.claimed, 16),
+           worst=[w.position, w.row, w.col, number_text(w.exact_log, 13), number_text(w.claimed, 13),
                   number_text(w.ulp_error, 4)],
            max_abs=number_text(r.max_abs_error, 3))
 print(json.dumps(out))
