@@ -79,6 +79,7 @@ NOT_RESULTS = {
     "exactdp.core.ranking.RankingArrays": "ranks of items as int64 arrays (a NamedTuple)",
     "exactdp.mechanisms.joint_arrays.LevelArrayBlock": "a block of levels as certified arrays",
     "exactdp.core.selection.FixedLogOutput": "a rule's fixed-point log-probabilities of one output per level",
+    "exactdp.core.log_table.TableValues": "a log table's entries read from its limbs on demand (a Sequence)",
     "exactdp.mechanisms.canonical_arrays.CanonicalLevelArrayBlock": "a block of Canonical's levels as certified arrays",
     "exactdp.mechanisms.joint_pairs.SearchedWitness": "a pair cell's witness output, found when read",
     "exactdp.core.log1mexp.Log1mExpKernel": "a fixed-point function (its tables and its bound)",

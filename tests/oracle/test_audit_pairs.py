@@ -133,10 +133,6 @@ def _five_notions(a, b):
             audit.zcdp_rho(a, b, 20, max_outputs=10**6).lower)
 
 
-def _close(x, y):
-    return abs(x - y) <= mpmath.mpf(10) ** -18 * abs(y) or x == y
-
-
 @pytest.mark.parametrize("cls", [Joint, PNFJoint])
 def test_a_user_changing_many_items_is_audited_without_enumeration(cls, monkeypatch):
     """Joint and PNFJoint: a user adding to 18 of 27 items, and a swap moving 18 counts, are
