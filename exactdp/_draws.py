@@ -85,7 +85,8 @@ from .certify.io import IdMap
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output, RationalLike
 from .core.formatting import exact_text, json_scalar, output_ids, output_text
-from .core.precision import flint_workprec, mp_workdps, prec_for_dps, rational_ball
+from .core.precision import dyadic_mpf as exact_mpf, flint_workprec, mp_workdps, mpf_fraction as as_fraction, prec_for_dps, \
+    rational_ball
 from .core.results import NoTruthValue
 from .core.validation import as_dps, as_positive_int, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidOutputError, InvalidParameterError
@@ -295,21 +296,6 @@ def lower_bound_from_counts(count_a: int, count_b: int, n: int, confidence: Rati
     if epsilon is None:
         return exact_mpf(eps_lower), None
     return exact_mpf(eps_lower), exact_mpf(_delta_lower(low_a, up_b, _epsilon(epsilon)))
-
-
-def exact_mpf(q: Fraction) -> mpmath.mpf:
-    """A dyadic rational as an ``mpmath.mpf``, exactly (no rounding to mpmath's precision)."""
-    den = q.denominator
-    if den & (den - 1):
-        raise ValueError(f"{q} is not a dyadic rational")
-    return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(q.numerator, -(den.bit_length() - 1)))
-
-
-def as_fraction(x: mpmath.mpf) -> Fraction:
-    """An ``mpmath.mpf`` as the exact Fraction it is."""
-    man, exp = x.man_exp
-    man, exp = int(man), int(exp)
-    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
 
 
 def _confidence(confidence: RationalLike) -> Fraction:

@@ -78,6 +78,7 @@ from . import accounting
 from ._samplers import check_law_current
 from .core._namespace import public_dir
 from .core._typing import CountsLike, MechanismLike, RationalLike
+from .core.precision import mpf_fraction
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError
 
@@ -549,11 +550,6 @@ def _categorical_mechanism(kind: str, epsilon: Optional[RationalLike], value: Op
 # =====================================================================================
 
 
-def _mpf_fraction(x: object) -> Fraction:
-    man, exp = x.man_exp  # type: ignore[attr-defined]  # an mpmath.mpf is man * 2**exp exactly
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
-
-
 def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLike,
                       neighbor_type: object = "add_remove", mechanism: str = "joint", *,
                       delta: Optional[RationalLike] = None) -> MechanismLike:
@@ -590,7 +586,7 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
     if dd == 0:  # em_epsilon_cdp returns epsilon / k for delta = 0: pure peeling, epsilon-DP by composition
         mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="gumbel")
     else:
-        local = _mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
+        local = mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
         mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
     return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=dd)
 

@@ -64,6 +64,7 @@ import numpy as np
 from flint import arb, fmpz
 
 from ..core.log_table import LIMB_BITS, log_table
+from ..core.precision import mpf_fraction
 
 __all__ = ["CHUNK", "fixed_point", "exact_order", "iter_fixed_log_mtilde", "exact_mtilde", "compare_arrays"]
 
@@ -264,12 +265,6 @@ _INV_BITS = np.int64(2046 << 52)
 _SMALL, _LARGE = 2.0**-900, 2.0**900
 #: Their exponent fields: 2**-900 < |x| < 2**900 iff SMALL_BITS < (bits & EXP) < LARGE_BITS.
 _SMALL_BITS, _LARGE_BITS = (1023 - 900) << 52, (1023 + 900) << 52
-
-
-def _fraction(v: Any) -> Fraction:
-    """An ``mpmath.mpf`` (finite) as the exact Fraction of its binary value."""
-    man, exp = v.man_exp
-    return Fraction(int(man) << exp) if exp >= 0 else Fraction(int(man), 1 << -exp)
 
 
 _MAX = float(np.finfo(np.float64).max)
@@ -589,8 +584,8 @@ class _State:
             slack = _ulp_slack(row, self.digits)
             lo_m, hi_m = self.ulp_exact
             self.ulp_exact = (max(lo_m, u - slack), max(hi_m, u + slack))
-            ulo, uhi = _float_down(max(_fraction(u - slack), Fraction(0))), _float_up(_fraction(u + slack))
-            alo, ahi = _float_down(_fraction(a) * 2**self.frac), _float_up(_fraction(a) * 2**self.frac)
+            ulo, uhi = _float_down(max(mpf_fraction(u - slack), Fraction(0))), _float_up(mpf_fraction(u + slack))
+            alo, ahi = _float_down(mpf_fraction(a) * 2**self.frac), _float_up(mpf_fraction(a) * 2**self.frac)
         at = np.array([p])
         self.ulp_pool.add(at, np.array([row.ok]), np.array([ulo]), np.array([uhi]))
         self.abs_pool.add(at, np.array([True]), np.array([alo]), np.array([ahi]))

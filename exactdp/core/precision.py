@@ -51,6 +51,8 @@ __all__ = [
     "rational_ball",
     "relative_ball",
     "times_int",
+    "mpf_fraction",
+    "dyadic_mpf",
     "prec_for_dps",
     "accuracy_bits",
     "MAX_PREC",
@@ -149,6 +151,23 @@ def balls_to_mpf(balls: Sequence[arb]) -> list[mpmath.mpf]:
 
 _MAN_EXP = methodcaller("man_exp")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def mpf_fraction(x: mpmath.mpf) -> Fraction:
+    """The finite ``mpmath.mpf`` ``x`` as the exact Fraction of its binary value, sign
+    included (``x.man_exp`` alone is the magnitude's: mpmath keeps the sign apart)."""
+    sign, man, exp, _ = x._mpf_
+    man, exp = (-int(man) if sign else int(man)), int(exp)
+    return Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)
+
+
+def dyadic_mpf(q: Fraction) -> mpmath.mpf:
+    """The dyadic rational ``q`` as an ``mpmath.mpf``, exactly (no rounding to mpmath's
+    precision); ``ValueError`` when its denominator is not a power of two."""
+    den = q.denominator
+    if den & (den - 1):
+        raise ValueError(f"{q} is not a dyadic rational")
+    return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(q.numerator, -(den.bit_length() - 1)))
 
 
 def times_int(x: mpmath.mpf, n: int) -> mpmath.mpf:
