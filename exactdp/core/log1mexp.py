@@ -7,7 +7,8 @@ works at ``W`` fractional bits (a multiple of ``LIMB_BITS``).  It accepts ``delt
 domain ``[2**-29, 2**-CUT_BITS)`` whose reduced argument passes an integer check (below);
 the caller computes every other column another way.
 
-Method, all in integers (floats only *choose* multipliers; every choice is checked):
+Method, in integers (floats only *choose* multipliers, every choice checked, except two
+small terms rounded once from ``float64`` with the bounds below):
 
 1. ``y = ln(delta) + h(delta)`` with ``h(delta) = ln((1 - e**-delta)/delta) = -delta/2 +
    sum_{n>=1} a_n delta**(2n)``, ``a_n = B_{2n} / (2n (2n)!)`` (Bernoulli numbers; from
@@ -29,25 +30,38 @@ Method, all in integers (floats only *choose* multipliers; every choice is check
    ``|t|**3 / (3 (1 - |t|)) <= 2**-W / 3 (1 + 2**-20)`` (``3 b_last >= W``), and the
    logarithms of the multipliers and ``s ln 2`` come from tables of arb values rounded to the
    nearest ulp (:func:`~exactdp.core.log_table.fixed_log_ratio`: each within ``3/4``).
+3. ``h``: ``u = delta**2 < 2**-16``.  The terms ``a_n u**n`` from the first ``n0 >= 2``
+   with every ``|a_n| 2**(-16 n) 2**W <= 2**_FLOAT_BITS`` on are summed in ``float64``;
+   the others in limbs by Horner.
 
-Error, in ulps ``2**-W`` (``S`` stages):
+Error, in ulps ``2**-W`` (``S`` stages; ``gamma_n = n 2**-53 / (1 - n 2**-53)`` bounds ``n``
+float64 roundings, Higham, *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1):
 
 - the floor of ``P``: ``P`` is within ``1 + 2**-27`` of ``z r M 2**(...)`` and at least
   ``2**W (1 - 2**-21)``, so ``ln P`` moves by at most ``1.001`` ulp;
 - ``S + 2`` table entries: ``0.75 (S + 2)``;
-- ``t**2/2``: ``T`` without its ``c = (b_last - 11) // 30`` low limbs squared (``T =
-  T' 2**(30c) + rho``: ``(T**2 - T'**2 2**(60c)) 2**-(W+1) <= 2**(30c - b_last) + 2**(60c -
-  W - 1) < 2**-10``) and floored (``1 + 2**-27``), plus the series tail ``0.334``: ``1.35``;
-- ``h``: ``delta_W`` (``D`` at ``W`` bits, floored: within 1) halved and floored: ``1.5``;
-  ``u = floor(delta_W**2)``: ``2 delta + 1 + 2**-27 <= 1.02``; Horner ``q_i = A_i +
-  floor(u q_{i+1})`` (``A_i`` the nearest ``2**W a_i``: ``1/2``) keeps ``|q_i - 2**W p_i|
-  <= 1.5 + 2**-27 + 2**-16 eps_{i+1} + 2**-11 * 1.02 < 1.502`` (``u < 2**-16``, ``|p_{i+1}|
-  < 2**-11`` where ``p_i = sum_{n>=i} a_n u**(n-i)``), and ``floor(u q_1)`` adds ``1 + 2**-27
-  + (1/24 + 2**-11) 1.02 + 2**-16 1.502 < 1.05``; the series tail ``1/2``: ``3.05``.
+- ``t**2/2`` with ``T = 2**W t``: in floats where ``2**(W - 2 b_last - 1) gamma_2 <=
+  2**-8`` (``W <= 120``): ``T = T_0 + 2**30 hi`` with ``hi`` exact in ``int64`` (``|T| <
+  2**(W - b_last)``), ``T_f = hi 2**30 + T_0`` one rounding, its square another, then
+  ``rint``: ``1/2 + 2**(W - 2 b_last - 1) gamma_2``; else in limbs, ``T`` without its ``c =
+  (b_last - 11) // 30`` low limbs squared (``(T**2 - T'**2 2**(60c)) 2**-(W+1) < 2**-10``)
+  and floored (``1 + 2**-27``); plus the series tail ``0.334``;
+- ``-delta/2``: ``delta_W`` (``D`` at ``W`` bits, floored: within 1) halved and floored:
+  ``1.5``;
+- ``h``'s limb part: ``U = floor(delta_W**2)`` is within ``eta = 2 delta + 1 + 2**-27 <=
+  1.02`` of ``2**W u``; Horner ``Q_i = A_i + floor(U Q_{i+1} 2**-W)`` (``A_i`` the nearest
+  ``2**W a_i``: ``1/2``) keeps ``e_i = |Q_i - 2**W p_i| <= 1.5 + 2**-27 + eta P_{i+1} +
+  2**-16 e_{i+1}`` (``p_i = sum_{i<=n<n0} a_n u**(n-i)``, ``|p_i| <= P_i``), and ``floor(U
+  Q_1 2**-W)`` is within ``1 + 2**-27 + eta (P_1 + e_1 2**-W) + 2**-16 e_1`` (about 1.05);
+- ``h``'s float part (``m`` terms): Horner on ``u_f = float(U) 2**-W`` (``Lw`` positive
+  limbs: ``gamma_Lw``), times ``u_f**n0``, then ``rint(2**W R)``: ``1/2 + 2**W (gamma_(2m +
+  n0 + Lw + 1) S_0 + S_1 (eta 2**-W + 2**-16 gamma_Lw))`` with ``S_j = sum_n n**j |a_n|
+  2**(-16 (n - j)) (1 + gamma_Lw)**N`` (Higham, Section 5.1);
+- the series tail of ``h``: ``1/2``.
 
-So ``kappa = 1.001 + 0.75 (S + 2) + 1.35 + 3.05 <= S + 7`` ulps at ``W`` bits, and at ``F``
-bits ``K = kappa 2**(F-W)`` (an exact left shift when ``W <= F``) or ``K <= kappa
-2**(F-W) + 1`` (one more floor when ``W > F``).
+:func:`kernel_kappa` adds these exactly; ``kappa`` is its ceiling (at most ``S + 7`` at
+every ``W`` the kernel runs at), and at ``F`` bits ``K = kappa 2**(F-W)`` (an exact left
+shift when ``W <= F``) or ``K <= kappa 2**(F-W) + 1`` (one more floor when ``W > F``).
 
 ``int64`` never overflows: every limb product is within ``2**60``, the multipliers' first
 two are multiplied in one ``int64`` (``2**22 * 2**32``), and :mod:`exactdp.core.fixed_point`
@@ -57,8 +71,10 @@ states the rest.  The tables take ``2**10 + 1 + S (2 J + 1) + 30`` arb logarithm
 
 from __future__ import annotations
 
+import functools
+import math
 from fractions import Fraction
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -67,7 +83,7 @@ from .fixed_point import MAX_MUL_LIMBS, approx_float, fits_signed, mul, mul_smal
 from .log_table import LIMB_BITS, fixed_log_ratio, normalize, to_limbs
 from .precision import flint_workprec
 
-__all__ = ["CUT_BITS", "Log1mExpKernel", "log1mexp_kernel", "kernel_error", "kernel_fits"]
+__all__ = ["CUT_BITS", "Log1mExpKernel", "log1mexp_kernel", "kernel_error", "kernel_fits", "kernel_kappa"]
 
 #: The kernel's domain is ``delta < 2**-CUT_BITS``.
 CUT_BITS = 8
@@ -75,6 +91,8 @@ _FIRST = 11  # the first multiplier r ~ 2**11 / z
 _J = (1 << 10) + 8  # stage multipliers 1 - j 2**-b with |j| <= _J
 _MAX_SHIFT = LIMB_BITS - 1
 _MASK = (1 << LIMB_BITS) - 1
+#: Terms of ``h`` below ``2**(_FLOAT_BITS - W)`` are summed in ``float64`` (module docstring, step 3)
+_FLOAT_BITS = 45
 
 
 def _nearest(value: Fraction, bits: int) -> int:
@@ -140,9 +158,91 @@ def _limbs(m: np.ndarray, bits: int) -> np.ndarray:
     return np.stack([(m >> (LIMB_BITS * i)) & _MASK for i in range(bits // LIMB_BITS + 1)])
 
 
+class _HornerPlan(NamedTuple):
+    #: ``A_1 .. A_(n0-1)``: the terms evaluated in limbs at ``W`` bits
+    limb_terms: list[Fraction]
+    #: ``a_n0 .. a_N`` as floats: the terms evaluated in ``float64``
+    float_terms: list[float]
+    #: the bounds (ulps ``2**-W``) of the limb part ``floor(U Q_1 / 2**W)`` and of the
+    #: float part's rounded value, each against its exact value at ``u``
+    limb_error: Fraction
+    float_error: Fraction
+    #: whether ``t**2 / 2`` is formed in floats (step 2), and that part's bound
+    t2_float: bool
+    t2_error: Fraction
+
+
+def _gamma(n: int) -> Fraction:
+    """``gamma_n = n u / (1 - n u)``, ``u = 2**-53``: the relative error of ``n`` float64
+    operations (N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1)."""
+    unit = Fraction(1, 1 << 53)
+    return n * unit / (1 - n * unit)
+
+
+def _horner_plan(W: int) -> _HornerPlan:
+    """How the kernel evaluates ``h`` and ``t**2/2`` at ``W`` bits (module docstring, steps 2
+    and 3), with every bound computed exactly in rationals."""
+    a = _coefficients(CUT_BITS, W)
+    N = len(a)
+    u_max = Fraction(1, 1 << (2 * CUT_BITS))  # u = delta**2 < 2**-16
+    eta = Fraction(2, 1 << CUT_BITS) + 1 + Fraction(1, 1 << 27)  # |U - 2**W u| <= 2 delta + 1 + 2**-27
+    scale = Fraction(1 << W)
+    # the first n with every |a_m| u_max**m 2**W (m >= n) below 2**_FLOAT_BITS goes to floats
+    n0 = next((n for n in range(1, N + 1) if all(abs(x) * u_max ** m * scale <= 1 << _FLOAT_BITS
+                                                      for m, x in enumerate(a[n - 1:], start=n))), N + 1)
+    n0 = max(n0, 2)  # a_1 u (about 2**-20) stays in limbs
+    limb, flt = a[: n0 - 1], a[n0 - 1:]
+    # limbs: Q_i = A_i + floor(U Q_(i+1) / 2**W), A_i the nearest 2**W a_i; e_i bounds
+    # |Q_i - 2**W p_i| with p_i = sum_{i <= n < n0} a_n u**(n-i), |p_i| <= P_i
+    P = [sum(abs(x) * u_max ** (n - i) for n, x in enumerate(limb[i:], start=i)) for i in range(len(limb))]
+    e = Fraction(1, 2)
+    for i in range(len(limb) - 2, -1, -1):
+        e = Fraction(1, 2) + 1 + Fraction(1, 1 << 27) + eta * (P[i + 1] + e / scale) + u_max * e
+    limb_error = 1 + Fraction(1, 1 << 27) + eta * (P[0] + e / scale) + u_max * e
+    # floats: u_f = float(U) 2**-W (Lw limbs summed: gamma_Lw), Horner over a_n0 .. a_N
+    # (2 (m - 1) operations, coefficients rounded: one more), u_f**n0 (n0 multiplications),
+    # then rint(R 2**W): |R~ - R(u)| <= gamma_(2m + n0 + Lw + 1) sum |a_n| u_max**n (1 +
+    # gamma)**n + (the change of R over |u_f - u| <= eta 2**-W + u_max gamma_Lw), plus 1/2
+    float_error = Fraction(0)
+    if flt:
+        Lw = W // LIMB_BITS
+        g = _gamma(2 * len(flt) + n0 + Lw + 1)
+        grow = (1 + _gamma(Lw)) ** N
+        size = sum(abs(x) * u_max ** n for n, x in enumerate(flt, start=n0)) * grow
+        slope = sum(n * abs(x) * u_max ** (n - 1) for n, x in enumerate(flt, start=n0)) * grow
+        float_error = Fraction(1, 2) + (g * size + slope * (eta / scale + u_max * _gamma(Lw))) * scale
+    # t**2/2 with |t| < 2**-b_last: in floats when its float error stays below 2**-8 ulps
+    b_last = _stages(W)[-1]
+    t2 = Fraction(1, 1 << (2 * b_last + 1)) * scale
+    t2_limbs = Fraction(1, 1 << 10) + 1 + Fraction(1, 1 << 27)
+    # (T_f, its square: two roundings; then rint)
+    t2_float_error = Fraction(1, 2) + t2 * _gamma(2)
+    t2_float = (t2_float_error - Fraction(1, 2) <= Fraction(1, 256) and W - b_last - LIMB_BITS < 53
+                and (W - b_last) // LIMB_BITS + 1 < W // LIMB_BITS + 1)
+    return _HornerPlan(limb, [float(x) for x in flt], limb_error, float_error, t2_float,
+                       t2_float_error if t2_float else t2_limbs)
+
+
+@functools.lru_cache(maxsize=16)
+def _kappa(work_bits: int, cut_bits: int) -> int:
+    # cut_bits: a key only (CUT_BITS is read by the plan; tests change it)
+    return math.ceil(kernel_kappa(work_bits))
+
+
+def kernel_kappa(work_bits: int) -> Fraction:
+    """The kernel's error bound at ``work_bits`` (ulps ``2**-W``), summed exactly (module
+    docstring): at most ``S + 7``."""
+    S = len(_stages(work_bits))
+    plan = _horner_plan(work_bits)
+    # the floor of P, S + 2 table entries, t**2/2 and the series tail of ln(1 + t), -delta/2,
+    # the limb and float parts of h, the series tail of h
+    return (Fraction(1001, 1000) + Fraction(3, 4) * (S + 2) + plan.t2_error + Fraction(334, 1000) + Fraction(3, 2)
+            + plan.limb_error + plan.float_error + Fraction(1, 2))
+
+
 def kernel_error(frac_bits: int, work_bits: int) -> int:
     """The bound ``K`` (ulps ``2**-frac_bits``) of the kernel ``(frac_bits, work_bits)``."""
-    kappa = len(_stages(work_bits)) + 7
+    kappa = _kappa(work_bits, CUT_BITS)
     if work_bits <= frac_bits:
         return kappa << (frac_bits - work_bits)
     return -(-kappa // (1 << (work_bits - frac_bits))) + 1
@@ -169,12 +269,16 @@ class Log1mExpKernel:
         n = self.Lw + 1  # values near 1 at W bits (and their logarithms) fit Lw + 1 limbs
         self.stages = _stages(W)
         #: kappa, the bound at ``W`` bits, and the bound ``error`` at ``F`` bits (module docstring)
-        self.kappa = len(self.stages) + 7
+        self.kappa = _kappa(W, CUT_BITS)
         self.error = kernel_error(F, W)
         self.first = to_limbs([fixed_log_ratio(1 << _FIRST, r, W) for r in range(1 << (_FIRST - 1), (1 << _FIRST) + 1)], n)
         self.tables = [to_limbs(_stage_logs(b, W), n) for b in self.stages]
         self.log2s = to_limbs([-fixed_log_ratio(1 << s, 1, W) for s in range(_MAX_SHIFT + 1)], n)
-        self.coef = [to_limbs([_nearest(a, W)], self.Lw) for a in _coefficients(CUT_BITS, W)]
+        #: ``first[r] + log2s[s]`` at column ``r * (_MAX_SHIFT + 1) + s`` (exact sums)
+        self.first_log2s = normalize((self.first[:, :, None] + self.log2s[:, None, :]).reshape(n, -1))
+        #: how ``h`` and ``t**2/2`` are evaluated (module docstring, steps 2 and 3)
+        self.plan = _horner_plan(W)
+        self.coef = [to_limbs([_nearest(a, W)], self.Lw) for a in self.plan.limb_terms]
         self.one = to_limbs([1 << W], n)
 
     def __call__(self, D: np.ndarray, out_limbs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -185,22 +289,26 @@ class Log1mExpKernel:
         n = Lw + 1
         # the domain 2**(F-29) <= D < 2**(F-CUT_BITS): 2 <= floor(D 2**(30-F)) < 2**(30-CUT_BITS),
         # read from one limb (the others zero); then s = F + 1 - bitlen(D) exactly
-        top = rescale(D, F, LIMB_BITS, D.shape[0] + 2)
-        ok = (top[0] >= 2) & (top[0] < 1 << (LIMB_BITS - CUT_BITS)) & ~np.any(top[1:] != 0, axis=0)
-        s = 31 - np.frexp(top[0].astype(np.float64))[1]  # a limb converts exactly
+        top, ok = _top_limb(D, F)
+        ok &= (top >= 2) & (top < 1 << (LIMB_BITS - CUT_BITS))
+        s = 31 - np.frexp(top.astype(np.float64))[1]  # below 2**31: converts exactly
         idx = np.flatnonzero(ok)
-        D = np.take(D, idx, axis=1)
-        s = s[idx]
+        if len(idx) < D.shape[1]:
+            D = np.take(D, idx, axis=1)
+            s = s[idx]
         # ln delta: z 2**-F in [1, 2), then P ~ 2**W through the multipliers; z r < 2**(F+12)
         # and D < 2**F are non-negative: limbs 0 .. (F+12) // 30 hold them
         Lz = (F + _FIRST + 1) // LIMB_BITS + 1
-        z = np.zeros((Lz, len(idx)), dtype=np.int64)
-        z[: min(Lz, D.shape[0])] = D[:Lz]
-        z = shift_left_each(z, s)
+        if D.shape[0] == Lz:
+            z = shift_left_each(D, s)
+        else:
+            z = np.zeros((Lz, len(idx)), dtype=np.int64)
+            z[: min(Lz, D.shape[0])] = D[:Lz]
+            z = shift_left_each(z, s)
         zf = approx_float(z, F, Lz - 1, 3)
         r = np.clip(np.rint((1 << _FIRST) / zf), 1 << (_FIRST - 1), 1 << _FIRST).astype(np.int64)
-        acc = np.take(self.first, r - (1 << (_FIRST - 1)), axis=1)
-        acc += np.take(self.log2s, s, axis=1)
+        # -ln(r 2**-11) + s ln 2 in one gather (the two tables added once, exactly)
+        acc = np.take(self.first_log2s, (r - (1 << (_FIRST - 1))) * (_MAX_SHIFT + 1) + s, axis=1)
         P1 = mul_small(z, r)  # exact: z r 2**-(F+11) = 1 + t
         q, rr = divmod(F + _FIRST, LIMB_BITS)
         T1 = P1.copy()
@@ -232,21 +340,64 @@ class Log1mExpKernel:
         good = fits_signed(T, W - b_last)
         # ln(1 + t) = t - t**2/2, t**2 from T without its c low limbs (c = (b_last - 11) // 30)
         acc += T
-        c = (b_last - _FIRST) // LIMB_BITS
-        Tc = rescale(T, LIMB_BITS * c, 0, (W - b_last - LIMB_BITS * c) // LIMB_BITS + 1)
-        acc -= mul(Tc, Tc, W + 1 - 2 * LIMB_BITS * c, n)
+        if self.plan.t2_float:  # |t**2/2| 2**W < 2**(W - 2 b_last - 1): float64, rounded once
+            # where T fits, -2**B <= T < 2**B (B = W - b_last): T = T_0 + 2**30 hi, hi from
+            # the limbs 1 .. K-1 and the sign (the limbs above hold only the sign), exact in
+            # int64 with |hi| < 2**53; so T_f = hi 2**30 + T_0 is one rounding of T
+            K = (W - b_last) // LIMB_BITS + 1
+            hi = -((T[-1] < 0).astype(np.int64) << (LIMB_BITS * (K - 1)))
+            for j in range(1, K):
+                hi += T[j] << (LIMB_BITS * (j - 1))
+            Tf = np.where(good, hi.astype(np.float64) * 2.0**LIMB_BITS + T[0], 0.0)
+            acc[0] -= np.rint(np.ldexp(Tf * Tf, -(W + 1))).astype(np.int64)
+        else:
+            c = (b_last - _FIRST) // LIMB_BITS
+            Tc = rescale(T, LIMB_BITS * c, 0, (W - b_last - LIMB_BITS * c) // LIMB_BITS + 1)
+            acc -= mul(Tc, Tc, W + 1 - 2 * LIMB_BITS * c, n)
         # h(delta) = -delta/2 + u (a_1 + u (a_2 + ...)), u = delta**2
         dw = rescale(D, F, W, Lw)
-        acc -= rescale(dw, 1, 0, n)
+        acc[:Lw] -= rescale(dw, 1, 0, Lw)  # 0 <= delta_W / 2 < delta_W: fits Lw limbs
         u = mul(dw, dw, W, Lw)
         q = self.coef[-1] * np.ones((1, len(idx)), dtype=np.int64)
         for a in reversed(self.coef[:-1]):
             q = normalize(mul(u, q, W, Lw) + a)
         acc += mul(u, q, W, n)
+        if self.plan.float_terms:  # the terms below 2**(_FLOAT_BITS - W): float64, rounded once
+            uf = approx_float(u, W, Lw - 1, Lw)
+            R = np.full(len(idx), self.plan.float_terms[-1])
+            for c in reversed(self.plan.float_terms[:-1]):
+                R *= uf
+                R += c
+            for _ in range(len(self.coef) + 1):  # times u_f**n0, one rounding a factor
+                R *= uf
+            acc[0] += np.rint(np.ldexp(R, W)).astype(np.int64)
         normalize(acc)
         ok[idx[~good]] = False
-        Y = rescale(np.compress(good, acc, axis=1), W, F, out_limbs)
+        Y = rescale(acc if good.all() else np.compress(good, acc, axis=1), W, F, out_limbs)
         return ok, Y
+
+
+def _top_limb(D: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(v, fits)``: ``v = floor(D 2**(LIMB_BITS - F))`` where ``fits`` (``0 <= v <
+    2**LIMB_BITS``), read from the two limbs it overlaps (``D`` normalized, non-negative
+    where it fits: its limbs above those two are 0 and the top one of them is small)."""
+    q, r = divmod(F - LIMB_BITS, LIMB_BITS)
+    if q < 0:  # F < LIMB_BITS: the general shift
+        top = rescale(D, F, LIMB_BITS, D.shape[0] + 2)
+        return top[0], ~np.any(top[1:] != 0, axis=0) & (top[0] >= 0)
+    L = D.shape[0]
+    if q >= L:  # |D| < 2**(F - LIMB_BITS): v is 0 (D >= 0) or -1
+        return np.zeros(D.shape[1], dtype=np.int64), D[-1] >= 0
+    v = D[q] >> r
+    fits = v >= 0
+    if q + 1 < L:
+        hi = D[q + 1]
+        # v < 2**30 needs hi < 2**r; then hi << (30 - r) < 2**30 cannot overflow
+        fits &= (hi >= 0) & (hi < 1 << r)
+        v = v + (np.where(fits, hi, 0) << (LIMB_BITS - r))
+    if q + 2 < L:
+        fits &= ~np.any(D[q + 2:] != 0, axis=0)
+    return v, fits
 
 
 _KERNELS: dict[tuple[int, int], Log1mExpKernel] = {}

@@ -13,8 +13,10 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 - ``ln N(M) = sum_r ln f_r(M)``: at a block's start ``sum_r X_{f_r}`` (Python ints, ``k``
   bisections), then per threshold event ``X_new - X_old`` (one gather from the differences
   ``X_{a+1} - X_a`` where ``new = old + 1``: always without tied counts), summed per level
-  (``numpy.add.reduceat``: the level's ``D`` below; in limbs of :data:`WIDE_BITS` bits,
-  exact for up to :data:`WIDE_EVENTS` events, then re-limbed) and over the levels
+  (the level's ``D`` below, in limbs of :data:`WIDE_BITS` bits, exact for up to
+  :data:`WIDE_EVENTS` events, then re-limbed: ``numpy.add.reduceat`` over the events sorted
+  by ``M``, or, without tied counts, ``numpy.bincount`` over ``M``, whose ``float64`` sums
+  are exact, :func:`_dense_window`) and over the levels
   (``numpy.cumsum``) in limbs: an exact integer sum that telescopes per row, so at every
   level it equals ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)``
   however many levels precede it.
@@ -193,65 +195,48 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     a = source.event_arrays()
     Tw = None if a["untied"] else relimb(T, LIMB_BITS, WIDE_BITS, Lw)
     first = 0  # the index of the block's first level
+    # bincount's float64 sums are exact while k limbs of WIDE_BITS bits add below 2**53
+    dense_sums = k << WIDE_BITS <= 1 << 53
     for b, (lo, hi) in enumerate(_windows(source)):
         # ln N(lo): the row factors at the block's start
         f0 = (np.searchsorted(a["negsc"], lo - a["sc"], side="right") - a["rows"]).tolist()
         base = sum_columns(table_limbs, f0)  # sum of X_f over f0, exact
-        Ms, new, old, starts = source.window_events(lo, hi)
-        n, levels = len(Ms), len(starts)
-        if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
-            raise AssertionError("an array block of 2**32 threshold events")
-        # each level's D = sum of its events' X_new - X_old (= ln N(M) - ln N(M_prev) up
-        # to the table's errors), exact limb sums; new = old + 1 but where counts tie
-        wide = None if a["untied"] else np.flatnonzero(new - old != 1)
-        ends = np.append(starts[1:], n) - 1 if levels else starts
-        per_level = 2 * levels <= n  # two or more events a level: D per level, then ln N
-        if per_level and n <= WIDE_EVENTS:  # in wider limbs, then D in LIMB_BITS limbs
-            dx = np.take(DXw, old, axis=1)
-            if wide is not None and len(wide):
-                dx[:, wide] = np.take(Tw, new[wide], axis=1) - np.take(Tw, old[wide], axis=1)
-            D = relimb(np.add.reduceat(dx, starts, axis=1), WIDE_BITS, LIMB_BITS, L)
+        dense = None
+        if a["untied"] and dense_sums:
+            dense = _dense_window(source, lo, hi, DXw, L)
+        if dense is not None:  # per-level sums by bincount, no sort (below)
+            utility, D, news, products = dense
+            levels = len(utility)
             logm = np.cumsum(D, axis=1)
-        elif n:
-            dx = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
-            if wide is not None and len(wide):
-                dx[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
-            if per_level:
-                D = np.add.reduceat(dx, starts, axis=1)
-                logm = np.cumsum(D, axis=1)
-            else:  # ln N after each event (cs), read at each level's last
-                cs = np.cumsum(dx, axis=1)
-                logm = np.take(cs, ends, axis=1) if levels < n else cs
+            logm += to_limbs([base], L)
+            several = news == 0
+            logm -= np.take(T, news, axis=1)
+            per_level = True
         else:
-            logm = np.zeros((L, 0), dtype=np.int64)
-        # ln N at each level: base plus the running sum (it telescopes per row)
-        logm += to_limbs([base], L)
-        # one event at a level, a -> b: ln m = ln N(M) + ln(b - a) - ln b (ln 1 = X_1 = 0);
-        # the other levels gather X_0 = 0
-        single = ends == starts
-        news = np.take(new, starts)
-        several = ~single
-        news[several] = 0
-        logm -= np.take(T, news, axis=1)
-        if wide is not None and len(wide):
-            gaps = news - np.take(old, starts)
-            gaps[several] = 0
-            logm += np.take(T, gaps, axis=1)
+            Ms, new, old, starts = source.window_events(lo, hi)
+            utility, logm, D, news, several, per_level, products, cs, dx, ends = _sorted_window(
+                Ms, new, old, starts, a, T, Tw, DX, DXw, L, base)
+            levels = len(utility)
         multi = np.flatnonzero(several)  # several factors change at one level
         if kernel is not None and len(multi) >= KERNEL_MIN_LEVELS:
             # delta = ln N(M) - ln N(M_prev): the level's own D, exactly
             if per_level:
-                D = np.take(D, multi, axis=1)
+                if len(multi) < levels:
+                    D = np.take(D, multi, axis=1)
             else:
                 s0 = starts[multi]
-                D = np.take(cs, ends[multi], axis=1) - np.take(cs, s0, axis=1) + np.take(dx, s0, axis=1)
-            took, y = kernel(normalize(D), L)
-            logm[:, multi[took]] += y
+                D = normalize(np.take(cs, ends[multi], axis=1) - np.take(cs, s0, axis=1) + np.take(dx, s0, axis=1))
+            took, y = kernel(D, L)
+            if y.shape[1] == levels:  # every level: one addition
+                logm += y
+            else:  # a scatter into zeros, then one addition: cheaper than logm[:, sel] += y
+                pad = np.zeros_like(logm)
+                pad[:, multi[took]] = y
+                logm += pad
             multi = multi[~took]
         if len(multi):  # the exact products and one arb logarithm a level
-            pas, pbs = _level_products(new, old, starts, ends, multi, a["group"])
+            pas, pbs = products(multi)
             logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
-        utility = -Ms[starts]
         if b == 0:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
             utility = np.concatenate((np.zeros(1, dtype=np.int64), utility))
@@ -283,6 +268,10 @@ WIDE_EVENTS = 1 << 18
 #: when there are at least :data:`KERNEL_MIN_LEVELS` of them (tests lower both).
 KERNEL_EVENTS_PER_LEVEL = 2
 KERNEL_MIN_LEVELS = 64
+
+#: Without tied counts, a window whose ``M`` range is at most this many times its events
+#: sums its levels by ``numpy.bincount`` (:func:`_dense_window`), without sorting them.
+DENSE_SPAN = 4
 
 
 def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[int, int, Any]]:
@@ -325,6 +314,100 @@ def _windows(source: Any) -> Iterator[tuple[int, int]]:
         yield lo, hi
         done = source.events_upto(hi)
         lo, b = hi, b + 1
+
+
+def _sorted_window(Ms: np.ndarray, new: np.ndarray, old: np.ndarray, starts: np.ndarray, a: dict, T: np.ndarray,
+                   Tw: Optional[np.ndarray], DX: np.ndarray, DXw: np.ndarray, L: int, base: int) -> tuple:
+    """A window's levels from its events sorted by ``M`` (:meth:`JointLevelSource.window_events`):
+    ``(utility, ln N + single-event terms, D per level or None, news, several, per_level,
+    products, cs, dx, ends)`` (module docstring)."""
+    n, levels = len(Ms), len(starts)
+    if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
+        raise AssertionError("an array block of 2**32 threshold events")
+    # each level's D = sum of its events' X_new - X_old (= ln N(M) - ln N(M_prev) up
+    # to the table's errors), exact limb sums; new = old + 1 but where counts tie
+    wide = None if a["untied"] else np.flatnonzero(new - old != 1)
+    ends = np.append(starts[1:], n) - 1 if levels else starts
+    per_level = 2 * levels <= n  # two or more events a level: D per level, then ln N
+    D = cs = dx = None
+    if per_level and n <= WIDE_EVENTS:  # in wider limbs, then D in LIMB_BITS limbs
+        dx = np.take(DXw, old, axis=1)
+        if wide is not None and len(wide):
+            dx[:, wide] = np.take(Tw, new[wide], axis=1) - np.take(Tw, old[wide], axis=1)
+        D = relimb(np.add.reduceat(dx, starts, axis=1), WIDE_BITS, LIMB_BITS, L)
+        logm = np.cumsum(D, axis=1)
+    elif n:
+        dx = np.take(DX, old, axis=1)  # take: about twice as fast as DX[:, old]
+        if wide is not None and len(wide):
+            dx[:, wide] = np.take(T, new[wide], axis=1) - np.take(T, old[wide], axis=1)
+        if per_level:
+            D = normalize(np.add.reduceat(dx, starts, axis=1))
+            logm = np.cumsum(D, axis=1)
+        else:  # ln N after each event (cs), read at each level's last
+            cs = np.cumsum(dx, axis=1)
+            logm = np.take(cs, ends, axis=1) if levels < n else cs
+    else:
+        logm = np.zeros((L, 0), dtype=np.int64)
+    # ln N at each level: base plus the running sum (it telescopes per row)
+    logm += to_limbs([base], L)
+    # one event at a level, a -> b: ln m = ln N(M) + ln(b - a) - ln b (ln 1 = X_1 = 0);
+    # the other levels gather X_0 = 0
+    single = ends == starts
+    news = np.take(new, starts)
+    several = ~single
+    news[several] = 0
+    logm -= np.take(T, news, axis=1)
+    if wide is not None and len(wide):
+        gaps = news - np.take(old, starts)
+        gaps[several] = 0
+        logm += np.take(T, gaps, axis=1)
+
+    def products(multi: np.ndarray) -> tuple[list[int], list[int]]:
+        return _level_products(new, old, starts, ends, multi, a["group"])
+
+    return -Ms[starts], logm, D, news, several, per_level, products, cs, dx, ends
+
+
+def _dense_window(source: Any, lo: int, hi: int, DXw: np.ndarray, L: int) -> Optional[tuple]:
+    """A window's levels by ``numpy.bincount`` over ``M - lo - 1``, without sorting its
+    events (no tied counts; None where the window is sparse, ``hi - lo`` above
+    :data:`DENSE_SPAN` times its events, or holds more than :data:`WIDE_EVENTS` events):
+    ``(utility, D, news, products)``: per level ``-M``, ``D`` (normalized limbs), the new
+    factor of a level of one event (0 at the others) and the exact products of given levels.
+
+    Exact: ``bincount`` adds ``float64`` weights in order, and every partial sum is an
+    integer below ``2**53`` (a level has at most one event a row, so at most ``k`` terms,
+    each a limb below ``2**WIDE_BITS`` or a factor at most ``d + 1``; the caller checks
+    ``k 2**WIDE_BITS <= 2**53``), so every sum is exact."""
+    span = hi - lo
+    Mr, old = source.window_events_by_row(lo, hi)
+    n = len(Mr)
+    if n == 0 or n > WIDE_EVENTS or span > DENSE_SPAN * n:
+        return None
+    counts = np.bincount(Mr, minlength=span)
+    lv = np.flatnonzero(counts)
+    sums = np.empty((DXw.shape[0], len(lv)), dtype=np.int64)
+    for j in range(DXw.shape[0]):
+        sums[j] = np.bincount(Mr, weights=np.take(DXw[j], old), minlength=span)[lv]
+    D = relimb(sums, WIDE_BITS, LIMB_BITS, L)
+    single = counts[lv] == 1
+    news = np.bincount(Mr, weights=old + 1, minlength=span)[lv].astype(np.int64)
+    news[~single] = 0
+    group = source.event_arrays()["group"]
+
+    def products(multi: np.ndarray) -> tuple[list[int], list[int]]:
+        # the events of these levels, sorted by level: then as the sorted windows do
+        want = np.zeros(span, dtype=bool)
+        want[lv[multi]] = True
+        ev = np.flatnonzero(want[Mr])
+        ev = ev[np.argsort(Mr[ev], kind="stable")]
+        m = Mr[ev]
+        starts = np.flatnonzero(np.concatenate(([True], m[1:] != m[:-1])))
+        ends = np.append(starts[1:], len(m)) - 1
+        o = old[ev]
+        return _level_products(o + 1, o, starts, ends, np.arange(len(starts)), group)
+
+    return -(lv + (lo + 1)), D, news, products
 
 
 def _level_products(new: np.ndarray, old: np.ndarray, starts: np.ndarray, ends: np.ndarray,

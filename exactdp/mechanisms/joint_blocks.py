@@ -344,6 +344,27 @@ class JointLevelSource(BlockSource):
         Mr += lo + 1
         return Mr, new, old, starts
 
+    def window_events_by_row(self, lo: int, hi: int) -> tuple[Any, Any]:
+        """The events with ``lo < M <= hi`` of :meth:`window_events` without tied counts,
+        row by row (not sorted by ``M``): ``(M - lo - 1, old)``, with ``new = old + 1``
+        (numpy route)."""
+        np = _np()
+        a = self.event_arrays()
+        if not a["untied"]:
+            raise ValueError("window_events_by_row: tied counts (use window_events)")
+        neg, sc, vals = a["neg"], a["sc"], a["vals"]
+        first = np.searchsorted(neg, lo - sc, side="right")
+        sizes = np.searchsorted(neg, hi - sc, side="right") - first
+        n = int(sizes.sum())
+        # event i of row r (row by row) has q = i - shift[r], M = c_(r) - values[q], old = q - r
+        shift = np.repeat(np.cumsum(sizes) - sizes - first, sizes)
+        q = np.arange(n, dtype=np.int64)
+        q -= shift
+        Mr = np.repeat(sc - (lo + 1), sizes)
+        Mr -= np.take(vals, q)
+        q -= np.repeat(a["rows"], sizes)
+        return Mr, q
+
     def _compute_factors(self, b: int) -> tuple[Any, Any, Any]:
         np = _np()
         a = self.event_arrays()

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from exactdp.core import log1mexp
-from exactdp.core.log1mexp import CUT_BITS, Log1mExpKernel, kernel_error, kernel_fits, log1mexp_kernel
+from exactdp.core.log1mexp import CUT_BITS, Log1mExpKernel, kernel_error, kernel_fits, kernel_kappa, log1mexp_kernel
 from exactdp.core.log_table import from_limbs, to_limbs
 from exactdp.errors import InvalidParameterError
 
@@ -117,3 +117,33 @@ def test_hypothesis_bound(raw, fw):
           for i, v in enumerate(raw)]
     taken, _ = _check(kernel, Ds)
     assert taken == sum(1 for D in Ds if (1 << (F - 29)) <= D < (1 << (F - CUT_BITS)))
+
+
+def test_the_error_sum_is_within_s_plus_7_at_every_width():
+    # the stated kappa = S + 7 bounds the exact sum of the parts at every W the kernel runs at
+    for W in range(60, 210, 30):
+        assert kernel_fits(W)
+        S = len(log1mexp._stages(W))
+        assert kernel_kappa(W) <= S + 7, W
+        assert kernel_kappa(W) > S + 5  # the sum is not padded far beyond its parts
+
+
+def test_float_parts_are_used_and_checked():
+    # at W = 120 both float64 parts run (t**2/2 and the terms a_4 u**4, a_5 u**5 of h); at
+    # W = 150 t**2/2 is formed in limbs
+    plan = log1mexp._horner_plan(120)
+    assert plan.t2_float and len(plan.float_terms) == 2 and len(plan.limb_terms) == 3
+    assert not log1mexp._horner_plan(150).t2_float
+    F, W = 124, 120
+    Ds = [(1 << (F - 9)) + 12345 * (1 << 60), 3 << (F - 11), (1 << (F - 9)) - 1]
+    _check(Log1mExpKernel(F, W), Ds)
+    # the limb form of t**2/2 at the same W is within the bound too
+    kernel = Log1mExpKernel(F, W)
+    kernel.plan = kernel.plan._replace(t2_float=False)
+    assert _check(kernel, Ds)[0] == len(Ds)
+    # negative control: without the float terms of h (about 2**25 ulps at delta = 2**-9)
+    # the bound fails
+    kernel = Log1mExpKernel(F, W)
+    kernel.plan = kernel.plan._replace(float_terms=[])
+    with pytest.raises(AssertionError):
+        _check(kernel, Ds)

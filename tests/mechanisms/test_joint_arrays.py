@@ -249,3 +249,51 @@ def test_wide_limb_sums_equal_the_limb_sums(monkeypatch, seed):
     wide = blocks()
     monkeypatch.setattr(joint_arrays, "WIDE_EVENTS", 0)  # every block in LIMB_BITS limbs
     assert blocks() == wide
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bincount_sums_equal_the_sorted_sums(monkeypatch, seed):
+    """Windows summed by bincount (no tied counts, no sort) give the blocks of the sorted
+    windows bit for bit, the exact products of the levels the kernel leaves included."""
+    import random
+
+    rng = random.Random(100 + seed)
+    d = rng.randint(30, 400)
+    counts = rng.sample(range(3 * d), d)
+    k = rng.randint(2, min(d, 30))
+    monkeypatch.setattr(joint_arrays, "ARRAY_FIRST_EVENTS", 8)
+    monkeypatch.setattr(joint_arrays, "ARRAY_BLOCK_EVENTS", 500)
+    monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)
+    monkeypatch.setattr(joint_arrays, "KERNEL_MIN_LEVELS", 1)
+    dense_windows = []
+    real = joint_arrays._dense_window
+
+    def counting(*args):
+        out = real(*args)
+        dense_windows.append(out is not None)
+        return out
+
+    monkeypatch.setattr(joint_arrays, "_dense_window", counting)
+
+    def blocks():
+        return [(b.utility.tolist(), b.log_multiplicity.tolist(), b.log_output_probability.tolist())
+                for b in Joint(counts, k, epsilon=1).iter_level_arrays(dps=20)]
+
+    monkeypatch.setattr(joint_arrays, "DENSE_SPAN", 10**9)
+    dense = blocks()
+    assert dense and all(dense_windows)
+    monkeypatch.setattr(joint_arrays, "DENSE_SPAN", 0)
+    dense_windows.clear()
+    assert blocks() == dense and not any(dense_windows)
+
+
+def test_events_by_row_are_the_sorted_events():
+    counts = [9, 3, 14, 0, 7, 11, 2, 5]
+    source = Joint(counts, 3, epsilon=1).table.source
+    for lo, hi in [(0, 3), (3, 9), (0, 14), (5, 6)]:
+        M, new, old, _ = source.window_events(lo, hi)
+        Mr, old_r = source.window_events_by_row(lo, hi)
+        assert sorted(zip((Mr + lo + 1).tolist(), old_r.tolist())) == sorted(zip(M.tolist(), old.tolist()))
+        assert (new == old + 1).all()
+    with pytest.raises(ValueError, match="tied"):
+        Joint([3, 3, 1], 2, epsilon=1).table.source.window_events_by_row(0, 2)
