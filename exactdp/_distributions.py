@@ -41,7 +41,7 @@ from ._neighbours import AuditLimitError, tied_classes
 from .core._lazy import sympy
 from .core._typing import Output
 from .core.combinatorics import count_words
-from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps, rational_ball
+from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps, rational_ball
 from .core.validation import as_sequence_output, as_set_output
 from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .rules.exponential import decaying_sum
@@ -458,7 +458,7 @@ def _balls(view: Union[Groups, MappingDistribution], digits: int) -> list[arb]:
     out = []
     widen = arb(1) + arb(10) ** (-digits) * arb(0, 1)
     for p in view.output_probabilities(digits):
-        man, exp = p.man_exp  # exact: mpmath.mpf(p) would round to the current precision
+        man, exp = mpf_man_exp(p)  # exact: mpmath.mpf(p) would round to the current precision
         out.append(arb(fmpz(int(man))) * arb(2) ** int(exp) * widen)
     return out
 

@@ -85,8 +85,8 @@ from .certify.io import IdMap
 from .core._lazy import sympy
 from .core._typing import MechanismLike, Output, RationalLike
 from .core.formatting import exact_text, json_scalar, output_ids, output_text
-from .core.precision import dyadic_mpf as exact_mpf, flint_workprec, mp_workdps, mpf_fraction as as_fraction, prec_for_dps, \
-    rational_ball
+from .core.precision import dyadic_mpf as exact_mpf, flint_workprec, mp_workdps, mpf_fraction as as_fraction, \
+    mpf_man_exp, prec_for_dps, rational_ball
 from .core.results import NoTruthValue
 from .core.validation import as_dps, as_positive_int, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidOutputError, InvalidParameterError
@@ -568,7 +568,7 @@ def draws_to_detect(event: PlannedEvent, claim: RationalLike, excess: RationalLi
     if not p:
         return None
     with flint_workprec(_PREC):
-        man, exp = mpmath.mpf(p).man_exp
+        man, exp = mpf_man_exp(mpmath.mpf(p))
         first = arb(fmpz(int(man))) * arb(2) ** int(exp)
         second = first * (-rational_ball(c + x)).exp()
 

@@ -19,7 +19,7 @@ from flint import arb, fmpz
 from ._distributions import ExponentialPair, Pair
 from ._groups import Groups
 from .core._lazy import sympy
-from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_dps
+from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
 from .core.validation import as_rational
 from .errors import PrecisionError
 
@@ -114,7 +114,7 @@ def _bound_text(upper: Optional[mpmath.mpf]) -> str:
         return "inf"
     if not upper > 0:
         return "0"
-    man, exp = upper.man_exp
+    man, exp = mpf_man_exp(upper)
     with flint_workprec(int(man).bit_length() + 64):  # man * 2**exp exactly
         return f"1e{_power_of_ten_above(arb(fmpz(int(man))) * arb(2) ** int(exp))}"
 

@@ -17,7 +17,7 @@ import mpmath
 from ._distributions import MappingDistribution
 from ._notion_basics import _cap, proven_zero
 from .core._lazy import sympy
-from .core.precision import mp_workdps
+from .core.precision import mp_workdps, mpf_fraction
 
 __all__ = ["is_mapping", "claim_mpf", "band_verdict", "exact_compare", "zcdp_verdict", "refine_verdict",
            "exact_probability", "attained_exactly"]
@@ -51,8 +51,7 @@ def exact_compare(x: mpmath.mpf, claim: Any, claim_value: mpmath.mpf) -> int:
     if mpmath.isinf(x):
         return 1
     if isinstance(claim, Fraction):
-        man, exp = x.man_exp if x else (0, 0)
-        q = Fraction(int(man)) * Fraction(2) ** int(exp)
+        q = mpf_fraction(x)
         return (q > claim) - (q < claim)
     return (x > claim_value) - (x < claim_value)
 

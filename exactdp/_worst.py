@@ -50,7 +50,7 @@ from .core.results import NoTruthValue
 from .core._typing import MechanismLike, Output
 from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
 from .core.formatting import output_text as _sequence_text
-from .core.precision import ball_to_mpf, mp_workdps
+from .core.precision import ball_to_mpf, mp_workdps, mpf_fraction
 from .core.validation import as_counts, as_dps, as_positive_int
 from .errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
 
@@ -698,15 +698,13 @@ def _check_decided(job: _Job, results: list[NeighbourLoss], undecided: list[Neig
         floor = worst.value
     if mpmath.isinf(floor):
         return
-    man, exp = floor.man_exp
-    lower_end = Fraction(int(man)) * Fraction(2) ** int(exp)
+    lower_end = mpf_fraction(floor)
     if job.notion != "zcdp":
         lower_end *= 1 - Fraction(1, 10 ** (job.dps - 1))
     for r in undecided:
         if mpmath.isinf(r.value):
             raise _undecided_error(job, r)
-        man, exp = r.value.man_exp
-        if Fraction(int(man)) * Fraction(2) ** int(exp) > lower_end:
+        if mpf_fraction(r.value) > lower_end:
             raise _undecided_error(job, r)
 
 

@@ -61,7 +61,7 @@ from flint import arb, fmpq
 
 from .core._typing import RationalLike
 from .errors import InvalidParameterError
-from .core.precision import certify
+from .core.precision import certify, mpf_fraction
 from .core.validation import as_dps, as_epsilon, as_positive_int, as_rational
 
 __all__ = [
@@ -80,8 +80,7 @@ def _exact(value: Any) -> Any:
     """An ``mpmath.mpf`` at its exact binary value (so certified results can be fed back);
     anything else unchanged (validated by :mod:`exactdp.core.validation`)."""
     if isinstance(value, mpmath.mpf) and mpmath.isfinite(value):
-        man, exp = value.man_exp
-        return Fraction(int(man) * 2**exp) if exp >= 0 else Fraction(int(man), 2**-exp)
+        return mpf_fraction(value)
     return value
 
 
@@ -179,8 +178,7 @@ def cdp_peel_round_epsilon_below(epsilon: RationalLike, delta: RationalLike, k: 
     magnitude = cdp_peel_round_epsilon(epsilon, delta, k, dps=15)
     whole = max(0, int(mpmath.floor(mpmath.log10(magnitude))) + 1) if magnitude > 0 else 0
     value = cdp_peel_round_epsilon(epsilon, delta, k, dps=places + 10 + whole)
-    man, exp = value.man_exp  # the certified mpf read exactly, so no float rounds the floor
-    exact_value = Fraction(int(man)) * Fraction(2) ** int(exp)
+    exact_value = mpf_fraction(value)  # the certified mpf read exactly, so no float rounds the floor
     scale = 10**places
     below = math.floor(exact_value * scale) - 1
     if below <= 0:  # eps' under two units of the last decimal: no positive budget to give

@@ -81,7 +81,7 @@ from .core._namespace import public_dir
 from .core.results import NoTruthValue
 from .core._typing import ClaimedTable, CountsLike, MechanismLike, Output, RationalLike
 from .core.formatting import number_text, table
-from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, prec_for_dps
+from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
 from .core.validation import as_dps, as_positive_int
 from .errors import InvalidParameterError, PrecisionError
 from . import _worst
@@ -227,7 +227,7 @@ def _log_ball(p: mpmath.mpf, error: arb) -> Optional[arb]:
         return None
     # ln(man * 2**exp) = ln(man) + exp * ln 2: arb's log of a ball whose exponent has
     # hundreds of digits (epsilon = 1e400 gives P = 10**(-10**400)) returns nan.
-    man, exp = p.man_exp
+    man, exp = mpf_man_exp(p)
     return arb(fmpz(int(man))).log() + arb(fmpz(int(exp))) * arb.const_log2() + error
 
 

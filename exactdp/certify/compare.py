@@ -32,7 +32,7 @@ from flint import arb, fmpz
 from .._groups import Groups
 from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
-from ..core.precision import certify as certify_ball, mp_workdps
+from ..core.precision import certify as certify_ball, mp_workdps, mpf_fraction
 from ..core.results import VERDICT_HINT, NoTruthValue
 from ..core.validation import as_dps
 from ..errors import ExactDPError, InvalidParameterError
@@ -167,8 +167,7 @@ def _as_fraction(value: Any) -> Optional[Fraction]:
         if getattr(value, "is_Rational", False):
             return Fraction(int(value.p), int(value.q))
         if isinstance(value, mpmath.mpf) and mpmath.isfinite(value):
-            man, exp = value.man_exp
-            return Fraction(int(man)) * Fraction(2) ** int(exp)
+            return mpf_fraction(value)
     except (ValueError, ZeroDivisionError, TypeError, OverflowError):
         return None
     return None

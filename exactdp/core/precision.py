@@ -42,6 +42,7 @@ from flint import arb, ctx, fmpq
 from ..errors import PrecisionError
 
 __all__ = [
+    "mpf_man_exp",
     "fixed_nearest",
     "certify",
     "certify_many",
@@ -153,11 +154,17 @@ _MAN_EXP = methodcaller("man_exp")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
+def mpf_man_exp(x: mpmath.mpf) -> tuple[int, int]:
+    """``(man, exp)`` with ``x = man * 2**exp`` for the finite ``mpmath.mpf`` ``x``, the sign
+    in ``man`` (``x.man_exp`` alone is the magnitude's: mpmath keeps the sign apart)."""
+    sign, man, exp, _ = x._mpf_
+    return (-int(man) if sign else int(man)), int(exp)
+
+
 def mpf_fraction(x: mpmath.mpf) -> Fraction:
     """The finite ``mpmath.mpf`` ``x`` as the exact Fraction of its binary value, sign
-    included (``x.man_exp`` alone is the magnitude's: mpmath keeps the sign apart)."""
-    sign, man, exp, _ = x._mpf_
-    man, exp = (-int(man) if sign else int(man)), int(exp)
+    included."""
+    man, exp = mpf_man_exp(x)
     return Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)
 
 

@@ -28,3 +28,12 @@ def test_mpf_fraction_keeps_the_sign():
     assert mpf_fraction(mpmath.mpf(-0.375)) == Fraction(-3, 8)
     assert mpf_fraction(-mpmath.mpf(2) ** 70) == -(2**70)
     assert mpf_fraction(mpmath.mpf(0)) == 0
+
+
+def test_mpf_man_exp_keeps_the_sign():
+    from exactdp.core.precision import mpf_man_exp
+
+    assert mpf_man_exp(mpmath.mpf(-0.375)) == (-3, -3)
+    assert mpf_man_exp(mpmath.mpf(0.375)) == (3, -3)
+    assert mpf_man_exp(mpmath.mpf(0)) == (0, 0)
+    assert mpf_man_exp(mpmath.mpf(-5)) == (-5, 0)

@@ -118,6 +118,9 @@ def test_monotone_in_each_argument():
         ((1, "1e-6", 2.5), errors.InvalidParameterError, "k"),
         ((1, "1e-6", True), errors.ArgumentTypeError, "k"),
         ((1, "1e-6", "3"), errors.ArgumentTypeError, "k"),
+        # a negative mpf is read with its sign (its man_exp alone is the magnitude's)
+        ((mpmath.mpf(-1), "1e-6", 10), errors.InvalidParameterError, "epsilon"),
+        ((1, mpmath.mpf("-0.25"), 10), errors.InvalidParameterError, "delta"),
     ],
 )
 @pytest.mark.parametrize("fn", [cdp_peel_epsilon, cdp_peel_round_epsilon, cdp_peel_local_epsilon])

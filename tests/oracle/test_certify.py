@@ -830,3 +830,16 @@ def test_samples_needed_of_a_single_output_mechanism_says_nothing_can_be_detecte
         with pytest.raises(NothingToDetectError, match="has a single output"):
             certify.samples_needed(m)
     assert certify.samples_needed(exactdp.Peeling([7, 0], 1, epsilon=1)) > 0
+
+
+def test_claimed_mpf_values_keep_their_sign():
+    # a claimed value given as an mpf is read at its exact binary value, sign included
+    # (mpmath's man_exp alone is the magnitude's); the verdicts on the band's edge use it
+    import mpmath
+
+    from exactdp.certify.compare import _as_fraction
+    from exactdp._verdicts import exact_compare
+
+    assert _as_fraction(mpmath.mpf(-0.375)) == Fraction(-3, 8)
+    assert exact_compare(mpmath.mpf(-0.375), Fraction(-3, 8), mpmath.mpf(-0.375)) == 0
+    assert exact_compare(mpmath.mpf(-0.375), Fraction(3, 8), mpmath.mpf(0.375)) == -1
