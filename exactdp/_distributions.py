@@ -12,6 +12,10 @@ witness output and its number of outputs.
   mechanisms' own ``pair_cells`` hook where they offer one (Joint, PNFJoint, JointSet), else found
   from one output per orbit of interchangeable items (the way
   :func:`exactdp.audit.privacy_loss` finds them): no output is listed one by one.
+- Two large Joint mechanisms (their ``pair_head`` hook): only the cells above a depth,
+  the rest bounded by the one-dataset tails (:class:`HeadPair`, whose per-delta engine
+  :class:`HeadExponentialPair` every notion reads; every cell is counted only if a
+  notion must fall back to working cell by cell).
 - A mapping on either side: every output of the mapping, and every output of a mechanism
   side (listed through its groups, refused past ``max_outputs``).  A mapping against a
   mechanism is re-keyed in the mechanism's form (:meth:`MappingDistribution.keyed_like`);
@@ -943,8 +947,8 @@ class HeadExponentialPair(ExponentialPair):
         order = np.argsort(of_cell, kind="stable")
         self.cells = np.split(order, np.cumsum(np.bincount(of_cell, minlength=len(every)))[:-1])
         sizes = np.asarray(head.sizes, dtype=object)
-        self.terms_a = [_terms(x[c], sizes[c], ua) for c in self.cells]
-        self.terms_b = [_terms(y[c], sizes[c], ub) for c in self.cells]
+        self.terms_a = [_terms(x[c], sizes[c], ua) if len(c) else ([], 0) for c in self.cells]
+        self.terms_b = [_terms(y[c], sizes[c], ub) if len(c) else ([], 0) for c in self.cells]
         self._ua, self._ub = ua, ub
         self._layout = id(head)
 

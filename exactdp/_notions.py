@@ -518,25 +518,27 @@ def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome
             rs = fast.balls()[0]
             real = [r for g, r in enumerate(rs) if g not in fast.phantoms]
             both = _largest_log_ratios(real, digits_wanted)
-            if fast.phantoms and not _phantoms_below(both, [rs[g] for g in fast.phantoms]):
-                return None  # a diagonal the counted head did not reach may hold the largest ratio
+            if fast.phantoms:  # a diagonal the counted head did not reach may hold the largest ratio
+                both = _phantoms_below(both, [rs[g] for g in fast.phantoms])
             if _complete(both) or any(r.contains(0) for r in real):
                 return both
         digits *= 2
     return both
 
 
-def _phantoms_below(outcomes: dict[str, Outcome], phantoms: list[arb]) -> bool:
-    """Whether, per direction, every phantom diagonal's log-ratio (one the counted head
-    did not reach, :class:`~exactdp._distributions.HeadExponentialPair`) is certainly at
-    most the certified largest one, so that whether it carries outputs does not matter."""
+def _phantoms_below(outcomes: dict[str, Outcome], phantoms: list[arb]) -> dict[str, Outcome]:
+    """The directions of ``outcomes`` whose certified largest log-ratio is certainly at
+    least every phantom diagonal's (one the counted head did not reach,
+    :class:`~exactdp._distributions.HeadExponentialPair`, which may carry no output):
+    whether a phantom carries outputs does not change those.  The others are left out."""
+    kept = {}
     for sign, direction in ((1, "a>b"), (-1, "b>a")):
         outcome = outcomes.get(direction)
         if outcome is None or isinstance(outcome, Exception):
-            return False
-        if any(not (sign * r).upper() <= outcome[1] for r in phantoms):
-            return False
-    return True
+            continue
+        if all((sign * r).upper() <= outcome[1] for r in phantoms):
+            kept[direction] = outcome
+    return kept
 
 
 def _complete(outcomes: Optional[dict[str, Outcome]]) -> bool:

@@ -52,6 +52,13 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   each class with the needed count as a candidate), else :class:`SearchedWitness`, searched
   when first read (:func:`_search_witness_by_class`).
 
+- Stopped at a depth (:func:`joint_pair_head`): the diagonal count over the levels
+  ``M <= depth`` of ``a`` only (and of ``b`` down to ``depth + highest``), whose cells
+  are exactly those of the full count with ``M <= depth``.  The audits of two large
+  Joint mechanisms (:func:`head_preferred`) count such a head and bound the rest by the
+  one-dataset tails (:class:`exactdp._distributions.HeadExponentialPair`);
+  :func:`diagonal_range` gives the values of ``M' - M`` any sequence can have.
+
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
 when the method does not apply (:func:`pair_count_declined` says why): a band wider than
 ``MAX_BAND``, counts too large for ``int64``, more than ``MAX_DIFFERENCES`` distinct
@@ -601,7 +608,7 @@ class PairHead(NamedTuple):
     ``x``, ``y``: each cell's level indices (in ``a.groups()``, ``b.groups()``: the head is
     a prefix of both); ``sizes``: its number of sequences (exact ints); ``witnesses``: one
     sequence per cell, found when read; ``utilities_a``, ``utilities_b``: the utilities
-    of the levels read (best first; ``b``'s reach ``depth - lowest``); ``lowest``,
+    of the levels read (best first; ``b``'s reach ``depth + highest``); ``lowest``,
     ``highest``: the least and greatest value ``M' - M`` any sequence can have (the
     diagonals the pair may carry); ``complete``: the head holds every level of ``a`` (then
     every cell)."""
@@ -655,7 +662,7 @@ def joint_pair_head(a: Any, b: Any, depth: int) -> Optional[PairHead]:
     """The cells of the sequences whose level under ``a`` is at most ``depth`` (utility at
     least ``-depth``), counted as :func:`joint_pair_cells` counts them (``method="diagonal"``:
     any number of changed items), reading only the levels of ``a`` up to ``depth`` and of
-    ``b`` up to ``depth - lowest`` (:func:`diagonal_range`); None when the diagonal count
+    ``b`` up to ``depth + highest`` (:func:`diagonal_range`); None when the diagonal count
     does not apply.
 
     Every cell of a level of ``a`` up to ``depth`` is counted: its levels under ``b`` lie
@@ -679,7 +686,7 @@ def joint_pair_head(a: Any, b: Any, depth: int) -> Optional[PairHead]:
     p = _Pair(a, b)
     p.group_by_difference()
     levels_a, more_a = _levels_upto(a, depth)
-    levels_b, _ = _levels_upto(b, depth - lowest)
+    levels_b, _ = _levels_upto(b, depth + highest)
     La = np.asarray([-lv.utility for lv in levels_a], dtype=np.int64)
     Lb = np.asarray([-lv.utility for lv in levels_b], dtype=np.int64)
     ia, ib, counts, keep = _count_rows(p, a, b, La, Lb, np.arange(len(La)))
