@@ -55,7 +55,7 @@ from .rules.exponential import decaying_sum
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
            "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "PermuteAndFlipPair", "MAX_DELTAS",
            "expm1_ball", "tail_difference", "key_kind", "check_same_key_kinds", "HeadExponentialPair", "HeadPair",
-           "head_engine"]
+           "HeadPermuteAndFlipPair", "head_engine"]
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.
 FLOAT_SUM_TOLERANCE = Fraction(1, 2**40)
@@ -843,36 +843,16 @@ class _SideTail:
         return None
 
 
-class HeadExponentialPair(ExponentialPair):
-    """:class:`ExponentialPair` over a head of cells counted down to a depth, the rest
-    bounded by the one-dataset tails (two Joint mechanisms of one ``lam``; the
-    mechanisms' ``pair_head`` hook, :func:`exactdp.mechanisms.joint_pairs.joint_pair_head`).
+class _HeadCount:
+    """What the two stopped engines share: the pair's head of cells (the mechanisms'
+    ``pair_head``), counted down to the depth a precision needs, and the two sides' level
+    weights that bound what it leaves out (:class:`HeadExponentialPair`)."""
 
-    Every notion of two exponential mechanisms of one ``lam`` depends on the outputs only
-    through ``delta = M' - M`` (:class:`ExponentialPair`: ``r = lam delta - C`` on a
-    diagonal) and the diagonal masses ``P_a(D_delta)``, ``P_b(D_delta)``.  The cells with
-    level ``M <= H`` under ``a`` are counted exactly (the head); every other output has
-    ``M > H`` and ``M' > H + lowest`` (``lowest``: the least ``M' - M``), so its mass under
-    ``a`` is at most ``T_a(H) = sum_{M > H} m_a(M) e^(-lam M) / Z_a`` and under ``b`` at most
-    ``T_b(H + lowest)``: one-dataset tails, bounded from the level weights read from the
-    best level down (:class:`_SideTail`, whose remainder is the outputs left times the
-    last weight).  So each diagonal's mass lies in ``[counted, counted + T]``, and so does
-    the mass of a diagonal the head did not reach (``[0, T]``: a *phantom*, which may
-    carry no output at all); ``C`` is still the shared ball of the two log forms (exact
-    per side), so every ``r`` is as accurate as with every cell counted.
+    _head: Any
+    _depth: int
+    lowest: int
 
-    ``H`` is chosen per working precision: the least level depth with ``T_a(H)`` and
-    ``T_b(H + lowest)`` at most ``2**-(prec + 8)`` of the smallest counted diagonal mass
-    (relative accuracy of every mass), found from the side weights; the head is counted
-    again, deeper, only when a precision needs it (a deeper head serves every lower
-    one).  When the head holds every level of ``a`` it is every cell: no tail, no phantom.
-    A phantom is harmless to the masses (the notions add ``[0, T]``), to the zCDP bound
-    (its ``|r|`` only raises an upper bound), and to a pure loss it does not dominate; a
-    pure loss it may dominate (a diagonal the head did not reach, whose ``|r|`` could be
-    the largest) is left undecided (:meth:`loss` returns None: the audits then count every
-    cell)."""
-
-    def __init__(self, a: Groups, b: Groups, head_of: Callable[[int], Any], first: Any):
+    def _init_head(self, a: Groups, b: Groups, head_of: Callable[[int], Any], first: Any) -> None:
         self.a, self.b = a, b
         self._head_of = head_of
         self._head, self._depth = first, 0
@@ -924,6 +904,49 @@ class HeadExponentialPair(ExponentialPair):
             raise AssertionError("the pair's head count stopped applying")
         self._head, self._depth = head, depth
         self._layout = None
+
+    def head_cell(self, c: int) -> Cell:
+        """Head cell ``c`` (its two level indices, a witness, its number of outputs)."""
+        head = self._head
+        return Cell(int(head.x[c]), int(head.y[c]), head.witnesses[c], head.sizes[c])
+
+    @property
+    def head_depth(self) -> int:
+        """The depth the head is counted down to (every level when it is complete)."""
+        return self._depth
+
+
+class HeadExponentialPair(_HeadCount, ExponentialPair):
+    """:class:`ExponentialPair` over a head of cells counted down to a depth, the rest
+    bounded by the one-dataset tails (two Joint mechanisms of one ``lam``; the
+    mechanisms' ``pair_head`` hook, :func:`exactdp.mechanisms.joint_pairs.joint_pair_head`).
+
+    Every notion of two exponential mechanisms of one ``lam`` depends on the outputs only
+    through ``delta = M' - M`` (:class:`ExponentialPair`: ``r = lam delta - C`` on a
+    diagonal) and the diagonal masses ``P_a(D_delta)``, ``P_b(D_delta)``.  The cells with
+    level ``M <= H`` under ``a`` are counted exactly (the head); every other output has
+    ``M > H`` and ``M' > H + lowest`` (``lowest``: the least ``M' - M``), so its mass under
+    ``a`` is at most ``T_a(H) = sum_{M > H} m_a(M) e^(-lam M) / Z_a`` and under ``b`` at most
+    ``T_b(H + lowest)``: one-dataset tails, bounded from the level weights read from the
+    best level down (:class:`_SideTail`, whose remainder is the outputs left times the
+    last weight).  So each diagonal's mass lies in ``[counted, counted + T]``, and so does
+    the mass of a diagonal the head did not reach (``[0, T]``: a *phantom*, which may
+    carry no output at all); ``C`` is still the shared ball of the two log forms (exact
+    per side), so every ``r`` is as accurate as with every cell counted.
+
+    ``H`` is chosen per working precision: the least level depth with ``T_a(H)`` and
+    ``T_b(H + lowest)`` at most ``2**-(prec + 8)`` of the smallest counted diagonal mass
+    (relative accuracy of every mass), found from the side weights; the head is counted
+    again, deeper, only when a precision needs it (a deeper head serves every lower
+    one).  When the head holds every level of ``a`` it is every cell: no tail, no phantom.
+    A phantom is harmless to the masses (the notions add ``[0, T]``), to the zCDP bound
+    (its ``|r|`` only raises an upper bound), and to a pure loss it does not dominate; a
+    pure loss it may dominate (a diagonal the head did not reach, whose ``|r|`` could be
+    the largest) is left undecided (:meth:`loss` returns None: the audits then count every
+    cell)."""
+
+    def __init__(self, a: Groups, b: Groups, head_of: Callable[[int], Any], first: Any):
+        self._init_head(a, b, head_of, first)
 
     def _lay_out(self) -> None:
         """The classes of the current head: its diagonals (and the phantoms) ascending."""
@@ -1003,28 +1026,19 @@ class HeadExponentialPair(ExponentialPair):
             digits *= 2
         return None
 
-    def head_cell(self, c: int) -> Cell:
-        """Head cell ``c`` (its two level indices, a witness, its number of outputs)."""
-        head = self._head
-        return Cell(int(head.x[c]), int(head.y[c]), head.witnesses[c], head.sizes[c])
-
-    @property
-    def head_depth(self) -> int:
-        """The depth the head is counted down to (every level when it is complete)."""
-        return self._depth
-
-
-def head_engine(a: Any, b: Any) -> Optional[HeadExponentialPair]:
-    """A :class:`HeadExponentialPair` of two views whose mechanisms offer the stopped
-    count (``pair_head``, which declines unless it is the better one) with exponential
-    rules of one ``lam`` and level tables that know their number of outputs; else None."""
+def head_engine(a: Any, b: Any) -> Optional[Any]:
+    """A :class:`HeadExponentialPair` (:class:`HeadPermuteAndFlipPair`) of two views whose
+    mechanisms offer the stopped count (``pair_head``, which declines unless it is the
+    better one) with exponential (permute-and-flip) rules of one ``lam`` and level tables
+    that know their number of outputs; else None."""
     if not (isinstance(a, Groups) and isinstance(b, Groups)):
         return None
     ma, mb = a.mechanism, b.mechanism
     hook = getattr(ma, "pair_head", None)
     if not callable(hook) or not callable(getattr(mb, "pair_head", None)):
         return None
-    if a.log_form_rule() is None or b.log_form_rule() is None:
+    exponential = a.log_form_rule() is not None and b.log_form_rule() is not None
+    if not exponential and (a.pnf_form_rule() is None or b.pnf_form_rule() is None):
         return None
     if ma.table.scale.weight_key != mb.table.scale.weight_key:
         return None
@@ -1033,7 +1047,10 @@ def head_engine(a: Any, b: Any) -> Optional[HeadExponentialPair]:
     first = hook(mb)
     if first is None:
         return None
-    return HeadExponentialPair(a, b, lambda depth: hook(mb, depth), first)
+    if exponential:
+        return HeadExponentialPair(a, b, lambda depth: hook(mb, depth), first)
+    engine = HeadPermuteAndFlipPair(a, b, lambda depth: hook(mb, depth), first)
+    return engine if engine.usable(a.dps + 10) else None
 
 
 class HeadPair(Pair):
@@ -1041,7 +1058,7 @@ class HeadPair(Pair):
     (:attr:`engine`): its :attr:`cells`, which only a per-cell fallback reads, are every
     cell, counted on first read (where a pair too large to count refuses then)."""
 
-    def __init__(self, a: Groups, b: Groups, engine: HeadExponentialPair, full: Callable[[], list[Cell]],
+    def __init__(self, a: Groups, b: Groups, engine: Any, full: Callable[[], list[Cell]],
                  footprint: Optional[Footprint] = None):
         self.a, self.b = a, b
         self.engine = engine
@@ -1054,6 +1071,10 @@ class HeadPair(Pair):
         if self._cells is None:
             self._cells = tuple(c for c in self._full() if c.ga is not None or c.gb is not None)
         return self._cells
+
+    def has_log_ratio_enclosure(self) -> bool:
+        """False until every cell is counted (the enclosure reads every level of both)."""
+        return self._cells is not None and super().has_log_ratio_enclosure()
 
     def check_memory(self, digits: int, what: str) -> None:
         """As :meth:`Pair.check_memory`, over the head's levels and cells until every cell
@@ -1371,6 +1392,151 @@ class PermuteAndFlipPair(ExponentialPair):
                             tuple(ball_to_mpf(v) for v in logs))
             digits *= 2
         return None
+
+
+class HeadPermuteAndFlipPair(_HeadCount, PermuteAndFlipPair):
+    """:class:`PermuteAndFlipPair` over a head of cells counted down to a depth, the rest
+    bounded as for :class:`HeadExponentialPair` (two PNFJoint mechanisms of one ``lam``).
+
+    A permute-and-flip output has ``P(o) = p_o I_o <= p_o = e^(lam (u(o) - u_0))`` (``I_o``
+    an integral of a product of factors in ``[0, 1]``), so the outputs the head leaves out
+    (``M > H`` under ``a``, ``M' > H + lowest`` under ``b``) weigh at most the unnormalised
+    one-dataset tails ``sum_{M > H} m_a(M) e^(-lam M)`` and ``sum_{M' > H + lowest} m_b(M')
+    e^(-lam M')``; ``H`` is chosen as for the exponential rule against these.  ``H`` also
+    reaches past both forms' heads of levels (:class:`~exactdp.rules.pnf_levels.PnfForm`),
+    so every output left out lies past them, on a diagonal whose class ball ``lam delta +
+    ln(nu_0 / nu_0') + [-rho', rho]`` (``rho`` at the class's best counted level, which is
+    above every output of that diagonal left out) encloses its log-ratio; a diagonal with
+    no class past the heads is a phantom with ``rho`` at ``-H`` and ``-(H + lowest)``.  The
+    level tables' enclosure, which reads every level, is not used, and a class whose sign
+    against epsilon stays undecided is not split cell by cell (the audit then counts every
+    cell)."""
+
+    def __init__(self, a: Groups, b: Groups, head_of: Callable[[int], Any], first: Any):
+        self._init_head(a, b, head_of, first)
+        self._shape_of = lambda: None
+        self._shape = None
+        self.heads = None
+        self._laid: Optional[tuple] = None
+
+    def forms(self) -> Optional[tuple[Any, Any]]:
+        """Both sides' forms at flint's current precision (the classes are made by
+        :meth:`balls`)."""
+        fa, fb = self.a.pnf_form(), self.b.pnf_form()
+        return None if fa is None or fb is None else (fa, fb)
+
+    def _form_depth(self, form: Any, mechanism: Any) -> int:
+        """``M`` of the last level in ``form``'s head (0 for a head of the best level)."""
+        return 0 if form.head <= 1 else -int(mechanism.table.utilities[form.head - 1])
+
+    def _lay_out(self, head_a: int, head_b: int) -> None:
+        key = (id(self._head), head_a, head_b)
+        if self._laid == key:
+            return
+        head = self._head
+        x, y = head.x, head.y
+        ua = np.asarray(head.utilities_a, dtype=object)
+        ub = np.asarray(head.utilities_b, dtype=object)
+        self.x, self.y = x, y
+        self._sizes, self._ua, self._ub = np.asarray(head.sizes, dtype=object), ua, ub
+        deltas, of_cell = np.unique(np.asarray((ua[x] - ub[y]).tolist(), dtype=np.int64), return_inverse=True)
+        self._all_deltas, self._delta_of = deltas, np.asarray(of_cell, dtype=np.int64).reshape(-1)
+        self._classes(head_a, head_b)
+        self._laid = key
+
+    def balls(self) -> tuple[list[arb], list[arb], list[arb], Any, Any]:
+        """As :meth:`PermuteAndFlipPair.balls` over the head counted as deep as this
+        precision needs, each class past the heads widened by the tails, the phantoms last."""
+        forms = self.forms()
+        if forms is None:
+            raise LookupError("a permute-and-flip side has no closed form at this precision")
+        fa, fb = forms
+        lam = fa.lam
+        floor = max(self._form_depth(fa, self.a.mechanism), self._form_depth(fb, self.b.mechanism) - self.lowest)
+        target = arb(2) ** -(ctx.prec + 8)
+        one = arb(1)
+        while True:
+            if not self._head.complete:
+                depth = self._depth_for(lam, one, one, target)
+                self._count_to(None if depth is None else max(depth, floor))
+            self._lay_out(fa.head, fb.head)
+            rs, pa, pb = self._head_balls(fa, fb)
+            if self._head.complete:
+                return rs, pa, pb, fa, fb
+            counted = [m.lower() for masses in (pa, pb) for g, m in enumerate(masses) if g not in self.phantoms]
+            smallest = min(counted, key=lambda v: v.mid(), default=arb(0))
+            needed = max(arb(2) ** -(ctx.prec + 8) * smallest, arb(2) ** -(4 * ctx.prec), key=lambda v: v.mid())
+            if not needed < target:
+                return rs, pa, pb, fa, fb
+            target = needed
+
+    def _head_balls(self, fa: Any, fb: Any) -> tuple[list[arb], list[arb], list[arb]]:
+        lam = fa.lam
+        if self._head.complete:
+            tail_a = tail_b = arb(0)
+        else:
+            side_a, side_b = self._last_sides
+            tail_a = arb(0).union(side_a.beyond(self._depth))
+            tail_b = arb(0).union(side_b.beyond(self._depth + self.lowest))
+        common = fa.nu0.log() - fb.nu0.log()
+        one_a, one_b = 1 + arb(0).union(fa.rho), 1 + arb(0).union(fb.rho)
+        pa = [decaying_sum(lam, fa.u0, *terms) * fa.nu0 * one_a + tail_a for terms in self.terms_a]
+        pb = [decaying_sum(lam, fb.u0, *terms) * fb.nu0 * one_b + tail_b for terms in self.terms_b]
+        extra = []
+        for g in range(self.n_tail):
+            spread = (-fb.rho_at(self.terms_b[g][0][0][0])).union(fa.rho_at(self.terms_a[g][0][0][0]))
+            extra.append(common + spread)
+        ua, ub = self._ua, self._ub
+        deltas = list(self.deltas)
+        for c in self.head_cells:
+            i, j = int(self.x[c]), int(self.y[c])
+            u, v = int(ua[i]), int(ub[j])
+            n = int(self._sizes[c])
+            pa.append(n * fa.probability(i, u))
+            pb.append(n * fb.probability(j, v))
+            delta = u - v
+            deltas.append(delta)
+            extra.append(fa.log_probability(i, u) - fb.log_probability(j, v) - self._shift(delta, _ZERO))
+        phantom = [] if self._head.complete else [t for t in range(self.lowest, self.highest + 1)
+                                                    if t not in self.deltas]
+        first = len(extra)
+        for t in phantom:  # a diagonal with no class past the heads: anything left out of it is deeper
+            pa.append(tail_a)
+            pb.append(tail_b)
+            deltas.append(t)
+            spread = (-fb.rho_at(-(self._depth + self.lowest))).union(fa.rho_at(-self._depth))
+            extra.append(common + spread)
+        self.phantoms = frozenset(range(first, first + len(phantom)))
+        self.cells = list(self.cells[:first]) + [np.zeros(0, dtype=np.int64)] * len(phantom)
+        self._extra, self._class_deltas = extra, deltas
+        rs = [self.gap(g, 1, Fraction(0)) for g in range(len(extra))]
+        return rs, pa, pb
+
+    def loss(self, digits_wanted: int) -> Optional[tuple]:
+        """As :meth:`PermuteAndFlipPair.loss` over the classes the head holds, when every
+        phantom's ``|r|`` is certainly at most their largest (else None: undecided)."""
+        digits = digits_wanted + 10
+        while digits <= 4 * digits_wanted + 80:
+            with flint_workprec(self.prec(digits)):
+                rs, _, _, fa, fb = self.balls()
+                real = [g for g in range(len(rs)) if g not in self.phantoms]
+                lows = {g: abs(rs[g]).lower() if not rs[g].contains(0) else arb(0) for g in real}
+                best = max(real, key=lambda g: lows[g].mid())
+                lo = lows[best]
+                hi = max((abs(rs[g]).upper() for g in real), key=lambda v: v.mid())
+                if not lo > 0 or any(not abs(rs[g]).upper() <= lo for g in self.phantoms):
+                    return None
+                if (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
+                    first = int(self.cells[best][0])
+                    x, y = int(self.x[first]), int(self.y[first])
+                    logs = (fa.log_probability(x, int(self._ua[x])), fb.log_probability(y, int(self._ub[y])))
+                    return (ball_to_mpf((lo + hi) / 2), best, [ball_to_mpf(r) for r in rs],
+                            tuple(ball_to_mpf(v) for v in logs))
+            digits *= 2
+        return None
+
+    #: a class is not split cell by cell (the level tables' enclosure reads every level)
+    cell_probability = None  # type: ignore[assignment]
 
 
 def tail_difference(lam: arb, u0: Any, levels_a: Iterable[Any], levels_b: Iterable[Any],

@@ -11,9 +11,9 @@ from flint import arb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exactdp import Joint, audit
+from exactdp import Joint, PNFJoint, audit
 from exactdp import _distributions
-from exactdp._distributions import HeadExponentialPair, _SideTail, head_engine
+from exactdp._distributions import HeadExponentialPair, HeadPermuteAndFlipPair, _SideTail, head_engine
 from exactdp._groups import Groups
 from exactdp.core.precision import flint_workprec
 from exactdp.mechanisms import joint_pairs
@@ -187,3 +187,88 @@ def test_a_large_pair_reads_few_levels(monkeypatch):
     assert audit.renyi_divergence(a, b, 2, 20) > 0
     assert not a.table._complete and not b.table._complete
     assert not listed
+
+
+PNF_CASES = [  # more than 1,024 outputs: the permute-and-flip rule's quadrature route
+    (DISTINCT, _third(DISTINCT), 3, {"epsilon": 4}),
+    (DISTINCT, _third_swap(DISTINCT), 2, {"epsilon": 2}),
+    (DISTINCT[:40], _third_swap(DISTINCT[:40]), 2, {"epsilon": 9}),
+]
+#: diagonals M' - M = 1, 2 carried only by the two low items (counts 3, 2, which fall by 1)
+#: at levels far below the top: phantoms at every precision the notions try
+PNF_DEEP = ([200 + 7 * i for i in range(50)] + [3, 2], [201 + 7 * i for i in range(50)] + [2, 1], 2, {"epsilon": 6})
+
+
+def _make_pnf(case):
+    ca, cb, k, params = case
+    return PNFJoint(ca, k, **params), PNFJoint(cb, k, **params)
+
+
+@pytest.mark.parametrize("case", PNF_CASES)
+def test_pnfjoint_five_notions_same_as_every_cell_counted(case, monkeypatch):
+    """PNFJoint: the stopped count (HeadPermuteAndFlipPair, the tails bounded by the
+    unnormalised weights since P(o) <= e^(lam (u(o) - u_0))) gives the values of the full
+    count, without counting every cell."""
+    full = _notions(*_make_pnf(case))
+    stopped(monkeypatch)
+    a, b = _make_pnf(case)
+    engine = head_engine(Groups(a, 20), Groups(b, 20))
+    assert isinstance(engine, HeadPermuteAndFlipPair)
+    with flint_workprec(engine.prec(30)):
+        engine.balls()
+    assert not engine._head.complete
+    counted = []
+    real = joint_pairs.joint_pair_cells
+    monkeypatch.setattr("exactdp.mechanisms.joint.joint_pair_cells", lambda *args, **kw: counted.append(1) or real(*args, **kw))
+    _same(_notions(*_make_pnf(case)), full)
+    assert not counted  # no notion fell back to every cell
+
+
+def test_pnfjoint_a_diagonal_found_late(monkeypatch):
+    """The head leaves the diagonals 1 and 2 out (phantoms of mass [0, T]): the masses'
+    notions stay with the head, the pure loss (which a phantom could decide) goes back to
+    every cell; every value is the full count's."""
+    full = _notions(*_make_pnf(PNF_DEEP))
+    stopped(monkeypatch)
+    a, b = _make_pnf(PNF_DEEP)
+    engine = head_engine(Groups(a, 20), Groups(b, 20))
+    with flint_workprec(engine.prec(30)):
+        engine.balls()
+    assert len(engine.phantoms) == 2
+    _same(_notions(*_make_pnf(PNF_DEEP)), full)
+
+
+def test_pnfjoint_a_dropped_remainder_is_caught(monkeypatch):
+    """Negative control for PNFJoint: a shallow head without the tails' remainder."""
+    case = PNF_CASES[0]
+    full = audit.renyi_divergence(*_make_pnf(case), 2, 20)
+    stopped(monkeypatch)
+    monkeypatch.setattr(_SideTail, "beyond", lambda self, depth: arb(0))
+    chosen = HeadPermuteAndFlipPair._depth_for
+    monkeypatch.setattr(HeadPermuteAndFlipPair, "_depth_for", lambda self, *args: (chosen(self, *args), 6)[1])
+    monkeypatch.setattr(HeadPermuteAndFlipPair, "_form_depth", lambda self, form, mechanism: 0)
+    assert not _close(audit.renyi_divergence(*_make_pnf(case), 2, 20), full)
+
+
+@st.composite
+def _pnf_neighbours(draw):
+    d = draw(st.integers(34, 40))  # more than 1,024 sequences at k = 2: the quadrature route
+    c1 = draw(st.lists(st.integers(0, 400), min_size=d, max_size=d))
+    c2 = [max(c + draw(st.integers(-1, 1)), 0) for c in c1]
+    return c1, c2, 2, {"epsilon": draw(st.sampled_from([1, 4, 9]))}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_pnf_neighbours())
+def test_random_pnfjoint_neighbours_same_as_every_cell_counted(case):
+    if case[0] == case[1]:
+        return
+    a, b = _make_pnf(case)
+    full = (audit.privacy_loss(a, b, 20).value, audit.privacy_profile(a, b, 1, 20).delta,
+            audit.renyi_divergence(a, b, 2, 20))
+    with pytest.MonkeyPatch.context() as m:
+        stopped(m)
+        a, b = _make_pnf(case)
+        head = (audit.privacy_loss(a, b, 20).value, audit.privacy_profile(a, b, 1, 20).delta,
+                audit.renyi_divergence(a, b, 2, 20))
+    assert all(_close(x, y) for x, y in zip(head, full)), (head, full)
