@@ -30,8 +30,11 @@ adding to a third of the items) and "third-swap" (``+1`` on ids ``0 mod 3``, ``-
 diagonal count takes; the table times the cells by the diagonal count alone, then each of
 the five notions on fresh mechanisms: ``privacy_loss`` (dps 30), ``privacy_profile`` at
 ``eps = 1``, ``epsilon_for_delta`` at ``delta = 10**-6``, ``renyi_divergence`` at
-``alpha = 2`` and ``zcdp_rho`` (dps 6).  A second table times the cells of the one-item
-neighbours ("add", "swap") by the item-by-item count and by the diagonal count.
+``alpha = 2`` and ``zcdp_rho`` (dps 6).  Where the audits count a head of the cells
+instead (``joint_pairs.head_preferred``: d = 166,000, k = 200), no side's levels are
+listed and the table times that head at the first precision of a 30-digit notion (its
+depth, its cells).  A second table times the cells of the one-item neighbours ("add",
+"swap") by the item-by-item count and by the diagonal count.
 
 Each (shape, neighbour) runs in its own child process (address-space cap ``--cap-gib``,
 timeout ``--timeout``), which, interleaved:

@@ -12,10 +12,11 @@ witness output and its number of outputs.
   mechanisms' own ``pair_cells`` hook where they offer one (Joint, PNFJoint, JointSet), else found
   from one output per orbit of interchangeable items (the way
   :func:`exactdp.audit.privacy_loss` finds them): no output is listed one by one.
-- Two large Joint mechanisms (their ``pair_head`` hook): only the cells above a depth,
-  the rest bounded by the one-dataset tails (:class:`HeadPair`, whose per-delta engine
-  :class:`HeadExponentialPair` every notion reads; every cell is counted only if a
-  notion must fall back to working cell by cell).
+- Two large Joint or PNFJoint mechanisms (their ``pair_head`` hook): only the cells
+  above a depth, the rest bounded by the one-dataset tails (:class:`HeadPair`, whose
+  per-delta engine, :class:`HeadExponentialPair` or :class:`HeadPermuteAndFlipPair`,
+  every notion reads; every cell is counted only if a notion must fall back to working
+  cell by cell).
 - A mapping on either side: every output of the mapping, and every output of a mechanism
   side (listed through its groups, refused past ``max_outputs``).  A mapping against a
   mechanism is re-keyed in the mechanism's form (:meth:`MappingDistribution.keyed_like`);

@@ -56,7 +56,8 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   ``M <= depth`` of ``a`` only (and of ``b`` down to ``depth + highest``), whose cells
   are exactly those of the full count with ``M <= depth``.  The audits of two large
   Joint mechanisms (:func:`head_preferred`) count such a head and bound the rest by the
-  one-dataset tails (:class:`exactdp._distributions.HeadExponentialPair`);
+  one-dataset tails (:class:`exactdp._distributions.HeadExponentialPair`, for PNFJoint
+  :class:`~exactdp._distributions.HeadPermuteAndFlipPair`);
   :func:`diagonal_range` gives the values of ``M' - M`` any sequence can have.
 
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
