@@ -272,3 +272,13 @@ def test_random_pnfjoint_neighbours_same_as_every_cell_counted(case):
         head = (audit.privacy_loss(a, b, 20).value, audit.privacy_profile(a, b, 1, 20).delta,
                 audit.renyi_divergence(a, b, 2, 20))
     assert all(_close(x, y) for x, y in zip(head, full)), (head, full)
+
+
+def test_pnfjoint_same_as_the_orbit_enumeration(monkeypatch):
+    """PNFJoint (a head stopped early, 3,540 sequences) against the orbit enumeration."""
+    case = PNF_CASES[1]
+    stopped(monkeypatch)
+    head = _notions(*_make_pnf(case))
+    monkeypatch.setattr(JointClass, "pair_cells", lambda self, other: None)
+    monkeypatch.setattr(JointClass, "pair_head", lambda self, other, depth=None: None)
+    _same(head, _notions(*_make_pnf(case)))
