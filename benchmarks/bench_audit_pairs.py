@@ -30,8 +30,11 @@ adding to a third of the items) and "third-swap" (``+1`` on ids ``0 mod 3``, ``-
 diagonal count takes; the table times the cells by the diagonal count alone, then each of
 the five notions on fresh mechanisms: ``privacy_loss`` (dps 30), ``privacy_profile`` at
 ``eps = 1``, ``epsilon_for_delta`` at ``delta = 10**-6``, ``renyi_divergence`` at
-``alpha = 2`` and ``zcdp_rho`` (dps 6).  A second table times the cells of the one-item
-neighbours ("add", "swap") by the item-by-item count and by the diagonal count.
+``alpha = 2`` and ``zcdp_rho`` (dps 6).  Where the audits count a head of the cells
+instead (``joint_pairs.head_preferred``: d = 166,000, k = 200), no side's levels are
+listed and the table times that head at the first precision of a 30-digit notion (its
+depth, its cells).  A second table times the cells of the one-item neighbours ("add",
+"swap") by the item-by-item count and by the diagonal count.
 
 Each (shape, neighbour) runs in its own child process (address-space cap ``--cap-gib``,
 timeout ``--timeout``), which, interleaved:
@@ -180,7 +183,10 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp.mechanisms.joint_pairs import joint_pair_cells
+    from exactdp._distributions import head_engine
+    from exactdp._groups import Groups
+    from exactdp.core.precision import flint_workprec
+    from exactdp.mechanisms.joint_pairs import head_preferred, joint_pair_cells
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)
@@ -188,15 +194,25 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     audit.privacy_loss(cls([2, 1, 0], 2), cls([2, 2, 0], 2))  # warm-up
     out: dict = {}
     a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
-    t = cpu()
-    a.groups(), b.groups()
-    out["levels"] = (cpu() - t, len(a.groups()))
-    for method in ("items", "diagonal"):
+    if head_preferred(a, b):  # the audits count a head of cells: time that, not every level and cell
+        out["levels"] = out["items"] = out["diagonal"] = None
+        engine = head_engine(Groups(a, 30), Groups(b, 30))
+        if engine is not None:
+            t = cpu()
+            with flint_workprec(engine.prec(40)):  # the first precision of a 30-digit notion
+                engine.balls()
+            out["head"] = (cpu() - t, engine.head_depth, len(engine.x))
+        del engine
+    else:
         t = cpu()
-        cells = joint_pair_cells(a, b, method=method)
-        out[method] = None if cells is None else (cpu() - t, len(cells))
-        del cells
-        gc.collect()
+        a.groups(), b.groups()
+        out["levels"] = (cpu() - t, len(a.groups()))
+        for method in ("items", "diagonal"):
+            t = cpu()
+            cells = joint_pair_cells(a, b, method=method)
+            out[method] = None if cells is None else (cpu() - t, len(cells))
+            del cells
+            gc.collect()
     del a, b
     calls = {"privacy_loss": lambda a, b: audit.privacy_loss(a, b, 30),
              "privacy_profile": lambda a, b: audit.privacy_profile(a, b, 1, 30),
@@ -206,7 +222,10 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     for name in NOTIONS if kind in MANY else ():
         a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
         t = cpu()
-        value = str(calls[name](a, b))[:60]
+        try:
+            value = str(calls[name](a, b))[:60]
+        except exactdp.errors.ExactDPError as error:
+            value = f"{type(error).__name__}"
         out[name] = (cpu() - t, value)
         del a, b
         gc.collect()
@@ -336,15 +355,24 @@ def many_table(opts: argparse.Namespace) -> None:
                 if "error" in r:
                     print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['error']} | | | | | | | |", flush=True)
                     continue
-                seconds, n = r["diagonal"]
-                times = " | ".join(f"{r[name][0]:.1f}" for name in NOTIONS)
-                print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['levels'][1]:,} | {n:,} ({seconds:.2f}) | "
+                if r["diagonal"] is not None:
+                    seconds, n = r["diagonal"]
+                    levels, cells = f"{r['levels'][1]:,}", f"{n:,} ({seconds:.2f})"
+                elif "head" in r:  # the stopped count: its head at the first precision
+                    seconds, depth, n = r["head"]
+                    levels, cells = "-", f"head M <= {depth:,}: {n:,} ({seconds:.2f})"
+                else:
+                    levels, cells = "-", "-"
+                times = " | ".join(f"{r[name][0]:.1f}" + ("" if r[name][1][:1].islower() or r[name][1][:1].isdigit()
+                                                          or r[name][1].startswith("[") else f" ({r[name][1]})")
+                                   for name in NOTIONS)
+                print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {levels} | {cells} | "
                       f"{times} | {r['peak_mib']:,.0f} |", flush=True)
     print("\nThe cells of a one-item neighbour by either count (CPU seconds)\n")
     print("| mechanism | shape | neighbour | cells | item-by-item count s | diagonal count s |")
     print("|---|---|---|---|---|---|")
     for mechanism, shape, kind, r in rows:
-        if kind in MANY or "error" in r:
+        if kind in MANY or "error" in r or r["diagonal"] is None:
             continue
         print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['diagonal'][1]:,} | {r['items'][0]:.2f} | "
               f"{r['diagonal'][0]:.2f} |")

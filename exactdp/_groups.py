@@ -52,15 +52,31 @@ class Groups:
         self.mechanism = mechanism
         self.dps = dps
         self.kind: str = getattr(mechanism, "output_kind", "sequence")
-        try:
-            self.groups: tuple[Level, ...] = tuple(mechanism.groups())
-        except MemoryBudgetError as e:  # the streamed alternative it names is no help here
-            reason = re.sub(r"use \S+ \(streamed, within the budget\) or ", "", e.reason)
-            raise MemoryBudgetError(e.argument, e.value, "the oracle (audits, certification) holds every level "
-                                    f"at once: {reason}", limit=getattr(e, "limit", None)) from None
-        self.support_size: int = sum(g.multiplicity for g in self.groups)
+        self._groups: Optional[tuple[Level, ...]] = None
+        self._support_size: Optional[int] = None
         self._output_probs: dict[int, list[mpmath.mpf]] = {}
         self._group_probs: Optional[list[mpmath.mpf]] = None
+
+    @property
+    def groups(self) -> tuple["Level", ...]:
+        """Every group, best first, found on first use (an audit of two Joint mechanisms
+        counted by the stopped diagonal count reads the levels it needs one by one and
+        never holds them all)."""
+        if self._groups is None:
+            try:
+                self._groups = tuple(self.mechanism.groups())
+            except MemoryBudgetError as e:  # the streamed alternative it names is no help here
+                reason = re.sub(r"use \S+ \(streamed, within the budget\) or ", "", e.reason)
+                raise MemoryBudgetError(e.argument, e.value, "the oracle (audits, certification) holds every level "
+                                        f"at once: {reason}", limit=getattr(e, "limit", None)) from None
+        return self._groups
+
+    @property
+    def support_size(self) -> int:
+        """The number of outputs of positive probability."""
+        if self._support_size is None:
+            self._support_size = sum(g.multiplicity for g in self.groups)
+        return self._support_size
 
     def index(self, output: OutputLike) -> Optional[int]:
         """Group index of a valid output, ``None`` when it has probability 0 (in no group);

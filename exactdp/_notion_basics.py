@@ -16,7 +16,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, fmpz
 
-from ._distributions import ExponentialPair, Pair
+from ._distributions import ExponentialPair, HeadPair, Pair
 from ._groups import Groups
 from .core._lazy import sympy
 from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
@@ -221,6 +221,8 @@ def _cap(dps: int) -> int:
 
 
 def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
+    if isinstance(pair, HeadPair):  # counted down to a depth: its own engine
+        return pair.engine
     return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells],
                               pair._enclosure_shape_once)
 

@@ -272,10 +272,12 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
                     terms, cells = split
                     total += terms
                     positive_cells += cells
-                if positive_cells and not (total > 0 and is_accurate(total, digits_wanted)):
-                    break
-                carriers = tuple((pair.cells[c].witness, pair.cells[c].outputs) for c in sorted(positive_cells))
-                done.append((ball_to_mpf(total) if positive_cells else mpmath.mpf(0), not positive_cells, carriers))
+                if (positive_cells or positive) and not (total > 0 and is_accurate(total, digits_wanted)):
+                    break  # (a positive class without cells: a diagonal the counted head did not reach)
+                cell_of = getattr(fast, "head_cell", None) or pair.cells.__getitem__
+                carriers = tuple((cell_of(c).witness, cell_of(c).outputs) for c in sorted(positive_cells))
+                some = bool(positive_cells or positive)
+                done.append((ball_to_mpf(total) if some else mpmath.mpf(0), not some, carriers))
             if len(done) == 2:
                 (dab, zab, cab), (dba, zba, cba) = done
                 first = dab >= dba
@@ -514,11 +516,29 @@ def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome
     while fast is not None and digits <= _cap(digits_wanted):
         with flint_workprec(fast.prec(digits)):
             rs = fast.balls()[0]
-            both = _largest_log_ratios(rs, digits_wanted)
-            if _complete(both) or any(r.contains(0) for r in rs):
+            real = [r for g, r in enumerate(rs) if g not in fast.phantoms]
+            both = _largest_log_ratios(real, digits_wanted)
+            if fast.phantoms:  # a diagonal the counted head did not reach may hold the largest ratio
+                both = _phantoms_below(both, [rs[g] for g in fast.phantoms])
+            if _complete(both) or any(r.contains(0) for r in real):
                 return both
         digits *= 2
     return both
+
+
+def _phantoms_below(outcomes: dict[str, Outcome], phantoms: list[arb]) -> dict[str, Outcome]:
+    """The directions of ``outcomes`` whose certified largest log-ratio is certainly at
+    least every phantom diagonal's (one the counted head did not reach,
+    :class:`~exactdp._distributions.HeadExponentialPair`, which may carry no output):
+    whether a phantom carries outputs does not change those.  The others are left out."""
+    kept = {}
+    for sign, direction in ((1, "a>b"), (-1, "b>a")):
+        outcome = outcomes.get(direction)
+        if outcome is None or isinstance(outcome, Exception):
+            continue
+        if all((sign * r).upper() <= outcome[1] for r in phantoms):
+            kept[direction] = outcome
+    return kept
 
 
 def _complete(outcomes: Optional[dict[str, Outcome]]) -> bool:

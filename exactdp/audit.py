@@ -67,8 +67,8 @@ import mpmath
 from flint import arb, fmpz
 from mpmath import libmp
 
-from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit, mechanism_pairs,  # noqa: F401
-                             output_orbit_count, pair_cells)
+from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit, head_engine,  # noqa: F401
+                             mechanism_pairs, output_orbit_count, pair_cells)
 from ._footprint import Footprint
 from ._groups import Groups
 from ._notion_basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
@@ -321,6 +321,11 @@ def privacy_loss(
     _check_same_space(mechanism_a, mechanism_b)
     groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
     footprint = Footprint(mechanism_a, mechanism_b)
+    head = head_engine(groups_a, groups_b) if symmetric else None
+    if head is not None:  # two large Joint mechanisms: the cells counted down to a depth
+        fast = _loss_from_engine(head, None, digits_wanted, 0)
+        if fast is not None:
+            return fast
     check_cells_fit(footprint, groups_a, groups_b, digits_wanted, rows=True)
     pairs, visited = mechanism_pairs(mechanism_a, mechanism_b, limit, symmetric)
     fast = _loss_by_delta(groups_a, groups_b, pairs, digits_wanted, visited)
@@ -416,12 +421,24 @@ def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int,
     """:func:`privacy_loss` per value of delta (:class:`~exactdp._distributions.ExponentialPair`:
     one certified ``ln P_a - ln P_b`` shared by all cells of a delta), or None when that
     does not apply or a loss may be 0."""
-    keys = list(pairs)
-    fast = ExponentialPair.of(groups_a, groups_b, keys, [n for _, n in pairs.values()])
-    found = None if fast is None else fast.loss(digits)
+    fast = ExponentialPair.of(groups_a, groups_b, list(pairs), [n for _, n in pairs.values()])
+    return None if fast is None else _loss_from_engine(fast, pairs, digits, visited)
+
+
+def _loss_from_engine(fast: Any, pairs: Optional[dict], digits: int, visited: int) -> Optional[PrivacyLoss]:
+    """:func:`privacy_loss` from a per-delta engine over the cells ``pairs`` (None: the
+    engine's own head of cells, :class:`~exactdp._distributions.HeadExponentialPair`,
+    whose rows are the cells it counted), or None when a loss may be 0 or stays
+    undecided."""
+    groups_a, groups_b = fast.a, fast.b
+    found = fast.loss(digits)
     if found is None:
         return None
     value, best, signed, (log_a, log_b) = found
+    if pairs is None:  # the head's cells, as counted for the precision that decided
+        cells = [fast.head_cell(c) for c in range(len(fast.x))]
+        pairs = {(c.ga, c.gb): [c.witness, c.outputs] for c in cells}
+    keys = list(pairs)
     entries, of_cell = list(pairs.values()), fast.of_cell.tolist()
     rows = tuple(PairLoss(*keys[c], signed[of_cell[c]], *entries[c]) for c in fast.rows(signed, digits))
     witness, size = entries[int(fast.cells[best][0])]

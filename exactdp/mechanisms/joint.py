@@ -50,7 +50,7 @@ import numpy as np
 
 from .joint_arrays import LevelArrayBlock, iter_level_arrays as _iter_level_arrays
 from .joint_blocks import JointLevelSource
-from .joint_pairs import joint_pair_cells, pair_count_declined
+from .joint_pairs import PairHead, head_preferred, joint_pair_cells, joint_pair_head, pair_count_declined
 from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
 from .joint_unrank import LevelPlan, draw_level_ranks, unrank
 from .set_marginal import JointSetMarginal
@@ -253,6 +253,21 @@ class Joint(JointFamily):
         if not isinstance(other, Joint):
             return None
         return joint_pair_cells(self, other)
+
+    def pair_head(self, other: object, depth: Optional[int] = None) -> Optional[PairHead]:
+        """The cells of the sequences at level ``M <= depth`` here (utility ``>= -depth``)
+        with ``other`` (:func:`~exactdp.mechanisms.joint_pairs.joint_pair_head`: the
+        diagonal count stopped at ``depth``, reading no level below it), for an audit
+        that bounds the rest by the one-dataset tails; ``None`` when ``other`` is no Joint
+        or PNFJoint of the same ``d`` and ``k``, when the diagonal count does not apply, or
+        (``depth=None``, the audits' question) when the full count is the better one
+        (:func:`~exactdp.mechanisms.joint_pairs.head_preferred`), else ``depth=None``
+        gives the head at ``M <= 0``."""
+        if not isinstance(other, Joint):
+            return None
+        if depth is None:
+            return joint_pair_head(self, other, 0) if head_preferred(self, other) else None
+        return joint_pair_head(self, other, depth)
 
     def pair_count_declined(self, other: object) -> str:
         """Why :meth:`pair_cells` returns None for ``other`` (``""``: it does not), for a

@@ -52,6 +52,14 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   each class with the needed count as a candidate), else :class:`SearchedWitness`, searched
   when first read (:func:`_search_witness_by_class`).
 
+- Stopped at a depth (:func:`joint_pair_head`): the diagonal count over the levels
+  ``M <= depth`` of ``a`` only (and of ``b`` down to ``depth + highest``), whose cells
+  are exactly those of the full count with ``M <= depth``.  The audits of two large
+  Joint mechanisms (:func:`head_preferred`) count such a head and bound the rest by the
+  one-dataset tails (:class:`exactdp._distributions.HeadExponentialPair`, for PNFJoint
+  :class:`~exactdp._distributions.HeadPermuteAndFlipPair`);
+  :func:`diagonal_range` gives the values of ``M' - M`` any sequence can have.
+
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
 when the method does not apply (:func:`pair_count_declined` says why): a band wider than
 ``MAX_BAND``, counts too large for ``int64``, more than ``MAX_DIFFERENCES`` distinct
@@ -62,7 +70,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
@@ -70,8 +78,8 @@ from ..core._gc import gc_paused
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ..errors import MemoryBudgetError
 
-__all__ = ["joint_pair_cells", "pair_count_declined", "DisplacedWitness", "SearchedWitness", "MAX_CHANGED_ITEMS",
-           "MAX_CHANGED_ROWS", "MAX_BAND", "MAX_DIFFERENCES"]
+__all__ = ["joint_pair_cells", "joint_pair_head", "diagonal_range", "PairHead", "pair_count_declined", "DisplacedWitness", "SearchedWitness", "MAX_CHANGED_ITEMS",
+           "MAX_CHANGED_ROWS", "MAX_BAND", "MAX_DIFFERENCES", "STOPPED_LEVEL_BOUND", "head_preferred"]
 
 #: The sweep applies when at most this many items have different counts...
 MAX_CHANGED_ITEMS = 16
@@ -82,6 +90,10 @@ MAX_BAND = 64
 #: The diagonal count (any number of changed items) applies up to this many distinct
 #: differences ``c'_j - c_j`` (3 for any neighbour at l-infinity distance 1).
 MAX_DIFFERENCES = 8
+#: The audits count a pair's cells stopped at a depth (:func:`head_preferred`) when one
+#: side may have this many levels or more (the bound on its levels its threshold events
+#: give).
+STOPPED_LEVEL_BOUND = 2_000_000
 #: Counts and levels must stay below this in absolute value (``int64`` with room to add).
 _INT_LIMIT = 2**60
 #: Matrix entries (rows x points) handled per numpy chunk.
@@ -539,9 +551,31 @@ def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[C
         special = np.isin(La, p.special_values())
     else:  # every level may hold a differing term: count them all
         special = np.ones(len(La), dtype=bool)
+    ia, ib, counts, keep = _count_rows(p, a, b, La, Lb, np.flatnonzero(special))
+    # the other rows: one diagonal cell each
+    plain = np.flatnonzero(~special)
+    plain_b = np.searchsorted(Lb, La[plain])
+    if len(plain) and not (np.all(plain_b < len(Lb)) and np.all(Lb[np.minimum(plain_b, len(Lb) - 1)] == La[plain])):
+        raise AssertionError("joint_pair_cells: a plain level of a is no level of b")
+    _check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
+    cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
+    cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
+    sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
+    with gc_paused():  # hundreds of thousands of objects: no cyclic collection while they are made
+        order = np.lexsort((cell_b, cell_a))
+        cell_a, cell_b = cell_a[order], cell_b[order]
+        witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
+        sizes = [sizes[i] for i in order.tolist()]
+        return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
+
+
+def _count_rows(p: _Pair, a: Any, b: Any, La: np.ndarray, Lb: np.ndarray,
+                rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
+    """The cells of the levels ``rows`` of ``a`` (indices into ``La``, the levels ``M`` of
+    ``a`` ascending) with every level of ``b`` (``Lb``) within the band: ``(ia, ib, counts,
+    keep)``, ``keep`` the positions of the nonzero counts (refused past the memory budget
+    first, :func:`_check_budget`)."""
     w = p.band
-    # the special rows: every level of b within the band
-    rows = np.flatnonzero(special)
     lo = np.searchsorted(Lb, La[rows] - w, side="left")
     hi = np.searchsorted(Lb, La[rows] + w, side="right")
     widths = hi - lo
@@ -565,21 +599,134 @@ def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[C
     keep = [i for i, c in enumerate(counts) if c]
     if any(counts[i] < 0 for i in keep):
         raise AssertionError("joint_pair_cells: a negative cell count (the sweep is wrong)")
-    # the other rows: one diagonal cell each
-    plain = np.flatnonzero(~special)
-    plain_b = np.searchsorted(Lb, La[plain])
-    if len(plain) and not (np.all(plain_b < len(Lb)) and np.all(Lb[np.minimum(plain_b, len(Lb) - 1)] == La[plain])):
-        raise AssertionError("joint_pair_cells: a plain level of a is no level of b")
-    _check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
-    cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
-    cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
-    sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
-    with gc_paused():  # hundreds of thousands of objects: no cyclic collection while they are made
-        order = np.lexsort((cell_b, cell_a))
-        cell_a, cell_b = cell_a[order], cell_b[order]
-        witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
-        sizes = [sizes[i] for i in order.tolist()]
-        return {(x, y): [o, s] for x, y, o, s in zip(cell_a.tolist(), cell_b.tolist(), witnesses, sizes)}
+    return ia, ib, counts, keep
+
+
+class PairHead(NamedTuple):
+    """The cells of two Joint-family mechanisms whose level under ``a`` is at most
+    ``depth`` (:func:`joint_pair_head`).
+
+    ``x``, ``y``: each cell's level indices (in ``a.groups()``, ``b.groups()``: the head is
+    a prefix of both); ``sizes``: its number of sequences (exact ints); ``witnesses``: one
+    sequence per cell, found when read; ``utilities_a``, ``utilities_b``: the utilities
+    of the levels read (best first; ``b``'s reach ``depth + highest``); ``lowest``,
+    ``highest``: the least and greatest value ``M' - M`` any sequence can have (the
+    diagonals the pair may carry); ``complete``: the head holds every level of ``a`` (then
+    every cell)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    sizes: list[int]
+    witnesses: list[Sequence]
+    utilities_a: list[int]
+    utilities_b: list[int]
+    lowest: int
+    highest: int
+    complete: bool
+
+
+def diagonal_range(a: Any, b: Any) -> Optional[tuple[int, int]]:
+    """The least and greatest ``M' - M`` over all sequences (``M``, ``M'`` the levels under
+    ``a`` and ``b``), or None when the diagonal count does not apply
+    (:func:`pair_count_declined` with ``method="diagonal"``).
+
+    Proof: with ``t_r = c_(r) - c[s_r]`` and ``t'_r = c'_(r) - c'[s_r]``, ``t'_r - t_r =
+    rho_r - v_{s_r}``, ``rho_r = c'_(r) - c_(r)`` (rows ``r < k``) and ``v_j = c'_j - c_j``.
+    If row ``r*`` attains ``M'``, ``M' - M <= t'_{r*} - t_{r*} <= max rho - min v``; if row
+    ``r`` attains ``M``, ``M' - M >= t'_r - t_r >= min rho - max v``.  Both ends lie within
+    the band ``[-w, w]``."""
+    if pair_count_declined(a, b, "diagonal"):
+        return None
+    p = _Pair(a, b)
+    rho = p.sb - p.sa
+    v = p.cb_np - p.ca_np
+    return int(rho.min()) - int(v.max()), int(rho.max()) - int(v.min())
+
+
+def head_preferred(a: Any, b: Any) -> bool:
+    """Whether the audits of ``a`` and ``b`` count the cells stopped at a depth
+    (:func:`joint_pair_head`) rather than all of them (:func:`joint_pair_cells`): the
+    diagonal count applies, the item-by-item count does not (more than
+    ``MAX_CHANGED_ITEMS`` changed items or ``MAX_CHANGED_ROWS`` changed rows), and ``a``
+    may have ``STOPPED_LEVEL_BOUND`` levels or more (its bound on them, known without
+    finding them: a full count would count the cells of every one)."""
+    if (a.d, a.k) != (b.d, b.k) or pair_count_declined(a, b, "diagonal"):
+        return False
+    p = _Pair(a, b)
+    if len(p.changed) <= MAX_CHANGED_ITEMS and len(p.changed_rows) <= MAX_CHANGED_ROWS:
+        return False
+    bound = getattr(a.table.source, "level_bound", None)
+    return bound is not None and bound() >= STOPPED_LEVEL_BOUND
+
+
+def joint_pair_head(a: Any, b: Any, depth: int) -> Optional[PairHead]:
+    """The cells of the sequences whose level under ``a`` is at most ``depth`` (utility at
+    least ``-depth``), counted as :func:`joint_pair_cells` counts them (``method="diagonal"``:
+    any number of changed items), reading only the levels of ``a`` up to ``depth`` and of
+    ``b`` up to ``depth + highest`` (:func:`diagonal_range`); None when the diagonal count
+    does not apply.
+
+    Every cell of a level of ``a`` up to ``depth`` is counted: its levels under ``b`` lie
+    within the band, and the product ``N`` at a corner depends on the two thresholds only.
+    So the head's cells add up to the multiplicity of each level of ``a`` it holds, and to
+    that of each level of ``b`` with ``M' <= depth + lowest`` (a cell of such a level has
+    ``M <= M' - lowest <= depth``): both are checked.  A cell left out has ``M > depth``
+    and ``M' >= M + lowest > depth + lowest``: its mass under ``a`` and under ``b`` lies in
+    the two one-dataset tails past those levels, which is how the audits bound what the
+    head leaves out (docs/audit.md, "How a pair is audited without enumeration").
+
+    >>> from exactdp import Joint
+    >>> head = joint_pair_head(Joint([3, 1, 0], 2, epsilon=1), Joint([3, 2, 0], 2, epsilon=1), 2)
+    >>> sorted(zip(head.x.tolist(), head.y.tolist(), head.sizes)), head.complete
+    ([(0, 0, 1), (1, 2, 1), (2, 1, 1), (2, 2, 1)], False)
+    """
+    found = diagonal_range(a, b)
+    if found is None:
+        return None
+    lowest, highest = found
+    p = _Pair(a, b)
+    p.group_by_difference()
+    levels_a, more_a = _levels_upto(a, depth)
+    levels_b, _ = _levels_upto(b, depth + highest)
+    La = np.asarray([-lv.utility for lv in levels_a], dtype=np.int64)
+    Lb = np.asarray([-lv.utility for lv in levels_b], dtype=np.int64)
+    ia, ib, counts, keep = _count_rows(p, a, b, La, Lb, np.arange(len(La)))
+    cell_a, cell_b = ia[keep].astype(np.int64), ib[keep].astype(np.int64)
+    sizes = [counts[i] for i in keep]
+    _check_head_margins(levels_a, levels_b, cell_a, cell_b, sizes, depth + lowest)
+    order = np.lexsort((cell_b, cell_a))
+    cell_a, cell_b = cell_a[order], cell_b[order]
+    sizes = [sizes[i] for i in order.tolist()]
+    witnesses = _witnesses(p, La[cell_a], Lb[cell_b])
+    return PairHead(cell_a, cell_b, sizes, witnesses, [lv.utility for lv in levels_a],
+                    [lv.utility for lv in levels_b], lowest, highest, not more_a)
+
+
+def _levels_upto(mechanism: Any, depth: int) -> tuple[list[Any], bool]:
+    """The levels of ``mechanism`` with ``M <= depth`` (utility ``>= -depth``), best first,
+    read one by one (no level past the first one beyond ``depth``), and whether any level
+    lies beyond."""
+    out = []
+    for level in mechanism.iter_levels():
+        if -level.utility > depth:
+            return out, True
+        out.append(level)
+    return out, False
+
+
+def _check_head_margins(levels_a: list[Any], levels_b: list[Any], x: np.ndarray, y: np.ndarray, sizes: list[int],
+                        complete_b: int) -> None:
+    """The head's cells add up to the multiplicity of every level of ``a`` they hold and of
+    every level of ``b`` with ``M' <= complete_b`` (:func:`joint_pair_head`)."""
+    total_a = [0] * len(levels_a)
+    total_b = [0] * len(levels_b)
+    for i, j, n in zip(x.tolist(), y.tolist(), sizes):
+        total_a[i] += n
+        total_b[j] += n
+    ok = all(t == lv.multiplicity for t, lv in zip(total_a, levels_a))
+    ok = ok and all(t == lv.multiplicity for t, lv in zip(total_b, levels_b) if -lv.utility <= complete_b)
+    if not ok:
+        raise AssertionError("joint_pair_head: the cells do not add up to the level multiplicities")
 
 
 def _check_budget(a: Any, b: Any, points: int, cells: int) -> None:

@@ -171,11 +171,23 @@ class ExponentialMechanism(SelectionRule):
     def log_form(self, table: LevelTable) -> LogForm:
         """The :class:`LogForm` of ``table`` at flint's current precision: the tail is one
         :func:`decaying_sum` over the levels after the best, which stops as soon as the
-        levels left cannot matter (a few levels for heavy-tailed counts)."""
-        levels = table.levels
+        levels left cannot matter (a few levels for heavy-tailed counts).  A table that
+        knows its number of outputs without its levels (a block table:
+        ``output_count()``) is read level by level, only as far as the sum goes: the same
+        terms in the same order, so the same ball, without holding every level."""
         lam = table.scale.lam_ball()
-        u0, m0 = levels[0]
         total = _TOTALS.get(table)
+        known = getattr(table, "output_count", None)
+        if total is None and known is not None:
+            total = known()
+            if total is not None:
+                _TOTALS[table] = total
+        if total is not None and hasattr(table, "output_count"):
+            levels = table.iter_levels()
+            u0, m0 = next(levels)
+            return LogForm(lam, table.scale.lam, u0, m0, decaying_sum(lam, u0, levels, total - m0) / m0)
+        levels = table.levels
+        u0, m0 = levels[0]
         if total is None:
             total = _TOTALS[table] = sum(table.multiplicities)
         return LogForm(lam, table.scale.lam, u0, m0, decaying_sum(lam, u0, levels[1:], total - m0) / m0)

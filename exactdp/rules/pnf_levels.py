@@ -351,25 +351,28 @@ class PnfLevels:
         if quad is None or self.method != "auto":
             return None
         t = self.table
-        n = len(t)
         with flint_workprec(self.prec):
             nu0 = quad.moment0()
             if not nu0 > 0:
                 return None
-            lo, hi = 1, n  # ln p_a decreases with a: bisect for the first one below the threshold
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if _ln_p(self._lam_log, self._u0 - t.utilities[mid]) < quad._zero_need:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            head = lo
+            # ln p_a decreases with a: the first level below the threshold, walked from the
+            # best (the head is short; a bisection over every level would find every block)
+            head, u_head = 1, None
+            while head <= PNF_FORM_MAX_HEAD:
+                try:
+                    u = t.utilities[head]
+                except IndexError:  # every level in the head
+                    break
+                if _ln_p(self._lam_log, self._u0 - u) < quad._zero_need:
+                    u_head = u
+                    break
+                head += 1
             if head > PNF_FORM_MAX_HEAD:
                 return None
             lam = t.scale.lam_ball()
             rho = factor = arb(0)
-            if head < n:
-                p_h = (lam * rational_ball(t.utilities[head] - self._u0)).exp()
+            if u_head is not None:
+                p_h = (lam * rational_ball(u_head - self._u0)).exp()
                 factor = _tail_factor(p_h, 0, quad.S, quad.fact)
                 if factor is None:
                     return None

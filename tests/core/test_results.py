@@ -81,6 +81,7 @@ NOT_RESULTS = {
     "exactdp.core.selection.FixedLogOutput": "a rule's fixed-point log-probabilities of one output per level",
     "exactdp.core.log_table.TableValues": "a log table's entries read from its limbs on demand (a Sequence)",
     "exactdp.mechanisms.canonical_arrays.CanonicalLevelArrayBlock": "a block of Canonical's levels as certified arrays",
+    "exactdp.mechanisms.joint_pairs.PairHead": "a pair's cells counted down to a depth (a NamedTuple of arrays)",
     "exactdp.mechanisms.joint_pairs.SearchedWitness": "a pair cell's witness output, found when read",
     "exactdp.core.log1mexp.Log1mExpKernel": "a fixed-point function (its tables and its bound)",
     "exactdp.mechanisms.canonical.CanonicalClasses": "the canonical mechanism's classes",

@@ -270,3 +270,85 @@ def test_the_diagonal_count_refuses_past_the_memory_budget():
     suggested = int(str(info.value).split("for example memory_budget=")[1].split()[0])
     a, b = Joint(c1, 5, epsilon=1, memory_budget=suggested), Joint(c2, 5, epsilon=1, memory_budget=suggested)
     assert a.pair_cells(b) is not None
+
+
+# -- the head: the diagonal count stopped at a depth ---------------------------------------
+
+
+def _brute_by_level(c1, c2, k):
+    """``{(M, M'): number of sequences}`` from the definitions (twins.joint_pairs)."""
+    cells: dict = {}
+    for seq in itertools.permutations(range(len(c1)), k):
+        key = (joint_level(c1, seq), joint_level(c2, seq))
+        cells[key] = cells.get(key, 0) + 1
+    return cells
+
+
+def _head_by_level(head):
+    return {(-head.utilities_a[x], -head.utilities_b[y]): n
+            for x, y, n in zip(head.x.tolist(), head.y.tolist(), head.sizes)}
+
+
+def _check_head_against_brute(c1, c2, k):
+    """At every depth the head is exactly the brute-force cells with ``M <= depth``, it is
+    complete once no level lies deeper, and every cell's ``M' - M`` lies in the range."""
+    brute = _brute_by_level(c1, c2, k)
+    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
+    deepest = max(M for M, _ in brute)
+    lowest, highest = joint_pairs.diagonal_range(a, b)
+    assert all(lowest <= M2 - M <= highest for M, M2 in brute)
+    levels = sorted({M for M, _ in brute})
+    for depth in sorted(set(levels + [M - 1 for M in levels if M > 0] + [deepest + 1])):
+        head = joint_pairs.joint_pair_head(a, b, depth)
+        assert _head_by_level(head) == {key: n for key, n in brute.items() if key[0] <= depth}
+        assert head.complete == (depth >= deepest)
+        assert (head.lowest, head.highest) == (lowest, highest)
+        for w, x, y in list(zip(head.witnesses, head.x.tolist(), head.y.tolist()))[:3]:
+            assert (joint_level(c1, w), joint_level(c2, w)) == (-head.utilities_a[x], -head.utilities_b[y])
+
+
+@pytest.mark.slow
+def test_head_is_the_brute_force_cells_above_a_depth_exhaustively():
+    """Every pair of count vectors in {0..3}^3 at l-infinity distance <= 1 (any subset of
+    items changed, both ways), k = 1 and 2."""
+    for c1 in itertools.product(range(4), repeat=3):
+        for shift in itertools.product((-1, 0, 1), repeat=3):
+            c2 = [c + s for c, s in zip(c1, shift)]
+            if min(c2) < 0:
+                continue
+            for k in (1, 2):
+                _check_head_against_brute(list(c1), c2, k)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(count_pairs(max_d=6, max_k=3))
+def test_head_is_the_brute_force_cells_above_a_depth(case):
+    c1, c2, k = case
+    if min(c2) < 0 or max(abs(x - y) for x, y in zip(c1, c2)) > 1:
+        return  # the head is for l-infinity neighbours (the diagonal count's classes)
+    _check_head_against_brute(c1, c2, k)
+
+
+def test_head_reads_no_level_past_its_depth():
+    """A head near the top of many levels finds the one-dataset blocks it reads only: not
+    every block of either side (the full count would plan and count them all)."""
+    c1 = [7 * i + (i % 3) for i in range(400)]
+    c2 = [c + (i % 3 == 0) for i, c in enumerate(c1)]
+    a, b = Joint(c1, 6, epsilon=1), Joint(c2, 6, epsilon=1)
+    head = joint_pairs.joint_pair_head(a, b, 40)
+    assert not head.complete and max(-u for u in head.utilities_a) <= 40
+    assert not a.table._complete and not b.table._complete
+
+
+def test_head_is_preferred_only_for_many_levels_and_many_changed_items(monkeypatch):
+    c1 = list(range(0, 300, 3))
+    many = [c + (i % 3 == 0) for i, c in enumerate(c1)]
+    one = list(c1)
+    one[50] += 1
+    a = Joint(c1, 3, epsilon=1)
+    assert not joint_pairs.head_preferred(a, Joint(many, 3, epsilon=1))  # few levels: the full count
+    assert a.pair_head(Joint(many, 3, epsilon=1)) is None
+    monkeypatch.setattr(joint_pairs, "STOPPED_LEVEL_BOUND", 0)
+    assert joint_pairs.head_preferred(a, Joint(many, 3, epsilon=1))
+    assert a.pair_head(Joint(many, 3, epsilon=1)).x.tolist() == [0]
+    assert not joint_pairs.head_preferred(a, Joint(one, 3, epsilon=1))  # one changed item: item by item

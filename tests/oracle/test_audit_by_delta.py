@@ -72,6 +72,7 @@ def test_batched_probabilities_negative_control(monkeypatch):
     real = exponential.decaying_sum
 
     def short(lam, u0, terms, total=None):
+        terms = list(terms)  # a block table's levels come as an iterator
         return real(lam, u0, terms[:-1], None if total is None else total - terms[-1][1])
 
     m = exactdp.Joint([6, 3, 1, 0], 2, epsilon=1)

@@ -589,3 +589,34 @@ def test_fixed_log_output_raises_the_precision_where_balls_are_too_wide(monkeypa
             exact = PermuteAndFlip().output_probability(table, a, 80)
             assert abs(got - _mpmath.log(exact) * _mpmath.mpf(2) ** F) < 1
     assert coarse._finer is not None and coarse._finer._finer is not None  # 120 bits, then 240
+
+
+def test_pnf_form_reads_only_the_blocks_its_head_needs():
+    """The per-delta form of a table of many levels ends its head at the first level
+    below the no-term threshold, walked from the best level: the same head, ``nu_0`` and
+    ``rho`` as the first such level found over every level (a bisection planned every
+    block of the table: 1.66 million levels, 2.3 CPU s and 370 MB a side at d = 166,000),
+    with only the blocks the head reads found."""
+    import exactdp
+    from exactdp.rules import pnf_levels
+
+    counts = [11 * i + (i % 5) for i in range(3000)]
+    for epsilon in (1, Fraction(1, 50)):
+        m = exactdp.PNFJoint(counts, 8, epsilon=epsilon)
+        with flint_workprec(300):
+            form = m.rule.pnf_form(m.table)
+        if epsilon == 1:  # (at 1/50 the weights decay slowly: the shared sums read every block)
+            assert not m.table._complete  # blocks past the head were never found
+        twin = exactdp.PNFJoint(counts, 8, epsilon=epsilon)
+        with flint_workprec(300):
+            state = pnf_levels.PnfLevels(twin.table, "auto")
+            quad, t = state.quad, twin.table
+            u = list(t.utilities)  # every level
+            head = next((a for a in range(1, len(u)) if pnf_levels._ln_p(state._lam_log, state._u0 - u[a])
+                         < quad._zero_need), len(u))
+            assert form.head == head
+            assert form.nu0.overlaps(quad.moment0()) and form.nu0.rad() <= quad.moment0().rad()
+            if head < len(u):
+                p_h = (t.scale.lam_ball() * (u[head] - state._u0)).exp()
+                factor = pnf_levels._tail_factor(p_h, 0, quad.S, quad.fact)
+                assert form.rho == (p_h * factor / quad.moment0().lower()).upper()
