@@ -1571,12 +1571,14 @@ def tail_difference(lam: arb, u0: Any, levels_a: Iterable[Any], levels_b: Iterab
             u, diff, used = ua, la[1] - lb[1], la[1] + lb[1]
             la, lb = next(it_a, None), next(it_b, None)
         rest -= used
-        if not diff:
-            continue
+        if not diff and total.is_zero():
+            continue  # nothing to stop against yet
         e = (lam * (arb(u - u0) if type(u - u0) is int else rational_ball(u - u0))).exp()
-        total += diff * e
+        if diff:
+            total += diff * e
         if not rest:
             break
+        # checked at cancelled levels too: past the last difference the rest may be all equal
         bound = (e * rest).upper()
         if bound <= (cut * abs(total)).lower():
             return total + arb(0, 1) * bound

@@ -646,14 +646,10 @@ def diagonal_range(a: Any, b: Any) -> Optional[tuple[int, int]]:
 def head_preferred(a: Any, b: Any) -> bool:
     """Whether the audits of ``a`` and ``b`` count the cells stopped at a depth
     (:func:`joint_pair_head`) rather than all of them (:func:`joint_pair_cells`): the
-    diagonal count applies, the item-by-item count does not (more than
-    ``MAX_CHANGED_ITEMS`` changed items or ``MAX_CHANGED_ROWS`` changed rows), and ``a``
-    may have ``STOPPED_LEVEL_BOUND`` levels or more (its bound on them, known without
-    finding them: a full count would count the cells of every one)."""
+    diagonal count applies and ``a`` may have ``STOPPED_LEVEL_BOUND`` levels or more (its
+    bound on them, known without finding them: a full count, item by item or diagonal,
+    would hold every level and count the cells of every one), however many items changed."""
     if (a.d, a.k) != (b.d, b.k) or pair_count_declined(a, b, "diagonal"):
-        return False
-    p = _Pair(a, b)
-    if len(p.changed) <= MAX_CHANGED_ITEMS and len(p.changed_rows) <= MAX_CHANGED_ROWS:
         return False
     bound = getattr(a.table.source, "level_bound", None)
     return bound is not None and bound() >= STOPPED_LEVEL_BOUND

@@ -164,7 +164,30 @@ PNF_SAMPLERS = ("cdf", "algorithm5")
 #: The ``"cdf"`` sampler keeps the cumulative level enclosures of this many precisions per
 #: table (each is one arb ball per level; draws almost always need only the first).
 PNF_SAMPLER_PRECISIONS = 2
-_state_cache: "weakref.WeakKeyDictionary[LevelTable, OrderedDict]" = weakref.WeakKeyDictionary()
+
+
+class _OnTheTable:
+    """A per-table cache kept as an attribute of the table, so it is freed with the table
+    (a ``WeakKeyDictionary`` whose values hold their table, as :class:`PnfLevels` do,
+    never frees either); ``get``, ``[]``, ``[] =`` and ``pop`` by table."""
+
+    def __init__(self, attribute: str):
+        self.attribute = attribute
+
+    def get(self, table: LevelTable, default: Any = None) -> Any:
+        return vars(table).get(self.attribute, default)
+
+    def __getitem__(self, table: LevelTable) -> Any:
+        return vars(table)[self.attribute]
+
+    def __setitem__(self, table: LevelTable, value: Any) -> None:
+        vars(table)[self.attribute] = value
+
+    def pop(self, table: LevelTable, *default: Any) -> Any:
+        return vars(table).pop(self.attribute, *default)
+
+
+_state_cache = _OnTheTable("_pnf_levels_kept")
 
 
 def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:

@@ -453,3 +453,29 @@ def test_epsilon_for_delta_per_delta_permute_and_flip(d, k, monkeypatch):
             for x, y in ((fast.epsilon_a_b, slow.epsilon_a_b), (fast.epsilon_b_a, slow.epsilon_b_a)):
                 assert abs(x - y) <= mpmath.mpf(10) ** -19 * abs(y), (fast, slow)
     assert all(used) and len(used) == 4
+
+
+def test_tail_difference_stops_past_the_last_difference():
+    """Where the two level lists agree after their first differences, the signed sum stops
+    once the outputs still to come are negligible against the difference so far, without
+    reading the (equal) rest: the iterators below fail if read that far."""
+    from flint import arb
+
+    from exactdp._distributions import tail_difference
+    from exactdp.core.precision import flint_workprec
+
+    shared = [(-m, 3) for m in range(3, 100000)]
+
+    def levels(second):
+        yield (0, 1)
+        yield (-1, second)
+        for i, level in enumerate(shared):
+            if i > 500:
+                raise AssertionError("read past the point where the sum could stop")
+            yield level
+
+    rest = 2 + 3 + 2 * 3 * len(shared)
+    with flint_workprec(100):
+        lam = arb(1)
+        total = tail_difference(lam, 0, levels(2), levels(1), rest)
+        assert total.overlaps(arb(1) * (-lam).exp()) and total.rad() < arb(2) ** -90

@@ -266,3 +266,22 @@ def test_both_samplers_on_extreme_tables(levels, kwargs):
             assert level in range(len(t))
             if top_sure:
                 assert level == 0
+
+
+def test_kept_levels_are_freed_with_their_table():
+    """The sampler's kept PnfLevels hold their table: kept in a weak-keyed mapping they
+    would keep it alive forever; kept on the table, both go when the mechanism goes."""
+    import gc
+    import weakref
+
+    from exactdp import PNFJoint
+
+    refs = []
+    for _ in range(3):
+        m = PNFJoint([5, 3, 2, 1, 0], 2, epsilon=1)
+        m.sample(rng=1)
+        assert pnf_module._state_cache.get(m.table) is not None
+        refs.append(weakref.ref(m.table))
+        del m
+    gc.collect()
+    assert all(r() is None for r in refs)
