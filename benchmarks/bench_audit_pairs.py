@@ -39,7 +39,10 @@ depth, its cells).  A second table times the cells of the one-item neighbours ("
 Each (shape, neighbour) runs in its own child process (address-space cap ``--cap-gib``,
 timeout ``--timeout``), which, interleaved:
 
-- times the exact cells alone (``mechanism_pairs``: levels of both sides and the sweep);
+- times the exact cells alone (``mechanism_pairs``: levels of both sides and the sweep),
+  or, where the audits count a head of them (``head_preferred``), that head at the first
+  precision of a 30-digit notion, and then gives no float64 reference (it would need every
+  cell);
 - times each exactdp audit on fresh mechanisms (levels, cells and certified probabilities
   included): ``privacy_loss`` (dps 30), ``privacy_profile`` at ``eps = 1``,
   ``renyi_divergence`` at ``alpha = 2``;
@@ -142,7 +145,10 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp._distributions import mechanism_pairs
+    from exactdp._distributions import head_engine, mechanism_pairs
+    from exactdp._groups import Groups
+    from exactdp.core.precision import flint_workprec
+    from exactdp.mechanisms.joint_pairs import head_preferred
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)
@@ -150,11 +156,21 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     exactdp.audit.privacy_loss(cls([2, 1, 0], 2), cls([2, 2, 0], 2))  # warm-up
     out: dict = {}
     a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
-    t = cpu()
-    cells, visited = mechanism_pairs(a, b, 10**6)
-    out["cells"] = (cpu() - t, len(cells), visited)
-    inputs = float_inputs(cells, list(a.groups()), list(b.groups()))
-    del cells, a, b
+    inputs = None
+    if head_preferred(a, b):  # the audits count a head of cells: time that; no float64 over every cell
+        engine = head_engine(Groups(a, 30), Groups(b, 30))
+        t = cpu()
+        with flint_workprec(engine.prec(40)):  # the first precision of a 30-digit notion
+            engine.balls()
+        out["head"] = (cpu() - t, engine.head_depth, len(engine.x))
+        del engine
+    else:
+        t = cpu()
+        cells, visited = mechanism_pairs(a, b, 10**6)
+        out["cells"] = (cpu() - t, len(cells), visited)
+        inputs = float_inputs(cells, list(a.groups()), list(b.groups()))
+        del cells
+    del a, b
     gc.collect()
     args = {"privacy_loss": (), "privacy_profile": (1,), "renyi_divergence": (2,)}
     for name in AUDITS:
@@ -166,7 +182,7 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
             value = "not certifiable at dps 30"
         exact = cpu() - t
         del a, b
-        if mechanism == "pnf":  # no float64 permute-and-flip reference (module docstring)
+        if mechanism == "pnf" or inputs is None:  # no float64 reference (module docstring)
             out[name] = (exact, None, value, None)
             continue
         t = cpu()
@@ -325,7 +341,12 @@ def large_rows(opts: argparse.Namespace, mechanism: str) -> None:
             if "error" in r:
                 print(f"| {shape} | {kind} | {r['error']} | | | | |", flush=True)
                 continue
-            sweep, n, _ = r["cells"]
+            if "head" in r:  # the stopped count: its head at the first precision
+                seconds, depth, n = r["head"]
+                cells = f"head M <= {depth:,}: {n:,} ({seconds:.2f})"
+            else:
+                sweep, n, _ = r["cells"]
+                cells = f"{n:,} ({sweep:.2f})"
             parts = []
             for name in AUDITS:
                 exact, ref, value, _ = r[name]
@@ -334,7 +355,7 @@ def large_rows(opts: argparse.Namespace, mechanism: str) -> None:
                     parts.append(f"{exact:.1f} (no float reference){note}")
                 else:
                     parts.append(f"{exact:.1f} ({ref:.3f}, {exact / max(ref, 1e-6):,.0f}x){note}")
-            print(f"| {shape} | {kind} | {n:,} ({sweep:.2f}) | " + " | ".join(parts) +
+            print(f"| {shape} | {kind} | {cells} | " + " | ".join(parts) +
                   f" | {r['peak_mib']:,.0f} |", flush=True)
 
 
