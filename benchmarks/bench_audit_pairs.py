@@ -140,14 +140,28 @@ def float_reference(audit: str, inputs: tuple) -> float:
     return float(t.max() + math.log(np.exp(t - t.max()).sum()))
 
 
+def time_head(a, b):
+    """``(CPU s, depth, cells)`` of the head the audits of ``a``, ``b`` count at the first
+    precision of a 30-digit notion (None without a head engine)."""
+    from exactdp._distributions import head_engine
+    from exactdp._groups import Groups
+    from exactdp.core.precision import flint_workprec
+
+    engine = head_engine(Groups(a, 30), Groups(b, 30))
+    if engine is None:
+        return None
+    t = cpu()
+    with flint_workprec(engine.prec(40)):
+        engine.balls()
+    return cpu() - t, engine.head_depth, len(engine.x)
+
+
 def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     import gc
 
     import exactdp
     from exactdp import audit
-    from exactdp._distributions import head_engine, mechanism_pairs
-    from exactdp._groups import Groups
-    from exactdp.core.precision import flint_workprec
+    from exactdp._distributions import mechanism_pairs
     from exactdp.mechanisms.joint_pairs import head_preferred
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
@@ -158,12 +172,7 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
     inputs = None
     if head_preferred(a, b):  # the audits count a head of cells: time that; no float64 over every cell
-        engine = head_engine(Groups(a, 30), Groups(b, 30))
-        t = cpu()
-        with flint_workprec(engine.prec(40)):  # the first precision of a 30-digit notion
-            engine.balls()
-        out["head"] = (cpu() - t, engine.head_depth, len(engine.x))
-        del engine
+        out["head"] = time_head(a, b)
     else:
         t = cpu()
         cells, visited = mechanism_pairs(a, b, 10**6)
@@ -199,9 +208,6 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp._distributions import head_engine
-    from exactdp._groups import Groups
-    from exactdp.core.precision import flint_workprec
     from exactdp.mechanisms.joint_pairs import head_preferred, joint_pair_cells
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
@@ -212,13 +218,9 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     a, b = cls(counts, k, epsilon=1), cls(other, k, epsilon=1)
     if head_preferred(a, b):  # the audits count a head of cells: time that, not every level and cell
         out["levels"] = out["items"] = out["diagonal"] = None
-        engine = head_engine(Groups(a, 30), Groups(b, 30))
-        if engine is not None:
-            t = cpu()
-            with flint_workprec(engine.prec(40)):  # the first precision of a 30-digit notion
-                engine.balls()
-            out["head"] = (cpu() - t, engine.head_depth, len(engine.x))
-        del engine
+        head = time_head(a, b)
+        if head is not None:
+            out["head"] = head
     else:
         t = cpu()
         a.groups(), b.groups()
@@ -393,7 +395,14 @@ def many_table(opts: argparse.Namespace) -> None:
     print("| mechanism | shape | neighbour | cells | item-by-item count s | diagonal count s |")
     print("|---|---|---|---|---|---|")
     for mechanism, shape, kind, r in rows:
-        if kind in MANY or "error" in r or r["diagonal"] is None:
+        if kind in MANY or "error" in r:
+            continue
+        if r["diagonal"] is None and "head" in r:  # neither full count: the audits count a head
+            seconds, depth, n = r["head"]
+            print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | head M <= {depth:,}: {n:,} | - | "
+                  f"{seconds:.2f} (the head) |")
+            continue
+        if r["diagonal"] is None:
             continue
         print(f"| {MECHANISMS[mechanism]} | {shape} | {kind} | {r['diagonal'][1]:,} | {r['items'][0]:.2f} | "
               f"{r['diagonal'][0]:.2f} |")
