@@ -1374,16 +1374,19 @@ class PermuteAndFlipPair(ExponentialPair):
     def loss(self, digits_wanted: int) -> Optional[tuple]:
         """As :meth:`ExponentialPair.loss`, but a class whose ``r`` contains 0 is allowed
         when it is certainly below the largest ``|r|`` (``C`` is not known with relative
-        accuracy here, see the class docstring)."""
+        accuracy here, see the class docstring); over the classes that hold outputs, when
+        every phantom's ``|r|`` (:class:`HeadPermuteAndFlipPair`) is certainly at most
+        their largest (else None: undecided)."""
         digits = digits_wanted + 10
         while digits <= 4 * digits_wanted + 80:
             with flint_workprec(self.prec(digits)):
                 rs, _, _, fa, fb = self.balls()
-                lows = [abs(r).lower() if not r.contains(0) else arb(0) for r in rs]
-                best = max(range(len(rs)), key=lambda g: lows[g].mid())
+                real = [g for g in range(len(rs)) if g not in self.phantoms]
+                lows = {g: abs(rs[g]).lower() if not rs[g].contains(0) else arb(0) for g in real}
+                best = max(real, key=lambda g: lows[g].mid())
                 lo = lows[best]
-                hi = max((abs(r).upper() for r in rs), key=lambda v: v.mid())
-                if not lo > 0:
+                hi = max((abs(rs[g]).upper() for g in real), key=lambda v: v.mid())
+                if not lo > 0 or any(not abs(rs[g]).upper() <= lo for g in self.phantoms):
                     return None
                 if (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
                     first = int(self.cells[best][0])
@@ -1512,29 +1515,6 @@ class HeadPermuteAndFlipPair(_HeadCount, PermuteAndFlipPair):
         self._extra, self._class_deltas = extra, deltas
         rs = [self.gap(g, 1, Fraction(0)) for g in range(len(extra))]
         return rs, pa, pb
-
-    def loss(self, digits_wanted: int) -> Optional[tuple]:
-        """As :meth:`PermuteAndFlipPair.loss` over the classes the head holds, when every
-        phantom's ``|r|`` is certainly at most their largest (else None: undecided)."""
-        digits = digits_wanted + 10
-        while digits <= 4 * digits_wanted + 80:
-            with flint_workprec(self.prec(digits)):
-                rs, _, _, fa, fb = self.balls()
-                real = [g for g in range(len(rs)) if g not in self.phantoms]
-                lows = {g: abs(rs[g]).lower() if not rs[g].contains(0) else arb(0) for g in real}
-                best = max(real, key=lambda g: lows[g].mid())
-                lo = lows[best]
-                hi = max((abs(rs[g]).upper() for g in real), key=lambda v: v.mid())
-                if not lo > 0 or any(not abs(rs[g]).upper() <= lo for g in self.phantoms):
-                    return None
-                if (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
-                    first = int(self.cells[best][0])
-                    x, y = int(self.x[first]), int(self.y[first])
-                    logs = (fa.log_probability(x, int(self._ua[x])), fb.log_probability(y, int(self._ub[y])))
-                    return (ball_to_mpf((lo + hi) / 2), best, [ball_to_mpf(r) for r in rs],
-                            tuple(ball_to_mpf(v) for v in logs))
-            digits *= 2
-        return None
 
     #: a class is not split cell by cell (the level tables' enclosure reads every level)
     cell_probability = None  # type: ignore[assignment]
