@@ -173,7 +173,20 @@ def _divergence_by_delta(mass: list[arb], rs: list[arb], alpha: Fraction) -> arb
     a1 = rational_ball(alpha - 1)
     for m, r in zip(mass, rs):
         total += m * expm1_ball(a1 * r)
-    return total.log1p() / a1
+    if total.is_finite() and total.lower() > -1:
+        return total.log1p() / a1
+    # a mass next to 0 known only as a ball (a class bounded by a tail: [0, T]) times a huge
+    # e^((alpha-1) r) leaves the sum's lower end below -1: the ends apart instead, every mass
+    # at least 0 (each term of sum P e^((alpha-1) r) = 1 + total is nonnegative)
+    low, high = arb(0), arb(0)
+    for m, r in zip(mass, rs):
+        e = (a1 * r).exp()
+        if m.lower() > 0:
+            low += m.lower() * e.lower()
+        high += m.upper() * e.upper()
+    if not low > 0 or not high.is_finite():
+        return arb("nan")  # no finite enclosure at this precision
+    return (low.log().lower() / a1).union(high.log().upper() / a1)
 
 
 def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[list] = None) -> Optional[arb]:
@@ -393,9 +406,12 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
             neg = [-r for r in rs_delta]
 
             def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
-                """(lower, upper) of D_alpha per direction, per value of delta."""
-                return [(d.lower(), d.upper()) for d in (_divergence_of(fast, pa, pb, rs_delta, alpha),
-                                                         _divergence_of(fast, pb, pa, neg, alpha))]
+                """(lower, upper) of D_alpha per direction, per value of delta (a ball with
+                no finite enclosure at this precision: ``[0, inf]``, never a bound of 0)."""
+                out = []
+                for d in (_divergence_of(fast, pa, pb, rs_delta, alpha), _divergence_of(fast, pb, pa, neg, alpha)):
+                    out.append((d.lower(), d.upper()) if d.is_finite() else (arb(0), arb("inf")))
+                return out
 
             def pure_loss() -> arb:
                 return max((abs(r).upper() for r in rs_delta), key=lambda x: x.mid())

@@ -282,3 +282,23 @@ def test_pnfjoint_same_as_the_orbit_enumeration(monkeypatch):
     monkeypatch.setattr(JointClass, "pair_cells", lambda self, other: None)
     monkeypatch.setattr(JointClass, "pair_head", lambda self, other, depth=None: None)
     _same(head, _notions(*_make_pnf(case)))
+
+
+def test_zcdp_bracket_contains_the_truth_when_deep_levels_dominate(monkeypatch):
+    """epsilon = 100: the levels past the head weigh about 10**-847, but at alpha near 40
+    their log-ratio of 100 makes them the whole of D_alpha (rho = 1.2510628154...).  A tail
+    class's mass [0, T] once gave sum P expm1((alpha-1) r) a lower end below -1, its log1p
+    had no enclosure, and the search read that as a bound of 0: the bracket's upper end came
+    out near 1e-197.  The bracket must contain the full count's rho (converged or not), and
+    D_40 must equal the full count's."""
+    counts, other = [40, 41, 42, 43, 3, 2], [41, 42, 43, 44, 2, 1]
+    full = audit.zcdp_rho(Joint(counts, 2, epsilon=100), Joint(other, 2, epsilon=100), dps=10)
+    d40 = audit.renyi_divergence(Joint(counts, 2, epsilon=100), Joint(other, 2, epsilon=100), 40, dps=10)
+    assert full.converged and 1.2510628 < full.lower <= full.upper < 1.2510629
+    monkeypatch.setattr(joint_pairs, "STOPPED_LEVEL_BOUND", 0)
+    a, b = Joint(counts, 2, epsilon=100), Joint(other, 2, epsilon=100)
+    assert joint_pairs.head_preferred(a, b)
+    head = audit.zcdp_rho(a, b, dps=10)
+    assert head.lower <= full.lower and full.upper <= head.upper
+    d40_head = audit.renyi_divergence(Joint(counts, 2, epsilon=100), Joint(other, 2, epsilon=100), 40, dps=10)
+    assert mpmath.nstr(d40_head, 10) == mpmath.nstr(d40, 10) == "50.03554601"
