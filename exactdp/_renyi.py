@@ -443,6 +443,8 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
                                  (hi2 * rational_ball(a2 - 1) / rational_ball(a2 * (a2 - 1) - h * h)).upper(),
                                  key=lambda x: x.mid())
                     bound = convex if convex < bound else bound
+                if not bound.is_finite():  # no enclosure: no bound (never read as 0)
+                    return arb("inf")
                 out = bound if bound > out else out
             return out
 
