@@ -634,13 +634,27 @@ def diagonal_range(a: Any, b: Any) -> Optional[tuple[int, int]]:
     rho_r - v_{s_r}``, ``rho_r = c'_(r) - c_(r)`` (rows ``r < k``) and ``v_j = c'_j - c_j``.
     If row ``r*`` attains ``M'``, ``M' - M <= t'_{r*} - t_{r*} <= max rho - min v``; if row
     ``r`` attains ``M``, ``M' - M >= t'_r - t_r >= min rho - max v``.  Both ends lie within
-    the band ``[-w, w]``."""
+    the band ``[-w, w]``.  Tighter: ``M >= 0`` (the ``k`` distinct items cannot all have
+    ``c[s_r] > c_(r)``: those lie among the ``k - 1`` items counted above ``c_(k-1)``), so the
+    item ``j`` in a row ``r`` attaining ``M`` has ``c_j <= c_(r)``, and the one attaining
+    ``M'`` has ``c'_j <= c'_(r)``: the ends are the least ``rho_r - v_j`` over ``c_j <= c_(r)``
+    and the greatest over ``c'_j <= c'_(r)`` (a change of the top item alone: ``[0, 1]``,
+    not ``[-1, 1]``, whose diagonal -1 carries no output)."""
     if pair_count_declined(a, b, "diagonal"):
         return None
     p = _Pair(a, b)
     rho = p.sb - p.sa
     v = p.cb_np - p.ca_np
-    return int(rho.min()) - int(v.max()), int(rho.max()) - int(v.min())
+
+    def extreme(counts: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Per row, the greatest of ``values[j]`` over the items with ``counts[j] <= rows[r]``."""
+        order = np.argsort(counts, kind="stable")
+        running = np.maximum.accumulate(values[order])
+        return running[np.searchsorted(counts[order], rows, side="right") - 1]
+
+    lowest = rho - extreme(p.ca_np, p.sa, v)
+    highest = rho + extreme(p.cb_np, p.sb, -v)
+    return int(lowest.min()), int(highest.max())
 
 
 def head_preferred(a: Any, b: Any) -> bool:

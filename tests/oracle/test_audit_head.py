@@ -302,3 +302,32 @@ def test_zcdp_bracket_contains_the_truth_when_deep_levels_dominate(monkeypatch):
     assert head.lower <= full.lower and full.upper <= head.upper
     d40_head = audit.renyi_divergence(Joint(counts, 2, epsilon=100), Joint(other, 2, epsilon=100), 40, dps=10)
     assert mpmath.nstr(d40_head, 10) == mpmath.nstr(d40, 10) == "50.03554601"
+
+
+def test_zcdp_bracket_holds_rho_past_a_phantom(monkeypatch):
+    """The diagonals 1 and 2 (r = 50, 100) carried only deep down are phantoms of mass
+    [0, T]; at large alpha, T e^((alpha-1) r) made D_alpha's ball NaN, which the bracket's
+    interval bound read as 0 (rho in [2.7e-847, 2.8e-197] against a true rho >= 1.2510628,
+    R(alpha) at alpha = 1295/32).  The bracket must hold the full count's lower end."""
+    case = ([40, 41, 42, 43, 3, 2], [41, 42, 43, 44, 2, 1], 2, {"epsilon": 100})
+    full = audit.zcdp_rho(*_make(case), 6)
+    assert full.lower > 1
+    stopped(monkeypatch)
+    head = audit.zcdp_rho(*_make(case), 6)
+    assert head.lower <= full.upper and full.lower <= head.upper, (head, full)
+
+
+def test_a_change_of_the_top_item_has_no_phantom(monkeypatch):
+    """One count +1 on the top item: the diagonal range is [0, 1] (the row attaining M
+    holds an item counted at most c_(r), so the top item's +1 cannot lower M), not
+    [-1, 1], whose empty diagonal -1 had |r| above the true loss: the pure loss fell back
+    to every cell (at d = 166,000, k = 200: MemoryBudgetError)."""
+    case = (DISTINCT, [c + (i == 59) for i, c in enumerate(DISTINCT)], 3, {"epsilon": 4})
+    assert joint_pairs.diagonal_range(*_make(case)) == (0, 1)
+    full = _notions(*_make(case))
+    stopped(monkeypatch)
+    counted = []
+    real = joint_pairs.joint_pair_cells
+    monkeypatch.setattr("exactdp.mechanisms.joint.joint_pair_cells", lambda *args, **kw: counted.append(1) or real(*args, **kw))
+    _same(_notions(*_make(case)), full)
+    assert not counted  # no notion fell back to every cell
