@@ -22,7 +22,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, ctx
 
-from ._distributions import Pair, expm1_ball, pair_cells
+from ._distributions import HeadPair, Pair, expm1_ball, pair_cells
 from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
                              _power_of_ten_above, _rational, _Unresolved)
 from .core.results import NoTruthValue
@@ -322,11 +322,12 @@ def _divergence_ends(pair: Pair, alpha: Fraction, direction: str, digits_wanted:
         digits = min(2 * digits, cap)  # the last pass at the cap itself
     upper = ball.upper() if ball is not None and ball.is_finite() else None
     raise _Unresolved("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
-                      + _magnitude_note(ball, alpha, digits, digits_wanted), upper)
+                      + _magnitude_note(ball, alpha, digits, digits_wanted, isinstance(pair, HeadPair)), upper)
 
 
-def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int) -> str:
-    """What the last enclosure of a divergence says of its size, and what to do."""
+def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wanted: int, headed: bool) -> str:
+    """What the last enclosure of a divergence says of its size, and what to do (``headed``:
+    the pair was counted down to a depth, its deeper outputs bounded by tails)."""
     if ball is None or not ball.is_finite() or not ball.upper() > 0:
         return ""
     exponent = _power_of_ten_above(ball.upper()) - 1
@@ -334,8 +335,11 @@ def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wa
     needed = (max(-exponent, 0) + digits_wanted + 1) // 2
     return (f": D_{alpha} <= 1e{exponent + 1}, so small that the {digits} digits of the probabilities do not "
             f"resolve it; certifying it needs more than {needed} digits (the precision goes up to 4*dps + 80 "
-            "digits: a larger dps goes further). Two mechanisms with one epsilon and the exponential rule have "
-            "no such limit (computed per value of delta)")
+            "digits: a larger dps goes further). " + (
+                "The pair was counted down to a depth and the outputs below it bounded by the two mechanisms' "
+                "tails: a divergence below those tails is not resolved this way" if headed else
+                "Two mechanisms with one epsilon and the exponential rule have no such limit (computed per value "
+                "of delta)"))
 
 
 def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = DEFAULT_ZCDP_STEPS,
