@@ -80,7 +80,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from .fixed_point import MAX_MUL_LIMBS, approx_float, fits_signed, mul, mul_small, rescale, shift_left_each
-from .log_table import LIMB_BITS, fixed_log_ratio, normalize, to_limbs
+from .log_table import LIMB_BITS, fixed_log_ratio, nearest_fixed, normalize, to_limbs
 from .precision import flint_workprec
 
 __all__ = ["CUT_BITS", "Log1mExpKernel", "log1mexp_kernel", "kernel_error", "kernel_fits", "kernel_kappa"]
@@ -145,9 +145,7 @@ def _stage_logs(b: int, W: int) -> list[int]:
         for j in range(-_J, _J + 1):
             ball = -(arb(-j) * scale).log1p()
             if ball.rad() < quarter:
-                man, exp = ball.mid().man_exp()
-                man, exp = int(man), int(exp) + W
-                out.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
+                out.append(nearest_fixed(ball, W))
             else:
                 out.append(fixed_log_ratio(1 << b, (1 << b) - j, W))
     return out

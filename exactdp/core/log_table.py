@@ -27,14 +27,15 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 from flint import arb
 
 from .precision import flint_workprec
 
-__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio", "relimb",
+__all__ = ["LIMB_BITS", "log_table", "to_limbs", "from_limbs", "normalize", "limbs_for", "fixed_log_ratio",
+           "fixed_log_ratios", "nearest_fixed", "relimb",
            "TableValues", "nonnegative_bit_length", "sum_columns"]
 
 #: Bits per limb.
@@ -49,7 +50,7 @@ def limbs_for(bits: int) -> int:
     return bits // LIMB_BITS + 2
 
 
-def _nearest_fixed(ball: arb, frac_bits: int) -> int:
+def nearest_fixed(ball: arb, frac_bits: int) -> int:
     """The integer nearest to ``2**frac_bits * mid(ball)`` (exact rational arithmetic)."""
     man, exp = ball.mid().man_exp()
     man, exp = int(man), int(exp) + frac_bits
@@ -66,8 +67,22 @@ def fixed_log_ratio(num: int, den: int, frac_bits: int) -> int:
         with flint_workprec(prec):
             ball = arb(num).log() - arb(den).log()
             if ball.rad() * arb(2) ** (frac_bits + 2) < 1:
-                return _nearest_fixed(ball, frac_bits)
+                return nearest_fixed(ball, frac_bits)
         prec *= 2
+
+
+def fixed_log_ratios(pairs: Iterable[tuple[int, int]], frac_bits: int) -> list[int]:
+    """:func:`fixed_log_ratio` ``(num, den, frac_bits)`` for each ``(num, den)`` of ``pairs``, in one
+    precision section of ``frac_bits + 40`` bits: a ball of radius below a quarter ulp is
+    rounded to the nearest (within ``3/4``), a wider one recomputed by
+    :func:`fixed_log_ratio`."""
+    out = []
+    quarter = arb(2) ** -(frac_bits + 2)
+    with flint_workprec(frac_bits + 40):
+        for num, den in pairs:
+            ball = (arb(num) / den).log()
+            out.append(nearest_fixed(ball, frac_bits) if ball.rad() < quarter else fixed_log_ratio(num, den, frac_bits))
+    return out
 
 
 class TableValues(Sequence):
@@ -142,7 +157,7 @@ def log_table(n_max: int, frac_bits: int) -> tuple[np.ndarray, int, TableValues]
             if not ball.rad() * scale < 1:
                 prime_values.append(fixed_log_ratio(p, 1, frac_bits))
             else:
-                prime_values.append(_nearest_fixed(ball, frac_bits))
+                prime_values.append(nearest_fixed(ball, frac_bits))
     # 0 <= X_n <= 2**F ln n + Omega(n) < (2**F + 1) B with B = n_max.bit_length() > log2 n_max
     # >= ln n_max, Omega(n): below 2**(F + bits(B) + 1) (X_p >= 0: 2**F ln p >= 1/2 + 1/4)
     width = limbs_for(frac_bits + n_max.bit_length().bit_length() + 1)

@@ -52,11 +52,9 @@ from typing import Any, Iterator
 
 import gmpy2
 import numpy as np
-from flint import arb
 
-from ..core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
-                              to_limbs)
-from ..core.precision import flint_workprec
+from ..core.log_table import (LIMB_BITS, fixed_log_ratio, fixed_log_ratios, limbs_for, log_table, nonnegative_bit_length,
+                              normalize, to_limbs)
 from .joint_arrays import LevelArrayBlock, _log_output, frac_bits_for
 
 __all__ = ["CanonicalLevelArrayBlock", "iter_level_arrays"]
@@ -266,19 +264,9 @@ def _exact_logs(levels: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, h: np
         terms[e] -= comb(int(a[e] - hh[e] - 2), int(k - hh[e]))
     running = list(itertools.accumulate(terms, initial=gmpy2.mpz(0)))
     bounds = np.concatenate(([0], ends)).tolist()
-    out = []
-    quarter = arb(2) ** -(F + 2)
-    with flint_workprec(F + 40):
-        for a, (lo, hi) in zip(levels.tolist(), zip(bounds, bounds[1:])):
-            m = int(running[hi] - running[lo]) + (1 if top and a == 0 else 0)
-            ball = arb(m).log()
-            if ball.rad() < quarter:
-                man, exp = ball.mid().man_exp()
-                man, exp = int(man), int(exp) + F
-                out.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
-            else:
-                out.append(fixed_log_ratio(m, 1, F))
-    return out
+    sizes = (int(running[hi] - running[lo]) + (1 if top and a == 0 else 0)
+             for a, (lo, hi) in zip(levels.tolist(), zip(bounds, bounds[1:])))
+    return fixed_log_ratios(((m, 1) for m in sizes), F)
 
 
 def _object_blocks(classes: Any, F: int, e_m: int, e_p: int, dps: int, lam_fixed: int, g_limbs: int,

@@ -73,11 +73,9 @@ from typing import Any, Iterator, Optional
 
 import mpmath
 import numpy as np
-from flint import arb
 
-from ..core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
+from ..core.log_table import (LIMB_BITS, fixed_log_ratio, fixed_log_ratios, limbs_for, log_table, nonnegative_bit_length, normalize,
                               relimb, sum_columns, to_limbs)
-from ..core.precision import flint_workprec
 
 __all__ = ["LevelArrayBlock", "iter_level_arrays", "frac_bits_for"]
 
@@ -236,7 +234,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
             multi = multi[~took]
         if len(multi):  # the exact products and one arb logarithm a level
             pas, pbs = products(multi)
-            logm[:, multi] += to_limbs(_log_ratios(pbs, pas, F), L)
+            logm[:, multi] += to_limbs(fixed_log_ratios(((pb - pa, pb) for pb, pa in zip(pbs, pas)), F), L)
         if b == 0:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
             utility = np.concatenate((np.zeros(1, dtype=np.int64), utility))
@@ -424,23 +422,6 @@ def _level_products(new: np.ndarray, old: np.ndarray, starts: np.ndarray, ends: 
     pa = np.multiply.reduceat(np.multiply.reduceat(old[idx], group_starts).astype(object), seg)
     pb = np.multiply.reduceat(np.multiply.reduceat(new[idx], group_starts).astype(object), seg)
     return pa.tolist(), pb.tolist()
-
-
-def _log_ratios(pbs: list[int], pas: list[int], F: int) -> list[int]:
-    """``fixed_log_ratio(pb - pa, pb, F)`` for each pair (one precision section; a ball
-    too wide is recomputed by :func:`~exactdp.core.log_table.fixed_log_ratio`)."""
-    out = []
-    quarter = arb(2) ** -(F + 2)
-    with flint_workprec(F + 40):
-        for pb, pa in zip(pbs, pas):
-            ball = (arb(pb - pa) / pb).log()
-            if ball.rad() < quarter:
-                man, exp = ball.mid().man_exp()
-                man, exp = int(man), int(exp) + F
-                out.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
-            else:
-                out.append(fixed_log_ratio(pb - pa, pb, F))
-    return out
 
 
 def _max_m(source: Any) -> int:

@@ -31,10 +31,8 @@ import itertools
 from typing import Any, Iterator
 
 import numpy as np
-from flint import arb
 
-from ..core.log_table import fixed_log_ratio, limbs_for, to_limbs
-from ..core.precision import flint_workprec
+from ..core.log_table import fixed_log_ratios, limbs_for, to_limbs
 from .joint_arrays import LevelArrayBlock, _fixed_lam, _log_output, frac_bits_for
 from .joint_set_sweep import iter_sweep_levels
 
@@ -59,22 +57,11 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     form = mechanism.rule.fixed_log_output(mechanism.table, F, dps)
     first = 0
     levels = iter_sweep_levels(mechanism.ranking, mechanism.k)
-    quarter = arb(2) ** -(F + 2)
     while True:
         chunk = list(itertools.islice(levels, ARRAY_BLOCK_LEVELS))
         if not chunk:
             return
-        xs = []
-        with flint_workprec(F + 40):
-            for lv in chunk:
-                m = lv.multiplicity
-                ball = arb(m).log()
-                if ball.rad() < quarter:
-                    man, exp = ball.mid().man_exp()
-                    man, exp = int(man), int(exp) + F
-                    xs.append(man << exp if exp >= 0 else (man + (1 << (-exp - 1))) >> -exp)
-                else:
-                    xs.append(fixed_log_ratio(m, 1, F))
+        xs = fixed_log_ratios(((lv.multiplicity, 1) for lv in chunk), F)
         logm = to_limbs(xs, limbs_for(max(abs(x) for x in xs).bit_length() + 1))
         us = [lv.utility for lv in chunk]
         if us[-1] > -_INT64_UTILITIES:  # the least of the block (best first)

@@ -92,7 +92,7 @@ def _reference_table(n_max, frac_bits, nudge=0):
     X_{n/p} (p the least prime factor) in a Python loop over every n, in Python ints."""
     from flint import arb
 
-    from exactdp.core.log_table import _nearest_fixed
+    from exactdp.core.log_table import nearest_fixed
     from exactdp.core.precision import flint_workprec
 
     n_max = max(n_max, 1)
@@ -107,7 +107,7 @@ def _reference_table(n_max, frac_bits, nudge=0):
         for p in range(2, n_max + 1):
             if spf[p] == p:
                 ball = arb(p).log()
-                values[p] = (_nearest_fixed(ball, frac_bits) if ball.rad() * arb(2) ** (frac_bits + 2) < 1
+                values[p] = (nearest_fixed(ball, frac_bits) if ball.rad() * arb(2) ** (frac_bits + 2) < 1
                              else fixed_log_ratio(p, 1, frac_bits))
                 omega[p] = 1
     if n_max >= 2:
@@ -194,3 +194,18 @@ def test_sum_columns(xs, data):
     columns = data.draw(st.lists(st.integers(0, len(xs) - 1), max_size=60))
     x = to_limbs(xs, limbs_for(151))
     assert sum_columns(x, columns) == sum(xs[i] for i in columns)
+
+
+@pytest.mark.parametrize("bits", [30, 113, 300])
+def test_fixed_log_ratios_is_fixed_log_ratio_each(bits):
+    # the batched form rounds each ball to the nearest as the single one does: equal values,
+    # and within one ulp of 2**bits ln(num/den) (a wrong pair order would be far off)
+    from exactdp.core.log_table import fixed_log_ratios
+
+    pairs = [(1, 1), (2, 1), (1, 2), (10**40 + 7, 3), (5, 10**30), (2**200 - 1, 2**200)]
+    got = fixed_log_ratios(iter(pairs), bits)
+    assert got == [fixed_log_ratio(n, d, bits) for n, d in pairs]
+    with mpmath.workprec(bits + 100):
+        for (n, d), x in zip(pairs, got):
+            assert abs(x - (mpmath.log(n) - mpmath.log(d)) * 2**bits) <= 1
+    assert fixed_log_ratios([], bits) == []
