@@ -180,7 +180,7 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp.mechanisms.joint_pairs import joint_pair_cells
+    from exactdp.mechanisms.joint.pairs import joint_pair_cells
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)

@@ -58,7 +58,7 @@ def cpu() -> float:
 def child(method: str, shape: str, d: int, k: int, sample: int) -> None:
     sys.path.insert(0, str(ROOT))
     from exactdp.core.ranking import Ranking
-    from exactdp.mechanisms.joint_set import _candidate_thresholds, iter_joint_set_levels, levels_dp, levels_matrix_paths
+    from exactdp.mechanisms.joint_set.mechanism import _candidate_thresholds, iter_joint_set_levels, levels_dp, levels_matrix_paths
 
     counts = make_counts(shape, d)
     out: dict = {}

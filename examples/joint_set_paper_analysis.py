@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import mpmath
 
-from exactdp.mechanisms.joint_set_paper import (
+from exactdp.mechanisms.joint_set.paper import (
     READINGS,
     add_remove_neighbours,
     paper_algorithm1_terms,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mechanisms.joint_set import JointSet, _candidate_thresholds, matrix_a, matrix_hat
+from ..mechanisms.joint_set.mechanism import JointSet, _candidate_thresholds, matrix_a, matrix_hat
 from .explanation import Citation, Explanation, Step, Table, check_size, recording_generator
 from .steps import level_draw_step, probability_step, ranking_step, sample_check, summary_step
 

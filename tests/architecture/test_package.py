@@ -445,7 +445,7 @@ def _user_facing_functions():
 
     from exactdp import _samplers, audit, certify, interop, testing
     from exactdp.core import validation
-    from exactdp.mechanisms.canonical_gamma1 import CanonicalGamma1
+    from exactdp.mechanisms.canonical.gamma1 import CanonicalGamma1
     from exactdp.core.mechanism import Mechanism
 
     seen = set()
@@ -474,7 +474,7 @@ def test_user_facing_arguments_are_not_typed_any():
     import inspect
 
     from exactdp import accounting, audit
-    from exactdp.mechanisms import joint_set
+    from exactdp.mechanisms.joint_set import mechanism as joint_set
     from exactdp.core.mechanism import JointFamily, Mechanism
 
     localns, allowed = _hint_namespace(), _allowed_any_types()

@@ -28,7 +28,7 @@ import sympy
 
 import exactdp
 from exactdp import errors
-from exactdp.mechanisms.canonical import UtilityClass
+from exactdp.mechanisms.canonical.mechanism import UtilityClass
 from exactdp.core.levels import Level
 
 from twins import (
@@ -356,7 +356,7 @@ def test_mpmath_precision_untouched():
 # --------------------------------------------------------------------------------------
 # edges: closed-form size limit, extreme scales with permute-and-flip
 # --------------------------------------------------------------------------------------
-from exactdp.mechanisms import canonical as canonical_module
+from exactdp.mechanisms.canonical import mechanism as canonical_module
 
 
 @pytest.mark.parametrize("base", [Fraction(1, 4), Fraction(1, 3)])

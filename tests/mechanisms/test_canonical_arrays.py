@@ -15,9 +15,9 @@ from hypothesis import given, settings, strategies as st
 
 from exactdp import Canonical, CanonicalGamma1, Peeling
 from exactdp.errors import InvalidParameterError, NoLevelArraysError, NotSingleRuleError
-from exactdp.mechanisms import canonical_arrays
-from exactdp.mechanisms.canonical_arrays import CanonicalLevelArrayBlock
-from exactdp.mechanisms.joint_arrays import LevelArrayBlock
+from exactdp.mechanisms.canonical import arrays as canonical_arrays
+from exactdp.mechanisms.canonical.arrays import CanonicalLevelArrayBlock
+from exactdp.mechanisms.joint.arrays import LevelArrayBlock
 
 import twins.level_arrays as twin_arrays
 

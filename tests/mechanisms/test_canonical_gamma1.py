@@ -17,7 +17,7 @@ import pytest
 import sympy
 
 import exactdp
-from exactdp.mechanisms.canonical import NotSingleRuleError
+from exactdp.mechanisms.canonical.mechanism import NotSingleRuleError
 
 from twins import (
     CANONICAL_CASES,

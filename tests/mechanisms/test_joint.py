@@ -153,7 +153,7 @@ def test_levels_and_mtilde_exhaustive_d6():
 def test_event_chunk_boundaries(monkeypatch, chunk):
     """The event sweeps hand events out in chunks of _events._CHUNK; with tiny chunks every
     chunk boundary falls inside or between levels (numpy and pure-Python paths)."""
-    import exactdp.mechanisms.joint_sweep as events
+    import exactdp.mechanisms.joint.sweep as events
 
     monkeypatch.setattr(events, "_CHUNK", chunk)
     for d in range(1, 5):

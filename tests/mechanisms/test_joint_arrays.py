@@ -13,8 +13,10 @@ from hypothesis import given, settings, strategies as st
 
 from exactdp import Joint, PNFJoint
 from exactdp.errors import InvalidParameterError
-from exactdp.mechanisms import joint_arrays, joint_blocks, joint_sweep
-from exactdp.mechanisms.joint_arrays import LevelArrayBlock
+from exactdp.mechanisms.joint import arrays as joint_arrays
+from exactdp.mechanisms.joint import blocks as joint_blocks
+from exactdp.mechanisms.joint import sweep as joint_sweep
+from exactdp.mechanisms.joint.arrays import LevelArrayBlock
 
 import twins.level_arrays as twin_arrays
 

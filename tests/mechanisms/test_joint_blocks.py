@@ -21,8 +21,9 @@ import exactdp
 from exactdp.core.levels import LevelTable
 from exactdp.core.precision import flint_workprec
 from exactdp.errors import InvalidParameterError, MemoryBudgetError
-from exactdp.mechanisms import joint_blocks, joint_sweep
-from exactdp.mechanisms.joint_blocks import JointLevelSource, _ExpDigits
+from exactdp.mechanisms.joint import blocks as joint_blocks
+from exactdp.mechanisms.joint import sweep as joint_sweep
+from exactdp.mechanisms.joint.blocks import JointLevelSource, _ExpDigits
 from exactdp.rules.exponential import ExponentialMechanism
 
 from twins import brute_levels, count_at_least, counts_and_k

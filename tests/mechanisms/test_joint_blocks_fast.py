@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 import exactdp
 from exactdp.core.levels import Level
 from exactdp.core.precision import flint_workprec
-from exactdp.mechanisms import joint_blocks, joint_sweep
-from exactdp.mechanisms.joint_blocks import _ExpDigits
+from exactdp.mechanisms.joint import blocks as joint_blocks
+from exactdp.mechanisms.joint import sweep as joint_sweep
+from exactdp.mechanisms.joint.blocks import _ExpDigits
 
 from twins import counts_and_k
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp.mechanisms import joint_blocks
-from exactdp.mechanisms.joint_blocks import JointLevelSource
+from exactdp.mechanisms.joint import blocks as joint_blocks
+from exactdp.mechanisms.joint.blocks import JointLevelSource
 
 from twins import brute_levels, counts_and_k, eager_blocks
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import exactdp
-from exactdp.mechanisms import joint_sweep as sweep
+from exactdp.mechanisms.joint import sweep as sweep
 
 from twins import brute_mtilde
 from twins.strategies import counts_and_k

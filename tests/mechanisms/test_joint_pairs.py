@@ -12,8 +12,8 @@ from exactdp import Joint, PNFJoint
 from exactdp._distributions import mechanism_pairs
 from exactdp._groups import Groups
 from exactdp.audit import neighbours
-from exactdp.mechanisms import joint_pairs
-from exactdp.mechanisms.joint_pairs import joint_pair_cells
+from exactdp.mechanisms.joint import pairs as joint_pairs
+from exactdp.mechanisms.joint.pairs import joint_pair_cells
 from twins.joint_pairs import brute_pair_cells, joint_level
 from twins.strategies import count_pairs
 

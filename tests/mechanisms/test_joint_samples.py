@@ -27,9 +27,9 @@ from exactdp import certify
 from exactdp.core.mechanism import ids_dtype
 from exactdp.core.sampling import cdf_bounds_exact, inverse_cdf_words, uniform_below
 from exactdp.errors import ArgumentTypeError
-from exactdp.mechanisms import joint as joint_module
-from exactdp.mechanisms import joint_unrank
-from exactdp.mechanisms.joint_unrank import digit_ranges, draw_level_ranks, ranks_from_digits
+from exactdp.mechanisms.joint import mechanism as joint_module
+from exactdp.mechanisms.joint import unrank as joint_unrank
+from exactdp.mechanisms.joint.unrank import digit_ranges, draw_level_ranks, ranks_from_digits
 
 from twins import chi2_statistic, chi2_threshold
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp.mechanisms import joint_unrank as unrank_module
+from exactdp.mechanisms.joint import unrank as unrank_module
 
 
 def _unrank_reference(m: exactdp.Joint, a: int, r: int) -> tuple[int, ...]:

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import errors
-from exactdp.mechanisms import joint_set as js
-from exactdp.mechanisms import joint_set_paper as jsp
-from exactdp.mechanisms.joint_set import (
+from exactdp.mechanisms.joint_set import mechanism as js
+from exactdp.mechanisms.joint_set import paper as jsp
+from exactdp.mechanisms.joint_set.mechanism import (
     JointSet,
     count_at_least,
     count_at_least_brute,
@@ -34,7 +34,7 @@ from exactdp.mechanisms.joint_set import (
     levels_dp,
     levels_matrix_paths,
 )
-from exactdp.mechanisms.joint_set_paper import paper_algorithm1_distribution
+from exactdp.mechanisms.joint_set.paper import paper_algorithm1_distribution
 from exactdp.core.levels import Level
 
 from twins import (

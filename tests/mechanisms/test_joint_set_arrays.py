@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 from exactdp import JointSet
 from exactdp.errors import InvalidParameterError
-from exactdp.mechanisms import joint_set_arrays
-from exactdp.mechanisms.joint_arrays import LevelArrayBlock
+from exactdp.mechanisms.joint_set import arrays as joint_set_arrays
+from exactdp.mechanisms.joint.arrays import LevelArrayBlock
 
 import twins.level_arrays as twin_arrays
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from exactdp import Joint, JointSet
 from exactdp._distributions import mechanism_pairs
 from exactdp.audit import neighbours
-from exactdp.mechanisms import joint_set_pairs
-from exactdp.mechanisms.joint_set_pairs import SetWitness, joint_set_pair_cells
+from exactdp.mechanisms.joint_set import pairs as joint_set_pairs
+from exactdp.mechanisms.joint_set.pairs import SetWitness, joint_set_pair_cells
 from twins.joint_set import set_maxdiff
 from twins.strategies import count_pairs
 from twins.joint_set_pairs import brute_set_pair_cells, cells_from_levels, set_levels, threshold_level

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from exactdp import JointSet
 from exactdp.audit import neighbours
-from exactdp.mechanisms import joint_set_pairs
-from exactdp.mechanisms.joint_set_pairs import _Pair
+from exactdp.mechanisms.joint_set import pairs as joint_set_pairs
+from exactdp.mechanisms.joint_set.pairs import _Pair
 from twins.joint_set import set_maxdiff
 from twins.strategies import count_pairs
 

@@ -15,8 +15,8 @@ import mpmath
 import pytest
 import sympy
 
-from exactdp.mechanisms.joint_set import JointSet
-from exactdp.mechanisms.joint_set_paper import (
+from exactdp.mechanisms.joint_set.mechanism import JointSet
+from exactdp.mechanisms.joint_set.paper import (
     paper_algorithm1_distribution,
     privacy_loss,
     total_variation,

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exactdp.core.ranking import Ranking
-from exactdp.mechanisms import joint_set_sweep as sweep_module
-from exactdp.mechanisms.joint_set import iter_joint_set_levels, levels_dp, levels_matrix_paths
-from exactdp.mechanisms.joint_set_sweep import Staircase, StaircaseSweep, iter_sweep_levels
+from exactdp.mechanisms.joint_set import sweep as sweep_module
+from exactdp.mechanisms.joint_set.mechanism import iter_joint_set_levels, levels_dp, levels_matrix_paths
+from exactdp.mechanisms.joint_set.sweep import Staircase, StaircaseSweep, iter_sweep_levels
 
 from twins import all_k, grid_paths, set_at_least, set_brute_levels, set_tally, small_vectors
 

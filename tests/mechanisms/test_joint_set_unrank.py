@@ -30,7 +30,7 @@ from hypothesis import given, settings, strategies as st
 import exactdp
 from exactdp.core.ranking import Ranking
 from exactdp.core.sampling import WORD_BITS, inverse_cdf_word
-from exactdp.mechanisms.joint_set_unrank import LevelPaths, uniform_subset
+from exactdp.mechanisms.joint_set.unrank import LevelPaths, uniform_subset
 
 from twins import chi2_statistic, chi2_threshold
 from twins.joint_set import set_maxdiff, small_vectors

@@ -8,8 +8,8 @@ import random
 import pytest
 
 import exactdp
-from exactdp.mechanisms import joint_blocks as _blocks
-from exactdp.mechanisms import joint_sweep as _events
+from exactdp.mechanisms.joint import blocks as _blocks
+from exactdp.mechanisms.joint import sweep as _events
 
 
 def _results(counts, k):

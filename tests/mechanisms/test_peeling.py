@@ -166,7 +166,7 @@ def test_levels_are_count_sequences(counts):
 
 
 def test_levels_limit(monkeypatch):
-    import exactdp.mechanisms.peeling as peeling
+    import exactdp.mechanisms.peeling.mechanism as peeling
 
     monkeypatch.setattr(peeling, "PEELING_LEVELS_LIMIT", 10)
     m = exactdp.Peeling(list(range(6)), 2)
@@ -181,7 +181,7 @@ def test_levels_refusal_is_quick_and_remembered(monkeypatch):
     """Regression: every call reading the levels (``levels``, ``groups``, ``group_index``,
     ``level_probabilities``) walked a million count sequences again before refusing
     (about 2.6 s each at counts 0..29, k = 5)."""
-    import exactdp.mechanisms.peeling as peeling
+    import exactdp.mechanisms.peeling.mechanism as peeling
 
     walks = []
     walk = peeling.Peeling._count_sequences

@@ -17,7 +17,7 @@ import exactdp
 from exactdp import errors
 from exactdp._distributions import output_orbit_count
 from exactdp.core.combinatorics import count_words
-from exactdp.mechanisms import peeling
+from exactdp.mechanisms.peeling import mechanism as peeling
 
 
 def brute_level_count(counts, k):

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-import exactdp.mechanisms.peeling as peeling
+import exactdp.mechanisms.peeling.mechanism as peeling
 from exactdp.core.precision import flint_workprec
-from exactdp.mechanisms.peeling_tree import PrefixTree, WeightTree
+from exactdp.mechanisms.peeling.tree import PrefixTree, WeightTree
 
 from twins import NoFloatRandom, chi2_statistic, chi2_threshold, peel_exact, rel_close
 
@@ -173,7 +173,7 @@ def test_thinning_coin_at_another_precision_covers_its_count(monkeypatch):
     """A thinning coin decided at a precision whose tree was built for the tail's first
     count only (the least cover there) still reads the weight of the count it thins, not
     the tail's enclosure: the law of the rounds through the tail (Poisson thinning forced)."""
-    import exactdp.mechanisms.peeling_sampling as ps
+    import exactdp.mechanisms.peeling.sampling as ps
 
     prefix(monkeypatch)
     real_prefix = peeling.Peeling._prefix
@@ -195,7 +195,7 @@ def test_race_coin_on_a_short_tree_covers_more(monkeypatch):
     """The race's thinning coin, first tried at a precision where it cannot decide (forced),
     then on trees that cover only the top count (the tail's enclosure in ``W``): it covers
     the count it thins and more until it decides, and the rounds keep their law."""
-    import exactdp.mechanisms.peeling_sampling as ps
+    import exactdp.mechanisms.peeling.sampling as ps
 
     prefix(monkeypatch)
     real_prefix = peeling.Peeling._prefix

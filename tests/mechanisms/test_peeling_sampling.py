@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-import exactdp.mechanisms.peeling_sampling as ps
-from exactdp.mechanisms.peeling_tree import WeightTree
+import exactdp.mechanisms.peeling.sampling as ps
+from exactdp.mechanisms.peeling.tree import WeightTree
 from exactdp.core.precision import flint_workprec
 
 from twins import PEELING_CASES, NoFloatRandom, chi2_statistic, chi2_threshold, counts_and_k, peel_exact, pnf_by_integral

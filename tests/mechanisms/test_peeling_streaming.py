@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 import exactdp
 from exactdp import errors
 from exactdp.core.levels import Level
-from exactdp.mechanisms import peeling
+from exactdp.mechanisms.peeling import mechanism as peeling
 
 
 def brute_count_sequences(counts, k):

@@ -102,7 +102,7 @@ def test_tree_random_instances(ck, base, rnd):
 def test_weight_tree_sums(leaves, data):
     """The tree's total, suffix and leave-one-out sums equal direct sums after updates, and
     restoring the original counts restores every node (the sampler's undo)."""
-    from exactdp.mechanisms.peeling_tree import WeightTree
+    from exactdp.mechanisms.peeling.tree import WeightTree
 
     weights = [Fraction(w + 1, 7) for w, _ in leaves]
     original = [m for _, m in leaves]

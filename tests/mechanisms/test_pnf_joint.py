@@ -224,7 +224,7 @@ def test_cli_dist_pnf_joint():
 # ---------------------------------------------------------------------------------------
 def test_extreme_inputs_reported():
     from exactdp import PNFJoint
-    from exactdp.mechanisms.peeling import Peeling
+    from exactdp.mechanisms.peeling.mechanism import Peeling
 
     m = PNFJoint([10**400, 0], 1, epsilon=1)
     assert m.sample(rng=1) == (0,)
@@ -309,7 +309,8 @@ def _certified_levels(m, dps):
 @pytest.fixture
 def tiny_blocks(monkeypatch):
     """Array and table blocks of one or two events: block boundaries everywhere."""
-    from exactdp.mechanisms import joint_arrays, joint_blocks
+    from exactdp.mechanisms.joint import arrays as joint_arrays
+    from exactdp.mechanisms.joint import blocks as joint_blocks
 
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 2)
     monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 1)
@@ -416,7 +417,7 @@ def test_level_arrays_dps_limit():
 def test_level_arrays_hypothesis(counts, data, eps, dps, route):
     """Random counts (ties, d = 1, k = 1 and k = d among them), epsilon, digits, block sizes
     and route, against the certified level probabilities."""
-    from exactdp.mechanisms import joint_arrays
+    from exactdp.mechanisms.joint import arrays as joint_arrays
     from exactdp.rules import pnf_levels
 
     k = data.draw(st.integers(1, len(counts)))
@@ -433,7 +434,7 @@ def test_level_arrays_hypothesis(counts, data, eps, dps, route):
 def test_a_first_sample_finds_only_the_blocks_it_reads(monkeypatch):
     """The draw's accuracy test reads the table's guard bits from its bound on the number
     of levels, not from the number itself (which finds every block of Joint's table)."""
-    from exactdp.mechanisms import joint_blocks
+    from exactdp.mechanisms.joint import blocks as joint_blocks
 
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 64)
     monkeypatch.setattr(joint_blocks, "FIRST_BLOCK_EVENTS", 16)
@@ -475,7 +476,7 @@ def test_level_arrays_with_a_base(base):
 def test_level_arrays_through_the_log1mexp_kernel(monkeypatch):
     """Levels of several events with small delta: their log-multiplicities from the kernel
     (exactdp.core.log1mexp), under permute-and-flip's log-output form."""
-    from exactdp.mechanisms import joint_arrays
+    from exactdp.mechanisms.joint import arrays as joint_arrays
     from twins.level_arrays import count_kernel
 
     monkeypatch.setattr(joint_arrays, "KERNEL_EVENTS_PER_LEVEL", 0)

@@ -26,7 +26,7 @@ import exactdp
 from exactdp.core.levels import LevelTable
 from exactdp.core.precision import mp_workdps
 from exactdp.errors import MemoryBudgetError
-from exactdp.mechanisms import joint_blocks
+from exactdp.mechanisms.joint import blocks as joint_blocks
 from exactdp.rules import pnf_levels
 from exactdp.rules.permute_and_flip import PermuteAndFlip
 

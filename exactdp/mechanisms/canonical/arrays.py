@@ -54,10 +54,10 @@ import gmpy2
 import numpy as np
 from flint import arb
 
-from ..core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
+from ...core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
                               to_limbs)
-from ..core.precision import flint_workprec
-from .joint_arrays import LevelArrayBlock, _log_output, frac_bits_for
+from ...core.precision import flint_workprec
+from ..joint.arrays import LevelArrayBlock, _log_output, frac_bits_for
 
 __all__ = ["CanonicalLevelArrayBlock", "iter_level_arrays"]
 

@@ -66,9 +66,9 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from ..core._gc import gc_paused
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
-from ..errors import MemoryBudgetError
+from ...core._gc import gc_paused
+from ...core.level_blocks import DEFAULT_MEMORY_BUDGET
+from ...errors import MemoryBudgetError
 
 __all__ = ["joint_pair_cells", "pair_count_declined", "DisplacedWitness", "SearchedWitness", "MAX_CHANGED_ITEMS",
            "MAX_CHANGED_ROWS", "MAX_BAND", "MAX_DIFFERENCES"]

@@ -62,19 +62,19 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional, SupportsIndex,
 import gmpy2
 import mpmath
 
-from ..core._lazy import sympy
-from ..core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
-from ..core.combinatorics import unrank_combination
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
-from ..core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
-from ..core.levels import Level
-from ..core.mechanism import Mechanism, make_scale
-from ..core.precision import prec_for_dps, times_int
-from ..core.ranking import Ranking
-from ..core.validation import as_dps, as_index, as_memory_budget, as_rho
-from ..errors import InvalidParameterError, NoClosedFormError, NotSingleRuleError
-from ..rules.noise import as_noise, rule_for_noise
-from .canonical_arrays import CanonicalLevelArrayBlock, iter_level_arrays as _iter_level_arrays
+from ...core._lazy import sympy
+from ...core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
+from ...core.combinatorics import unrank_combination
+from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
+from ...core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
+from ...core.levels import Level
+from ...core.mechanism import Mechanism, make_scale
+from ...core.precision import prec_for_dps, times_int
+from ...core.ranking import Ranking
+from ...core.validation import as_dps, as_index, as_memory_budget, as_rho
+from ...errors import InvalidParameterError, NoClosedFormError, NotSingleRuleError
+from ...rules.noise import as_noise, rule_for_noise
+from .arrays import CanonicalLevelArrayBlock, iter_level_arrays as _iter_level_arrays
 
 __all__ = [
     "Canonical",

@@ -112,12 +112,12 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from flint import arb, ctx
 
-from ..core.precision import MAX_PREC, flint_workprec
-from ..errors import PrecisionError
-from .peeling_tree import PrefixTree
+from ...core.precision import MAX_PREC, flint_workprec
+from ...errors import PrecisionError
+from .tree import PrefixTree
 
 if TYPE_CHECKING:  # annotations only
-    from .peeling import Peeling
+    from .mechanism import Peeling
 
 __all__ = ["DrawState", "bernoulli_exp", "bernoulli_power", "draw_round", "sample_many"]
 

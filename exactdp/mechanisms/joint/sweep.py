@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 from typing import Iterator, NamedTuple
 
-from ..core.ranking import Ranking
+from ...core.ranking import Ranking
 
 __all__ = [
     "event_chunks", "value_index_of_rows", "mtilde_windows_fit", "mtilde_windows", "mtilde_groups", "group_size",

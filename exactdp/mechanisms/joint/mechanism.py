@@ -48,22 +48,22 @@ import gmpy2
 import mpmath
 import numpy as np
 
-from .joint_arrays import LevelArrayBlock, iter_level_arrays as _iter_level_arrays
-from .joint_blocks import JointLevelSource
-from .joint_pairs import joint_pair_cells, pair_count_declined
-from .joint_sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
-from .joint_unrank import LevelPlan, draw_level_ranks, unrank
-from .set_marginal import JointSetMarginal
-from ..errors import InvalidParameterError
-from ..core.levels import Level
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
-from ..core.mechanism import JointFamily, ids_dtype
-from ..core.ranking import NUMPY_BOUND, Ranking
-from ..rules.exponential import ExponentialMechanism
-from ..core.sampling import numpy_generator
-from ..core.selection import SelectionRule
-from ..core._typing import CountsLike, RationalLike
-from ..core.validation import as_dps, as_index, as_memory_budget
+from .arrays import LevelArrayBlock, iter_level_arrays as _iter_level_arrays
+from .blocks import JointLevelSource
+from .pairs import joint_pair_cells, pair_count_declined
+from .sweep import event_chunks, group_size, mtilde_groups, mtilde_windows, mtilde_windows_fit
+from .unrank import LevelPlan, draw_level_ranks, unrank
+from ..set_marginal import JointSetMarginal
+from ...errors import InvalidParameterError
+from ...core.levels import Level
+from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
+from ...core.mechanism import JointFamily, ids_dtype
+from ...core.ranking import NUMPY_BOUND, Ranking
+from ...rules.exponential import ExponentialMechanism
+from ...core.sampling import numpy_generator
+from ...core.selection import SelectionRule
+from ...core._typing import CountsLike, RationalLike
+from ...core.validation import as_dps, as_index, as_memory_budget
 
 __all__ = ["Joint", "joint_mtilde"]
 

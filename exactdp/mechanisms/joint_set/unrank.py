@@ -53,9 +53,9 @@ from typing import Iterator, Optional, Sequence
 
 from flint import arb, fmpz, fmpz_poly
 
-from ..core.combinatorics import unrank_combination
-from ..core.ranking import Ranking
-from ..core.sampling import WORD_BITS, choose_index, inverse_cdf_word, word_bounds
+from ...core.combinatorics import unrank_combination
+from ...core.ranking import Ranking
+from ...core.sampling import WORD_BITS, choose_index, inverse_cdf_word, word_bounds
 
 _WORD_MAX = (1 << WORD_BITS) - 1
 

@@ -54,12 +54,12 @@ from typing import Any, Callable, Optional
 import gmpy2
 from flint import arb
 
-from . import joint_sweep
-from .joint_sweep import value_index_of_rows
-from ..core.level_blocks import BlockSource
-from ..core.levels import Level
-from ..core.ranking import Ranking
-from ..core.scale import Scale
+from . import sweep as joint_sweep
+from .sweep import value_index_of_rows
+from ...core.level_blocks import BlockSource
+from ...core.levels import Level
+from ...core.ranking import Ranking
+from ...core.scale import Scale
 
 __all__ = ["JointLevelSource", "BLOCK_EVENTS"]
 

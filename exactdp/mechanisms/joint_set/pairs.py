@@ -68,9 +68,9 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from ..core._gc import gc_paused
-from .joint_pairs import _check_margins
-from .joint_set_sweep import Staircase
+from ...core._gc import gc_paused
+from ..joint.pairs import _check_margins
+from .sweep import Staircase
 
 __all__ = ["joint_set_pair_cells", "pair_count_declined", "SetWitness", "MAX_CHANGED_ITEMS", "MAX_BAND"]
 

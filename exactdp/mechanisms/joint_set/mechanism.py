@@ -62,19 +62,19 @@ from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex, U
 import mpmath
 from flint import fmpz_poly
 
-from ..core._typing import CountsLike, RationalLike
-from ..errors import InvalidParameterError, TooManyOutputsError
-from ..core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
-from ..core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
-from ..core.levels import Level
-from ..core.mechanism import JointFamily
-from ..core.ranking import Ranking
-from ..rules.exponential import ExponentialMechanism
-from ..core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
-from .joint_arrays import LevelArrayBlock
-from .joint_set_arrays import iter_level_arrays as _iter_level_arrays
-from .joint_set_sweep import iter_sweep_levels, pascal_series as _pascal_series
-from .joint_set_unrank import LevelPaths
+from ...core._typing import CountsLike, RationalLike
+from ...errors import InvalidParameterError, TooManyOutputsError
+from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
+from ...core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
+from ...core.levels import Level
+from ...core.mechanism import JointFamily
+from ...core.ranking import Ranking
+from ...rules.exponential import ExponentialMechanism
+from ...core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
+from ..joint.arrays import LevelArrayBlock
+from .arrays import iter_level_arrays as _iter_level_arrays
+from .sweep import iter_sweep_levels, pascal_series as _pascal_series
+from .unrank import LevelPaths
 
 __all__ = [
     "JointSet",
@@ -505,7 +505,7 @@ class JointSet(JointFamily):
         """The occurring pairs ``(level index here, under other)`` with ``[witness set, number of
         sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set_pairs`) when
         ``other`` is a JointSet of the same ``d`` and ``k``; ``None`` when that does not apply."""
-        from .joint_set_pairs import joint_set_pair_cells  # imported here: it imports this module
+        from .pairs import joint_set_pair_cells  # imported here: it imports this module
         return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
 
     def pair_count_declined(self, other: object) -> str:
@@ -513,7 +513,7 @@ class JointSet(JointFamily):
         limit message."""
         if not isinstance(other, JointSet):
             return f"{type(other).__name__} is not a JointSet"
-        from .joint_set_pairs import pair_count_declined  # imported here: it imports this module
+        from .pairs import pair_count_declined  # imported here: it imports this module
         return pair_count_declined(self, other)
 
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 from flint import arb
 
-from ..core.sampling import _HALF_WORD_BOUND, WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words, uniform_below
+from ...core.sampling import _HALF_WORD_BOUND, WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words, uniform_below
 
 if TYPE_CHECKING:
-    from .joint import Joint
+    from .mechanism import Joint
 
 __all__ = ["LevelPlan", "unrank", "ranks_from_digits", "digit_ranges", "draw_level_ranks"]
 

@@ -33,10 +33,10 @@ from typing import Any, Iterator
 import numpy as np
 from flint import arb
 
-from ..core.log_table import fixed_log_ratio, limbs_for, to_limbs
-from ..core.precision import flint_workprec
-from .joint_arrays import LevelArrayBlock, _fixed_lam, _log_output, frac_bits_for
-from .joint_set_sweep import iter_sweep_levels
+from ...core.log_table import fixed_log_ratio, limbs_for, to_limbs
+from ...core.precision import flint_workprec
+from ..joint.arrays import LevelArrayBlock, _fixed_lam, _log_output, frac_bits_for
+from .sweep import iter_sweep_levels
 
 __all__ = ["iter_level_arrays", "ARRAY_BLOCK_LEVELS"]
 

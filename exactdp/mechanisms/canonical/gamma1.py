@@ -26,15 +26,15 @@ import gmpy2
 import mpmath
 from flint import arb, ctx
 
-from ..core._lazy import sympy
-from ..core._typing import CountsLike, Output, OutputLike, RationalLike
-from ..core.levels import Level
-from ..core.precision import certify, certify_many, rational_ball
-from ..core.sampling import choose_index
-from ..core.validation import as_dps
-from ..errors import NoClosedFormError, TooManyOutputsError
-from ..rules.exponential import EXACT_BITS_LIMIT, SYMBOLIC_LEVELS_LIMIT
-from .canonical import CanonicalFamily, NotSingleRuleError, check_symbolic_bits
+from ...core._lazy import sympy
+from ...core._typing import CountsLike, Output, OutputLike, RationalLike
+from ...core.levels import Level
+from ...core.precision import certify, certify_many, rational_ball
+from ...core.sampling import choose_index
+from ...core.validation import as_dps
+from ...errors import NoClosedFormError, TooManyOutputsError
+from ...rules.exponential import EXACT_BITS_LIMIT, SYMBOLIC_LEVELS_LIMIT
+from .mechanism import CanonicalFamily, NotSingleRuleError, check_symbolic_bits
 
 __all__ = ["CanonicalGamma1", "GAMMA1_GROUPS_LIMIT"]
 

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 from typing import Optional, SupportsIndex, Union
 
-from .joint import Joint
-from ..core._typing import CountsLike, RationalLike
-from ..rules.permute_and_flip import PermuteAndFlip
+from .mechanism import Joint
+from ...core._typing import CountsLike, RationalLike
+from ...rules.permute_and_flip import PermuteAndFlip
 
 __all__ = ["PNFJoint"]
 

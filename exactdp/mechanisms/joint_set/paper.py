@@ -30,14 +30,14 @@ from typing import Any, Iterable, NamedTuple, Optional, SupportsIndex
 import mpmath
 from flint import arb, fmpq
 
-from ..core._lazy import sympy
-from ..core._typing import CountsLike, RationalLike
-from ..core.mechanism import make_scale
-from ..core.precision import certify_many
-from ..core.ranking import Ranking
-from ..core.validation import as_counts, as_dps, as_k
-from ..errors import InvalidParameterError
-from .joint_set import _brute_maxdiff, _check_brute_size, _counter, _setup
+from ...core._lazy import sympy
+from ...core._typing import CountsLike, RationalLike
+from ...core.mechanism import make_scale
+from ...core.precision import certify_many
+from ...core.ranking import Ranking
+from ...core.validation import as_counts, as_dps, as_k
+from ...errors import InvalidParameterError
+from .mechanism import _brute_maxdiff, _check_brute_size, _counter, _setup
 
 __all__ = [
     "paper_matrix",

@@ -75,9 +75,9 @@ import mpmath
 import numpy as np
 from flint import arb
 
-from ..core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
+from ...core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
                               relimb, sum_columns, to_limbs)
-from ..core.precision import flint_workprec
+from ...core.precision import flint_workprec
 
 __all__ = ["LevelArrayBlock", "iter_level_arrays", "frac_bits_for"]
 
@@ -280,7 +280,7 @@ def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[i
     ``F`` from :func:`frac_bits_for` and at least ``2 bitlen(A+1)`` (so ``A (A+1) <=
     2**F``: module docstring); ``None`` where no working precision fits (``W <= 180``:
     up to about 50 digits at ``d = 166,000``; beyond, the exact products)."""
-    from ..core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
+    from ...core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
 
     A = 2 * w * (d + 1)
     budget = max((A + 1) // 8, 2)

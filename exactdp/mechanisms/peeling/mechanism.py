@@ -121,21 +121,21 @@ from typing import Any, Iterable, Iterator, NoReturn, Optional, Sequence, Suppor
 import mpmath
 from flint import arb, ctx
 
-from ..core._lazy import sympy
-from ..core._typing import CountsLike, Output, OutputLike, RationalLike
-from ..core.combinatorics import count_words
-from ..core.levels import Level, LevelTable, relative_weight
-from ..core.mechanism import Mechanism, make_scale
-from ..core.precision import certify, relative_ball, times_int
-from ..core.selection import SelectionRule
-from ..core.validation import as_dps, as_sequence_prefix
-from ..errors import NoClosedFormError, TooManyOutputsError
-from ..rules import exponential as _exponential
-from ..rules.noise import as_noise, rule_for_noise
-from ..rules.pnf_rounds import peel_pnf_value
-from .peeling_sampling import _ln, nth_free, sample_many
-from .peeling_tree import PrefixTree
-from .set_marginal import PeelingSetMarginal
+from ...core._lazy import sympy
+from ...core._typing import CountsLike, Output, OutputLike, RationalLike
+from ...core.combinatorics import count_words
+from ...core.levels import Level, LevelTable, relative_weight
+from ...core.mechanism import Mechanism, make_scale
+from ...core.precision import certify, relative_ball, times_int
+from ...core.selection import SelectionRule
+from ...core.validation import as_dps, as_sequence_prefix
+from ...errors import NoClosedFormError, TooManyOutputsError
+from ...rules import exponential as _exponential
+from ...rules.noise import as_noise, rule_for_noise
+from ...rules.pnf_rounds import peel_pnf_value
+from .sampling import _ln, nth_free, sample_many
+from .tree import PrefixTree
+from ..set_marginal import PeelingSetMarginal
 
 __all__ = ["Peeling", "PEELING_LEVELS_LIMIT"]
 

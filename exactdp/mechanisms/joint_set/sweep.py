@@ -49,8 +49,8 @@ from typing import Iterator, Optional
 
 from flint import fmpz, fmpz_poly
 
-from ..core.levels import Level
-from ..core.ranking import Ranking
+from ...core.levels import Level
+from ...core.ranking import Ranking
 
 __all__ = ["pascal_series", "StaircaseSweep", "iter_sweep_levels"]
 
