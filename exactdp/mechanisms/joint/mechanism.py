@@ -299,7 +299,7 @@ class Joint(JointFamily):
         if plan is None:
             if len(plans) >= _PLAN_CACHE:
                 plans.pop(next(iter(plans), None), None)  # the oldest plan (pop: safe if another thread took it)
-            plan = plans[a] = LevelPlan(self, a)
+            plan = plans[a] = LevelPlan(*self._thresholds(-self.table.utilities[a]))
         return plan
 
     def _unrank(self, a: int, r: int) -> tuple[int, ...]:

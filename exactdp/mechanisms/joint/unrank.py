@@ -33,15 +33,12 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from flint import arb
 
 from ...core.sampling import _HALF_WORD_BOUND, WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words, uniform_below
-
-if TYPE_CHECKING:
-    from .mechanism import Joint
 
 __all__ = ["LevelPlan", "unrank", "ranks_from_digits", "digit_ranges", "draw_level_ranks"]
 
@@ -59,7 +56,8 @@ _CHUNK_ENTRIES = 1 << 19
 
 
 class LevelPlan:
-    """What unranking level ``a`` of the Joint ``mech`` needs, computed once per level.
+    """What unranking one level of Joint needs, computed once per level from the thresholds
+    ``t_at[x] = T_x(M)`` and ``t_gt[x] = T_x(M^-)`` of its rows (``Joint._thresholds``).
 
     ``before[x] = max(T_x(M^-) - x, 0)`` and ``after[x] = T_x(M) - x`` are the radices of
     rows before and after the score row ``i``; sequences whose score row is ``i`` have
@@ -69,10 +67,8 @@ class LevelPlan:
 
     __slots__ = ("t_gt", "before", "after", "ends", "top")
 
-    def __init__(self, mech: Joint, a: int):
-        M = -mech.table.utilities[a]
-        k = mech.k
-        t_at, t_gt = mech._thresholds(M)
+    def __init__(self, t_at: Sequence[int], t_gt: Sequence[int]):
+        k = len(t_at)
         self.t_gt = t_gt
         self.top = t_at[-1]  # the deepest choice set
         self.after = after = [t_at[x] - x for x in range(k)]  # all >= 1 for M >= 0

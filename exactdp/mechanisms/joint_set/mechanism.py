@@ -73,6 +73,7 @@ from ...rules.exponential import ExponentialMechanism
 from ...core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
 from ..joint.arrays import LevelArrayBlock
 from .arrays import iter_level_arrays as _iter_level_arrays
+from .pairs import joint_set_pair_cells, pair_count_declined
 from .sweep import iter_sweep_levels, pascal_series as _pascal_series
 from .unrank import LevelPaths
 
@@ -505,7 +506,6 @@ class JointSet(JointFamily):
         """The occurring pairs ``(level index here, under other)`` with ``[witness set, number of
         sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set_pairs`) when
         ``other`` is a JointSet of the same ``d`` and ``k``; ``None`` when that does not apply."""
-        from .pairs import joint_set_pair_cells  # imported here: it imports this module
         return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
 
     def pair_count_declined(self, other: object) -> str:
@@ -513,7 +513,6 @@ class JointSet(JointFamily):
         limit message."""
         if not isinstance(other, JointSet):
             return f"{type(other).__name__} is not a JointSet"
-        from .pairs import pair_count_declined  # imported here: it imports this module
         return pair_count_declined(self, other)
 
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:

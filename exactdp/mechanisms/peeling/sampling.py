@@ -108,18 +108,36 @@ import math
 import random
 from bisect import bisect_right, insort
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 from flint import arb, ctx
 
 from ...core.precision import MAX_PREC, flint_workprec
+from ...core.ranking import Ranking
+from ...core.scale import Scale
 from ...errors import PrecisionError
 from .tree import PrefixTree
 
-if TYPE_CHECKING:  # annotations only
-    from .mechanism import Peeling
-
 __all__ = ["DrawState", "bernoulli_exp", "bernoulli_power", "draw_round", "sample_many"]
+
+
+
+class Rounds(Protocol):
+    """What the samplers read of a Peeling mechanism (:class:`~exactdp.Peeling` is one):
+    its ranking, scale, noise and ``k``, the multiplicity of every distinct count, the
+    planning cache, and its weight trees (built, and checked adequate, by the mechanism)."""
+
+    k: int
+    ranking: Ranking
+    scale: Scale
+    noise: str
+    _mult: tuple[int, ...]
+    _plan: Optional[tuple[Sequence[float], Sequence[float]]]
+
+    def _tree(self, need: int = 0) -> PrefixTree: ...
+
+    def _adequate(self, tree: PrefixTree, need: int) -> bool: ...
+
 
 _CHUNK = 32  # random bits per refinement of a lazy uniform (the first draw takes two chunks)
 #: The cost of one tail point (a tree descent and a thinning coin) in head trials (one
@@ -135,7 +153,7 @@ class DrawState:
     :attr:`prec0`).  Items are *positions* in the ranking's order (count descending, ties
     by id), so the items of one count are a contiguous range of positions."""
 
-    def __init__(self, mech: "Peeling"):
+    def __init__(self, mech: Rounds):
         self.mech = mech
         self.mult = mech._mult
         self.ends = mech.ranking.cumulative  # end position of every distinct count
@@ -442,7 +460,7 @@ def _race_decide(state: DrawState, a: int, times: list[list[int]], y: int, ny: i
     return 2 * prec
 
 
-def plan_logs(mech: "Peeling") -> tuple[Sequence[float], Sequence[float]]:
+def plan_logs(mech: Rounds) -> tuple[Sequence[float], Sequence[float]]:
     """Planning floats, once per mechanism: ``ln e_a`` and ``ln sum_{b >= a} n_b e_b`` of
     every distinct count (clamped; never used in a decision, only to split the rounds into
     head and tail)."""
@@ -602,7 +620,7 @@ def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tupl
     return out
 
 
-def sample_many(mech: "Peeling", n: int, gen: random.Random) -> list[tuple[int, ...]]:
+def sample_many(mech: Rounds, n: int, gen: random.Random) -> list[tuple[int, ...]]:
     """``n`` draws of ``k`` rounds each from the Peeling ``mech``, under one lock section;
     every draw's removals are undone at its end.
     ``gen``: the :class:`random.Random` read (integer randomness only)."""
