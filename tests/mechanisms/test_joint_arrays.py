@@ -78,7 +78,7 @@ def test_hypothesis_huge_counts(counts, data):
 
 
 def test_python_path(monkeypatch):
-    monkeypatch.setattr(joint_sweep, "_NUMPY_LIMIT", 0)
+    monkeypatch.setattr(joint_sweep, "NUMPY_LIMIT", 0)
     check_twin(Joint([10, 5, 1, 1, 0, 7], 3, epsilon=1), 30)
     m = Joint([2**70, 2**70 - 3, 5, 0], 2, epsilon=1)
     check_twin(m, 30)

@@ -52,7 +52,7 @@ def test_levels_exhaustive_with_block_boundaries_everywhere(monkeypatch, block_e
 
 
 def test_python_path_blocks(monkeypatch):
-    monkeypatch.setattr(joint_sweep, "_NUMPY_LIMIT", 0)
+    monkeypatch.setattr(joint_sweep, "NUMPY_LIMIT", 0)
     for d in range(1, 5):
         for counts in itertools.product(SMALL, repeat=d):
             for k in range(1, d + 1):

@@ -246,7 +246,7 @@ def test_factors_are_kept_not_recomputed(monkeypatch):
 
 def test_python_path_is_taken_for_huge_counts(monkeypatch):
     """The list path of the digit split is the one the pure-Python blocks use."""
-    monkeypatch.setattr(joint_sweep, "_NUMPY_LIMIT", 0)
+    monkeypatch.setattr(joint_sweep, "NUMPY_LIMIT", 0)
     m = exactdp.Joint([40000, 9000, 3, 0], 2, epsilon=Fraction(1, 2))
     assert m.table.source._python_blocks is not None
     _check_identical(m)

@@ -9,7 +9,7 @@ Paths (chosen by module constants of ``exactdp.mechanisms.joint_sweep``, lowered
   with every group size from 2 to 5 (groups holding two events of one row, and groups
   spanning levels);
 - events: the per-event sweep (``_ALLOW_WINDOWS = False``), over numpy events or
-  (``_NUMPY_LIMIT = 0``) the pure-Python merge.
+  (``NUMPY_LIMIT = 0``) the pure-Python merge.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ PATHS = {
     "small windows, groups of 3": {"_WINDOW": 3, "_MAX_GROUP": 3},
     "windows, groups of 5": {"_WINDOW": 5, "_MAX_GROUP": 5, "_GROUP_BITS": 62},
     "events (numpy)": {"_ALLOW_WINDOWS": False},
-    "events (python)": {"_ALLOW_WINDOWS": False, "_NUMPY_LIMIT": 0},
+    "events (python)": {"_ALLOW_WINDOWS": False, "NUMPY_LIMIT": 0},
 }
 
 

@@ -26,7 +26,7 @@ def test_paths_agree(monkeypatch, seed):
     reference = _results(counts, k)
     monkeypatch.setattr(_blocks, "BLOCK_EVENTS", 1)
     assert _results(counts, k) == reference
-    monkeypatch.setattr(_events, "_NUMPY_LIMIT", 0)
+    monkeypatch.setattr(_events, "NUMPY_LIMIT", 0)
     assert _results(counts, k) == reference
 
 
@@ -39,6 +39,6 @@ def test_chunk_boundaries_never_split_a_level(monkeypatch):
     assert exactdp.Joint(counts, 6).levels() == reference
     monkeypatch.setattr(_blocks, "BLOCK_EVENTS", 2)
     assert exactdp.Joint(counts, 6).levels() == reference
-    monkeypatch.setattr(_events, "_NUMPY_LIMIT", 0)
+    monkeypatch.setattr(_events, "NUMPY_LIMIT", 0)
     assert exactdp.Joint(counts, 6).levels() == reference
     assert sum(lv.multiplicity for lv in reference) == 40 * 39 * 38 * 37 * 36 * 35

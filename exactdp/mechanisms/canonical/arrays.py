@@ -57,7 +57,7 @@ from flint import arb
 from ...core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
                               to_limbs)
 from ...core.precision import flint_workprec
-from ..joint.arrays import LevelArrayBlock, _log_output, frac_bits_for
+from ..joint.arrays import LevelArrayBlock, log_output, frac_bits_for
 
 __all__ = ["CanonicalLevelArrayBlock", "iter_level_arrays"]
 
@@ -214,7 +214,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[CanonicalLevelArrayB
         if len(rest):
             logm[:, rest] = to_limbs(_exact_logs(rest, firsts, sizes, h, t1, t2, k, top, F), L)
         normalize(logm)
-        logp = _log_output(-level_keys, lam_fixed, g_limbs, form, first)
+        logp = log_output(-level_keys, lam_fixed, g_limbs, form, first)
         first += len(level_keys)
         yield CanonicalLevelArrayBlock(level_keys, q, logm, logp, F, e_m, e_p, dps)
 
@@ -295,6 +295,6 @@ def _object_blocks(classes: Any, F: int, e_m: int, e_p: int, dps: int, lam_fixed
         logm = to_limbs(xs, limbs_for(max(abs(x).bit_length() for x in xs) + 1))
         keys = np.empty(len(chunk), dtype=object)
         keys[:] = [key for key, _ in chunk]
-        logp = _log_output(-keys, lam_fixed, g_limbs, form, first)
+        logp = log_output(-keys, lam_fixed, g_limbs, form, first)
         first += len(chunk)
         yield CanonicalLevelArrayBlock(keys, classes.q, logm, logp, F, e_m, e_p, dps)

@@ -174,7 +174,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     if table_err > w:  # cannot happen (Omega(n) <= log2 n), kept as a guard
         raise AssertionError("log table error above its bound")
     form = mechanism.rule.fixed_log_output(table, F, dps)
-    lam_fixed, shift_limbs = _fixed_lam(mechanism.scale, F, _max_m(source))
+    lam_fixed, shift_limbs = fixed_lam(mechanism.scale, F, _max_m(source))
     if not source.numpy_route:
         yield from _object_blocks(mechanism, F, e_m, e_p, dps, form, lam_fixed, shift_limbs)
         return
@@ -241,7 +241,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
             logm = np.concatenate((to_limbs([base], L), logm), axis=1)
             utility = np.concatenate((np.zeros(1, dtype=np.int64), utility))
         normalize(logm)
-        logp = _log_output(utility, lam_fixed, shift_limbs, form, first)
+        logp = log_output(utility, lam_fixed, shift_limbs, form, first)
         first += len(utility)
         yield LevelArrayBlock(utility, logm, logp, F, e_m, e_p, dps)
 
@@ -449,7 +449,7 @@ def _max_m(source: Any) -> int:
     return int(r.sorted_counts[0]) - int(r.values[-1])
 
 
-def _fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
+def fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
     """``(Lam, G // LIMB_BITS)``: ``Lam`` within one unit of ``lam * 2**(F+G)`` (floor of
     the exact rational, or nearest from arb for a base), ``G`` the least multiple of the
     limb width with ``2**(G-1) > max_m``."""
@@ -462,7 +462,7 @@ def _fixed_lam(scale: Any, F: int, max_m: int) -> tuple[int, int]:
     return -fixed_log_ratio(base.numerator, base.denominator, bits), g_limbs
 
 
-def _log_output(utility: Any, lam_fixed: int, g_limbs: int, form: Any, first: int) -> np.ndarray:
+def log_output(utility: Any, lam_fixed: int, g_limbs: int, form: Any, first: int) -> np.ndarray:
     """Limbs of ``floor(-Lam * M / 2**G) + offset`` for ``M = -utility`` (``form``: the
     rule's :class:`~exactdp.core.selection.FixedLogOutput`), the levels of its head (this
     block's levels are ``first``, ``first + 1``, ...) replaced by their own entries."""
@@ -528,6 +528,6 @@ def _object_blocks(mechanism: Any, F: int, e_m: int, e_p: int, dps: int, form: A
         except OverflowError:
             utility = np.array(us, dtype=object)
         logm = to_limbs(xs, limbs_for(top + 1))
-        logp = _log_output(utility, lam_fixed, g_limbs, form, first)
+        logp = log_output(utility, lam_fixed, g_limbs, form, first)
         first += len(chunk)
         yield LevelArrayBlock(utility, logm, logp, F, e_m, e_p, dps)

@@ -104,7 +104,7 @@ class JointLevelSource(BlockSource):
         ra = ranking.arrays
         # (the largest count is values[0]); int64 ranking arrays, else the Python path
         #: whether the events are generated in int64 (else a pure-Python merge, one block)
-        self.numpy_route = ra is not None and max(abs(int(ra.values[0])), abs(int(ra.values[-1]))) < joint_sweep._NUMPY_LIMIT // 2
+        self.numpy_route = ra is not None and max(abs(int(ra.values[0])), abs(int(ra.values[-1]))) < joint_sweep.NUMPY_LIMIT // 2
         # the blocks planned so far: block b covers the levels M in (his[b-1], his[b]]
         self._his: list[int] = []
         self._sizes: list[int] = []

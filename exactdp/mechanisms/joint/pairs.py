@@ -570,7 +570,7 @@ def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[C
     plain_b = np.searchsorted(Lb, La[plain])
     if len(plain) and not (np.all(plain_b < len(Lb)) and np.all(Lb[np.minimum(plain_b, len(Lb) - 1)] == La[plain])):
         raise AssertionError("joint_pair_cells: a plain level of a is no level of b")
-    _check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
+    check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
     cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
     cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]
@@ -599,7 +599,7 @@ def _check_budget(a: Any, b: Any, points: int, cells: int) -> None:
             f"(for example memory_budget={1 << need.bit_length()} on each)", limit=budget)
 
 
-def _check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
+def check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
                    plain: np.ndarray, plain_b: np.ndarray) -> None:
     """Each level's cells must add up to its multiplicity, on both sides (a cheap guard: a
     wrong count or a missing cell breaks it).  A plain level is one diagonal cell, so

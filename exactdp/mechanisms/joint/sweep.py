@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # Paths are chosen by these module constants; tests lower them to exercise every path.
-_NUMPY_LIMIT = 1 << 61  # counts at least half this large take the pure-Python path
+NUMPY_LIMIT = 1 << 61  # counts at least half this large take the pure-Python path
 _CHUNK = 1 << 18
 _ALLOW_WINDOWS = True  # m-tilde sweep: windowed packed-key events when the key fits int64
 _WINDOW = 1 << 15  # m-tilde sweep: about this many events per window
@@ -70,7 +70,7 @@ def event_chunks(
     qrows = value_index_of_rows(ranking, k)
     starts = [q + 1 if after_own_value else 0 for q in qrows]
     big = max(abs(values[0]), abs(values[-1]))
-    if big < _NUMPY_LIMIT // 2:
+    if big < NUMPY_LIMIT // 2:
         yield from _numpy_chunks(ranking, k, starts, rows_descending)
     else:
         yield from _python_chunks(ranking, k, starts, rows_descending)
@@ -153,7 +153,7 @@ def mtilde_windows_fit(ranking: Ranking, k: int) -> bool:
     """Whether :func:`mtilde_windows` applies to ``ranking`` and ``k``: every packed key
     ``2dk*Ũ`` fits ``int64``."""
     values, sc = ranking.values, ranking.sorted_counts
-    if not _ALLOW_WINDOWS or max(abs(values[0]), abs(values[-1])) >= _NUMPY_LIMIT // 2:
+    if not _ALLOW_WINDOWS or max(abs(values[0]), abs(values[-1])) >= NUMPY_LIMIT // 2:
         return False
     reach = max(abs(sc[k - 1] - values[0]), abs(sc[0] - values[-1])) + 1  # |M| bound
     return 2 * ranking.d * k * reach < _KEY_LIMIT

@@ -38,7 +38,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from flint import arb
 
-from ...core.sampling import _HALF_WORD_BOUND, WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words, uniform_below
+from ...core.sampling import HALF_WORD_BOUND, WORD_BITS, cdf_bounds_exact, choose_index, inverse_cdf_words, uniform_below
 
 __all__ = ["LevelPlan", "unrank", "ranks_from_digits", "digit_ranges", "draw_level_ranks"]
 
@@ -295,7 +295,7 @@ def draw_level_ranks(plan: LevelPlan, count: int, npgen: np.random.Generator,
         rows[t] = choose_index(lambda prec: [arb(e) for e in plan.ends], k, rng, prefix=(int(words[t]), WORD_BITS))
     chunk = max(1, _CHUNK_ENTRIES // (min(plan.top, max(k, _DENSE_LIMIT)) + 1))
     # every width is <= top; past 2**32 items uniform_below refuses the widths (never wrapped)
-    small = np.uint16 if plan.top <= _HALF_WORD_BOUND else np.uint32 if plan.top < 2**32 else np.uint64
+    small = np.uint16 if plan.top <= HALF_WORD_BOUND else np.uint32 if plan.top < 2**32 else np.uint64
     before = np.asarray(plan.before, dtype=small)[:, None]
     after = np.asarray(plan.after, dtype=small)[:, None]
     xs = np.arange(k, dtype=np.int64)[:, None]

@@ -35,7 +35,7 @@ from flint import arb
 
 from ...core.log_table import fixed_log_ratio, limbs_for, to_limbs
 from ...core.precision import flint_workprec
-from ..joint.arrays import LevelArrayBlock, _fixed_lam, _log_output, frac_bits_for
+from ..joint.arrays import LevelArrayBlock, fixed_lam, log_output, frac_bits_for
 from .sweep import iter_sweep_levels
 
 __all__ = ["iter_level_arrays", "ARRAY_BLOCK_LEVELS"]
@@ -55,7 +55,7 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
     e_p = 2 + mechanism.rule.fixed_log_output_error
     F = frac_bits_for(dps, max(_E_M, e_p))
     sc = mechanism.ranking.sorted_counts
-    lam_fixed, g_limbs = _fixed_lam(mechanism.scale, F, int(sc[0]) - int(sc[-1]))
+    lam_fixed, g_limbs = fixed_lam(mechanism.scale, F, int(sc[0]) - int(sc[-1]))
     form = mechanism.rule.fixed_log_output(mechanism.table, F, dps)
     first = 0
     levels = iter_sweep_levels(mechanism.ranking, mechanism.k)
@@ -82,6 +82,6 @@ def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
         else:  # the limb product negates them in int64: object beyond 2**62
             utility = np.empty(len(us), dtype=object)
             utility[:] = us
-        logp = _log_output(utility, lam_fixed, g_limbs, form, first)
+        logp = log_output(utility, lam_fixed, g_limbs, form, first)
         first += len(chunk)
         yield LevelArrayBlock(utility, logm, logp, F, _E_M, e_p, dps)

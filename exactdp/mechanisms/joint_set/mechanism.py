@@ -103,12 +103,12 @@ BRUTE_FORCE_LIMIT = 10**7
 # =====================================================================================
 # Validation helpers
 # =====================================================================================
-def _setup(counts: Any, k: Any) -> tuple[Ranking, int]:
+def ranking_and_k(counts: Any, k: Any) -> tuple[Ranking, int]:
     c = as_counts(counts)
     return Ranking(c), as_k(k, len(c))
 
 
-def _check_brute_size(d: int, k: int, max_subsets: Optional[int]) -> None:
+def check_brute_size(d: int, k: int, max_subsets: Optional[int]) -> None:
     limit = BRUTE_FORCE_LIMIT if max_subsets is None else max_subsets
     size = math.comb(d, k)
     if size > limit:
@@ -133,7 +133,7 @@ def matrix_hat(counts: CountsLike, k: SupportsIndex) -> list[list[int]]:
     >>> matrix_hat([3, 2, 1, 0], 2)
     [[0, 1, 2], [0, 1, 2], [1, 1, 1]]
     """
-    ranking, kk = _setup(counts, k)
+    ranking, kk = ranking_and_k(counts, k)
     return _mhat_rows(ranking, kk) + [[1] * (ranking.d - kk + 1)]
 
 
@@ -152,7 +152,7 @@ def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: 
     >>> matrix_a([10, 7, 5, 4, 0], 3, 1, strict=True)
     [[1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 1, 1]]
     """
-    ranking, kk = _setup(counts, k)
+    ranking, kk = ranking_and_k(counts, k)
     MM = as_int(M, "M")
     rows = _mhat_rows(ranking, kk)
     if strict:
@@ -244,13 +244,13 @@ def _dp_count(T: list[int], k: int) -> int:
     return sum(f)
 
 
-def _brute_maxdiff(counts: tuple[int, ...], sc: tuple[int, ...], subset: Iterable[int]) -> int:
+def brute_maxdiff(counts: tuple[int, ...], sc: tuple[int, ...], subset: Iterable[int]) -> int:
     """``-u(S)``: sort the subset's counts descending and compare with the top-k counts."""
     mine = sorted((counts[i] for i in subset), reverse=True)
     return max(a - b for a, b in zip(sc, mine))
 
 
-def _counter(ranking: Ranking, k: int, method: str, strict: bool = False) -> Callable[[int], int]:
+def at_least_counter(ranking: Ranking, k: int, method: str, strict: bool = False) -> Callable[[int], int]:
     """``M -> N(M)`` on one validated instance, by ``method``, one of :data:`METHODS`.  The
     matrix-path counter keeps its Pascal series across calls, so a sweep over thresholds
     builds each once."""
@@ -263,16 +263,16 @@ def _counter(ranking: Ranking, k: int, method: str, strict: bool = False) -> Cal
         sc = ranking.sorted_counts
         return lambda M: _dp_count([ranking.at_least(sc[i] - M) for i in range(k)], k)
     c, top = ranking.counts, ranking.sorted_counts[:k]
-    return lambda M: sum(1 for s in combinations(range(ranking.d), k) if _brute_maxdiff(c, top, s) <= M)
+    return lambda M: sum(1 for s in combinations(range(ranking.d), k) if brute_maxdiff(c, top, s) <= M)
 
 
 def _instance_counter(counts: Any, k: Any, method: str, *, strict: bool = False,
                       max_subsets: Optional[int] = None) -> Callable[[int], int]:
-    """:func:`_counter` on validated ``counts`` and ``k`` (brute force checks its size first)."""
-    ranking, kk = _setup(counts, k)
+    """:func:`at_least_counter` on validated ``counts`` and ``k`` (brute force checks its size first)."""
+    ranking, kk = ranking_and_k(counts, k)
     if method == "brute":
-        _check_brute_size(ranking.d, kk, max_subsets)
-    return _counter(ranking, kk, method, strict)
+        check_brute_size(ranking.d, kk, max_subsets)
+    return at_least_counter(ranking, kk, method, strict)
 
 
 def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
@@ -347,7 +347,7 @@ def count_exactly(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, method
 _NUMPY_LIMIT = 1 << 60
 
 
-def _candidate_thresholds(ranking: Ranking, k: int) -> list[int]:
+def candidate_thresholds(ranking: Ranking, k: int) -> list[int]:
     """The distinct entries of ``M̂`` (rows ``l < k``), ascending: ``N(M)`` can only change
     at these values, and every utility of a set is minus one of them (numpy ``int64`` where
     exact: counts below ``2**60``)."""
@@ -404,8 +404,8 @@ def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
     """All levels of JointSet over ``counts`` and ``k`` (validated) by the paper's method
     as stated: ``M̂`` built once, ``A`` read from its
     rows by bisection for every candidate threshold, paths by Lemma 7."""
-    ranking, kk = _setup(counts, k)
-    return list(_iter_sweep(_candidate_thresholds(ranking, kk), _counter(ranking, kk, "matrix-paths"), math.comb(ranking.d, kk)))
+    ranking, kk = ranking_and_k(counts, k)
+    return list(_iter_sweep(candidate_thresholds(ranking, kk), at_least_counter(ranking, kk, "matrix-paths"), math.comb(ranking.d, kk)))
 
 
 def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
@@ -413,9 +413,9 @@ def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterabl
     (``O(k d)`` per candidate threshold).  ``thresholds``
     restricts the sweep to some candidate values (used by the benchmark to time a sample);
     the multiplicities are then differences between consecutive given thresholds."""
-    ranking, kk = _setup(counts, k)
-    Ms = _candidate_thresholds(ranking, kk) if thresholds is None else sorted(thresholds)
-    return list(_iter_sweep(Ms, _counter(ranking, kk, "dp"), math.comb(ranking.d, kk)))
+    ranking, kk = ranking_and_k(counts, k)
+    Ms = candidate_thresholds(ranking, kk) if thresholds is None else sorted(thresholds)
+    return list(_iter_sweep(Ms, at_least_counter(ranking, kk, "dp"), math.comb(ranking.d, kk)))
 
 
 # =====================================================================================

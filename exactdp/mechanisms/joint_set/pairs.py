@@ -69,7 +69,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from ...core._gc import gc_paused
-from ..joint.pairs import _check_margins
+from ..joint.pairs import check_margins
 from .sweep import Staircase
 
 __all__ = ["joint_set_pair_cells", "pair_count_declined", "SetWitness", "MAX_CHANGED_ITEMS", "MAX_BAND"]
@@ -406,7 +406,7 @@ def joint_set_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     plain_b = np.minimum(np.searchsorted(Lb, La[plain]), max(len(Lb) - 1, 0))
     if len(plain) and not np.array_equal(Lb[plain_b], La[plain]):
         raise AssertionError("joint_set_pair_cells: a plain level of a is no level of b")
-    _check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
+    check_margins(groups_a, groups_b, ia[keep], ib[keep], [counts[i] for i in keep], plain, plain_b)
     cell_a = np.concatenate([ia[keep], plain]).astype(np.int64)
     cell_b = np.concatenate([ib[keep], plain_b]).astype(np.int64)
     sizes = [counts[i] for i in keep] + [groups_a[i].multiplicity for i in plain.tolist()]

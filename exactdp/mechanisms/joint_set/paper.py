@@ -37,7 +37,7 @@ from ...core.precision import certify_many
 from ...core.ranking import Ranking
 from ...core.validation import as_counts, as_dps, as_k
 from ...errors import InvalidParameterError
-from .mechanism import _brute_maxdiff, _check_brute_size, _counter, _setup
+from .mechanism import at_least_counter, brute_maxdiff, check_brute_size, ranking_and_k
 
 __all__ = [
     "paper_matrix",
@@ -70,7 +70,7 @@ def paper_matrix(counts: CountsLike, k: SupportsIndex) -> list[list[Optional[int
     >>> paper_matrix([1, 1, 0], 2)
     [[0, 0, None], [0, 0, 1]]
     """
-    ranking, kk = _setup(counts, k)
+    ranking, kk = ranking_and_k(counts, k)
     sc, d = ranking.sorted_counts, ranking.d
     return [
         [sc[i] - sc[j] if sc[i] - sc[j] >= 0 and (d - 1 - j) >= (kk - 1 - i) else None for j in range(d)]
@@ -91,11 +91,11 @@ Terms = dict  # outcome -> {exponent V: Fraction coefficient}; P(o) ∝ sum coef
 
 
 def _sets_by_maxdiff(ranking: Ranking, k: int, max_subsets: Optional[int]) -> dict[int, list[frozenset]]:
-    _check_brute_size(ranking.d, k, 10**6 if max_subsets is None else max_subsets)
+    check_brute_size(ranking.d, k, 10**6 if max_subsets is None else max_subsets)
     c, sc = ranking.counts, ranking.sorted_counts[:k]
     out: dict[int, list[frozenset]] = defaultdict(list)
     for s in combinations(range(ranking.d), k):
-        out[_brute_maxdiff(c, sc, s)].append(frozenset(s))
+        out[brute_maxdiff(c, sc, s)].append(frozenset(s))
     return out
 
 
@@ -104,7 +104,7 @@ def em_terms(counts: CountsLike, k: SupportsIndex, *, max_subsets: Optional[int]
     (``x = exp(-eps/2)``), by enumeration (independent of the path counts; at most
     ``max_subsets`` sets, default ``10**6``).  ``counts``: the count vector (non-negative
     integers, one per item); ``k``: the set size."""
-    ranking, kk = _setup(counts, k)
+    ranking, kk = ranking_and_k(counts, k)
     by = _sets_by_maxdiff(ranking, kk, max_subsets)
     return {s: {V: Fraction(1)} for V in sorted(by) for s in sorted(by[V], key=sorted)}
 
@@ -135,11 +135,11 @@ def paper_algorithm1_terms(
     """
     if line4 not in ("utility", "paths"):
         raise InvalidParameterError("line4", line4, "must be 'utility' or 'paths'")
-    ranking, kk = _setup(counts, k)
+    ranking, kk = ranking_and_k(counts, k)
     by = _sets_by_maxdiff(ranking, kk, max_subsets)
     entries = Counter(v for row in paper_matrix(ranking.counts, kk) for v in row if v is not None)
     values = sorted(entries)
-    paths = _counter(ranking, kk, "matrix-paths", strict)
+    paths = at_least_counter(ranking, kk, "matrix-paths", strict)
     at_least = [paths(V) for V in values]
     terms: Terms = {}
     for t, V in enumerate(values):

@@ -133,7 +133,7 @@ from ...errors import NoClosedFormError, TooManyOutputsError
 from ...rules import exponential as _exponential
 from ...rules.noise import as_noise, rule_for_noise
 from ...rules.pnf_rounds import peel_pnf_value
-from .sampling import _ln, nth_free, sample_many
+from .sampling import float_ln, nth_free, sample_many
 from .tree import PrefixTree
 from ..set_marginal import PeelingSetMarginal
 
@@ -301,7 +301,7 @@ class Peeling(Mechanism):
         b = self.scale.base
         if 2 * b.numerator >= b.denominator:  # b >= 1/2: -log1p(b - 1), no cancellation
             return -math.log1p(-float(Fraction(b.denominator - b.numerator, b.denominator)))
-        return _ln(b.denominator) - _ln(b.numerator)
+        return float_ln(b.denominator) - float_ln(b.numerator)
 
     def _adequate(self, tree: PrefixTree, need: int) -> bool:
         """Whether ``tree`` covers the count ``need`` with its tail below

@@ -473,7 +473,7 @@ def plan_logs(mech: Rounds) -> tuple[Sequence[float], Sequence[float]]:
             rate = math.inf
     else:
         b = mech.scale.base
-        rate = _ln(b.denominator) - _ln(b.numerator)
+        rate = float_ln(b.denominator) - float_ln(b.numerator)
     if len(values) >= 2048 and values[0] - values[-1] < 2**62:
         return _plan_logs_numpy(values, mult, rate)
     logw = []
@@ -504,7 +504,7 @@ def _plan_logs_numpy(values: Sequence[int], mult: Sequence[int], rate: float) ->
     return logw, logs  # read a few entries a round: no list of 166,000 floats is built
 
 
-def _ln(n: int) -> float:
+def float_ln(n: int) -> float:
     """``ln n`` of a positive integer of any size (planning only)."""
     shift = max(0, n.bit_length() - 1000)
     return math.log(n >> shift) + shift * math.log(2)
