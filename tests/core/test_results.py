@@ -77,7 +77,7 @@ NOT_RESULTS = {
     "exactdp.core.scale.Scale": "a mechanism's parameter (epsilon or base)",
     "exactdp.core.ranking.Ranking": "ranks of items",
     "exactdp.core.ranking.RankingArrays": "ranks of items as int64 arrays (a NamedTuple)",
-    "exactdp.mechanisms.joint.arrays.LevelArrayBlock": "a block of levels as certified arrays",
+    "exactdp.core.level_arrays.LevelArrayBlock": "a block of levels as certified arrays",
     "exactdp.core.selection.FixedLogOutput": "a rule's fixed-point log-probabilities of one output per level",
     "exactdp.core.log_table.TableValues": "a log table's entries read from its limbs on demand (a Sequence)",
     "exactdp.mechanisms.canonical.arrays.CanonicalLevelArrayBlock": "a block of Canonical's levels as certified arrays",

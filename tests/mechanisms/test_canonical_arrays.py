@@ -17,7 +17,7 @@ from exactdp import Canonical, CanonicalGamma1, Peeling
 from exactdp.errors import InvalidParameterError, NoLevelArraysError, NotSingleRuleError
 from exactdp.mechanisms.canonical import arrays as canonical_arrays
 from exactdp.mechanisms.canonical.arrays import CanonicalLevelArrayBlock
-from exactdp.mechanisms.joint.arrays import LevelArrayBlock
+from exactdp.core.level_arrays import LevelArrayBlock
 
 import twins.level_arrays as twin_arrays
 

@@ -16,7 +16,7 @@ from exactdp.errors import InvalidParameterError
 from exactdp.mechanisms.joint import arrays as joint_arrays
 from exactdp.mechanisms.joint import blocks as joint_blocks
 from exactdp.mechanisms.joint import sweep as joint_sweep
-from exactdp.mechanisms.joint.arrays import LevelArrayBlock
+from exactdp.core.level_arrays import LevelArrayBlock
 
 import twins.level_arrays as twin_arrays
 

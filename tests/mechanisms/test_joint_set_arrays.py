@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from exactdp import JointSet
 from exactdp.errors import InvalidParameterError
 from exactdp.mechanisms.joint_set import arrays as joint_set_arrays
-from exactdp.mechanisms.joint.arrays import LevelArrayBlock
+from exactdp.core.level_arrays import LevelArrayBlock
 
 import twins.level_arrays as twin_arrays
 

@@ -57,7 +57,7 @@ from flint import arb
 from ...core.log_table import (LIMB_BITS, fixed_log_ratio, limbs_for, log_table, nonnegative_bit_length, normalize,
                               to_limbs)
 from ...core.precision import flint_workprec
-from ..joint.arrays import LevelArrayBlock, log_output, frac_bits_for
+from ...core.level_arrays import LevelArrayBlock, frac_bits_for, log_output
 
 __all__ = ["CanonicalLevelArrayBlock", "iter_level_arrays"]
 

@@ -35,7 +35,7 @@ from flint import arb
 
 from ...core.log_table import fixed_log_ratio, limbs_for, to_limbs
 from ...core.precision import flint_workprec
-from ..joint.arrays import LevelArrayBlock, fixed_lam, log_output, frac_bits_for
+from ...core.level_arrays import LevelArrayBlock, fixed_lam, frac_bits_for, log_output
 from .sweep import iter_sweep_levels
 
 __all__ = ["iter_level_arrays", "ARRAY_BLOCK_LEVELS"]

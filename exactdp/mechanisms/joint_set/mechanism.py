@@ -71,7 +71,7 @@ from ...core.mechanism import JointFamily
 from ...core.ranking import Ranking
 from ...rules.exponential import ExponentialMechanism
 from ...core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
-from ..joint.arrays import LevelArrayBlock
+from ...core.level_arrays import LevelArrayBlock
 from .arrays import iter_level_arrays as _iter_level_arrays
 from .pairs import joint_set_pair_cells, pair_count_declined
 from .sweep import iter_sweep_levels, pascal_series as _pascal_series
