@@ -38,7 +38,7 @@ row, gives the thresholds in order without the ``k (d - k + 1)`` candidate value
 
 Exact: integers and ``flint.fmpz_poly`` products only.  Twin: the per-threshold path count
 (:func:`exactdp.mechanisms.joint_set.levels_matrix_paths`), the plain dynamic programme and
-enumeration (``tests/mechanisms/test_joint_set_sweep.py``).
+enumeration (``tests/mechanisms/joint_set/test_sweep.py``).
 """
 
 from __future__ import annotations

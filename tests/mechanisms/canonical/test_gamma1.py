@@ -174,7 +174,7 @@ def test_gamma1_groups_refused_past_the_limit_outputs_streamed(monkeypatch):
     (33 million) it ended in MemoryError after minutes.  Past GAMMA1_GROUPS_LIMIT it is
     refused at once, naming the limit; outputs() streams the classes and is unchanged."""
     from exactdp.errors import TooManyOutputsError
-    from exactdp.mechanisms import canonical_gamma1
+    from exactdp.mechanisms.canonical import gamma1 as canonical_gamma1
 
     m = exactdp.CanonicalGamma1([7, 5, 5, 3, 1, 0], 3, epsilon=1)
     every = list(m.outputs())

@@ -149,7 +149,7 @@ INSTANCES = [
 def test_sample_same_as_reference_draws(counts, k, kwargs, n, picks):
     """sample(gen), n times from one generator, is n reference draws in order (seeded single
     samples never changed); samples(n, seed) is reproducible, in the support and of the
-    same length (its law: tests/mechanisms/test_joint_samples.py)."""
+    same length (its law: tests/mechanisms/joint/test_unrank.py)."""
     m = exactdp.Joint(counts, k, **kwargs)
     gen = random.Random(99)
     expected = [_sample_reference(m, gen) for _ in range(n)]

@@ -107,7 +107,7 @@ def test_bounds_large_d_and_k():
 
 
 def test_rule_without_a_fixed_form_refused():
-    # PNFJoint has one (tests/mechanisms/test_pnf_joint.py); a rule without it is refused at once
+    # PNFJoint has one (tests/mechanisms/joint/test_pnf.py); a rule without it is refused at once
     from exactdp.rules.exponential import ExponentialMechanism
 
     class NoForm(ExponentialMechanism):

@@ -12,7 +12,7 @@ probabilities formed directly:
   *subset*, not per level): ``P(S) = p_S ∫_0^1 prod_{S' != S} (1 - t p_S') dt`` by exact
   polynomial integration over Fractions.
 
-CanonicalGamma1 has its own module, tests/mechanisms/test_canonical_gamma1.py.
+CanonicalGamma1 has its own module, tests/mechanisms/canonical/test_gamma1.py.
 """
 
 from __future__ import annotations
