@@ -14,7 +14,7 @@ Methods (all exact big integers; the levels of the three are checked equal):
 
 - sweep: ``iter_joint_set_levels`` (what ``JointSet.levels()`` and ``iter_levels()`` run):
   the event heap gives the thresholds where a row of ones grows, and Lemma 7's path count
-  is updated where the staircase changed (``exactdp.mechanisms.joint_set_sweep``);
+  is updated where the staircase changed (``exactdp.mechanisms.joint_set.sweep``);
 - recount: ``levels_matrix_paths``, the paper's method as stated: M̂ built once, and at
   every candidate threshold the rows of A read by bisection and all paths recounted by
   Lemma 7's zero-free blocks (the previous ``levels()``);

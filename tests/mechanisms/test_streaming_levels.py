@@ -165,7 +165,7 @@ def _forbid_key_table(monkeypatch):
     """Make the table of every loss key unavailable: what uses it now fails."""
     def refuse(self):
         raise AssertionError("the table of every loss key was built")
-    monkeypatch.setattr(exactdp.mechanisms.canonical.CanonicalClasses, "level_sizes", refuse)
+    monkeypatch.setattr(exactdp.mechanisms.canonical.mechanism.CanonicalClasses, "level_sizes", refuse)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])

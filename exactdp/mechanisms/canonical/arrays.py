@@ -2,7 +2,7 @@
 
 Paper: *Differentially Private Top-k Selection via Canonical Lipschitz Mechanism*
 (arXiv:2201.13376, Definition 3.4), with the classes and their loss keys of
-:class:`~exactdp.mechanisms.canonical.CanonicalClasses`: ``key(h, t) = A_h + B_t``, the
+:class:`~exactdp.mechanisms.canonical.mechanism.CanonicalClasses`: ``key(h, t) = A_h + B_t``, the
 classes ``(h, t1..t2)`` of one run of equal ``B_t`` share a key and hold ``C(t2-h-1, r) -
 C(t1-h-2, r)`` subsets (``r = k - h``), and a level (one key) holds the sum of its runs'
 sizes over ``h`` (the top-k class adds 1 at key 0).
@@ -33,7 +33,7 @@ below one unit there), the exact limb product ``Lam * key`` floored to ``F`` bit
 (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
 mechanism's ``-ln Z``, permute-and-flip's ``ln nu_0`` with a head of levels given one by
 one, within ``E_r`` ulps): ``E_p = 2 + E_r = 3`` ulps, as for Joint
-(:mod:`exactdp.mechanisms.joint_arrays`, whose block class and limb product this module
+(:mod:`exactdp.mechanisms.joint.arrays`, whose block class and limb product this module
 shares).
 
 ``F`` is chosen so that ``2 E 2**-F <= 10**-dps`` for both errors (``exp`` of a value
@@ -72,8 +72,8 @@ _INT64_KEYS = 1 << 62
 
 
 class CanonicalLevelArrayBlock(LevelArrayBlock):
-    """Consecutive levels of a :class:`~exactdp.mechanisms.canonical.Canonical`, best
-    first, as arrays: :class:`~exactdp.mechanisms.joint_arrays.LevelArrayBlock`'s
+    """Consecutive levels of a :class:`~exactdp.mechanisms.canonical.mechanism.Canonical`, best
+    first, as arrays: :class:`~exactdp.core.level_arrays.LevelArrayBlock`'s
     interface (``log_multiplicity``, ``log_output_probability``, ``frac_bits``,
     ``log_multiplicity_error``, ``log_output_probability_error``, ``dps`` as there), plus
 
@@ -145,7 +145,7 @@ def _fixed_lam_key(scale: Any, F: int, q: int, max_key: int) -> tuple[int, int]:
 
 
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[CanonicalLevelArrayBlock]:
-    """The blocks of :meth:`~exactdp.mechanisms.canonical.Canonical.iter_level_arrays` of
+    """The blocks of :meth:`~exactdp.mechanisms.canonical.mechanism.Canonical.iter_level_arrays` of
     ``mechanism`` (a Canonical, exponential rule) at ``dps`` digits."""
     classes = mechanism.classes_
     k, d, q = classes.k, classes.d, classes.q

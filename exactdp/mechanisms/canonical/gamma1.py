@@ -146,7 +146,7 @@ class CanonicalGamma1(CanonicalFamily):
                 f"CanonicalGamma1 has {n} classes (1 + k(d-k)), more than GAMMA1_GROUPS_LIMIT = "
                 f"{GAMMA1_GROUPS_LIMIT}, and groups() (as group_output_probabilities() and the audits) "
                 "holds them all; use iter_classes() (streamed), class_probability(h, t), probability() "
-                "or sample(), or raise exactdp.mechanisms.canonical_gamma1.GAMMA1_GROUPS_LIMIT",
+                "or sample(), or raise exactdp.mechanisms.canonical.gamma1.GAMMA1_GROUPS_LIMIT",
             )
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:

@@ -33,7 +33,7 @@ having each (class sizes summed over the classes sharing a loss value), best fir
 the loss levels, with ``Scale(epsilon, divisor=1)``; with ``base=b`` the weight of one unit
 of loss is ``b`` (``exp(-eps)`` replaced by an exact rational).
 
-:class:`~exactdp.mechanisms.canonical_gamma1.CanonicalGamma1` is the fast two-stage variant
+:class:`~exactdp.mechanisms.canonical.gamma1.CanonicalGamma1` is the fast two-stage variant
 (tail, then head, then a uniform subset of the class) over the same classes
 (:class:`CanonicalFamily`); it is not a single rule over utility levels.
 
@@ -136,7 +136,7 @@ def check_symbolic_bits(base: Optional[Fraction], keys: Iterable[int], q: int) -
             f"probability_exact: the closed form holds powers base**(loss) with fractional "
             f"losses needing about {bits} bits of exact rationals (limit "
             f"CANONICAL_SYMBOLIC_BITS_LIMIT = {CANONICAL_SYMBOLIC_BITS_LIMIT}; raise "
-            f"exactdp.mechanisms.canonical.CANONICAL_SYMBOLIC_BITS_LIMIT to allow more); use "
+            f"exactdp.mechanisms.canonical.mechanism.CANONICAL_SYMBOLIC_BITS_LIMIT to allow more); use "
             f"probability(output, dps=...), or a rho making every loss integral",
         )
 
@@ -518,11 +518,11 @@ class Canonical(CanonicalFamily):
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[CanonicalLevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.mechanisms.canonical_arrays.CanonicalLevelArrayBlock`): exact loss
+        (:class:`~exactdp.mechanisms.canonical.arrays.CanonicalLevelArrayBlock`): exact loss
         keys and utilities, and each level's log-multiplicity and one output's
         log-probability as certified fixed-point integers, so that their ``exp`` is within
         relative error ``10**-dps`` (``None``: the default 30) of the multiplicity and of the
-        probability (:mod:`exactdp.mechanisms.canonical_arrays` gives the proof).  Blocks
+        probability (:mod:`exactdp.mechanisms.canonical.arrays` gives the proof).  Blocks
         are computed as they are read, none is kept.  Both noises: the log-probabilities
         come from the rule's fixed-point form
         (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential

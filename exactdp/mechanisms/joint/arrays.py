@@ -2,7 +2,7 @@
 
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Lemma 3.5 with the counts
-collapsed onto integer levels (:mod:`exactdp.mechanisms.joint_blocks`):
+collapsed onto integer levels (:mod:`exactdp.mechanisms.joint.blocks`):
 ``N(M) = prod_{r<k} f_r(M)``, ``f_r(M) = T_r(M) - r >= 1`` and ``m(-M) = N(M) - N(M_prev)``.
 
 Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``X *
@@ -89,7 +89,7 @@ def _errors(k: int, d: int) -> tuple[int, int, int]:
 
 
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
-    """The blocks of :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays` of
+    """The blocks of :meth:`~exactdp.mechanisms.joint.mechanism.Joint.iter_level_arrays` of
     ``mechanism`` (a Joint or a subclass whose rule has a fixed-point log-output form,
     :meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`) at ``dps`` digits."""
     k, d = mechanism.k, mechanism.d

@@ -21,7 +21,7 @@ What is exact here and how it is counted:
 - :meth:`Joint.sample` -- Equation 2 collapsed onto levels (a certified exact level draw),
   then Algorithm 1 lines 21-24 realised as an exact unranking of a uniform integer;
   :meth:`Joint.samples` -- the same law for many draws at once: batched level draws, then
-  every draw of one level together in numpy (:mod:`exactdp.mechanisms.joint_unrank`).
+  every draw of one level together in numpy (:mod:`exactdp.mechanisms.joint.unrank`).
 
 >>> m = Joint([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()
@@ -83,8 +83,8 @@ def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tu
     Two paths, the same entries (tested against each other and brute force):
 
     - windows (whenever the keys fit ``int64``): events come window by window from
-      :func:`~exactdp.mechanisms.joint_sweep.mtilde_windows`, and consecutive events are
-      taken in groups of up to 4 (:func:`~exactdp.mechanisms.joint_sweep.mtilde_groups`):
+      :func:`~exactdp.mechanisms.joint.sweep.mtilde_windows`, and consecutive events are
+      taken in groups of up to 4 (:func:`~exactdp.mechanisms.joint.sweep.mtilde_groups`):
       one exact ``gmpy2.divexact`` and one conversion to ``int`` per group, then each
       member's ``m̃`` is one multiplication of that ``int`` by a small exact integer, so
       no per-entry big division and no per-entry ``mpz`` conversion (about 3 times the
@@ -224,15 +224,15 @@ class Joint(JointFamily):
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.mechanisms.joint_arrays.LevelArrayBlock`): exact utilities, and
+        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`): exact utilities, and
         each level's log-multiplicity and one output's log-probability as certified
         fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
         (``None``: the default 30) of the multiplicity and of the probability
-        (:mod:`exactdp.mechanisms.joint_arrays` gives the proof).  Blocks are computed as
+        (:mod:`exactdp.mechanisms.joint.arrays` gives the proof).  Blocks are computed as
         they are read, none is kept.  The log-probabilities come from the rule's
         fixed-point form (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`:
         the exponential mechanism's normaliser, or permute-and-flip's shared integral for
-        :class:`~exactdp.mechanisms.pnf_joint.PNFJoint`); a rule without one raises
+        :class:`~exactdp.mechanisms.joint.pnf.PNFJoint`); a rule without one raises
         :class:`~exactdp.errors.InvalidParameterError`."""
         if self.rule.fixed_log_output_error is None:
             raise InvalidParameterError(
@@ -247,7 +247,7 @@ class Joint(JointFamily):
     def pair_cells(self, other: object) -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(level index here, level index under other)`` with
         ``[witness sequence, exact number of sequences]``, counted without enumerating
-        outputs (:mod:`exactdp.mechanisms.joint_pairs`), when ``other`` is a Joint or
+        outputs (:mod:`exactdp.mechanisms.joint.pairs`), when ``other`` is a Joint or
         PNFJoint of the same ``d`` and ``k`` (any epsilon: the cells depend only on the
         counts); ``None`` when the sweep does not apply (the oracle then visits orbits)."""
         if not isinstance(other, Joint):
@@ -304,7 +304,7 @@ class Joint(JointFamily):
 
     def _unrank(self, a: int, r: int) -> tuple[int, ...]:
         """The ``r``-th sequence of utility exactly ``-M`` (Algorithm 1, lines 21-24, as a
-        bijection; :func:`exactdp.mechanisms.joint_unrank.unrank`)."""
+        bijection; :func:`exactdp.mechanisms.joint.unrank.unrank`)."""
         ra = self.ranking.arrays
         return unrank(self._plan(a), r, self.ranking.order if ra is None else ra.order)
 
@@ -320,7 +320,7 @@ class Joint(JointFamily):
         :func:`~exactdp.core.mechanism.ids_dtype`: ``int32`` below ``2**31`` items): the
         levels by the rule's :meth:`~exactdp.core.selection.SelectionRule.sample_levels`
         (the words of ``gen``), then a numpy generator seeded from ``gen`` draws the
-        sequences of each level together (:func:`exactdp.mechanisms.joint_unrank.draw_level_ranks`), levels in
+        sequences of each level together (:func:`exactdp.mechanisms.joint.unrank.draw_level_ranks`), levels in
         increasing index, draws of one level in draw order.  A level drawn fewer than
         ``_BATCH_FROM`` times is unranked one draw at a time from ``gen.randrange(m)``
         instead (the same uniform law, without the fixed cost of ``k`` numpy steps)."""

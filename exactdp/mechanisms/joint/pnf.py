@@ -5,7 +5,7 @@ Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
 Appendix D ("Permute-and-Flip Version of Joint"), Algorithm 5; docs/definitions.md §2.2.
 
 Same outputs, utility ``u(S) = -max_i (c_(i) - c[s_i])`` and exact levels as
-:class:`~exactdp.mechanisms.joint.Joint`; only the selection rule changes, from the exponential
+:class:`~exactdp.mechanisms.joint.mechanism.Joint`; only the selection rule changes, from the exponential
 mechanism to permute-and-flip with acceptance probability
 ``p_S = exp(eps*(u(S) - u_max)/(2*Δ))`` -- identical to report-noisy-max with
 ``Exponential(eps/(2*Δ))`` noise over all sequences (Algorithm 4).  Algorithm 5 replaces

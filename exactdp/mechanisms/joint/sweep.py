@@ -6,7 +6,7 @@ items with count ``>= c_(r) - M``.  As ``M`` grows, ``T_r`` jumps exactly when
 *event* is such a jump ``(M, r, new_T, q)``.  The m-tilde sweep is a loop over the events
 in increasing ``M``, rows in decreasing order within one ``M`` (the order of the refined
 utilities ``z_ij``); the level sweep takes the same events in windows of ``M``
-(:mod:`exactdp.mechanisms.joint_blocks`).
+(:mod:`exactdp.mechanisms.joint.blocks`).
 
 There are at most ``k * D`` events (``D`` distinct counts).  They are generated and sorted
 with numpy ``int64`` arrays when every count fits comfortably in 62 bits (exact integer
@@ -20,7 +20,7 @@ is built and sorted, by one packed ``int64`` key per event (the exact entry key
 ``2dk*Ũ`` of the event's first entry, unique, so the default unstable sort is exact).
 Streaming starts at once and memory stays ``O(window)``, whatever ``k * D``.
 :func:`mtilde_groups` then prepares, with numpy only, what the exact big-integer loop of
-:func:`exactdp.mechanisms.joint.joint_mtilde` needs.
+:func:`exactdp.mechanisms.joint.mechanism.joint_mtilde` needs.
 """
 
 from __future__ import annotations

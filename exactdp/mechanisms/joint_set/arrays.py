@@ -5,7 +5,7 @@ Differentially Private Top-k Set" (NeurIPS 2021 PriML workshop), Lemmas 6-7.  A 
 multiplicity ``m(-M) = N(M) - N(M_prev)`` is a difference of Lemma 7's path counts, each
 a sum of many products of binomials: not a product of small factors, so no table of
 ``ln 1..d`` sums it.  The levels come from the sweep
-(:func:`~exactdp.mechanisms.joint_set.iter_joint_set_levels`, exact integers, one pass,
+(:func:`~exactdp.mechanisms.joint_set.mechanism.iter_joint_set_levels`, exact integers, one pass,
 nothing kept), and what the arrays replace is everything after it: the level table's
 blocks, one ball, one weight and one ``mpf`` per level.
 
@@ -15,7 +15,7 @@ Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``
 - ``ln m`` from arb within one ulp (a ball of radius below a quarter ulp rounded to the
   nearest integer; a wider ball is recomputed at a higher precision): ``E_m = 1`` ulp;
 - the log-probability of one output, ``-lam M + c``, by the limb product of Joint's arrays
-  (:mod:`exactdp.mechanisms.joint_arrays`: ``lam`` at ``F + G`` bits with ``2**(G-1) >
+  (:mod:`exactdp.mechanisms.joint.arrays`: ``lam`` at ``F + G`` bits with ``2**(G-1) >
   max M``, error below 2 ulps) and the rule's fixed-point form ``c``
   (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`, the exponential
   mechanism's ``-ln Z`` from the level table's certified total, within ``E_r = 1`` ulp):
@@ -50,7 +50,7 @@ _INT64_UTILITIES = 1 << 62
 
 
 def iter_level_arrays(mechanism: Any, dps: int) -> Iterator[LevelArrayBlock]:
-    """The blocks of :meth:`~exactdp.mechanisms.joint_set.JointSet.iter_level_arrays` of
+    """The blocks of :meth:`~exactdp.mechanisms.joint_set.mechanism.JointSet.iter_level_arrays` of
     ``mechanism`` (a JointSet) at ``dps`` digits."""
     e_p = 2 + mechanism.rule.fixed_log_output_error
     F = frac_bits_for(dps, max(_E_M, e_p))

@@ -5,7 +5,7 @@ Differentially Private Top-k Set" (workshop version,
 NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7,
 Theorem 8; docs/definitions.md §2.3.  The guide with the paper-as-printed analysis is
 ``docs/joint_set.md``; Algorithm 1 as printed and its readings are in
-:mod:`exactdp.mechanisms.joint_set_paper`.
+:mod:`exactdp.mechanisms.joint_set.paper`.
 
 Definitions (0-based ranks: items sorted by count descending, ties by smaller id; ``sc`` the
 sorted counts).  A k-subset ``S`` is an increasing rank sequence ``r_0 < ... < r_{k-1}``;
@@ -32,12 +32,12 @@ The number ``N(M)`` of sets with utility ``>= -M`` is counted three ways, all ex
 :func:`count_exactly` gives the number of sets with utility exactly ``-M``
 (``N(M) - N(M - 1)``; utilities are integers) by any of the three.  :meth:`JointSet.levels`
 sweeps the thresholds where a row of ``A`` grows and updates the matrix-path count where
-the staircase changed (:mod:`exactdp.mechanisms.joint_set_sweep`);
+the staircase changed (:mod:`exactdp.mechanisms.joint_set.sweep`);
 :func:`levels_matrix_paths` recounts it at every candidate value ``M`` (the distinct
 entries of ``M̂``), as the paper does, and is the sweep's twin.
 The sampler draws a level exactly and then a uniform set of that level through the path
 counts of the level (a dynamic programme over the same zero-free column blocks, one exact
-polynomial product per block: :mod:`exactdp.mechanisms.joint_set_unrank`); ``samples(n)``
+polynomial product per block: :mod:`exactdp.mechanisms.joint_set.unrank`); ``samples(n)``
 draws the ``n`` levels at once and every set of one level from one table.
 
 >>> m = JointSet([10, 5, 1, 1], 2, epsilon=1)
@@ -381,7 +381,7 @@ def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = Non
     a time, holding no level: those of
     utility ``<= utility`` (all when ``None``), so any level can start the sweep.  The path
     count is updated where the staircase changed
-    (:func:`exactdp.mechanisms.joint_set_sweep.iter_sweep_levels`), not recounted per
+    (:func:`exactdp.mechanisms.joint_set.sweep.iter_sweep_levels`), not recounted per
     threshold as in :func:`levels_matrix_paths`; the levels are the same."""
     return iter_sweep_levels(ranking, k, utility)
 
@@ -489,11 +489,11 @@ class JointSet(JointFamily):
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.mechanisms.joint_arrays.LevelArrayBlock`): exact utilities, and
+        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`): exact utilities, and
         each level's log-multiplicity and one output's log-probability as certified
         fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
         (``None``: the default 30) of the multiplicity and of the probability
-        (:mod:`exactdp.mechanisms.joint_set_arrays` gives the proof).  One pass of the
+        (:mod:`exactdp.mechanisms.joint_set.arrays` gives the proof).  One pass of the
         sweep; blocks are computed as they are read, none is kept."""
         return _iter_level_arrays(self, as_dps(dps))
 
@@ -504,7 +504,7 @@ class JointSet(JointFamily):
 
     def pair_cells(self, other: object) -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(level index here, under other)`` with ``[witness set, number of
-        sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set_pairs`) when
+        sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set.pairs`) when
         ``other`` is a JointSet of the same ``d`` and ``k``; ``None`` when that does not apply."""
         return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
 
@@ -526,7 +526,7 @@ class JointSet(JointFamily):
         return count_exactly(self.counts, self.k, M, method)
 
     def _level_paths(self, a: int) -> LevelPaths:
-        """Level ``a``'s sets (:class:`~exactdp.mechanisms.joint_set_unrank.LevelPaths`),
+        """Level ``a``'s sets (:class:`~exactdp.mechanisms.joint_set.unrank.LevelPaths`),
         the last :attr:`LEVEL_CACHE` levels' kept."""
         paths = self._paths.get(a)
         if paths is None:
@@ -540,7 +540,7 @@ class JointSet(JointFamily):
 
     def _unrank(self, a: int, r: int) -> frozenset:
         """The ``r``-th set of level ``a`` (a bijection from ``range(m_a)``): see
-        :meth:`~exactdp.mechanisms.joint_set_unrank.LevelPaths.unrank`."""
+        :meth:`~exactdp.mechanisms.joint_set.unrank.LevelPaths.unrank`."""
         order = self.ranking.order
         return frozenset(order[x] for x in self._level_paths(a).unrank(r))
 
@@ -550,7 +550,7 @@ class JointSet(JointFamily):
         the level law's integer bounds, reading only the blocks the words reach), then the
         draws of each level together, levels in increasing index, from one table per level
         built once per call, each set drawn by
-        :meth:`~exactdp.mechanisms.joint_set_unrank.LevelPaths.draw` (the numbers of ranks
+        :meth:`~exactdp.mechanisms.joint_set.unrank.LevelPaths.draw` (the numbers of ranks
         per segment by 64-bit words against exact integer bounds, the ranks within a segment
         by Floyd's algorithm): each draw has the law of :meth:`sample`, which unranks one
         uniform integer (the walk-through's route)."""

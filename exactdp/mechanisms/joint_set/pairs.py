@@ -24,7 +24,7 @@ k-sets with those two levels.  ``sc`` (``sc'``) are the counts sorted descending
   meets "at least ``need`` of the first ``n``" iff ``y_{need-1} < n``: so the conditions are
   ``y_q < T_q`` with ``T_q`` the smallest ``n`` of a condition with ``need > q``, and the
   number of such sequences is Lemma 7's staircase path count, kept up to date from one
-  point to the next (:class:`exactdp.mechanisms.joint_set_sweep.Staircase`, the count
+  point to the next (:class:`exactdp.mechanisms.joint_set.sweep.Staircase`, the count
   behind JointSet's levels).
 - Nested rows: the unchanged parts of ``A_i`` and ``B_i`` are prefixes of one order, so the
   two sets are nested unless the changed items disagree.  When for a point every row's

@@ -4,7 +4,7 @@ Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanis
 Differentially Private Top-k Set" (NeurIPS 2021 PriML workshop), Lemmas 6-7: ``N(M)``, the
 number of k-sets with utility ``>= -M``, is the number of right/down paths through a 0/1
 matrix whose rows are prefixes of ones, counted block by block with Pascal/Toeplitz
-transfers (:func:`exactdp.mechanisms.joint_set._staircase_paths`).
+transfers (:func:`exactdp.mechanisms.joint_set.mechanism._staircase_paths`).
 
 The paper recounts every path for every candidate threshold: ``O(k)`` polynomial products
 per level.  Between two consecutive thresholds only a few rows of the staircase grow, so
@@ -37,7 +37,7 @@ and grows next at ``M = sc[l] - sc[T_l]``.  A heap of those next events, one per
 row, gives the thresholds in order without the ``k (d - k + 1)`` candidate values.
 
 Exact: integers and ``flint.fmpz_poly`` products only.  Twin: the per-threshold path count
-(:func:`exactdp.mechanisms.joint_set.levels_matrix_paths`), the plain dynamic programme and
+(:func:`exactdp.mechanisms.joint_set.mechanism.levels_matrix_paths`), the plain dynamic programme and
 enumeration (``tests/mechanisms/joint_set/test_sweep.py``).
 """
 
@@ -127,7 +127,7 @@ class Staircase:
     ``tail``: when set, a change by range leaves the forward half-chain valid to the end
     of the change and beyond (the read at the split ``s = G``, which costs the same ``G -
     F`` transfers), so that changes of the last rows that follow cost about one transfer
-    each (JointSet's pair count, :mod:`exactdp.mechanisms.joint_set_pairs`).
+    each (JointSet's pair count, :mod:`exactdp.mechanisms.joint_set.pairs`).
 
     >>> st = Staircase([1, 2], 3)
     >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])
@@ -259,7 +259,7 @@ class Staircase:
 
     def set_profile(self, profile: list[int]) -> int:
         """Move to the staircase of rows of ``profile[l]`` ones (clamped to ``[0, W]``, then
-        the suffix minimum, as :func:`exactdp.mechanisms.joint_set._staircase_paths`); return
+        the suffix minimum, as :func:`exactdp.mechanisms.joint_set.mechanism._staircase_paths`); return
         the count."""
         eff, old = self.eff, {}
         run = self.W

@@ -3,7 +3,7 @@
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k Set" (NeurIPS 2021 PriML workshop): Algorithm 1, line 4 (a
 uniform set of the sampled utility), counted through Lemma 7's zero-free column blocks;
-docs/definitions.md §2.3.  This is the second stage of :class:`~exactdp.mechanisms.joint_set.JointSet`'s
+docs/definitions.md §2.3.  This is the second stage of :class:`~exactdp.mechanisms.joint_set.mechanism.JointSet`'s
 sampler: the level is drawn first, exactly, by the selection rule.
 
 With the counts sorted descending (``sc``), a k-subset is a rank sequence

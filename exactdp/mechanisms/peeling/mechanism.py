@@ -65,7 +65,7 @@ so the true value lies in the arb ball ``x_r (1 +- 2^-b)`` with
 ``2^-b >= 2 * 10**-(dps+g)``.  The same per-round route serves the Gumbel rule as the
 brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
 
-**Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling_sampling`): every
+**Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling.sampling`): every
 draw applies its removals to the weight tree in place and undoes them when it ends (the
 tree is built once per precision, covering more counts on demand, at most
 :data:`_TREE_CACHE` precisions kept); gumbel
@@ -234,7 +234,7 @@ class Peeling(Mechanism):
         Up to :data:`_FULL_TREE` distinct counts the tree covers them all (the weights of
         the first round's level table, one formula for both routes).  Past it, the tree
         covers the counts down to :meth:`_prefix` and holds the rest as one enclosure
-        (:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`), so a draw among 166,000
+        (:class:`~exactdp.mechanisms.peeling.tree.PrefixTree`), so a draw among 166,000
         distinct counts computes the weights of the few thousand that can matter."""
         prec = ctx.prec
         tree = self._trees.get(prec)
@@ -257,7 +257,7 @@ class Peeling(Mechanism):
     def _prefix_tree(self, prec: int, cover: int, weights: list) -> PrefixTree:
         """The tree over the first ``cover`` distinct counts (``weights``: the first
         relative weights, already computed at ``prec``) and the tail enclosure
-        ``[0, N e_cover]`` (:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`)."""
+        ``[0, N e_cover]`` (:class:`~exactdp.mechanisms.peeling.tree.PrefixTree`)."""
         values = self.ranking.values
         lam = self.scale.lam_ball()
         v0 = values[0]
@@ -529,7 +529,7 @@ class Peeling(Mechanism):
             f"Peeling has more than PEELING_LEVELS_LIMIT = {limit} levels "
             "(distinct count sequences); use iter_levels() (streamed, no limit), probability(), "
             "sample() or round_distribution(), or raise "
-            "exactdp.mechanisms.peeling.PEELING_LEVELS_LIMIT to build them all",
+            "exactdp.mechanisms.peeling.mechanism.PEELING_LEVELS_LIMIT to build them all",
         )
 
     def _count_sequences(self) -> Iterator[Level]:
@@ -621,7 +621,7 @@ class Peeling(Mechanism):
 
     def _sample(self, gen: random.Random) -> tuple[int, ...]:
         """Round by round over the weight tree, with the round's removals applied in place
-        and undone after the draw (:mod:`~exactdp.mechanisms.peeling_sampling`): gumbel, an
+        and undone after the draw (:mod:`~exactdp.mechanisms.peeling.sampling`): gumbel, an
         exact tree descent for the count; exponential, permute-and-flip over the remaining
         items run exactly as a race (the first accepted point of a thinned Poisson process
         marked by the tree descent).  Then a uniform remaining item with that count."""

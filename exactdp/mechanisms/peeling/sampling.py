@@ -14,14 +14,14 @@ is built per working precision and cached on the mechanism (a bounded number of
 precisions); past a few hundred distinct counts it covers only the counts down to where
 the rest weighs less than ``2**-(prec+16)`` of the count the draw needs (the top remaining
 count; the tail's first count for a Poisson tail) and holds the rest as one enclosure
-(:class:`~exactdp.mechanisms.peeling_tree.PrefixTree`, the module docstring of
+(:class:`~exactdp.mechanisms.peeling.tree.PrefixTree`, the module docstring of
 :mod:`~exactdp.mechanisms.peeling`): a walk that ends in that leaf, or cannot decide on a
 tree that does not cover every count, covers more (at least twice as many counts, the
 draw's removals applied again) and walks again with the same bits.  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
 additions each) and restores the original multiplicities when it ends (:class:`DrawState`):
 nothing is copied per draw and nothing grows with the number of draws or rounds.  Peak
 memory is ``O(d)``: the ranking and at most
-:data:`~exactdp.mechanisms.peeling._TREE_CACHE` trees of ``O(#counts)`` balls.
+:data:`~exactdp.mechanisms.peeling.mechanism._TREE_CACHE` trees of ``O(#counts)`` balls.
 
 **Gumbel (CDP-Peel).**  Round ``r`` picks count ``v_a`` with probability ``n_a e_a /
 sum_b n_b e_b``: a lazily refined uniform ``U`` (``rng.getrandbits``: 64 bits, then 32 at a

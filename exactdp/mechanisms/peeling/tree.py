@@ -2,7 +2,7 @@
 
 Used by :mod:`~exactdp.mechanisms.peeling` (the probability of a count sequence, the
 Joint paper's Peeling baselines, arXiv:2201.12333, Section 4.1) and by
-:mod:`~exactdp.mechanisms.peeling_sampling` (the samplers).  Leaf ``a`` holds ``n_a e_a``:
+:mod:`~exactdp.mechanisms.peeling.sampling` (the samplers).  Leaf ``a`` holds ``n_a e_a``:
 the number of remaining items with the ``a``-th largest count times its relative weight
 ``e_a = w(v_a)/w(v_0)`` (an arb ball, or an exact Fraction in the tests' twin); every inner
 node the sum of its two children, so every sum read from the tree adds non-negative

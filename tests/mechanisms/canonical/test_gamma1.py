@@ -1,4 +1,4 @@
-"""Tests of exactdp.CanonicalGamma1 (exactdp/mechanisms/canonical_gamma1.py; docs/definitions.md §2.4 and §3) against brute force.
+"""Tests of exactdp.CanonicalGamma1 (exactdp/mechanisms/canonical/gamma1.py; docs/definitions.md §2.4 and §3) against brute force.
 
 The reference never calls the code under test: every k-subset is enumerated and its class
 ``(h, t)`` read off its 1-based ranks; ``P(t)`` comes from the number of subsets with lowest

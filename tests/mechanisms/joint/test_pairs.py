@@ -1,4 +1,4 @@
-"""Joint's pair cells (exactdp.mechanisms.joint_pairs) against brute force and the orbit enumeration."""
+"""Joint's pair cells (exactdp.mechanisms.joint.pairs) against brute force and the orbit enumeration."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Every path of ``Joint.mtilde`` gives the brute-force m̃ (``twins.brute_mtilde``, counted by
 enumerating every sequence), entry for entry and in order.
 
-Paths (chosen by module constants of ``exactdp.mechanisms.joint_sweep``, lowered here):
+Paths (chosen by module constants of ``exactdp.mechanisms.joint.sweep``, lowered here):
 
 - windows: windowed packed-key events (``mtilde_windows``) and grouped exact arithmetic
   (``mtilde_groups``): the default whenever the keys fit ``int64``; with tiny windows

@@ -3,7 +3,7 @@ Fisher-Yates twin, and its draws follow the exact law.
 
 The batched path draws, per level, a score row and independent uniform digits, and maps
 them to a sequence by a Fisher-Yates shuffle over nested prefixes
-(exactdp.mechanisms.joint_unrank).  The exhaustive tests enumerate every digit of every
+(exactdp.mechanisms.joint.unrank).  The exhaustive tests enumerate every digit of every
 score row of every level of small instances (ties, k = 1, k = d, d = 1) and check that
 every sequence of the level comes out exactly once; the shuffle is checked against a
 dict-based twin written here on random instances.  Goodness of fit: Pearson chi-square

@@ -1,4 +1,4 @@
-"""JointSet's pair cells (exactdp.mechanisms.joint_set_pairs) against brute force and the orbit enumeration."""
+"""JointSet's pair cells (exactdp.mechanisms.joint_set.pairs) against brute force and the orbit enumeration."""
 
 from __future__ import annotations
 

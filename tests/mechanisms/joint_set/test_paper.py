@@ -1,4 +1,4 @@
-"""Tests of exactdp.mechanisms.joint_set_paper: the workshop paper's Algorithm 1 as printed
+"""Tests of exactdp.mechanisms.joint_set.paper: the workshop paper's Algorithm 1 as printed
 (docs/definitions.md §2.3 and docs/joint_set.md), its readings and their privacy loss.
 
 The references (tests/twins/joint_set.py: ``printed_entries``,

@@ -1,4 +1,4 @@
-"""Tests of exactdp.mechanisms.joint_set_sweep: JointSet's path count updated where the
+"""Tests of exactdp.mechanisms.joint_set.sweep: JointSet's path count updated where the
 staircase changed.
 
 Twins (tests/twins/joint_set.py, written from the definitions): ``grid_paths`` counts the

@@ -1,5 +1,5 @@
 """Tests of StaircaseSweep.advance_run: the thresholds at which one row alone grows, counted
-together as the values of one polynomial (exactdp.mechanisms.joint_set_sweep).
+together as the values of one polynomial (exactdp.mechanisms.joint_set.sweep).
 
 Twins: the sweep with runs switched off (one staircase update per threshold), the paper's
 per-threshold recount (``levels_matrix_paths``) and enumeration (tests/twins).  Runs only

@@ -1,4 +1,4 @@
-"""JointSet's sets of one level (exactdp/mechanisms/joint_set_unrank.py) against enumeration.
+"""JointSet's sets of one level (exactdp/mechanisms/joint_set/unrank.py) against enumeration.
 
 Twins (tests/twins/joint_set.py, written from the definitions): ``set_maxdiff`` gives
 every k-subset's utility, so the sets of each level are listed by brute force.

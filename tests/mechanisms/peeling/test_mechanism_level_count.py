@@ -83,7 +83,7 @@ def test_levels_are_refused_before_any_is_built(monkeypatch):
     counts = [1000 - 3 * i for i in range(60)] + [0] * 2000
     m = exactdp.Peeling(counts, 200)
     with pytest.raises(errors.TooManyOutputsError,
-                       match=r"PEELING_LEVELS_LIMIT = 1000000 .*raise exactdp\.mechanisms\.peeling\.PEELING_LEVELS_LIMIT"):
+                       match=r"PEELING_LEVELS_LIMIT = 1000000 .*raise exactdp\.mechanisms\.peeling\.mechanism\.PEELING_LEVELS_LIMIT"):
         m.levels()
     assert walked == []
 

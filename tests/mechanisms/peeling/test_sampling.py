@@ -1,4 +1,4 @@
-"""Tests of Peeling's exact samplers (exactdp.mechanisms.peeling_sampling): the law of every
+"""Tests of Peeling's exact samplers (exactdp.mechanisms.peeling.sampling): the law of every
 draw against the brute-force twins of tests/twins/peeling.py, exhaustively over small
 instances (ties, k = 1, k = d, d = 1) by goodness of fit, with the exponential (PNF-Peel)
 round run as a race (the sampler) and forced through each route of its item-by-item twin;

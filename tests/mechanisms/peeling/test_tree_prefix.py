@@ -1,5 +1,5 @@
-"""Tests of Peeling's prefix weight trees (exactdp.mechanisms.peeling_tree.PrefixTree, built by
-Peeling._tree past exactdp.mechanisms.peeling._FULL_TREE distinct counts): the counts a tree
+"""Tests of Peeling's prefix weight trees (exactdp.mechanisms.peeling.tree.PrefixTree, built by
+Peeling._tree past exactdp.mechanisms.peeling.mechanism._FULL_TREE distinct counts): the counts a tree
 does not cover are held as one enclosure ``[0, N e_cover]``, and every result is the one of
 the tree over all counts.
 
