@@ -67,6 +67,7 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 from ...core._gc import gc_paused
+from ...core.pair_cells import check_margins
 from ...core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ...errors import MemoryBudgetError
 
@@ -597,34 +598,6 @@ def _check_budget(a: Any, b: Any, points: int, cells: int) -> None:
             f"counts of up to {a.k * a.d.bit_length():,} bits and up to {cells:,} cells), more than memory_budget = "
             f"{budget} bytes (the mechanisms' memory_budget together); raise memory_budget of the mechanisms "
             f"(for example memory_budget={1 << need.bit_length()} on each)", limit=budget)
-
-
-def check_margins(groups_a: Any, groups_b: Any, ia: np.ndarray, ib: np.ndarray, sizes: list[int],
-                   plain: np.ndarray, plain_b: np.ndarray) -> None:
-    """Each level's cells must add up to its multiplicity, on both sides (a cheap guard: a
-    wrong count or a missing cell breaks it).  A plain level is one diagonal cell, so
-    there the two multiplicities must be equal."""
-    mult_a = [g.multiplicity for g in groups_a]
-    mult_b = [g.multiplicity for g in groups_b]
-    total_a: dict[int, int] = {}
-    total_b: dict[int, int] = {}
-    for x, y, n in zip(ia.tolist(), ib.tolist(), sizes):
-        total_a[x] = total_a.get(x, 0) + n
-        total_b[y] = total_b.get(y, 0) + n
-    covered_a = np.zeros(len(mult_a), dtype=bool)
-    covered_a[plain] = True
-    covered_a[list(total_a)] = True
-    covered_b = np.zeros(len(mult_b), dtype=bool)
-    covered_b[plain_b] = True
-    covered_b[list(total_b)] = True
-    ok = all(mult_a[x] == n for x, n in total_a.items()) and bool(covered_a.all()) and bool(covered_b.all())
-    for x, y in zip(plain.tolist(), plain_b.tolist()):
-        if y in total_b:
-            total_b[y] += mult_a[x]
-        elif mult_a[x] != mult_b[y]:
-            ok = False
-    if not ok or any(mult_b[y] != n for y, n in total_b.items()):
-        raise AssertionError("joint_pair_cells: the cells do not add up to the level multiplicities")
 
 
 def _witnesses(p: _Pair, M: np.ndarray, M2: np.ndarray) -> list[Sequence]:

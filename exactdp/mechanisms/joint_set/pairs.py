@@ -69,7 +69,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from ...core._gc import gc_paused
-from ..joint.pairs import check_margins
+from ...core.pair_cells import check_margins
 from .sweep import Staircase
 
 __all__ = ["joint_set_pair_cells", "pair_count_declined", "SetWitness", "MAX_CHANGED_ITEMS", "MAX_BAND"]
