@@ -162,7 +162,7 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
     import exactdp
     from exactdp import audit
     from exactdp._distributions import mechanism_pairs
-    from exactdp.mechanisms.joint_pairs import head_preferred
+    from exactdp.mechanisms.joint.pairs import head_preferred
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)
@@ -208,7 +208,7 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp.mechanisms.joint_pairs import head_preferred, joint_pair_cells
+    from exactdp.mechanisms.joint.pairs import head_preferred, joint_pair_cells
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)

@@ -29,11 +29,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .core.scale import Scale
     from .core.selection import SelectionRule
     from .mechanisms.canonical import Canonical
-    from .mechanisms.canonical_gamma1 import CanonicalGamma1
+    from .mechanisms.canonical import CanonicalGamma1
     from .mechanisms.joint import Joint
     from .mechanisms.joint_set import JointSet
     from .mechanisms.peeling import Peeling
-    from .mechanisms.pnf_joint import PNFJoint
+    from .mechanisms.joint import PNFJoint
     from .rules.exponential import ExponentialMechanism
     from .rules.permute_and_flip import PermuteAndFlip
     from .teaching import explain
@@ -51,11 +51,11 @@ _LAZY_NAMES: dict[str, str] = {
     "ExponentialMechanism": "rules.exponential",
     "PermuteAndFlip": "rules.permute_and_flip",
     "Canonical": "mechanisms.canonical",
-    "CanonicalGamma1": "mechanisms.canonical_gamma1",
+    "CanonicalGamma1": "mechanisms.canonical",
     "Joint": "mechanisms.joint",
     "JointSet": "mechanisms.joint_set",
     "Peeling": "mechanisms.peeling",
-    "PNFJoint": "mechanisms.pnf_joint",
+    "PNFJoint": "mechanisms.joint",
     "explain": "teaching",
 }
 

@@ -920,7 +920,7 @@ class _HeadCount:
 class HeadExponentialPair(_HeadCount, ExponentialPair):
     """:class:`ExponentialPair` over a head of cells counted down to a depth, the rest
     bounded by the one-dataset tails (two Joint mechanisms of one ``lam``; the
-    mechanisms' ``pair_head`` hook, :func:`exactdp.mechanisms.joint_pairs.joint_pair_head`).
+    mechanisms' ``pair_head`` hook, :func:`exactdp.mechanisms.joint.pairs.joint_pair_head`).
 
     Every notion of two exponential mechanisms of one ``lam`` depends on the outputs only
     through ``delta = M' - M`` (:class:`ExponentialPair`: ``r = lam delta - C`` on a

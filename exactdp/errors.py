@@ -122,7 +122,7 @@ class NoClosedFormError(ExactDPValueError):
 
 class NotSingleRuleError(ExactDPValueError, NotImplementedError):
     """A level-based method was called on a mechanism that is not one selection rule over
-    utility levels (:class:`~exactdp.mechanisms.canonical_gamma1.CanonicalGamma1`): outputs
+    utility levels (:class:`~exactdp.mechanisms.canonical.gamma1.CanonicalGamma1`): outputs
     with equal utility may have different probabilities there, so ``levels()`` would be
     misleading.  Subclasses both ``ValueError`` (via :class:`ExactDPValueError`) and
     ``NotImplementedError``."""

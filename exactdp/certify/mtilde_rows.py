@@ -5,6 +5,7 @@ and how one entry is judged: shared by the object loop and the arrays path
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any
 

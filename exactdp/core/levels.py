@@ -27,7 +27,7 @@ from .scale import Scale
 __all__ = ["Level", "LevelTable", "check_levels", "relative_weight", "Utility"]
 
 #: A utility value: an ``int`` or exact ``Fraction`` (Joint, JointSet, Canonical), or for
-#: :class:`~exactdp.mechanisms.peeling.Peeling` the tuple of the chosen counts in selection order
+#: :class:`~exactdp.mechanisms.peeling.mechanism.Peeling` the tuple of the chosen counts in selection order
 #: (ordered lexicographically).
 Utility = Union[int, Fraction, Tuple[int, ...]]
 

@@ -172,7 +172,7 @@ def numpy_generator(rng: random.Random) -> np.random.Generator:
 
 #: :func:`uniform_below` splits words into 16-bit parts while every bound is at most this
 #: (each part then rejected with probability below ``2**-4``), into 32-bit parts otherwise.
-_HALF_WORD_BOUND = 1 << 12
+HALF_WORD_BOUND = 1 << 12
 
 
 def uniform_below(npgen: np.random.Generator, bounds: np.ndarray) -> np.ndarray:
@@ -197,7 +197,7 @@ def uniform_below(npgen: np.random.Generator, bounds: np.ndarray) -> np.ndarray:
     top = int(w.max()) if n else 1
     if n and (int(w.min()) < 1 or top >= 1 << 32):
         raise InvalidParameterError("bounds", f"[{int(w.min())}, {top}]", "every bound must be in [1, 2**32)")
-    bits, part, wide, half = ((16, "<u2", np.uint32, np.uint16) if top <= _HALF_WORD_BOUND
+    bits, part, wide, half = ((16, "<u2", np.uint32, np.uint16) if top <= HALF_WORD_BOUND
                               else (32, "<u4", np.uint64, np.uint32))
     if w.dtype.kind != "u":  # in range: every bound fits the half-width unsigned dtype
         w = w.astype(half)

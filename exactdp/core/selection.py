@@ -57,7 +57,7 @@ class SelectionRule(abc.ABC):
         ``frac_bits`` fractional bits, within :attr:`fixed_log_output_error` ulps; ``dps``:
         the digits the caller certifies (for the rule's precision limits).  Read by
         mechanisms that hand out levels as arrays (Joint's
-        :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays`)."""
+        :meth:`~exactdp.mechanisms.joint.mechanism.Joint.iter_level_arrays`)."""
         raise NotImplementedError(f"{type(self).__name__} has no fixed-point log-output form")
 
     @abc.abstractmethod

@@ -4,8 +4,8 @@ A mechanism over top-k sequences (Joint, PNFJoint, Peeling) read as *sets* outpu
 k-subset ``S`` with probability ``P(S) = sum over the k! orderings σ of S of P(σ)``.  An
 implementation that returns sets (as the canonical-mechanism authors' code does for
 Peeling) is certified against this marginal, never against the sequences.  ``as_sets()``
-on :class:`~exactdp.mechanisms.joint.Joint`, PNFJoint and
-:class:`~exactdp.mechanisms.peeling.Peeling` returns one of the views below: an ordinary
+on :class:`~exactdp.mechanisms.joint.mechanism.Joint`, PNFJoint and
+:class:`~exactdp.mechanisms.peeling.mechanism.Peeling` returns one of the views below: an ordinary
 :class:`~exactdp.core.mechanism.Mechanism` with ``output_kind == "set"``, so every public
 method and the whole oracle (audit, certify, testing) work on it unchanged.
 

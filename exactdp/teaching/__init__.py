@@ -44,7 +44,7 @@ def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsInde
     ((0, 1, 1), (-4, 2, 2), (-5, 3, 3), (-9, 6, 6))
     """
     from ..mechanisms.canonical import Canonical
-    from ..mechanisms.canonical_gamma1 import CanonicalGamma1
+    from ..mechanisms.canonical import CanonicalGamma1
     from ..mechanisms.joint import Joint
     from ..mechanisms.joint_set import JointSet
     from ..mechanisms.peeling import Peeling

@@ -17,7 +17,7 @@ from typing import Any, Union
 from ..core.precision import certify_many
 from ..core.sampling import choose_index
 from ..mechanisms.canonical import Canonical
-from ..mechanisms.canonical_gamma1 import CanonicalGamma1
+from ..mechanisms.canonical import CanonicalGamma1
 from .explanation import Citation, Explanation, RecordingRandom, Step, Table, check_size, recording_generator
 from .steps import certified, level_draw_step, probability_step, ranking_step, sample_check, summary_step
 

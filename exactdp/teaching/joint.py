@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..mechanisms.joint import Joint
-from ..mechanisms.pnf_joint import PNFJoint
+from ..mechanisms.joint import PNFJoint
 from ..rules.permute_and_flip import PermuteAndFlip
 from .explanation import Citation, Explanation, RecordingRandom, Step, Table, check_size, recording_generator
 from .steps import JOINT_PAPER, decimal_text, level_draw_step, probability_step, ranking_step, sample_check, summary_step

@@ -22,7 +22,7 @@ import pytest
 
 import exactdp
 from exactdp import errors
-from exactdp.mechanisms.canonical import NotSingleRuleError
+from exactdp.mechanisms.canonical.mechanism import NotSingleRuleError
 from twins import brute_probabilities_base, joint_utility, pnf_by_permutations
 
 DPS = 30

@@ -122,7 +122,7 @@ def _pnf_instances(d):
 def test_permute_and_flip_batched_probabilities_are_the_per_level_ones(d, monkeypatch):
     """Permute-and-flip's batched pass gives exactly (the same mpf) what one certification
     per level gives, with a block boundary after every level, and Groups uses it."""
-    from exactdp.mechanisms import joint_blocks
+    from exactdp.mechanisms.joint import blocks as joint_blocks
 
     monkeypatch.setattr(joint_blocks, "BLOCK_EVENTS", 1)
     for m in _pnf_instances(d):

@@ -219,7 +219,7 @@ def test_pnfjoint_five_notions_same_as_every_cell_counted(case, monkeypatch):
     assert not engine._head.complete
     counted = []
     real = joint_pairs.joint_pair_cells
-    monkeypatch.setattr("exactdp.mechanisms.joint.joint_pair_cells", lambda *args, **kw: counted.append(1) or real(*args, **kw))
+    monkeypatch.setattr("exactdp.mechanisms.joint.mechanism.joint_pair_cells", lambda *args, **kw: counted.append(1) or real(*args, **kw))
     _same(_notions(*_make_pnf(case)), full)
     assert not counted  # no notion fell back to every cell
 
@@ -328,6 +328,6 @@ def test_a_change_of_the_top_item_has_no_phantom(monkeypatch):
     stopped(monkeypatch)
     counted = []
     real = joint_pairs.joint_pair_cells
-    monkeypatch.setattr("exactdp.mechanisms.joint.joint_pair_cells", lambda *args, **kw: counted.append(1) or real(*args, **kw))
+    monkeypatch.setattr("exactdp.mechanisms.joint.mechanism.joint_pair_cells", lambda *args, **kw: counted.append(1) or real(*args, **kw))
     _same(_notions(*_make(case)), full)
     assert not counted  # no notion fell back to every cell

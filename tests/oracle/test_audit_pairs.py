@@ -8,9 +8,9 @@ import mpmath
 import pytest
 
 from exactdp import Joint, JointSet, PNFJoint, audit
-from exactdp.mechanisms import joint_pairs
-from exactdp.mechanisms.joint import Joint as JointClass
-from exactdp.mechanisms.joint_set import JointSet as JointSetClass
+from exactdp.mechanisms.joint import pairs as joint_pairs
+from exactdp.mechanisms.joint.mechanism import Joint as JointClass
+from exactdp.mechanisms.joint_set.mechanism import JointSet as JointSetClass
 
 CASES = [
     # (counts a, counts b, k, mechanism class, parameters)

@@ -364,7 +364,7 @@ def test_worst_case_over_neighbours_changing_many_items(monkeypatch):
     adding to up to all 20 items: the pair count without enumeration covers each pair (the
     diagonal count past 16 changed items; no output orbit visited, so max_outputs=1), and
     the worst case equals the one from the orbit enumeration."""
-    from exactdp.mechanisms.joint import Joint as JointClass
+    from exactdp.mechanisms.joint.mechanism import Joint as JointClass
 
     counts = [9] * 17 + [5, 0, 0]
     factory = functools.partial(exactdp.Joint, k=2, epsilon=1)
