@@ -6,22 +6,11 @@ Section 3, Algorithm 1; docs/definitions.md §2.1.
 
 Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the paper):
 ``u(S) = -max_i (c_(i) - c[s_i])``; the mechanism is the exponential mechanism
-``P(S) ∝ exp(eps * u(S) / (2*Δ))`` (Equation 1; Theorem 3.2).
-
-What is exact here and how it is counted:
-
-- :meth:`Joint.levels` -- the integer sweep (docs/definitions.md §2.1; docs/benchmarks.md): the number of
-  sequences with utility ``>= -M`` is ``N(M) = prod_r max(T_r(M) - (r-1), 0)`` with
-  ``T_r(M) = #{j : c_(j) >= c_(r) - M}`` (this is Lemma 3.7 with the refined scores
-  collapsed onto their ceiling, Lemma 3.5); ``m(-M) = N(M) - N(M_prev)``.
-- :meth:`Joint.mtilde` -- Lemmas 3.7 and 3.8: every entry of the refined matrix
-  ``Ũ[i][j] = -(c_(i) - c_(j)) - z_ij``, ``z_ij = (d(k-1-i) + j + 1) / (2dk)`` (0-based),
-  with ``m̃`` = number of sequences whose score ``min_r Ũ[r][rank(s_r)]`` is exactly that
-  entry, streamed in decreasing ``Ũ`` order sorted by the exact integer key ``2dk·Ũ``.
-- :meth:`Joint.sample` -- Equation 2 collapsed onto levels (a certified exact level draw),
-  then Algorithm 1 lines 21-24 realised as an exact unranking of a uniform integer;
-  :meth:`Joint.samples` -- the same law for many draws at once: batched level draws, then
-  every draw of one level together in numpy (:mod:`exactdp.mechanisms.joint.unrank`).
+``P(S) ∝ exp(eps * u(S) / (2*Δ))`` (Equation 1; Theorem 3.2).  Exact: :meth:`Joint.levels`
+(the integer sweep, Lemmas 3.5 and 3.7), :meth:`Joint.mtilde` (Lemmas 3.7 and 3.8),
+:meth:`Joint.sample` and :meth:`Joint.samples` (Equation 2 collapsed onto levels, then
+Algorithm 1 lines 21-24 as an exact unranking).  How each is counted: docs/joint.md,
+section "How Joint counts (joint.mechanism)".
 
 >>> m = Joint([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()

@@ -2,43 +2,20 @@
 
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k Set" (workshop version,
-NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7,
-Theorem 8; docs/definitions.md §2.3.  The guide with the paper-as-printed analysis is
-``docs/joint_set.md``; Algorithm 1 as printed and its readings are in
-:mod:`exactdp.mechanisms.joint_set.paper`.
+NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7, Theorem 8;
+docs/definitions.md §2.3; Algorithm 1 as printed: :mod:`exactdp.mechanisms.joint_set.paper`.
 
-Definitions (0-based ranks: items sorted by count descending, ties by smaller id; ``sc`` the
-sorted counts).  A k-subset ``S`` is an increasing rank sequence ``r_0 < ... < r_{k-1}``;
-its utility is ``u(S) = -max_i (sc[i] - sc[r_i])`` (Lemma 5) and JointSet is the
-exponential mechanism ``P(S) ∝ exp(eps * u(S) / (2Δ))`` (or ``base**(-u)``).
-
-The number ``N(M)`` of sets with utility ``>= -M`` is counted three ways, all exact:
-
-- :func:`count_at_least_matrix_paths` -- the paper's method.  ``M̂`` is the left-aligned
-  ``(k+1) x (d-k+1)`` matrix ``M̂[l][c] = sc[l] - sc[l+c]`` with a bottom row of ones; the
-  0/1 matrix ``A[l][c] = 1[M̂[l][c] <= M]`` (rows ``l < k``; the bottom row of ``A`` is all
-  ones) has, row by row, a prefix of ones (rows of ``M̂`` are nondecreasing), and the sets
-  are the right/down paths from the top-left to the bottom-right corner through ones
-  (Lemma 6, with ``<=``).  Paths are counted as in Lemma 7: the columns split into
-  zero-free blocks, the paths across a block of width ``w`` from row ``r`` to row ``r'``
-  number ``C(w - 1 + r' - r, r' - r)`` (Pascal's triangle), a Toeplitz matrix, and the
-  block transfers are multiplied as exact integer polynomials (``flint.fmpz_poly``:
-  exact, no floating-point FFT).
-- :func:`count_at_least_dp` -- a plain dynamic programme over rank positions:
-  ``N(M)`` is the number of increasing sequences with ``r_i < T_i(M)``,
-  ``T_i(M) = #{items with count >= sc[i] - M}``, by prefix sums row after row.
-- :func:`count_at_least_brute` -- enumeration of all ``C(d, k)`` subsets.
-
-:func:`count_exactly` gives the number of sets with utility exactly ``-M``
-(``N(M) - N(M - 1)``; utilities are integers) by any of the three.  :meth:`JointSet.levels`
-sweeps the thresholds where a row of ``A`` grows and updates the matrix-path count where
-the staircase changed (:mod:`exactdp.mechanisms.joint_set.sweep`);
-:func:`levels_matrix_paths` recounts it at every candidate value ``M`` (the distinct
-entries of ``M̂``), as the paper does, and is the sweep's twin.
-The sampler draws a level exactly and then a uniform set of that level through the path
-counts of the level (a dynamic programme over the same zero-free column blocks, one exact
-polynomial product per block: :mod:`exactdp.mechanisms.joint_set.unrank`); ``samples(n)``
-draws the ``n`` levels at once and every set of one level from one table.
+A k-subset ``S`` (increasing ranks ``r_0 < ... < r_{k-1}``, ``sc`` the sorted counts) has
+utility ``u(S) = -max_i (sc[i] - sc[r_i])`` (Lemma 5); JointSet is the exponential
+mechanism ``P(S) ∝ exp(eps * u(S) / (2Δ))`` (or ``base**(-u)``).  Contract: ``N(M)``, the
+number of sets with utility ``>= -M``, is counted exactly three ways:
+:func:`count_at_least_matrix_paths` (the paper's lattice paths, Lemmas 6-7, block
+transfers as exact ``flint.fmpz_poly`` products), :func:`count_at_least_dp` (a dynamic
+programme over rank positions) and :func:`count_at_least_brute` (enumeration);
+:meth:`JointSet.levels` sweeps the thresholds (:mod:`exactdp.mechanisms.joint_set.sweep`),
+with :func:`levels_matrix_paths` as its twin; the sampler draws a level exactly, then a
+uniform set of it (:mod:`exactdp.mechanisms.joint_set.unrank`).  The three counts, step by
+step: docs/joint_set.md, section "The three counts (joint_set.mechanism)".
 
 >>> m = JointSet([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()

@@ -6,39 +6,15 @@ number of k-sets with utility ``>= -M``, is the number of right/down paths throu
 matrix whose rows are prefixes of ones, counted block by block with Pascal/Toeplitz
 transfers (:func:`exactdp.mechanisms.joint_set.mechanism._staircase_paths`).
 
-The paper recounts every path for every candidate threshold: ``O(k)`` polynomial products
-per level.  Between two consecutive thresholds only a few rows of the staircase grow, so
-this module keeps the path count split in two and redoes only the rows that changed.
-
-Per row.  Let ``eff[l]`` be the staircase's row widths (the suffix minimum of the rows of
-ones, ``eff[k] = W = d - k + 1``) and ``ell_l = eff[l] - eff[l-1]`` (``eff[-1] = 0``) the
-width of the zero-free block that row ``l`` opens.  Lemma 7's block product, one block per
-row (a row that opens no new column has ``ell_l = 0``, whose series is ``1``), is the chain
-
-    ``v_0 = 1``,   ``v_{l+1} = (v_l · q_{ell_l} mod x^{k-l+1}) >> 1``,   ``N = v_k[0]``,
-
-with ``q_w = sum_δ C(w - 1 + δ, δ) x^δ`` (:func:`pascal_series`).  Transposed, the same
-chain read from the bottom is ``R_k = 1``, ``R_l = R_{l+1} · q_{ell_l} mod x^{k-l+1}``, and
-for every split row ``s``
-
-    ``N = [x^{k-s}] (v_s · R_s)``
-
-(``R_s`` is the reversed covector of the rows ``>= s``: the transpose of "multiply, drop
-the top coefficient, shift" is "shift, multiply, reverse", and reversing twice cancels).
-A change of the rows ``a..b`` leaves ``v_s`` valid for ``s <= a`` and ``R_s`` for ``s > b``;
-the sweep keeps both halves and extends them to a split at ``a``: ``g - f`` transfers where
-``f`` (``g``) is how far the valid ``v`` (``R``) reach.  On heavy-tailed counts consecutive
-levels change the same one or two rows, so a level costs about three polynomial products
-instead of ``k``; on counts that interleave every row it costs about as much as a recount.
-
-The rows of ones change at the events of the threshold sweep: row ``l`` holds
-``T_l(M) - l`` ones (clamped to ``[0, W]``), ``T_l(M) = #{items with count >= sc[l] - M}``,
-and grows next at ``M = sc[l] - sc[T_l]``.  A heap of those next events, one per unsaturated
-row, gives the thresholds in order without the ``k (d - k + 1)`` candidate values.
-
-Exact: integers and ``flint.fmpz_poly`` products only.  Twin: the per-threshold path count
-(:func:`exactdp.mechanisms.joint_set.mechanism.levels_matrix_paths`), the plain dynamic programme and
-enumeration (``tests/mechanisms/joint_set/test_sweep.py``).
+Contract: :class:`Staircase` keeps Lemma 7's block product split at a row ``s``,
+``N = [x^{k-s}] (v_s · R_s)`` (``v_s`` the product of the rows above, ``R_s`` the reversed
+covector of the rows ``>= s``), so a change of the rows ``a..b`` redoes only the transfers
+between the valid halves; the thresholds come in order from a heap of each row's next
+event, without the ``k (d - k + 1)`` candidate values.  Exact: integers and
+``flint.fmpz_poly`` products only.  Derivation of the split: docs/joint_set.md, section
+"The split product of the level sweep (joint_set.sweep)".  Twin: the per-threshold path
+count (:func:`exactdp.mechanisms.joint_set.mechanism.levels_matrix_paths`), the plain
+dynamic programme and enumeration (``tests/mechanisms/joint_set/test_sweep.py``).
 """
 
 from __future__ import annotations
