@@ -95,7 +95,7 @@ class CanonicalLevelArrayBlock(LevelArrayBlock):
 
 
 def _errors(d: int, rule_error: int) -> tuple[int, int]:
-    """``(E_m, E_p)`` in ulps (module docstring; ``rule_error``: the rule's
+    """``(E_m, E_p)`` in ulps (docs/canonical.md, "The arrays' error bounds"; ``rule_error``: the rule's
     :attr:`~exactdp.core.selection.SelectionRule.fixed_log_output_error`)."""
     w = d * (max(d, 1).bit_length() - 1)  # Omega(n!) <= sum_{i <= n} floor(log2 i) <= d floor(log2 d)
     return max(2 * w, 1), 2 + rule_error

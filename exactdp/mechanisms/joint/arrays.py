@@ -168,7 +168,8 @@ def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[i
     """``(F, E_m, kernel)``: ``E_m = k w + (A + 1) + K`` (``A = 2 w (d+1)``, ``K`` the
     kernel's bound, within ``(A+1) / 8`` at the least working precision that allows it),
     ``F`` from :func:`frac_bits_for` and at least ``2 bitlen(A+1)`` (so ``A (A+1) <=
-    2**F``: module docstring); ``None`` where no working precision fits (``W <= 180``:
+    2**F``: docs/joint.md, "The arrays' error bounds"); ``None`` where no working
+    precision fits (``W <= 180``:
     up to about 50 digits at ``d = 166,000``; beyond, the exact products)."""
     from ...core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
 
@@ -210,7 +211,7 @@ def _sorted_window(Ms: np.ndarray, new: np.ndarray, old: np.ndarray, starts: np.
                    Tw: Optional[np.ndarray], DX: np.ndarray, DXw: np.ndarray, L: int, base: int) -> tuple:
     """A window's levels from its events sorted by ``M`` (:meth:`JointLevelSource.window_events`):
     ``(utility, ln N + single-event terms, D per level or None, news, several, per_level,
-    products, cs, dx, ends)`` (module docstring)."""
+    products, cs, dx, ends)`` (docs/joint.md, "The arrays' error bounds")."""
     n, levels = len(Ms), len(starts)
     if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
         raise AssertionError("an array block of 2**32 threshold events")

@@ -467,7 +467,7 @@ def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
 def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[Cells]:
     """``{(level index under a, level index under b): [witness, number of sequences]}`` for
     every occurring pair of levels of two Joint-family mechanisms of one output space
-    (the module docstring), or ``None`` when the count does not apply
+    (docs/joint.md, "Pair cells without enumeration"), or ``None`` when the count does not apply
     (:func:`pair_count_declined` says why).
 
     ``method``: ``"items"`` corrects the count item by item for the changed items (at most

@@ -101,7 +101,8 @@ class _Pair:
 
     def nested(self, M1: np.ndarray, M2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per point: whether every row's two sets are nested with the smaller one a set of
-        counts ``>= t`` under ``c`` (module docstring, "Nested rows"), and then the sizes
+        counts ``>= t`` under ``c`` (docs/joint_set.md, "Pair cells without enumeration",
+        "Nested rows"), and then the sizes
         ``T`` (``k x points``) of those smaller sets."""
         k, P, n = self.k, len(M1), self.n
         desc = self.asc[::-1]
@@ -188,7 +189,7 @@ class _Pair:
 
     def at_most_by_subsets(self, M1: np.ndarray, M2: np.ndarray) -> list[int]:
         """``N(M1, M2)`` per point (exact ints), counted per subset ``X`` of the changed items
-        (module docstring); a negative bound counts no set."""
+        (docs/joint_set.md, "Pair cells without enumeration"); a negative bound counts no set."""
         total = [0] * len(M1)
         caches: dict[int, dict] = {}  # Pascal series per number of rows m: their length is m + 1
         # one staircase per number of rows m, moved from point to point: the points come
@@ -324,8 +325,8 @@ def pair_count_declined(a: Any, b: Any) -> str:
 
 def joint_set_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     """``{(level index under a, level index under b): [witness set, number of sets]}`` for
-    every occurring pair of levels of two JointSet mechanisms of one output space (the
-    module docstring), or ``None`` when the count does not apply.
+    every occurring pair of levels of two JointSet mechanisms of one output space
+    (docs/joint_set.md, "Pair cells without enumeration"), or ``None`` when the count does not apply.
 
     >>> from exactdp import JointSet
     >>> cells = joint_set_pair_cells(JointSet([3, 1, 0], 2, epsilon=1), JointSet([3, 2, 0], 2, epsilon=1))
