@@ -484,27 +484,17 @@ class Canonical(CanonicalFamily):
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, probability certified to dps digits)``, best first (``dps``: significant
-        digits, ``None`` for the default 30).  The normaliser needs every
-        level, so this is a global pass: the level table's first merge fixes blocks of
-        :data:`~exactdp.core.level_stream.STREAM_BLOCK_LEVELS` levels (two integers per
-        block, and the blocks themselves while ``memory_budget`` allows), then the rule
-        certifies block by block (both rules: permute-and-flip, ``noise="exponential"``,
-        from its shared values, formed in one pass that stops where the table's running
-        sum does)."""
+        digits, ``None`` for the default 30), block by block within ``memory_budget``
+        after one pass that fixes the normaliser."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[CanonicalLevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.mechanisms.canonical.arrays.CanonicalLevelArrayBlock`): exact loss
-        keys and utilities, and each level's log-multiplicity and one output's
-        log-probability as certified fixed-point integers, so that their ``exp`` is within
-        relative error ``10**-dps`` (``None``: the default 30) of the multiplicity and of the
-        probability (:mod:`exactdp.mechanisms.canonical.arrays` gives the proof).  Blocks
-        are computed as they are read, none is kept.  Both noises: the log-probabilities
-        come from the rule's fixed-point form
-        (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
-        mechanism's normaliser, permute-and-flip's shared integral)."""
+        (:class:`~exactdp.mechanisms.canonical.arrays.CanonicalLevelArrayBlock`, computed as
+        read): exact loss keys and utilities, and each level's log-multiplicity and one
+        output's log-probability as fixed-point integers whose ``exp`` is within relative
+        error ``10**-dps`` (``None``: the default 30; proof: :mod:`exactdp.mechanisms.canonical.arrays`)."""
         return _iter_level_arrays(self, as_dps(dps))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:

@@ -354,12 +354,9 @@ def _iter_sweep(thresholds: Iterable[int], count: Callable[[int], int], total: i
 
 
 def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
-    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) one at
-    a time, holding no level: those of
-    utility ``<= utility`` (all when ``None``), so any level can start the sweep.  The path
-    count is updated where the staircase changed
-    (:func:`exactdp.mechanisms.joint_set.sweep.iter_sweep_levels`), not recounted per
-    threshold as in :func:`levels_matrix_paths`; the levels are the same."""
+    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) of
+    utility ``<= utility`` (all when ``None``), one at a time, by the sweep
+    (:func:`exactdp.mechanisms.joint_set.sweep.iter_sweep_levels`)."""
     return iter_sweep_levels(ranking, k, utility)
 
 
@@ -387,9 +384,8 @@ def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
 
 def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
     """All levels of JointSet over ``counts`` and ``k`` (validated) by the plain DP
-    (``O(k d)`` per candidate threshold).  ``thresholds``
-    restricts the sweep to some candidate values (used by the benchmark to time a sample);
-    the multiplicities are then differences between consecutive given thresholds."""
+    (``O(k d)`` per candidate threshold).  ``thresholds`` restricts the sweep to those
+    candidate values: the multiplicities are then differences between consecutive ones."""
     ranking, kk = ranking_and_k(counts, k)
     Ms = candidate_thresholds(ranking, kk) if thresholds is None else sorted(thresholds)
     return list(_iter_sweep(Ms, at_least_counter(ranking, kk, "dp"), math.comb(ranking.d, kk)))
@@ -457,21 +453,17 @@ class JointSet(JointFamily):
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, probability certified to dps digits)``, best first (``dps``: significant
-        digits, ``None`` for the default 30).  The normaliser needs every level
-        (a global pass): the level table's first sweep fixes blocks of levels (two integers
-        per block, the blocks too while ``memory_budget`` allows), then the rule certifies
-        block by block, recomputing a block not kept from its first threshold."""
+        digits, ``None`` for the default 30), block by block within ``memory_budget``
+        after one pass that fixes the normaliser."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`): exact utilities, and
-        each level's log-multiplicity and one output's log-probability as certified
-        fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
-        (``None``: the default 30) of the multiplicity and of the probability
-        (:mod:`exactdp.mechanisms.joint_set.arrays` gives the proof).  One pass of the
-        sweep; blocks are computed as they are read, none is kept."""
+        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`, computed as read): exact
+        utilities, and each level's log-multiplicity and one output's log-probability as
+        fixed-point integers whose ``exp`` is within relative error ``10**-dps`` (``None``:
+        the default 30; proof: :mod:`exactdp.mechanisms.joint_set.arrays`)."""
         return _iter_level_arrays(self, as_dps(dps))
 
     def _utility(self, output: frozenset) -> int:

@@ -424,11 +424,8 @@ class Peeling(Mechanism):
 
     def _compute_levels(self) -> list[Level]:
         """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`
-        before any is built: their number is counted first, exactly and saturated at the
-        limit + 1 (:func:`~exactdp.core.combinatorics.count_words`: words of length ``k``
-        over the distinct counts, each used at most as often as it occurs), in
-        milliseconds where walking and building a million ``k``-tuples took minutes.  A
-        refusal is remembered (``group_index`` and ``groups`` read the levels)."""
+        before any is built (their number counted first by :meth:`_level_count`); a
+        refusal is remembered."""
         limit = PEELING_LEVELS_LIMIT
         if self._levels_refused == limit or self._level_count(cap=limit) > limit:
             self._refuse_levels(limit)
@@ -543,11 +540,8 @@ class Peeling(Mechanism):
         return math.perm(self.d, self.k)
 
     def _sample(self, gen: random.Random) -> tuple[int, ...]:
-        """Round by round over the weight tree, with the round's removals applied in place
-        and undone after the draw (:mod:`~exactdp.mechanisms.peeling.sampling`): gumbel, an
-        exact tree descent for the count; exponential, permute-and-flip over the remaining
-        items run exactly as a race (the first accepted point of a thinned Poisson process
-        marked by the tree descent).  Then a uniform remaining item with that count."""
+        """One exact draw, round by round over the weight tree
+        (:mod:`~exactdp.mechanisms.peeling.sampling`)."""
         return sample_many(self, 1, gen)[0]
 
     def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
