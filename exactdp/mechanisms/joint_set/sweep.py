@@ -71,39 +71,16 @@ class Staircase:
     polynomials of length ``<= k + 1``), ``v_s`` valid for ``s <= f`` and ``R_s`` for
     ``s >= g``.
 
-    Two ways to follow a change, chosen by how many rows changed:
-
-    - *Row by row* (a few rows: heavy-tailed counts change the same one or two rows level
-      after level).  A row ``i`` that changes by ``delta`` columns (either sign) changes
-      the count by
-
-          ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)``,   ``n = k - i``,
-
-      and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Why: the change moves
-      ``ell_i`` up and ``ell_{i+1}`` down by ``delta``; with ``A = R_{i+1} (1 - x)^delta``
-      (untruncated), the new ``R_i`` is ``(A mod x^n) q_{ell_i} (1 - x)^{-delta} mod
-      x^{n+1}`` ``= R_i - A[n] x^n`` (as ``A (1 - x)^{-delta} = R_{i+1}``), and
-      ``N = [x^n] (v_i R_i)`` with ``v_i`` unchanged drops by ``v_i[0] A[n]``.  This is an
-      identity of the block chain, so the changed rows may be taken in any order
-      (intermediate widths need not form a staircase); they are taken from the end nearer
-      the last row touched.  Read as paths, for ``delta > 0``: the new cells are at the
-      row's end, a path through one comes from its left and leaves downwards, so there are
-      ``v_i[0]`` (the prefixes on row ``i``) times the completions from row ``i + 1`` of
-      them.  A row costs one product by a short polynomial (and no new block series);
-      moving to another row costs one Lemma 7 transfer per row in between.
-    - *By range* (more rows: zipf-like counts change a run of rows at every level, each by
-      its own amount).  A change of the rows ``a..b`` changes the block widths
-      ``ell_a..ell_{b+1}`` only, so ``v_s`` stays valid for ``s <= a`` (it reads
-      ``ell_0..ell_{s-1}``) and ``R_s`` for ``s > b + 1`` (it reads ``ell_s..ell_{k-1}``).
-      The update redoes the transfers between the valid ends with the new widths and reads
-      ``N = [x^{k-s}] (v_s · R_s)`` at a split ``s`` inside the change: one product per row
-      from where the halves were valid, plus one for the read, instead of about three per
-      changed row.
-
-    ``tail``: when set, a change by range leaves the forward half-chain valid to the end
-    of the change and beyond (the read at the split ``s = G``, which costs the same ``G -
-    F`` transfers), so that changes of the last rows that follow cost about one transfer
-    each (JointSet's pair count, :mod:`exactdp.mechanisms.joint_set.pairs`).
+    A few changed rows are taken row by row: a row ``i`` changing by ``delta`` columns
+    changes the count by ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)`` (``n = k - i``),
+    and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Proof: with ``A =
+    R_{i+1} (1 - x)^delta``, ``A (1 - x)^{-delta} = R_{i+1}``, so the new ``R_i`` is ``R_i -
+    A[n] x^n`` and ``N = [x^n] (v_i R_i)`` drops by ``v_i[0] A[n]`` (an identity of the block
+    chain: rows in any order).  More rows are taken by range: the transfers between the
+    valid ends are redone and ``N = [x^{k-s}] (v_s · R_s)`` is read at a split inside the
+    change.  ``tail`` keeps the forward half-chain valid beyond a change by range (for
+    JointSet's pair count).  The two updates in full, with their costs: docs/joint_set.md,
+    section "The staircase's two updates (joint_set.sweep.Staircase)".
 
     >>> st = Staircase([1, 2], 3)
     >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])
