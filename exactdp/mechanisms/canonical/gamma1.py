@@ -98,13 +98,11 @@ class CanonicalGamma1(CanonicalFamily):
         )
 
     def level_probabilities(self, dps: Optional[int] = None) -> NoReturn:
-        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError` (see
-        :meth:`levels`)."""
+        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError`, as :meth:`levels`."""
         self.levels()
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> NoReturn:
-        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError` (see
-        :meth:`levels`)."""
+        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError`, as :meth:`levels`."""
         self.levels()
 
     def _compute_levels(self) -> NoReturn:

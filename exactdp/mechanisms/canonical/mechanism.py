@@ -464,8 +464,7 @@ class Canonical(CanonicalFamily):
                             outputs=self.support_size(), level_bound=self.k * (self.d - self.k) + 1)
 
     def levels(self) -> tuple[Level, ...]:
-        """Every level, best first; refused past ``memory_budget`` as soon as the levels
-        read pass it (:func:`~exactdp.core.level_stream.streamed_levels`)."""
+        """Every level, best first; refused as soon as the levels read pass ``memory_budget``."""
         return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:

@@ -440,8 +440,7 @@ class JointSet(JointFamily):
         return math.comb(self.d, self.k)
 
     def levels(self) -> tuple[Level, ...]:
-        """Every level, best first; refused past ``memory_budget`` as soon as the levels
-        read pass it (:func:`~exactdp.core.level_stream.streamed_levels`)."""
+        """Every level, best first; refused as soon as the levels read pass ``memory_budget``."""
         return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:
@@ -485,13 +484,11 @@ class JointSet(JointFamily):
         return pair_count_declined(self, other)
 
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
-        """Number of sets with utility ``>= -M``, counted by ``method`` (see
-        :func:`count_at_least`)."""
+        """Number of sets with utility ``>= -M``, counted by ``method`` (:func:`count_at_least`)."""
         return count_at_least(self.counts, self.k, M, method)
 
     def count_exactly(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
-        """Number of sets with utility exactly ``-M``, counted by ``method`` (see
-        :func:`count_exactly`)."""
+        """Number of sets with utility exactly ``-M``, counted by ``method`` (:func:`count_exactly`)."""
         return count_exactly(self.counts, self.k, M, method)
 
     def _level_paths(self, a: int) -> LevelPaths:

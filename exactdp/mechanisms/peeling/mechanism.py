@@ -540,14 +540,11 @@ class Peeling(Mechanism):
         return math.perm(self.d, self.k)
 
     def _sample(self, gen: random.Random) -> tuple[int, ...]:
-        """One exact draw, round by round over the weight tree
-        (:mod:`~exactdp.mechanisms.peeling.sampling`)."""
+        """One exact draw, round by round over the weight tree (:mod:`~exactdp.mechanisms.peeling.sampling`)."""
         return sample_many(self, 1, gen)[0]
 
     def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
-        """The draws of :meth:`samples`: the same draws, reading the generator in the same
-        order, as ``n`` calls of :meth:`sample` with it, with the set-up (lock, trees, level
-        table) shared by all of them."""
+        """Exactly the draws of ``n`` calls of :meth:`sample` with ``gen``, with the set-up shared."""
         return sample_many(self, n, gen)
 
     # -- set outputs ---------------------------------------------------------------------
