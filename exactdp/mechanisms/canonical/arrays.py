@@ -7,42 +7,16 @@ classes ``(h, t1..t2)`` of one run of equal ``B_t`` share a key and hold ``C(t2-
 C(t1-h-2, r)`` subsets (``r = k - h``), and a level (one key) holds the sum of its runs'
 sizes over ``h`` (the top-k class adds 1 at key 0).
 
-Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``X *
-2**-F``) held in limbs (:mod:`exactdp.core.log_table`), with a proven error in ulps
-(``2**-F``).  ``X_n`` is the certified table entry of ``ln n`` (``|X_n - 2**F ln n| <=
-Omega(n)``, the number of prime factors of ``n``) and ``LF_n = X_2 + ... + X_n`` its exact
-integer prefix sum, within ``Omega(n!) = Omega(2) + ... + Omega(n)`` ulps of ``2**F ln n!``.
-
-- A level made of one class ``(h, t)`` (one run with ``t1 = t2 = t``, no other run at its
-  key; most levels of heavy-tailed counts): ``m = C(n, j)`` with ``n = t-h-2``, ``j =
-  k-h-1``, and ``ln m = ln n! - ln j! - ln (n-j)!``, so ``X = LF_n - LF_j - LF_{n-j}``
-  (three gathered rows, one limb subtraction: exact).  Error at most ``Omega(n!) +
-  Omega(j!) + Omega((n-j)!) <= 2 Omega(n!)`` (``Omega(j!) + Omega((n-j)!) <= Omega(n!)``
-  since ``C(n, j) = n!/(j!(n-j)!)`` is an integer), and ``Omega(n!) <= W = d
-  floor(log2 d)`` as ``n <= d`` and ``Omega(i) <= log2 i``: ``2 W`` ulps.
-- Any other level (several runs at one key, a run of several tails, the top-k class):
-  ``m`` as an exact integer (gmpy2 binomials summed), then ``ln m`` from arb within one
-  ulp (radius below a quarter ulp, rounded to the nearest).
-
-So every log-multiplicity is within ``E_m = max(2 W, 1)`` ulps.  The log-probability of
-one output, ``-lam key/q + c`` (``q`` the denominator of ``rho``): ``lam/q`` rounded to
-``Lam`` at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) >
-max key``; the exact floor of the rational ``epsilon/q``, or from arb with a base: error
-below one unit there), the exact limb product ``Lam * key`` floored to ``F`` bits (error
-``< key 2**-G + 1 < 2`` ulps), and ``c = ln P - lam u`` from the rule's fixed-point form
-(:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
-mechanism's ``-ln Z``, permute-and-flip's ``ln nu_0`` with a head of levels given one by
-one, within ``E_r`` ulps): ``E_p = 2 + E_r = 3`` ulps, as for Joint
+Contract: every value is a fixed-point integer ``X`` at ``F`` fractional bits held in limbs
+(:mod:`exactdp.core.log_table`).  A level of one class ``(h, t)`` has ``m = C(n, j)``
+(``n = t-h-2``, ``j = k-h-1``) and ``X = LF_n - LF_j - LF_{n-j}`` from the exact prefix
+sums ``LF`` of the certified entries of ``ln 2 .. ln d``; any other level sums its exact
+binomials and takes ``ln m`` from arb within one ulp.  Bound: every log-multiplicity is
+within ``E_m = max(2 W, 1)`` ulps, ``W = d floor(log2 d)``, and every log-probability
+``-lam key/q + c`` within ``E_p = 2 + E_r = 3`` ulps, as for Joint
 (:mod:`exactdp.mechanisms.joint.arrays`, whose block class and limb product this module
-shares).
-
-``F`` is chosen so that ``2 E 2**-F <= 10**-dps`` for both errors (``exp`` of a value
-within ``E`` ulps is within relative error ``2 E 2**-F`` of the true value).
-
-Where the arrays pay: a one-class level costs three gathers and no Python object, so the
-heavy-tailed counts (every level one class) gain the most; a level of many runs still sums
-its exact binomials in Python, as the object path does, without its ``Level``, ``Fraction``
-and ball per level.
+shares); ``F`` is chosen so that ``2 E 2**-F <= 10**-dps``.  Proof: docs/canonical.md,
+section "The arrays' error bounds (canonical.arrays)".
 """
 
 from __future__ import annotations
@@ -119,7 +93,7 @@ class CanonicalLevelArrayBlock(LevelArrayBlock):
 
 
 def _errors(d: int, rule_error: int) -> tuple[int, int]:
-    """``(E_m, E_p)`` in ulps (module docstring; ``rule_error``: the rule's
+    """``(E_m, E_p)`` in ulps (docs/canonical.md, "The arrays' error bounds"; ``rule_error``: the rule's
     :attr:`~exactdp.core.selection.SelectionRule.fixed_log_output_error`)."""
     w = d * (max(d, 1).bit_length() - 1)  # Omega(n!) <= sum_{i <= n} floor(log2 i) <= d floor(log2 d)
     return max(2 * w, 1), 2 + rule_error

@@ -63,29 +63,15 @@ class CanonicalGamma1(CanonicalFamily):
     ``epsilon``).  All weights are taken relative to ``x_(k)`` (which cancels), i.e.
     ``exp(-eps*rho*(x_(k)-x_(t)))`` and ``exp(-eps*(1-rho)*(x_(h+1)-x_(k)))``.
 
-    **Levels: none (documented decision).**  This is not one selection rule over utility
-    levels: two subsets with the same canonical loss can have different probabilities
-    (their classes have different ``P(h | t)`` normalisers), so there is no
-    ``levels()``/``level_probabilities()``; both raise :class:`NotSingleRuleError`.  The
-    equal-probability groups are the classes: use :meth:`classes`,
-    :meth:`class_probability`, :meth:`class_probabilities` and :meth:`tail_probabilities`.
-    Every other method of the public API (docs/definitions.md §3) is the one of
-    :class:`~exactdp.core.mechanism.Mechanism` over these groups: ``support_size`` (``C(d, k)``),
-    ``utility`` (``-loss``, as for :class:`Canonical`), ``probability``,
-    ``log_probability``, ``probability_exact``, ``outputs``, ``distribution``, ``sample``,
-    ``samples``, ``groups`` (the classes).  Sampling is exact: both stages are drawn with
-    :func:`exactdp.core.sampling.choose_index` over certified cumulative weights, the subset by
-    unranking a uniform integer.
-
-    **Tie rule: the one exception.**  Every other exactdp mechanism gives a distribution
-    over item ids that does not depend on how tied counts are ranked.  For ``rho < 1`` and
-    tied counts this one does, because the stage-2 normaliser
-    ``sum_h C(t-h-2, k-h-1) * exp(-eps*(1-rho)*x_(h+1))`` differs between tied tails: with
-    counts ``(2, 2, 1, 1, 0)``, ``k = 3``, ``base = 1/4`` (``rho = 1/2``) the set
-    ``{0, 1, 2}`` has probability ``1/7``, and its twin ``{2, 3, 4}`` after reversing the
-    item ids has ``3/14`` (both equal brute force over the two-stage definition).  With
-    ``rho = 1`` (stage 2 uniform) it is :class:`Canonical` with Gumbel noise and tie-rule
-    free; :class:`Canonical` is tie-rule free for every ``rho``.
+    **Levels: none.**  Two subsets of one loss can have different probabilities, so
+    ``levels()`` and ``level_probabilities()`` raise :class:`NotSingleRuleError`; the
+    equal-probability groups are the classes (:meth:`classes`, :meth:`class_probability`,
+    :meth:`class_probabilities`, :meth:`tail_probabilities`), and every other public method
+    is :class:`~exactdp.core.mechanism.Mechanism`'s over them.  Sampling is exact
+    (:func:`exactdp.core.sampling.choose_index` per stage, then an unranking).  The one
+    exception to tie-rule freedom: for ``rho < 1`` and tied counts the stage-2 normaliser
+    differs between tied tails (example and the ``rho = 1`` identity with :class:`Canonical`:
+    docs/canonical.md, section "CanonicalGamma1: the two-stage variant").
     """
     _CACHES = {**CanonicalFamily._CACHES, "_cache": dict}  # its stage weights: out of pickles and copies
 
@@ -112,13 +98,11 @@ class CanonicalGamma1(CanonicalFamily):
         )
 
     def level_probabilities(self, dps: Optional[int] = None) -> NoReturn:
-        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError` (see
-        :meth:`levels`)."""
+        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError`, as :meth:`levels`."""
         self.levels()
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> NoReturn:
-        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError` (see
-        :meth:`levels`)."""
+        """Not available (whatever ``dps``): raises :class:`NotSingleRuleError`, as :meth:`levels`."""
         self.levels()
 
     def _compute_levels(self) -> NoReturn:

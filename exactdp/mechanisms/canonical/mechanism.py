@@ -1,41 +1,19 @@
-r"""Canonical: the canonical loss over utility classes of k-subsets (Lipschitz mechanism).
+"""Canonical: the canonical loss over utility classes of k-subsets (Lipschitz mechanism).
 
 Paper: *Differentially Private Top-k Selection via Canonical Lipschitz Mechanism*
-(arXiv:2201.13376, Definition 3.4, Theorem 3.5, Section
-2.1).  The definitions of docs/definitions.md §2.4 are authoritative and are what
-this module implements.
+(arXiv:2201.13376, Definition 3.4, Theorem 3.5, Section 2.1); the definitions of
+docs/definitions.md §2.4 are authoritative and are what this module implements.
 
-**Classes.**  With 1-based ranks (counts descending, ties by smaller item id, docs/definitions.md §1) and
-the sorted counts ``x_(1) >= ... >= x_(d)``, every k-subset lies in exactly one class
-``(h, t)``:
-
-- ``(k-1, k)``: the exact top-k ``{1..k}`` (size 1);
-- otherwise ``h`` in ``0..k-1`` is the number of leading top ranks ``1..h`` in the subset
-  (rank ``h+1`` is missing) and ``t`` in ``k+1..d`` is its lowest rank: the subset is
-  ``{1..h} ∪ B ∪ {t}`` with ``B`` any ``(k-h-1)``-subset of ranks ``h+2..t-1``, so the
-  class has ``C(t-h-2, k-h-1)`` members.
-
-**Loss** (``rho`` in [0, 1], an exact rational, default 1/2):
-``loss(h, t) = (1-rho)(x_(h+1) - x_(k)) + rho(x_(k) - x_(t))``, and 0 for the top-k class.
-``x_(h+1)`` is the largest count outside the subset and ``x_(t)`` the smallest inside, so
-the loss depends only on the counts, never on how ties were broken: the output
-distribution over item ids is tie-rule free (tested).
-
-**Utility = -loss.**  exactdp's selection rules favour *high* utility, so this mechanism
-reports ``utility(S) = -loss(S)`` (``0`` is best) and offers :meth:`Canonical.loss` for the
-loss itself.  ``levels()`` are the distinct values of ``-loss`` with the number of subsets
-having each (class sizes summed over the classes sharing a loss value), best first.
-
-**Selection.**  ``noise="gumbel"``: the exponential mechanism ``P(S) ∝ exp(-eps*loss(S))``
-(report-noisy-max with Gumbel noise, i.e. the Lipschitz mechanism with Gumbel noise);
-``noise="exponential"``: permute-and-flip with ``p_S = exp(-eps*(loss(S) - 0))``
-(report-noisy-max with exponential noise).  Both are the shared rules of exactdp applied to
-the loss levels, with ``Scale(epsilon, divisor=1)``; with ``base=b`` the weight of one unit
-of loss is ``b`` (``exp(-eps)`` replaced by an exact rational).
-
-:class:`~exactdp.mechanisms.canonical.gamma1.CanonicalGamma1` is the fast two-stage variant
-(tail, then head, then a uniform subset of the class) over the same classes
-(:class:`CanonicalFamily`); it is not a single rule over utility levels.
+Every k-subset lies in one class ``(h, t)`` (``h`` leading top ranks, lowest rank ``t``;
+``(k-1, k)`` the exact top-k) of ``C(t-h-2, k-h-1)`` members, with the loss
+``(1-rho)(x_(h+1) - x_(k)) + rho(x_(k) - x_(t))`` (0 for the top-k; ``rho`` an exact
+rational in [0, 1], default 1/2), free of the tie rule.  Contract: ``utility(S) =
+-loss(S)`` (:meth:`Canonical.loss` gives the loss) and ``levels()`` are the distinct
+utilities with their numbers of subsets, best first; ``noise="gumbel"`` is the exponential
+mechanism ``P(S) ∝ exp(-eps*loss(S))``, ``noise="exponential"`` permute-and-flip
+(``base=b``: ``b`` per unit of loss); :class:`CanonicalFamily` the classes, shared with the
+two-stage :class:`~exactdp.mechanisms.canonical.gamma1.CanonicalGamma1`.  Step by step:
+docs/canonical.md, section "Classes, loss and selection (canonical.mechanism)".
 
 >>> m = Canonical([10, 5, 1, 1], 2, epsilon=1)
 >>> for c in m.classes():
@@ -486,8 +464,7 @@ class Canonical(CanonicalFamily):
                             outputs=self.support_size(), level_bound=self.k * (self.d - self.k) + 1)
 
     def levels(self) -> tuple[Level, ...]:
-        """Every level, best first; refused past ``memory_budget`` as soon as the levels
-        read pass it (:func:`~exactdp.core.level_stream.streamed_levels`)."""
+        """Every level, best first; refused as soon as the levels read pass ``memory_budget``."""
         return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:
@@ -506,27 +483,17 @@ class Canonical(CanonicalFamily):
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, probability certified to dps digits)``, best first (``dps``: significant
-        digits, ``None`` for the default 30).  The normaliser needs every
-        level, so this is a global pass: the level table's first merge fixes blocks of
-        :data:`~exactdp.core.level_stream.STREAM_BLOCK_LEVELS` levels (two integers per
-        block, and the blocks themselves while ``memory_budget`` allows), then the rule
-        certifies block by block (both rules: permute-and-flip, ``noise="exponential"``,
-        from its shared values, formed in one pass that stops where the table's running
-        sum does)."""
+        digits, ``None`` for the default 30), block by block within ``memory_budget``
+        after one pass that fixes the normaliser."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[CanonicalLevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.mechanisms.canonical.arrays.CanonicalLevelArrayBlock`): exact loss
-        keys and utilities, and each level's log-multiplicity and one output's
-        log-probability as certified fixed-point integers, so that their ``exp`` is within
-        relative error ``10**-dps`` (``None``: the default 30) of the multiplicity and of the
-        probability (:mod:`exactdp.mechanisms.canonical.arrays` gives the proof).  Blocks
-        are computed as they are read, none is kept.  Both noises: the log-probabilities
-        come from the rule's fixed-point form
-        (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`: the exponential
-        mechanism's normaliser, permute-and-flip's shared integral)."""
+        (:class:`~exactdp.mechanisms.canonical.arrays.CanonicalLevelArrayBlock`, computed as
+        read): exact loss keys and utilities, and each level's log-multiplicity and one
+        output's log-probability as fixed-point integers whose ``exp`` is within relative
+        error ``10**-dps`` (``None``: the default 30; proof: :mod:`exactdp.mechanisms.canonical.arrays`)."""
         return _iter_level_arrays(self, as_dps(dps))
 
     def _unrank(self, a: int, r: int) -> frozenset[int]:

@@ -5,66 +5,20 @@ Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Lemma 3.5 with the 
 collapsed onto integer levels (:mod:`exactdp.mechanisms.joint.blocks`):
 ``N(M) = prod_{r<k} f_r(M)``, ``f_r(M) = T_r(M) - r >= 1`` and ``m(-M) = N(M) - N(M_prev)``.
 
-Every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real ``X *
-2**-F``) held in limbs (:mod:`exactdp.core.log_table`), with a proven error in ulps
-(``2**-F``); ``X_n`` below is the certified table entry of ``ln n`` (error ``<= w``,
-``w = max Omega(n) <= floor(log2(d+1))``).
+Contract: every value is a fixed-point integer ``X`` at ``F`` fractional bits (the real
+``X * 2**-F``) held in limbs (:mod:`exactdp.core.log_table`).  ``ln N(M)`` is the exact
+limb sum of the certified table entries ``X_{f_r}`` (error ``<= k w`` ulps, ``w = max
+Omega(n) <= floor(log2(d+1))``); a level's ``ln m`` adds the entries of ``b - a`` and
+``b`` for one changing factor, an arb logarithm of exact products for several, or, where
+most levels have several events (:data:`KERNEL_EVENTS_PER_LEVEL`), the kernel
+``ln(1 - e**-delta)`` of :mod:`exactdp.core.log1mexp`.  Bound: every log-multiplicity is
+within ``E_m = k w + A + 1 + K`` ulps (``A = 2 w (d+1)``, ``K`` the kernel's error), and
+every log-probability ``-lam M + c`` within ``E_p = 2 + E_r = 3`` ulps (``E_r`` the rule's
+:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output` error).  ``F`` is chosen so
+that ``2 E 2**-F <= 10**-dps`` for both: ``exp`` of a value within ``E`` ulps is within
+relative error ``e**(E 2**-F) - 1 <= 2 E 2**-F``.
 
-- ``ln N(M) = sum_r ln f_r(M)``: at a block's start ``sum_r X_{f_r}`` (Python ints, ``k``
-  bisections), then per threshold event ``X_new - X_old`` (one gather from the differences
-  ``X_{a+1} - X_a`` where ``new = old + 1``: always without tied counts), summed per level
-  (the level's ``D`` below, in limbs of :data:`WIDE_BITS` bits, exact for up to
-  :data:`WIDE_EVENTS` events, then re-limbed: ``numpy.add.reduceat`` over the events sorted
-  by ``M``, or, without tied counts, ``numpy.bincount`` over ``M``, whose ``float64`` sums
-  are exact, :func:`_dense_window`) and over the levels
-  (``numpy.cumsum``) in limbs: an exact integer sum that telescopes per row, so at every
-  level it equals ``sum_r X_{f_r(M)}`` exactly, within ``k w`` ulps of ``2**F ln N(M)``
-  however many levels precede it.
-- one factor changing at the level, ``a -> b`` (``b > a >= 1``): ``m = N(M) (b-a)/b``, so
-  ``ln m = ln N(M) + ln(b-a) - ln b``: two more entries, ``(k+2) w`` ulps.
-- several factors ``a_i -> b_i``: ``ln m = ln N(M) + ln(P_b - P_a) - ln P_b`` with the
-  exact products ``P_a, P_b`` (Python ints) and the last difference from arb within one ulp
-  (:func:`~exactdp.core.log_table.fixed_log_ratio`): ``k w + 1`` ulps.
-- the level ``M = 0``: ``ln N(0)``, ``k w`` ulps.
-
-So every log-multiplicity is within ``E_m = (k+2) w + 1`` ulps.
-
-Where most levels have several events (at least :data:`KERNEL_EVENTS_PER_LEVEL` events per
-possible level), ``ln m = ln N(M) + y(delta)`` with ``delta = ln N(M) - ln N(M_prev) =
-sum_i ln(b_i/a_i)`` and ``y(delta) = ln(1 - e**-delta)`` from the kernel
-(:mod:`exactdp.core.log1mexp`, within ``K`` ulps on its domain ``delta < 2**-8``; the
-other levels keep the exact products).  ``delta`` is read from the arrays: ``D = sum (X_b -
-X_a)`` over the level's ``n`` events, exactly (unchanged rows cancel), so ``|D - 2**F delta|
-<= 2 n w``.  Each event raises a factor by at least one, to at most ``d + 1``, so ``delta >=
-n ln(1 + 1/d) >= n / (d+1)``.  ``y' = 1/(e**x - 1) <= 1/x`` decreases, so with ``A = 2 w
-(d+1)``, every ``x`` between ``delta`` and ``D 2**-F`` is at least ``n (1/(d+1) - 2 w
-2**-F)`` and
-
-    ``2**F |y(D 2**-F) - y(delta)| <= 2 n w / (n (1/(d+1) - 2 w 2**-F)) = A / (1 - A 2**-F)
-    <= A + 1``  when ``A (A + 1) <= 2**F``
-
-(``A <= (A + 1)(1 - A 2**-F)`` is that condition; ``F`` is at least ``2 bitlen(A+1)``).  So
-such a level is within ``k w + A + 1 + K`` ulps: ``E_m = k w + A + 1 + K`` (``>= (k+2) w +
-1``: the other levels are within it too).  The kernel works at ``W`` fractional bits (a
-multiple of the limb width, the least with ``K <= (A + 1) / 8``; at ``d = 166,000``, ``k =
-200``, ``dps = 30``: ``F = 124`` instead of 113, ``W = 120``, ``K = 160``).
-
-The log-probability of one output of the level, ``-lam M + c``: ``lam`` rounded to ``Lam``
-at ``F + G`` fractional bits (``G`` a multiple of the limb width with ``2**(G-1) > max M``;
-exact floor of the rational ``epsilon/divisor``, or nearest from arb with a base: error
-``< 1`` there),
-the exact product ``Lam * M`` in limbs, floored to ``F`` bits (error ``< M 2**-G + 1 < 2``
-ulps); ``c = ln P - lam (u - u_0)`` (``u_0 = 0``, the level ``M = 0``) from the rule's
-fixed-point form (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`, within
-its ``E_r = fixed_log_output_error`` ulps): the exponential mechanism's ``-ln Z`` from
-the level table's certified total (:meth:`BlockLevelTable.total`, which sums the leading
-blocks and bounds the rest), permute-and-flip's ``ln nu_0`` (the levels of its head
-replaced by their own entries, within ``E_r``); ``E_r = 1`` for both, so ``E_p = 2 + E_r =
-3`` ulps.
-
-``F`` is chosen so that ``2 * E * 2**-F <= 10**-dps`` for both errors: ``exp`` of a value
-within ``E`` ulps is within relative error ``e**(E 2**-F) - 1 <= 2 E 2**-F`` of the true
-multiplicity or probability.
+Proof of both bounds: docs/joint.md, section "The arrays' error bounds (joint.arrays)".
 """
 
 from __future__ import annotations
@@ -211,7 +165,8 @@ def _kernel_plan(k: int, d: int, w: int, e_p: int, dps: int) -> Optional[tuple[i
     """``(F, E_m, kernel)``: ``E_m = k w + (A + 1) + K`` (``A = 2 w (d+1)``, ``K`` the
     kernel's bound, within ``(A+1) / 8`` at the least working precision that allows it),
     ``F`` from :func:`frac_bits_for` and at least ``2 bitlen(A+1)`` (so ``A (A+1) <=
-    2**F``: module docstring); ``None`` where no working precision fits (``W <= 180``:
+    2**F``: docs/joint.md, "The arrays' error bounds"); ``None`` where no working
+    precision fits (``W <= 180``:
     up to about 50 digits at ``d = 166,000``; beyond, the exact products)."""
     from ...core.log1mexp import kernel_error, kernel_fits, log1mexp_kernel
 
@@ -253,7 +208,7 @@ def _sorted_window(Ms: np.ndarray, new: np.ndarray, old: np.ndarray, starts: np.
                    Tw: Optional[np.ndarray], DX: np.ndarray, DXw: np.ndarray, L: int, base: int) -> tuple:
     """A window's levels from its events sorted by ``M`` (:meth:`JointLevelSource.window_events`):
     ``(utility, ln N + single-event terms, D per level or None, news, several, per_level,
-    products, cs, dx, ends)`` (module docstring)."""
+    products, cs, dx, ends)`` (docs/joint.md, "The arrays' error bounds")."""
     n, levels = len(Ms), len(starts)
     if n >= 1 << 32:  # one level of more than 2**32 - 2**17 events (k*d beyond 2**32)
         raise AssertionError("an array block of 2**32 threshold events")

@@ -4,35 +4,16 @@ Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanis
 Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Lemma 3.5, with Lemma 3.7's
 counts collapsed onto integer levels; docs/definitions.md §2.1.
 
-The number of sequences with utility ``>= -M`` is
-
-    ``N(M) = prod_{r<k} (T_r(M) - r)``,  ``T_r(M) = #{j : c_(j) >= c_(r) - M}``  (0-based)
-
-and the levels are ``M = 0`` and every ``M > 0`` at which some ``T_r`` jumps (a *threshold
-event*: ``c_(r) - M`` meets a distinct count), with ``m(-M) = N(M) - N(M_prev)``.
-``N`` at any ``M`` costs ``k`` bisections and one product (:meth:`JointLevelSource.count_at_least`),
-so the sweep can start anywhere: the events are cut into windows of ``M`` (*blocks*, never
-splitting a level; the first of about :data:`FIRST_BLOCK_EVENTS` events, each next of twice
-as many up to :data:`BLOCK_EVENTS`), and each block is computed from ``N`` at its start
-alone (:class:`~exactdp.core.level_blocks.BlockLevelTable` keeps as many blocks as its
-memory budget allows).  A block is *planned* (its end found by bisection on the number of
-events up to ``M``, ``k`` ``numpy.searchsorted`` calls a step; its events sorted into
-levels) only when the table first reads it, so a sample whose running sum stops early
-plans the first few blocks of millions of levels.
-
-Per block:
-
-- events, counts below ``2**60``: generated row by row with ``numpy.searchsorted`` (row
-  ``r``'s events in the window are one slice of the distinct counts) and sorted by ``M``
-  in ``int64`` (exact; the order of events within one level does not change a product);
-  per level the product of the new row factors ``T - r`` over the old ones, in ``int64``
-  groups and then Python ints.  Larger counts: a pure-Python merge, one block.
-- exact levels: ``N <- N * num / den`` (exact divisions, GMP), ``m = N - N_prev``;
-- certified weights (arb, flint's current precision): the same recurrence on a ball seeded
-  with the exact ``N`` at the block start, ``m = N - N_prev`` (relative cancellation at
-  most ``d + 1``: one factor grows from ``f <= d`` to ``f + 1`` or more), times
-  ``e = exp(-lam*M)``, itself updated by ``exp(-lam*gap)`` (cached for small gaps).  No
-  multiplicity is ever converted to a ball, so the weights need no big-integer work.
+The number of sequences with utility ``>= -M`` is ``N(M) = prod_{r<k} (T_r(M) - r)``,
+``T_r(M) = #{j : c_(j) >= c_(r) - M}`` (0-based); the levels are ``M = 0`` and every
+``M`` at which some ``T_r`` jumps (a *threshold event*), ``m(-M) = N(M) - N(M_prev)``.
+Contract: :class:`JointLevelSource` cuts the events into windows of ``M`` (*blocks*, never
+splitting a level), each computed from ``N`` at its start alone
+(:meth:`JointLevelSource.count_at_least`: ``k`` bisections) and planned only when the
+table first reads it; a block's multiplicities are exact integers (exact divisions) and
+its weights arb balls seeded with the exact ``N`` at the block start (relative
+cancellation at most ``d + 1``).  How a block is planned and swept: docs/joint.md,
+section "Levels in blocks, step by step (joint.blocks)".
 
 >>> from exactdp.core.ranking import Ranking
 >>> src = JointLevelSource(Ranking((10, 5, 1, 1)), 2)

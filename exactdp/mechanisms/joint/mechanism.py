@@ -6,22 +6,11 @@ Section 3, Algorithm 1; docs/definitions.md §2.1.
 
 Utility of a sequence ``S = (s_1..s_k)`` of distinct items (1-based ranks in the paper):
 ``u(S) = -max_i (c_(i) - c[s_i])``; the mechanism is the exponential mechanism
-``P(S) ∝ exp(eps * u(S) / (2*Δ))`` (Equation 1; Theorem 3.2).
-
-What is exact here and how it is counted:
-
-- :meth:`Joint.levels` -- the integer sweep (docs/definitions.md §2.1; docs/benchmarks.md): the number of
-  sequences with utility ``>= -M`` is ``N(M) = prod_r max(T_r(M) - (r-1), 0)`` with
-  ``T_r(M) = #{j : c_(j) >= c_(r) - M}`` (this is Lemma 3.7 with the refined scores
-  collapsed onto their ceiling, Lemma 3.5); ``m(-M) = N(M) - N(M_prev)``.
-- :meth:`Joint.mtilde` -- Lemmas 3.7 and 3.8: every entry of the refined matrix
-  ``Ũ[i][j] = -(c_(i) - c_(j)) - z_ij``, ``z_ij = (d(k-1-i) + j + 1) / (2dk)`` (0-based),
-  with ``m̃`` = number of sequences whose score ``min_r Ũ[r][rank(s_r)]`` is exactly that
-  entry, streamed in decreasing ``Ũ`` order sorted by the exact integer key ``2dk·Ũ``.
-- :meth:`Joint.sample` -- Equation 2 collapsed onto levels (a certified exact level draw),
-  then Algorithm 1 lines 21-24 realised as an exact unranking of a uniform integer;
-  :meth:`Joint.samples` -- the same law for many draws at once: batched level draws, then
-  every draw of one level together in numpy (:mod:`exactdp.mechanisms.joint.unrank`).
+``P(S) ∝ exp(eps * u(S) / (2*Δ))`` (Equation 1; Theorem 3.2).  Exact: :meth:`Joint.levels`
+(the integer sweep, Lemmas 3.5 and 3.7), :meth:`Joint.mtilde` (Lemmas 3.7 and 3.8),
+:meth:`Joint.sample` and :meth:`Joint.samples` (Equation 2 collapsed onto levels, then
+Algorithm 1 lines 21-24 as an exact unranking).  How each is counted: docs/joint.md,
+section "How Joint counts (joint.mechanism)".
 
 >>> m = Joint([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()
@@ -72,25 +61,15 @@ def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tu
     """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix of the first ``k`` rows, for the
     counts ranked by ``ranking`` (a :class:`~exactdp.core.ranking.Ranking`), decreasing ``Ũ``.
 
-    Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based) where ``t_r`` counts
-    entries of row ``r`` that are ``>= Ũ_ij``.  Because ``z`` separates rows completely
-    within one integer level ``M = c_(i) - c_(j)`` (rows below ``i`` come first), ``t_r``
-    is ``T_r(M)`` for ``r > i`` and ``T_r(M^-)`` (counts strictly above ``c_(i) - M``)
-    for ``r < i``; entries of one tie block share ``m̃``.  Lemma 3.8's sweep keeps the
-    product of the non-zero row factors, with zero factors tracked apart.
-    Yields ``keys=True``: the exact integer ``2dk·Ũ`` in place of the Fraction.
+    ``keys=True`` yields the exact integer ``2dk·Ũ`` in place of the Fraction.
 
-    Two paths, the same entries (tested against each other and brute force):
-
-    - windows (whenever the keys fit ``int64``): events come window by window from
-      :func:`~exactdp.mechanisms.joint.sweep.mtilde_windows`, and consecutive events are
-      taken in groups of up to 4 (:func:`~exactdp.mechanisms.joint.sweep.mtilde_groups`):
-      one exact ``gmpy2.divexact`` and one conversion to ``int`` per group, then each
-      member's ``m̃`` is one multiplication of that ``int`` by a small exact integer, so
-      no per-entry big division and no per-entry ``mpz`` conversion (about 3 times the
-      entries per second of the events path at distinct d = 166,000, k = 200;
-      docs/benchmarks.md);
-    - events (huge counts): one ``divexact`` and one multiplication per event.
+    Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based), ``t_r`` the entries of
+    row ``r`` that are ``>= Ũ_ij``: ``z`` separates the rows within one integer level ``M =
+    c_(i) - c_(j)``, so ``t_r`` is ``T_r(M)`` for ``r > i`` and ``T_r(M^-)`` for ``r < i``.
+    Lemma 3.8's sweep keeps the product of the non-zero row factors.  Two paths give the
+    same entries (tested against each other and brute force): windows of events in groups
+    of up to 4 (:func:`~exactdp.mechanisms.joint.sweep.mtilde_groups`, one exact division a
+    group) when the keys fit ``int64``, else one exact division per event.
     """
     if mtilde_windows_fit(ranking, k):
         return _mtilde_windows(ranking, k, keys)
@@ -224,16 +203,11 @@ class Joint(JointFamily):
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`): exact utilities, and
-        each level's log-multiplicity and one output's log-probability as certified
-        fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
-        (``None``: the default 30) of the multiplicity and of the probability
-        (:mod:`exactdp.mechanisms.joint.arrays` gives the proof).  Blocks are computed as
-        they are read, none is kept.  The log-probabilities come from the rule's
-        fixed-point form (:meth:`~exactdp.core.selection.SelectionRule.fixed_log_output`:
-        the exponential mechanism's normaliser, or permute-and-flip's shared integral for
-        :class:`~exactdp.mechanisms.joint.pnf.PNFJoint`); a rule without one raises
-        :class:`~exactdp.errors.InvalidParameterError`."""
+        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`, computed as read): exact
+        utilities, and each level's log-multiplicity and one output's log-probability as
+        fixed-point integers whose ``exp`` is within relative error ``10**-dps`` (``None``:
+        the default 30; proof: :mod:`exactdp.mechanisms.joint.arrays`).  A rule without a
+        fixed-point form raises :class:`~exactdp.errors.InvalidParameterError`."""
         if self.rule.fixed_log_output_error is None:
             raise InvalidParameterError(
                 "rule", type(self.rule).__name__,
@@ -381,8 +355,8 @@ class Joint(JointFamily):
 _PLAN_CACHE = 256
 
 #: Levels drawn at least this many times in one ``samples`` call are drawn in numpy, the
-#: others one ``_unrank`` at a time (at k = 200 one batched level costs a few ms, one
-#: ``_unrank`` about 0.2 ms).
+#: others one ``_unrank`` at a time (the costs behind the choice: docs/benchmarks.md,
+#: "joint.mechanism: batched and single unranking").
 _BATCH_FROM = 16
 
 #: ``samples`` turns this many rows of the draws array into tuples at a time.

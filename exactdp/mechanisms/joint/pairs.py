@@ -6,64 +6,21 @@ count of sequences above a threshold as a product over rows), taken to two count
 at once; docs/audit.md ("How a pair is audited without enumeration").
 
 A privacy audit of two Joint mechanisms (counts ``c`` and ``c'``, same ``d`` and ``k``)
-needs, for every pair of levels ``(M, M')`` (utilities ``-M``, ``-M'``), the number of
-sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r]) = M'``.
-
-- Two-dimensional count (Lemma 3.7 with two thresholds): the sequences with level at most
-  ``M`` under ``c`` and at most ``M'`` under ``c'`` number ``N(M, M') = prod_r max(|S_r| - r, 0)``
-  (0-based ``r``), ``S_r = {j : c_j >= c_(r) - M and c'_j >= c'_(r) - M'}``: both
-  thresholds are nonincreasing in ``r``, so the ``S_r`` are nested.  A cell's count is the
-  two-dimensional difference of ``N`` over consecutive levels.
-- Band: one term of a sequence moves by at most ``w = max_r |c_(r) - c'_(r)| + max_j
-  |c_j - c'_j|`` between the two vectors, so ``|M - M'| <= w`` and ``N(M, M') =
-  N(min(M, M' + w), min(M', M + w))``: every point is clamped into the band.
-- Special levels: a term differs between the two vectors only in a row ``r`` where
-  ``c_(r) != c'_(r)`` or for an item ``j`` with ``c_j != c'_j``.  If neither maximum is
-  attained at a differing term both maxima are attained at common terms, so ``M = M'``.
-  Hence a level ``M`` farther than ``w`` from every differing term's value has a single
-  cell, ``(M, M)``, holding all its sequences: only the *special* levels (within ``w`` of a
-  differing term) are counted through ``N``, the others take their level multiplicity.
-- Per point, ``|S_r|`` is the one-dimensional count of ``min(c, c')`` above
-  ``max(c_(r) - M, c'_(r) - M')`` (a ``searchsorted`` in numpy) corrected for the changed
-  items; rows are multiplied in ``int64`` groups that cannot overflow, and only the group
-  products are multiplied as exact Python integers.
-- Witnesses: first a sequence with one displaced item (the top-k in rank order with the
-  item of rank ``j`` moved to row ``r``, the rows between shifted down), whose two levels
-  are computed in numpy for every cell at once; a cell no such sequence reaches is
-  searched exactly (:func:`_search_witness`): fix the rows attaining ``M`` and ``M'``,
-  fill the other rows greedily (nested sets: any choice completes).  Every witness found
-  by the search is checked by computing its two levels.  A displaced witness is kept as
-  its ``(r, j)`` only (:class:`DisplacedWitness`, a sequence built on access): hundreds of
-  thousands of cells then hold no k-tuples, and only the witnesses an audit reports are
-  ever built.
-
-- Any number of changed items (the *diagonal count*, ``method="diagonal"``): in the
-  papers' model (sensitivity 1 in l-infinity) one user may move every count.  Group the
-  items by their change ``v = c'_j - c_j``; within a class ``c'_j >= B`` iff ``c_j >= B - v``,
-  so ``|S_r| = sum_v #{j : c'_j - c_j = v, c_j >= max(c_(r) - M, c'_(r) - M' - v)}``, one
-  ``searchsorted`` per class in its sorted counts (exact, for any number of items; at most
-  ``MAX_DIFFERENCES`` classes, three for l-infinity neighbours).  Every level is counted
-  (no special levels: any may hold a changed term).  The band confines the cells to the
-  ``2w + 1`` diagonals ``M - M' = t``; for l-infinity neighbours ``w <= 2`` because sorting
-  is 1-Lipschitz in l-infinity (``|c_(r) - c'_(r)| <= max_j |c_j - c'_j| <= 1``).  So the
-  notions, which depend on a pair of Joint mechanisms only through the masses per value of
-  ``u - u'`` (:class:`exactdp._distributions.ExponentialPair`), get the joint law of
-  ``(u, u')`` on those diagonals.  Witnesses: a displaced item (the worst-ranked item of
-  each class with the needed count as a candidate), else :class:`SearchedWitness`, searched
-  when first read (:func:`_search_witness_by_class`).
-
-- Stopped at a depth (:func:`joint_pair_head`): the diagonal count over the levels
-  ``M <= depth`` of ``a`` only (and of ``b`` down to ``depth + highest``), whose cells
-  are exactly those of the full count with ``M <= depth``.  The audits of two large
-  Joint mechanisms (:func:`head_preferred`) count such a head and bound the rest by the
-  one-dataset tails (:class:`exactdp._distributions.HeadExponentialPair`, for PNFJoint
-  :class:`~exactdp._distributions.HeadPermuteAndFlipPair`);
-  :func:`diagonal_range` gives the values of ``M' - M`` any sequence can have.
-
-:func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
-when the method does not apply (:func:`pair_count_declined` says why): a band wider than
-``MAX_BAND``, counts too large for ``int64``, more than ``MAX_DIFFERENCES`` distinct
-changes, or (``method="items"``) too many changed items or rows.
+needs, for every pair of levels ``(M, M')``, the number of sequences at level ``M`` under
+``c`` and ``M'`` under ``c'``.  Contract: a cell is the two-dimensional difference of
+``N(M, M') = prod_r max(|S_r| - r, 0)``, ``S_r = {j : c_j >= c_(r) - M and c'_j >= c'_(r)
+- M'}`` (nested in ``r``), counted exactly (``int64`` groups that cannot overflow, then
+Python ints) on the band ``|M - M'| <= w`` and, with ``method="items"``, only at the
+*special* levels near a changed term (every other level is one cell ``(M, M)``); with
+``method="diagonal"`` for any number of changed items, by classes of equal change.  Every
+cell carries a witness whose two levels are checked.  :func:`joint_pair_cells` returns
+``None`` (the caller enumerates orbits) when the method does not apply
+(:func:`pair_count_declined` says why): a band wider than ``MAX_BAND``, counts too large
+for ``int64``, more than ``MAX_DIFFERENCES`` distinct changes, or (``method="items"``) too
+many changed items or rows.  :func:`joint_pair_head` stops the diagonal count at a depth
+(the cells with ``M <= depth``, exactly those of the full count); :func:`head_preferred`
+says when the audits count such a head.  Proofs of the band, the special levels and the classes:
+docs/joint.md, section "Pair cells without enumeration (joint.pairs)".
 """
 
 from __future__ import annotations
@@ -516,7 +473,7 @@ def pair_count_declined(a: Any, b: Any, method: Optional[str] = None) -> str:
 def joint_pair_cells(a: Any, b: Any, method: Optional[str] = None) -> Optional[Cells]:
     """``{(level index under a, level index under b): [witness, number of sequences]}`` for
     every occurring pair of levels of two Joint-family mechanisms of one output space
-    (the module docstring), or ``None`` when the count does not apply
+    (docs/joint.md, "Pair cells without enumeration"), or ``None`` when the count does not apply
     (:func:`pair_count_declined` says why).
 
     ``method``: ``"items"`` corrects the count item by item for the changed items (at most

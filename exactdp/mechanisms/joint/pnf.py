@@ -4,27 +4,15 @@ Paper: Gillenwater, Joseph, Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k" (ICML 2022, arXiv:2201.12333),
 Appendix D ("Permute-and-Flip Version of Joint"), Algorithm 5; docs/definitions.md §2.2.
 
-Same outputs, utility ``u(S) = -max_i (c_(i) - c[s_i])`` and exact levels as
-:class:`~exactdp.mechanisms.joint.mechanism.Joint`; only the selection rule changes, from the exponential
-mechanism to permute-and-flip with acceptance probability
-``p_S = exp(eps*(u(S) - u_max)/(2*Δ))`` -- identical to report-noisy-max with
-``Exponential(eps/(2*Δ))`` noise over all sequences (Algorithm 4).  Algorithm 5 replaces
-Joint's utility-sampling step (Algorithm 1, line 20) by one ``MaxExpo`` draw per level and
-an argmax; the sequence is then uniform within the chosen level (Algorithm 1, lines
-21-24).  Probabilities, exact values and the exact level draw are those of
-:class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`: by default (``sampler="cdf"``) the
-level is drawn from its certified level distribution (the law Algorithm 5 induces on levels;
-a bisection over block ends and one block per draw once the running sums are formed);
-``sampler="algorithm5"`` runs Algorithm 5 itself, one ``MaxExpo`` draw per level (``O(L)``
-per draw, every level held at once: refused past ``memory_budget``), exactly.
-
-At scale the levels stream: Joint's level table is read block by block within
-``memory_budget`` and the quadrature's shared values come from one pass over it
-(:mod:`exactdp.rules.quadrature_stream`), so ``iter_level_probabilities``, ``probability``
-and ``sample`` never hold every level (docs/pnf_joint.md, "At scale").  ``iter_level_arrays``
-is Joint's, with the rule's fixed-point log-probabilities
-(:meth:`~exactdp.rules.permute_and_flip.PermuteAndFlip.fixed_log_output`: a head of levels,
-then one offset ``ln nu_0``; the proof there).
+Same outputs, utility and exact levels as :class:`~exactdp.mechanisms.joint.mechanism.Joint`;
+the selection rule is :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip` (acceptance
+``p_S = exp(eps*(u(S) - u_max)/(2*Δ))``, identical to report-noisy-max with
+``Exponential(eps/(2*Δ))`` noise, Algorithm 4).  ``sampler="cdf"`` (default) draws the
+level from its certified level distribution; ``sampler="algorithm5"`` runs Algorithm 5
+itself, one ``MaxExpo`` draw per level (refused past ``memory_budget``); the sequence is
+then uniform within the level (Algorithm 1, lines 21-24).  Levels stream within
+``memory_budget``: docs/pnf_joint.md, sections "At scale: streamed within the memory
+budget" and "How PNFJoint streams (joint.pnf)".
 
 The paper's examples (Appendix D.3), P(best sequence) with k=2, eps=1:
 

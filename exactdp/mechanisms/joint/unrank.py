@@ -209,13 +209,9 @@ def _shuffle_picks(target: np.ndarray, top: int) -> np.ndarray:
     """Fisher-Yates over positions ``[0, top)`` for every column at once: row ``x`` swaps
     positions ``x`` and ``target[x]`` (``>= x``) and picks what lands at ``x``.
 
-    Positions below ``width = min(top, max(k, _DENSE_LIMIT))`` live in a dense array
-    (position-major, one column per draw, in the narrowest of ``int16``, ``int32``,
-    ``int64`` that holds every position below ``top``).  A deeper
-    position ``p`` holds ``p`` until a row swaps with it, and then what that row's position
-    held (kept in ``deposits``), so a row reading ``p`` takes the deposit of the latest
-    earlier row that swapped with ``p``, found by one sort of each draw's targets (rare
-    for deep ``p``).  The ranks come back as a ``(k, n)`` array of the dense store's dtype.
+    Positions below ``min(top, max(k, _DENSE_LIMIT))`` live in a dense array; a deeper
+    position ``p`` holds ``p`` until a row swaps with it, then the deposit of the latest
+    earlier row that did.  Returns the ranks as a ``(k, n)`` array.
     """
     k, n = target.shape
     width = min(top, max(k, _DENSE_LIMIT))

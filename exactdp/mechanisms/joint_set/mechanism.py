@@ -2,43 +2,20 @@
 
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k Set" (workshop version,
-NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7,
-Theorem 8; docs/definitions.md §2.3.  The guide with the paper-as-printed analysis is
-``docs/joint_set.md``; Algorithm 1 as printed and its readings are in
-:mod:`exactdp.mechanisms.joint_set.paper`.
+NeurIPS 2021 PriML workshop): Lemma 5, Algorithm 1, Lemmas 6-7, Theorem 8;
+docs/definitions.md §2.3; Algorithm 1 as printed: :mod:`exactdp.mechanisms.joint_set.paper`.
 
-Definitions (0-based ranks: items sorted by count descending, ties by smaller id; ``sc`` the
-sorted counts).  A k-subset ``S`` is an increasing rank sequence ``r_0 < ... < r_{k-1}``;
-its utility is ``u(S) = -max_i (sc[i] - sc[r_i])`` (Lemma 5) and JointSet is the
-exponential mechanism ``P(S) ∝ exp(eps * u(S) / (2Δ))`` (or ``base**(-u)``).
-
-The number ``N(M)`` of sets with utility ``>= -M`` is counted three ways, all exact:
-
-- :func:`count_at_least_matrix_paths` -- the paper's method.  ``M̂`` is the left-aligned
-  ``(k+1) x (d-k+1)`` matrix ``M̂[l][c] = sc[l] - sc[l+c]`` with a bottom row of ones; the
-  0/1 matrix ``A[l][c] = 1[M̂[l][c] <= M]`` (rows ``l < k``; the bottom row of ``A`` is all
-  ones) has, row by row, a prefix of ones (rows of ``M̂`` are nondecreasing), and the sets
-  are the right/down paths from the top-left to the bottom-right corner through ones
-  (Lemma 6, with ``<=``).  Paths are counted as in Lemma 7: the columns split into
-  zero-free blocks, the paths across a block of width ``w`` from row ``r`` to row ``r'``
-  number ``C(w - 1 + r' - r, r' - r)`` (Pascal's triangle), a Toeplitz matrix, and the
-  block transfers are multiplied as exact integer polynomials (``flint.fmpz_poly``:
-  exact, no floating-point FFT).
-- :func:`count_at_least_dp` -- a plain dynamic programme over rank positions:
-  ``N(M)`` is the number of increasing sequences with ``r_i < T_i(M)``,
-  ``T_i(M) = #{items with count >= sc[i] - M}``, by prefix sums row after row.
-- :func:`count_at_least_brute` -- enumeration of all ``C(d, k)`` subsets.
-
-:func:`count_exactly` gives the number of sets with utility exactly ``-M``
-(``N(M) - N(M - 1)``; utilities are integers) by any of the three.  :meth:`JointSet.levels`
-sweeps the thresholds where a row of ``A`` grows and updates the matrix-path count where
-the staircase changed (:mod:`exactdp.mechanisms.joint_set.sweep`);
-:func:`levels_matrix_paths` recounts it at every candidate value ``M`` (the distinct
-entries of ``M̂``), as the paper does, and is the sweep's twin.
-The sampler draws a level exactly and then a uniform set of that level through the path
-counts of the level (a dynamic programme over the same zero-free column blocks, one exact
-polynomial product per block: :mod:`exactdp.mechanisms.joint_set.unrank`); ``samples(n)``
-draws the ``n`` levels at once and every set of one level from one table.
+A k-subset ``S`` (increasing ranks ``r_0 < ... < r_{k-1}``, ``sc`` the sorted counts) has
+utility ``u(S) = -max_i (sc[i] - sc[r_i])`` (Lemma 5); JointSet is the exponential
+mechanism ``P(S) ∝ exp(eps * u(S) / (2Δ))`` (or ``base**(-u)``).  Contract: ``N(M)``, the
+number of sets with utility ``>= -M``, is counted exactly three ways:
+:func:`count_at_least_matrix_paths` (the paper's lattice paths, Lemmas 6-7, block
+transfers as exact ``flint.fmpz_poly`` products), :func:`count_at_least_dp` (a dynamic
+programme over rank positions) and :func:`count_at_least_brute` (enumeration);
+:meth:`JointSet.levels` sweeps the thresholds (:mod:`exactdp.mechanisms.joint_set.sweep`),
+with :func:`levels_matrix_paths` as its twin; the sampler draws a level exactly, then a
+uniform set of it (:mod:`exactdp.mechanisms.joint_set.unrank`).  The three counts, step by
+step: docs/joint_set.md, section "The three counts (joint_set.mechanism)".
 
 >>> m = JointSet([10, 5, 1, 1], 2, epsilon=1)
 >>> m.levels()
@@ -377,12 +354,9 @@ def _iter_sweep(thresholds: Iterable[int], count: Callable[[int], int], total: i
 
 
 def iter_joint_set_levels(ranking: Ranking, k: int, utility: Optional[int] = None) -> Iterator[Level]:
-    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) one at
-    a time, holding no level: those of
-    utility ``<= utility`` (all when ``None``), so any level can start the sweep.  The path
-    count is updated where the staircase changed
-    (:func:`exactdp.mechanisms.joint_set.sweep.iter_sweep_levels`), not recounted per
-    threshold as in :func:`levels_matrix_paths`; the levels are the same."""
+    """The levels of :func:`joint_set_levels` (of ``ranking`` and subset size ``k``) of
+    utility ``<= utility`` (all when ``None``), one at a time, by the sweep
+    (:func:`exactdp.mechanisms.joint_set.sweep.iter_sweep_levels`)."""
     return iter_sweep_levels(ranking, k, utility)
 
 
@@ -410,9 +384,8 @@ def levels_matrix_paths(counts: CountsLike, k: SupportsIndex) -> list[Level]:
 
 def levels_dp(counts: CountsLike, k: SupportsIndex, thresholds: Optional[Iterable[int]] = None) -> list[Level]:
     """All levels of JointSet over ``counts`` and ``k`` (validated) by the plain DP
-    (``O(k d)`` per candidate threshold).  ``thresholds``
-    restricts the sweep to some candidate values (used by the benchmark to time a sample);
-    the multiplicities are then differences between consecutive given thresholds."""
+    (``O(k d)`` per candidate threshold).  ``thresholds`` restricts the sweep to those
+    candidate values: the multiplicities are then differences between consecutive ones."""
     ranking, kk = ranking_and_k(counts, k)
     Ms = candidate_thresholds(ranking, kk) if thresholds is None else sorted(thresholds)
     return list(_iter_sweep(Ms, at_least_counter(ranking, kk, "dp"), math.comb(ranking.d, kk)))
@@ -467,8 +440,7 @@ class JointSet(JointFamily):
         return math.comb(self.d, self.k)
 
     def levels(self) -> tuple[Level, ...]:
-        """Every level, best first; refused past ``memory_budget`` as soon as the levels
-        read pass it (:func:`~exactdp.core.level_stream.streamed_levels`)."""
+        """Every level, best first; refused as soon as the levels read pass ``memory_budget``."""
         return streamed_levels(self)
 
     def iter_levels(self) -> Iterator[Level]:
@@ -480,21 +452,17 @@ class JointSet(JointFamily):
 
     def iter_level_probabilities(self, dps: Optional[int] = None) -> Iterator[tuple[Level, mpmath.mpf]]:
         """``(Level, probability certified to dps digits)``, best first (``dps``: significant
-        digits, ``None`` for the default 30).  The normaliser needs every level
-        (a global pass): the level table's first sweep fixes blocks of levels (two integers
-        per block, the blocks too while ``memory_budget`` allows), then the rule certifies
-        block by block, recomputing a block not kept from its first threshold."""
+        digits, ``None`` for the default 30), block by block within ``memory_budget``
+        after one pass that fixes the normaliser."""
         table = self.table
         return zip(table.iter_levels(), self.rule.iter_level_probabilities(table, as_dps(dps)))
 
     def iter_level_arrays(self, dps: Optional[int] = None) -> Iterator[LevelArrayBlock]:
         """Every level, best first, in blocks of arrays
-        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`): exact utilities, and
-        each level's log-multiplicity and one output's log-probability as certified
-        fixed-point integers, so that their ``exp`` is within relative error ``10**-dps``
-        (``None``: the default 30) of the multiplicity and of the probability
-        (:mod:`exactdp.mechanisms.joint_set.arrays` gives the proof).  One pass of the
-        sweep; blocks are computed as they are read, none is kept."""
+        (:class:`~exactdp.core.level_arrays.LevelArrayBlock`, computed as read): exact
+        utilities, and each level's log-multiplicity and one output's log-probability as
+        fixed-point integers whose ``exp`` is within relative error ``10**-dps`` (``None``:
+        the default 30; proof: :mod:`exactdp.mechanisms.joint_set.arrays`)."""
         return _iter_level_arrays(self, as_dps(dps))
 
     def _utility(self, output: frozenset) -> int:
@@ -516,13 +484,11 @@ class JointSet(JointFamily):
         return pair_count_declined(self, other)
 
     def count_at_least(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
-        """Number of sets with utility ``>= -M``, counted by ``method`` (see
-        :func:`count_at_least`)."""
+        """Number of sets with utility ``>= -M``, counted by ``method`` (:func:`count_at_least`)."""
         return count_at_least(self.counts, self.k, M, method)
 
     def count_exactly(self, M: SupportsIndex, method: str = "matrix-paths") -> int:
-        """Number of sets with utility exactly ``-M``, counted by ``method`` (see
-        :func:`count_exactly`)."""
+        """Number of sets with utility exactly ``-M``, counted by ``method`` (:func:`count_exactly`)."""
         return count_exactly(self.counts, self.k, M, method)
 
     def _level_paths(self, a: int) -> LevelPaths:

@@ -6,58 +6,20 @@ a set), Lemmas 6-7 (sets as lattice paths, counted block by block), taken to two
 vectors at once; docs/audit.md ("How a pair is audited without enumeration").
 
 A privacy audit of two JointSet mechanisms (counts ``c`` and ``c'``, same ``d`` and ``k``)
-needs, for every pair of levels ``(M, M')`` (utilities ``-M``, ``-M'``), the number of
-k-sets with those two levels.  ``sc`` (``sc'``) are the counts sorted descending, rows
-``i = 0..k-1``; ``v_i`` is the ``(i+1)``-th largest count of the set ``S``; its level is
-``max_i (sc[i] - v_i)`` (Lemma 5).
-
-- Threshold form: ``v_i >= t`` iff ``S`` holds at least ``i + 1`` items with count ``>= t``, so
-  ``S`` is at level ``<= M`` iff for every row ``i`` it holds at least ``i + 1`` items of
-  ``A_i = {j : c_j >= sc[i] - M}``; at level ``<= M'`` under ``c'`` likewise with
-  ``B_i = {j : c'_j >= sc'[i] - M'}``.  ``N(M, M')`` counts the sets meeting both; a cell
-  is the two-dimensional difference of ``N`` over consecutive levels.
-- Changed items apart: on the unchanged items (``c_j = c'_j``) every ``A_i`` and ``B_i`` is a
-  prefix of one order (count descending), so each pair of a row and a side says "at
-  least ``need`` of the first ``n`` unchanged items".  For each subset ``X`` of the changed
-  items (``2^#changed`` cases), ``need`` drops by the members of ``X`` in ``A_i`` (``B_i``).
-  The unchanged part, as increasing positions ``y_0 < ... < y_{m-1}`` (``m = k - |X|``),
-  meets "at least ``need`` of the first ``n``" iff ``y_{need-1} < n``: so the conditions are
-  ``y_q < T_q`` with ``T_q`` the smallest ``n`` of a condition with ``need > q``, and the
-  number of such sequences is Lemma 7's staircase path count, kept up to date from one
-  point to the next (:class:`exactdp.mechanisms.joint_set.sweep.Staircase`, the count
-  behind JointSet's levels).
-- Nested rows: the unchanged parts of ``A_i`` and ``B_i`` are prefixes of one order, so the
-  two sets are nested unless the changed items disagree.  When for a point every row's
-  two sets are nested (``A_i ⊆ B_i`` or ``B_i ⊆ A_i``) and the smaller one, ``C_i``, is a set
-  ``{j : c_j >= t}`` (its smallest count above every count outside it), the two conditions
-  of row ``i`` are the one on ``C_i``, and ``N(M, M')`` is Lemma 7's count of a single
-  staircase over all ``d`` items with rows of ``|C_i| - i`` ones: no subsets ``X``.  For
-  neighbours this holds at nearly every point (the benchmark's swaps: at all of them),
-  and the points of one smaller level ``min(M, M')`` differ only in the rows where the
-  other side's set is the smaller one (for a swap of ranks ``k - 1`` and ``k``, the last
-  row: about one transfer per point).  The other points are counted per ``X``.
-- Band: sorting is 1-Lipschitz in the sup norm, so ``|v_i - v'_i| <= Δ = max_j |c_j - c'_j|``
-  and each term ``sc[i] - v_i`` moves by at most ``w = max_i |sc[i] - sc'[i]| + Δ``; the
-  maxima too: ``|M - M'| <= w``.  Hence ``N(M, M') = N(min(M, M' + w), min(M', M + w))``
-  and only cells with ``|M - M'| <= w`` occur.
-- Special levels: call row ``i`` *common* for ``S`` when ``sc[i] = sc'[i]`` and ``v_i = v'_i``
-  (then its two terms are equal).  If ``M`` is attained at a common row it is ``<= M'``, and
-  if ``M'`` is, ``M' <= M``: so ``M != M'`` needs a maximum at a row that is not common.  Such
-  a row either has ``sc[i] != sc'[i]`` (its term is ``sc[i] - c_j`` for an item ``j``), or
-  ``v_i != v'_i``; then a changed item ``j`` lies between them (if ``v_i < v'_i = t``, ``S``
-  holds more items with ``c' >= t`` than with ``c >= t``, so some ``c_j < t <= c'_j``) and
-  ``|v_i - c_j| < Δ``, ``|v'_i - c'_j| < Δ``.  So a level ``M`` of ``c`` farther than
-  ``w + Δ`` from every value ``sc[i] - c_j``, ``sc'[i] - c'_j`` (``i`` a changed row and any
-  ``j``, or any row and ``j`` changed) has a single cell ``(M, M)`` holding all its sets;
-  only the other (*special*) levels are counted through ``N``.
-- Witnesses (:class:`SetWitness`, built when read): for a cell ``(M, M')`` and each ``X``,
-  the pointwise largest ``y`` with ``y_q < T_q`` (``y_q = min(T_q, y_{q+1}) - 1`` backwards)
-  is in the cell if any unchanged part with that ``X`` is (missing the previous level on
-  either side is closed upwards in ``y``); its two levels are computed and checked.
-
-:func:`joint_set_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)
-when the method does not apply: more than :data:`MAX_CHANGED_ITEMS` changed items, a band
-wider than :data:`MAX_BAND`, or counts too large for ``int64``.
+needs, for every pair of levels ``(M, M')``, the number of k-sets at level ``M`` under
+``c`` and ``M'`` under ``c'`` (Lemma 5: ``max_i (sc[i] - v_i)``, ``v_i`` the set's
+``(i+1)``-th largest count).  Contract: a cell is the two-dimensional difference of
+``N(M, M')``, the sets holding at least ``i + 1`` items of ``A_i = {j : c_j >= sc[i] - M}``
+and of ``B_i = {j : c'_j >= sc'[i] - M'}`` for every row ``i``; counted exactly per subset
+of the changed items through Lemma 7's staircase
+(:class:`exactdp.mechanisms.joint_set.sweep.Staircase`), as one staircase where every row's
+two sets are nested, on the band ``|M - M'| <= w`` and only at the *special* levels (every
+other level is one cell ``(M, M)``).  Every cell carries a witness (:class:`SetWitness`)
+whose two levels are checked.  :func:`joint_set_pair_cells` returns ``None`` (the caller
+enumerates orbits) past :data:`MAX_CHANGED_ITEMS` changed items, a band wider than
+:data:`MAX_BAND`, or counts too large for ``int64``.  Proofs of the threshold form, the
+band and the special levels: docs/joint_set.md, section "Pair cells without enumeration
+(joint_set.pairs)".
 """
 
 from __future__ import annotations
@@ -139,7 +101,8 @@ class _Pair:
 
     def nested(self, M1: np.ndarray, M2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per point: whether every row's two sets are nested with the smaller one a set of
-        counts ``>= t`` under ``c`` (module docstring, "Nested rows"), and then the sizes
+        counts ``>= t`` under ``c`` (docs/joint_set.md, "Pair cells without enumeration",
+        "Nested rows"), and then the sizes
         ``T`` (``k x points``) of those smaller sets."""
         k, P, n = self.k, len(M1), self.n
         desc = self.asc[::-1]
@@ -226,7 +189,7 @@ class _Pair:
 
     def at_most_by_subsets(self, M1: np.ndarray, M2: np.ndarray) -> list[int]:
         """``N(M1, M2)`` per point (exact ints), counted per subset ``X`` of the changed items
-        (module docstring); a negative bound counts no set."""
+        (docs/joint_set.md, "Pair cells without enumeration"); a negative bound counts no set."""
         total = [0] * len(M1)
         caches: dict[int, dict] = {}  # Pascal series per number of rows m: their length is m + 1
         # one staircase per number of rows m, moved from point to point: the points come
@@ -362,8 +325,8 @@ def pair_count_declined(a: Any, b: Any) -> str:
 
 def joint_set_pair_cells(a: Any, b: Any) -> Optional[Cells]:
     """``{(level index under a, level index under b): [witness set, number of sets]}`` for
-    every occurring pair of levels of two JointSet mechanisms of one output space (the
-    module docstring), or ``None`` when the count does not apply.
+    every occurring pair of levels of two JointSet mechanisms of one output space
+    (docs/joint_set.md, "Pair cells without enumeration"), or ``None`` when the count does not apply.
 
     >>> from exactdp import JointSet
     >>> cells = joint_set_pair_cells(JointSet([3, 1, 0], 2, epsilon=1), JointSet([3, 2, 0], 2, epsilon=1))

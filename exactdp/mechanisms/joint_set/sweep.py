@@ -6,39 +6,15 @@ number of k-sets with utility ``>= -M``, is the number of right/down paths throu
 matrix whose rows are prefixes of ones, counted block by block with Pascal/Toeplitz
 transfers (:func:`exactdp.mechanisms.joint_set.mechanism._staircase_paths`).
 
-The paper recounts every path for every candidate threshold: ``O(k)`` polynomial products
-per level.  Between two consecutive thresholds only a few rows of the staircase grow, so
-this module keeps the path count split in two and redoes only the rows that changed.
-
-Per row.  Let ``eff[l]`` be the staircase's row widths (the suffix minimum of the rows of
-ones, ``eff[k] = W = d - k + 1``) and ``ell_l = eff[l] - eff[l-1]`` (``eff[-1] = 0``) the
-width of the zero-free block that row ``l`` opens.  Lemma 7's block product, one block per
-row (a row that opens no new column has ``ell_l = 0``, whose series is ``1``), is the chain
-
-    ``v_0 = 1``,   ``v_{l+1} = (v_l · q_{ell_l} mod x^{k-l+1}) >> 1``,   ``N = v_k[0]``,
-
-with ``q_w = sum_δ C(w - 1 + δ, δ) x^δ`` (:func:`pascal_series`).  Transposed, the same
-chain read from the bottom is ``R_k = 1``, ``R_l = R_{l+1} · q_{ell_l} mod x^{k-l+1}``, and
-for every split row ``s``
-
-    ``N = [x^{k-s}] (v_s · R_s)``
-
-(``R_s`` is the reversed covector of the rows ``>= s``: the transpose of "multiply, drop
-the top coefficient, shift" is "shift, multiply, reverse", and reversing twice cancels).
-A change of the rows ``a..b`` leaves ``v_s`` valid for ``s <= a`` and ``R_s`` for ``s > b``;
-the sweep keeps both halves and extends them to a split at ``a``: ``g - f`` transfers where
-``f`` (``g``) is how far the valid ``v`` (``R``) reach.  On heavy-tailed counts consecutive
-levels change the same one or two rows, so a level costs about three polynomial products
-instead of ``k``; on counts that interleave every row it costs about as much as a recount.
-
-The rows of ones change at the events of the threshold sweep: row ``l`` holds
-``T_l(M) - l`` ones (clamped to ``[0, W]``), ``T_l(M) = #{items with count >= sc[l] - M}``,
-and grows next at ``M = sc[l] - sc[T_l]``.  A heap of those next events, one per unsaturated
-row, gives the thresholds in order without the ``k (d - k + 1)`` candidate values.
-
-Exact: integers and ``flint.fmpz_poly`` products only.  Twin: the per-threshold path count
-(:func:`exactdp.mechanisms.joint_set.mechanism.levels_matrix_paths`), the plain dynamic programme and
-enumeration (``tests/mechanisms/joint_set/test_sweep.py``).
+Contract: :class:`Staircase` keeps Lemma 7's block product split at a row ``s``,
+``N = [x^{k-s}] (v_s · R_s)`` (``v_s`` the product of the rows above, ``R_s`` the reversed
+covector of the rows ``>= s``), so a change of the rows ``a..b`` redoes only the transfers
+between the valid halves; the thresholds come in order from a heap of each row's next
+event, without the ``k (d - k + 1)`` candidate values.  Exact: integers and
+``flint.fmpz_poly`` products only.  Derivation of the split: docs/joint_set.md, section
+"The split product of the level sweep (joint_set.sweep)".  Twin: the per-threshold path
+count (:func:`exactdp.mechanisms.joint_set.mechanism.levels_matrix_paths`), the plain
+dynamic programme and enumeration (``tests/mechanisms/joint_set/test_sweep.py``).
 """
 
 from __future__ import annotations
@@ -95,39 +71,16 @@ class Staircase:
     polynomials of length ``<= k + 1``), ``v_s`` valid for ``s <= f`` and ``R_s`` for
     ``s >= g``.
 
-    Two ways to follow a change, chosen by how many rows changed:
-
-    - *Row by row* (a few rows: heavy-tailed counts change the same one or two rows level
-      after level).  A row ``i`` that changes by ``delta`` columns (either sign) changes
-      the count by
-
-          ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)``,   ``n = k - i``,
-
-      and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Why: the change moves
-      ``ell_i`` up and ``ell_{i+1}`` down by ``delta``; with ``A = R_{i+1} (1 - x)^delta``
-      (untruncated), the new ``R_i`` is ``(A mod x^n) q_{ell_i} (1 - x)^{-delta} mod
-      x^{n+1}`` ``= R_i - A[n] x^n`` (as ``A (1 - x)^{-delta} = R_{i+1}``), and
-      ``N = [x^n] (v_i R_i)`` with ``v_i`` unchanged drops by ``v_i[0] A[n]``.  This is an
-      identity of the block chain, so the changed rows may be taken in any order
-      (intermediate widths need not form a staircase); they are taken from the end nearer
-      the last row touched.  Read as paths, for ``delta > 0``: the new cells are at the
-      row's end, a path through one comes from its left and leaves downwards, so there are
-      ``v_i[0]`` (the prefixes on row ``i``) times the completions from row ``i + 1`` of
-      them.  A row costs one product by a short polynomial (and no new block series);
-      moving to another row costs one Lemma 7 transfer per row in between.
-    - *By range* (more rows: zipf-like counts change a run of rows at every level, each by
-      its own amount).  A change of the rows ``a..b`` changes the block widths
-      ``ell_a..ell_{b+1}`` only, so ``v_s`` stays valid for ``s <= a`` (it reads
-      ``ell_0..ell_{s-1}``) and ``R_s`` for ``s > b + 1`` (it reads ``ell_s..ell_{k-1}``).
-      The update redoes the transfers between the valid ends with the new widths and reads
-      ``N = [x^{k-s}] (v_s · R_s)`` at a split ``s`` inside the change: one product per row
-      from where the halves were valid, plus one for the read, instead of about three per
-      changed row.
-
-    ``tail``: when set, a change by range leaves the forward half-chain valid to the end
-    of the change and beyond (the read at the split ``s = G``, which costs the same ``G -
-    F`` transfers), so that changes of the last rows that follow cost about one transfer
-    each (JointSet's pair count, :mod:`exactdp.mechanisms.joint_set.pairs`).
+    A few changed rows are taken row by row: a row ``i`` changing by ``delta`` columns
+    changes the count by ``ΔN = -v_i[0] · [x^n] (R_{i+1} (1 - x)^delta)`` (``n = k - i``),
+    and ``R_{i+1} (1 - x)^delta mod x^n`` is the new ``R_{i+1}``.  Proof: with ``A =
+    R_{i+1} (1 - x)^delta``, ``A (1 - x)^{-delta} = R_{i+1}``, so the new ``R_i`` is ``R_i -
+    A[n] x^n`` and ``N = [x^n] (v_i R_i)`` drops by ``v_i[0] A[n]`` (an identity of the block
+    chain: rows in any order).  More rows are taken by range: the transfers between the
+    valid ends are redone and ``N = [x^{k-s}] (v_s · R_s)`` is read at a split inside the
+    change.  ``tail`` keeps the forward half-chain valid beyond a change by range (for
+    JointSet's pair count).  The two updates in full, with their costs: docs/joint_set.md,
+    section "The staircase's two updates (joint_set.sweep.Staircase)".
 
     >>> st = Staircase([1, 2], 3)
     >>> st.count, st.set_profile([3, 3]), st.set_profile([1, 1])

@@ -6,35 +6,13 @@ uniform set of the sampled utility), counted through Lemma 7's zero-free column 
 docs/definitions.md §2.3.  This is the second stage of :class:`~exactdp.mechanisms.joint_set.mechanism.JointSet`'s
 sampler: the level is drawn first, exactly, by the selection rule.
 
-With the counts sorted descending (``sc``), a k-subset is a rank sequence
-``r_0 < ... < r_{k-1}``, and its utility is exactly ``-M`` when ``r_i < T_i`` for every
-``i`` (``T_i`` = items with count ``>= sc[i] - M``) and ``r_i >= G_i`` for at least one
-``i`` (``G_i`` = items with count ``> sc[i] - M``).  With ``n_b`` the number of chosen
-ranks below ``b``: ``r_i < T_i`` iff ``n_{T_i} >= i + 1``, and ``r_i >= G_i`` iff
-``n_{G_i} <= i`` (row ``i`` reaches the level there).  The boundaries
-``0 = b_0 < ... < b_{S-1} = T_{k-1}`` (every ``T_i`` and ``G_i``) cut the ranks into
-segments; ``j`` ranks of a segment of ``L`` are chosen in ``C(L, j)`` ways.
-
-**Counting.**  ``A[s][n]``: the ways to finish from boundary ``s`` with ``n`` ranks chosen
-keeping every ``n_{T_i} >= i + 1``; ``B[s][n]``: those that also keep every
-``n_{G_i} >= i + 1`` (no row reaches the level: sets of utility ``> -M``).  From a state
-where some row has reached the level the sets left are ``A``; before, ``A - B``.  Only the
-states a set passes through are kept: ``n`` in the window ``[lo_s, hi_s]`` (``lo_s``: the
-ranks required below ``b_s`` and enough ranks left after it; ``hi_s = min(k, b_s)``), so
-the forced top ranks of heavy-tailed counts cost one state each.  With
-``A_s(y) = sum_n A[s][n] y**(hi_s - n)``, one segment is one exact polynomial product,
-``A_s = ((1 + y)**L A_{s+1} mod y**(hi_{s+1} - lo_s + 1)) >> (hi_{s+1} - hi_s)``
-(``flint.fmpz_poly``: exact integers, as the level sweep's Lemma 7 transfers), and the
-same for ``B`` with its own lower end.
-
-**Walking.**  A rank ``r < m`` is read segment by segment: the number ``j`` of ranks chosen
-in the segment (only the ``j`` that keep the next state in its window, in increasing
-order, each weighing ``C(L, j)`` times the sets left), then a mixed-radix digit below
-``C(L, j)``.  :meth:`LevelPaths.unrank` turns that digit into a colex combination (a
-bijection from ``range(m)``, which ``outputs()`` lists); :meth:`LevelPaths.draw` reads a
-uniform ``r`` for the numbers per segment and picks each segment's ranks by Floyd's
-algorithm from ``rng.randrange`` (``O(j)`` small draws instead of ``O(j log L)``
-binomials): the same uniform law over the level's sets, from integer randomness only.
+Contract: :class:`LevelPaths` counts the sets of utility exactly ``-M`` (``r_i < T_i`` for
+every row, ``r_i >= G_i`` for at least one) segment by segment between the boundaries
+``T_i`` and ``G_i``, one exact ``flint.fmpz_poly`` product per segment over a window of
+states; :meth:`LevelPaths.unrank` is a bijection from ``range(size)`` onto the level's
+sets (colex per segment), and :meth:`LevelPaths.draw` a uniform set from integer
+randomness only (Floyd's algorithm per segment).  The counting and the walk, step by step:
+docs/joint_set.md, section "The sets of one level (joint_set.unrank)".
 
 >>> from exactdp.core.ranking import Ranking
 >>> paths = LevelPaths(Ranking([10, 5, 1, 1]), 2, 4)   # utility -4: {0, 2} and {0, 3}

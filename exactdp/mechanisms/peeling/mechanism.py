@@ -1,4 +1,4 @@
-r"""Peeling: k rounds of one-item selection without replacement.
+"""Peeling: k rounds of one-item selection without replacement.
 
 Papers: the baselines of Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential
 Mechanism for Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1:
@@ -7,102 +7,23 @@ one-shot Gumbel identity of Durfee & Rogers, *Practical Differentially Private T
 Selection with Pay-what-you-get Composition* (NeurIPS 2019, arXiv:1905.04273), as stated
 in the DifferentialPrivacy.org blog post *One-shot DP Top-k mechanisms* (Theorem 1).
 
-Round ``r = 1..k`` selects one item ``j`` among those not selected yet, with the per-round
-budget ``eps/k`` on the raw counts (monotone utility, so no factor 2):
-
-- ``noise="gumbel"``: the exponential mechanism ``P(j) ∝ exp((eps/k) c_j)``.  By the
-  blog's Theorem 1 (Durfee & Rogers 2019) the k rounds together have exactly the
-  distribution of *one-shot* Gumbel top-k: add ``Gumbel(k/eps)`` noise to every count once
-  and report the k largest noisy counts in order (CDP-Peel; its ``(eps, delta)``
-  accounting is :mod:`exactdp.accounting`).  The tests check this numerically to 30 digits.
-- ``noise="exponential"``: permute-and-flip with ``p_j = exp((eps/k)(c_j - max_remaining))``
-  (report-noisy-max with ``Exponential(eps/k)`` noise): PNF-Peel, ``eps``-DP by basic
-  composition (Lemma 4.1).
-
-With ``base=b`` (exact rational in (0, 1)) the per-round weight of one unit of count is
-``1/b``, i.e. ``b`` replaces ``exp(-eps/k)``; every gumbel probability is then an exact
-rational, and so is every exponential one (per-round permute-and-flip with rational
-``p_j``).
-
-**Exact probability of a sequence** ``(s_1..s_k)``: the product over rounds of the
-probability that round ``r`` picks ``s_r`` among the remaining items.
-
-*Gumbel (the weight tree).*  Let ``v_0 > v_1 > ...`` be the distinct counts,
-``e_i = w(v_i)/w(v_0)`` (at most 1, enclosed in arb at any size of the gaps: arb's
-exponents are unbounded) and ``n_i`` the number of remaining items with count ``v_i``.
-Round ``r`` picks item ``s_r`` of count ``v_a`` with probability ``1 / (1 + R_r)``,
-``R_r = (n_a - 1) + O_a / e_a``, where ``O_a = sum_{i != a} n_i e_i`` is read off a binary
-sum tree over the distinct counts (``O(log #counts)`` node sums, every one a sum of
-non-negative enclosures: no cancellation, whatever was removed before).  Removing the
-item updates one leaf and its ancestors.  So one probability costs one tree
-(at most ``#counts`` exponentials, kept per precision) plus ``O(k log #counts)`` ball
-operations, and no per-round table is ever built.  The log-probability is
-``-sum_r log1p(R_r)``: a sum of non-positive enclosures, each with relative accuracy
-(``log1p`` of a tiny ``R_r = e^(-huge)`` is ``~R_r`` to full relative precision), so the
-sum keeps relative accuracy even when it is ``-1e-400000``.
-
-*Prefix trees.*  Past :data:`_FULL_TREE` distinct counts a tree covers the counts
-``v_0..v_{c-1}`` only and holds the others as one leaf, the enclosure ``[0, N e_c]`` of
-their sum (``N`` their number of items; every one weighs at most ``e_c`` since the counts
-decrease), so every node still encloses the true sum of its leaves.  The cover ``c``
-(:meth:`Peeling._prefix`) reaches past a count ``v_j`` down to the first count with
-``lam (v_j - v) >= (p + 16) ln 2 + ln d`` at ``p`` bits, so that ``N e_c <= 2**-(p+16)
-e_j``.  A probability takes ``j`` one past the least count of the sequence: those items
-are never removed, so every ``O_a >= e_j`` and the tail costs each ``R_r`` a relative
-``2**-(p+16)``, no more than rounding; raising the precision covers more.  A sample takes
-``j`` the top remaining count and covers more whenever a walk ends in the tail's leaf or
-cannot decide (the walks return the exact inverse-CDF leaf of their uniform whatever the
-tree: the law is the same).  The cover is planned in floats (``lam`` as a float); any
-cover is correct, a cover too short only costs more precision or more cover.
-
-*Exponential (per-round tables).*  Round ``r`` is
-:class:`~exactdp.rules.permute_and_flip.PermuteAndFlip` on the
-:class:`~exactdp.core.levels.LevelTable` of the remaining counts (utility = count,
-multiplicity = number of remaining items with it, ``Scale(eps, divisor=k)``), built for
-that round only (tables are cached only while their total size is small).  Each round's
-value ``x_r`` is certified by the rule to ``dps + g`` digits, ``g = ceil(log10 k) + 2``,
-so the true value lies in the arb ball ``x_r (1 +- 2^-b)`` with
-``2^-b >= 2 * 10**-(dps+g)``.  The same per-round route serves the Gumbel rule as the
-brute-force twin of the tree (:meth:`Peeling._values_probability_rounds`).
-
-**Sampling** builds no table at all (:mod:`~exactdp.mechanisms.peeling.sampling`): every
-draw applies its removals to the weight tree in place and undoes them when it ends (the
-tree is built once per precision, covering more counts on demand, at most
-:data:`_TREE_CACHE` precisions kept); gumbel
-rounds are an exact tree descent, exponential rounds permute-and-flip over the remaining
-items run exactly as a race (the first arrival of a thinned Poisson process whose points
-are marked by the tree descent: a point or two a round).  Memory is ``O(d)``, whatever the number of draws or rounds.
-
-*Certification.*  The product (resp. sum) of the per-round balls is formed in arb and
-returned by :func:`~exactdp.core.precision.certify`, which raises the working precision until
-the result's relative radius is at most ``10**-dps``: the returned value has relative
-error ``<= 10**-dps``.  No exact sum of per-round terms is ever formed (its size would be
-about ``lam * gap`` bits: a gap of ``10**10`` needed gigabytes).
-
-**Levels (documented decision).**  Peeling is not one selection rule over scalar
-utilities, but its probabilities are a function of the *count sequence*
-``(c[s_1], ..., c[s_k])``: the remaining counts at every round are determined by it.  So
-``levels()`` returns one :class:`~exactdp.core.levels.Level` per distinct count sequence, with
-``utility`` = that tuple of counts (exact ints; tuples compare lexicographically, larger
-counts first = "best first") and ``multiplicity`` = the number of item sequences having it;
-:meth:`Peeling.utility` returns the same tuple.  Every output of one level has the same
-probability, so these levels are Peeling's probability groups
-(:meth:`~exactdp.core.mechanism.Mechanism.groups`): the group hooks compute one count
-sequence's probability round by round, and every public method is the one of
-:class:`~exactdp.core.mechanism.Mechanism`, as for any mechanism.  The number of levels
-can be as large as ``d!/(d-k)!`` (distinct counts): ``levels()`` refuses past
-:data:`PEELING_LEVELS_LIMIT`; ``iter_levels()`` and ``iter_level_probabilities()`` stream
-them (a depth-first walk holding ``O(k + #counts)`` integers, no limit); ``probability``,
-``log_probability``, ``probability_exact`` and ``sample`` never build the levels.  The
-per-round view is :meth:`Peeling.round_levels` and :meth:`Peeling.round_distribution`.
+Round ``r = 1..k`` selects one remaining item with budget ``eps/k`` on the raw counts:
+``noise="gumbel"`` the exponential mechanism ``P(j) ∝ exp((eps/k) c_j)`` (CDP-Peel, the law
+of one-shot Gumbel top-k), ``noise="exponential"`` permute-and-flip (PNF-Peel); ``base=b``
+replaces ``exp(-eps/k)`` by an exact rational.  Contract: a sequence's probability is the
+product of its rounds', certified to relative error ``10**-dps``
+(:func:`~exactdp.core.precision.certify`) from a weight tree of arb balls (Gumbel) or per-round
+tables (exponential); ``levels()`` are the distinct count sequences ``(c[s_1], ..., c[s_k])``
+with their numbers of item sequences (Peeling's probability groups), refused past
+:data:`PEELING_LEVELS_LIMIT`, streamed by ``iter_levels()``.  The weight tree, the prefix
+trees, the certification and the levels: docs/peeling.md, section "Exact probabilities,
+step by step (peeling.mechanism)".
 
 >>> m = Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2))
 >>> m.probability_exact((0, 1))          # (1024/1060) * (32/36)
 2048/2385
 >>> m.levels()[:2]
 (Level(utility=(10, 5), multiplicity=1), Level(utility=(10, 1), multiplicity=2))
->>> m.round_levels(prefix=(0,))
-(Level(utility=5, multiplicity=1), Level(utility=1, multiplicity=2))
 >>> big = Peeling([2**40, 3, 0], 2, epsilon=1)          # gap 2**40: about 1e-38 below 0
 >>> mpmath.nstr(big.log_probability((0, 1), dps=20), 15)
 '-0.201413277982752'
@@ -170,7 +91,8 @@ class Peeling(Mechanism):
     (exponential mechanism per round = one-shot Gumbel top-k, CDP-Peel) or
     ``"exponential"`` (permute-and-flip per round, PNF-Peel); the Joint paper
     (arXiv:2201.12333), Section 4.1.  Outputs are tuples of item ids in selection order.
-    See the module docstring for the weight tree, ``levels()`` and the error bound.
+    The weight tree, ``levels()`` and the error bound: docs/peeling.md, "Exact probabilities,
+    step by step (peeling.mechanism)".
     """
 
     output_kind = "sequence"
@@ -323,7 +245,8 @@ class Peeling(Mechanism):
         return PrefixTree(weights, self._mult, Fraction(0), len(weights))
 
     def _tree_terms(self, tree: PrefixTree, values: Sequence[int]) -> list[Any]:
-        """``R_r = (n_a - 1) + O_a / e_a`` of every round (module docstring): round ``r``
+        """``R_r = (n_a - 1) + O_a / e_a`` of every round (docs/peeling.md, "Exact
+        probabilities, step by step"): round ``r``
         picks its item with probability ``1 / (1 + R_r)``.  The removals are applied to
         ``tree`` in place and undone before returning (no copy; callers hold the precision
         lock, so no other computation sees the tree meanwhile)."""
@@ -501,11 +424,8 @@ class Peeling(Mechanism):
 
     def _compute_levels(self) -> list[Level]:
         """:meth:`_count_sequences` collected, refused past :data:`PEELING_LEVELS_LIMIT`
-        before any is built: their number is counted first, exactly and saturated at the
-        limit + 1 (:func:`~exactdp.core.combinatorics.count_words`: words of length ``k``
-        over the distinct counts, each used at most as often as it occurs), in
-        milliseconds where walking and building a million ``k``-tuples took minutes.  A
-        refusal is remembered (``group_index`` and ``groups`` read the levels)."""
+        before any is built (their number counted first by :meth:`_level_count`); a
+        refusal is remembered."""
         limit = PEELING_LEVELS_LIMIT
         if self._levels_refused == limit or self._level_count(cap=limit) > limit:
             self._refuse_levels(limit)
@@ -620,17 +540,11 @@ class Peeling(Mechanism):
         return math.perm(self.d, self.k)
 
     def _sample(self, gen: random.Random) -> tuple[int, ...]:
-        """Round by round over the weight tree, with the round's removals applied in place
-        and undone after the draw (:mod:`~exactdp.mechanisms.peeling.sampling`): gumbel, an
-        exact tree descent for the count; exponential, permute-and-flip over the remaining
-        items run exactly as a race (the first accepted point of a thinned Poisson process
-        marked by the tree descent).  Then a uniform remaining item with that count."""
+        """One exact draw, round by round over the weight tree (:mod:`~exactdp.mechanisms.peeling.sampling`)."""
         return sample_many(self, 1, gen)[0]
 
     def _samples(self, n: int, gen: random.Random) -> list[tuple[int, ...]]:
-        """The draws of :meth:`samples`: the same draws, reading the generator in the same
-        order, as ``n`` calls of :meth:`sample` with it, with the set-up (lock, trees, level
-        table) shared by all of them."""
+        """Exactly the draws of ``n`` calls of :meth:`sample` with ``gen``, with the set-up shared."""
         return sample_many(self, n, gen)
 
     # -- set outputs ---------------------------------------------------------------------

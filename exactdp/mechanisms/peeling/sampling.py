@@ -1,4 +1,4 @@
-r"""Peeling's exact samplers: k rounds per draw over one weight tree, no per-round table.
+"""Peeling's exact samplers: k rounds per draw over one weight tree, no per-round table.
 
 Papers: Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential Mechanism for
 Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1: CDP-Peel
@@ -7,99 +7,20 @@ Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1: CDP-Pe
 coin is Algorithms 1 and 2 of Canonne, Kamath, Steinke, *The Discrete Gaussian for
 Differential Privacy* (NeurIPS 2020, arXiv:2004.00010).
 
-**The weight tree.**  :class:`WeightTree` is a binary sum tree over the distinct counts
-``v_0 > v_1 > ...``: leaf ``a`` holds ``n_a e_a`` (remaining items with count ``v_a`` times
-``e_a = w(v_a)/w(v_0)``, an arb ball), every inner node the sum of its children.  One tree
-is built per working precision and cached on the mechanism (a bounded number of
-precisions); past a few hundred distinct counts it covers only the counts down to where
-the rest weighs less than ``2**-(prec+16)`` of the count the draw needs (the top remaining
-count; the tail's first count for a Poisson tail) and holds the rest as one enclosure
-(:class:`~exactdp.mechanisms.peeling.tree.PrefixTree`, the module docstring of
-:mod:`~exactdp.mechanisms.peeling`): a walk that ends in that leaf, or cannot decide on a
-tree that does not cover every count, covers more (at least twice as many counts, the
-draw's removals applied again) and walks again with the same bits.  A draw applies its removals to the trees it uses (``O(log #counts)`` ball
-additions each) and restores the original multiplicities when it ends (:class:`DrawState`):
-nothing is copied per draw and nothing grows with the number of draws or rounds.  Peak
-memory is ``O(d)``: the ranking and at most
-:data:`~exactdp.mechanisms.peeling.mechanism._TREE_CACHE` trees of ``O(#counts)`` balls.
-
-**Gumbel (CDP-Peel).**  Round ``r`` picks count ``v_a`` with probability ``n_a e_a /
-sum_b n_b e_b``: a lazily refined uniform ``U`` (``rng.getrandbits``: 64 bits, then 32 at a
-time) walks down the tree; at every node the target ``U * total`` is compared with the
-left subtree's sum, and a branch is taken only when the comparison is certain for the
-whole dyadic interval of ``U`` (arb balls); otherwise more bits are drawn (and the
-precision raised when the balls, not ``U``, are the obstacle).  The walk is a finger
-search from the top remaining count (every count before it is exactly zero): one
-comparison when the top count is picked, ``O(log)`` of the distance otherwise; the target
-is first bounded from ``U``'s leading 62 bits (a wider interval holding ``U``'s, so its
-decisions hold for ``U``; converting a 62-bit integer to arb is fast).  The leaf reached is
-the exact inverse-CDF index of the infinite-precision ``U``: the same index, from the same
-bits, as :func:`~exactdp.core.sampling.choose_index` over the tree's cumulative sums, in
-``O(log #counts)`` ball operations instead of ``O(log^2)``.  The item is then a uniform
-remaining item with that count (``rng.randrange``).
-
-**Exponential (PNF-Peel), as a race.**  Round ``r`` is permute-and-flip over the
-remaining items ``j`` with ``p_j = exp(-lam (c_max - c_j))``: visit the items in a
-uniformly random order and accept item ``j`` with probability ``p_j``.  Give every item an
-independent time ``T_j`` uniform on ``[0, 1]`` (the visiting order is the order of the
-times) and its coin; the round's output is the heads item of least time.  Item ``j``
-arrives (is heads with ``T_j <= t``) with probability ``p_j t``, so given that nothing has
-arrived before ``t`` its hazard is ``p_j/(1 - p_j t)``, and the count ``a`` (``n_a``
-remaining items, ``p_a``) has hazard ``n_a p_a/(1 - p_a t) <= n_a p_a/(1 - t)``.  The first
-arrival is drawn by thinning (Lewis and Shedler) a Poisson process of rate ``W/(1 - t)``,
-``W = sum_a n_a p_a`` (the tree's sum from the top count over ``e_top``): its ``i``-th
-point is at ``t_i = 1 - (V_1 ... V_i)**(1/W)`` (``V_j`` uniform: ``-W ln(1 - t)`` is a unit
-Poisson process), marked with a count ``a`` drawn with probability ``n_a p_a / W`` (the
-gumbel rounds' tree descent) and accepted with probability ``(1 - t)/(1 - p_a t) =
-1/(1 + (1 - p_a) expm1(s))``, ``s = -ln(V_1 ... V_i)/W``; the top count (``p = 1``) is
-accepted whatever the time.  The first accepted point's count is the count of the
-round's output, and by symmetry the output is a uniform remaining item of it.  Each
-point is accepted with probability at least ``1 - t``, and the top count's items arrive
-by ``t = 1``: a round costs a point or two (two tree descents), whatever the ties below
-the top, where permute-and-flip item by item visits about ``#items / sum p_j`` of them.
-The thinning coin compares a lazy uniform with an arb enclosure of the acceptance over
-the dyadic intervals of every ``V_j`` (ball arithmetic over the intervals ``[ln u,
-ln(u+1)] - nbits ln 2``); when it is not certain, more bits of the coin's uniform and of
-every ``V_j``, and more precision, until it is.  Every decision is therefore certain for
-the infinite-precision uniforms, and the round has exactly the law of permute-and-flip.
-
-**Exponential, item by item (the race's twin).**  :func:`_pnf_round_by_split` runs
-permute-and-flip over the items themselves; the tests force it through its routes and
-hold the race to the same law.  The coins are independent of the order, so the output is
-a uniform member of the set ``A`` of items whose coin is heads (``A`` holds the top item:
-``p = 1``).  The round splits the counts into a *head* (the top remaining count and the
-next ones, :func:`_plan_head`) and a *tail* (the rest), and draws ``A`` in two
-independent parts:
-
-- *Tail, by Poisson thinning.*  ``j in A`` iff a Poisson(``mu_j``) count is positive,
-  ``mu_j = -ln(1 - p_j)``.  With ``q`` the largest ``p`` in the tail (``q < 1``) and
-  ``g = -ln(1 - q)/q``, ``mu_j <= g p_j`` (``-ln(1 - p)/p`` increases with ``p``), so the
-  tail's points are a Poisson process of total mean ``g sum_tail p_j`` (the tree's suffix
-  sum over ``e_top``), each point on item ``j`` with probability proportional to ``p_j``
-  (a tree descent over the tail, then a uniform item of that count), kept with
-  probability ``mu_j / (g p_j) <= 1``.  The kept points form independent Poisson(``mu_j``)
-  counts, so the items with a kept point are exactly ``A`` restricted to the tail.
-  Expected cost: ``g sum_tail p_j`` descents.
-- *Head, by permute-and-flip itself* over the head items and the tail members of ``A``
-  (accepted with probability 1).  The head's items are one contiguous range of positions
-  in the ranking's order; a uniformly random not-yet-visited item of the range or of the
-  tail members is drawn by rejection (``rng.randrange``; positions taken earlier in the
-  draw or rejected earlier in the round are drawn again), accepted with probability
-  ``p_j`` (an exact coin: :func:`bernoulli_exp` with ``x = lam (c_max - c_j)`` rational, or
-  :func:`bernoulli_power` ``base**(c_max - c_j)`` with a rational base), otherwise marked
-  visited.  Expected number of trials about ``#head items / sum_head p_j``, each ``O(1)``
-  expected.  :func:`_plan_head` picks the split of least estimated cost (trials plus
-  :data:`_POINT_COST` per tail point) from planning floats.
-
-The Poisson count is drawn by the inverse CDF with a lazily refined uniform against arb
-enclosures of the partial sums of ``e^-L L^i / i!``; the thinning coins compare a lazy
-uniform with an enclosure of ``mu_j / (g p_j)``.  Every decision is certain for the whole
-dyadic interval of its uniform (more bits, and more precision, when it is not).  Floats
-only plan the head (which counts go where; computed in numpy past a few thousand counts,
-the same formulas) and how far a tree reaches: any split and any cover give the same law.
-
-``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would (same
-draws), and shares one lock section and the mechanism's trees between them.
+Contract: every draw has exactly the law of the k rounds.  :class:`WeightTree` is a binary
+sum tree of arb balls over the distinct counts (leaf ``a``: ``n_a e_a``), cached per
+precision and covering more counts on demand (:class:`~exactdp.mechanisms.peeling.tree.PrefixTree`);
+a draw applies its removals in place and restores them when it ends (:class:`DrawState`):
+peak memory ``O(d)`` whatever the number of draws.  A Gumbel round is an exact tree descent
+by a lazily refined uniform (a branch only when certain for its whole dyadic interval);
+an exponential round is permute-and-flip run as a race (the first accepted point of a
+thinned Poisson process, a point or two a round), with
+:func:`_pnf_round_by_split` (Poisson thinning of the tail, permute-and-flip over the head)
+as its item-by-item twin.  Every decision is certain for the infinite-precision uniforms;
+floats only plan (the head, a tree's cover), and any plan gives the same law.
+``samples(n)`` reads the generator exactly as ``n`` calls of ``sample()`` would.  The
+descent, the race and the split, with their proofs: docs/peeling.md, section "The exact
+samplers, step by step (peeling.sampling)".
 """
 
 from __future__ import annotations
@@ -247,7 +168,8 @@ def _refine(u: int, nbits: int, gen: random.Random) -> tuple[int, int]:
 
 def descend(state: DrawState, first: int, gen: random.Random) -> int:
     """Index ``a >= first`` of a distinct count with probability ``n_a e_a / sum_{b >= first}
-    n_b e_b`` (current multiplicities), decided exactly by a tree walk (module docstring)."""
+    n_b e_b`` (current multiplicities), decided exactly by a tree walk (docs/peeling.md,
+    "The exact samplers, step by step")."""
     n_levels = len(state.mult)
     if first == 0 and n_levels == 1:
         return 0  # as choose_index: one count, no randomness
@@ -379,7 +301,8 @@ def draw_round(state: DrawState, gen: random.Random) -> int:
 
 # -- permute-and-flip as a race (the sampler) -------------------------------------------
 def _pnf_round(state: DrawState, gen: random.Random) -> int:
-    """Permute-and-flip over the remaining items as a race (module docstring): points of a
+    """Permute-and-flip over the remaining items as a race (docs/peeling.md, "The exact
+    samplers, step by step"): points of a
     Poisson process of rate ``W/(1 - t)`` on ``[0, 1)``, each marked with a count ``a``
     drawn with probability ``n_a p_a / W`` (:func:`descend` from the top), accepted with
     probability ``(1 - t)/(1 - p_a t)``; the first accepted point's count, then a uniform
@@ -580,7 +503,7 @@ def _pnf_round_by_split(state: DrawState, gen: random.Random) -> int:
 
 def _tail_members(state: DrawState, first: int, gen: random.Random) -> list[tuple[int, int]]:
     """The tail's members of ``A`` (counts ``first..``) as ``(a, i)`` pairs, distinct, by
-    Poisson thinning (module docstring)."""
+    Poisson thinning (docs/peeling.md, "The exact samplers, step by step")."""
     top = state.top
     state.need = first  # covered down to the tail's first count, its tail enclosure below e_first
 
