@@ -27,7 +27,7 @@ import sympy
 import exactdp
 from exactdp import cli
 from exactdp.cli import MECHANISMS, main
-from exactdp.cli import commands as cli_commands
+from exactdp.cli.commands import certify as cli_certify
 from exactdp.core.formatting import exact_text
 from exactdp.core.validation import as_rng
 from exactdp.cli.main import COMMANDS
@@ -340,7 +340,7 @@ def test_certify_exit_status_per_verdict(capsys, tmp_path):
     m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
     constant, good = tmp_path / "constant.csv", tmp_path / "good.csv"
     base = ["certify", "joint", "--counts", "3,1,0", "-k", "1", "--epsilon", "1"]
-    assert cli_commands.CERTIFY_STATUS == {"pass": 0, "fail": 1, "inconclusive": 3}
+    assert cli_certify.CERTIFY_STATUS == {"pass": 0, "fail": 1, "inconclusive": 3}
     # a constant sampler: 10 draws are 0 df (INCONCLUSIVE), 100 draws are rejected (FAIL)
     for n, status_wanted, verdict in [(10, 3, "INCONCLUSIVE"), (100, 1, "FAIL")]:
         constant.write_text("0\n" * n)

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from exactdp.cli.render import _RowProgress
+from exactdp.cli.render import RowProgress
 
 from cli_helpers import run, run_with_tty_stderr
 
@@ -37,7 +37,7 @@ class _Tty:
 
 def test_rows_are_counted_on_a_terminal_and_passed_through_unchanged():
     tty = _Tty()
-    progress = _RowProgress("exactdp dist", "levels", stream=tty)
+    progress = RowProgress("exactdp dist", "levels", stream=tty)
     assert list(progress.rows(iter(range(7)))) == list(range(7))
     assert progress._bar.n == 7
     progress.hide()
@@ -50,7 +50,7 @@ def test_heartbeat_redraws_while_a_row_is_computed():
     """A row that does not come until the bar was redrawn twice: only the heartbeat thread
     can redraw it meanwhile (the generator is blocked), so this fails without it."""
     tty = _Tty()
-    progress = _RowProgress("exactdp dist", "levels", stream=tty)
+    progress = RowProgress("exactdp dist", "levels", stream=tty)
     progress.interval = 0.01
 
     def slow_rows():
@@ -69,11 +69,11 @@ def test_heartbeat_redraws_while_a_row_is_computed():
 
 def test_nothing_drawn_off_a_terminal_or_when_disabled():
     off = _Tty(tty=False)
-    progress = _RowProgress("exactdp dist", "levels", stream=off)
+    progress = RowProgress("exactdp dist", "levels", stream=off)
     assert list(progress.rows(iter(range(3)))) == [0, 1, 2]
     progress.close()
     disabled = _Tty()
-    progress = _RowProgress("exactdp dist", "levels", enabled=False, stream=disabled)
+    progress = RowProgress("exactdp dist", "levels", enabled=False, stream=disabled)
     assert list(progress.rows(iter(range(3)))) == [0, 1, 2]
     progress.hide()
     progress.close()
