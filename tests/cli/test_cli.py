@@ -29,7 +29,7 @@ from exactdp.cli import MECHANISMS, main
 from exactdp.core.formatting import exact_text
 from exactdp.cli.main import COMMANDS
 
-from cli_helpers import BIG, CHECK_BIG, SMALL, assert_error, nstr, run, run_json
+from cli_helpers import BIG, CHECK_BIG, SMALL, assert_error, nstr, one_at_a_time, run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"
@@ -64,7 +64,7 @@ def test_every_mechanism_json_matches_api(capsys, name):
     prob = run_json(capsys, "prob", name, *SMALL, "--output", "0,1")
     assert prob["probability"] == nstr(m.probability((0, 1)), 30)
     sample = run_json(capsys, "sample", name, *SMALL, "-n", 5, "--seed", 7)
-    assert [as_output(o) for o in sample] == _one_at_a_time(m, 5, 7)
+    assert [as_output(o) for o in sample] == one_at_a_time(m, 5, 7)
     for command in COMMANDS:
         status, out, _ = run(capsys, command, name, "--help")
         assert status == 0 and "example:" in out and f"exactdp {command} {name}" in out

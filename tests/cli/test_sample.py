@@ -4,16 +4,8 @@ seeds distinct from positive ones, and unseeded draws."""
 from __future__ import annotations
 
 import exactdp
-from exactdp.core.validation import as_rng
 
-from cli_helpers import BIG, SMALL, run, run_json
-
-
-def _one_at_a_time(m, n, seed):
-    """What ``exactdp sample -n N --seed S`` prints: ``sample`` n times on one generator
-    (``samples`` draws in batches, in another order of the generator)."""
-    gen = as_rng(seed)
-    return [m.sample(gen) for _ in range(n)]
+from cli_helpers import BIG, SMALL, one_at_a_time, run, run_json
 
 
 def test_sample_seeded_reproducible(capsys):
@@ -22,7 +14,7 @@ def test_sample_seeded_reproducible(capsys):
     _, second, _ = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 1)
     assert first == second
     m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
-    expected = _one_at_a_time(m, 50, 1)
+    expected = one_at_a_time(m, 50, 1)
     assert first.splitlines() == [",".join(map(str, o)) for o in expected]
     data = run_json(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", 1)
     assert [tuple(o) for o in data] == expected
@@ -36,7 +28,7 @@ def test_sample_negative_seed_differs_from_positive(capsys):
     status, minus, err = run(capsys, "sample", "joint", *SMALL, "-n", 50, "--seed", -1)
     assert status == 0 and err == "" and minus != plus
     m = exactdp.Joint([10, 5, 1, 1], 2, epsilon=1)
-    assert minus.splitlines() == [",".join(map(str, o)) for o in _one_at_a_time(m, 50, -1)]
+    assert minus.splitlines() == [",".join(map(str, o)) for o in one_at_a_time(m, 50, -1)]
 
 
 def test_sample_unseeded(capsys):
