@@ -12,7 +12,7 @@ import pytest
 
 import exactdp
 from exactdp import audit
-from exactdp.cli.render import _Progress
+from exactdp.cli.render import Progress
 from exactdp.core.precision import mp_workdps
 
 from cli_helpers import assert_error, run, run_json, run_with_tty_stderr
@@ -145,13 +145,13 @@ class _Tty:
 
 def test_progress_bar_only_on_a_terminal():
     tty = _Tty()
-    bar = _Progress("exactdp audit: neighbours", stream=tty)
+    bar = Progress("exactdp audit: neighbours", stream=tty)
     for i in range(1, 6):
         bar(i, 5)
     bar.close()
     assert "exactdp audit: neighbours" in tty.text and "/5" in tty.text
     off = _Tty()
-    bar = _Progress("x", enabled=False, stream=off)
+    bar = Progress("x", enabled=False, stream=off)
     bar(1, 5)
     bar.close()
     assert off.text == ""

@@ -115,8 +115,14 @@ NOT_RESULTS = {
     "exactdp.cli.registry.MechanismSpec": "the CLI's registry of mechanisms",
     "exactdp.cli.registry.Option": "the CLI's registry of options",
     "exactdp.cli.registry.MechanismFactory": "the CLI's registry of mechanisms",
-    "exactdp.cli.main.Command": "a CLI command",
+    "exactdp.cli.options.Command": "a CLI command",
+    "exactdp.cli.registry.CompareRow": "the CLI's registry of mechanisms (a row of compare)",
+    "exactdp.cli.registry.CompareBuild": "the CLI's registry of mechanisms (a builder)",
     "exactdp.cli.render.JsonArray": "CLI output",
+    "exactdp.cli.render.Totals": "CLI output (running totals of a table)",
+    "exactdp.cli.render.Progress": "a CLI progress bar",
+    "exactdp.cli.render.RowProgress": "a CLI progress bar",
+    "exactdp.cli.options.Parser": "the CLI's argument parser",
     "exactdp.utility.Metrics": "a read-only mapping of exact metrics (truthy when not empty, as every mapping)",
 }
 
@@ -163,7 +169,7 @@ def _worst():
 
 
 def _pair_result():
-    from exactdp.cli.audit_pair import PairResult
+    from exactdp.cli.commands.audit_pair import PairResult
 
     return PairResult(notion="pure", counts_a=(3, 1, 0), counts_b=(3, 2, 0), value=mpmath.mpf("0.5"),
                       claim=Fraction(1), claim_value=mpmath.mpf(1), verdict="below", margin=mpmath.mpf("0.5"), dps=15)
@@ -190,7 +196,7 @@ RESULTS = {
     "exactdp._renyi.ZcdpBracket": (lambda: audit.zcdp_rho(*_pair()), ".converged"),
     "exactdp.audit.WorstCase": (_worst, ".passed"),
     "exactdp.audit.NeighbourLoss": (lambda: _worst().results[0], ".value"),
-    "exactdp.cli.audit_pair.PairResult": (_pair_result, ".passed"),
+    "exactdp.cli.commands.audit_pair.PairResult": (_pair_result, ".passed"),
     "exactdp.audit.DrawsBound": (lambda: audit.lower_bound_from_draws(*_pair(), *_pair(), 200, rng=1), ".passed"),
     "exactdp.audit.PlannedEvent": (lambda: audit.plan_event(*_pair(), 200), ".p_a"),
 }

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.mechanism import Mechanism
-from ..teaching import DEFAULT_MAX_SIZE, explain
-from .parse import _positive_int_arg, _seed_arg
-from .registry import MechanismSpec
-from .render import _emit_json, _out
+from ...core.mechanism import Mechanism
+from ...teaching import DEFAULT_MAX_SIZE, explain
+from ..options import Command
+from ..parse import positive_int_arg, seed_arg
+from ..registry import MechanismSpec
+from ..render import emit_json, write_line
 
-__all__ = ["cmd_explain", "add_explain_options", "HELP", "DESCRIPTION", "EXAMPLE", "FORMATS"]
+__all__ = ["COMMAND", "add_arguments", "run", "FORMATS"]
 
 #: The output formats of ``--format``.
 FORMATS = ("text", "markdown", "json")
@@ -32,25 +33,29 @@ DESCRIPTION = (
 EXAMPLE = "--counts 10,5,1,1 -k 2 --base 1/2 --seed 1"
 
 
-def add_explain_options(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--seed``, ``--format`` and ``--max-size``."""
     p.add_argument(
-        "--seed", type=_seed_arg, default=None, metavar="SEED",
+        "--seed", type=seed_arg, default=None, metavar="SEED",
         help="integer seed of the sample drawn at the end (the same seed as 'exactdp sample' "
         "draws the same output where the walk-through follows the mechanism's sampler); "
         "default: a fresh seed from the OS, shown at the end",
     )
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown or json")
-    p.add_argument("--max-size", type=_positive_int_arg, default=DEFAULT_MAX_SIZE, metavar="D",
+    p.add_argument("--max-size", type=positive_int_arg, default=DEFAULT_MAX_SIZE, metavar="D",
                    help="refuse more than D items (default %(default)s): every step is printed in full")
 
 
-def cmd_explain(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+def run(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
     """Print the walk-through of ``m`` in ``args.format``."""
     e = explain(m, rng=args.seed, max_size=args.max_size)
     if args.format == "json":
-        _emit_json(e.to_dict())
+        emit_json(e.to_dict())
     elif args.format == "markdown":
-        _out(e.to_markdown().rstrip("\n"))
+        write_line(e.to_markdown().rstrip("\n"))
     else:
-        _out(str(e))
+        write_line(str(e))
+
+
+#: ``exactdp explain MECHANISM``.
+COMMAND = Command("explain", run, HELP, DESCRIPTION, EXAMPLE, add_arguments)

@@ -17,11 +17,11 @@ from typing import Any, Optional
 
 import mpmath
 
-from ..core.results import NoTruthValue
-from ..core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
-from ..core.precision import mp_workdps
-from .audit_command import _EXIT, _digits, _margin_note
-from .render import _emit_json, _larger_under, _out
+from ...core.results import NoTruthValue
+from ...core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
+from ...core.precision import mp_workdps
+from ..render import emit_json, larger_under, write_line
+from .audit_report import EXIT, audit_digits, margin_note
 
 __all__ = ["PairResult", "audit_pair", "report_pair"]
 
@@ -57,13 +57,13 @@ class PairResult(NoTruthValue):
 
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
-    from .. import audit
-    from .._verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
-    from .._worst import pair_notion, pair_verdict
+    from ... import audit
+    from ..._verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
+    from ..._worst import pair_notion, pair_verdict
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
-    dps = _digits(args)[0]
+    dps = audit_digits(args)[0]
     alpha = claims["alpha"] if notion == "renyi" else None
     result, value, witness, direction, lower = pair_notion(a, b, notion, dps, audit.privacy_loss, epsilon=eps,
                                                            alpha=alpha, max_outputs=limit)
@@ -101,9 +101,9 @@ _VERDICTS = {
 }
 
 
-def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> None:
-    """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text."""
-    args._status = _EXIT[r.verdict]
+def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> int:
+    """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text;
+    return the exit status of its verdict."""
     d = r.dps
     if args.json:
         obj = dict(head)
@@ -116,30 +116,31 @@ def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], l
             "verdict": r.verdict, "margin": json_scalar(r.margin, d),
             "witness": None if r.witness is None else output_ids(r.witness), "direction": r.direction,
         })
-        _emit_json(obj)
-        return
-    digits = _digits(args)[1]
+        emit_json(obj)
+        return EXIT[r.verdict]
+    digits = audit_digits(args)[1]
 
     def num(x: Any) -> str:
         return number_text(x, digits, strip_zeros=False)
 
     a, b = ",".join(map(str, r.counts_a)), ",".join(map(str, r.counts_b))
-    _out(f"pair:         counts {a} (a) and counts {b} (b)")
+    write_line(f"pair:         counts {a} (a) and counts {b} (b)")
     if r.notion == "pure":
         larger = ("equal under a and b" if r.direction == "equal" else
-                  f"larger under {_larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
-        _out(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})")
+                  f"larger under {larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
+        write_line(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})")
         if r.log_p is not None:
-            _out(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
+            write_line(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
     elif r.notion == "approx":
-        _out(f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})")
+        write_line(f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})")
     elif r.notion == "renyi":
-        _out(f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} ({r.direction}, "
+        write_line(f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} ({r.direction}, "
              "the larger direction)")
     else:
-        _out(f"value:        rho in [{number_text(r.lower, digits)}, {number_text(r.upper, digits)}] "
+        write_line(f"value:        rho in [{number_text(r.lower, digits)}, {number_text(r.upper, digits)}] "
              f"(the lower end attained at alpha = {exact_text(r.alpha)})")
-    _out(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
-    _out(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}{_margin_note(r.verdict, r.margin, d)}")
-    _out(f"tables:       {line}")
-    _out(f"precision:    values certified to relative error 1e-{d}, shown to {digits} significant digits")
+    write_line(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
+    write_line(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}{margin_note(r.verdict, r.margin, d)}")
+    write_line(f"tables:       {line}")
+    write_line(f"precision:    values certified to relative error 1e-{d}, shown to {digits} significant digits")
+    return EXIT[r.verdict]

@@ -17,13 +17,14 @@ import os
 import sys
 from typing import Any
 
-from ..core.mechanism import Mechanism
-from ..errors import ArgumentTypeError, InvalidParameterError
-from .options import _UsageError
-from .registry import MechanismFactory, MechanismSpec
-from .render import PROG, _describe, _emit_json, _mechanism_json, _out, _Progress
+from ...core.mechanism import Mechanism
+from ...errors import ArgumentTypeError, InvalidParameterError
+from ..options import UsageError
+from ..parse import counts_arg, int_arg
+from ..registry import MechanismFactory, MechanismSpec
+from ..render import PROG, Progress, describe, emit_json, mechanism_json, write_line
 
-__all__ = ["load_object", "add_draws_options", "cmd_audit_draws"]
+__all__ = ["load_object", "add_draws_options", "run_draws"]
 
 
 def load_object(path: str, argument: str = "--from-draws") -> Any:
@@ -72,10 +73,8 @@ def add_draws_options(p: Any) -> None:
 
 
 def _draws_count(text: str) -> int:
-    from .parse import _int_arg
-
     try:
-        n = _int_arg(text)
+        n = int_arg(text)
     except argparse.ArgumentTypeError as err:
         raise InvalidParameterError("--draws", text, str(err)) from None
     if n < 1:
@@ -84,10 +83,8 @@ def _draws_count(text: str) -> int:
 
 
 def _seed(text: str) -> int:
-    from .parse import _int_arg
-
     try:
-        seed = _int_arg(text)
+        seed = int_arg(text)
     except argparse.ArgumentTypeError as err:
         raise InvalidParameterError("--seed", text, str(err)) from None
     if seed < 0:
@@ -95,26 +92,25 @@ def _seed(text: str) -> int:
     return seed
 
 
-def cmd_audit_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> None:
+def run_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse.Namespace) -> int:
     """``exactdp audit MECHANISM --from-draws MODULE:FUNCTION --neighbour COUNTS ...``."""
-    from .. import audit
-    from ..core.validation import as_rational
-    from .parse import _counts_arg
+    from ... import audit
+    from ...core.validation import as_rational
 
     prog = f"{PROG} audit {name}"
     if args.neighbour is None:
-        raise _UsageError("--from-draws needs --neighbour COUNTS (the second dataset)", prog)
+        raise UsageError("--from-draws needs --neighbour COUNTS (the second dataset)", prog)
     if args.notion not in ("pure", "approx"):
-        raise _UsageError(f"--from-draws bounds pure epsilon or delta (--notion approx), not {args.notion}", prog)
+        raise UsageError(f"--from-draws bounds pure epsilon or delta (--notion approx), not {args.notion}", prog)
     if args.notion == "approx" and args.claimed_epsilon is None:
-        raise _UsageError("--from-draws with --notion approx needs --claimed-epsilon (the epsilon delta is bounded at)",
+        raise UsageError("--from-draws with --notion approx needs --claimed-epsilon (the epsilon delta is bounded at)",
                           prog)
     for flag, value in (("--relation", args.relation), ("--contribution", args.contribution), ("--workers", args.workers if args.workers > 1 else None)):
         if value is not None:
-            raise _UsageError(f"{flag} is for the worst case over neighbours, not --from-draws (one pair: --counts "
+            raise UsageError(f"{flag} is for the worst case over neighbours, not --from-draws (one pair: --counts "
                               "and --neighbour)", prog)
     try:
-        neighbour = _counts_arg(args.neighbour)
+        neighbour = counts_arg(args.neighbour)
     except argparse.ArgumentTypeError as err:
         raise InvalidParameterError("--neighbour", args.neighbour, str(err)) from None
     if len(neighbour) != m.d:
@@ -129,7 +125,7 @@ def cmd_audit_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse
     epsilon = args.claimed_epsilon if args.notion == "approx" else None
     claim = args.claimed_delta if args.notion == "approx" else args.claimed_epsilon
     excess = None if args.excess is None else as_rational(args.excess, "--excess")
-    progress = _Progress(f"{PROG} audit: draws", enabled=not (args.json or args.no_progress))
+    progress = Progress(f"{PROG} audit: draws", enabled=not (args.json or args.no_progress))
     try:
         result = audit.lower_bound_from_draws(sampler, sampler, m, b, n, confidence, rng=seed, epsilon=epsilon,
                                               claim=claim, excess=excess, data_a=list(m.counts),
@@ -137,16 +133,17 @@ def cmd_audit_draws(name: str, spec: MechanismSpec, m: Mechanism, args: argparse
                                               max_outputs=args.max_outputs)
     finally:
         progress.close()
-    args._status = 1 if result.verdict == "violated" else 0
+    status = 1 if result.verdict == "violated" else 0
     if args.json:
-        obj = dict(_mechanism_json(name, m, spec), sampler=args.from_draws, counts=list(m.counts),
+        obj = dict(mechanism_json(name, m, spec), sampler=args.from_draws, counts=list(m.counts),
                    neighbour=list(neighbour))
         obj.update(result.to_json(args.dps))
-        _emit_json(obj)
-        return
-    _out(result.summary(args.digits))
-    _out(f"{'mechanism:':<13} {_describe(m)}  [{name}: {spec.summary}]")
-    _out(f"{'sampler:':<13} {args.from_draws} on --counts and on --neighbour {','.join(map(str, neighbour))} "
+        emit_json(obj)
+        return status
+    write_line(result.summary(args.digits))
+    write_line(f"{'mechanism:':<13} {describe(m)}  [{name}: {spec.summary}]")
+    write_line(f"{'sampler:':<13} {args.from_draws} on --counts and on --neighbour {','.join(map(str, neighbour))} "
          f"({'seed ' + str(result.seed) if result.seed is not None else 'unseeded'}"
          f"{'; ' + result.seed_note if result.seed_note else ''})")
-    _out(f"{'method:':<13} {result.method}; bounds shown rounded down (exact in --json)")
+    write_line(f"{'method:':<13} {result.method}; bounds shown rounded down (exact in --json)")
+    return status
