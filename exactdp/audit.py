@@ -1,7 +1,7 @@
 """Exact privacy audits: the privacy loss between two datasets, neighbours, worst cases.
 
 The other notions of a pair of distributions (privacy profile ``delta(epsilon)``, the tight
-epsilon for a delta, Rényi divergence, zCDP) live in ``exactdp._notions`` and are exported
+epsilon for a delta, Rényi divergence, zCDP) live in ``exactdp._oracle.notions.profile`` and are exported
 here; every function takes exactdp mechanisms or mappings ``output -> probability``.
 
 The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
@@ -12,8 +12,8 @@ over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a ne
 exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
 ``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
 worst case over every neighbour of one count vector (:func:`worst_case`, for the pure loss
-or any notion of ``exactdp._notions``, serially or on an executor, built in
-``exactdp._worst``; :func:`audit_grid` for many at once).
+or any notion of ``exactdp._oracle.notions.profile``, serially or on an executor, built in
+``exactdp._oracle.worst``; :func:`audit_grid` for many at once).
 
 How the maximum over outputs is found without listing every output:
 
@@ -52,7 +52,7 @@ confirmed with the exact probabilities (``probability_exact``).
 [(2, 1), (2, 2), (0, 1), (0, 0)]
 
 Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
-``exactdp._neighbours`` and exported here.
+``exactdp._oracle.neighbours`` and exported here.
 """
 
 from __future__ import annotations
@@ -67,14 +67,14 @@ import mpmath
 from flint import arb, fmpz
 from mpmath import libmp
 
-from ._distributions import (ExponentialPair, _check_same_space, check_cells_fit, head_engine,  # noqa: F401
+from ._oracle.distributions import (ExponentialPair, _check_same_space, check_cells_fit, head_engine,  # noqa: F401
                              mechanism_pairs, output_orbit_count, pair_cells)
-from ._footprint import Footprint
-from ._groups import Groups
-from ._notion_basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
-from ._notions import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
-from ._renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
-from ._neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
+from ._oracle.footprint import Footprint
+from ._oracle.groups import Groups
+from ._oracle.notions.basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
+from ._oracle.notions.profile import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
+from ._oracle.notions.renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
+from ._oracle.neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._namespace import public_dir
@@ -84,9 +84,9 @@ from .core.formatting import number_text, table
 from .core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
 from .core.validation import as_dps, as_positive_int
 from .errors import InvalidParameterError, PrecisionError
-from . import _worst
-from ._draws import DrawsBound, PlannedEvent, draws_to_detect, lower_bound_from_counts, lower_bound_from_draws, plan_event
-from ._worst import NeighbourLoss, WorstCase, claimed_epsilon, output_text
+from ._oracle import worst as _worst
+from ._oracle.draws import DrawsBound, PlannedEvent, draws_to_detect, lower_bound_from_counts, lower_bound_from_draws, plan_event
+from ._oracle.worst import NeighbourLoss, WorstCase, claimed_epsilon, output_text
 
 __all__ = [
     "AuditLimitError",
@@ -418,7 +418,7 @@ def privacy_loss(
 
 
 def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int, visited: int) -> Optional[PrivacyLoss]:
-    """:func:`privacy_loss` per value of delta (:class:`~exactdp._distributions.ExponentialPair`:
+    """:func:`privacy_loss` per value of delta (:class:`~exactdp._oracle.distributions.ExponentialPair`:
     one certified ``ln P_a - ln P_b`` shared by all cells of a delta), or None when that
     does not apply or a loss may be 0."""
     fast = ExponentialPair.of(groups_a, groups_b, list(pairs), [n for _, n in pairs.values()])
@@ -427,7 +427,7 @@ def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int,
 
 def _loss_from_engine(fast: Any, pairs: Optional[dict], digits: int, visited: int) -> Optional[PrivacyLoss]:
     """:func:`privacy_loss` from a per-delta engine over the cells ``pairs`` (None: the
-    engine's own head of cells, :class:`~exactdp._distributions.HeadExponentialPair`,
+    engine's own head of cells, :class:`~exactdp._oracle.distributions.HeadExponentialPair`,
     whose rows are the cells it counted), or None when a loss may be 0 or stays
     undecided."""
     groups_a, groups_b = fast.a, fast.b
@@ -620,7 +620,7 @@ def audit_grid(
 
 
 # exactdp.audit is the documented home of the neighbour functions defined in
-# exactdp._neighbours: reprs, pickles and the API reference name it.
+# exactdp._oracle.neighbours: reprs, pickles and the API reference name it.
 for _obj in (AuditLimitError, neighbours, neighbour_count, DrawsBound, PlannedEvent, lower_bound_from_draws,
              lower_bound_from_counts, plan_event, draws_to_detect):
     _obj.__module__ = __name__

@@ -21,7 +21,7 @@ assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the
 fails) with the number of draws (or the coverage) that would decide.
 
 Sampler shapes (:func:`as_sampler` picks one; each can be built directly), from
-:mod:`exactdp._samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`
+:mod:`exactdp._oracle.samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`
 (a function returning item ids, given a seeded ``numpy.random.Generator`` when a required
 positional parameter is left or an optional one is named like a generator, e.g. ``rng``;
 ``takes_rng=`` overrides), :func:`from_randomise` (diffprivlib-style ``.randomise()``; a
@@ -68,7 +68,7 @@ from .core._namespace import public_dir
 
 from . import audit, certify
 from .certify.io import check_id_map
-from ._samplers import (
+from ._oracle.samplers import (
     RNG_NAMES,
     IdMap,
     RawOutput,

@@ -58,8 +58,8 @@ class PairResult(NoTruthValue):
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
     from .. import audit
-    from .._verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
-    from .._worst import pair_notion, pair_verdict
+    from .._oracle.verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
+    from .._oracle.worst import pair_notion, pair_verdict
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs

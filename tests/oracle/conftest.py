@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exactdp import _notions
+from exactdp._oracle.notions import profile as _notions
 from exactdp.errors import PrecisionError
 
 

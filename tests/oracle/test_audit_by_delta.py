@@ -1,6 +1,6 @@
 """The batched probabilities of the exponential rule and the per-delta pair notions
 (exactdp.rules.exponential.ExponentialMechanism.log_form / output_probabilities,
-exactdp._distributions.ExponentialPair) against the per-level and per-cell paths and brute force."""
+exactdp._oracle.distributions.ExponentialPair) against the per-level and per-cell paths and brute force."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp import _distributions, audit
-from exactdp._groups import Groups
+from exactdp import audit
+from exactdp._oracle import distributions as _distributions
+from exactdp._oracle.groups import Groups
 from exactdp.core.mechanism import Mechanism
 from exactdp.errors import PrecisionError
 from exactdp.rules import exponential
@@ -398,7 +399,8 @@ def test_epsilon_for_delta_per_delta_equals_the_cell_by_cell_search(seed, monkey
     the per-cell search (the classes switched off) to the digits asked."""
     import random
 
-    from exactdp import Joint, _notions
+    from exactdp import Joint
+    from exactdp._oracle.notions import profile as _notions
 
     rng = random.Random(seed)
     used = []
@@ -432,7 +434,8 @@ def test_epsilon_for_delta_per_delta_permute_and_flip(d, k, monkeypatch):
     equal to the per-cell search."""
     import random
 
-    from exactdp import PNFJoint, _notions
+    from exactdp import PNFJoint
+    from exactdp._oracle.notions import profile as _notions
 
     counts = random.Random(d).sample(range(4 * d), d)
     used = []
@@ -461,7 +464,7 @@ def test_tail_difference_stops_past_the_last_difference():
     reading the (equal) rest: the iterators below fail if read that far."""
     from flint import arb
 
-    from exactdp._distributions import tail_difference
+    from exactdp._oracle.distributions import tail_difference
     from exactdp.core.precision import flint_workprec
 
     shared = [(-m, 3) for m in range(3, 100000)]

@@ -1,5 +1,5 @@
 """A maximum over directions is decided as soon as one value is certified and every other
-is proven below it (exactdp._notion_basics._decided_max): epsilon_for_delta,
+is proven below it (exactdp._oracle.notions.basics._decided_max): epsilon_for_delta,
 privacy_profile and the Rényi worst case return the decided maximum where one direction
 stays beyond the working digits, and still raise PrecisionError where the maximum is not
 decided.
@@ -129,7 +129,7 @@ def test_decided_max_compares_the_outward_ends():
     """The rule itself: decided when every uncertified value's proven upper end is at most
     the certified maximum's lower end; not when it exceeds it by the least amount, or
     proved nothing; an infinite certified value is decided whatever the others."""
-    from exactdp._notion_basics import _decided_max, _Unresolved
+    from exactdp._oracle.notions.basics import _decided_max, _Unresolved
     one = (mpmath.mpf(1), arb(3) / 4)  # a certified 1 whose proven lower end is 3/4 (exact points)
     below = _Unresolved("dps", 5, "x", arb(3) / 4)
     above = _Unresolved("dps", 5, "x", arb(3) / 4 + arb(2) ** -52)

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactdp import Joint, PNFJoint, audit
-from exactdp import _distributions
-from exactdp._distributions import HeadExponentialPair, HeadPermuteAndFlipPair, _SideTail, head_engine
-from exactdp._groups import Groups
+from exactdp._oracle import distributions as _distributions
+from exactdp._oracle.distributions import HeadExponentialPair, HeadPermuteAndFlipPair, _SideTail, head_engine
+from exactdp._oracle.groups import Groups
 from exactdp.core.precision import flint_workprec
 from exactdp.mechanisms import joint_pairs
 from exactdp.mechanisms.joint import Joint as JointClass

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
-from exactdp._distributions import key_kind
+from exactdp._oracle.distributions import key_kind
 from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
 SETS = exactdp.JointSet([3, 1, 0, 0], 2, base=Fraction(1, 2))
@@ -217,7 +217,7 @@ def _output(key):
 def test_two_mappings_are_refused_exactly_when_an_output_could_be_written_two_ways(keys_a, keys_b):
     """Brute force over small mappings: refused exactly when the keys of the two are not all
     of one shape; when accepted, no two different keys stand for one output."""
-    from exactdp._distributions import MappingDistribution, check_same_key_kinds
+    from exactdp._oracle.distributions import MappingDistribution, check_same_key_kinds
 
     a = MappingDistribution({o: Fraction(1, len(keys_a)) for o in keys_a}, "a")
     b = MappingDistribution({o: Fraction(1, len(keys_b)) for o in keys_b}, "b")

@@ -1,4 +1,4 @@
-"""A pair audit checks what it holds against the mechanisms' memory budgets (exactdp._footprint)."""
+"""A pair audit checks what it holds against the mechanisms' memory budgets (exactdp._oracle.footprint)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 import exactdp
-import exactdp._distributions as distributions
+import exactdp._oracle.distributions as distributions
 from exactdp import audit
-from exactdp._footprint import CELL_BYTES, ROW_BYTES, Footprint, value_bytes
+from exactdp._oracle.footprint import CELL_BYTES, ROW_BYTES, Footprint, value_bytes
 from exactdp.errors import MemoryBudgetError
 
 COUNTS, OTHER = [400, 300, 200, 100, 0], [400, 300, 200, 100, 1]

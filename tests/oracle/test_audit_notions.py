@@ -398,7 +398,8 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     could take hours on a sum over many levels), and a divergence too small for the
     per-cell computation is a clear PrecisionError stating its magnitude bound (the
     per-delta computation, tested in test_audit_pairs.py, certifies it)."""
-    from exactdp import _distributions, _notion_basics
+    from exactdp._oracle import distributions as _distributions
+    from exactdp._oracle.notions import basics as _notion_basics
     from exactdp.errors import PrecisionError
 
     asked = []
@@ -436,7 +437,7 @@ def test_proven_zero_is_the_one_bounded_symbolic_equality(monkeypatch):
     terms is left undecided without calling sympy.simplify at all."""
     import sympy
 
-    from exactdp import _notion_basics
+    from exactdp._oracle.notions import basics as _notion_basics
 
     x = sympy.Symbol("x", positive=True)
     assert _notion_basics.proven_zero(sympy.exp(1) * sympy.exp(-2) - sympy.exp(-1)) is True
@@ -454,7 +455,7 @@ def test_profile_precision_error_states_a_proven_bound(monkeypatch):
     import re
     from fractions import Fraction
 
-    import exactdp._notions as notions
+    import exactdp._oracle.notions.profile as notions
     from exactdp import errors
 
     a = exactdp.Joint([3, 1, 0], 2, epsilon=1)
@@ -511,7 +512,7 @@ def test_exact_equality_of_high_degree_exponentials_is_left_undecided():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.split() == ["True"]
-    from exactdp._notion_basics import _exp_degree, proven_zero
+    from exactdp._oracle.notions.basics import _exp_degree, proven_zero
     e = sympy.exp(-sympy.Rational(1, 4))
     big = sympy.exp(-sympy.Rational(99995, 4))
     x = big / (1 + e) - big
@@ -566,7 +567,7 @@ def test_one_law_up_to_a_shift_against_the_exact_probabilities():
     output agree on both sides (PNFJoint and Joint with a rational base, every pair of
     count vectors in {0..3}^d, d <= 3, shifted by 0..2, every k); and it says so for
     every shifted pair (the check is not vacuous) and for no pair of different laws."""
-    from exactdp._groups import Groups
+    from exactdp._oracle.groups import Groups
     said = 0
     for name, make, brute in MECHANISMS[:2]:
         for counts in SMALL:
@@ -601,7 +602,7 @@ def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch, r
     decided (forced here), the level tables prove every sign and the error states each
     direction's proven bracket; without them (any other pair), the error states the proven
     bound and the undecided cells; never "a breakpoint of the profile"."""
-    from exactdp import _distributions
+    from exactdp._oracle import distributions as _distributions
     from exactdp.errors import PrecisionError
     a = exactdp.PNFJoint([10**6, 3, 2, 0], 2, epsilon=1)
     b = exactdp.PNFJoint([10**6 + 1, 3, 2, 0], 2, epsilon=1)

@@ -1,5 +1,5 @@
 """Two permute-and-flip mechanisms audited per value of delta
-(exactdp._distributions.PermuteAndFlipPair, exactdp.rules.pnf_levels.PnfForm) against the
+(exactdp._oracle.distributions.PermuteAndFlipPair, exactdp.rules.pnf_levels.PnfForm) against the
 per-cell path (every level's certified probability) and a brute force.
 
 The per-delta engine applies on the quadrature route of permute-and-flip (supports past
@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp import _distributions, audit
-from exactdp._notion_basics import _by_delta
+from exactdp import audit
+from exactdp._oracle import distributions as _distributions
+from exactdp._oracle.notions.basics import _by_delta
 from exactdp.core.precision import flint_workprec
 from exactdp.errors import PrecisionError
 from exactdp.rules import pnf_levels
@@ -251,7 +252,7 @@ def test_negative_control_the_second_order_term_is_checked(quadrature, monkeypat
     """The brute-force test above catches a wrong second-order divergence term (``h``
     doubled), and wrong masses (the class spread left out, ``rho = 0``, and ``nu_0`` shrunk
     by ``10^-25``)."""
-    from exactdp import _renyi
+    from exactdp._oracle.notions import renyi as _renyi
     from exactdp.rules.pnf_levels import PnfForm
 
     with monkeypatch.context() as patch:
@@ -326,7 +327,7 @@ def test_an_astronomically_small_bound_is_stated_without_hanging(quadrature):
     is about ``10**-(2.6 * 10**20)``: its error message states the proven bound (the power
     of ten above it was searched with 64-bit powers of ten, wider than themselves at that
     exponent, and the search never ended)."""
-    from exactdp._notion_basics import _power_of_ten_above
+    from exactdp._oracle.notions.basics import _power_of_ten_above
     from exactdp.errors import PrecisionError
     from flint import arb
 
@@ -356,7 +357,7 @@ def test_second_order_terms_keep_the_working_precision():
     precision): against mpmath at 200 digits, for several orders, ``alpha = 1`` (KL) and a
     huge ``alpha``; a ball around 0 still gives ``[0, bound]``."""
     from flint import arb
-    from exactdp._renyi import _h_ball
+    from exactdp._oracle.notions.renyi import _h_ball
 
     for text, alpha in (("1e-8", Fraction(2)), ("-3e-9", Fraction(3, 2)), ("1e-8", Fraction(1)),
                         ("2e-6", Fraction(10**6)), ("1e-30", Fraction(7, 3)), ("1e-3", Fraction(2))):

@@ -22,7 +22,8 @@ import mpmath
 import pytest
 
 import exactdp
-from exactdp import _distributions, audit
+from exactdp import audit
+from exactdp._oracle import distributions as _distributions
 from exactdp.core.precision import flint_workprec
 from exactdp.errors import PrecisionError
 
@@ -241,7 +242,7 @@ def test_worst_case_passes_its_claim_by_a_hair(monkeypatch):
 
     w = audit.worst_case(factory, counts, "swap", dps=30)
     assert w.verdict == "violated" and abs(w.value - 1) <= mpmath.mpf(10) ** -30, w
-    from exactdp import _worst
+    from exactdp._oracle import worst as _worst
     monkeypatch.setattr(_worst, "passes_claim", lambda *args, **kwargs: False)
     assert audit.worst_case(factory, counts, "swap", dps=30).verdict == "attained"
 
@@ -326,7 +327,7 @@ def test_zcdp_of_joint_pairs_far_below_the_best_level(monkeypatch):
         assert abs(z.lower - at) <= at * mpmath.mpf(10) ** -8, (z, at)
         for alpha in (Fraction(2), Fraction(10**6), z.alpha / 2, z.alpha, z.alpha * 2, Fraction(10**9)):
             assert R(alpha) <= z.upper, (alpha, R(alpha), z)
-    from exactdp import _renyi
+    from exactdp._oracle.notions import renyi as _renyi
     monkeypatch.setattr(_renyi, "_by_delta", lambda pair: None)
     old = audit.zcdp_rho(a, b)
     assert not old.converged and old.lower == 0

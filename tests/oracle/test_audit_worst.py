@@ -335,7 +335,7 @@ def test_neighbours_twin_matches():
 
 def test_zcdp_verdict_wide_bracket_is_inconclusive():
     """A zCDP bracket that contains the claim but is wide says neither attained nor below."""
-    from exactdp._verdicts import zcdp_verdict
+    from exactdp._oracle.verdicts import zcdp_verdict
 
     claim = Fraction(1, 16)
     cv = mpmath.mpf(1) / 16

@@ -104,14 +104,14 @@ def test_more_digits_only_within_the_memory_budget(monkeypatch):
     MemoryBudgetError.  Through the cells' balls, the path of any pair that is not two
     exponential mechanisms of one lam (those are computed per value of delta, which needs
     no more digits here and converges within the small budget too, checked last)."""
-    from exactdp import _renyi
+    from exactdp._oracle.notions import renyi as _renyi
     per_delta = _renyi._by_delta
     monkeypatch.setattr(_renyi, "_by_delta", lambda pair: None)
     eps = Fraction(1, 10**60)
     pair = ([3, 1, 0], [3, 2, 0])
     z = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps), exactdp.Joint(pair[1], 1, epsilon=eps))
     assert z.converged and 0 < z.lower < mpmath.mpf(10) ** -115
-    from exactdp._footprint import estimate
+    from exactdp._oracle.footprint import estimate
     # 6 levels and 3 cells: the budget holds them at 60 digits (the exact identity check's
     # enclosures), not at 104 (the third working precision, 26 -> 52 -> 104)
     fits = estimate(6, 3, 60, False)
@@ -196,8 +196,8 @@ def test_divergence_next_to_alpha_one_keeps_its_digits():
     term of ``h`` is computed as ``e^r expm1(beta r) - beta expm1(r)`` (``O(beta)``), not
     ``expm1(alpha r) - alpha expm1(r)`` (it had about 10 digits at e = 100, and was nan at
     e = 200)."""
-    from exactdp._distributions import pair_cells
-    from exactdp._renyi import _renyi_ball
+    from exactdp._oracle.distributions import pair_cells
+    from exactdp._oracle.notions.renyi import _renyi_ball
     from exactdp.core.precision import flint_workprec, is_accurate, prec_for_dps
     a, b = exactdp.Peeling([3, 2, 2, 0], 2, epsilon=1), exactdp.Peeling([3, 3, 2, 1], 2, epsilon=1)
     pair = pair_cells(a, b, 20, 1000)

@@ -1,4 +1,4 @@
-"""exactdp._draws (exported by exactdp.audit): the lower bound on a sampler's epsilon from its
+"""exactdp._oracle.draws (exported by exactdp.audit): the lower bound on a sampler's epsilon from its
 draws.  The certified Clopper-Pearson bounds against exact binomial sums in Fractions, the
 planned event against a brute-force enumeration of every output's exact loss, the coverage by
 simulation with exact draws (and a naive bound that must fail it), the verdicts, the draws
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit, testing
-from exactdp._draws import _planned, as_fraction, ceil_text, clopper_pearson, floor_text
+from exactdp._oracle.draws import _planned, as_fraction, ceil_text, clopper_pearson, floor_text
 from exactdp.certify.tail import binomial_sf
 from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 

@@ -1,4 +1,4 @@
-"""exactdp._groups: the one place the oracle (audit and certify) reads a mechanism's
+"""exactdp._oracle.groups: the one place the oracle (audit and certify) reads a mechanism's
 probability groups, whatever the mechanism (utility levels, or CanonicalGamma1's classes)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 import exactdp
 from exactdp import audit, certify
-from exactdp._groups import Groups
+from exactdp._oracle.groups import Groups
 from exactdp.errors import InvalidOutputError, InvalidParameterError
 
 MECHANISMS = {

@@ -1,4 +1,4 @@
-"""The sampler adapters (exactdp._samplers, re-exported by exactdp.testing): which callables
+"""The sampler adapters (exactdp._oracle.samplers, re-exported by exactdp.testing): which callables
 are given a generator, that the seed given is the seed used (and said not to be where it
 cannot be), labels and id_map."""
 

@@ -39,20 +39,20 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import mpmath
 
-from ._distributions import MappingDistribution, pair_cells, ties_exchangeable
-from ._neighbours import _relation, neighbour_count, neighbours
-from ._notion_basics import _bound_text, _rational
-from ._notions import privacy_profile
-from ._renyi import larger_divergence, zcdp_rho
-from ._verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
-from .core._lazy import sympy
-from .core.results import NoTruthValue
-from .core._typing import MechanismLike, Output
-from .core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
-from .core.formatting import output_text as _sequence_text
-from .core.precision import ball_to_mpf, mp_workdps, mpf_fraction
-from .core.validation import as_counts, as_dps, as_positive_int
-from .errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
+from .distributions import MappingDistribution, pair_cells, ties_exchangeable
+from .neighbours import _relation, neighbour_count, neighbours
+from .notions.basics import _bound_text, _rational
+from .notions.profile import privacy_profile
+from .notions.renyi import larger_divergence, zcdp_rho
+from .verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
+from ..core._lazy import sympy
+from ..core.results import NoTruthValue
+from ..core._typing import MechanismLike, Output
+from ..core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
+from ..core.formatting import output_text as _sequence_text
+from ..core.precision import ball_to_mpf, mp_workdps, mpf_fraction
+from ..core.validation import as_counts, as_dps, as_positive_int
+from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
            "finish", "output_text", "pair_verdict", "passes_claim"]

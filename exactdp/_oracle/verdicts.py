@@ -14,10 +14,10 @@ from typing import Any, Callable, Sequence
 
 import mpmath
 
-from ._distributions import MappingDistribution
-from ._notion_basics import _cap, proven_zero
-from .core._lazy import sympy
-from .core.precision import mp_workdps, mpf_fraction
+from .distributions import MappingDistribution
+from .notions.basics import _cap, proven_zero
+from ..core._lazy import sympy
+from ..core.precision import mp_workdps, mpf_fraction
 
 __all__ = ["is_mapping", "claim_mpf", "band_verdict", "exact_compare", "zcdp_verdict", "refine_verdict",
            "exact_probability", "attained_exactly"]

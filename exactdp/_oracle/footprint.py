@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .core.level_blocks import DEFAULT_MEMORY_BUDGET
-from .errors import MemoryBudgetError
+from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
+from ..errors import MemoryBudgetError
 
 __all__ = ["Footprint", "CELL_BYTES", "ROW_BYTES", "value_bytes", "estimate"]
 

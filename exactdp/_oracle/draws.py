@@ -12,7 +12,7 @@ in draws and in the validity of their confidence.  exactdp knows the law the sam
 claims, so it fixes the event first.  For pure epsilon the candidates are the super-level
 sets ``E_t = {o : ln P_a(o) / P_b(o) >= t}`` of the exact privacy-loss random variable, at
 every threshold ``t`` the pair attains, in both directions (``b`` over ``a`` too).  The
-outputs of one cell of the pair (:func:`exactdp._distributions.pair_cells`: one group under
+outputs of one cell of the pair (:func:`exactdp._oracle.distributions.pair_cells`: one group under
 ``a``, one under ``b``) share one loss, so an event is a union of cells, and its exact
 ``p_a = P_a(E)``, ``p_b = P_b(E)`` are sums of certified cell masses.  Two thresholds whose
 certified values overlap at the working precision (``dps + 10`` digits) are one threshold.
@@ -77,19 +77,19 @@ from typing import Any, Callable, Optional, Sequence, Union
 import mpmath
 from flint import arb, fmpz
 
-from ._distributions import Pair, pair_cells
-from ._groups import Groups
-from ._samplers import Sampler, SamplerLike, SeedLike, as_sampler, as_seed  # noqa: F401 (Sampler: SamplerLike's hint)
-from ._worst import claimed_epsilon
-from .certify.io import IdMap
-from .core._lazy import sympy
-from .core._typing import MechanismLike, Output, RationalLike
-from .core.formatting import exact_text, json_scalar, output_ids, output_text
-from .core.precision import dyadic_mpf as exact_mpf, flint_workprec, mp_workdps, mpf_fraction as as_fraction, \
+from .distributions import Pair, pair_cells
+from .groups import Groups
+from .samplers import Sampler, SamplerLike, SeedLike, as_sampler, as_seed  # noqa: F401 (Sampler: SamplerLike's hint)
+from .worst import claimed_epsilon
+from ..certify.io import IdMap
+from ..core._lazy import sympy
+from ..core._typing import MechanismLike, Output, RationalLike
+from ..core.formatting import exact_text, json_scalar, output_ids, output_text
+from ..core.precision import dyadic_mpf as exact_mpf, flint_workprec, mp_workdps, mpf_fraction as as_fraction, \
     mpf_man_exp, prec_for_dps, rational_ball
-from .core.results import NoTruthValue
-from .core.validation import as_dps, as_positive_int, as_rational
-from .errors import ArgumentTypeError, ExactDPError, InvalidOutputError, InvalidParameterError
+from ..core.results import NoTruthValue
+from ..core.validation import as_dps, as_positive_int, as_rational
+from ..errors import ArgumentTypeError, ExactDPError, InvalidOutputError, InvalidParameterError
 
 __all__ = ["DrawsBound", "lower_bound_from_draws", "lower_bound_from_counts", "draws_to_detect", "plan_event",
            "PlannedEvent", "clopper_pearson", "MAX_THRESHOLDS", "SCORED", "DEFAULT_DRAWS", "floor_text", "ceil_text",
@@ -209,7 +209,7 @@ def clopper_pearson(count: int, n: int, alpha: RationalLike, side: str) -> Fract
     ``"upper"`` gives ``U >= p_U`` where ``P(Binomial(n, p_U) <= count) = alpha`` (``1`` for
     ``count = n``).  ``P(L > p) <= alpha`` and ``P(U < p) <= alpha`` for every ``p``.
 
-    >>> from exactdp._draws import ceil_text, floor_text
+    >>> from exactdp._oracle.draws import ceil_text, floor_text
     >>> low, up = clopper_pearson(5, 10, Fraction(1, 40), "lower"), clopper_pearson(5, 10, Fraction(1, 40), "upper")
     >>> floor_text(low, 6), ceil_text(up, 6)  # the 95% two-sided interval of 5 in 10
     ('0.187086', '0.812914')
@@ -280,7 +280,7 @@ def lower_bound_from_counts(count_a: int, count_b: int, n: int, confidence: Rati
     ``delta_lower`` is ``None`` unless ``epsilon`` is given.  Both are dyadic rationals
     (exact ``mpmath.mpf`` values), at most the exact Clopper-Pearson values, clipped at 0.
 
-    >>> from exactdp._draws import as_fraction, floor_text
+    >>> from exactdp._oracle.draws import as_fraction, floor_text
     >>> eps, _ = lower_bound_from_counts(9_000, 1_000, 20_000)
     >>> floor_text(as_fraction(eps), 6)
     '2.12137'
@@ -467,7 +467,7 @@ def plan_event(a: MechanismLike, b: MechanismLike, n: int = DEFAULT_DRAWS, confi
 
 
 def _mpf(ball: arb) -> mpmath.mpf:
-    from .core.precision import ball_to_mpf
+    from ..core.precision import ball_to_mpf
 
     return ball_to_mpf(ball)
 
@@ -700,7 +700,7 @@ def _claim_text(claim: Any) -> str:
 
 
 def _text(x: mpmath.mpf, digits: int) -> str:
-    from .core.formatting import number_text
+    from ..core.formatting import number_text
 
     return number_text(x, digits)
 

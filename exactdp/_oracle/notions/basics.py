@@ -1,8 +1,8 @@
 """Certified building blocks shared by the privacy notions of a pair: exact equality, ball helpers, the pure loss.
 
-The notions (:mod:`exactdp._notions`: delta(epsilon), epsilon(delta); :mod:`exactdp._renyi`:
+The notions (:mod:`exactdp._oracle.notions.profile`: delta(epsilon), epsilon(delta); :mod:`exactdp._oracle.notions.renyi`:
 Rényi divergence, zCDP) all read the same certified balls of ``P`` and ``Q`` from
-:mod:`exactdp._distributions` and fall back to the same exact decisions: this module holds
+:mod:`exactdp._oracle.distributions` and fall back to the same exact decisions: this module holds
 those shared pieces, and the pure privacy loss ``max_o |ln P(o) - ln Q(o)|`` that
 :func:`exactdp.audit.privacy_loss` reports.
 """
@@ -16,12 +16,12 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, fmpz
 
-from ._distributions import ExponentialPair, HeadPair, Pair
-from ._groups import Groups
-from .core._lazy import sympy
-from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
-from .core.validation import as_rational
-from .errors import PrecisionError
+from ..distributions import ExponentialPair, HeadPair, Pair
+from ..groups import Groups
+from ...core._lazy import sympy
+from ...core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
+from ...core.validation import as_rational
+from ...errors import PrecisionError
 
 __all__ = ["DEFAULT_MAX_CELL_OUTPUTS", "proven_zero", "pure_loss"]
 

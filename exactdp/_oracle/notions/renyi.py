@@ -1,7 +1,7 @@
 """Rényi divergence and the certified zCDP bracket of a pair of finite distributions.
 
-``P`` and ``Q`` as in :mod:`exactdp._notions` (two mechanisms or two mappings, as cells of
-:mod:`exactdp._distributions`), every value from arb balls that contain the true
+``P`` and ``Q`` as in :mod:`exactdp._oracle.notions.profile` (two mechanisms or two mappings, as cells of
+:mod:`exactdp._oracle.distributions`), every value from arb balls that contain the true
 probabilities, with the working precision doubled until the result is known to ``dps``
 digits; re-exported by :mod:`exactdp.audit`.
 
@@ -22,14 +22,14 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, ctx
 
-from ._distributions import Pair, expm1_ball, pair_cells
-from ._notion_basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
+from ..distributions import Pair, expm1_ball, pair_cells
+from .basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
                              _power_of_ten_above, _rational, _Unresolved)
-from .core.results import NoTruthValue
-from .core._typing import RationalLike
-from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
-from .core.validation import as_dps, as_positive_int
-from .errors import InvalidParameterError, MemoryBudgetError, PrecisionError
+from ...core.results import NoTruthValue
+from ...core._typing import RationalLike
+from ...core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
+from ...core.validation import as_dps, as_positive_int
+from ...errors import InvalidParameterError, MemoryBudgetError, PrecisionError
 
 __all__ = ["ZcdpBracket", "renyi_divergence", "zcdp_rho"]
 
@@ -189,7 +189,7 @@ def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[lis
     A cell whose ``P`` and ``Q`` agree to every one of ``D`` digits adds at most about
     ``10^(-2D)``, not ``10^(-D)``: twice the digits of a plain ``ln(sum P^alpha Q^(1-alpha))``.
     ``bounds`` (per cell, an upper bound on ``|r|`` proved otherwise, or None;
-    :meth:`~exactdp._distributions.Pair.log_ratio_bounds`) narrows ``r`` further."""
+    :meth:`~exactdp._oracle.distributions.Pair.log_ratio_bounds`) narrows ``r`` further."""
     one = alpha == 1
     a, b = rational_ball(alpha), rational_ball(alpha - 1)  # beta = alpha - 1 exact, not a rounded a - 1
     total = arb(0)
@@ -272,7 +272,7 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
 def larger_divergence(pair: Pair, alpha: Fraction, digits_wanted: int) -> tuple[mpmath.mpf, str]:
     """``max(D_alpha(P||Q), D_alpha(Q||P))`` and its direction (``"a>b"`` on ties), decided
     as soon as one direction is certified and the other proven below it
-    (:func:`~exactdp._notion_basics._decided_max`); PrecisionError when it is not (with a
+    (:func:`~exactdp._oracle.notions.basics._decided_max`); PrecisionError when it is not (with a
     proven bound on the maximum where both directions have one)."""
     outcomes: dict[str, Any] = {}
     for direction in ("a>b", "b>a"):

@@ -17,10 +17,10 @@ import math
 from itertools import combinations, product
 from typing import Hashable, Iterator, Optional, Sequence
 
-from .core._typing import CountsLike
-from .core.formatting import format_int
-from .core.validation import as_counts, as_positive_int
-from .errors import InvalidParameterError, TooManyOutputsError
+from ..core._typing import CountsLike
+from ..core.formatting import format_int
+from ..core.validation import as_counts, as_positive_int
+from ..errors import InvalidParameterError, TooManyOutputsError
 
 __all__ = ["AuditLimitError", "RELATIONS", "NEIGHBOURS_LIMIT", "tied_classes", "neighbour_count", "neighbours"]
 

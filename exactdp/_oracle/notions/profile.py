@@ -2,14 +2,14 @@
 
 ``P`` and ``Q`` are two distributions over one output space: two exactdp mechanisms (their
 probability groups paired as :func:`exactdp.audit.privacy_loss` pairs them) or mappings
-``output -> probability`` (:mod:`exactdp._distributions`).  Every value is computed from
+``output -> probability`` (:mod:`exactdp._oracle.distributions`).  Every value is computed from
 arb balls that contain the true probabilities (exact rationals for mappings, certified
 probabilities widened by their error bound for mechanisms), with the working precision
 doubled until the result is known to ``dps`` digits (relative).  Decisions that balls
 cannot make (a result exactly 0) use the exact values: Fractions, or the mechanisms'
 sympy ``probability_exact``.  The public entry points are re-exported by
-:mod:`exactdp.audit`, with those of the Rényi divergence and zCDP (:mod:`exactdp._renyi`)
-and the pure loss (:mod:`exactdp._notion_basics`), which this module also re-exports.
+:mod:`exactdp.audit`, with those of the Rényi divergence and zCDP (:mod:`exactdp._oracle.notions.renyi`)
+and the pure loss (:mod:`exactdp._oracle.notions.basics`), which this module also re-exports.
 
 - ``delta_{P||Q}(eps) = sum_o max(0, P(o) - e^eps Q(o))``; the profile is the larger of
   the two directions (:func:`privacy_profile`; ``delta(0)`` is the total variation).
@@ -30,15 +30,15 @@ from typing import Any, Optional
 import mpmath
 from flint import arb
 
-from ._distributions import Pair, expm1_ball, pair_cells
-from ._notion_basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, _bound_text, _by_delta, _cap,
+from ..distributions import Pair, expm1_ball, pair_cells
+from .basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, _bound_text, _by_delta, _cap,
                              _decided_max, _exact_equal, _oriented, _pos, _power_of_ten_above, _rational,
                              _same_law_cell, _Unresolved)
-from .core.results import NoTruthValue
-from .core._typing import Output, RationalLike
-from .core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
-from .core.validation import as_dps, as_positive_int
-from .errors import ExactDPError, InvalidParameterError, PrecisionError
+from ...core.results import NoTruthValue
+from ...core._typing import Output, RationalLike
+from ...core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
+from ...core.validation import as_dps, as_positive_int
+from ...errors import ExactDPError, InvalidParameterError, PrecisionError
 
 __all__ = ["PrivacyProfile", "EpsilonForDelta", "privacy_profile", "epsilon_for_delta"]
 
@@ -233,7 +233,7 @@ def _decided_profile(eps: Fraction, done: dict[str, Any], open_ends: dict[str, t
 def _excess_enclosure(pair: Pair, i: int, direction: str, eps: Fraction) -> Optional[arb]:
     """A ball for ``ln(P/Q) - eps`` of cell ``i`` (oriented) from the level tables, or None:
     ``lam * l - eps`` exactly when ``lam`` is rational, plus the enclosure of
-    :meth:`~exactdp._distributions.Pair.log_ratio_enclosure`."""
+    :meth:`~exactdp._oracle.distributions.Pair.log_ratio_enclosure`."""
     enclosure = pair.log_ratio_enclosure(i, direction)
     if enclosure is None:
         return None
@@ -529,7 +529,7 @@ def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome
 def _phantoms_below(outcomes: dict[str, Outcome], phantoms: list[arb]) -> dict[str, Outcome]:
     """The directions of ``outcomes`` whose certified largest log-ratio is certainly at
     least every phantom diagonal's (one the counted head did not reach,
-    :class:`~exactdp._distributions.HeadExponentialPair`, which may carry no output):
+    :class:`~exactdp._oracle.distributions.HeadExponentialPair`, which may carry no output):
     whether a phantom carries outputs does not change those.  The others are left out."""
     kept = {}
     for sign, direction in ((1, "a>b"), (-1, "b>a")):
@@ -594,7 +594,7 @@ def _positive_ends(rs: list[arb], sign: int) -> Optional[tuple[arb, arb]]:
 def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[dict[str, Outcome]], str]:
     """epsilon for delta = 0 in both directions of two permute-and-flip sides of one
     ``lam``: each cell's ``r = ln(P/Q)`` is the narrower of its balls' and the level
-    tables' enclosure ``lam * l + J`` (:meth:`~exactdp._distributions.Pair.log_ratio_enclosure`),
+    tables' enclosure ``lam * l + J`` (:meth:`~exactdp._oracle.distributions.Pair.log_ratio_enclosure`),
     so a direction whose largest log-ratio is tiny (counts that differ far below the best
     level) keeps its relative accuracy, which the prefix search cannot certify; None when
     it does not apply (no enclosure; an output of probability 0 on one side) or a sign

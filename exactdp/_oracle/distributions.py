@@ -41,17 +41,17 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optio
 import numpy as np
 from flint import arb, ctx, fmpz
 
-from ._footprint import Footprint
-from ._groups import Groups
-from ._neighbours import AuditLimitError, tied_classes
-from .core._lazy import sympy
-from .core._typing import Output
-from .core._gc import gc_paused
-from .core.combinatorics import count_words
-from .core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps, rational_ball
-from .core.validation import as_sequence_output, as_set_output
-from .errors import ArgumentTypeError, ExactDPError, InvalidParameterError
-from .rules.exponential import decaying_sum
+from .footprint import Footprint
+from .groups import Groups
+from .neighbours import AuditLimitError, tied_classes
+from ..core._lazy import sympy
+from ..core._typing import Output
+from ..core._gc import gc_paused
+from ..core.combinatorics import count_words
+from ..core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps, rational_ball
+from ..core.validation import as_sequence_output, as_set_output
+from ..errors import ArgumentTypeError, ExactDPError, InvalidParameterError
+from ..rules.exponential import decaying_sum
 
 __all__ = ["MappingDistribution", "Cell", "Pair", "as_distribution", "pair_cells", "check_cells_fit",
            "output_orbit_count", "ties_exchangeable", "orbits", "FLOAT_SUM_TOLERANCE", "ExponentialPair", "PermuteAndFlipPair", "MAX_DELTAS",
@@ -331,7 +331,7 @@ class Pair:
     def check_memory(self, digits: int, what: str) -> None:
         """Refuse (:class:`~exactdp.errors.MemoryBudgetError`) when the certified
         probabilities and balls at ``digits`` digits would not fit the budget
-        (:mod:`exactdp._footprint`)."""
+        (:mod:`exactdp._oracle.footprint`)."""
         if self.footprint is not None:
             levels = sum(len(v.groups) for v in (self.a, self.b) if isinstance(v, Groups))
             self.footprint.check(levels=levels, cells=len(self.cells), digits=digits, what=what)
@@ -448,7 +448,7 @@ class Pair:
 
     def _enclosure_shape_once(self) -> Optional["_EnclosureShape"]:
         """The exact part of :meth:`log_ratio_enclosure` (:func:`enclosure_shape`), computed
-        once; also what this pair's per-delta engine reads (:func:`exactdp._notion_basics._by_delta`)."""
+        once; also what this pair's per-delta engine reads (:func:`exactdp._oracle.notions.basics._by_delta`)."""
         shape = getattr(self, "_enclosure", False)
         if shape is False:
             shape = self._enclosure = enclosure_shape(self.a, self.b, self._table_differences())
@@ -622,7 +622,7 @@ class ExponentialPair:
 
     #: Whether a log-ratio may be known only to the working precision where it is tiny
     #: (:class:`PermuteAndFlipPair`): divergences are then formed so that such an ``r``
-    #: adds to second order only (:func:`exactdp._renyi._divergence_of`).
+    #: adds to second order only (:func:`exactdp._oracle.notions.renyi._divergence_of`).
     second_order = False
     #: The classes whose outputs are not known to exist (:class:`HeadExponentialPair`: a
     #: diagonal the counted head did not reach; its masses are ``[0, tail]``).
@@ -1093,7 +1093,7 @@ def table_differences(a: Any, b: Any) -> Optional[tuple[list[Any], list[Any], di
     Joint family) and the signed difference of the level tables per gap (``a`` minus
     ``b``), for two permute-and-flip sides of one ``lam``; None otherwise (or for
     utilities that do not subtract)."""
-    from .rules.permute_and_flip import PermuteAndFlip
+    from ..rules.permute_and_flip import PermuteAndFlip
     if not (isinstance(a, Groups) and isinstance(b, Groups) and a.same_rule_as(b)
             and isinstance(a.batched_rule(), PermuteAndFlip)):
         return None

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import mpmath
 
-from .core._typing import MechanismLike, Output, OutputLike
-from .core.mechanism import Mechanism
-from .core.precision import times_int
-from .errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError
+from ..core._typing import MechanismLike, Output, OutputLike
+from ..core.mechanism import Mechanism
+from ..core.precision import times_int
+from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError
 
 if TYPE_CHECKING:
-    from .core.levels import Level
+    from ..core.levels import Level
 
 __all__ = ["Groups"]
 
