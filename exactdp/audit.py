@@ -619,9 +619,9 @@ def audit_grid(
     return [_worst.finish(p, records) for p, records in zip(plans, _worst.execute(plans, executor, progress))]
 
 
-# exactdp.audit is the documented home of the neighbour functions defined in
-# exactdp._oracle.neighbours: reprs, pickles and the API reference name it.
+# exactdp.audit is the documented home of the neighbour functions, the draws bound and the
+# notions' result classes defined in exactdp._oracle: reprs, pickles and the API reference name it.
 for _obj in (AuditLimitError, neighbours, neighbour_count, DrawsBound, PlannedEvent, lower_bound_from_draws,
-             lower_bound_from_counts, plan_event, draws_to_detect):
+             lower_bound_from_counts, plan_event, draws_to_detect, PrivacyProfile, EpsilonForDelta, ZcdpBracket):
     _obj.__module__ = __name__
 del _obj

@@ -126,6 +126,8 @@ __all__ = [
 
 __dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
 
+Sampler.__module__ = __name__  # its documented home: reprs and pickles name exactdp.testing
+
 
 #: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``
 #: says otherwise.  Enough for power 0.99 against every TV deviation of 0.05 (the default
