@@ -67,7 +67,7 @@ from .core._lazy import sympy  # named in hints
 from .core._namespace import public_dir
 
 from . import audit, certify
-from .certify.io import check_id_map
+from ._oracle.ids import check_id_map
 from ._oracle.samplers import (
     RNG_NAMES,
     IdMap,

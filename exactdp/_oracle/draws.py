@@ -81,7 +81,7 @@ from .distributions import Pair, pair_cells
 from .groups import Groups
 from .samplers import Sampler, SamplerLike, SeedLike, as_sampler, as_seed  # noqa: F401 (Sampler: SamplerLike's hint)
 from .worst import claimed_epsilon
-from ..certify.io import IdMap
+from .ids import IdMap
 from ..core._lazy import sympy
 from ..core._typing import MechanismLike, Output, RationalLike
 from ..core.formatting import exact_text, json_scalar, output_ids, output_text

@@ -57,7 +57,7 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ..certify.io import IdMap, check_id_map, relabel
+from .ids import IdMap, check_id_map, relabel
 from ..core._typing import MechanismLike, SupportsRandomise
 from ..errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
