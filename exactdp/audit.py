@@ -67,8 +67,10 @@ import mpmath
 from flint import arb, fmpz
 from mpmath import libmp
 
-from ._oracle.distributions import (ExponentialPair, _check_same_space, check_cells_fit, head_engine,  # noqa: F401
-                             mechanism_pairs, output_orbit_count, pair_cells)
+from ._oracle.cells import check_cells_fit, mechanism_pairs, output_orbit_count, pair_cells
+from ._oracle.distributions import check_same_space
+from ._oracle.engines.exponential import ExponentialPair
+from ._oracle.engines.head import head_engine
 from ._oracle.footprint import Footprint
 from ._oracle.groups import Groups
 from ._oracle.notions.basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
@@ -318,7 +320,7 @@ def privacy_loss(
     limit = as_positive_int(max_outputs, "max_outputs")
     if not all(hasattr(m, "groups") for m in (mechanism_a, mechanism_b)):
         return _loss_with_mapping(mechanism_a, mechanism_b, digits_wanted, limit)
-    _check_same_space(mechanism_a, mechanism_b)
+    check_same_space(mechanism_a, mechanism_b)
     groups_a, groups_b = Groups(mechanism_a, digits_wanted), Groups(mechanism_b, digits_wanted)
     footprint = Footprint(mechanism_a, mechanism_b)
     head = head_engine(groups_a, groups_b) if symmetric else None
@@ -418,7 +420,7 @@ def privacy_loss(
 
 
 def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int, visited: int) -> Optional[PrivacyLoss]:
-    """:func:`privacy_loss` per value of delta (:class:`~exactdp._oracle.distributions.ExponentialPair`:
+    """:func:`privacy_loss` per value of delta (:class:`~exactdp._oracle.engines.exponential.ExponentialPair`:
     one certified ``ln P_a - ln P_b`` shared by all cells of a delta), or None when that
     does not apply or a loss may be 0."""
     fast = ExponentialPair.of(groups_a, groups_b, list(pairs), [n for _, n in pairs.values()])
@@ -427,7 +429,7 @@ def _loss_by_delta(groups_a: Groups, groups_b: Groups, pairs: dict, digits: int,
 
 def _loss_from_engine(fast: Any, pairs: Optional[dict], digits: int, visited: int) -> Optional[PrivacyLoss]:
     """:func:`privacy_loss` from a per-delta engine over the cells ``pairs`` (None: the
-    engine's own head of cells, :class:`~exactdp._oracle.distributions.HeadExponentialPair`,
+    engine's own head of cells, :class:`~exactdp._oracle.engines.head.HeadExponentialPair`,
     whose rows are the cells it counted), or None when a loss may be 0 or stays
     undecided."""
     groups_a, groups_b = fast.a, fast.b

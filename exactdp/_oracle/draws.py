@@ -12,7 +12,7 @@ in draws and in the validity of their confidence.  exactdp knows the law the sam
 claims, so it fixes the event first.  For pure epsilon the candidates are the super-level
 sets ``E_t = {o : ln P_a(o) / P_b(o) >= t}`` of the exact privacy-loss random variable, at
 every threshold ``t`` the pair attains, in both directions (``b`` over ``a`` too).  The
-outputs of one cell of the pair (:func:`exactdp._oracle.distributions.pair_cells`: one group under
+outputs of one cell of the pair (:func:`exactdp._oracle.cells.pair_cells`: one group under
 ``a``, one under ``b``) share one loss, so an event is a union of cells, and its exact
 ``p_a = P_a(E)``, ``p_b = P_b(E)`` are sums of certified cell masses.  Two thresholds whose
 certified values overlap at the working precision (``dps + 10`` digits) are one threshold.
@@ -77,7 +77,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import mpmath
 from flint import arb, fmpz
 
-from .distributions import Pair, pair_cells
+from .cells import Pair, pair_cells
 from .groups import Groups
 from .samplers import Sampler, SamplerLike, SeedLike, as_sampler, as_seed  # noqa: F401 (Sampler: SamplerLike's hint)
 from .worst import claimed_epsilon

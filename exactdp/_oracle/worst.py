@@ -39,7 +39,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import mpmath
 
-from .distributions import MappingDistribution, pair_cells, ties_exchangeable
+from .cells import pair_cells, ties_exchangeable
+from .distributions import MappingDistribution
 from .neighbours import _relation, neighbour_count, neighbours
 from .notions.basics import _bound_text, _rational
 from .notions.profile import privacy_profile

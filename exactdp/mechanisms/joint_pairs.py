@@ -47,7 +47,7 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   ``2w + 1`` diagonals ``M - M' = t``; for l-infinity neighbours ``w <= 2`` because sorting
   is 1-Lipschitz in l-infinity (``|c_(r) - c'_(r)| <= max_j |c_j - c'_j| <= 1``).  So the
   notions, which depend on a pair of Joint mechanisms only through the masses per value of
-  ``u - u'`` (:class:`exactdp._oracle.distributions.ExponentialPair`), get the joint law of
+  ``u - u'`` (:class:`exactdp._oracle.engines.exponential.ExponentialPair`), get the joint law of
   ``(u, u')`` on those diagonals.  Witnesses: a displaced item (the worst-ranked item of
   each class with the needed count as a candidate), else :class:`SearchedWitness`, searched
   when first read (:func:`_search_witness_by_class`).
@@ -56,8 +56,8 @@ sequences ``s`` with ``max_r (c_(r) - c[s_r]) = M`` and ``max_r (c'_(r) - c'[s_r
   ``M <= depth`` of ``a`` only (and of ``b`` down to ``depth + highest``), whose cells
   are exactly those of the full count with ``M <= depth``.  The audits of two large
   Joint mechanisms (:func:`head_preferred`) count such a head and bound the rest by the
-  one-dataset tails (:class:`exactdp._oracle.distributions.HeadExponentialPair`, for PNFJoint
-  :class:`~exactdp._oracle.distributions.HeadPermuteAndFlipPair`);
+  one-dataset tails (:class:`exactdp._oracle.engines.head.HeadExponentialPair`, for PNFJoint
+  :class:`~exactdp._oracle.engines.head.HeadPermuteAndFlipPair`);
   :func:`diagonal_range` gives the values of ``M' - M`` any sequence can have.
 
 :func:`joint_pair_cells` returns ``None`` (the caller falls back to enumerating orbits)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from exactdp import Joint, PNFJoint
-from exactdp._oracle.distributions import mechanism_pairs
+from exactdp._oracle.cells import mechanism_pairs
 from exactdp._oracle.groups import Groups
 from exactdp.audit import neighbours
 from exactdp.mechanisms import joint_pairs

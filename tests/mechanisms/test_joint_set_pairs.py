@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from exactdp import Joint, JointSet
-from exactdp._oracle.distributions import mechanism_pairs
+from exactdp._oracle.cells import mechanism_pairs
 from exactdp.audit import neighbours
 from exactdp.mechanisms import joint_set_pairs
 from exactdp.mechanisms.joint_set_pairs import SetWitness, joint_set_pair_cells

@@ -1,6 +1,6 @@
 """The batched probabilities of the exponential rule and the per-delta pair notions
 (exactdp.rules.exponential.ExponentialMechanism.log_form / output_probabilities,
-exactdp._oracle.distributions.ExponentialPair) against the per-level and per-cell paths and brute force."""
+exactdp._oracle.engines.exponential.ExponentialPair) against the per-level and per-cell paths and brute force."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
-from exactdp._oracle import distributions as _distributions
+from exactdp._oracle import cells as _cells
+from exactdp._oracle.engines import exponential as _exponential
 from exactdp._oracle.groups import Groups
 from exactdp.core.mechanism import Mechanism
 from exactdp.errors import PrecisionError
@@ -156,7 +157,7 @@ def test_permute_and_flip_batched_probabilities_with_levels_to_recompute(monkeyp
 
 
 def _without_engine(monkeypatch):
-    monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+    monkeypatch.setattr(_exponential.ExponentialPair, "of", classmethod(lambda cls, *args: None))
 
 
 def _notions(a, b):
@@ -193,7 +194,7 @@ def test_per_delta_notions_equal_per_cell(monkeypatch, counts, data):
     if a.groups() == b.groups() and counts == other:
         return
     used = []
-    real = _distributions.ExponentialPair.of.__func__
+    real = _exponential.ExponentialPair.of.__func__
 
     def spy(cls, *args):
         found = real(cls, *args)
@@ -201,7 +202,7 @@ def test_per_delta_notions_equal_per_cell(monkeypatch, counts, data):
         return found
 
     with monkeypatch.context() as patch:
-        patch.setattr(_distributions.ExponentialPair, "of", classmethod(spy))
+        patch.setattr(_exponential.ExponentialPair, "of", classmethod(spy))
         fast = _notions(a, b)
     with monkeypatch.context() as patch:
         _without_engine(patch)
@@ -218,13 +219,13 @@ def test_per_delta_notions_negative_control(monkeypatch):
         slow = _notions(a, b)
     fast = _notions(a, b)
     _same(fast, slow)
-    real = _distributions.ExponentialPair.gap
+    real = _exponential.ExponentialPair.gap
 
     def wrong_gap(self, g, sign, eps):  # C doubled
         return real(self, g, sign, eps) - sign * self.shared
 
     with monkeypatch.context() as patch:
-        patch.setattr(_distributions.ExponentialPair, "gap", wrong_gap)
+        patch.setattr(_exponential.ExponentialPair, "gap", wrong_gap)
         with pytest.raises(AssertionError):
             _same(_notions(a, b), slow)
 
@@ -385,8 +386,8 @@ def test_undecided_cells_stop_asking_sympy_once_the_expressions_are_too_large(mo
     a, b = exactdp.Joint(counts, 3, epsilon=1), exactdp.Joint(other, 3, epsilon=1)
     _without_engine(monkeypatch)
     calls = []
-    real = _distributions.Pair.exact
-    monkeypatch.setattr(_distributions.Pair, "exact", lambda self, cell: calls.append(cell) or real(self, cell))
+    real = _cells.Pair.exact
+    monkeypatch.setattr(_cells.Pair, "exact", lambda self, cell: calls.append(cell) or real(self, cell))
     with pytest.raises(PrecisionError, match="neither proved equal nor different"):
         audit.privacy_profile(a, b, 0, DPS)
     assert 1 <= len(calls) <= 2
@@ -464,7 +465,7 @@ def test_tail_difference_stops_past_the_last_difference():
     reading the (equal) rest: the iterators below fail if read that far."""
     from flint import arb
 
-    from exactdp._oracle.distributions import tail_difference
+    from exactdp._oracle.engines.exponential import tail_difference
     from exactdp.core.precision import flint_workprec
 
     shared = [(-m, 3) for m in range(3, 100000)]

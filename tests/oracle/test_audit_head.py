@@ -12,8 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactdp import Joint, PNFJoint, audit
-from exactdp._oracle import distributions as _distributions
-from exactdp._oracle.distributions import HeadExponentialPair, HeadPermuteAndFlipPair, _SideTail, head_engine
+from exactdp._oracle.engines.head import HeadExponentialPair, HeadPermuteAndFlipPair, _SideTail, head_engine
 from exactdp._oracle.groups import Groups
 from exactdp.core.precision import flint_workprec
 from exactdp.mechanisms import joint_pairs

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 import exactdp
-import exactdp._oracle.distributions as distributions
+from exactdp._oracle import cells as _cells
 from exactdp import audit
 from exactdp._oracle.footprint import CELL_BYTES, ROW_BYTES, Footprint, value_bytes
 from exactdp.errors import MemoryBudgetError
@@ -60,7 +60,7 @@ def test_two_mechanisms_suggestion_fits_together():
 
 def _pair_sizes(mechanism=exactdp.PNFJoint):
     a, b = mechanism(COUNTS, 2, epsilon=1), mechanism(OTHER, 2, epsilon=1)
-    cells = len(distributions.pair_cells(a, b, 30, 10**6).cells)
+    cells = len(_cells.pair_cells(a, b, 30, 10**6).cells)
     return len(a.levels()) + len(b.levels()), cells
 
 
@@ -69,9 +69,9 @@ def test_audits_refuse_before_counting_the_cells(notion, monkeypatch):
     """With a budget too small for the first precision, every notion refuses before the
     pair sweep runs (a spy on mechanism_pairs proves it was not called)."""
     called = []
-    monkeypatch.setattr(distributions, "mechanism_pairs",
+    monkeypatch.setattr(_cells, "mechanism_pairs",
                         lambda *args, **kw: called.append(1) or pytest.fail("counted the cells"))
-    monkeypatch.setattr(audit, "mechanism_pairs", distributions.mechanism_pairs)
+    monkeypatch.setattr(audit, "mechanism_pairs", _cells.mechanism_pairs)
     a = exactdp.Joint(COUNTS, 2, epsilon=1, memory_budget=1000)  # the levels fit, the audit's values not
     b = exactdp.Joint(OTHER, 2, epsilon=1, memory_budget=1000)
     args = {"privacy_profile": (1,), "renyi_divergence": (2,)}.get(notion, ())
@@ -85,7 +85,7 @@ def test_escalation_refused_at_the_precision_that_does_not_fit(monkeypatch):
     tables on ``ln(P/Q)`` (which certifies it at the first precision), the balls go from 40
     to 80 digits.  A budget that fits 60 digits but not 80 stops the audit at 80, naming
     it; the next power of two above the estimate at 160 digits lets it finish."""
-    monkeypatch.setattr(distributions.Pair, "log_ratio_bounds", lambda self: None)
+    monkeypatch.setattr(_cells.Pair, "log_ratio_bounds", lambda self: None)
     levels, cells = _pair_sizes()
     fits_60 = _estimate(levels, cells, 60)
     assert fits_60 < _estimate(levels, cells, 80)

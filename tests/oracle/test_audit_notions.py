@@ -398,36 +398,37 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     could take hours on a sum over many levels), and a divergence too small for the
     per-cell computation is a clear PrecisionError stating its magnitude bound (the
     per-delta computation, tested in test_audit_pairs.py, certifies it)."""
-    from exactdp._oracle import distributions as _distributions
+    from exactdp._oracle import cells as _cells
+    from exactdp._oracle.engines import exponential as _exponential
     from exactdp._oracle.notions import basics as _notion_basics
     from exactdp.errors import PrecisionError
 
     asked = []
-    real_exact = _distributions.Pair.exact
+    real_exact = _cells.Pair.exact
 
     def recording_exact(self, cell):
         asked.append(cell)
         return real_exact(self, cell)
 
-    monkeypatch.setattr(_distributions.Pair, "exact", recording_exact)
+    monkeypatch.setattr(_cells.Pair, "exact", recording_exact)
     c = [int(10**5 / r**1.1) for r in range(1, 31)]
     n = list(c)
     n[3] += 1
     a, b = exactdp.Joint(c, 3, epsilon=1), exactdp.Joint(n, 3, epsilon=1)
-    assert not _notion_basics._identical(_distributions.pair_cells(a, b, 30, 10**6))
-    monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+    assert not _notion_basics._identical(_cells.pair_cells(a, b, 30, 10**6))
+    monkeypatch.setattr(_exponential.ExponentialPair, "of", classmethod(lambda cls, *args: None))
     with pytest.raises(PrecisionError, match=r"D_2 <= 1e-399, so small .* needs more than 215 digits"):
         audit.renyi_divergence(a, b, 2, dps=30)
     assert asked == []
     # negative control: equal distributions are not refuted by balls, so an exact check
     # runs: for shifted counts the level tables prove it (no sympy either) ...
     shifted = exactdp.Joint([x + 1 for x in c], 3, epsilon=1)
-    assert _notion_basics._identical(_distributions.pair_cells(a, shifted, 30, 10**6))
+    assert _notion_basics._identical(_cells.pair_cells(a, shifted, 30, 10**6))
     assert asked == []
     # ... and against a mapping the exact probabilities do
     small = exactdp.Joint([3, 1, 0], 2, base=HALF)
     table = {o: Fraction(int(p.p), int(p.q)) for o in small.outputs() for p in [small.probability_exact(o)]}
-    assert _notion_basics._identical(_distributions.pair_cells(small, table, 30, 10**6))
+    assert _notion_basics._identical(_cells.pair_cells(small, table, 30, 10**6))
     assert asked
 
 
@@ -602,14 +603,15 @@ def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch, r
     decided (forced here), the level tables prove every sign and the error states each
     direction's proven bracket; without them (any other pair), the error states the proven
     bound and the undecided cells; never "a breakpoint of the profile"."""
-    from exactdp._oracle import distributions as _distributions
+    from exactdp._oracle import cells as _cells
+    from exactdp._oracle.engines import exponential as _exponential
     from exactdp.errors import PrecisionError
     a = exactdp.PNFJoint([10**6, 3, 2, 0], 2, epsilon=1)
     b = exactdp.PNFJoint([10**6 + 1, 3, 2, 0], 2, epsilon=1)
     for enclosure in (True, False):
         with monkeypatch.context() as patch:
             if not enclosure:
-                patch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
+                patch.setattr(_cells.Pair, "has_log_ratio_enclosure", lambda self: False)
             e = audit.epsilon_for_delta(a, b, 0)
             assert (e.direction, e.undecided, e.epsilon_b_a) == ("a>b", "b>a", None)
             assert abs(e.epsilon - mpmath.mpf(1) / 2) <= mpmath.mpf(10) ** -30 and e.undecided_at_most < 1e-150
@@ -618,7 +620,7 @@ def test_epsilon_for_delta_of_a_pair_equal_to_every_digit_says_so(monkeypatch, r
         audit.epsilon_for_delta(a, b, 0)
     text = str(e.value)
     assert "breakpoint" not in text and "epsilon_b>a(0) in [" in text and "prove the sign" in text, text
-    monkeypatch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
+    monkeypatch.setattr(_cells.Pair, "has_log_ratio_enclosure", lambda self: False)
     with pytest.raises(PrecisionError) as e:
         audit.epsilon_for_delta(a, b, 0)
     text = str(e.value)

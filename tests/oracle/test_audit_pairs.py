@@ -162,8 +162,7 @@ def test_enclosure_sums_without_two_gaps_from_the_tree():
 
     from flint import arb
 
-    from exactdp._oracle.distributions import (_RangeSums, _log1m_bounds, enclosure_ball, enclosure_shape,
-                                        table_differences)
+    from exactdp._oracle.engines.permute_and_flip import _RangeSums, _log1m_bounds, enclosure_ball, enclosure_shape, table_differences
     from exactdp._oracle.groups import Groups
     from exactdp.core.precision import flint_workprec
 

@@ -1,5 +1,5 @@
 """Two permute-and-flip mechanisms audited per value of delta
-(exactdp._oracle.distributions.PermuteAndFlipPair, exactdp.rules.pnf_levels.PnfForm) against the
+(exactdp._oracle.engines.permute_and_flip.PermuteAndFlipPair, exactdp.rules.pnf_levels.PnfForm) against the
 per-cell path (every level's certified probability) and a brute force.
 
 The per-delta engine applies on the quadrature route of permute-and-flip (supports past
@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit
-from exactdp._oracle import distributions as _distributions
+from exactdp._oracle import cells as _cells
+from exactdp._oracle.engines import exponential as _exponential
+from exactdp._oracle.engines import permute_and_flip as _pnf
 from exactdp._oracle.notions.basics import _by_delta
 from exactdp.core.precision import flint_workprec
 from exactdp.errors import PrecisionError
@@ -42,14 +44,14 @@ def quadrature(monkeypatch):
 def _spy(monkeypatch):
     """Record every per-delta engine made (None when it did not apply)."""
     made = []
-    real = _distributions.ExponentialPair.of.__func__
+    real = _exponential.ExponentialPair.of.__func__
 
     def spy(cls, *args):
         found = real(cls, *args)
         made.append(found)
         return found
 
-    monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(spy))
+    monkeypatch.setattr(_exponential.ExponentialPair, "of", classmethod(spy))
     return made
 
 
@@ -112,10 +114,10 @@ def _compare(monkeypatch, a, b, zcdp=True) -> bool:
         made = _spy(patch)
         fast = _notions(a, b, zcdp)
     with monkeypatch.context() as patch:
-        patch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+        patch.setattr(_exponential.ExponentialPair, "of", classmethod(lambda cls, *args: None))
         slow = _notions(a, b, zcdp)
     _same(fast, slow)
-    return any(isinstance(m, _distributions.PermuteAndFlipPair) for m in made)
+    return any(isinstance(m, _pnf.PermuteAndFlipPair) for m in made)
 
 
 def _pairs(d, scale, stride=1):
@@ -133,20 +135,20 @@ def _pairs(d, scale, stride=1):
 
 def test_the_engine_applies_on_the_quadrature_route_only(quadrature, monkeypatch):
     a, b = exactdp.PNFJoint([800, 400, 0], 2, epsilon=1), exactdp.PNFJoint([800, 401, 0], 2, epsilon=1)
-    pair = _distributions.pair_cells(a, b, DPS, 10**6)
+    pair = _cells.pair_cells(a, b, DPS, 10**6)
     fast = _by_delta(pair)
-    assert isinstance(fast, _distributions.PermuteAndFlipPair)
+    assert isinstance(fast, _pnf.PermuteAndFlipPair)
     with flint_workprec(fast.prec(DPS + 10)):
         fast.balls()
     assert fast.heads == (1, 1) and fast.n_tail >= 1  # the best level alone in the head
     direct = exactdp.PNFJoint([800, 401, 0], 2, epsilon=1)
     direct.rule = PermuteAndFlip(method="direct")  # every level integrated directly: a cross-check, no form
     for other in (direct, exactdp.PNFJoint([800, 401, 0], 2, epsilon=2), exactdp.Joint([800, 401, 0], 2, epsilon=1)):
-        assert not isinstance(_by_delta(_distributions.pair_cells(a, other, DPS, 10**6)),
-                              _distributions.PermuteAndFlipPair), other
+        assert not isinstance(_by_delta(_cells.pair_cells(a, other, DPS, 10**6)),
+                              _pnf.PermuteAndFlipPair), other
     monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 1024)  # the polynomial route: no form
     a, b = exactdp.PNFJoint([800, 400, 0], 2, epsilon=1), exactdp.PNFJoint([800, 401, 0], 2, epsilon=1)
-    assert _by_delta(_distributions.pair_cells(a, b, DPS, 10**6)) is None
+    assert _by_delta(_cells.pair_cells(a, b, DPS, 10**6)) is None
 
 
 @pytest.mark.slow
@@ -208,7 +210,7 @@ def test_tiny_notions_against_brute_force(quadrature):
     for cb in (add, swap):
         Q = pnf_probabilities(cb, 2, lam, 1500)
         b = exactdp.PNFJoint(cb, 2, epsilon=1)
-        assert isinstance(_by_delta(_distributions.pair_cells(a, b, 30, 10**6)), _distributions.PermuteAndFlipPair)
+        assert isinstance(_by_delta(_cells.pair_cells(a, b, 30, 10**6)), _pnf.PermuteAndFlipPair)
         with mpmath.workdps(1500):
             want = {
                 "tv": max(mpmath.fsum(max(0, P[o] - Q[o]) for o in P), mpmath.fsum(max(0, Q[o] - P[o]) for o in P)),
@@ -234,7 +236,7 @@ def test_negative_control_a_wrong_common_ratio_is_caught(quadrature, monkeypatch
     makes the comparison fail; the engine as it is passes it."""
     a, b = exactdp.PNFJoint([1200, 800, 400, 0], 2, epsilon=1), exactdp.PNFJoint([1200, 801, 400, 0], 2, epsilon=1)
     assert _compare(monkeypatch, a, b)
-    real = _distributions.PermuteAndFlipPair.balls
+    real = _pnf.PermuteAndFlipPair.balls
 
     def wrong(self):
         out = real(self)
@@ -243,7 +245,7 @@ def test_negative_control_a_wrong_common_ratio_is_caught(quadrature, monkeypatch
 
     from flint import arb
     arb_shift = arb(10) ** -12
-    monkeypatch.setattr(_distributions.PermuteAndFlipPair, "balls", wrong)
+    monkeypatch.setattr(_pnf.PermuteAndFlipPair, "balls", wrong)
     with pytest.raises(AssertionError):
         _compare(monkeypatch, a, b)
 
@@ -284,7 +286,7 @@ def test_witness_log_probability_near_one_keeps_its_digits(monkeypatch, route, e
     if route == "quadrature":
         monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 0)
     if not engine:
-        monkeypatch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+        monkeypatch.setattr(_exponential.ExponentialPair, "of", classmethod(lambda cls, *args: None))
     loss = audit.privacy_loss(exactdp.PNFJoint([1, 2], 1, epsilon=1000), exactdp.PNFJoint([2, 1], 1, epsilon=1000), DPS)
     near_one, far = (loss.log_p_a, loss.log_p_b) if loss.direction == "a>b" else (loss.log_p_b, loss.log_p_a)
     with mpmath.workdps(80):
@@ -383,9 +385,9 @@ def test_zcdp_at_a_tiny_epsilon_converges_through_the_engine(quadrature, monkeyp
     with monkeypatch.context() as patch:
         made = _spy(patch)
         fast = audit.zcdp_rho(a, b)
-        assert any(isinstance(m, _distributions.PermuteAndFlipPair) for m in made)
+        assert any(isinstance(m, _pnf.PermuteAndFlipPair) for m in made)
     with monkeypatch.context() as patch:
-        patch.setattr(_distributions.ExponentialPair, "of", classmethod(lambda cls, *args: None))
+        patch.setattr(_exponential.ExponentialPair, "of", classmethod(lambda cls, *args: None))
         slow = audit.zcdp_rho(a, b)
     assert fast.converged and slow.converged, (fast, slow)
     assert fast.lower <= slow.upper and slow.lower <= fast.upper, (fast, slow)

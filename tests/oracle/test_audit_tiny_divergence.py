@@ -23,7 +23,7 @@ import pytest
 
 import exactdp
 from exactdp import audit
-from exactdp._oracle import distributions as _distributions
+from exactdp._oracle import cells as _cells
 from exactdp.core.precision import flint_workprec
 from exactdp.errors import PrecisionError
 
@@ -66,7 +66,7 @@ def small_pnf_pairs():
             for k in range(1, len(counts) + 1):
                 a = exactdp.PNFJoint(list(counts), k, base=Fraction(1, 2))
                 b = exactdp.PNFJoint(list(other), k, base=Fraction(1, 2))
-                yield counts, other, k, _distributions.pair_cells(a, b, 20, 10**6)
+                yield counts, other, k, _cells.pair_cells(a, b, 20, 10**6)
 
 
 @pytest.mark.slow
@@ -123,13 +123,13 @@ def test_divergence_of_permute_and_flip_below_every_digit():
             s = max(renyi(P, Q, alpha, 2300), renyi(Q, P, alpha, 2300)) / alpha
             assert s <= z.upper
     # negative control: without the bound of the level tables, no certificate
-    original = _distributions.Pair.log_ratio_bounds
+    original = _cells.Pair.log_ratio_bounds
     try:
-        _distributions.Pair.log_ratio_bounds = lambda self: None
+        _cells.Pair.log_ratio_bounds = lambda self: None
         with pytest.raises(PrecisionError):
             audit.renyi_divergence(a, b, 2, dps=30)
     finally:
-        _distributions.Pair.log_ratio_bounds = original
+        _cells.Pair.log_ratio_bounds = original
 
 
 def test_mappings_equal_to_150_digits():
@@ -213,7 +213,7 @@ def test_profile_where_the_loss_passes_epsilon_by_a_hair(monkeypatch):
     with mpmath.workdps(40):
         assert got.direction == "b>a" and abs(got.delta - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
     assert got.delta_a_b == 0 and (0, 2) in [w for w, _ in got.carriers]
-    monkeypatch.setattr(_distributions.Pair, "log_ratio_enclosure", lambda self, i, direction="a>b": None)
+    monkeypatch.setattr(_cells.Pair, "log_ratio_enclosure", lambda self, i, direction="a>b": None)
     with pytest.raises(PrecisionError):
         audit.privacy_profile(a, b, 1, dps=30)
 
@@ -286,7 +286,7 @@ def test_epsilon_for_delta_zero_far_below_the_best_level(monkeypatch):
     with mpmath.workdps(40):
         assert abs(got.epsilon_a_b - want_ab) <= want_ab * mpmath.mpf(10) ** -29, (got, want_ab)
         assert abs(got.epsilon_b_a - want_ba) <= want_ba * mpmath.mpf(10) ** -29, (got, want_ba)
-    monkeypatch.setattr(_distributions.Pair, "has_log_ratio_enclosure", lambda self: False)
+    monkeypatch.setattr(_cells.Pair, "has_log_ratio_enclosure", lambda self: False)
     without = audit.epsilon_for_delta(a, b, 0, dps=30)
     assert (without.undecided, without.epsilon_a_b, without.direction) == ("a>b", None, "b>a")
     with mpmath.workdps(1500):
@@ -346,7 +346,7 @@ def test_log_ratio_enclosure_holds_for_canonical_with_exponential_noise():
                 for k in range(1, min(2, d) + 1):
                     a = exactdp.Canonical(list(counts), k, epsilon=1, noise="exponential")
                     b = exactdp.Canonical(list(other), k, epsilon=1, noise="exponential")
-                    pair = _distributions.pair_cells(a, b, 20, 10**6)
+                    pair = _cells.pair_cells(a, b, 20, 10**6)
                     with flint_workprec(300), mpmath.workdps(80):
                         for i, cell in enumerate(pair.cells):
                             enclosure = pair.log_ratio_enclosure(i, "a>b")

@@ -196,7 +196,7 @@ def test_divergence_next_to_alpha_one_keeps_its_digits():
     term of ``h`` is computed as ``e^r expm1(beta r) - beta expm1(r)`` (``O(beta)``), not
     ``expm1(alpha r) - alpha expm1(r)`` (it had about 10 digits at e = 100, and was nan at
     e = 200)."""
-    from exactdp._oracle.distributions import pair_cells
+    from exactdp._oracle.cells import pair_cells
     from exactdp._oracle.notions.renyi import _renyi_ball
     from exactdp.core.precision import flint_workprec, is_accurate, prec_for_dps
     a, b = exactdp.Peeling([3, 2, 2, 0], 2, epsilon=1), exactdp.Peeling([3, 3, 2, 1], 2, epsilon=1)

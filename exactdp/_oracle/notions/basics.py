@@ -16,7 +16,8 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, fmpz
 
-from ..distributions import ExponentialPair, HeadPair, Pair
+from ..cells import HeadPair, Pair
+from ..engines.exponential import ExponentialPair
 from ..groups import Groups
 from ...core._lazy import sympy
 from ...core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps

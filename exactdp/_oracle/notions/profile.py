@@ -30,7 +30,8 @@ from typing import Any, Optional
 import mpmath
 from flint import arb
 
-from ..distributions import Pair, expm1_ball, pair_cells
+from ..cells import Pair, pair_cells
+from ..distributions import expm1_ball
 from .basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, _bound_text, _by_delta, _cap,
                              _decided_max, _exact_equal, _oriented, _pos, _power_of_ten_above, _rational,
                              _same_law_cell, _Unresolved)
@@ -233,7 +234,7 @@ def _decided_profile(eps: Fraction, done: dict[str, Any], open_ends: dict[str, t
 def _excess_enclosure(pair: Pair, i: int, direction: str, eps: Fraction) -> Optional[arb]:
     """A ball for ``ln(P/Q) - eps`` of cell ``i`` (oriented) from the level tables, or None:
     ``lam * l - eps`` exactly when ``lam`` is rational, plus the enclosure of
-    :meth:`~exactdp._oracle.distributions.Pair.log_ratio_enclosure`."""
+    :meth:`~exactdp._oracle.cells.Pair.log_ratio_enclosure`."""
     enclosure = pair.log_ratio_enclosure(i, direction)
     if enclosure is None:
         return None
@@ -529,7 +530,7 @@ def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome
 def _phantoms_below(outcomes: dict[str, Outcome], phantoms: list[arb]) -> dict[str, Outcome]:
     """The directions of ``outcomes`` whose certified largest log-ratio is certainly at
     least every phantom diagonal's (one the counted head did not reach,
-    :class:`~exactdp._oracle.distributions.HeadExponentialPair`, which may carry no output):
+    :class:`~exactdp._oracle.engines.head.HeadExponentialPair`, which may carry no output):
     whether a phantom carries outputs does not change those.  The others are left out."""
     kept = {}
     for sign, direction in ((1, "a>b"), (-1, "b>a")):
@@ -594,7 +595,7 @@ def _positive_ends(rs: list[arb], sign: int) -> Optional[tuple[arb, arb]]:
 def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[dict[str, Outcome]], str]:
     """epsilon for delta = 0 in both directions of two permute-and-flip sides of one
     ``lam``: each cell's ``r = ln(P/Q)`` is the narrower of its balls' and the level
-    tables' enclosure ``lam * l + J`` (:meth:`~exactdp._oracle.distributions.Pair.log_ratio_enclosure`),
+    tables' enclosure ``lam * l + J`` (:meth:`~exactdp._oracle.cells.Pair.log_ratio_enclosure`),
     so a direction whose largest log-ratio is tiny (counts that differ far below the best
     level) keeps its relative accuracy, which the prefix search cannot certify; None when
     it does not apply (no enclosure; an output of probability 0 on one side) or a sign

@@ -22,7 +22,8 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, ctx
 
-from ..distributions import Pair, expm1_ball, pair_cells
+from ..cells import Pair, pair_cells
+from ..distributions import expm1_ball
 from .basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
                              _power_of_ten_above, _rational, _Unresolved)
 from ...core.results import NoTruthValue
@@ -189,7 +190,7 @@ def _renyi_ball(balls: list, cells: tuple, alpha: Fraction, bounds: Optional[lis
     A cell whose ``P`` and ``Q`` agree to every one of ``D`` digits adds at most about
     ``10^(-2D)``, not ``10^(-D)``: twice the digits of a plain ``ln(sum P^alpha Q^(1-alpha))``.
     ``bounds`` (per cell, an upper bound on ``|r|`` proved otherwise, or None;
-    :meth:`~exactdp._oracle.distributions.Pair.log_ratio_bounds`) narrows ``r`` further."""
+    :meth:`~exactdp._oracle.cells.Pair.log_ratio_bounds`) narrows ``r`` further."""
     one = alpha == 1
     a, b = rational_ball(alpha), rational_ball(alpha - 1)  # beta = alpha - 1 exact, not a rounded a - 1
     total = arb(0)
