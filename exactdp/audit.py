@@ -73,10 +73,10 @@ from ._oracle.engines.exponential import ExponentialPair
 from ._oracle.engines.head import head_engine
 from ._oracle.footprint import Footprint
 from ._oracle.groups import Groups
-from ._oracle.notions.basics import _Unresolved, proven_zero, pure_loss  # noqa: F401
+from ._oracle.notions.basics import unresolved_error, proven_zero, pure_loss  # noqa: F401
 from ._oracle.notions.profile import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
 from ._oracle.notions.renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
-from ._oracle.neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, _relation, neighbour_count,  # noqa: F401
+from ._oracle.neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, check_relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
 from .core._lazy import sympy
 from .core._namespace import public_dir
@@ -404,7 +404,7 @@ def privacy_loss(
                 lp = mpmath.log(pa[la])
             lp = _witness_log(mechanism_a, witness, lp, digits_wanted)
             return PrivacyLoss(mpmath.mpf(0), witness, "equal", lp, lp, digits_wanted, w_size, table, visited, True)
-        raise _Unresolved(
+        raise unresolved_error(
             "dps", digits_wanted,
             f"could not certify the privacy loss to {digits_wanted} digits with certified "
             f"probabilities of {digits} digits (the loss is below 10**-{digits // 2} or the "

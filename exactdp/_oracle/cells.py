@@ -309,7 +309,7 @@ class Pair:
 
     def _enclosure_shape_once(self) -> Optional["EnclosureShape"]:
         """The exact part of :meth:`log_ratio_enclosure` (:func:`enclosure_shape`), computed
-        once; also what this pair's per-delta engine reads (:func:`exactdp._oracle.notions.basics._by_delta`)."""
+        once; also what this pair's per-delta engine reads (:func:`exactdp._oracle.notions.basics.by_delta`)."""
         shape = getattr(self, "_enclosure", False)
         if shape is False:
             shape = self._enclosure = enclosure_shape(self.a, self.b, self._table_differences())

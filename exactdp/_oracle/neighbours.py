@@ -46,7 +46,7 @@ def tied_classes(keys: Sequence[Hashable]) -> list[list[int]]:
     return list(groups.values())
 
 
-def _relation(relation: object) -> str:
+def check_relation(relation: object) -> str:
     if relation not in RELATIONS:
         raise InvalidParameterError("relation", relation, f"must be one of {', '.join(map(repr, RELATIONS))}")
     return relation
@@ -71,7 +71,7 @@ def neighbour_count(
     17
     """
     c = as_counts(counts)
-    rel = _relation(relation)
+    rel = check_relation(relation)
     d = len(c)
     ell = _contribution(contribution, d)
     sizes = [len(b) for b in tied_classes(c)] if up_to_symmetry else [1] * d
@@ -196,7 +196,7 @@ def neighbours(
     pass ``contribution`` or ``up_to_symmetry``, or raise the limit).
     """
     c = as_counts(counts)
-    rel = _relation(relation)
+    rel = check_relation(relation)
     limit = as_positive_int(max_neighbours, "max_neighbours")
     ell = _contribution(contribution, len(c))
     total = neighbour_count(c, rel, contribution=contribution, up_to_symmetry=up_to_symmetry)

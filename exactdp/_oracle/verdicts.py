@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import mpmath
 
 from .distributions import MappingDistribution
-from .notions.basics import _cap, proven_zero
+from .notions.basics import cap_dps, proven_zero
 from ..core._lazy import sympy
 from ..core.precision import mp_workdps, mpf_fraction
 
@@ -79,8 +79,8 @@ def refine_verdict(verdicts: Sequence[Callable[[int], str]], dps: int) -> str:
     or too close to tell; a zCDP bracket that contains the claim or is inconclusive);
     ``"below"`` when there is no value."""
     near, digits = list(verdicts), dps
-    while near and digits < _cap(dps):
-        digits = min(2 * digits + 10, _cap(dps))
+    while near and digits < cap_dps(dps):
+        digits = min(2 * digits + 10, cap_dps(dps))
         still = []
         for verdict_at in near:
             verdict = verdict_at(digits)

@@ -41,8 +41,8 @@ import mpmath
 
 from .cells import pair_cells, ties_exchangeable
 from .distributions import MappingDistribution
-from .neighbours import _relation, neighbour_count, neighbours
-from .notions.basics import _bound_text, _rational
+from .neighbours import check_relation, neighbour_count, neighbours
+from .notions.basics import bound_text, exact_rational
 from .notions.profile import privacy_profile
 from .notions.renyi import larger_divergence, zcdp_rho
 from .verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
@@ -298,7 +298,7 @@ class WorstCase(NoTruthValue):
         obj["results"] = [record(r) for r in self.results]
         if self.undecided:  # proven below the worst value, not certified
             obj["undecided"] = [{"neighbour": [exact(x) for x in r.neighbour], "change": list(r.change),
-                                 "at_most": _bound_text(r.value), "reason": r.undecided} for r in self.undecided]
+                                 "at_most": bound_text(r.value), "reason": r.undecided} for r in self.undecided]
         return obj
 
 
@@ -328,7 +328,7 @@ def _positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
         if not (value.is_real and value.is_positive and value.is_finite):
             raise InvalidParameterError(argument, value, "must be a positive, finite real number")
         return value
-    q = _rational(value, argument)
+    q = exact_rational(value, argument)
     if q <= 0:
         raise InvalidParameterError(argument, value, "must be positive")
     return q
@@ -382,7 +382,7 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
         if given is not None and notion not in used_by:
             raise InvalidParameterError(name, given, f"is not used by notion={notion!r} (only by {used_by[0]!r})")
     digits = ZCDP_DEFAULT_DPS if notion == "zcdp" and dps is None else as_dps(dps)
-    rel = _relation(relation)
+    rel = check_relation(relation)
     c = as_counts(counts)
     limit = as_positive_int(max_outputs, "max_outputs")
     if not callable(factory):
@@ -421,10 +421,10 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     elif notion == "approx":
         if delta is None and lib_delta is None:
             raise InvalidParameterError("delta", None, "is required for notion='approx' (the claimed delta)")
-        claim = _rational(delta if delta is not None else lib_delta, "delta")
+        claim = exact_rational(delta if delta is not None else lib_delta, "delta")
         if not 0 <= claim < 1:
             raise InvalidParameterError("delta", delta, "must be in [0, 1)")
-        if epsilon is not None and _rational(epsilon, "epsilon") == 0:
+        if epsilon is not None and exact_rational(epsilon, "epsilon") == 0:
             eps = Fraction(0)
         else:
             eps = own_epsilon(approx=True)  # an (epsilon, delta) claim's epsilon is where delta is evaluated
@@ -435,7 +435,7 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     elif notion == "renyi":
         if alpha is None:
             raise InvalidParameterError("alpha", None, "is required for notion='renyi' (a rational > 1)")
-        al = _rational(alpha, "alpha")
+        al = exact_rational(alpha, "alpha")
         if al <= 1:
             raise InvalidParameterError("alpha", alpha, "must be > 1")
         eps = claim = own_epsilon()  # D_alpha <= D_inf: a pure epsilon is an RDP bound at every alpha

@@ -1,5 +1,5 @@
 """A maximum over directions is decided as soon as one value is certified and every other
-is proven below it (exactdp._oracle.notions.basics._decided_max): epsilon_for_delta,
+is proven below it (exactdp._oracle.notions.basics.decided_max): epsilon_for_delta,
 privacy_profile and the Rényi worst case return the decided maximum where one direction
 stays beyond the working digits, and still raise PrecisionError where the maximum is not
 decided.
@@ -129,21 +129,21 @@ def test_decided_max_compares_the_outward_ends():
     """The rule itself: decided when every uncertified value's proven upper end is at most
     the certified maximum's lower end; not when it exceeds it by the least amount, or
     proved nothing; an infinite certified value is decided whatever the others."""
-    from exactdp._oracle.notions.basics import _decided_max, _Unresolved
+    from exactdp._oracle.notions.basics import decided_max, unresolved_error
     one = (mpmath.mpf(1), arb(3) / 4)  # a certified 1 whose proven lower end is 3/4 (exact points)
-    below = _Unresolved("dps", 5, "x", arb(3) / 4)
-    above = _Unresolved("dps", 5, "x", arb(3) / 4 + arb(2) ** -52)
+    below = unresolved_error("dps", 5, "x", arb(3) / 4)
+    above = unresolved_error("dps", 5, "x", arb(3) / 4 + arb(2) ** -52)
     assert below.upper.rad() == 0 and above.upper.rad() == 0
-    assert _decided_max({"a>b": one, "b>a": below}) == ("a>b", {"b>a": below.upper})
-    assert _decided_max({"a>b": below, "b>a": one})[0] == "b>a"
-    for error in (above, _Unresolved("dps", 5, "x"), PrecisionError("dps", 5, "x")):
+    assert decided_max({"a>b": one, "b>a": below}) == ("a>b", {"b>a": below.upper})
+    assert decided_max({"a>b": below, "b>a": one})[0] == "b>a"
+    for error in (above, unresolved_error("dps", 5, "x"), PrecisionError("dps", 5, "x")):
         with pytest.raises(PrecisionError):
-            _decided_max({"a>b": one, "b>a": error})
+            decided_max({"a>b": one, "b>a": error})
     with pytest.raises(PrecisionError):
-        _decided_max({"a>b": below, "b>a": above})
-    assert _decided_max({"a>b": (mpmath.inf, arb("inf")), "b>a": _Unresolved("dps", 5, "x")})[0] == "a>b"
+        decided_max({"a>b": below, "b>a": above})
+    assert decided_max({"a>b": (mpmath.inf, arb("inf")), "b>a": unresolved_error("dps", 5, "x")})[0] == "a>b"
     # ties go to the first
-    assert _decided_max({"a>b": one, "b>a": one}) == ("a>b", {})
+    assert decided_max({"a>b": one, "b>a": one}) == ("a>b", {})
 
 
 def _coin_tables():

@@ -415,7 +415,7 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     n = list(c)
     n[3] += 1
     a, b = exactdp.Joint(c, 3, epsilon=1), exactdp.Joint(n, 3, epsilon=1)
-    assert not _notion_basics._identical(_cells.pair_cells(a, b, 30, 10**6))
+    assert not _notion_basics.identical_laws(_cells.pair_cells(a, b, 30, 10**6))
     monkeypatch.setattr(_exponential.ExponentialPair, "of", classmethod(lambda cls, *args: None))
     with pytest.raises(PrecisionError, match=r"D_2 <= 1e-399, so small .* needs more than 215 digits"):
         audit.renyi_divergence(a, b, 2, dps=30)
@@ -423,12 +423,12 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     # negative control: equal distributions are not refuted by balls, so an exact check
     # runs: for shifted counts the level tables prove it (no sympy either) ...
     shifted = exactdp.Joint([x + 1 for x in c], 3, epsilon=1)
-    assert _notion_basics._identical(_cells.pair_cells(a, shifted, 30, 10**6))
+    assert _notion_basics.identical_laws(_cells.pair_cells(a, shifted, 30, 10**6))
     assert asked == []
     # ... and against a mapping the exact probabilities do
     small = exactdp.Joint([3, 1, 0], 2, base=HALF)
     table = {o: Fraction(int(p.p), int(p.q)) for o in small.outputs() for p in [small.probability_exact(o)]}
-    assert _notion_basics._identical(_cells.pair_cells(small, table, 30, 10**6))
+    assert _notion_basics.identical_laws(_cells.pair_cells(small, table, 30, 10**6))
     assert asked
 
 
@@ -464,7 +464,7 @@ def test_profile_precision_error_states_a_proven_bound(monkeypatch):
     assert abs(audit.privacy_loss(a, b, dps=20).value - mpmath.mpf(1) / 2) < 1e-15  # attained by some cell
     monkeypatch.setattr(notions, "_profile_by_delta", lambda *args: None)
     assert audit.privacy_profile(a, b, Fraction(1, 2), dps=10).delta == 0  # decided exactly
-    monkeypatch.setattr(notions, "_exact_equal", lambda *args: False)
+    monkeypatch.setattr(notions, "exact_equal", lambda *args: False)
     with pytest.raises(errors.PrecisionError) as info:
         audit.privacy_profile(a, b, Fraction(1, 2), dps=10)
     text = str(info.value)

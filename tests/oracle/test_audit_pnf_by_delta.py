@@ -24,7 +24,7 @@ from exactdp import audit
 from exactdp._oracle import cells as _cells
 from exactdp._oracle.engines import exponential as _exponential
 from exactdp._oracle.engines import permute_and_flip as _pnf
-from exactdp._oracle.notions.basics import _by_delta
+from exactdp._oracle.notions.basics import by_delta
 from exactdp.core.precision import flint_workprec
 from exactdp.errors import PrecisionError
 from exactdp.rules import pnf_levels
@@ -136,7 +136,7 @@ def _pairs(d, scale, stride=1):
 def test_the_engine_applies_on_the_quadrature_route_only(quadrature, monkeypatch):
     a, b = exactdp.PNFJoint([800, 400, 0], 2, epsilon=1), exactdp.PNFJoint([800, 401, 0], 2, epsilon=1)
     pair = _cells.pair_cells(a, b, DPS, 10**6)
-    fast = _by_delta(pair)
+    fast = by_delta(pair)
     assert isinstance(fast, _pnf.PermuteAndFlipPair)
     with flint_workprec(fast.prec(DPS + 10)):
         fast.balls()
@@ -144,11 +144,11 @@ def test_the_engine_applies_on_the_quadrature_route_only(quadrature, monkeypatch
     direct = exactdp.PNFJoint([800, 401, 0], 2, epsilon=1)
     direct.rule = PermuteAndFlip(method="direct")  # every level integrated directly: a cross-check, no form
     for other in (direct, exactdp.PNFJoint([800, 401, 0], 2, epsilon=2), exactdp.Joint([800, 401, 0], 2, epsilon=1)):
-        assert not isinstance(_by_delta(_cells.pair_cells(a, other, DPS, 10**6)),
+        assert not isinstance(by_delta(_cells.pair_cells(a, other, DPS, 10**6)),
                               _pnf.PermuteAndFlipPair), other
     monkeypatch.setattr(pnf_levels, "PNF_POLY_SUPPORT_LIMIT", 1024)  # the polynomial route: no form
     a, b = exactdp.PNFJoint([800, 400, 0], 2, epsilon=1), exactdp.PNFJoint([800, 401, 0], 2, epsilon=1)
-    assert _by_delta(_cells.pair_cells(a, b, DPS, 10**6)) is None
+    assert by_delta(_cells.pair_cells(a, b, DPS, 10**6)) is None
 
 
 @pytest.mark.slow
@@ -210,7 +210,7 @@ def test_tiny_notions_against_brute_force(quadrature):
     for cb in (add, swap):
         Q = pnf_probabilities(cb, 2, lam, 1500)
         b = exactdp.PNFJoint(cb, 2, epsilon=1)
-        assert isinstance(_by_delta(_cells.pair_cells(a, b, 30, 10**6)), _pnf.PermuteAndFlipPair)
+        assert isinstance(by_delta(_cells.pair_cells(a, b, 30, 10**6)), _pnf.PermuteAndFlipPair)
         with mpmath.workdps(1500):
             want = {
                 "tv": max(mpmath.fsum(max(0, P[o] - Q[o]) for o in P), mpmath.fsum(max(0, Q[o] - P[o]) for o in P)),
@@ -329,7 +329,7 @@ def test_an_astronomically_small_bound_is_stated_without_hanging(quadrature):
     is about ``10**-(2.6 * 10**20)``: its error message states the proven bound (the power
     of ten above it was searched with 64-bit powers of ten, wider than themselves at that
     exponent, and the search never ended)."""
-    from exactdp._oracle.notions.basics import _power_of_ten_above
+    from exactdp._oracle.notions.basics import power_of_ten_above
     from exactdp.errors import PrecisionError
     from flint import arb
 
@@ -338,9 +338,9 @@ def test_an_astronomically_small_bound_is_stated_without_hanging(quadrature):
         with flint_workprec(256):
             tiny, huge = 3 * arb(10) ** -(10**20), arb(10) ** (10**20) * 7 / 5
         with flint_workprec(64):
-            assert _power_of_ten_above(tiny) == -(10**20) + 1
-            assert _power_of_ten_above(huge) == 10**20 + 1
-            assert _power_of_ten_above(arb(7)) == 1 and _power_of_ten_above(arb(10)) == 1
+            assert power_of_ten_above(tiny) == -(10**20) + 1
+            assert power_of_ten_above(huge) == 10**20 + 1
+            assert power_of_ten_above(arb(7)) == 1 and power_of_ten_above(arb(10)) == 1
         X = 2**70
         a, b = exactdp.PNFJoint([0, X + 1, X], 3, epsilon=1), exactdp.PNFJoint([-1, X + 1, X], 3, epsilon=1)
         try:

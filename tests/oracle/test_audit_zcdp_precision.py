@@ -105,8 +105,8 @@ def test_more_digits_only_within_the_memory_budget(monkeypatch):
     exponential mechanisms of one lam (those are computed per value of delta, which needs
     no more digits here and converges within the small budget too, checked last)."""
     from exactdp._oracle.notions import renyi as _renyi
-    per_delta = _renyi._by_delta
-    monkeypatch.setattr(_renyi, "_by_delta", lambda pair: None)
+    per_delta = _renyi.by_delta
+    monkeypatch.setattr(_renyi, "by_delta", lambda pair: None)
     eps = Fraction(1, 10**60)
     pair = ([3, 1, 0], [3, 2, 0])
     z = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps), exactdp.Joint(pair[1], 1, epsilon=eps))
@@ -119,7 +119,7 @@ def test_more_digits_only_within_the_memory_budget(monkeypatch):
     small = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps, memory_budget=fits // 2 + 1),
                            exactdp.Joint(pair[1], 1, epsilon=eps, memory_budget=fits // 2 + 1))
     assert not small.converged and 0 <= small.lower <= z.lower and small.upper >= z.upper
-    monkeypatch.setattr(_renyi, "_by_delta", per_delta)
+    monkeypatch.setattr(_renyi, "by_delta", per_delta)
     fast = audit.zcdp_rho(exactdp.Joint(pair[0], 1, epsilon=eps, memory_budget=fits // 2 + 1),
                           exactdp.Joint(pair[1], 1, epsilon=eps, memory_budget=fits // 2 + 1))
     assert fast.converged and fast.lower <= z.upper and z.lower <= fast.upper

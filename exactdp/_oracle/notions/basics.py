@@ -29,21 +29,21 @@ __all__ = ["DEFAULT_MAX_CELL_OUTPUTS", "proven_zero", "pure_loss"]
 #: A mechanism paired with a mapping is listed output by output up to this many outputs.
 DEFAULT_MAX_CELL_OUTPUTS = 200_000
 
-_DIRECTIONS = ("a>b", "b>a")
+DIRECTIONS = ("a>b", "b>a")
 #: Exact equalities are left undecided (None) rather than handed to ``sympy.simplify`` when
 #: the difference has more operations than this (a sum over many levels).
 _SIMPLIFY_OPS = 400
 #: ... and when it is a polynomial of degree above this in its exponentials (:func:`_exp_degree`).
 _SIMPLIFY_DEGREE = 400
-#: :func:`_identical` separates the distributions with enclosures of this many digits first.
+#: :func:`identical_laws` separates the distributions with enclosures of this many digits first.
 _IDENTITY_DIGITS = 60
 
 
-def _Unresolved(argument: str, value: Any, reason: str, upper: Optional[arb] = None) -> PrecisionError:  # noqa: N802
+def unresolved_error(argument: str, value: Any, reason: str, upper: Optional[arb] = None) -> PrecisionError:
     """A :class:`PrecisionError` for a value not certified to its digits, carrying what was
     proven of it: ``upper``, an arb point proven ``>=`` the true value (None: nothing
     proven).  A maximum over several such values is still decided when another is
-    certified above it (:func:`_decided_max`)."""
+    certified above it (:func:`decided_max`)."""
     error = PrecisionError(argument, value, reason)
     error.upper = upper  # type: ignore[attr-defined]
     return error
@@ -51,14 +51,14 @@ def _Unresolved(argument: str, value: Any, reason: str, upper: Optional[arb] = N
 
 #: One of the values of a maximum: ``(value, lower end)`` or ``(value, lower end, upper
 #: end)`` certified (the ends arb points proven around the true value), or the
-#: PrecisionError of a value that was not (its ``upper``: :func:`_Unresolved`).
+#: PrecisionError of a value that was not (its ``upper``: :func:`unresolved_error`).
 Outcome = Any
 
 
-def _decided_max(outcomes: dict[str, Outcome]) -> tuple[str, dict[str, mpmath.mpf]]:
+def decided_max(outcomes: dict[str, Outcome]) -> tuple[str, dict[str, mpmath.mpf]]:
     """The key of the largest of ``outcomes`` (the first of equal values), decided as soon
     as one value is certified and every other either is certified or is proven (an
-    :func:`_Unresolved` bound, on the outward ends) at most the largest certified value's
+    :func:`unresolved_error` bound, on the outward ends) at most the largest certified value's
     lower end; beside it, each undecided key's proven upper bound.  Otherwise raises the
     first undecided value's error, its ``upper`` then a proven bound on the maximum
     (None unless every value has an upper end): the maximum is not decided."""
@@ -69,7 +69,7 @@ def _decided_max(outcomes: dict[str, Outcome]) -> tuple[str, dict[str, mpmath.mp
     for key, error in failed.items():
         upper = getattr(error, "upper", None)
         if best is None or not (mpmath.isinf(certified[best][0]) or (upper is not None and upper <= certified[best][1])):
-            raise _Unresolved(error.argument, error.value, error.reason, _upper_of_all(outcomes)) from None
+            raise unresolved_error(error.argument, error.value, error.reason, _upper_of_all(outcomes)) from None
         bounds[key] = ball_to_mpf(upper) if upper is not None else mpmath.inf
     assert best is not None
     return best, bounds
@@ -84,13 +84,13 @@ def _upper_of_all(outcomes: dict[str, Outcome]) -> Optional[arb]:
     return max(uppers, key=lambda u: u.mid())
 
 
-def _rational(value: Any, argument: str) -> Fraction:
+def exact_rational(value: Any, argument: str) -> Fraction:
     """``as_rational`` with plain int parts (flint refuses gmpy integers)."""
     q = as_rational(value, argument)
     return Fraction(int(q.numerator), int(q.denominator))
 
 
-def _power_of_ten_above(upper: arb) -> int:
+def power_of_ten_above(upper: arb) -> int:
     """The least integer ``e`` (found from a float guess, then proven in arb) with
     ``10**e >= upper`` for a positive finite ``upper``: a bound that is stated is proven,
     not rounded.  The guess and the powers carry as many more digits and bits as the
@@ -108,19 +108,19 @@ def _power_of_ten_above(upper: arb) -> int:
     return exponent
 
 
-def _bound_text(upper: Optional[mpmath.mpf]) -> str:
+def bound_text(upper: Optional[mpmath.mpf]) -> str:
     """A proven upper bound as text that is still one: ``1e<e>`` with ``10**e >= upper``
-    (:func:`_power_of_ten_above`), ``0`` or ``inf``."""
+    (:func:`power_of_ten_above`), ``0`` or ``inf``."""
     if upper is None or mpmath.isinf(upper):
         return "inf"
     if not upper > 0:
         return "0"
     man, exp = mpf_man_exp(upper)
     with flint_workprec(int(man).bit_length() + 64):  # man * 2**exp exactly
-        return f"1e{_power_of_ten_above(arb(fmpz(int(man))) * arb(2) ** int(exp))}"
+        return f"1e{power_of_ten_above(arb(fmpz(int(man))) * arb(2) ** int(exp))}"
 
 
-def _pos(x: arb) -> arb:
+def positive_part(x: arb) -> arb:
     """A ball containing ``max(0, t)`` for every ``t`` in ``x``."""
     if x > 0:
         return x
@@ -129,11 +129,11 @@ def _pos(x: arb) -> arb:
     return arb(0).union(x.upper())
 
 
-def _oriented(balls: list, direction: str) -> list:
+def oriented(balls: list, direction: str) -> list:
     return balls if direction == "a>b" else [(q, p) for p, q in balls]
 
 
-def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Optional[bool]:
+def exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Optional[bool]:
     """Whether ``P(o) == e^eps Q(o)`` exactly (None when undecided).
 
     Once one cell's symbolic difference is too large for ``sympy.simplify`` (over
@@ -141,7 +141,7 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
     the pair's other cells are left undecided without forming theirs: each costs two
     ``probability_exact`` calls (seconds for a sum over a thousand levels), and a profile
     can have thousands of undecided cells."""
-    if _same_law_cell(pair, cell):
+    if same_law_cell(pair, cell):
         # P(o) = Q(o) > 0 exactly; e^eps is irrational for rational eps != 0 (Lindemann)
         return eps == 0
     if getattr(pair, "_symbolic_too_large", False):
@@ -162,7 +162,7 @@ def _exact_equal(pair: Pair, cell: Any, direction: str, eps: Fraction) -> Option
         return None
 
 
-def _same_law_cell(pair: Pair, cell: Any) -> bool:
+def same_law_cell(pair: Pair, cell: Any) -> bool:
     """Whether the cell's outputs have exactly ``P(o) = Q(o)``, proved from the levels: the
     two sides are of one law level by level (:meth:`Groups.same_law_as`, decided once per
     pair; False when either is a mapping) and the cell is one level on both."""
@@ -217,18 +217,18 @@ def _exp_degree(expression: Any) -> int:
     return degree
 
 
-def _cap(dps: int) -> int:
+def cap_dps(dps: int) -> int:
     return 4 * dps + 80
 
 
-def _by_delta(pair: Pair) -> Optional[ExponentialPair]:
+def by_delta(pair: Pair) -> Optional[ExponentialPair]:
     if isinstance(pair, HeadPair):  # counted down to a depth: its own engine
         return pair.engine
     return ExponentialPair.of(pair.a, pair.b, [(c.ga, c.gb) for c in pair.cells], [c.outputs for c in pair.cells],
                               pair._enclosure_shape_once)
 
 
-def _identical(pair: Pair) -> bool:
+def identical_laws(pair: Pair) -> bool:
     """Whether the two distributions are equal, decided exactly.  Balls first: a cell with
     probability 0 on one side only, or with disjoint enclosures of ``P`` and ``Q``, proves
     them different without any symbolic work."""
@@ -236,7 +236,7 @@ def _identical(pair: Pair) -> bool:
         for p, q in pair.balls(_IDENTITY_DIGITS):
             if (p is None) != (q is None) or (p is not None and not p.overlaps(q)):
                 return False
-    return all(_exact_equal(pair, c, "a>b", Fraction(0)) for c in pair.cells)
+    return all(exact_equal(pair, c, "a>b", Fraction(0)) for c in pair.cells)
 
 
 def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpmath.mpf], list[tuple[Any, Any]], bool]:
@@ -245,7 +245,7 @@ def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpm
     two log-probabilities per cell, exactly zero?), certified to ``digits_wanted`` digits;
     equal distributions (decided exactly) give an exact 0."""
     digits, tried = digits_wanted + 10, False
-    while digits <= _cap(digits_wanted):
+    while digits <= cap_dps(digits_wanted):
         with flint_workprec(prec_for_dps(digits, 40)):
             signed, logs, best, lo, hi = [], [], -1, arb(0), arb(0)
             for i, (p, q) in enumerate(pair.balls(digits)):
@@ -269,11 +269,11 @@ def pure_loss(pair: Pair, digits_wanted: int) -> tuple[mpmath.mpf, int, list[mpm
                 return ball_to_mpf((lo + hi) / 2), best, _signed_mpf(signed), _log_mpf(logs), False
         if best < 0 and not tried:
             tried = True
-            if _identical(pair):
+            if identical_laws(pair):
                 return mpmath.mpf(0), 0, [mpmath.mpf(0)] * len(signed), _log_mpf(logs), True
         digits *= 2
     # the largest |ln P - ln Q| is proven at most hi (every cell has P, Q > 0 here)
-    raise _Unresolved("dps", digits_wanted, f"could not certify the privacy loss to {digits_wanted} digits", hi)
+    raise unresolved_error("dps", digits_wanted, f"could not certify the privacy loss to {digits_wanted} digits", hi)
 
 
 def _signed_mpf(signed: list) -> list[mpmath.mpf]:

@@ -32,9 +32,9 @@ from flint import arb
 
 from ..cells import Pair, pair_cells
 from ..distributions import expm1_ball
-from .basics import (_DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, _bound_text, _by_delta, _cap,
-                             _decided_max, _exact_equal, _oriented, _pos, _power_of_ten_above, _rational,
-                             _same_law_cell, _Unresolved)
+from .basics import (DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, bound_text, by_delta, cap_dps,
+                             decided_max, exact_equal, oriented, positive_part, power_of_ten_above, exact_rational,
+                             same_law_cell, unresolved_error)
 from ...core.results import NoTruthValue
 from ...core._typing import Output, RationalLike
 from ...core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
@@ -74,7 +74,7 @@ class PrivacyProfile(NoTruthValue):
     def __str__(self) -> str:
         text = f"delta({self.epsilon}) = {mpmath.nstr(self.delta, 15)} ({self.direction})"
         if self.undecided is not None:
-            text += f"; delta_{self.undecided} <= {_bound_text(self.undecided_at_most)} (proven, not certified)"
+            text += f"; delta_{self.undecided} <= {bound_text(self.undecided_at_most)} (proven, not certified)"
         return text
 
 
@@ -104,7 +104,7 @@ class EpsilonForDelta(NoTruthValue):
     def __str__(self) -> str:
         text = f"epsilon({self.delta}) = {mpmath.nstr(self.epsilon, 15)} ({self.direction})"
         if self.undecided is not None:
-            text += f"; epsilon_{self.undecided} <= {_bound_text(self.undecided_at_most)} (proven, not certified)"
+            text += f"; epsilon_{self.undecided} <= {bound_text(self.undecided_at_most)} (proven, not certified)"
         return text
 
 
@@ -115,7 +115,7 @@ def _profile_note(open_ends: dict[str, tuple[arb, int]], eps: Fraction, digits: 
     notes = []
     for direction, (upper, near) in open_ends.items():
         with flint_workprec(64):
-            bound = f"<= 1e{_power_of_ten_above(upper)}" if upper > 0 else "= 0"
+            bound = f"<= 1e{power_of_ten_above(upper)}" if upper > 0 else "= 0"
         cells = (f"; {near} cell{'s' if near != 1 else ''} with P within {digits} digits of e^{eps} Q, "
                  "neither proved equal nor different (if equal, they add 0)") if near else ""
         notes.append(f"delta_{direction}({eps}) {bound} (proven){cells}")
@@ -135,15 +135,15 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
     an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
-    eps = _rational(epsilon, "epsilon")
+    eps = exact_rational(epsilon, "epsilon")
     if eps < 0:
         raise InvalidParameterError("epsilon", epsilon, "must be >= 0")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
     fast = _profile_by_delta(pair, eps, digits_wanted)
     if fast is not None:
         return fast
-    proven_equal: dict[str, set[int]] = {d: set() for d in _DIRECTIONS}
-    tried: dict[str, set[int]] = {d: set() for d in _DIRECTIONS}
+    proven_equal: dict[str, set[int]] = {d: set() for d in DIRECTIONS}
+    tried: dict[str, set[int]] = {d: set() for d in DIRECTIONS}
     digits = digits_wanted + 10
     while True:
         done: dict[str, Any] = {}
@@ -152,9 +152,9 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
         with flint_workprec(prec_for_dps(digits, 40)):
             balls = pair.balls(digits)
             growth = rational_ball(eps).exp()
-            for direction in _DIRECTIONS:
+            for direction in DIRECTIONS:
                 total, undecided, positive = arb(0), [], []
-                for i, (p, q) in enumerate(_oriented(balls, direction)):
+                for i, (p, q) in enumerate(oriented(balls, direction)):
                     if p is None or i in proven_equal[direction]:
                         continue
                     diff = p if q is None else p - growth * q
@@ -172,11 +172,11 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                     if not diff > 0:
                         undecided.append(i)
                     positive.append(i)
-                    total += _pos(diff) * pair.cells[i].outputs
+                    total += positive_part(diff) * pair.cells[i].outputs
                 # a carrier is a cell with P > e^eps Q: one whose sign is undecided (P equal to
                 # e^eps Q within the digits) is one only once more digits prove it positive; one
                 # proven equal drops out (at the cap, an unproven one is left out of the list)
-                settled = not undecided or digits >= _cap(digits_wanted)
+                settled = not undecided or digits >= cap_dps(digits_wanted)
                 if not positive:
                     done[direction] = (mpmath.mpf(0), True, (), arb(0), arb(0))
                 elif total > 0 and is_accurate(total, digits_wanted) and settled:
@@ -188,18 +188,18 @@ def privacy_profile(a: Any, b: Any, epsilon: RationalLike, dps: Optional[int] = 
                 for i in undecided:
                     if i not in tried[direction]:
                         tried[direction].add(i)
-                        if _exact_equal(pair, pair.cells[i], direction, eps):
+                        if exact_equal(pair, pair.cells[i], direction, eps):
                             proven_equal[direction].add(i)
                             newly_equal = True
         if len(done) == 2:
             break
-        if digits >= _cap(digits_wanted):
+        if digits >= cap_dps(digits_wanted):
             decided = _decided_profile(eps, done, open_ends, digits_wanted)
             if decided is not None:
                 return decided
             # the larger delta is proven at most the larger of the directions' upper ends
             upper = max([u for u, _ in open_ends.values()] + [v[4] for v in done.values()], key=lambda x: x.mid())
-            raise _Unresolved("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
+            raise unresolved_error("dps", digits_wanted, f"could not certify delta({eps}) to {digits_wanted} digits "
                               f"with probabilities of {digits} digits" + _profile_note(open_ends, eps, digits), upper)
         if not newly_equal:  # equalities just proven: the same digits again, without those cells
             digits *= 2
@@ -215,18 +215,18 @@ def _decided_profile(eps: Fraction, done: dict[str, Any], open_ends: dict[str, t
     below it (its delta's upper end at most the certified one's lower end): the maximum is
     decided.  None otherwise."""
     outcomes: dict[str, Outcome] = {}
-    for direction in _DIRECTIONS:
+    for direction in DIRECTIONS:
         if direction in done:
             outcomes[direction] = (done[direction][0], done[direction][3], done[direction][4])
         else:
-            outcomes[direction] = _Unresolved("dps", digits_wanted, "", open_ends[direction][0])
+            outcomes[direction] = unresolved_error("dps", digits_wanted, "", open_ends[direction][0])
     try:
-        direction, bounds = _decided_max(outcomes)
+        direction, bounds = decided_max(outcomes)
     except PrecisionError:
         return None
     value, zero, carriers, _, _ = done[direction]
     other = next(iter(bounds))
-    deltas = {d: done[d][0] if d in done else None for d in _DIRECTIONS}
+    deltas = {d: done[d][0] if d in done else None for d in DIRECTIONS}
     return PrivacyProfile(eps, value, direction, deltas["a>b"], deltas["b>a"], carriers, digits_wanted, False,
                           other, bounds[other])
 
@@ -252,9 +252,9 @@ def _profile_by_delta(pair: Pair, eps: Fraction, digits_wanted: int) -> Optional
     """:func:`privacy_profile` per value of delta (:class:`ExponentialPair`): ``P - e^eps Q
     = -P expm1(eps - r)``, positive exactly where ``r > eps``; None when it does not apply
     or a sign stays undecided (the per-cell computation then decides it exactly)."""
-    fast = _by_delta(pair)
+    fast = by_delta(pair)
     digits = digits_wanted + 10
-    while fast is not None and digits <= _cap(digits_wanted):
+    while fast is not None and digits <= cap_dps(digits_wanted):
         with flint_workprec(fast.prec(digits)):
             _, pa, pb, fa, fb = fast.balls()
             done = []
@@ -340,7 +340,7 @@ def _exact_tv(pair: Pair, direction: str) -> Optional[Fraction]:
     without an exact value."""
     total = Fraction(0)
     for cell in pair.cells:
-        if _same_law_cell(pair, cell):
+        if same_law_cell(pair, cell):
             continue
         exact = _exact_fractions(pair, cell, direction)
         if exact is None:
@@ -351,7 +351,7 @@ def _exact_tv(pair: Pair, direction: str) -> Optional[Fraction]:
 
 def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wanted: int) -> Outcome:
     """The least eps >= 0 with delta_{P||Q}(eps) <= delta (see the module docstring), as
-    ``(value, lower end)``; uncertified, an :func:`_Unresolved` with a proven upper
+    ``(value, lower end)``; uncertified, an :func:`unresolved_error` with a proven upper
     bound: ``max(0, max_o ln(P/Q))`` on the balls' upper ends once the mass where ``Q = 0``
     is proven ``<= delta`` (at that epsilon every other term is 0), or the checked end."""
     digits = digits_wanted + 10
@@ -364,11 +364,11 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
     tried, equal = False, set()
     open_zero: Optional[tuple[arb, int, int]] = None  # the last pass's undecided delta(0): bound, digits, cells
     proven: Optional[arb] = None  # the least epsilon proven to satisfy delta(epsilon) <= delta
-    while digits <= _cap(digits_wanted):
+    while digits <= cap_dps(digits_wanted):
         open_zero = None
         with flint_workprec(prec_for_dps(digits, 40)):
             d = rational_ball(delta)
-            balls = _oriented(pair.balls(digits), direction)
+            balls = oriented(pair.balls(digits), direction)
             mass = arb(0)
             finite, finite_cells = [], []
             for i, (p, q) in enumerate(balls):
@@ -391,13 +391,13 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                 """delta(x) minus the zero-mass part."""
                 total = arb(0)
                 for _, pm, qm in finite:
-                    total += _pos(pm - x.exp() * qm)
+                    total += positive_part(pm - x.exp() * qm)
                 return total
 
             rest0 = arb(0)
             for i, (_, pm, qm) in zip(finite_cells, finite):
                 if i not in equal:
-                    rest0 += _pos(pm - qm)
+                    rest0 += positive_part(pm - qm)
             if (exact_zero_mass is not None and rest0.upper() <= rational_ball(delta - exact_zero_mass)) or (
                     (mass + rest0).upper() <= d):
                 return mpmath.mpf(0), arb(0)
@@ -411,7 +411,7 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
                 tv = _exact_tv(pair, direction)
                 if tv is not None and tv <= delta:
                     return mpmath.mpf(0), arb(0)
-                equal = {i for i in finite_cells if _exact_equal(pair, pair.cells[i], direction, Fraction(0))}
+                equal = {i for i in finite_cells if exact_equal(pair, pair.cells[i], direction, Fraction(0))}
             finite.sort(key=lambda t: t[0].mid(), reverse=True)
             sp, sq, lo, hi = mass, arb(0), arb(0), arb(0)
             for _, pm, qm in finite:
@@ -439,12 +439,12 @@ def _eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wante
         # not a breakpoint: the distributions agree to every digit of the probabilities
         upper, digits, near = open_zero
         with flint_workprec(64):
-            bound = f"<= 1e{_power_of_ten_above(upper)}" if upper > 0 else "= 0"
-        raise _Unresolved("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to {digits_wanted} "
+            bound = f"<= 1e{power_of_ten_above(upper)}" if upper > 0 else "= 0"
+        raise unresolved_error("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to {digits_wanted} "
                           f"digits: delta_{direction}(0) {bound} (proven), not proven <= {delta}: {near} "
                           f"cell{'s' if near != 1 else ''} with P within {digits} digits of Q, neither proved equal "
                           "nor different (if equal, they add 0; a larger dps goes further)", proven)
-    raise _Unresolved("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to "
+    raise unresolved_error("dps", digits_wanted, f"could not certify epsilon for delta = {delta} to "
                       f"{digits_wanted} digits (delta is at or near a breakpoint of the profile)", proven)
 
 
@@ -460,12 +460,12 @@ def _eps_by_delta(pair: Pair, delta: Fraction, digits_wanted: int) -> Optional[d
     where ``r < x``, at most ``P_g`` where the ball straddles ``x``.  Certified outcomes
     only; None when it does not apply or ``delta(0) <= delta`` needs a sign the balls leave
     open (the per-cell search then decides exactly)."""
-    fast = _by_delta(pair)
+    fast = by_delta(pair)
     if fast is None:
         return None
     digits = digits_wanted + 10
     out: dict[str, Outcome] = {}
-    while digits <= _cap(digits_wanted) and len(out) < 2:
+    while digits <= cap_dps(digits_wanted) and len(out) < 2:
         with flint_workprec(fast.prec(digits)):
             rs, pa, pb, _, _ = fast.balls()
             d = rational_ball(delta)
@@ -496,7 +496,7 @@ def _eps_by_delta(pair: Pair, delta: Fraction, digits_wanted: int) -> Optional[d
                 e_hi, excess = hi.exp(), arb(0)
                 for r, p, q in classes:
                     if r > hi:
-                        excess += _pos(p - e_hi * q)
+                        excess += positive_part(p - e_hi * q)
                     elif not r < hi:
                         excess += arb(0).union(p.upper())
                 if excess.upper() <= d and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
@@ -512,9 +512,9 @@ def _pure_by_delta(pair: Pair, digits_wanted: int) -> Optional[dict[str, Outcome
     prefix search cannot certify), as outcomes per direction (:func:`_largest_log_ratios`:
     both certified, or the last pass's when a sign stays undecided or at the cap); None
     when it does not apply."""
-    fast = _by_delta(pair)
+    fast = by_delta(pair)
     digits, both = digits_wanted + 10, None
-    while fast is not None and digits <= _cap(digits_wanted):
+    while fast is not None and digits <= cap_dps(digits_wanted):
         with flint_workprec(fast.prec(digits)):
             rs = fast.balls()[0]
             real = [r for g, r in enumerate(rs) if g not in fast.phantoms]
@@ -544,7 +544,7 @@ def _phantoms_below(outcomes: dict[str, Outcome], phantoms: list[arb]) -> dict[s
 
 def _complete(outcomes: Optional[dict[str, Outcome]]) -> bool:
     """Whether both directions are among ``outcomes`` and certified."""
-    return outcomes is not None and all(_certified(outcomes, d) for d in _DIRECTIONS)
+    return outcomes is not None and all(_certified(outcomes, d) for d in DIRECTIONS)
 
 
 def _certified(outcomes: dict[str, Outcome], direction: str) -> bool:
@@ -564,7 +564,7 @@ def _merge(known: dict[str, Outcome], outcomes: Optional[dict[str, Outcome]]) ->
 def _largest_log_ratios(rs: list[arb], digits_wanted: int) -> dict[str, Outcome]:
     """``max(0, max r)`` (``"a>b"``) and ``max(0, max -r)`` (``"b>a"``) of log-ratio
     balls, each ``(value, lower end)`` when certified to ``digits_wanted`` digits (exactly
-    0 when every ball is ``<= 0``), else an :func:`_Unresolved` with its proven upper end."""
+    0 when every ball is ``<= 0``), else an :func:`unresolved_error` with its proven upper end."""
     out: dict[str, Outcome] = {}
     for sign, direction in ((1, "a>b"), (-1, "b>a")):
         top = max(((sign * r).upper() for r in rs), key=lambda x: x.mid(), default=arb(0))
@@ -577,7 +577,7 @@ def _largest_log_ratios(rs: list[arb], digits_wanted: int) -> dict[str, Outcome]
             if hi >= top and (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
                 out[direction] = (ball_to_mpf((lo + hi) / 2), lo)
                 continue
-        out[direction] = _Unresolved("dps", digits_wanted, f"could not certify epsilon_{direction}(0) to "
+        out[direction] = unresolved_error("dps", digits_wanted, f"could not certify epsilon_{direction}(0) to "
                                      f"{digits_wanted} digits", top)
     return out
 
@@ -606,7 +606,7 @@ def _pure_by_enclosure(pair: Pair, digits_wanted: int) -> tuple[Optional[dict[st
     if not pair.has_log_ratio_enclosure():
         return None, note
     digits = digits_wanted + 10
-    while digits <= _cap(digits_wanted):
+    while digits <= cap_dps(digits_wanted):
         with flint_workprec(prec_for_dps(digits, 40)):
             rs = []
             for i, (p, q) in enumerate(pair.balls(digits)):
@@ -656,7 +656,7 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
     past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
-    d = _rational(delta, "delta")
+    d = exact_rational(delta, "delta")
     if not 0 <= d <= 1:
         raise InvalidParameterError("delta", delta, "must satisfy 0 <= delta <= 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
@@ -669,12 +669,12 @@ def epsilon_for_delta(a: Any, b: Any, delta: RationalLike, dps: Optional[int] = 
             _merge(outcomes, by_enclosure)
     elif not _complete(outcomes):
         _merge(outcomes, _eps_by_delta(pair, d, digits_wanted))
-    for direction in _DIRECTIONS:  # the prefix search where no path above certified a direction
+    for direction in DIRECTIONS:  # the prefix search where no path above certified a direction
         if not _certified(outcomes, direction):
             _merge(outcomes, {direction: _one_direction(pair, d, direction, digits_wanted)})
     try:
         # the larger direction is decided once it is certified and the other proven below it
-        direction, bounds = _decided_max({k: outcomes[k] for k in _DIRECTIONS})
+        direction, bounds = decided_max({k: outcomes[k] for k in DIRECTIONS})
     except PrecisionError as error:
         if not note:
             raise

@@ -24,8 +24,8 @@ from flint import arb, ctx
 
 from ..cells import Pair, pair_cells
 from ..distributions import expm1_ball
-from .basics import (DEFAULT_MAX_CELL_OUTPUTS, _by_delta, _cap, _decided_max, _identical, _oriented,
-                             _power_of_ten_above, _rational, _Unresolved)
+from .basics import (DEFAULT_MAX_CELL_OUTPUTS, by_delta, cap_dps, decided_max, identical_laws, oriented,
+                             power_of_ten_above, exact_rational, unresolved_error)
 from ...core.results import NoTruthValue
 from ...core._typing import RationalLike
 from ...core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
@@ -68,9 +68,9 @@ def _renyi_by_delta(pair: Pair, alpha: Fraction, digits_wanted: int) -> Optional
     value of delta (``sum P = 1``): no ``ln`` of a number next to 1, so a divergence as tiny
     as ``e^(-10^8)`` keeps its relative accuracy.  None when it does not apply or ``S`` is
     not certified positive (equal distributions are then decided exactly per cell)."""
-    fast = _by_delta(pair)
+    fast = by_delta(pair)
     digits = digits_wanted + 10
-    while fast is not None and digits <= _cap(digits_wanted):
+    while fast is not None and digits <= cap_dps(digits_wanted):
         with flint_workprec(fast.prec(digits)):
             rs, pa, pb, _, _ = fast.balls()
             value = _divergence_of(fast, pa, pb, rs, alpha)
@@ -260,7 +260,7 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
     past which the call is refused with an error naming ``max_outputs``.
     """
     digits_wanted = as_dps(dps)
-    al = _rational(alpha, "alpha")
+    al = exact_rational(alpha, "alpha")
     if al <= 1:
         raise InvalidParameterError("alpha", alpha, "must be > 1")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
@@ -273,7 +273,7 @@ def renyi_divergence(a: Any, b: Any, alpha: RationalLike, dps: Optional[int] = N
 def larger_divergence(pair: Pair, alpha: Fraction, digits_wanted: int) -> tuple[mpmath.mpf, str]:
     """``max(D_alpha(P||Q), D_alpha(Q||P))`` and its direction (``"a>b"`` on ties), decided
     as soon as one direction is certified and the other proven below it
-    (:func:`~exactdp._oracle.notions.basics._decided_max`); PrecisionError when it is not (with a
+    (:func:`~exactdp._oracle.notions.basics.decided_max`); PrecisionError when it is not (with a
     proven bound on the maximum where both directions have one)."""
     outcomes: dict[str, Any] = {}
     for direction in ("a>b", "b>a"):
@@ -281,35 +281,35 @@ def larger_divergence(pair: Pair, alpha: Fraction, digits_wanted: int) -> tuple[
             outcomes[direction] = _divergence_ends(pair, alpha, direction, digits_wanted)
         except PrecisionError as error:
             outcomes[direction] = error
-    direction, _ = _decided_max(outcomes)
+    direction, _ = decided_max(outcomes)
     return outcomes[direction][0], direction
 
 
 def _certified_divergence(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> mpmath.mpf:
     """``D_alpha`` in ``direction`` certified to ``digits_wanted`` digits; PrecisionError
-    (with the proven upper end, :func:`_Unresolved`) when it could not be."""
+    (with the proven upper end, :func:`unresolved_error`) when it could not be."""
     return _divergence_ends(pair, alpha, direction, digits_wanted)[0]
 
 
 def _divergence_ends(pair: Pair, alpha: Fraction, direction: str, digits_wanted: int) -> tuple[mpmath.mpf, arb, arb]:
     """:func:`_certified_divergence` with the proven lower and upper ends of its value."""
-    digits, tried, cap = digits_wanted + 10, False, _cap(digits_wanted)
+    digits, tried, cap = digits_wanted + 10, False, cap_dps(digits_wanted)
     while True:
         with flint_workprec(prec_for_dps(digits, 40)):
-            ball = _renyi_ball(_oriented(pair.balls(digits), direction), pair.cells, alpha, pair.log_ratio_bounds())
+            ball = _renyi_ball(oriented(pair.balls(digits), direction), pair.cells, alpha, pair.log_ratio_bounds())
             if ball is None:
                 return mpmath.inf, arb("inf"), arb("inf")
             if ball > 0 and is_accurate(ball, digits_wanted):
                 return ball_to_mpf(ball), ball.lower(), ball.upper()
         if not ball > 0 and not tried:
             tried = True
-            if _identical(pair):
+            if identical_laws(pair):
                 return mpmath.mpf(0), arb(0), arb(0)
         if digits >= cap:
             break
         digits = min(2 * digits, cap)  # the last pass at the cap itself
     upper = ball.upper() if ball is not None and ball.is_finite() else None
-    raise _Unresolved("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
+    raise unresolved_error("dps", digits_wanted, f"could not certify D_{alpha} to {digits_wanted} digits"
                       + _magnitude_note(ball, alpha, digits, digits_wanted), upper)
 
 
@@ -317,7 +317,7 @@ def _magnitude_note(ball: Optional[arb], alpha: Fraction, digits: int, digits_wa
     """What the last enclosure of a divergence says of its size, and what to do."""
     if ball is None or not ball.is_finite() or not ball.upper() > 0:
         return ""
-    exponent = _power_of_ten_above(ball.upper()) - 1
+    exponent = power_of_ten_above(ball.upper()) - 1
     # an output whose P and Q agree to D digits adds about 10^(-2D) (_renyi_ball's h form)
     needed = (max(-exponent, 0) + digits_wanted + 1) // 2
     return (f": D_{alpha} <= 1e{exponent + 1}, so small that the {digits} digits of the probabilities do not "
@@ -358,13 +358,13 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = DEFA
     digits_wanted = 6 if dps is None else as_dps(dps)
     steps_cap = as_positive_int(max_steps, "max_steps")
     pair = pair_cells(a, b, digits_wanted, as_positive_int(max_outputs, "max_outputs"))
-    digits, cap, identical = digits_wanted + 20, max(_cap(digits_wanted), _ZCDP_MAX_DIGITS), None
+    digits, cap, identical = digits_wanted + 20, max(cap_dps(digits_wanted), _ZCDP_MAX_DIGITS), None
     while True:
         bracket = _zcdp_at(pair, digits, digits_wanted, steps_cap, final=digits >= cap)
         if isinstance(bracket, ZcdpBracket):
             return bracket
         if identical is None:  # KL = 0 possible: decide exactly, once
-            identical = _identical(pair)
+            identical = identical_laws(pair)
             if identical:
                 zero = mpmath.mpf(0)
                 return ZcdpBracket(zero, zero, Fraction(1), True, 0, digits_wanted)
@@ -383,7 +383,7 @@ _ZCDP_MAX_DIGITS = 1000
 def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final: bool) -> Optional[ZcdpBracket]:
     """:func:`zcdp_rho` at ``digits`` digits; None (unless ``final``) when the KL divergence
     is not known to ``digits_wanted + 2`` digits there (more digits are then needed)."""
-    fast = _by_delta(pair)
+    fast = by_delta(pair)
     with flint_workprec(fast.prec(digits) if fast is not None else prec_for_dps(digits, 40)):
         if fast is not None:
             # two exponential (or permute-and-flip) mechanisms of one lam: per value of delta
@@ -402,7 +402,7 @@ def _zcdp_at(pair: Pair, digits: int, digits_wanted: int, steps_cap: int, final:
                 return max((abs(r).upper() for r in rs_delta), key=lambda x: x.mid())
         else:
             balls = pair.balls(digits)
-            both = [balls, _oriented(balls, "b>a")]
+            both = [balls, oriented(balls, "b>a")]
             ratio_bounds = pair.log_ratio_bounds()  # |ln(P/Q)| <= B either way round
 
             def value(alpha: Fraction) -> Optional[list[tuple[arb, arb]]]:
