@@ -21,11 +21,20 @@ from flint import arb, ctx
 
 from ..core._lazy import sympy
 from ..core._typing import Output
+from ..core.formatting import output_text as _sequence_text
 from ..core.validation import as_sequence_output, as_set_output
 from ..errors import ArgumentTypeError, ExactDPError, InvalidParameterError
 from .groups import Groups
 
-__all__ = ["FLOAT_SUM_TOLERANCE", "MappingDistribution", "as_distribution", "Cell", "key_kind", "check_same_key_kinds", "check_same_space", "expm1_ball"]
+__all__ = ["output_text", "FLOAT_SUM_TOLERANCE", "MappingDistribution", "as_distribution", "Cell", "key_kind", "check_same_key_kinds", "check_same_space", "expm1_ball"]
+
+
+def output_text(output: Any) -> str:
+    """A mechanism's output as ``(1,0)``/``{0,3}``; any other mapping output by its repr."""
+    try:
+        return _sequence_text(output)
+    except (TypeError, ValueError):
+        return repr(output)
 
 
 #: Float probabilities (taken at their exact binary values) must sum to within this of 1.

@@ -40,9 +40,10 @@ from typing import Any, Callable, Optional, Sequence, Union
 import mpmath
 
 from .cells import pair_cells, ties_exchangeable
-from .distributions import MappingDistribution
+from .distributions import output_text, MappingDistribution
 from .neighbours import check_relation, neighbour_count, neighbours
 from .notions.basics import bound_text, exact_rational
+from .notions.pure import privacy_loss
 from .notions.profile import privacy_profile
 from .notions.renyi import larger_divergence, zcdp_rho
 from .verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
@@ -50,13 +51,12 @@ from ..core._lazy import sympy
 from ..core.results import NoTruthValue
 from ..core._typing import MechanismLike, Output
 from ..core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
-from ..core.formatting import output_text as _sequence_text
 from ..core.precision import ball_to_mpf, mp_workdps, mpf_fraction
 from ..core.validation import as_counts, as_dps, as_positive_int
 from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "NeighbourLoss", "WorstCase", "claimed_epsilon", "plan", "execute",
-           "finish", "output_text", "pair_verdict", "passes_claim"]
+           "finish", "pair_verdict", "passes_claim"]
 
 #: The privacy notions :func:`exactdp.audit.worst_case` audits.
 NOTIONS = ("pure", "approx", "renyi", "zcdp")
@@ -65,14 +65,6 @@ NOTIONS = ("pure", "approx", "renyi", "zcdp")
 NEIGHBOURS_PER_UNIT = 8
 #: zCDP brackets are certified to this many digits unless ``dps`` is given (as ``zcdp_rho``).
 ZCDP_DEFAULT_DPS = 6
-
-
-def output_text(output: Any) -> str:
-    """A mechanism's output as ``(1,0)``/``{0,3}``; any other mapping output by its repr."""
-    try:
-        return _sequence_text(output)
-    except (TypeError, ValueError):
-        return repr(output)
 
 
 def _output_json(output: Any) -> Any:
@@ -349,7 +341,6 @@ class _Job:
     dps: int
     max_outputs: int
     symmetric: bool
-    pure: Callable[..., Any]
     epsilon: Optional[Fraction] = None
     alpha: Optional[Fraction] = None
 
@@ -373,7 +364,7 @@ class Plan:
 def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str = "add_remove",
          dps: Optional[int] = None, *, notion: str = "pure", epsilon: Any = None, delta: Any = None, rho: Any = None,
          alpha: Any = None, contribution: Optional[int] = None, symmetric: Optional[bool] = None,
-         max_neighbours: int = 10_000, max_outputs: int = 200_000, pure: Callable[..., Any]) -> Plan:
+         max_neighbours: int = 10_000, max_outputs: int = 200_000) -> Plan:
     """Check the arguments of :func:`exactdp.audit.worst_case` and plan its work units."""
     if notion not in NOTIONS:
         raise InvalidParameterError("notion", notion, f"must be one of {', '.join(map(repr, NOTIONS))}")
@@ -451,22 +442,21 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     todo = neighbours(c, rel, contribution=contribution, up_to_symmetry=sym, max_neighbours=max_neighbours)
     if not todo:
         raise InvalidParameterError("counts", counts, "has no neighbours with these settings")
-    job = _Job(factory, c, notion, digits, limit, sym, pure, job_eps, al)
+    job = _Job(factory, c, notion, digits, limit, sym, job_eps, al)
     units = [tuple(todo[i:i + NEIGHBOURS_PER_UNIT]) for i in range(0, len(todo), NEIGHBOURS_PER_UNIT)]
     return Plan(job, rel, todo, total, base, eps, claim, claim_mpf(claim, digits),
                 None if eps is None else claim_mpf(eps, digits), units)
 
 
-def pair_notion(a: Any, b: Any, notion: str, dps: int, pure: Callable[..., Any], *,
+def pair_notion(a: Any, b: Any, notion: str, dps: int, *,
                 epsilon: Optional[Fraction] = None, alpha: Optional[Fraction] = None,
                 max_outputs: int, symmetric: bool = True) -> tuple[object, mpmath.mpf, Optional[Output],
                                                                    Optional[str], Optional[mpmath.mpf]]:
     """One pair's notion as ``(result, value, witness, direction, lower)`` (the fields of
     :class:`NeighbourLoss`): the one dispatch over notions, for a neighbour of a worst
-    case and for a pair of probability tables.  ``pure`` is
-    :func:`exactdp.audit.privacy_loss` (passed in: that module imports this one)."""
+    case and for a pair of probability tables."""
     if notion == "pure":
-        loss = pure(a, b, dps, max_outputs=max_outputs, symmetric=symmetric)
+        loss = privacy_loss(a, b, dps, max_outputs=max_outputs, symmetric=symmetric)
         return loss, loss.value, loss.witness, loss.direction, None
     if notion == "approx":
         prof = privacy_profile(a, b, epsilon, dps, max_outputs=max_outputs)
@@ -482,7 +472,7 @@ def pair_notion(a: Any, b: Any, notion: str, dps: int, pure: Callable[..., Any],
 def _pair(job: _Job, base: Any, n: tuple[int, ...]) -> NeighbourLoss:
     """The notion between ``base`` and ``factory(n)``."""
     change = tuple(y - x for x, y in zip(job.counts, n))
-    return NeighbourLoss(n, change, *pair_notion(base, job.factory(n), job.notion, job.dps, job.pure,
+    return NeighbourLoss(n, change, *pair_notion(base, job.factory(n), job.notion, job.dps,
                                                  epsilon=job.epsilon, alpha=job.alpha,
                                                  max_outputs=job.max_outputs, symmetric=job.symmetric))
 
@@ -604,7 +594,7 @@ def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
 
     def again(r: NeighbourLoss) -> Callable[[int], str]:
         return lambda digits: pair_verdict(job.factory(job.counts), job.factory(r.neighbour), job.notion, digits,
-                                           job.pure, p.claim, epsilon=job.epsilon, alpha=job.alpha,
+                                           p.claim, epsilon=job.epsilon, alpha=job.alpha,
                                            max_outputs=job.max_outputs, symmetric=job.symmetric)
 
     verdict = refine_verdict([again(r) for r in near], job.dps)
@@ -633,12 +623,12 @@ def passes_claim(a: Any, b: Any, claim: Any, dps: int, max_outputs: int) -> bool
         return False
 
 
-def pair_verdict(a: Any, b: Any, notion: str, digits: int, pure: Callable[..., Any], claim: Any, **kwargs: Any) -> str:
+def pair_verdict(a: Any, b: Any, notion: str, digits: int, claim: Any, **kwargs: Any) -> str:
     """The verdict of one pair's notion against ``claim`` with ``digits`` digits
     (:func:`pair_notion`): zCDP by its bracket (rigorous at any width), the others by
     the band ``3 * 10**-digits``."""
     claim_value = claim_mpf(claim, digits)
-    _, value, _, _, lower = pair_notion(a, b, notion, digits, pure, **kwargs)
+    _, value, _, _, lower = pair_notion(a, b, notion, digits, **kwargs)
     if notion == "zcdp":
         return zcdp_verdict(lower, value, claim, claim_value, digits)
     return band_verdict(value, claim_value, digits)
