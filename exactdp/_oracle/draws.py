@@ -49,7 +49,7 @@ e^epsilon*`` and ``epsilon_lower <= epsilon*``; if it is ``(epsilon, delta*)``-D
 fixed before the draws (here: from the models only) and needs no independence between the
 two sides beyond each count being binomial.  The bound is therefore ``> epsilon*`` in at
 most ``1 - confidence`` of repeated runs (tested by simulation in
-``tests/oracle/test_draws.py``).
+``tests/oracle/engine/test_draws.py``).
 
 *Exactness.*  ``L_a`` and ``U_b`` are dyadic rationals found by bisection with arb's
 certified regularised incomplete beta function (``P(Binomial(n, p) >= x) = I_p(x, n - x +

@@ -116,7 +116,7 @@ def test_many_points_in_small_chunks(monkeypatch):
         _check(c1, c2, k)
 
 
-# -- the audits with the count and with the orbit enumeration: tests/oracle/test_audit_pairs.py
+# -- the audits with the count and with the orbit enumeration: tests/oracle/engine/test_cells.py
 def test_mechanism_pairs_takes_the_count():
     a, b = JointSet([7, 1, 4, 4, 2, 0], 3, epsilon=1), JointSet([6, 1, 5, 4, 2, 1], 3, epsilon=2)
     slow, visited = mechanism_pairs(a, b, 10**6, symmetric=False)

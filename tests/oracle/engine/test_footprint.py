@@ -8,6 +8,7 @@ import pytest
 
 import exactdp
 from exactdp._oracle import cells as _cells
+from exactdp._oracle.notions import pure as _pure
 from exactdp import audit
 from exactdp._oracle.footprint import CELL_BYTES, ROW_BYTES, Footprint, value_bytes
 from exactdp.errors import MemoryBudgetError
@@ -71,7 +72,7 @@ def test_audits_refuse_before_counting_the_cells(notion, monkeypatch):
     called = []
     monkeypatch.setattr(_cells, "mechanism_pairs",
                         lambda *args, **kw: called.append(1) or pytest.fail("counted the cells"))
-    monkeypatch.setattr(audit, "mechanism_pairs", _cells.mechanism_pairs)
+    monkeypatch.setattr(_pure, "mechanism_pairs", _cells.mechanism_pairs)
     a = exactdp.Joint(COUNTS, 2, epsilon=1, memory_budget=1000)  # the levels fit, the audit's values not
     b = exactdp.Joint(OTHER, 2, epsilon=1, memory_budget=1000)
     args = {"privacy_profile": (1,), "renyi_divergence": (2,)}.get(notion, ())

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpmath import libmp
 
-from exactdp.audit import _magnitude_key
+from exactdp._oracle.notions.pure import _magnitude_key
 
 
 def values():

@@ -18,7 +18,7 @@ import exactdp
 from exactdp import testing
 from exactdp.errors import ArgumentTypeError, InvalidParameterError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "examples"))
 from float_joint import FloatJoint  # noqa: E402
 

@@ -397,7 +397,7 @@ def test_identity_is_refuted_by_enclosures_before_any_symbolic_work(monkeypatch)
     """Distributions that differ are told apart by their balls; sympy is never asked (it
     could take hours on a sum over many levels), and a divergence too small for the
     per-cell computation is a clear PrecisionError stating its magnitude bound (the
-    per-delta computation, tested in test_audit_pairs.py, certifies it)."""
+    per-delta computation, tested in engine/test_cells.py, certifies it)."""
     from exactdp._oracle import cells as _cells
     from exactdp._oracle.engines import exponential as _exponential
     from exactdp._oracle.notions import basics as _notion_basics

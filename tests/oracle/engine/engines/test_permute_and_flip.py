@@ -30,7 +30,7 @@ from exactdp.errors import PrecisionError
 from exactdp.rules import pnf_levels
 from exactdp.rules.permute_and_flip import PermuteAndFlip
 
-from test_audit_tiny_divergence import pnf_probabilities
+from engine.notions.test_renyi import pnf_probabilities
 
 DPS = 20
 
