@@ -76,7 +76,9 @@ from .core.formatting import table
 from .errors import InvalidParameterError
 from ._oracle import worst as _worst
 from ._oracle.notions.pure import DEFAULT_MAX_NEIGHBOURS, DEFAULT_MAX_OUTPUTS, PairLoss, PrivacyLoss, privacy_loss
-from ._oracle.draws import DrawsBound, PlannedEvent, draws_to_detect, lower_bound_from_counts, lower_bound_from_draws, plan_event
+from ._oracle.clopper_pearson import lower_bound_from_counts
+from ._oracle.draws import DrawsBound, lower_bound_from_draws
+from ._oracle.events import PlannedEvent, draws_to_detect, plan_event
 from ._oracle.report import NeighbourLoss, WorstCase
 from ._oracle.worst import claimed_epsilon
 

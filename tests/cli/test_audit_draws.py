@@ -13,7 +13,7 @@ import pytest
 
 import exactdp
 from exactdp import audit
-from exactdp._oracle.draws import as_fraction
+from exactdp.core.precision import mpf_fraction as as_fraction
 
 from cli_helpers import assert_error, run, run_with_tty_stderr
 

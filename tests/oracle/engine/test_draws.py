@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 
 import exactdp
 from exactdp import audit, testing
-from exactdp._oracle.draws import _planned, as_fraction, ceil_text, clopper_pearson, floor_text
+from exactdp._oracle.clopper_pearson import clopper_pearson
+from exactdp._oracle.draws import ceil_text, floor_text
+from exactdp._oracle.events import _planned
+from exactdp.core.precision import mpf_fraction as as_fraction
 from exactdp.certify.tail import binomial_sf
 from exactdp.errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
