@@ -137,6 +137,11 @@ class Groups:
         rule_a, rule_b = self.batched_rule(), other.batched_rule()
         if rule_a is None or rule_b is None or type(rule_a) is not type(rule_b):
             return False
+        return self.same_weight_as(other)
+
+    def same_weight_as(self, other: "Groups") -> bool:
+        """Whether the two level tables' weights of one unit of utility are provably one
+        number (equal exact ``epsilon/divisor``, or one ``base``)."""
         return self.mechanism.table.scale.weight_key == other.mechanism.table.scale.weight_key
 
     def same_law_as(self, other: "Groups") -> bool:

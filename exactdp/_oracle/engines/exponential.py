@@ -93,7 +93,7 @@ class ExponentialPair:
             engine = ExponentialPair.pnf_engine
         else:
             return None
-        if a.mechanism.table.scale.weight_key != b.mechanism.table.scale.weight_key:
+        if not a.same_weight_as(b):
             return None  # the two weight exponents are not provably one number
         ua, ub = _int_utilities(a), _int_utilities(b)
         if ua is None or ub is None or any(x is None or y is None for x, y in keys):

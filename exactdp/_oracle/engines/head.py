@@ -287,7 +287,7 @@ def head_engine(a: Any, b: Any) -> Optional[Any]:
     exponential = a.log_form_rule() is not None and b.log_form_rule() is not None
     if not exponential and (a.pnf_form_rule() is None or b.pnf_form_rule() is None):
         return None
-    if ma.table.scale.weight_key != mb.table.scale.weight_key:
+    if not a.same_weight_as(b):
         return None
     if any(getattr(t, "output_count", lambda: None)() is None for t in (ma.table, mb.table)):
         return None
