@@ -1,40 +1,19 @@
 """Sampler adapters: turn another library's sampler into ``n`` draws of item ids, seeded
 from the caller's seed wherever the library allows it, and say so where it does not.
 
-The shapes (:func:`as_sampler` picks one; each can be built directly; all re-exported by
-:mod:`exactdp.testing`):
+The shapes (:func:`as_sampler` picks one; all re-exported by :mod:`exactdp.testing`, each
+function's docstring gives its seeding rule, docs/oracle.md the guide):
+:func:`from_mechanism` (an exactdp mechanism), :func:`from_callable` (one output per call,
+given a seeded ``numpy.random.Generator`` when it needs one), :func:`from_randomise`
+(diffprivlib: reseeded on a copy where its class allows; a reassigned object is refused,
+:func:`check_law_current`) and :func:`from_opendp` (OpenDP draws from the operating system:
+the seed is not used, and messages say so).
 
-- :func:`from_mechanism` -- an exactdp mechanism (``.samples(n, rng)``);
-- :func:`from_callable` -- a function returning one output per call.  It is given a
-  seeded ``numpy.random.Generator`` when it *needs* one: when a required positional
-  parameter is left (``functools.partial`` and bound methods count only the parameters
-  not yet bound; parameters with defaults are not required), or when its first optional
-  parameter is named like a generator (``rng``, ``random_state``, ``generator``, ...);
-  ``takes_rng=`` overrides.  Otherwise it is called with no argument under seeded
-  global generators;
-- :func:`from_randomise` -- an object whose ``.randomise(*args)`` returns one output
-  (diffprivlib).  When its class takes ``random_state`` and keeps its other constructor
-  arguments as attributes (diffprivlib's mechanisms do), a copy is built with
-  ``random_state=`` an integer derived from the seed, so the draws are reproducible;
-  diffprivlib otherwise draws from ``secrets.SystemRandom``, which no seed reaches.  A
-  diffprivlib object whose attributes were reassigned after it was built still samples
-  its first law: it is refused (:func:`check_law_current`).  diffprivlib's
-  ``ExponentialCategorical`` / ``ExponentialHierarchical`` is called as
-  ``randomise(value)`` (one value of its domain, required), its draws read through its
-  domain, and reseeded on a copy with ``numpy.random.RandomState(seed)`` (the
-  ``utility_list`` it keeps drops the entries that set its sensitivity);
-- :func:`from_opendp` -- an OpenDP measurement, ``measurement(data)`` per draw.  OpenDP
-  draws from the operating system: the seed is not used, and messages say so.
-
-A seed is an ``int >= 0``, a ``numpy.random.Generator`` or a ``random.Random`` (an
-integer is drawn from either once, and printed, so a failure can be rerun), or ``None``.
-:meth:`Sampler.seed_text` is what failure messages print: ``seed=S`` only when ``S``
-reached the draws, else ``seed: not used (why)``.
-
-Labels: outputs may be lists, tuples, numpy arrays or a single int (k = 1); ``id_map``
-translates labels (OpenDP category keys, diffprivlib ``candidates``) into item positions.
-A draw with labels and no ``id_map`` raises one :class:`~exactdp.errors.ArgumentTypeError`
-naming the label and suggesting ``id_map=``, at the first such draw.
+A seed is an ``int >= 0``, a ``numpy.random.Generator`` or a ``random.Random`` (an integer
+is drawn from either once and printed, so a failure can be rerun), or ``None``;
+:meth:`Sampler.seed_text` prints ``seed=S`` only when ``S`` reached the draws.  Outputs may
+be lists, tuples, arrays or one int (k = 1); ``id_map`` translates labels into item
+positions, and a label without one raises :class:`~exactdp.errors.ArgumentTypeError`.
 
 >>> s = from_callable(lambda rng: [int(rng.integers(3))])
 >>> s.draw(3, seed=1) == s.draw(3, seed=1)
