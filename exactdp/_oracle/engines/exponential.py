@@ -11,7 +11,7 @@ tails.  The derivation is in docs/audit.md.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 from flint import arb, ctx
@@ -20,9 +20,6 @@ from ...core.precision import ball_to_mpf, flint_workprec, mp_workdps, prec_for_
 from ...rules.exponential import decaying_sum
 from ..distributions import expm1_ball
 from ..groups import Groups
-
-if TYPE_CHECKING:  # annotations only: the permute-and-flip engine subclasses this one
-    from .permute_and_flip import EnclosureShape
 
 __all__ = ["MAX_DELTAS", "ExponentialPair", "exact_int", "tail_difference_of", "guard_bits", "tail_difference", "level_terms"]
 
@@ -49,14 +46,14 @@ class ExponentialPair:
     """
 
     #: Whether a log-ratio may be known only to the working precision where it is tiny
-    #: (:class:`PermuteAndFlipPair`): divergences are then formed so that such an ``r``
+    #: (the permute-and-flip engine): divergences are then formed so that such an ``r``
     #: adds to second order only (:func:`exactdp._oracle.notions.renyi._divergence_of`).
     second_order = False
     #: The classes whose outputs are not known to exist (:class:`HeadExponentialPair`: a
     #: diagonal the counted head did not reach; its masses are ``[0, tail]``).
     phantoms: frozenset = frozenset()
-    #: The engine of two permute-and-flip sides (:class:`PermuteAndFlipPair`, which sets it
-    #: when its module is imported: the package ``engines`` imports both).
+    #: The engine of two permute-and-flip sides, set by its module when imported (the
+    #: package ``engines`` imports both).
     pnf_engine: Any = None
 
     def __init__(self, a: Groups, b: Groups, x: np.ndarray, y: np.ndarray, sizes: np.ndarray,
@@ -76,13 +73,13 @@ class ExponentialPair:
 
     @classmethod
     def of(cls, a: Any, b: Any, keys: Sequence[tuple[Any, Any]], sizes: Sequence[int],
-           shape_of: Optional[Callable[[], Optional["EnclosureShape"]]] = None) -> Optional["ExponentialPair"]:
+           shape_of: Optional[Callable[[], Any]] = None) -> Optional["ExponentialPair"]:
         """The engine for two views and their cells ``keys[c] = (group under a, group under
         b)`` of ``sizes[c]`` outputs, or None when it does not apply (a mapping side, no
         ``log_form`` or ``pnf_form``, two weight exponents not equal by their exact
         epsilon/divisor or base, a probability 0, utilities that are not integers, too many
-        deltas).  ``shape_of``: where a :class:`PermuteAndFlipPair` reads the level tables'
-        :func:`enclosure_shape` (a :class:`Pair`'s own, so the two do not each pass over
+        deltas).  ``shape_of``: where the permute-and-flip engine reads the level tables'
+        enclosure shape (a :class:`Pair`'s own, so the two do not each pass over
         every level); default computed by the engine."""
         if not (isinstance(a, Groups) and isinstance(b, Groups)):
             return None
