@@ -19,7 +19,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._oracle import retired as _retired
 from ._version import __version__
+
+_retired.install()  # pickles made before the oracle's engine moved name retired module paths
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily
     from . import accounting, audit, certify, errors, interop, probability_tables, testing, utility

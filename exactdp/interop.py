@@ -75,7 +75,7 @@ from fractions import Fraction
 from typing import Mapping, Optional, Sequence, SupportsIndex
 
 from . import accounting
-from ._samplers import check_law_current
+from ._oracle.samplers import check_law_current
 from .core._namespace import public_dir
 from .core._typing import CountsLike, MechanismLike, RationalLike
 from .core.precision import mpf_fraction

@@ -29,7 +29,7 @@ The two formats (docs/cli.md, section "auditing another implementation's tables"
 Every table must give probabilities ``>= 0`` summing to exactly 1, or within ``2**-40``
 of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints its
 floats) is among them; such a table is divided by its exact sum (as
-:class:`exactdp._distributions.MappingDistribution` does with floats); outputs not listed
+:class:`exactdp._oracle.distributions.MappingDistribution` does with floats); outputs not listed
 have probability 0.  A JSON object naming a key twice (an output,
 ``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently;
 so is a key other than those above (:data:`JSON_KEYS` at the top level,
@@ -61,8 +61,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import gmpy2
 
-from ._distributions import FLOAT_SUM_TOLERANCE
-from ._neighbours import neighbours
+from ._oracle.distributions import FLOAT_SUM_TOLERANCE
+from ._oracle.neighbours import neighbours
 from .core import validation
 from .core.formatting import exact_text, format_int, output_text
 from .core.validation import as_rational

@@ -21,7 +21,7 @@ assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the
 fails) with the number of draws (or the coverage) that would decide.
 
 Sampler shapes (:func:`as_sampler` picks one; each can be built directly), from
-:mod:`exactdp._samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`
+:mod:`exactdp._oracle.samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`
 (a function returning item ids, given a seeded ``numpy.random.Generator`` when a required
 positional parameter is left or an optional one is named like a generator, e.g. ``rng``;
 ``takes_rng=`` overrides), :func:`from_randomise` (diffprivlib-style ``.randomise()``; a
@@ -67,8 +67,8 @@ from .core._lazy import sympy  # named in hints
 from .core._namespace import public_dir
 
 from . import audit, certify
-from .certify.io import check_id_map
-from ._samplers import (
+from ._oracle.ids import check_id_map
+from ._oracle.samplers import (
     RNG_NAMES,
     IdMap,
     RawOutput,
@@ -125,6 +125,8 @@ __all__ = [
 
 
 __dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
+
+Sampler.__module__ = __name__  # its documented home: reprs and pickles name exactdp.testing
 
 
 #: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``

@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Optional
 import mpmath
 import numpy as np
 
-from .._groups import Groups
+from .._oracle.groups import Groups
 from ..core.results import NoTruthValue
 from ..core._typing import AlternativeLike, MechanismLike, Output
 from ..core.validation import as_dps, as_positive_int

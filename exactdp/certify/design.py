@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import mpmath
 
-from .._groups import Groups
+from .._oracle.groups import Groups
 from ..core.results import NoTruthValue
 from ..errors import InvalidParameterError
 from .chi2 import _lf_power, _spread

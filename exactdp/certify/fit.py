@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Optional
 
 import mpmath
 
-from .._groups import Groups
+from .._oracle.groups import Groups
 from ..core.results import VERDICT_HINT, NoTruthValue
 from ..core._typing import MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table

@@ -142,7 +142,7 @@ def test_the_scan_reaches_the_public_api():
         ("exactdp.core.mechanism.Mechanism.probability", "dps"),  # inherited by every mechanism
         ("exactdp.certify.goodness_of_fit", "max_n"),  # renamed into exactdp.certify
         ("exactdp.certify.fit.GoodnessOfFit.power", "alpha"),  # a result class's method
-        ("exactdp._samplers.as_sampler", "sampler"),  # defined in a private module, public in exactdp.testing
+        ("exactdp._oracle.samplers.as_sampler", "sampler"),  # defined in a private module, public in exactdp.testing
         ("exactdp.errors.ExactDPError", "reason"),  # a constructor
         ("exactdp.teaching.explain", "mechanism"),
     ]:

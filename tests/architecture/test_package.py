@@ -443,7 +443,8 @@ def _user_facing_functions():
     and the validators of exactdp.core.validation."""
     import inspect
 
-    from exactdp import _samplers, audit, certify, interop, testing
+    from exactdp import audit, certify, interop, testing
+    from exactdp._oracle import samplers as _samplers
     from exactdp.core import validation
     from exactdp.mechanisms.canonical.gamma1 import CanonicalGamma1
     from exactdp.core.mechanism import Mechanism

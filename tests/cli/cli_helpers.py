@@ -1,6 +1,6 @@
 """Shared helpers of the command-line tests: run ``main`` in-process and check its output.
 
-Imported explicitly (``from cli_helpers import ...``) by the tests in this folder.
+Imported explicitly (``from tests.cli.cli_helpers import ...``) by the tests in this folder.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from exactdp import audit
 from exactdp.cli.render import Progress
 from exactdp.core.precision import mp_workdps
 
-from cli_helpers import assert_error, run, run_json, run_with_tty_stderr
+from tests.cli.cli_helpers import assert_error, run, run_json, run_with_tty_stderr
 
 COUNTS = (3, 2, 2, 0)
 BASE = ("audit", "joint", "--counts", "3,2,2,0", "-k", "2", "--epsilon", "1")
@@ -177,8 +177,8 @@ def test_progress_bar_on_a_real_terminal_and_not_with_json_or_no_progress():
 @pytest.mark.slow
 def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
     """A zCDP bracket too wide to decide is reported INCONCLUSIVE with exit status 3, never
-    attained (the verdict is forced here; exactdp._worst decides it from the bracket)."""
-    import exactdp._worst as worst
+    attained (the verdict is forced here; exactdp._oracle.worst decides it from the bracket)."""
+    import exactdp._oracle.worst as worst
 
     monkeypatch.setattr(worst, "zcdp_verdict", lambda *args: "inconclusive")
     status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "1/10", "--no-progress")

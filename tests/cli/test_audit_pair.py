@@ -15,7 +15,7 @@ import pytest
 
 from exactdp import audit
 
-from cli_helpers import assert_error, run, run_json
+from tests.cli.cli_helpers import assert_error, run, run_json
 from twins.worst import rho_estimate
 
 PAIR_CSV = ("counts,output,probability\n"

@@ -16,7 +16,7 @@ import exactdp
 from exactdp import audit
 from exactdp.core.precision import mp_workdps
 
-from cli_helpers import assert_error, run, run_json
+from tests.cli.cli_helpers import assert_error, run, run_json
 
 K = 2
 CLAIM = Fraction(7, 5)  # above the true epsilon 2 ln 2 = 1.386... of Joint with base 1/2

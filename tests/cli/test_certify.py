@@ -10,7 +10,7 @@ import pytest
 import exactdp
 from exactdp.cli.commands import certify as cli_certify
 
-from cli_helpers import ROOT, assert_error, run
+from tests.cli.cli_helpers import ROOT, assert_error, run
 
 
 @pytest.mark.parametrize(

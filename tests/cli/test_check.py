@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from cli_helpers import ROOT, run_with_tty_stderr
+from tests.cli.cli_helpers import ROOT, run_with_tty_stderr
 
 ONE = ("check", "--only", "joint.lemma_3_4", "--jobs", "1")
 

@@ -29,7 +29,7 @@ from exactdp.cli import MECHANISMS, main
 from exactdp.core.formatting import exact_text
 from exactdp.cli.main import COMMANDS
 
-from cli_helpers import BIG, CHECK_BIG, SMALL, assert_error, nstr, one_at_a_time, run, run_json
+from tests.cli.cli_helpers import BIG, CHECK_BIG, SMALL, assert_error, nstr, one_at_a_time, run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"

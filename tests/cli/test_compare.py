@@ -9,7 +9,7 @@ import mpmath
 import pytest
 
 import exactdp
-from cli_helpers import assert_error, run, run_json
+from tests.cli.cli_helpers import assert_error, run, run_json
 from exactdp.accounting import cdp_peel_epsilon, cdp_peel_local_epsilon
 from exactdp.cli.commands.compare import DEFAULT_DELTA, ROWS, cdp_round_epsilon
 from exactdp.core.formatting import number_text

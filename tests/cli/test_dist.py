@@ -16,7 +16,7 @@ import sympy
 import exactdp
 from exactdp.cli.render import RowProgress
 
-from cli_helpers import CHECK_SMALL, SMALL, assert_error, nstr, run, run_json, run_with_tty_stderr
+from tests.cli.cli_helpers import CHECK_SMALL, SMALL, assert_error, nstr, run, run_json, run_with_tty_stderr
 
 ARGV = ("dist", "peeling", "--counts", "5,3,3,1,0", "-k", "3", "--epsilon", "1")
 

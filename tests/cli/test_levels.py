@@ -9,7 +9,7 @@ import exactdp
 from exactdp import cli
 from exactdp.cli import MECHANISMS
 
-from cli_helpers import BIG, run, run_json
+from tests.cli.cli_helpers import BIG, run, run_json
 
 
 def test_levels(capsys):

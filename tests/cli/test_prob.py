@@ -8,7 +8,7 @@ import sympy
 
 import exactdp
 
-from cli_helpers import BIG, CHECK_BIG, CHECK_SMALL, SMALL, nstr, run, run_json
+from tests.cli.cli_helpers import BIG, CHECK_BIG, CHECK_SMALL, SMALL, nstr, run, run_json
 
 
 def test_prob_check_values(capsys):

@@ -10,7 +10,7 @@ import sys
 from fractions import Fraction
 
 import exactdp
-from cli_helpers import assert_error, run
+from tests.cli.cli_helpers import assert_error, run
 from exactdp.cli import MECHANISMS
 
 

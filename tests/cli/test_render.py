@@ -16,7 +16,7 @@ from exactdp.cli import main, render
 from exactdp.cli.render import JsonArray, _json_lines, streamed_table_lines
 from exactdp.core.formatting import table_lines
 
-from cli_helpers import BIG
+from tests.cli.cli_helpers import BIG
 
 LIST_METHODS = ("levels", "level_probabilities", "level_output_probabilities", "group_output_probabilities",
                 "groups")

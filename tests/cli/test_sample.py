@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import exactdp
 
-from cli_helpers import BIG, SMALL, one_at_a_time, run, run_json
+from tests.cli.cli_helpers import BIG, SMALL, one_at_a_time, run, run_json
 
 
 def test_sample_seeded_reproducible(capsys):

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify
-from exactdp._groups import Groups
+from exactdp._oracle.groups import Groups
 from exactdp.certify import alternative, chi2, design as certify_design
 from exactdp.core.formatting import number_text
 from exactdp.cli import main
@@ -838,7 +838,7 @@ def test_claimed_mpf_values_keep_their_sign():
     import mpmath
 
     from exactdp.certify.compare import _as_fraction
-    from exactdp._verdicts import exact_compare
+    from exactdp._oracle.verdicts import exact_compare
 
     assert _as_fraction(mpmath.mpf(-0.375)) == Fraction(-3, 8)
     assert exact_compare(mpmath.mpf(-0.375), Fraction(-3, 8), mpmath.mpf(-0.375)) == 0

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify
-from exactdp._groups import Groups
+from exactdp._oracle.groups import Groups
 from exactdp.certify import design, tail
 from exactdp.errors import InvalidParameterError
 

@@ -67,7 +67,7 @@ def _invisible_alternative(m, design, n):
     and each group's mass onto its first output, whichever moves more."""
     plan = design.plan(n)
     probs = [float(p) for p in design.probs]
-    lv = exactdp._groups.Groups(m, 30)
+    lv = exactdp._oracle.groups.Groups(m, 30)
     members = {}
     for o in m.outputs():
         members.setdefault(lv.index(o), []).append(o)
@@ -103,7 +103,7 @@ def test_the_blind_deviation_is_real_and_invisible(n):
     # twin of BinPlan.blind: the deviation built output by output has exactly that total
     # variation, and the test's noncentrality against it is 0 (it cannot see it)
     m = exactdp.Joint([5, 3, 3, 1, 0, 0], 3, epsilon=1)
-    design = certify.design._Design(exactdp._groups.Groups(m, 30), 5, True, 10**6)
+    design = certify.design._Design(exactdp._oracle.groups.Groups(m, 30), 5, True, 10**6)
     shape = design.shape(n)
     q = _invisible_alternative(m, design, n)
     tv = 0.5 * sum(abs(q[o] - float(p)) for o, p in m.distribution())

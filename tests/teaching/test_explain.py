@@ -21,7 +21,7 @@ import exactdp
 from exactdp.errors import ArgumentTypeError, InputLimitError, InvalidParameterError
 from exactdp.teaching import explain, from_dict
 from exactdp.teaching.explanation import RecordingRandom, Step, Table
-from explain_checker import problems
+from tests.teaching.explain_checker import problems
 from twins.chi2 import assert_fits
 from twins.peeling import peel_exact
 

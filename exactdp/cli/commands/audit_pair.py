@@ -57,15 +57,14 @@ class PairResult(NoTruthValue):
 
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` between the two tables of ``tables``."""
-    from ... import audit
-    from ..._verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
-    from ..._worst import pair_notion, pair_verdict
+    from ..._oracle.verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
+    from ..._oracle.worst import pair_notion, pair_verdict
 
     (ca, a), (cb, b) = tables.tables.items()
     notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
     dps = audit_digits(args)[0]
     alpha = claims["alpha"] if notion == "renyi" else None
-    result, value, witness, direction, lower = pair_notion(a, b, notion, dps, audit.privacy_loss, epsilon=eps,
+    result, value, witness, direction, lower = pair_notion(a, b, notion, dps, epsilon=eps,
                                                            alpha=alpha, max_outputs=limit)
     upper = log_p = None
     if notion == "pure":
@@ -84,7 +83,7 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
     else:
         verdict = band_verdict(value, claim_value, dps)
     if verdict == "attained":  # within the band: decided with more digits where it can be
-        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, audit.privacy_loss, claim,
+        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, claim,
                                                               epsilon=eps, alpha=alpha, max_outputs=limit)], dps)
     with mp_workdps(dps + 10):
         margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf

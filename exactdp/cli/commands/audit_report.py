@@ -99,8 +99,8 @@ def _table(w: Any, args: argparse.Namespace, headers: list[str], cells: Callable
     classes = "neighbours" if audited == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
     write_line(f"({len(shown)} of {len(w.results)} {classes} shown, worst first; {w.neighbours_total} {w.relation} neighbours in all)")
     if w.undecided:  # not certified to the digits, proven below the worst value
-        from ..._notion_basics import _bound_text
-        bounds = ", ".join(f"{','.join(map(str, r.neighbour))} <= {_bound_text(r.value)}" for r in w.undecided[:3])
+        from ..._oracle.notions.basics import bound_text
+        bounds = ", ".join(f"{','.join(map(str, r.neighbour))} <= {bound_text(r.value)}" for r in w.undecided[:3])
         write_line(f"({len(w.undecided)} more not certified to {w.dps} digits, proven below the worst: {bounds}"
              f"{', ...' if len(w.undecided) > 3 else ''})")
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from exactdp import Joint, PNFJoint
-from exactdp._distributions import mechanism_pairs
-from exactdp._groups import Groups
+from exactdp._oracle.cells import mechanism_pairs
+from exactdp._oracle.groups import Groups
 from exactdp.audit import neighbours
 from exactdp.mechanisms.joint import pairs as joint_pairs
 from exactdp.mechanisms.joint.pairs import joint_pair_cells

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from exactdp import Joint, JointSet
-from exactdp._distributions import mechanism_pairs
+from exactdp._oracle.cells import mechanism_pairs
 from exactdp.audit import neighbours
 from exactdp.mechanisms.joint_set import pairs as joint_set_pairs
 from exactdp.mechanisms.joint_set.pairs import SetWitness, joint_set_pair_cells
@@ -116,7 +116,7 @@ def test_many_points_in_small_chunks(monkeypatch):
         _check(c1, c2, k)
 
 
-# -- the audits with the count and with the orbit enumeration: tests/oracle/test_audit_pairs.py
+# -- the audits with the count and with the orbit enumeration: tests/oracle/engine/test_cells.py
 def test_mechanism_pairs_takes_the_count():
     a, b = JointSet([7, 1, 4, 4, 2, 0], 3, epsilon=1), JointSet([6, 1, 5, 4, 2, 1], 3, epsilon=2)
     slow, visited = mechanism_pairs(a, b, 10**6, symmetric=False)

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import errors
-from exactdp._distributions import output_orbit_count
+from exactdp._oracle.cells import output_orbit_count
 from exactdp.core.combinatorics import count_words
 from exactdp.mechanisms.peeling import mechanism as peeling
 
