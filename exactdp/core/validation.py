@@ -87,7 +87,7 @@ DEFAULT_DPS = 30
 #: may have (a sympy ``Float`` counts its binary digits as ``bits * log10(2)``).  The
 #: check is made from the string's length and exponent, before the number is built.
 #: Past about a thousand digits the certified exponentials of the weights get slow
-#: (measured: ``exactdp dist`` with ``--epsilon 1e1000`` takes 3.5 s, ``1e4000`` 28 s).
+#: (docs/benchmarks.md).
 #: Module-level so that a caller who needs more can raise it; exact ``Fraction``/``int``
 #: arguments are not limited.
 MAX_NUMBER_DIGITS = 1000

@@ -311,30 +311,18 @@ class PermuteAndFlip(SelectionRule):
         one :class:`~exactdp.rules.pnf_levels.PnfLevels` (the quadrature route: the blocks
         the table's running sum reads; the polynomial route: every level of a small table).
 
-        *Proof.*  ``P_a = p_a I_a`` with ``p_a = e^(lam (u_a - u_0))`` exactly, so
-        ``ln P_a - lam (u_a - u_0) = ln I_a``.  By the moment expansion with no term
-        (:mod:`exactdp.rules.quadrature`, item 1, ``N = 0``), ``I_a = nu_0 + R_a`` with
-        ``nu_0 = int_0^1 F(t) dt`` and ``0 <= R_a <= p_a B(p_a)``, ``B = min(B_1, B_2)``
-        increasing in ``p``.  The head ends at the first level ``h`` whose rigorous bound
-        ``rho = p_h B(p_h) / nu_0`` satisfies ``2**(F+2) rho <= 1`` (a ball test; the
-        planning floats only say where to start looking).  Every later level has ``p_a <=
-        p_h``, so ``0 <= ln I_a - ln nu_0 = ln(1 + R_a / nu_0) <= rho <= 2**-F / 4``; the
-        offset is the integer nearest to ``2**F`` times the midpoint of an enclosure of
-        ``ln nu_0`` of radius below a quarter ulp (:func:`~exactdp.core.precision.fixed_nearest`),
-        so within ``3/4`` ulp of ``2**F ln nu_0`` and within ``3/4 + 1/4 = 1`` ulp of ``2**F
-        ln I_a``.  Each head level's entry is the integer nearest to ``2**F`` times the
-        midpoint of an enclosure of ``ln P_a`` (the log of the certified ball of
-        :meth:`~exactdp.rules.pnf_levels.PnfLevels.value`) of radius below a quarter ulp:
-        within ``3/4`` ulp; they are computed when the caller asks for them
-        (``entries(start, stop)``), so no list of the head is held.  Balls too wide for
-        either test, or a head running long past the planned one, are computed again at
-        twice the working precision (starting at ``F + 32`` bits plus the table's guard
-        bits): a rigorous result at every precision, only the time depends on it.  A
-        one-output table has ``P = 1``, entry 0.  The head is the levels whose weight
-        ``p_a`` is within about ``2**-prec`` of the total ``S = sum m_b p_b``: a few
-        hundred levels for epsilon about 1 at the papers' scale, every level when
-        ``epsilon`` is so small that every weight is near 1 (each head level costs one
-        integral, tens of microseconds).
+        *Proof.*  ``ln P_a - lam (u_a - u_0) = ln I_a``, and with no term of the moment
+        expansion (:func:`~exactdp.rules.quadrature._tail_factor`, ``N = 0``) ``I_a = nu_0 + R_a``,
+        ``nu_0 = int_0^1 F``, ``0 <= R_a <= p_a B(p_a)``, ``B = min(B_1, B_2)`` increasing in ``p``.
+        The head ends at the first level ``h`` whose ball ``rho = p_h B(p_h) / nu_0`` certainly
+        has ``2**(F+2) rho <= 1``; every later level has ``p_a <= p_h``, so ``0 <= ln I_a - ln nu_0
+        <= rho <= 2**-F / 4``.  The offset is the integer nearest to ``2**F`` times the midpoint
+        of an enclosure of ``ln nu_0`` of radius below a quarter ulp
+        (:func:`~exactdp.core.precision.fixed_nearest`): within ``3/4 + 1/4 = 1`` ulp of ``2**F
+        ln I_a``.  Each head entry is formed the same way from ``ln P_a``: within ``3/4`` ulp.
+        Balls too wide for either test are computed again at twice the precision; a one-output
+        table has ``P = 1``, entry 0.  How long the head is: docs/pnf_joint.md, section "Levels
+        in fixed point: the head and the offset".
 
         The values are built outside the rule's kept states (a fresh
         :class:`~exactdp.rules.pnf_levels.PnfLevels`), so a later sample reads ``rng``
@@ -452,13 +440,9 @@ class PermuteAndFlip(SelectionRule):
         yield from self._block_values(table, dps, 1, late)
 
     def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        """The certified probability (to ``dps`` digits) of one output of every level of
-        ``table``, best first: the values
-        of :meth:`output_probability` level by level (the same ``mpf``), in one pass over
-        the blocks.  Each block's ``P_a`` comes from the shared values at the first working
-        precision :meth:`output_probability` tries; a level whose ball is not yet accurate
-        is handed to :meth:`output_probability` itself.  What the oracle's group
-        probabilities (pair audits) use instead of one certification per level."""
+        """The values of :meth:`output_probability` (the same ``mpf``, ``dps`` certified digits)
+        for every level of ``table``, best first, in one pass over the blocks at its first
+        working precision; a level not yet accurate there is handed to it."""
         return list(self._block_values(table, dps, 0, lambda a: self.output_probability(table, a, dps)))
 
     def _block_values(self, table: LevelTable, dps: int, which: int,
@@ -503,19 +487,11 @@ class PermuteAndFlip(SelectionRule):
         """An exact draw of a level index of ``table`` with the integer randomness of
         ``rng``, by the rule's ``sampler``.
 
-        ``"cdf"``: :func:`~exactdp.core.sampling.choose_index` over the cumulative sums of
-        the certified level probabilities ``m_a P_a`` (:meth:`level_probabilities`'
-        enclosures).  ``choose_index`` returns ``a`` only once the lazily refined uniform,
-        scaled by the enclosed total, certainly lies between the enclosures of ``C_{a-1}``
-        and ``C_a``, so the draw has exactly the law ``P(a) = m_a P_a`` (the enclosures
-        contain the true values at every precision; only the number of refinements
-        depends on their width).  The enclosures of each precision it asks for are
-        computed once per precision and kept (:class:`~exactdp.rules.pnf_levels.PnfCumulative`:
-        the running sums at block ends, formed only as far as a draw needs, and the last
-        block or two read; the last sum is exactly 1), so repeated draws cost a bisection
-        over the block ends and one block; the first draw at a table's sampling precision
-        reuses the shared values of :meth:`iter_level_probabilities` at 30 digits.  ``"algorithm5"``:
-        :meth:`sample_level_algorithm5`.  Integer randomness only (``rng.getrandbits``).
+        ``"cdf"``: :func:`~exactdp.core.sampling.choose_index` over enclosures of the cumulative
+        sums of ``m_a P_a`` (:class:`~exactdp.rules.pnf_levels.PnfCumulative`, kept per precision):
+        exact, as the enclosures contain the true values at every precision (only the number
+        of refinements depends on their width).  ``"algorithm5"``: :meth:`sample_level_algorithm5`.
+        What a draw costs: docs/pnf_joint.md, section "Drawing a level".
         """
         if self.sampler == "algorithm5":
             return self.sample_level_algorithm5(table, rng)
