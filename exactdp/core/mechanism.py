@@ -338,8 +338,7 @@ class Mechanism(abc.ABC):
 
         A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` array of item ids
         instead (a set output as its ids in increasing order), ``numpy.int32`` when
-        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`): about 0.8 GB at
-        ``n = 10**6``, ``k = 200``, where the list needs several times that.  The draws
+        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`).  The draws
         are reproducible from a seed and have the law of :meth:`sample`, but a mechanism
         that batches them (Joint, PNFJoint) reads the generator in another order, so
         ``samples(n, rng)`` need not equal ``n`` calls of ``sample(rng)``.

@@ -15,7 +15,7 @@ polynomial integration up to :data:`PNF_POLY_SUPPORT_LIMIT` outputs, else rigoro
 outputs, else :class:`NoClosedFormError`; exact samples (``sampler="cdf"`` or ``"algorithm5"``).
 A block table is read only as far as the tail bound ``P_b <= p_b`` needs.  Derivations (the
 integral, planning without overflow, the tail bound, exact values, sampling):
-docs/pnf_joint.md, section "The permute-and-flip rule over levels".
+docs/precision.md, section "The permute-and-flip rule over levels".
 
 >>> from fractions import Fraction
 >>> from exactdp.core.levels import Level
@@ -321,7 +321,7 @@ class PermuteAndFlip(SelectionRule):
         (:func:`~exactdp.core.precision.fixed_nearest`): within ``3/4 + 1/4 = 1`` ulp of ``2**F
         ln I_a``.  Each head entry is formed the same way from ``ln P_a``: within ``3/4`` ulp.
         Balls too wide for either test are computed again at twice the precision; a one-output
-        table has ``P = 1``, entry 0.  How long the head is: docs/pnf_joint.md, section "Levels
+        table has ``P = 1``, entry 0.  How long the head is: docs/precision.md, section "Levels
         in fixed point: the head and the offset".
 
         The values are built outside the rule's kept states (a fresh
@@ -491,7 +491,7 @@ class PermuteAndFlip(SelectionRule):
         sums of ``m_a P_a`` (:class:`~exactdp.rules.pnf_levels.PnfCumulative`, kept per precision):
         exact, as the enclosures contain the true values at every precision (only the number
         of refinements depends on their width).  ``"algorithm5"``: :meth:`sample_level_algorithm5`.
-        What a draw costs: docs/pnf_joint.md, section "Drawing a level".
+        What a draw costs: docs/precision.md, section "Drawing a level".
         """
         if self.sampler == "algorithm5":
             return self.sample_level_algorithm5(table, rng)

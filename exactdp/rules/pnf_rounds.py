@@ -11,7 +11,7 @@ probability ``P_r = p_r int_0^1 H_r``, ``H_r(t) = prod_{b in R_{r+1}} (1 - t e^{
 e^{-lam (M_r - M_{r+1})} <= 1`` and ``q_r = e^{-lam (M_r - v_{r+1})} <= 1``; backward, no step
 subtracts (coefficients ``e_j + q e_{j-1}`` and ``rho^j e_j``), so every coefficient keeps its
 relative accuracy: ``O(d k)`` ball operations and one certification for the whole sequence.
-Proof and the value's error analysis: docs/peeling.md, section "Permute-and-flip peeling: one
+Proof and the value's error analysis: docs/precision.md, section "Permute-and-flip peeling: one
 polynomial per round, backward".
 
 Contract: :func:`peel_pnf_value` returns ``P`` or ``ln P`` with relative error certainly
@@ -129,7 +129,7 @@ def _balls(values: Sequence[int], mult: Sequence[int], chosen: Sequence[int], to
            scale: Scale, log: bool, S_plan: float) -> arb:
     """``P = exp(-lam sum_r (M_r - v_r)) prod_r int_0^1 H_r`` (or ``ln P``, a round with ``v_r = M_r``
     adding ``log1p(-Q_r)``, ``Q_r = -sum_{j >= 1} h_j/(j + 1)``) at flint's current precision,
-    ``H_r`` by the backward recursion (docs/peeling.md, "Permute-and-flip peeling").
+    ``H_r`` by the backward recursion (docs/precision.md, "Permute-and-flip peeling").
 
     Only the first ``J`` coefficients of each ``H_r`` are formed (products modulo ``t^J``:
     the low coefficients of a product need only the low coefficients of its factors).  The

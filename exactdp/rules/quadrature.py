@@ -18,7 +18,7 @@ where it converges slowly are integrated directly), each integral by composite G
 in ``s = sigma t`` (``sigma = 2**floor(log2 S)``, ``S = sum_b m_b p_b``) with the
 Bernstein-ellipse error bound, ``F`` through power sums with an explicit remainder bound.
 The three mathematical truncations are bounded and added to the balls as ``[0, R]``
-(``R`` stated where each is formed).  Method and proofs of the bounds: docs/pnf_joint.md,
+(``R`` stated where each is formed).  Method and proofs of the bounds: docs/precision.md,
 section "Certified integrals: method and error bounds".
 
 References: L. N. Trefethen, *Approximation Theory and Approximation Practice* (SIAM 2013),
@@ -140,7 +140,7 @@ class _Integrand:
     series ``-sum_{j<=J} P_j t^j / j`` of the other levels (``q`` an upper bound of their
     ``p_b``, ``P1`` of ``P_1``) with its remainder bound
     ``|sum_{j>J} P_j t^j/j| <= P_1 |t| (q|t|)^J / ((J+1)(1 - q|t|))`` (proof: ``P_j <= P_1 q^{j-1}``,
-    then a geometric series; docs/pnf_joint.md, "Certified integrals", item 3)."""
+    then a geometric series; docs/precision.md, "Certified integrals", item 3)."""
 
     def __init__(self, dp: Sequence[arb], dm: Sequence[int], series: Optional[tuple[arb, arb, list[arb]]],
                  sigma_exp: int):
@@ -259,7 +259,7 @@ def _tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     (``p_a < 1``).  Proof: ``R_a = int_0^1 (t p_a)^{N+1} F/(1 - t p_a)``; ``1 - x <= e^{-x}`` gives
     ``F/(1 - t p_a) <= e^{-t (S - p_a)}``, ``F <= min(1, e^{-tS})``, and ``int_0^inf t^n e^{-ct} dt
     = n!/c^{n+1}``.  Both are increasing in ``p_a``, so the value at ``p_a`` also bounds the
-    factor of every level with a smaller ``p`` (docs/pnf_joint.md, "Certified integrals", item 1)."""
+    factor of every level with a smaller ``p`` (docs/precision.md, "Certified integrals", item 1)."""
     cands = []
     d = S - pa
     if d > 0:

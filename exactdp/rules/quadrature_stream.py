@@ -2,7 +2,7 @@ r"""The quadrature route of permute-and-flip over levels read block by block: on
 
 ``I_a = int_0^1 F(t) / (1 - t p_a) dt`` with ``F(t) = prod_b (1 - t p_b)^{m_b}`` for every
 level of a table too large to hold, by the method of :mod:`exactdp.rules.quadrature` (its
-items 1-3: docs/pnf_joint.md, "Certified integrals: method and error bounds").
+items 1-3: docs/precision.md, "Certified integrals: method and error bounds").
 :class:`StreamedQuadrature` reads the levels once, in level order, block by block, keeping
 only what they share (the plan's histogram of expansion terms, the levels that may be
 evaluated by ``log1p`` or integrated directly, the power sums ``P_j`` of the others); one
@@ -13,7 +13,7 @@ Contract: a level's result depends only on the level and the shared values, neve
 order in which levels are asked for or on how the table is cut into blocks.  With
 ``summed = (n, T)`` (the levels after the first ``n`` blocks weigh ``sum m_b p_b <= T``) the
 pass stops there and the levels not visited add ``[0, T]`` to every ``P_j`` (``m_b p_b^j <=
-m_b p_b`` as ``p_b <= 1``).  Derivation: docs/pnf_joint.md, section "Block by block".
+m_b p_b`` as ``p_b <= 1``).  Derivation: docs/precision.md, section "Block by block".
 
 Two levels ``p = (1, 1/2)``, one output each: ``F(t) = (1 - t)(1 - t/2)``,
 ``I_0 = int_0^1 (1 - t/2) dt = 3/4`` and ``I_1 = int_0^1 (1 - t) dt = 1/2``:
