@@ -293,9 +293,8 @@ class PermuteAndFlip(SelectionRule):
     def pnf_form(self, table: LevelTable) -> Optional[PnfForm]:
         """The :class:`~exactdp.rules.pnf_levels.PnfForm` of ``table`` at flint's current
         precision (every level's ``ln P_a`` from the shared values, the levels past a head
-        in one closed form), or None where it does not apply (``method``
-        other than ``"auto"``, the polynomial route, a single output): what the oracle's
-        per-delta pair audits of two permute-and-flip mechanisms use."""
+        in one closed form), or None where it does not apply (``method`` other than
+        ``"auto"``, the polynomial route, a single output)."""
         if self.method != "auto" or single_output(table):
             return None
         return self._levels(table, ctx.prec).form()
@@ -367,11 +366,9 @@ class PermuteAndFlip(SelectionRule):
         return certify(lambda: self._levels(table, ctx.prec).value(a)[0], dps, extra_bits=table.extra_bits)
 
     def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``P_a`` (to ``dps`` certified digits) of the level of ``table`` with the exact
-        ``utility``: over a lazy table whose shared values
-        stopped early, a level past the blocks they read is never found
-        (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by
-        its index)."""
+        """``P_a`` to ``dps`` certified digits of the level of ``table`` with the exact ``utility``;
+        a level past the blocks a lazy table read is never found
+        (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by index)."""
         if not getattr(table, "weights_by_utility", False):
             return super().utility_probability(table, utility, dps)
         self._check_dps(table, dps)
