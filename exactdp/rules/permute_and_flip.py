@@ -242,8 +242,8 @@ class PermuteAndFlip(SelectionRule):
 
     ``method="auto"`` (default), ``"poly"``, ``"direct"`` or ``"acb"`` (cross-checks: every
     level by its own quadrature, ours or Arb's ``acb.integral``; see
-    :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
-    the rigorous error bound; every returned value has relative error ``<= 10**-dps``.
+    :func:`pnf_enclosures`).  Numeric values: the method and its rigorous error bounds in
+    docs/precision.md, "Certified integrals: method and error bounds"; every returned value has relative error ``<= 10**-dps``.
     ``sampler="cdf"`` (default) draws a level from the certified level probabilities,
     ``sampler="algorithm5"`` by the Joint paper's Algorithm 5 (the same distribution; see
     :meth:`sample_level`).
