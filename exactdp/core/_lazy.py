@@ -1,7 +1,7 @@
 """Heavy optional-at-first-use modules, imported on first attribute access.
 
 sympy is needed only for exact closed forms (``probability_exact``) and a few oracle
-paths, yet importing it costs about 0.6 s; modules name it through :data:`sympy` here so
+paths, yet importing it is slow (docs/benchmarks.md); modules name it through :data:`sympy` here so
 that building a mechanism and computing certified probabilities never pays for it.
 The proxy does not touch ``sys.modules``: code elsewhere that imports sympy gets the real
 module, and ``exactdp.core._lazy.sympy.X`` is exactly ``sympy.X``.

@@ -147,13 +147,10 @@ def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], sc
     over ``levels_from`` of ``outputs`` outputs in at most ``level_bound`` levels, each
     multiplicity estimated at ``level_bytes`` bytes, weighed by ``scale``): blocks are found as
     operations need them, kept within ``memory_budget`` and recomputed past it (read from
-    ``first_pass`` instead of the stream when every level was already read).
-
-    The guard bits and the first precision of exact sampling come from ``level_bound``,
-    never from the blocks found so far, so no value, certified digit or seeded draw
-    depends on the order of operations or on the budget.  A sample, or one probability,
-    of fast-decaying weights (heavy-tailed counts) reads the first few blocks: the running
-    sum stops once the outputs left, each at most the last weight summed, cannot matter.
+    ``first_pass`` instead of the stream when every level was already read).  The guard
+    bits and the first sampling precision come from ``level_bound``, never from the blocks
+    found so far, so no value, certified digit or seeded draw depends on the order of
+    operations or on the budget (docs/precision.md, "Levels in blocks: recomputed identically").
     """
     source = StreamSource(levels_from, level_bytes, first_pass, outputs=outputs, level_bound=max(1, level_bound))
     return BlockLevelTable(source, scale, memory_budget)

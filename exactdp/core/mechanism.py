@@ -181,12 +181,8 @@ class Mechanism(abc.ABC):
         return self._unrank(a, gen.randrange(self.table.multiplicities[a]))
 
     def _samples(self, n: int, gen: random.Random) -> list[Output]:
-        """``n`` independent exact draws in order; by default ``n`` calls of :meth:`_sample`.
-
-        A mechanism may batch them (Joint: :meth:`SelectionRule.sample_levels`, then all
-        draws of one level unranked together), reading ``gen`` in another order than
-        ``n`` calls of :meth:`_sample` would, as long as every draw has the same law.
-        """
+        """``n`` independent exact draws in order; by default ``n`` calls of :meth:`_sample`.  A
+        mechanism may batch them (reading ``gen`` in another order) if every draw keeps its law."""
         return [self._sample(gen) for _ in range(n)]
 
     def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
@@ -294,20 +290,14 @@ class Mechanism(abc.ABC):
         return self._group_log_probability(self._key_of(output), as_dps(dps))
 
     def probability_exact(self, output: OutputLike) -> sympy.Expr:
-        """The exact probability of ``output`` (validated) as a sympy expression (a Rational
-        with a rational base).
-
-        Raises :class:`~exactdp.errors.NoClosedFormError` naming the limit when the closed
-        form would be too large to build.
-        """
+        """The exact probability of ``output`` (validated) as a sympy expression (a Rational with
+        a rational base); :class:`~exactdp.errors.NoClosedFormError` naming the limit when the
+        closed form would be too large to build."""
         return self._group_probability_exact(self._key_of(output))
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
-        """Every output with non-zero probability, group by group (lazily).
-
-        With ``max_outputs``, refuses at once (before yielding anything) when the
-        support is larger.
-        """
+        """Every output with non-zero probability, group by group (lazily); with ``max_outputs``,
+        refused at once (before yielding anything) when the support is larger."""
         self._check_size(max_outputs)
         return (self._unrank(a, r) for a, g in enumerate(self.groups()) for r in range(g.multiplicity))
 
@@ -324,12 +314,9 @@ class Mechanism(abc.ABC):
         ]
 
     def sample(self, rng: RngLike = None) -> Output:
-        """One output drawn exactly from the mechanism (integer randomness only).
-
-        ``rng``: ``None`` (OS generator), an int seed, or a :class:`random.Random`.  By
-        default the level is chosen by :meth:`SelectionRule.sample_level`, then the output
-        uniformly within it by unranking ``rng.randrange(m)``.
-        """
+        """One output drawn exactly from the mechanism (integer randomness only); ``rng``:
+        ``None`` (OS generator), an int seed, or a :class:`random.Random`.  By default the level
+        by :meth:`SelectionRule.sample_level`, then the output by unranking ``rng.randrange(m)``."""
         return self._sample(as_rng(rng))
 
     def samples(self, n: SupportsIndex, rng: RngLike = None, *,
@@ -338,8 +325,7 @@ class Mechanism(abc.ABC):
 
         A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` array of item ids
         instead (a set output as its ids in increasing order), ``numpy.int32`` when
-        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`): about 0.8 GB at
-        ``n = 10**6``, ``k = 200``, where the list needs several times that.  The draws
+        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`).  The draws
         are reproducible from a seed and have the law of :meth:`sample`, but a mechanism
         that batches them (Joint, PNFJoint) reads the generator in another order, so
         ``samples(n, rng)`` need not equal ``n`` calls of ``sample(rng)``.

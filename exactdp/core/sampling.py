@@ -1,28 +1,18 @@
 """Exact sampling from integer randomness.
 
-:func:`choose_index` draws index ``a`` with probability exactly ``W_a / sum_b W_b`` given
-only *certified enclosures* of the cumulative sums ``C_a = W_0 + ... + W_a``: a uniform
-variate ``U`` in [0, 1) is produced lazily, 32 random bits at a time
-(``rng.getrandbits``), as a dyadic interval ``[u/2**n, (u+1)/2**n)``; index ``a`` is returned
-only once that interval times ``Z = C_last`` certainly lies inside ``[C_{a-1}, C_a)``.  No
-float and no rounded comparison decides the outcome, so the result is exactly the
-inverse-CDF sample of the infinite-precision ``U`` (the standard lazy-refinement argument;
-see e.g. Knuth & Yao 1976).  When an interval straddles a boundary, more bits are drawn
-and, if the enclosures are the obstacle, the precision is doubled.  The loop ends with
-probability 1; each extra round happens with probability about ``2**-32``.
+:func:`choose_index` draws index ``a`` with probability exactly ``W_a / sum_b W_b`` given only
+*certified enclosures* of the cumulative sums ``C_a = W_0 + ... + W_a``: a uniform ``U`` in
+[0, 1) is drawn lazily, 32 bits at a time (``rng.getrandbits``), as a dyadic interval, and ``a``
+is returned only once that interval times ``Z = C_last`` certainly lies inside ``[C_{a-1},
+C_a)`` (else more bits, or twice the precision): no float decides, so the result is exactly
+the inverse-CDF sample of the infinite-precision ``U`` (the lazy-refinement argument, Knuth &
+Yao 1976); the loop ends with probability 1, each extra round with probability about ``2**-32``.
 
-Many draws at once (:func:`inverse_cdf_words`) use the same inverse-CDF law: the
-boundaries ``2**64 C_a / Z`` are turned once into exact integer bounds
-``lo_a <= 2**64 C_a / Z <= hi_a`` (:func:`cdf_bounds` from enclosures,
-:func:`cdf_bounds_exact` from exact integers), then each draw's first 64 bits ``u``
-(:func:`random_words`) decide it by one ``numpy.searchsorted`` when
-``hi_{a-1} <= u`` and ``u + 1 <= lo_a``, i.e. when ``[u, u + 1)`` certainly lies between
-the two boundaries.  The few undecided draws (probability about ``L * 2**-64`` each for
-``L`` boundaries) go on exactly in :func:`choose_index` from the prefix ``u``.
-
-A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
-``getrandbits``); many at once, one bound each, :func:`uniform_below` (exact,
-rejection-based on a numpy generator's raw 64-bit words).
+Many draws at once (:func:`inverse_cdf_words`): exact integer bounds of ``2**64 C_a / Z``
+(:func:`cdf_bounds`, :func:`cdf_bounds_exact`) decide each draw's first 64 bits ``u`` by one
+``numpy.searchsorted`` when ``[u, u + 1)`` certainly lies between two boundaries; the rest go
+on in :func:`choose_index`.  Uniform integers: ``rng.randrange(n)`` or :func:`uniform_below`.
+Derivation: docs/precision.md, sections "Sampling" and "Many exact draws at once".
 
 >>> import random
 >>> from flint import arb

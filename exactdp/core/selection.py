@@ -55,9 +55,7 @@ class SelectionRule(abc.ABC):
     def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
         """Every level's ``ln P_a`` (one output) of ``table`` as a :class:`FixedLogOutput` at
         ``frac_bits`` fractional bits, within :attr:`fixed_log_output_error` ulps; ``dps``:
-        the digits the caller certifies (for the rule's precision limits).  Read by
-        mechanisms that hand out levels as arrays (Joint's
-        :meth:`~exactdp.mechanisms.joint.mechanism.Joint.iter_level_arrays`)."""
+        the digits the caller certifies (for the rule's precision limits)."""
         raise NotImplementedError(f"{type(self).__name__} has no fixed-point log-output form")
 
     @abc.abstractmethod

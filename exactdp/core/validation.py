@@ -3,14 +3,12 @@
 Each ``as_*`` function takes what a user may pass and returns the exact value exactdp
 works with, or raises an :mod:`exactdp.errors` error naming the argument and the value.
 
-Sizes are checked *before* a number is built: a decimal string, :class:`decimal.Decimal`
-or sympy ``Float`` whose exact value would need more than :data:`MAX_NUMBER_DIGITS`
-decimal digits (numerator or denominator) is refused with
-:class:`~exactdp.errors.InputLimitError` at once, instead of spending minutes building
-``10**100000000`` (pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).
-Integers given as ``Decimal`` (counts, ``k``, ``dps``) are limited to
-:data:`MAX_INTEGER_DIGITS` digits the same way, and every count, an ``int`` included, to
-:data:`MAX_COUNT_DIGITS` digits.
+Sizes are checked *before* a number is built: a decimal string, :class:`decimal.Decimal` or
+sympy ``Float`` whose exact value would need more than :data:`MAX_NUMBER_DIGITS` decimal digits
+(numerator or denominator) is refused with :class:`~exactdp.errors.InputLimitError` at once
+(pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).  Integers given as
+``Decimal`` (counts, ``k``, ``dps``) are limited to :data:`MAX_INTEGER_DIGITS` digits the same
+way, and every count, an ``int`` included, to :data:`MAX_COUNT_DIGITS` digits.
 
 >>> as_counts([3, 2.0, 2])
 (3, 2, 2)
@@ -87,7 +85,7 @@ DEFAULT_DPS = 30
 #: may have (a sympy ``Float`` counts its binary digits as ``bits * log10(2)``).  The
 #: check is made from the string's length and exponent, before the number is built.
 #: Past about a thousand digits the certified exponentials of the weights get slow
-#: (measured: ``exactdp dist`` with ``--epsilon 1e1000`` takes 3.5 s, ``1e4000`` 28 s).
+#: (docs/benchmarks.md).
 #: Module-level so that a caller who needs more can raise it; exact ``Fraction``/``int``
 #: arguments are not limited.
 MAX_NUMBER_DIGITS = 1000

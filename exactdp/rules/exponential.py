@@ -83,11 +83,9 @@ class ExponentialMechanism(SelectionRule):
         return certify(lambda: table.relative_weights()[a] / table.total(), dps, extra_bits=table.extra_bits)
 
     def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``w(u) / Z`` (to ``dps`` certified digits) needs only the exact ``utility``, not
-        its level's index in ``table``: over a lazy level table
-        (:meth:`~exactdp.core.level_blocks.BlockLevelTable.relative_weight_of`) the
-        level's own block is never found (the running sum for ``Z`` stops early on
-        fast-decaying weights), with the very ball of the level's block."""
+        """``w(u) / Z`` to ``dps`` certified digits from the exact ``utility`` alone: over a lazy
+        ``table`` (:meth:`~exactdp.core.level_blocks.BlockLevelTable.relative_weight_of`) the level's
+        block is never found, and the ball is the very one of that block."""
         if not getattr(table, "weights_by_utility", False):
             return super().utility_probability(table, utility, dps)
         return certify(lambda: table.relative_weight_of(utility) / table.total(), dps, extra_bits=table.extra_bits)

@@ -1,36 +1,19 @@
 r"""The quadrature route of permute-and-flip over levels read block by block: one pass for the shared values, then any level's integral.
 
 ``I_a = int_0^1 F(t) / (1 - t p_a) dt`` with ``F(t) = prod_b (1 - t p_b)^{m_b}`` for every
-level of a table too large to hold (the method and its error bounds:
-:mod:`exactdp.rules.quadrature`, items 1-3).  Everything the levels share is a sum over
-the levels, so :class:`StreamedQuadrature` reads them once, in level order, block by block
-(``block(b)`` returns the planning floats ``ln p_a`` and the balls ``p_a``, ``w_a = m_a p_a``
-of block ``b``), keeping only:
+level of a table too large to hold, by the method of :mod:`exactdp.rules.quadrature` (its
+items 1-3: docs/precision.md, "Certified integrals: method and error bounds").
+:class:`StreamedQuadrature` reads the levels once, in level order, block by block, keeping
+only what they share (the plan's histogram of expansion terms, the levels that may be
+evaluated by ``log1p`` or integrated directly, the power sums ``P_j`` of the others); one
+rigorous Gauss-Legendre pass then gives the moments, and :meth:`StreamedQuadrature.integral`
+any level's ``I_a`` from them.  Memory: ``O(nodes + J + |D| + direct levels)`` balls.
 
-- the number of moment terms each level needs (a histogram: the plan of item 1 needs no
-  more), the ``p`` of the first level needing each number (the shared tail factor of item
-  1 is evaluated there: it bounds every later level with that number), and the few levels
-  that the plan may integrate directly (those needing at least one term);
-- the levels with ``p_b > 1/4`` (the only ones that can be evaluated by ``log1p`` in
-  item 3: ``D`` is a prefix of them), and the power sums ``P_j`` of all others
-  (:class:`~exactdp.rules.quadrature.PowerSums`, accumulated level by level).
-
-Then one rigorous Gauss-Legendre pass over ``F`` gives the moments ``nu_n`` and the direct
-levels (:func:`~exactdp.rules.gauss_legendre.gl_integrals`), and :meth:`StreamedQuadrature.integral`
-gives any level's ``I_a`` from them: one ball product and a tail bound for a level whose
-expansion needs one term (heavy-tailed counts: almost every level).  Memory: ``O(nodes +
-J + |D| + direct levels)`` balls, whatever the number of levels.  The result of a level
-depends only on the level and the shared values, never on the order in which levels are
-asked for or on how the table is cut into blocks.
-
-**Levels not visited.**  When the caller knows that the levels after the first ``n``
-blocks have weights ``sum m_b p_b <= T`` (``summed = (n, T)``: a block table's running sum
-stops once the rest is below ``2**-prec`` of the sum, see
-:class:`~exactdp.core.level_blocks.BlockLevelTable`), the pass stops there: those levels
-add ``[0, T]`` to every ``P_j`` (``m_b p_b^j <= m_b p_b`` as ``p_b <= 1``), and their
-own integrals use the expansion with the tail factor of the first level needing as many
-terms (a bound for them too: the factor increases with ``p``, and theirs are smaller),
-else their own bound, else a direct integration -- all rigorous whatever the plan.
+Contract: a level's result depends only on the level and the shared values, never on the
+order in which levels are asked for or on how the table is cut into blocks.  With
+``summed = (n, T)`` (the levels after the first ``n`` blocks weigh ``sum m_b p_b <= T``) the
+pass stops there and the levels not visited add ``[0, T]`` to every ``P_j`` (``m_b p_b^j <=
+m_b p_b`` as ``p_b <= 1``).  Derivation: docs/precision.md, section "Block by block".
 
 Two levels ``p = (1, 1/2)``, one output each: ``F(t) = (1 - t)(1 - t/2)``,
 ``I_0 = int_0^1 (1 - t/2) dt = 3/4`` and ``I_1 = int_0^1 (1 - t) dt = 1/2``:
@@ -75,7 +58,7 @@ class StreamedQuadrature:
     the blocks; ``block``: the reader of a block; ``mult_of(a)``: the exact multiplicity of
     level ``a`` (read for the first levels only); ``method``: ``"auto"``, or ``"direct"`` /
     ``"acb"`` (every level integrated directly, by our Gauss-Legendre or by Arb's
-    ``acb.integral``: cross-checks); ``summed``: ``(n, T)`` as in the module docstring."""
+    ``acb.integral``: cross-checks); ``summed``: ``(n, T)``, the levels after the first ``n`` blocks weighing at most ``T``."""
 
     def __init__(self, S: arb, ranges: Sequence[tuple[int, int]], block: BlockReader,
                  mult_of: Callable[[int], int], method: str = "auto",
@@ -197,7 +180,8 @@ class StreamedQuadrature:
     def moment0(self) -> arb:
         """``nu_0 = int_0^1 F(t) dt``: the shared moment when the plan has it, else (every
         level integrated directly: small tables) integrated here once, on the same pieces
-        and with the same tail bound as the moments."""
+        and with the same tail bound as the moments (``[0, e^{-L}]``: ``F(s/sigma) <= e^{-s}``
+        as ``S >= sigma``)."""
         if self.nu0 is not None:
             return self.nu0
         found = getattr(self, "_moment0", None)
@@ -224,7 +208,9 @@ class StreamedQuadrature:
 
     def integral(self, a: int, lnp: float, pa: arb) -> arb:
         """An enclosure of ``I_a`` (level ``a``, its planning float ``lnp = ln p_a`` and ball
-        ``pa = p_a``) at the precision of the shared values."""
+        ``pa = p_a``) at the precision of the shared values.  A range cut at ``s = L`` adds
+        ``[0, e^{-cL}/c]``, ``c = (S - p_a)/sigma``: past ``L`` the integrand in ``s = sigma t``
+        is at most ``e^{-cs}`` (``1 - x <= e^{-x}``)."""
         if lnp < self._zero_need and self._f0 is not None:  # the common case: one term suffices
             R = (pa * self._f0).upper()
             if R < self.goal:
@@ -250,7 +236,7 @@ class StreamedQuadrature:
         N = min(self._need(a, lnp, pa), n_star)
         R = None
         shared = self.shared.get(N)
-        if shared is not None:  # bounds this level's factor: p_a is no larger (module docstring)
+        if shared is not None:  # bounds this level's factor: p_a is no larger (_tail_factor)
             R = ((pa if N == 0 else pa ** (N + 1)) * shared).upper()
             if not R < goal:
                 R = None
