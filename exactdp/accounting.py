@@ -55,11 +55,11 @@ from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
 import mpmath
-from .core._lazy import sympy
-from .core._namespace import public_dir
+from .core.lazy import sympy
+from .core.namespace import public_dir
 from flint import arb, fmpq
 
-from .core._typing import RationalLike
+from .core.aliases import RationalLike
 from .errors import InvalidParameterError
 from .core.precision import certify, mpf_fraction
 from .core.validation import as_dps, as_epsilon, as_positive_int, as_rational

@@ -69,9 +69,9 @@ from ._oracle.notions.profile import EpsilonForDelta, PrivacyProfile, epsilon_fo
 from ._oracle.notions.renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
 from ._oracle.neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, check_relation, neighbour_count,  # noqa: F401
                           neighbours, tied_classes)
-from .core._lazy import sympy
-from .core._namespace import public_dir
-from .core._typing import ClaimedTable, CountsLike, MechanismLike, RationalLike
+from .core.lazy import sympy
+from .core.namespace import public_dir
+from .core.aliases import ClaimedTable, CountsLike, MechanismLike, RationalLike
 from .core.formatting import table
 from .errors import InvalidParameterError
 from ._oracle import worst as _worst

@@ -76,8 +76,8 @@ from typing import Mapping, Optional, Sequence, SupportsIndex
 
 from . import accounting
 from ._oracle.samplers import check_law_current
-from .core._namespace import public_dir
-from .core._typing import CountsLike, MechanismLike, RationalLike
+from .core.namespace import public_dir
+from .core.aliases import CountsLike, MechanismLike, RationalLike
 from .core.precision import mpf_fraction
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError

@@ -63,8 +63,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, SupportsIndex, cast
 
 import numpy.typing as npt
-from .core._lazy import sympy  # named in hints
-from .core._namespace import public_dir
+from .core.lazy import sympy  # named in hints
+from .core.namespace import public_dir
 
 from . import audit, certify
 from ._oracle.ids import check_id_map
@@ -82,7 +82,7 @@ from ._oracle.samplers import (
     from_opendp,
     from_randomise,
 )
-from .core._typing import (
+from .core.aliases import (
     ClaimedProbabilities,
     CountsLike,
     MechanismLike,

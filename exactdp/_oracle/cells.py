@@ -21,7 +21,7 @@ import math
 
 from flint import arb, ctx, fmpz
 
-from ..core._typing import Output
+from ..core.aliases import Output
 from ..core.combinatorics import count_words
 from ..core.precision import mpf_man_exp, rational_ball
 from .distributions import Cell, MappingDistribution, as_distribution, check_same_key_kinds, check_same_space

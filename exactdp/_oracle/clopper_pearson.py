@@ -19,7 +19,7 @@ import math
 
 from flint import arb
 
-from ..core._typing import RationalLike
+from ..core.aliases import RationalLike
 from ..core.precision import dyadic_mpf as exact_mpf, flint_workprec, rational_ball
 from ..core.validation import as_positive_int, as_rational
 from ..errors import InvalidParameterError

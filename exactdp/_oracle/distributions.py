@@ -19,8 +19,8 @@ import numbers
 import numpy as np
 from flint import arb, ctx
 
-from ..core._lazy import sympy
-from ..core._typing import Output
+from ..core.lazy import sympy
+from ..core.aliases import Output
 from ..core.formatting import output_text as _sequence_text
 from ..core.validation import as_sequence_output, as_set_output
 from ..errors import ArgumentTypeError, ExactDPError, InvalidParameterError

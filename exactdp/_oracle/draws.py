@@ -22,8 +22,8 @@ import random
 
 import mpmath
 
-from ..core._lazy import sympy
-from ..core._typing import MechanismLike, Output, RationalLike
+from ..core.lazy import sympy
+from ..core.aliases import MechanismLike, Output, RationalLike
 from ..core.formatting import exact_text, json_scalar, output_ids, output_text
 from ..core.precision import dyadic_mpf as exact_mpf, mpf_fraction as as_fraction
 from ..core.results import NoTruthValue

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import mpmath
 from flint import arb, fmpz
 
-from ..core._typing import MechanismLike, Output, RationalLike
+from ..core.aliases import MechanismLike, Output, RationalLike
 from ..core.precision import flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps, rational_ball
 from ..core.results import NoTruthValue
 from ..core.validation import as_dps, as_positive_int, as_rational

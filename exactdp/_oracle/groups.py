@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import mpmath
 
-from ..core._typing import MechanismLike, Output, OutputLike
+from ..core.aliases import MechanismLike, Output, OutputLike
 from ..core.mechanism import Mechanism
 from ..core.precision import times_int
 from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError

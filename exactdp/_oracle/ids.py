@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..core._typing import Output, OutputLike
+from ..core.aliases import Output, OutputLike
 from ..errors import InvalidOutputError, InvalidParameterError
 
 #: Maps a third-party sampler's labels to item positions.  The key type is ``Any`` on

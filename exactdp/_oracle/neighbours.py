@@ -17,7 +17,7 @@ import math
 from itertools import combinations, product
 from typing import Hashable, Iterator, Optional, Sequence
 
-from ..core._typing import CountsLike
+from ..core.aliases import CountsLike
 from ..core.formatting import format_int
 from ..core.validation import as_counts, as_positive_int
 from ..errors import InvalidParameterError, TooManyOutputsError

@@ -14,8 +14,8 @@ from typing import Any, Optional, Union
 
 import mpmath
 
-from ..core._lazy import sympy
-from ..core._typing import Output
+from ..core.lazy import sympy
+from ..core.aliases import Output
 from ..core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
 from ..core.results import NoTruthValue
 from .distributions import output_text

@@ -37,7 +37,7 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 
 from .ids import IdMap, check_id_map, relabel
-from ..core._typing import MechanismLike, SupportsRandomise
+from ..core.aliases import MechanismLike, SupportsRandomise
 from ..errors import ArgumentTypeError, InvalidOutputError, InvalidParameterError
 
 __all__ = [

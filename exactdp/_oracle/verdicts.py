@@ -16,7 +16,7 @@ import mpmath
 
 from .distributions import MappingDistribution
 from .notions.basics import cap_dps, proven_zero
-from ..core._lazy import sympy
+from ..core.lazy import sympy
 from ..core.precision import mp_workdps, mpf_fraction
 
 __all__ = ["is_mapping", "claim_mpf", "band_verdict", "exact_compare", "zcdp_verdict", "refine_verdict",

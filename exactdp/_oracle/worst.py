@@ -39,8 +39,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import mpmath
 
-from ..core._lazy import sympy
-from ..core._typing import MechanismLike, Output
+from ..core.lazy import sympy
+from ..core.aliases import MechanismLike, Output
 from ..core.precision import ball_to_mpf, mp_workdps, mpf_fraction
 from ..core.validation import as_counts, as_dps, as_positive_int
 from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError

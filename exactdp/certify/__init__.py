@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from types import FunctionType
 
-from ..core._namespace import public_dir
+from ..core.namespace import public_dir
 
 from .chi2 import chi2_isf, chi2_sf, ncx2_sf
 from .compare import (DEFAULT_MIN_COVERAGE, ClassComparison, ClassRow, ComparisonRow, MtildeComparison, MtildeRow,

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._oracle.groups import Groups
 from ..core.results import NoTruthValue
-from ..core._typing import AlternativeLike, MechanismLike, Output
+from ..core.aliases import AlternativeLike, MechanismLike, Output
 from ..core.validation import as_dps, as_positive_int
 from ..errors import InvalidParameterError, NothingToDetectError
 from .chi2 import _critical, _ncx2_sf_fast

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from flint import arb, fmpz
 
 from .._oracle.groups import Groups
-from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
+from ..core.aliases import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import certify as certify_ball, mp_workdps, mpf_fraction
 from ..core.results import VERDICT_HINT, NoTruthValue

@@ -27,7 +27,7 @@ import mpmath
 
 from .._oracle.groups import Groups
 from ..core.results import VERDICT_HINT, NoTruthValue
-from ..core._typing import MechanismLike, Output, OutputLike
+from ..core.aliases import MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import mp_workdps
 from ..core.validation import as_dps, as_positive_int

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from flint import arb, ctx
 
 from ..errors import MemoryBudgetError
-from ._gc import gc_paused
+from .gc_pause import gc_paused
 from .precision import prec_for_dps
 from .level_views import _CumulativeView, _Pass, _View
 from .levels import Level, Utility

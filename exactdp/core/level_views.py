@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from flint import arb
 
-from ._gc import gc_paused
+from .gc_pause import gc_paused
 from .sampling import first_not_below
 
 if TYPE_CHECKING:

@@ -38,9 +38,9 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Option
 
 import mpmath
 import numpy as np
-from ._lazy import sympy
+from .lazy import sympy
 
-from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
+from .aliases import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import ArgumentTypeError, InvalidParameterError, NoLevelArraysError, TooManyOutputsError
 from .formatting import exact_text, int_text
 from .levels import Level, LevelTable, Utility

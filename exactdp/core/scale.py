@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional
 
-from ._lazy import sympy
+from .lazy import sympy
 from flint import arb
 
 from .precision import rational_ball

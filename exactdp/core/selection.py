@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import mpmath
 
-from ._lazy import sympy
+from .lazy import sympy
 from .levels import LevelTable
 
 __all__ = ["SelectionRule", "FixedLogOutput"]

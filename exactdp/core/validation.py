@@ -40,7 +40,7 @@ import unicodedata
 from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
-from ._typing import CountsLike, IntLike, OutputLike, RationalLike, RngLike
+from .aliases import CountsLike, IntLike, OutputLike, RationalLike, RngLike
 from ..errors import (
     ArgumentTypeError,
     InputLimitError,

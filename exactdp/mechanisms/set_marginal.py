@@ -42,7 +42,7 @@ import mpmath
 import numpy as np
 from flint import arb
 
-from ..core._lazy import sympy
+from ..core.lazy import sympy
 from ..core.combinatorics import unrank_combination
 from ..core.levels import Level
 from ..core.mechanism import Mechanism

@@ -27,8 +27,8 @@ import gmpy2
 import mpmath
 from flint import arb, ctx
 
-from ..core._gc import gc_paused
-from ..core._lazy import sympy
+from ..core.gc_pause import gc_paused
+from ..core.lazy import sympy
 from ..core.levels import LevelTable
 from ..core.precision import (MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, fixed_nearest,
                               flint_workprec, is_accurate, prec_for_dps, rational_ball)

@@ -41,9 +41,9 @@ from typing import Any, Callable, Iterator, Optional
 import mpmath
 from flint import arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
-from ..core._lazy import sympy
+from ..core.lazy import sympy
 from ..core.levels import LevelTable
-from ..core._gc import gc_paused
+from ..core.gc_pause import gc_paused
 from ..core.precision import (MAX_PREC, PRECISION_LOCK, accuracy_bits, balls_to_mpf, certify, flint_workprec,
                               is_accurate, prec_for_dps)
 from ..core.sampling import choose_index

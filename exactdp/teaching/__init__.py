@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import SupportsIndex
 
-from ..core._typing import RngLike
+from ..core.aliases import RngLike
 from ..core.mechanism import Mechanism
 from ..errors import ArgumentTypeError
 from .explanation import DEFAULT_MAX_SIZE, MAX_ROWS, Citation, Explanation, Step, Table, from_dict

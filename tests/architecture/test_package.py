@@ -388,12 +388,12 @@ def _allowed_any_types():
     """Types that contain ``Any`` on purpose (each documented where it is defined)."""
     import numpy.typing as npt
 
-    from exactdp.core import _typing
+    from exactdp.core import aliases
     from exactdp import testing
 
     return (
         npt.ArrayLike,  # numpy's own alias (third-party), for the log m~ arrays of compare_mtilde
-        _typing.ClaimedTable,  # Mapping[Any, ...]: Mapping is invariant in its keys (output tuples/frozensets)
+        aliases.ClaimedTable,  # Mapping[Any, ...]: Mapping is invariant in its keys (output tuples/frozensets)
         testing.IdMap,  # Mapping[Any, int]: third-party labels, any hashable; Mapping is invariant in its keys
     )
 
@@ -502,7 +502,7 @@ def test_the_any_probe_can_fail():
     from typing import Any, Callable, Mapping, Optional, Union
 
     from exactdp import testing
-    from exactdp.core._typing import ClaimedProbabilities, MechanismLike
+    from exactdp.core.aliases import ClaimedProbabilities, MechanismLike
 
     Hidden = Union[int, Mapping[str, Any]]
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from flint import arb, ctx
 
-from ...core._gc import gc_paused
+from ...core.gc_pause import gc_paused
 from ...core.precision import ball_to_mpf, flint_workprec
 from ...rules.exponential import decaying_sum
 from ..distributions import Cell

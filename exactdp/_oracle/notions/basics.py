@@ -19,7 +19,7 @@ from flint import arb, fmpz
 from ..cells import HeadPair, Pair
 from ..engines.exponential import ExponentialPair
 from ..groups import Groups
-from ...core._lazy import sympy
+from ...core.lazy import sympy
 from ...core.precision import ball_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
 from ...core.validation import as_rational
 from ...errors import PrecisionError

@@ -36,7 +36,7 @@ from .basics import (DIRECTIONS, DEFAULT_MAX_CELL_OUTPUTS, Outcome, bound_text, 
                              decided_max, exact_equal, oriented, positive_part, power_of_ten_above, exact_rational,
                              same_law_cell, unresolved_error)
 from ...core.results import NoTruthValue
-from ...core._typing import Output, RationalLike
+from ...core.aliases import Output, RationalLike
 from ...core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from ...core.validation import as_dps, as_positive_int
 from ...errors import ExactDPError, InvalidParameterError, PrecisionError

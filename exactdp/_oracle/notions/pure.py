@@ -28,9 +28,9 @@ from ..footprint import Footprint
 from ..groups import Groups
 from .basics import proven_zero, pure_loss, unresolved_error
 from ..neighbours import AuditLimitError, neighbours
-from ...core._lazy import sympy
+from ...core.lazy import sympy
 from ...core.results import NoTruthValue
-from ...core._typing import MechanismLike, Output
+from ...core.aliases import MechanismLike, Output
 from ...core.formatting import number_text, table
 from ...core.precision import ball_to_mpf, balls_to_mpf, flint_workprec, mp_workdps, mpf_man_exp, prec_for_dps
 from ...core.validation import as_dps, as_positive_int

@@ -27,7 +27,7 @@ from ..distributions import expm1_ball
 from .basics import (DEFAULT_MAX_CELL_OUTPUTS, by_delta, cap_dps, decided_max, identical_laws, oriented,
                              power_of_ten_above, exact_rational, unresolved_error)
 from ...core.results import NoTruthValue
-from ...core._typing import RationalLike
+from ...core.aliases import RationalLike
 from ...core.precision import ball_to_mpf, flint_workprec, is_accurate, prec_for_dps, rational_ball
 from ...core.validation import as_dps, as_positive_int
 from ...errors import InvalidParameterError, MemoryBudgetError, PrecisionError

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import mpmath
 
-from ...core._typing import Output
+from ...core.aliases import Output
 from ...core.formatting import exact_text, format_int, int_text, number_text, output_ids, output_text
 from ...core.levels import Level
 from ...core.mechanism import Mechanism

@@ -26,8 +26,8 @@ import gmpy2
 import mpmath
 from flint import arb, ctx
 
-from ...core._lazy import sympy
-from ...core._typing import CountsLike, Output, OutputLike, RationalLike
+from ...core.lazy import sympy
+from ...core.aliases import CountsLike, Output, OutputLike, RationalLike
 from ...core.levels import Level
 from ...core.precision import certify, certify_many, rational_ball
 from ...core.sampling import choose_index

@@ -40,8 +40,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional, SupportsIndex,
 import gmpy2
 import mpmath
 
-from ...core._lazy import sympy
-from ...core._typing import CountsLike, ExactRational, Output, OutputLike, RationalLike
+from ...core.lazy import sympy
+from ...core.aliases import CountsLike, ExactRational, Output, OutputLike, RationalLike
 from ...core.combinatorics import unrank_combination
 from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
 from ...core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels

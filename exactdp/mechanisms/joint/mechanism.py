@@ -51,7 +51,7 @@ from ...core.ranking import NUMPY_BOUND, Ranking
 from ...rules.exponential import ExponentialMechanism
 from ...core.sampling import numpy_generator
 from ...core.selection import SelectionRule
-from ...core._typing import CountsLike, RationalLike
+from ...core.aliases import CountsLike, RationalLike
 from ...core.validation import as_dps, as_index, as_memory_budget
 
 __all__ = ["Joint", "joint_mtilde"]

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
-from ...core._gc import gc_paused
+from ...core.gc_pause import gc_paused
 from ...core.pair_cells import check_margins
 from ...core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ...errors import MemoryBudgetError

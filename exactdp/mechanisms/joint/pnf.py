@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Optional, SupportsIndex, Union
 
 from .mechanism import Joint
-from ...core._typing import CountsLike, RationalLike
+from ...core.aliases import CountsLike, RationalLike
 from ...rules.permute_and_flip import PermuteAndFlip
 
 __all__ = ["PNFJoint"]

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, SupportsIndex, U
 import mpmath
 from flint import fmpz_poly
 
-from ...core._typing import CountsLike, RationalLike
+from ...core.aliases import CountsLike, RationalLike
 from ...errors import InvalidParameterError, TooManyOutputsError
 from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
 from ...core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels

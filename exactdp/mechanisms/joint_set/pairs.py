@@ -30,7 +30,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from ...core._gc import gc_paused
+from ...core.gc_pause import gc_paused
 from ...core.pair_cells import check_margins
 from .sweep import Staircase
 

@@ -30,8 +30,8 @@ from typing import Any, Iterable, NamedTuple, Optional, SupportsIndex
 import mpmath
 from flint import arb, fmpq
 
-from ...core._lazy import sympy
-from ...core._typing import CountsLike, RationalLike
+from ...core.lazy import sympy
+from ...core.aliases import CountsLike, RationalLike
 from ...core.mechanism import make_scale
 from ...core.precision import certify_many
 from ...core.ranking import Ranking

@@ -42,8 +42,8 @@ from typing import Any, Iterable, Iterator, NoReturn, Optional, Sequence, Suppor
 import mpmath
 from flint import arb, ctx
 
-from ...core._lazy import sympy
-from ...core._typing import CountsLike, Output, OutputLike, RationalLike
+from ...core.lazy import sympy
+from ...core.aliases import CountsLike, Output, OutputLike, RationalLike
 from ...core.combinatorics import count_words
 from ...core.levels import Level, LevelTable, relative_weight
 from ...core.mechanism import Mechanism, make_scale

@@ -59,7 +59,8 @@ ClaimedProbabilities = Union[ClaimedTable, Callable[[Output], ProbabilityLike]]
 class SupportsProbability(Protocol):
     """An object with a ``probability(output)`` method (e.g. another mechanism)."""
 
-    def probability(self, output: Output, /) -> SupportsFloat: ...
+    def probability(self, output: Output, /) -> SupportsFloat:
+        """The probability of ``output``."""
 
 
 #: A wrong distribution to compute a test's power against: a mapping
@@ -73,4 +74,5 @@ class SupportsRandomise(Protocol):
     Its arguments and its raw output belong to the third-party library (converted to item
     ids at run time), hence ``object``."""
 
-    def randomise(self, *args: object, **kwargs: object) -> object: ...
+    def randomise(self, *args: object, **kwargs: object) -> object:
+        """One draw; ``args`` and ``kwargs`` are the library's own."""

@@ -4,9 +4,9 @@ sympy is needed only for exact closed forms (``probability_exact``) and a few or
 paths, yet importing it is slow (docs/benchmarks.md); modules name it through :data:`sympy` here so
 that building a mechanism and computing certified probabilities never pays for it.
 The proxy does not touch ``sys.modules``: code elsewhere that imports sympy gets the real
-module, and ``exactdp.core._lazy.sympy.X`` is exactly ``sympy.X``.
+module, and ``exactdp.core.lazy.sympy.X`` is exactly ``sympy.X``.
 
->>> from exactdp.core._lazy import sympy
+>>> from exactdp.core.lazy import sympy
 >>> sympy.Rational(1, 3) + sympy.Rational(1, 6)
 1/2
 """
