@@ -69,6 +69,8 @@ def _is_machinery(cls: type) -> bool:
 
 #: Public classes that are not results of a check, with the reason.
 NOT_RESULTS = {
+    "exactdp.core.aliases.SupportsProbability": "a Protocol (an argument type)",
+    "exactdp.core.aliases.SupportsRandomise": "a Protocol (an argument type)",
     "exactdp.core.results.NoTruthValue": "the base class that takes the truth value away (test_the_hint_class_itself)",
     "exactdp.core.levels.Level": "a (utility, multiplicity) NamedTuple, unpacked as a tuple",
     "exactdp.mechanisms.peeling.tree.PrefixTree": "a Peeling weight tree over the counts that matter",
