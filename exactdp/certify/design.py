@@ -118,8 +118,8 @@ def _pool_levels(expected: Sequence[float], min_expected: float) -> tuple[list[l
     return bins, rare
 
 
-def make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: int, min_expected: float,
-               within: bool, support: int, max_enumerate: int) -> Plan:
+def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: int, min_expected: float,
+                within: bool, support: int, max_enumerate: int) -> Plan:
     """The bins for ``n`` draws of ``levels`` of probabilities ``level_probs`` (the rules
     of :func:`exactdp.certify.goodness_of_fit`; ``support``: the number of outputs)."""
     expected = [float(n * p) for p in level_probs]
@@ -167,7 +167,7 @@ def group_size(plan: LevelPlan, m: int, g: int) -> int:
 # total-variation deviation
 
 
-def spread(probs: Sequence[float]) -> float:
+def _spread(probs: Sequence[float]) -> float:
     """An upper bound on ``max_S P(S) (1 - P(S))`` over unions ``S`` of the bins of
     probabilities ``probs``: ``p (1 - p)`` when one bin holds ``p >= 1/2`` (then it is the
     maximum), else ``1/4`` (the maximum when some union holds exactly half the mass)."""
@@ -237,14 +237,14 @@ class BinPlan(NoTruthValue):
 
 
 def bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: Plan, n: int,
-              level_obs: Optional[Sequence[int]] = None) -> BinPlan:
+             level_obs: Optional[Sequence[int]] = None) -> BinPlan:
     """The :class:`BinPlan` of ``plan``; with ``level_obs`` (observed draws per level),
     levels without a draw have no within-level test, as in :func:`goodness_of_fit`."""
     p_tail = mpmath.fsum(probs[a] for a in plan.rare) if plan.rare else mpmath.mpf(0)
     keep = 1.0 - float(p_tail)  # the chi-square stages see draws outside the tail: P(. | not R)
     p_bins = [float(mpmath.fsum(probs[a] for a in g)) for g in plan.level_bins]
     df = len(plan.level_bins) - 1
-    spreads = [spread([p / keep for p in p_bins])] if df > 0 else []
+    spreads = [_spread([p / keep for p in p_bins])] if df > 0 else []
     pooled = sum(len(g) for g in plan.level_bins if len(g) > 1)
     tested = wbins = grouped = untested = 0
     hidden = [0.0] * len(levels)  # per level: TV of the largest deviation inside it no bin sees
@@ -261,7 +261,7 @@ def bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: Plan, n
             slots, cond = m, 0.25  # m >= 2 equal bins: some union holds half, or m = 2
         else:
             slots = lp.groups
-            cond = spread([lp.size / m, group_size(lp, m, lp.groups - 1) / m])
+            cond = _spread([lp.size / m, group_size(lp, m, lp.groups - 1) / m])
             grouped += m
             hidden[a] = float(probs[a]) * (1 - slots / m)  # each group's mass onto one of its outputs
         tested += m
@@ -300,7 +300,7 @@ class Design:
         self.min_expected, self.within, self.max_enumerate = min_expected, within, max_enumerate
 
     def plan(self, n: int) -> Plan:
-        return make_plan(self.levels, self.probs, n, self.min_expected, self.within, self.support, self.max_enumerate)
+        return _make_plan(self.levels, self.probs, n, self.min_expected, self.within, self.support, self.max_enumerate)
 
     def shape(self, n: int) -> BinPlan:
         return bin_plan(self.levels, self.probs, self.plan(n), n)

@@ -41,10 +41,10 @@ def lf_power(shape: BinPlan, delta: float, alpha: float, target: Optional[float]
     the largest deviation the bins cannot see (``shape.blind``) plus the least favourable
     visible one of TV ``delta - blind``; when ``blind >= delta`` the whole deviation can
     hide inside the bins, and the power is ``alpha`` (noncentrality 0).  With a rare tail,
-    the two-part bound of :func:`lf_power_tail` (``target``: only as precise as needed to
+    the two-part bound of :func:`_lf_power_tail` (``target``: only as precise as needed to
     compare it with ``target``)."""
     if shape.tail_levels:
-        return lf_power_tail(shape, delta, alpha, target)
+        return _lf_power_tail(shape, delta, alpha, target)
     if shape.df <= 0 or shape.spread <= 0:
         return 0.0, 0.0
     seen = delta - shape.blind
@@ -59,7 +59,7 @@ def lf_delta(shape: BinPlan, alpha: float, target: float) -> float:
     the invisible ``shape.blind`` plus the smallest visible deviation detected (with a rare
     tail, by bisection on :func:`lf_power`)."""
     if shape.tail_levels:
-        return lf_delta_tail(shape, alpha, target)
+        return _lf_delta_tail(shape, alpha, target)
     if shape.df <= 0 or shape.spread <= 0:
         return math.inf
     return shape.blind + math.sqrt(lambda_for_power(alpha, shape.df, target) * shape.spread / shape.n)
@@ -84,7 +84,7 @@ _POWER_TOL = 1e-4
 _MAX_SPLITS = 60
 
 
-def min_lower_bound(g: Callable[[float], float], f: Callable[[float], float], lo: float, hi: float,
+def _min_lower_bound(g: Callable[[float], float], f: Callable[[float], float], lo: float, hi: float,
                      target: Optional[float] = None) -> float:
     """A lower bound on ``min over x in [lo, hi]`` of ``g(x) + (1 - g(x)) f(x)`` for ``g``
     increasing and ``f`` decreasing with values in [0, 1]: on ``[a, b]`` it is at least
@@ -127,7 +127,7 @@ def min_lower_bound(g: Callable[[float], float], f: Callable[[float], float], lo
     return min(bound(*ab) for ab in intervals)
 
 
-def lf_power_tail(shape: BinPlan, delta: float, alpha: float,
+def _lf_power_tail(shape: BinPlan, delta: float, alpha: float,
                    target: Optional[float] = None) -> tuple[float, float]:
     """(power, chi-square noncentrality) of the two-part test against the least favourable
     alternative at total variation ``delta``: a certified lower bound given the chi-square
@@ -142,7 +142,7 @@ def lf_power_tail(shape: BinPlan, delta: float, alpha: float,
     draws only lower it), the test rejects with probability at least
     ``G + (1 - G) F``; mass moved off ``R`` (``tau <= P(R)``) gives at least
     ``F(P(R))``.  The minimum over ``tau`` in ``[0, delta]`` is bounded from below by
-    branch and bound (:func:`min_lower_bound`; with ``target``, only as far as needed to
+    branch and bound (:func:`_min_lower_bound`; with ``target``, only as far as needed to
     compare it with ``target``)."""
     share = shape.tail_share
     a_t, a_c = alpha * share, alpha * (1 - share)
@@ -164,22 +164,22 @@ def lf_power_tail(shape: BinPlan, delta: float, alpha: float,
     def g(tau: float) -> float:
         return binomial_sf_float(c, shape.n, min(1.0, p_r + tau))
 
-    low = min(min_lower_bound(g, f, 0.0, delta, target), f(min(p_r, delta)))
+    low = min(_min_lower_bound(g, f, 0.0, delta, target), f(min(p_r, delta)))
     return max(0.0, low), lams.get(0.0, 0.0)
 
 
-def lf_delta_tail(shape: BinPlan, alpha: float, target: float) -> float:
-    """The smallest TV deviation whose least favourable power (:func:`lf_power_tail`)
+def _lf_delta_tail(shape: BinPlan, alpha: float, target: float) -> float:
+    """The smallest TV deviation whose least favourable power (:func:`_lf_power_tail`)
     reaches ``target``, by bisection (``inf`` when the chi-square stages have 0 df, 2 when
     even a deviation of 1 is not detected)."""
     if shape.df <= 0 or shape.spread <= 0:
         return math.inf
-    if lf_power_tail(shape, 1.0, alpha, target)[0] < target:
+    if _lf_power_tail(shape, 1.0, alpha, target)[0] < target:
         return 2.0
     lo, hi = 0.0, 1.0
     while hi - lo > 1e-4 * hi:
         mid = (lo + hi) / 2
-        if lf_power_tail(shape, mid, alpha, target)[0] >= target:
+        if _lf_power_tail(shape, mid, alpha, target)[0] >= target:
             hi = mid
         else:
             lo = mid

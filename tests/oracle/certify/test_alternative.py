@@ -3,9 +3,9 @@ with the least favourable bound as a brute-force check on random alternatives.""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given, settings, strategies as st
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exactdp import certify
 from exactdp.certify import chi2

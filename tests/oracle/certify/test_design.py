@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from hypothesis import given, settings, strategies as st
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify
@@ -24,7 +24,7 @@ def test_spread_bound_against_brute_force(weights):
     probs = [w / total for w in weights]
     brute = max(sum(probs[i] for i in range(len(probs)) if mask >> i & 1) *
                 (1 - sum(probs[i] for i in range(len(probs)) if mask >> i & 1)) for mask in range(2 ** len(probs)))
-    fast = certify_design.spread(probs)
+    fast = certify_design._spread(probs)
     assert brute <= fast + 1e-15
     if max(probs) >= 0.5 or any(2 * sum(w for i, w in enumerate(weights) if mask >> i & 1) == total
                                for mask in range(2 ** len(weights))):

@@ -15,7 +15,7 @@ import pytest
 
 import exactdp
 from exactdp import certify
-from exactdp.certify import alternative, tail
+from exactdp.certify import tail
 from exactdp.cli import main
 from exactdp.core.formatting import number_text
 from exactdp.errors import InvalidParameterError

@@ -4,13 +4,14 @@ max ulp error intervals that meet; negative controls at one entry."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-from flint import arb, fmpz
 import numpy as np
+from flint import arb, fmpz
 
 import exactdp
 from exactdp.certify import mtilde_logs

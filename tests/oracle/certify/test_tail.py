@@ -7,9 +7,9 @@ import itertools
 import math
 from fractions import Fraction
 
-from hypothesis import given, settings, strategies as st
 import mpmath
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exactdp.certify import tail
 from exactdp.errors import InvalidParameterError
