@@ -168,9 +168,8 @@ def group_size(plan: LevelPlan, m: int, g: int) -> int:
 
 
 def _spread(probs: Sequence[float]) -> float:
-    """An upper bound on ``max_S P(S) (1 - P(S))`` over unions ``S`` of the bins of
-    probabilities ``probs``: ``p (1 - p)`` when one bin holds ``p >= 1/2`` (then it is the
-    maximum), else ``1/4`` (the maximum when some union holds exactly half the mass)."""
+    """A bound on ``max_S P(S) (1 - P(S))`` over unions ``S`` of bins ``probs``: ``p (1 - p)`` when
+    one holds ``p >= 1/2`` (the maximum), else ``1/4`` (attained when a union holds half)."""
     top = max(probs)
     return top * (1.0 - top) if top >= 0.5 else 0.25
 
