@@ -1,43 +1,21 @@
 """Exact privacy audits: the privacy loss between two datasets, neighbours, worst cases.
 
-The other notions of a pair of distributions (privacy profile ``delta(epsilon)``, the tight
-epsilon for a delta, Rényi divergence, zCDP) live in ``exactdp._oracle.notions.profile`` and are exported
-here; every function takes exactdp mechanisms or mappings ``output -> probability``.
-
 The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
+``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|`` over every output ``o``
+(docs/definitions.md §4); ``M`` is epsilon-DP for a neighbour relation exactly when
+``L(D, D') <= epsilon`` for every neighbouring pair.  :func:`privacy_loss` computes ``L``
+with a certified relative error (``10**-dps``) and the output that attains it;
+:func:`worst_case` the worst over every neighbour of one count vector (:func:`neighbours`,
+:func:`neighbour_count`), for the pure loss or any other notion (privacy profile, the
+tight epsilon for a delta, Rényi divergence, zCDP), serially or on an executor;
+:func:`audit_grid` many at once.  Every function takes exactdp mechanisms or mappings
+``output -> probability``.  The engine is ``exactdp._oracle``; this module is its facade.
 
-    ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
-
-over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a neighbour relation
-exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
-``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
-worst case over every neighbour of one count vector (:func:`worst_case`, for the pure loss
-or any notion of ``exactdp._oracle.notions.profile``, serially or on an executor, built in
-``exactdp._oracle.worst``; :func:`audit_grid` for many at once).
-
-How the maximum over outputs is found without listing every output:
-
-- Every mechanism's probability of ``o`` is a function of the *level* of ``o``: its
-  probability group (``Mechanism.groups()``: the exact utility level, or
-  ``CanonicalGamma1``'s ``(h, t)`` class), so ``ln P_a(o) - ln P_b(o)`` depends only on
-  the pair (level of ``o`` under ``a``, level of ``o`` under ``b``).  The levels of one
-  output differ between neighbouring datasets, so the pairs that occur must be found
-  from outputs.
-- Every mechanism treats items alike when they have equal counts.  Two items with the
-  same pair ``(c_i, c'_i)`` can therefore be exchanged without changing either
-  probability, so it suffices to visit one output per *orbit* (outputs that differ only
-  by exchanging such items).  With ties in the counts this is a large saving (counts
-  ``30, 15, 1x998`` with one count changed: a handful of orbits instead of 999,000
-  outputs); with all-distinct counts every output is its own orbit.
-- The number of orbits is computed exactly first; past ``max_outputs`` the audit refuses
-  with :class:`AuditLimitError` (raise the limit to go on).
-
-The certified value: per level, the mechanism's certified probability ``p`` (relative error
-``<= 10**-D``) gives an arb ball ``ln p +- 2*10**-D`` for the true log-probability; the
-difference of two such balls, its absolute value and the maximum over the level pairs are
-ball arithmetic, and ``D`` is raised until the maximum is known to ``dps`` digits.  An
-exactly zero loss (identical distributions, e.g. every count shifted by one for Joint) is
-confirmed with the exact probabilities (``probability_exact``).
+Outputs are not enumerated: probabilities depend only on the pair of levels of an output,
+one output per orbit of exchangeable tied items is visited, and past ``max_outputs`` the
+audit raises :class:`AuditLimitError`.  The maximum is ball arithmetic on certified
+log-probabilities, with the precision raised until it is known to ``dps`` digits; an
+exactly zero loss is confirmed with exact probabilities.  Method and proofs: docs/audit.md.
 
 >>> import exactdp, mpmath
 >>> from exactdp import audit
@@ -46,13 +24,8 @@ confirmed with the exact probabilities (``probability_exact``).
 >>> loss = audit.privacy_loss(a, b, dps=20)
 >>> print(mpmath.nstr(loss.value, 15), loss.witness, loss.direction)
 0.572623986680956 (1, 0) b>a
->>> audit.neighbours([1, 1], "add_remove")
-[(2, 1), (1, 2), (2, 2), (0, 1), (1, 0), (0, 0)]
 >>> audit.neighbours([1, 1], "add_remove", up_to_symmetry=True)
 [(2, 1), (2, 2), (0, 1), (0, 0)]
-
-Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
-``exactdp._oracle.neighbours`` and exported here.
 """
 
 from __future__ import annotations
