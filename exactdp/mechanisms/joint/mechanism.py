@@ -59,18 +59,11 @@ __all__ = ["Joint", "joint_mtilde"]
 
 def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
     """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix of the first ``k`` rows, for the
-    counts ranked by ``ranking`` (a :class:`~exactdp.core.ranking.Ranking`), decreasing ``Ũ``.
-
-    ``keys=True`` yields the exact integer ``2dk·Ũ`` in place of the Fraction.
-
-    Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based), ``t_r`` the entries of
-    row ``r`` that are ``>= Ũ_ij``: ``z`` separates the rows within one integer level ``M =
-    c_(i) - c_(j)``, so ``t_r`` is ``T_r(M)`` for ``r > i`` and ``T_r(M^-)`` for ``r < i``.
-    Lemma 3.8's sweep keeps the product of the non-zero row factors.  Two paths give the
-    same entries (tested against each other and brute force): windows of events in groups
-    of up to 4 (:func:`~exactdp.mechanisms.joint.sweep.mtilde_groups`, one exact division a
-    group) when the keys fit ``int64``, else one exact division per event.
-    """
+    counts ranked by ``ranking``, decreasing ``Ũ`` (``keys=True``: the exact integer ``2dk·Ũ``
+    in place of the Fraction), by Lemmas 3.7 and 3.8 of the Joint paper (Gillenwater et al.,
+    ICML 2022, arXiv:2201.12333): ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)``, ``t_r`` the
+    entries of row ``r`` that are ``>= Ũ_ij``.  The counting and its two paths: docs/joint.md,
+    "How Joint counts"."""
     if mtilde_windows_fit(ranking, k):
         return _mtilde_windows(ranking, k, keys)
     return _mtilde_events(ranking, k, keys)

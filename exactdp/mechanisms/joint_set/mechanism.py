@@ -115,19 +115,12 @@ def matrix_hat(counts: CountsLike, k: SupportsIndex) -> list[list[int]]:
 
 
 def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> list[list[int]]:
-    """The 0/1 matrix ``A`` of ``counts`` and ``k`` (as :func:`matrix_hat`) for the integer
-    threshold ``M``: ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with
-    ``strict=True``, as the paper's definition is printed) for ``l < k``, and a bottom row
-    of ones (as in the paper's examples: applying the indicator to ``M̂``'s row of ones
-    would not give ones when ``M <= 1``).
+    """The 0/1 matrix ``A`` of ``counts`` and ``k`` for the integer threshold ``M``:
+    ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with ``strict=True``, as printed) for ``l < k``, and
+    a bottom row of ones (docs/errata.md, E3 and E4).  The paper's ``A^{34}`` needs ``<=``:
 
-    The paper's example ``A^{34}`` (``k = 3, d = 5``, threshold ``M_34 = c_3 - c_4`` smaller
-    than ``c_1 - c_2`` and ``c_2 - c_3``) needs ``<=``:
-
-    >>> matrix_a([10, 7, 5, 4, 0], 3, 1)
-    [[1, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]]
-    >>> matrix_a([10, 7, 5, 4, 0], 3, 1, strict=True)
-    [[1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 1, 1]]
+    >>> matrix_a([10, 7, 5, 4, 0], 3, 1), matrix_a([10, 7, 5, 4, 0], 3, 1, strict=True)[2]
+    ([[1, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]], [1, 0, 0])
     """
     ranking, kk = ranking_and_k(counts, k)
     MM = as_int(M, "M")
