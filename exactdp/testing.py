@@ -228,16 +228,11 @@ def assert_probabilities_match(
     worst: int = 10,
     min_coverage: float = certify.DEFAULT_MIN_COVERAGE,
 ) -> certify.ProbabilityComparison:
-    """Assert claimed probabilities (``log=True``: log-probabilities) match the exact
-    ones of ``mechanism`` (:func:`exactdp.certify.compare_probabilities`, which takes the
-    same ``claimed``, ``rtol``, ``atol``, ``outputs``, ``worst`` and ``min_coverage``, with
-    the same defaults).
-
-    Raises ``AssertionError`` when an output is out of tolerance (FAIL), and
-    :class:`Inconclusive` when nothing was compared or the compared outputs carry less
-    than ``min_coverage`` (default 0.5) of the exact probability (a spot check of a few
-    outputs says nothing about the distribution; pass ``min_coverage=0`` to accept one).
-    """
+    """Assert claimed probabilities (``log=True``: log-probabilities) match the exact ones of
+    ``mechanism`` (:func:`exactdp.certify.compare_probabilities`, with the same arguments and
+    defaults): ``AssertionError`` when an output is out of tolerance; :class:`Inconclusive`
+    when the compared outputs carry less than ``min_coverage`` (default 0.5) of the exact
+    probability (pass ``min_coverage=0`` to accept a spot check)."""
     __tracebackhide__ = True
     r = certify.compare_probabilities(claimed, mechanism, log=log, rtol=rtol, atol=atol, outputs=outputs,
                                       worst=worst, min_coverage=min_coverage)

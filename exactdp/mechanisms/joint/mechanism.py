@@ -222,14 +222,11 @@ class Joint(JointFamily):
         return joint_pair_cells(self, other)
 
     def pair_head(self, other: object, depth: Optional[int] = None) -> Optional[PairHead]:
-        """The cells of the sequences at level ``M <= depth`` here (utility ``>= -depth``)
-        with ``other`` (:func:`~exactdp.mechanisms.joint.pairs.joint_pair_head`: the
-        diagonal count stopped at ``depth``, reading no level below it), for an audit
-        that bounds the rest by the one-dataset tails; ``None`` when ``other`` is no Joint
-        or PNFJoint of the same ``d`` and ``k``, when the diagonal count does not apply, or
-        (``depth=None``, the audits' question) when the full count is the better one
-        (:func:`~exactdp.mechanisms.joint.pairs.head_preferred`), else ``depth=None``
-        gives the head at ``M <= 0``."""
+        """The cells of the sequences at level ``M <= depth`` here with ``other``
+        (:func:`~exactdp.mechanisms.joint.pairs.joint_pair_head`: the diagonal count stopped at
+        ``depth``), for an audit that bounds the rest by the tails.  ``None`` when ``other`` is no
+        Joint or PNFJoint of the same ``d`` and ``k``, or with ``depth=None`` when the full count
+        is better (:func:`~exactdp.mechanisms.joint.pairs.head_preferred`; else the head at 0)."""
         if not isinstance(other, Joint):
             return None
         if depth is None:
@@ -331,13 +328,11 @@ class Joint(JointFamily):
 
     # -- set outputs ---------------------------------------------------------------------
     def as_sets(self) -> JointSetMarginal:
-        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
-        ``S``, counted per level by a product formula, never enumerated
-        (:class:`~exactdp.mechanisms.set_marginal.JointSetMarginal`; PNFJoint's with its own
-        rule).  An ordinary set-valued mechanism: certify a sampler returning sets against it.
+        """This mechanism read as k-subsets (:class:`~exactdp.mechanisms.set_marginal.JointSetMarginal`):
+        ``P(S)`` sums the ``k!`` orderings of ``S`` by a product formula per level, never
+        enumerated; certify a sampler returning sets against it.
 
-        >>> from fractions import Fraction
-        >>> Joint([3, 1, 0], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
+        >>> Joint([3, 1, 0], 2, base="1/2").as_sets().probability_exact({0, 1})
         5/9
         """
         return JointSetMarginal(self)
