@@ -2,7 +2,9 @@
 
 Reference values are computed independently: every output enumerated, probabilities from
 the brute-force helpers of tests/twins/ (mpmath at 60 digits, or exact Fractions with a
-rational base), and neighbour sets from their definition over {-1, 0, 1}**d.
+rational base), and neighbour sets from their definition over {-1, 0, 1}**d.  Also: the
+worst case over a third-party law that is not symmetric in tied items, and the example
+examples/audit_claims.py.
 """
 
 from __future__ import annotations

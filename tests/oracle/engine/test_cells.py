@@ -1,4 +1,6 @@
-"""Pair audits of Joint, PNFJoint and JointSet: the same results with the pair cells hook as with the orbit enumeration."""
+"""exactdp._oracle.cells: pair audits of Joint, PNFJoint and JointSet give the same results with the
+pair cells hook as with the orbit enumeration; the orbit and neighbour shortcuts are taken only for
+mechanisms whose law does not depend on the tie rule (``ties_exchangeable``)."""
 
 from __future__ import annotations
 

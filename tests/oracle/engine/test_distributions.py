@@ -1,9 +1,12 @@
-"""Tests that a mapping compared with a mechanism is read in the mechanism's output form:
+"""exactdp._oracle.distributions.  A mapping compared with a mechanism is read in the mechanism's output form:
 a set mechanism's outputs given as tuples (in any order) are the sets they name, as
 ``probability`` takes them, instead of outputs the mechanism never gives (which made every
 notion report a loss of inf, or a delta of 1, between a distribution and itself).
 
 References: the mechanism's own exact probabilities (a rational base), re-keyed by hand.
+The values a mapping may hold (numpy scalars of every width at their exact binary value, and
+the errors for values that are not probabilities) are checked against the twins of
+tests/twins/notions.py on the same mapping converted by hand.
 """
 
 from __future__ import annotations
