@@ -118,8 +118,11 @@ def worst_case(
     ``contribution``), certified to ``dps`` digits, with the neighbour and output attaining it
     and the verdict against the claim (:class:`WorstCase`).  ``notion`` is ``"pure"``,
     ``"approx"``, ``"renyi"`` or ``"zcdp"``; the claim defaults to the mechanism's.  Past
-    ``max_neighbours`` or ``max_outputs``: :class:`AuditLimitError`.  A lower bound on the true
-    loss; every argument in full: docs/audit.md, "worst_case's arguments, in full"."""
+    ``max_neighbours`` or ``max_outputs``: :class:`AuditLimitError`.  The claim: ``epsilon``
+    (pure, approx), ``delta`` (approx), ``rho`` (zCDP), ``alpha`` (Rényi); ``symmetric``: the
+    pair's loss taken in both directions; ``progress(done, total)``; ``executor``: where the
+    neighbours run (``None``: here).  A lower bound on the true loss; every argument in full:
+    docs/audit.md, "worst_case's arguments, in full"."""
     p = _worst.plan(factory, counts, relation, dps, notion=notion, epsilon=epsilon, delta=delta, rho=rho, alpha=alpha,
                     contribution=contribution, symmetric=symmetric, max_neighbours=max_neighbours,
                     max_outputs=max_outputs)
@@ -131,7 +134,7 @@ def audit_grid(
     executor: Optional[Executor] = None,
     progress: Optional[Callable[[int, int], None]] = None,
 ) -> list[WorstCase]:
-    """:func:`worst_case` of every task (a mapping of its arguments, ``factory`` and ``counts``
+    """:func:`worst_case` of every one of ``tasks`` (a mapping of its arguments, ``factory`` and ``counts``
     required), all neighbours of all tasks sharing one ``executor`` (``None``: serially here);
     the results come back in task order, each identical to its own ``worst_case`` call.
     ``progress(done, total)`` counts neighbours over all tasks.

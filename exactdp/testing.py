@@ -228,9 +228,9 @@ def assert_probabilities_match(
     worst: int = 10,
     min_coverage: float = certify.DEFAULT_MIN_COVERAGE,
 ) -> certify.ProbabilityComparison:
-    """Assert claimed probabilities (``log=True``: log-probabilities) match the exact ones of
+    """Assert ``claimed`` probabilities (``log=True``: log-probabilities) match the exact ones of
     ``mechanism`` (:func:`exactdp.certify.compare_probabilities`, with the same arguments and
-    defaults): ``AssertionError`` when an output is out of tolerance; :class:`Inconclusive`
+    defaults: ``rtol``, ``atol``, the ``outputs`` compared, the ``worst`` rows kept): ``AssertionError`` when an output is out of tolerance; :class:`Inconclusive`
     when the compared outputs carry less than ``min_coverage`` (default 0.5) of the exact
     probability (pass ``min_coverage=0`` to accept a spot check)."""
     __tracebackhide__ = True

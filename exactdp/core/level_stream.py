@@ -144,8 +144,9 @@ def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], sc
                  level_bytes: int = 32, first_pass: Optional[Sequence[Level]] = None, *,
                  outputs: int, level_bound: int) -> BlockLevelTable:
     """The level table of a mechanism whose levels stream from ``levels_from`` (``outputs``
-    outputs in at most ``level_bound`` levels): blocks found as needed, kept within
-    ``memory_budget`` and recomputed past it; guard bits and sampling precision come from
+    outputs in at most ``level_bound`` levels, weighted by ``scale``; ``first_pass``: levels
+    already read, kept): blocks found as needed, kept within ``memory_budget`` (at
+    ``level_bytes`` a level) and recomputed past it; guard bits and sampling precision come from
     ``level_bound`` only, so no value or seeded draw depends on the order of operations or the
     budget (docs/precision.md, "Levels in blocks: recomputed identically")."""
     source = StreamSource(levels_from, level_bytes, first_pass, outputs=outputs, level_bound=max(1, level_bound))

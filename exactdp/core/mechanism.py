@@ -321,7 +321,7 @@ class Mechanism(abc.ABC):
 
     def samples(self, n: SupportsIndex, rng: RngLike = None, *,
                 as_array: bool = False) -> Union[list[Output], np.ndarray]:
-        """``n >= 0`` independent exact samples from one generator (integer randomness only): a
+        """``n >= 0`` independent exact samples from one generator ``rng`` (integer randomness only): a
         list, or with ``as_array=True`` an ``(n, k)`` array of item ids (sets in increasing
         order; dtype :func:`ids_dtype`).  The law is :meth:`sample`'s, but a mechanism that batches
         (Joint, PNFJoint) reads the generator in another order than ``n`` calls of ``sample``."""

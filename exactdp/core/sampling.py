@@ -287,7 +287,7 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
 
 def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it, against the
-    nondecreasing ``uint64`` bounds ``lo_a <= 2**64 F_a <= hi_a`` of :func:`cdf_bounds`: the
+    nondecreasing ``uint64`` bounds ``lo``, ``hi`` (``lo_a <= 2**64 F_a <= hi_a``, :func:`cdf_bounds`): the
     first ``a`` with ``lo_a > u``, decided when ``hi_{a-1} <= u < 2**64 - 1``.  Returns
     ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to finish with
     :func:`choose_index` from the prefix ``(u, 64)``.  Proof: docs/precision.md, "Many exact
@@ -301,7 +301,7 @@ def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tupl
 
 
 def inverse_cdf_word(lo: Sequence[int], hi: Sequence[int], u: int) -> Optional[int]:
-    """:func:`inverse_cdf_words` for one word ``u`` against bounds held as Python ints: the
+    """:func:`inverse_cdf_words` for one word ``u`` against bounds ``lo``, ``hi`` held as Python ints: the
     index when ``u`` decides it, else ``None``; for a walk making one small draw per step.
 
     >>> lo, hi = cdf_bounds_exact([1, 2, 3])     # boundaries 1/3 and 2/3

@@ -246,7 +246,7 @@ def _instance_counter(counts: Any, k: Any, method: str, *, strict: bool = False,
 
 
 def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
-    """Number of ``k``-subsets with utility ``>= -M`` (``> -M`` with ``strict=True``) by the
+    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` (``> -M`` with ``strict=True``) by the
     paper's method: right/down paths through ``A`` with Pascal/Toeplitz transfers (Lemmas
     6-7; docs/joint_set.md, "Counting the sets: three exact methods").
 
@@ -258,7 +258,7 @@ def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: Support
 
 
 def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
-    """Number of ``k``-subsets with utility ``>= -M`` by a plain dynamic programme over rank
+    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` by a plain dynamic programme over rank
     positions ``r_0 < ... < r_{k-1}`` with ``r_i < T_i(M)``; ``O(k d)`` additions.
 
     >>> count_at_least_dp([10, 5, 1, 1], 2, 5)

@@ -208,7 +208,8 @@ def paper_algorithm1_distribution(
     dps: Optional[int] = None,
     max_subsets: Optional[int] = None,
 ) -> dict:
-    """The output distribution of Algorithm 1 as printed (readings and arguments of
+    """The output distribution of Algorithm 1 as printed on ``counts``, ``k``, ``epsilon``
+    (readings ``strict``, ``line4`` and the cap ``max_subsets`` as in
     :func:`paper_algorithm1_terms`; a ``None`` key: line 4 has no set of the sampled utility):
     ``Fraction`` with ``base``, sympy with ``exact=True``, else ``mpf`` to ``10**-dps``.
 
