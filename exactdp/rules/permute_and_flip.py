@@ -311,7 +311,7 @@ class PermuteAndFlip(SelectionRule):
         the table's running sum reads; the polynomial route: every level of a small table).
 
         *Proof.*  ``ln P_a - lam (u_a - u_0) = ln I_a``, and with no term of the moment
-        expansion (:func:`~exactdp.rules.quadrature._tail_factor`, ``N = 0``) ``I_a = nu_0 + R_a``,
+        expansion (:func:`~exactdp.rules.quadrature.tail_factor`, ``N = 0``) ``I_a = nu_0 + R_a``,
         ``nu_0 = int_0^1 F``, ``0 <= R_a <= p_a B(p_a)``, ``B = min(B_1, B_2)`` increasing in ``p``.
         The head ends at the first level ``h`` whose ball ``rho = p_h B(p_h) / nu_0`` certainly
         has ``2**(F+2) rho <= 1``; every later level has ``p_a <= p_h``, so ``0 <= ln I_a - ln nu_0

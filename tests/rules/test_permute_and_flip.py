@@ -618,5 +618,5 @@ def test_pnf_form_reads_only_the_blocks_its_head_needs():
             assert form.nu0.overlaps(quad.moment0()) and form.nu0.rad() <= quad.moment0().rad()
             if head < len(u):
                 p_h = (t.scale.lam_ball() * (u[head] - state._u0)).exp()
-                factor = pnf_levels._tail_factor(p_h, 0, quad.S, quad.fact)
+                factor = pnf_levels.tail_factor(p_h, 0, quad.S, quad.fact)
                 assert form.rho == (p_h * factor / quad.moment0().lower()).upper()

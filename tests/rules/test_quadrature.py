@@ -19,7 +19,7 @@ from exactdp.core.levels import Level, LevelTable
 from exactdp.core.scale import Scale
 from exactdp.rules.gauss_legendre import dyadic_pieces
 from exactdp.rules.permute_and_flip import PermuteAndFlip
-from exactdp.rules.quadrature import PowerSums, _tail_factor, poly_integrals
+from exactdp.rules.quadrature import PowerSums, poly_integrals, tail_factor
 from exactdp.rules.quadrature_stream import quadrature_integrals
 from twins import rel_err
 
@@ -161,7 +161,7 @@ def test_shared_tail_factor_is_monotone():
         for S in (arb(1), arb("1.5"), arb(3), arb(10) ** 50):
             for N in (0, 1, 5, 30):
                 ps = [arb(1)] + [arb(2) ** -k for k in range(1, 200, 7)]
-                vals = [_tail_factor(x, N, S, fact) for x in ps]
+                vals = [tail_factor(x, N, S, fact) for x in ps]
                 known = [v for v in vals if v is not None]
                 assert all(not (b > a) for a, b in zip(known, known[1:]))
 
