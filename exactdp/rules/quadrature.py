@@ -13,8 +13,8 @@ as an ``arb_poly`` and integrated term by term, with no truncation at all.
 
 **Quadrature route** (large supports, run over levels read block by block by
 :class:`exactdp.rules.quadrature_stream.StreamedQuadrature`; the pieces are here, public inside
-:mod:`exactdp.rules` for it and not in ``__all__``: :class:`Integrand`, :func:`integrate`, the planning
-and tail-bound helpers): a moment
+:mod:`exactdp.rules` for it and not in ``__all__``: :class:`ProductIntegrand`, :func:`integrate`, the
+planning and tail-bound helpers): a moment
 expansion of ``I_a`` over moments ``mu_n = int_0^1 t^n F(t) dt`` shared by all levels (levels
 where it converges slowly are integrated directly), each integral by composite Gauss-Legendre
 in ``s = sigma t`` (``sigma = 2**floor(log2 S)``, ``S = sum_b m_b p_b``) with the
@@ -134,8 +134,9 @@ class PowerSums:
         return out
 
 
-class Integrand:
-    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls.
+class ProductIntegrand:
+    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls (the
+    :class:`~exactdp.rules.gauss_legendre.Integrand` of the quadrature route).
 
     ``log F`` is ``sum_{b in D} m_b log1p(-t p_b)`` over the levels ``D`` given by ``dp``,
     ``dm`` (the first ones) plus, when ``series = (q, P1, [P_1..P_J])`` is given, the power

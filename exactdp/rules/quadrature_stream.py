@@ -39,7 +39,7 @@ from flint import arb, ctx
 from ..core.precision import flint_workprec
 from ..errors import PrecisionError
 from .gauss_legendre import LN2, gl_integrals
-from .quadrature import (Integrand, PowerSums, float_log, integrate, moment_cut, needed_terms, tail_bound,
+from .quadrature import (PowerSums, ProductIntegrand, float_log, integrate, moment_cut, needed_terms, tail_bound,
                          tail_factor, zero_to)
 
 __all__ = ["StreamedQuadrature", "quadrature_integrals"]
@@ -153,7 +153,7 @@ class StreamedQuadrature:
             J = max(1, int(math.ceil((prec + 16) / -log2ratio)))
             power = rest.totals(J, sums, tail=tail)
             series = (first_series[1].upper(), power[0].upper(), power)
-        self.integrand = integrand = Integrand(dp, dm, series, sigma_exp)
+        self.integrand = integrand = ProductIntegrand(dp, dm, series, sigma_exp)
         self.sigma = arb(2) ** sigma_exp
         self.L_ball = L_ball = arb(2) ** s_end_exp
 
