@@ -56,4 +56,5 @@ def test_the_running_sum_stops_early_and_encloses_the_total():
         total = table.total()
         exact = sum(Fraction(1, 3 ** (40 * i)) for i in range(30))
         assert total.overlaps(arb(exact.numerator) / exact.denominator)
+        assert total.rad() < total.mid() * arb(2) ** -60  # the bounded rest is below 2**-prec of the sum
     assert source.found < 10  # blocks found: a handful, not 30
