@@ -17,7 +17,6 @@ from flint import arb, ctx, fmpq, fmpq_poly
 
 from exactdp.core.levels import Level, LevelTable
 from exactdp.core.scale import Scale
-from exactdp.rules.gauss_legendre import dyadic_pieces
 from exactdp.rules.permute_and_flip import PermuteAndFlip
 from exactdp.rules.quadrature import PowerSums, poly_integrals, tail_factor
 from exactdp.rules.quadrature_stream import quadrature_integrals
@@ -73,12 +72,6 @@ def test_poly_route_returns_level_totals():
         per_output, per_level = poly_integrals(p, mult, S, lambda a: arb(1))
         for m, one, total in zip(mult, per_output, per_level):
             assert total.overlaps(m * one)
-
-
-def test_dyadic_pieces_cover_the_range():
-    pieces = dyadic_pieces(3)
-    assert len(pieces) == 4
-    assert all(a == x and b == y for (a, b), (x, y) in zip(pieces, [(0, 1), (1, 2), (2, 4), (4, 8)]))
 
 
 def _power_sums(w, p, J, prec):
