@@ -67,3 +67,29 @@ def test_a_wrong_integral_is_not_enclosed():
         nus, _ = gl_integrals(_Cubic(0), 0, 1, [], 120)
         exact = _exact(0, 0, 0)
         assert not nus[0].contains(arb(exact.numerator) / exact.denominator * (1 + arb(2) ** -100))
+
+
+class _Exp:
+    """``F(t) = exp(-3 t)`` (``sigma = 1``): not a polynomial, so the rule's truncation error
+    is not zero and only its bound makes the ball an enclosure."""
+
+    inv_sigma = arb(1)
+
+    def value(self, s, skip=None):
+        out = (-3 * s).exp()
+        return out if skip is None else out / (1 - s * skip[1])
+
+
+def test_the_error_bound_is_what_encloses_a_coarse_rule():
+    """At a target of 20 bits (few nodes) and a working precision of 200 bits, the rounding
+    radius alone is far below the rule's truncation error: the ball holds the exact
+    ``int_0^1 s^k e^{-3s} ds`` (sympy, 60 digits) only with the error bound added."""
+    s = sympy.Symbol("s")
+    with flint_workprec(200):
+        nus, directs = gl_integrals(_Exp(), 0, 3, [(0, arb(1) / 2)], 20)
+        for k, nu in enumerate(nus):
+            exact = sympy.N(sympy.integrate(s**k * sympy.exp(-3 * s), (s, 0, 1)), 60)
+            assert nu.overlaps(arb(str(exact), "1e-55"))
+            assert nu.rad() < abs(nu.mid()) * arb(2) ** -15
+        exact = sympy.N(sympy.Integral(sympy.exp(-3 * s) / (1 - s / 2), (s, 0, 1)), 60)
+        assert directs[0].overlaps(arb(str(exact), "1e-55"))
