@@ -1,43 +1,21 @@
 """Exact privacy audits: the privacy loss between two datasets, neighbours, worst cases.
 
-The other notions of a pair of distributions (privacy profile ``delta(epsilon)``, the tight
-epsilon for a delta, Rényi divergence, zCDP) live in ``exactdp._oracle.notions.profile`` and are exported
-here; every function takes exactdp mechanisms or mappings ``output -> probability``.
-
 The privacy loss of a mechanism ``M`` between count vectors ``D`` and ``D'`` is
+``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|`` over every output ``o``
+(docs/definitions.md §4); ``M`` is epsilon-DP for a neighbour relation exactly when
+``L(D, D') <= epsilon`` for every neighbouring pair.  :func:`privacy_loss` computes ``L``
+with a certified relative error (``10**-dps``) and the output that attains it;
+:func:`worst_case` the worst over every neighbour of one count vector (:func:`neighbours`,
+:func:`neighbour_count`), for the pure loss or any other notion (privacy profile, the
+tight epsilon for a delta, Rényi divergence, zCDP), serially or on an executor;
+:func:`audit_grid` many at once.  Every function takes exactdp mechanisms or mappings
+``output -> probability``.  The engine is ``exactdp._oracle``; this module is its facade.
 
-    ``L(D, D') = max_o |ln P(M(D) = o) - ln P(M(D') = o)|``
-
-over every output ``o`` (docs/definitions.md §4).  ``M`` is epsilon-DP for a neighbour relation
-exactly when ``L(D, D') <= epsilon`` for every neighbouring pair.  This module computes
-``L`` with a certified relative error (``10**-dps``), the output that attains it, and the
-worst case over every neighbour of one count vector (:func:`worst_case`, for the pure loss
-or any notion of ``exactdp._oracle.notions.profile``, serially or on an executor, built in
-``exactdp._oracle.worst``; :func:`audit_grid` for many at once).
-
-How the maximum over outputs is found without listing every output:
-
-- Every mechanism's probability of ``o`` is a function of the *level* of ``o``: its
-  probability group (``Mechanism.groups()``: the exact utility level, or
-  ``CanonicalGamma1``'s ``(h, t)`` class), so ``ln P_a(o) - ln P_b(o)`` depends only on
-  the pair (level of ``o`` under ``a``, level of ``o`` under ``b``).  The levels of one
-  output differ between neighbouring datasets, so the pairs that occur must be found
-  from outputs.
-- Every mechanism treats items alike when they have equal counts.  Two items with the
-  same pair ``(c_i, c'_i)`` can therefore be exchanged without changing either
-  probability, so it suffices to visit one output per *orbit* (outputs that differ only
-  by exchanging such items).  With ties in the counts this is a large saving (counts
-  ``30, 15, 1x998`` with one count changed: a handful of orbits instead of 999,000
-  outputs); with all-distinct counts every output is its own orbit.
-- The number of orbits is computed exactly first; past ``max_outputs`` the audit refuses
-  with :class:`AuditLimitError` (raise the limit to go on).
-
-The certified value: per level, the mechanism's certified probability ``p`` (relative error
-``<= 10**-D``) gives an arb ball ``ln p +- 2*10**-D`` for the true log-probability; the
-difference of two such balls, its absolute value and the maximum over the level pairs are
-ball arithmetic, and ``D`` is raised until the maximum is known to ``dps`` digits.  An
-exactly zero loss (identical distributions, e.g. every count shifted by one for Joint) is
-confirmed with the exact probabilities (``probability_exact``).
+Outputs are not enumerated: probabilities depend only on the pair of levels of an output,
+one output per orbit of exchangeable tied items is visited, and past ``max_outputs`` the
+audit raises :class:`AuditLimitError`.  The maximum is ball arithmetic on certified
+log-probabilities, with the precision raised until it is known to ``dps`` digits; an
+exactly zero loss is confirmed with exact probabilities.  Method and proofs: docs/audit.md.
 
 >>> import exactdp, mpmath
 >>> from exactdp import audit
@@ -46,13 +24,8 @@ confirmed with the exact probabilities (``probability_exact``).
 >>> loss = audit.privacy_loss(a, b, dps=20)
 >>> print(mpmath.nstr(loss.value, 15), loss.witness, loss.direction)
 0.572623986680956 (1, 0) b>a
->>> audit.neighbours([1, 1], "add_remove")
-[(2, 1), (1, 2), (2, 2), (0, 1), (1, 0), (0, 0)]
 >>> audit.neighbours([1, 1], "add_remove", up_to_symmetry=True)
 [(2, 1), (2, 2), (0, 1), (0, 0)]
-
-Neighbour relations (:func:`neighbours`, :func:`neighbour_count`) are defined in
-``exactdp._oracle.neighbours`` and exported here.
 """
 
 from __future__ import annotations
@@ -140,71 +113,13 @@ def worst_case(
     progress: Optional[Callable[[int, int], None]] = None,
     executor: Optional[Executor] = None,
 ) -> WorstCase:
-    """The worst case of a privacy notion between ``factory(counts)`` and ``factory(n)``
-    over every neighbour ``n`` of ``counts`` (:func:`neighbours`), with the neighbour (and
-    output) that attains it and the claim beside it (see :class:`WorstCase`).
-
-    ``relation`` (``"add_remove"``, the default, or ``"swap"``) and ``contribution`` (at
-    most that many items per user; default any number) choose the neighbours, as in
-    :func:`neighbours`; ``dps`` is the number of certified significant digits of every
-    value (default 30; 6 for ``notion="zcdp"``).
-
-    ``factory(counts)`` builds an exactdp mechanism for a count vector, e.g.
-    ``functools.partial(exactdp.Joint, k=2, epsilon=1)``, or returns a mapping ``output ->
-    probability`` (another implementation's own probabilities; floats at their exact
-    binary value, see :func:`privacy_profile`).  ``notion``:
-
-    - ``"pure"`` (default): the privacy loss (:func:`privacy_loss`); claim ``epsilon``
-      (an exact rational or a positive sympy expression such as ``sympy.log(2)``; default
-      the mechanism's claim, :func:`claimed_epsilon`);
-    - ``"approx"``: ``delta(epsilon)`` (:func:`privacy_profile`, both directions) at a
-      rational ``epsilon`` (default the mechanism's claim); claim ``delta`` (required, an
-      exact rational in ``[0, 1)``); ``carriers`` are the outputs carrying it;
-    - ``"renyi"``: ``max(D_alpha(P||Q), D_alpha(Q||P))`` at ``alpha`` (required, rational
-      ``> 1``); claim ``epsilon``, read as the claimed RDP bound at ``alpha`` (default the
-      mechanism's pure epsilon: ``D_alpha <= D_inf``, so it is one);
-    - ``"zcdp"``: the bracket of :func:`zcdp_rho` (``dps`` default 6 for this notion),
-      maximised over neighbours end by end; the worst neighbour has the largest lower end;
-      claim ``rho`` (default ``epsilon**2/2``: pure epsilon-DP implies that zCDP, Bun and
-      Steinke, "Concentrated Differential Privacy: Simplifications, Extensions, and Lower
-      Bounds", TCC 2016, arXiv:1605.02065, Proposition 1.4); verdict ``below`` when the
-      upper end is below rho, ``violated`` when the lower end is above, else ``attained``
-      (a narrow bracket) or ``inconclusive`` (a wide one).
-
-    A value within the band ``3 * 10**-dps`` of the claim (zCDP: a narrow bracket that
-    contains it) is computed again with more digits, up to ``4 * dps + 80``, before it is
-    called ``attained``: a claim that differs from it is found ``violated`` or ``below``.
-
-    A mapping claims nothing: pass the claim (``epsilon``, or ``rho``).  A mechanism from
-    :mod:`exactdp.interop` carries the other library's claim, and that is the default:
-    ``claimed_epsilon`` for ``"pure"`` and ``"renyi"`` (unless it comes with a
-    ``claimed_delta > 0``), ``claimed_epsilon`` and ``claimed_delta`` for ``"approx"``,
-    ``claimed_rho`` for ``"zcdp"``.  ``symmetric``:
-    audit one neighbour per class of neighbours that differ by exchanging items of equal
-    count (and, between two mechanisms, one output per orbit).  That relies on the
-    implementation treating tied items alike, which every exactdp mechanism does except
-    CanonicalGamma1 with ``rho < 1`` (its ``ties_exchangeable`` is False, so it is always
-    audited over every neighbour and output) and a third-party table need not (a float
-    implementation may break ties by position), so the default ``None`` means True for
-    mechanisms and False (every neighbour) for mappings; pass True to trust a mapping's
-    symmetry.
-
-    ``executor``: any :class:`concurrent.futures.Executor` (``ThreadPoolExecutor``,
-    ``ProcessPoolExecutor``, a Dask ``Client(...).get_executor()``); ``None`` runs here.
-    Work goes out in units of a few neighbours; each unit rebuilds ``factory(counts)``
-    where it runs (mechanisms never travel; only the factory and small records do), so a
-    process pool needs a picklable factory (a module-level function or
-    ``functools.partial``; Dask also takes lambdas).  Serial and parallel results are
-    identical: ties (values equal to ``dps - 3`` digits) go to the neighbour first in
-    ``neighbours()`` order.  ``progress(done, total)`` is called in this process as
-    neighbours finish.  Refuses with :class:`AuditLimitError` past ``max_neighbours``
-    neighbours or ``max_outputs`` output orbits per pair.
-
-    A worst case over the neighbours of *one* dataset is a lower bound on the mechanism's
-    true privacy loss: enough to exhibit a violation; the guarantee itself is a theorem
-    (run this over many datasets, e.g. with :mod:`exactdp.testing`'s strategies or
-    :func:`audit_grid`, to test it).
-    """
+    """The worst case of a privacy notion between ``factory(counts)`` and ``factory(n)`` over
+    every neighbour ``n`` of ``counts`` (:func:`neighbours` under ``relation`` and
+    ``contribution``), certified to ``dps`` digits, with the neighbour and output attaining it
+    and the verdict against the claim (:class:`WorstCase`).  ``notion`` is ``"pure"``,
+    ``"approx"``, ``"renyi"`` or ``"zcdp"``; the claim defaults to the mechanism's.  Past
+    ``max_neighbours`` or ``max_outputs``: :class:`AuditLimitError`.  A lower bound on the true
+    loss; every argument in full: docs/audit.md, "worst_case's arguments, in full"."""
     p = _worst.plan(factory, counts, relation, dps, notion=notion, epsilon=epsilon, delta=delta, rho=rho, alpha=alpha,
                     contribution=contribution, symmetric=symmetric, max_neighbours=max_neighbours,
                     max_outputs=max_outputs)
@@ -216,13 +131,10 @@ def audit_grid(
     executor: Optional[Executor] = None,
     progress: Optional[Callable[[int, int], None]] = None,
 ) -> list[WorstCase]:
-    """:func:`worst_case` of every task, all neighbours of all tasks sharing one ``executor``
-    (a :class:`concurrent.futures.Executor`; ``None``: serially in this process).
-
-    Each task of ``tasks`` is a mapping of :func:`worst_case`'s arguments (``factory`` and ``counts``
-    required, e.g. one per instance and claimed epsilon: a grid "instances x neighbours x
-    epsilons"); the results come back in task order, each identical to its own
-    ``worst_case`` call.  ``progress(done, total)`` counts neighbours over all tasks.
+    """:func:`worst_case` of every task (a mapping of its arguments, ``factory`` and ``counts``
+    required), all neighbours of all tasks sharing one ``executor`` (``None``: serially here);
+    the results come back in task order, each identical to its own ``worst_case`` call.
+    ``progress(done, total)`` counts neighbours over all tasks.
 
     >>> import functools, exactdp
     >>> grid = [{"factory": functools.partial(exactdp.Joint, k=1, epsilon=1), "counts": c, "epsilon": e}

@@ -8,59 +8,23 @@ Each mapping returns an ordinary exactdp mechanism (certify it with
 such thing), ``id_map`` (labels to item positions, or ``None``) and ``seeding`` (how to
 make the library's draws reproducible, or why they cannot be).
 
-**OpenDP 0.16** ``opendp.measurements.make_noisy_top_k(input_domain, input_metric,
-output_measure, k, scale, negate)`` (:func:`opendp_top_k`, :func:`from_opendp`).  OpenDP
-peels: ``k`` rounds, each picking one remaining index by report-noisy-max on the scores
-over ``scale``, and both output measures run the same loop (its ``noisy_top_k`` and
-``peel_permute_and_flip``, proof document in the OpenDP docs): permute-and-flip *without*
-replacement for ``MaxDivergence`` (exponential noise), *with* replacement for
-``ZeroConcentratedDivergence`` (which is the exponential mechanism: Gumbel noise).  One
-round therefore weighs a score ``c`` by ``exp(c / scale)``: that is
-``Peeling(counts, k, epsilon=k/scale, noise="exponential" | "gumbel")`` (Peeling spends
-``epsilon/k`` per round on the raw counts), with ``scale`` taken at its exact binary value
-(OpenDP converts it to a rational exactly).  ``negate=True`` selects the bottom ``k``: the
-top ``k`` of the negated scores.  The input metric's ``monotonic`` flag changes the claim,
-not the law: OpenDP's range distance is ``d_in`` (monotonic) or ``2 d_in``, and its map
-is ``k * range / scale`` (epsilon, ``MaxDivergence``) or ``k * (range / scale)**2 / 8``
-(rho, ``ZeroConcentratedDivergence``; bounded-range composition).  Checked by
-certification in ``tests/oracle/test_interop.py`` (the other noise is rejected).  OpenDP
-draws from the operating system: its draws cannot be seeded.
+- OpenDP 0.16 ``make_noisy_top_k`` (:func:`opendp_top_k`, :func:`from_opendp`): ``k``
+  rounds of report-noisy-max on ``score / scale``, ``Peeling(counts, k, epsilon=k/scale)``
+  with exponential noise (``MaxDivergence``) or Gumbel noise (``ZeroConcentratedDivergence``).
+- diffprivlib 0.6 ``Exponential``, ``PermuteAndFlip`` (McSherry and Talwar, FOCS 2007;
+  McKenna and Sheldon, NeurIPS 2020, arXiv:2010.12603), ``ExponentialCategorical`` and
+  ``ExponentialHierarchical`` (:func:`diffprivlib_mechanism`): ``Joint`` or ``PNFJoint``
+  with ``k = 1`` (Gillenwater et al., ICML 2022, arXiv:2201.12333, Algorithm 1 and
+  Appendix D); an object whose attributes were reassigned since it was built is refused.
+- dp_topk, the Joint paper's public code (:func:`dp_topk_mechanism`): ``joint``,
+  ``pnf_joint``, ``pnf_peel`` and ``cdp_peel`` (Lemma 4.2, :mod:`exactdp.accounting`).
 
-**diffprivlib 0.6** ``Exponential``, ``PermuteAndFlip``, ``ExponentialCategorical`` and
-``ExponentialHierarchical`` (:func:`diffprivlib_mechanism`); the first two:
-candidate ``i`` weighs ``exp(epsilon * u_i / (sensitivity * (2 - monotonic)))``
-(McSherry and Talwar, FOCS 2007; McKenna and Sheldon, NeurIPS 2020, arXiv:2010.12603), the
-``k = 1`` case of ``Joint`` (Gillenwater et al., ICML 2022, arXiv:2201.12333, Algorithm 1)
-and of ``PNFJoint`` (its Appendix D), whose weight is ``exp(epsilon * u / (2 sensitivity))``:
-so ``sensitivity`` maps to ``sensitivity * (2 - monotonic) / 2``.  Utilities that are not
-integers are scaled by the common denominator of their exact values, and ``epsilon``
-divided by it (the same law).  ``candidates`` become ``id_map``.  diffprivlib draws from
-``secrets.SystemRandom`` unless the object is built with an integer ``random_state``;
-:func:`exactdp.testing.from_randomise` builds such a copy from the test's seed.  diffprivlib
-computes an object's probabilities when it is built: one whose attributes were reassigned
-since samples its old law, and is refused (mapped or drawn from) with an error saying so.
-``ExponentialCategorical`` and ``ExponentialHierarchical`` randomising an input ``value``:
-``t`` with weight ``exp(-epsilon * u(value, t) / (b * S))`` (``S`` the largest utility,
-``b = 1`` when every value's normalising constant is the same, else 2), which is
-``Joint([-u(value, t) ...], 1, epsilon, sensitivity=b * S / 2)`` with the domain as
-``id_map``.
-
-**dp_topk** (the public code of the Joint paper; :func:`dp_topk_mechanism`): ``joint`` and
-``pnf_joint`` with ``NeighborType.ADD_REMOVE`` -> sensitivity 1, ``SWAP`` -> sensitivity 2
-(as the published code and its tests define them: one swapped user moves one count up and
-another down, so a difference of counts moves by 2);
-``pnf_peel`` -> ``Peeling(noise="exponential")`` with ``epsilon/k`` per round
-(Algorithm 2, Lemma 4.1); ``cdp_peel`` -> ``Peeling(noise="gumbel")`` with the per-round
-budget of Lemma 4.2 (:func:`exactdp.accounting.cdp_peel_local_epsilon`, certified to 30
-digits and taken exactly; the float code uses its float64 rounding).
-
-Anything else raises an :mod:`exactdp.errors` error naming what cannot be mapped.
+Anything else raises an :mod:`exactdp.errors` error naming what cannot be mapped.  Each
+mapping's derivation (the weights, the sensitivities, the claims) is in docs/interop.md.
 
 >>> m = opendp_top_k([5, 3, 3, 0], k=2, scale=0.5, output_measure="zero_concentrated_divergence")
->>> m
-Peeling([5, 3, 3, 0], k=2, epsilon=4, noise='gumbel')
->>> m.claimed_rho, m.claimed_epsilon
-(Fraction(4, 1), None)
+>>> m, m.claimed_rho, m.claimed_epsilon
+(Peeling([5, 3, 3, 0], k=2, epsilon=4, noise='gumbel'), Fraction(4, 1), None)
 >>> dp_topk_mechanism([5, 3, 3, 0], 2, 1, "swap")
 Joint([5, 3, 3, 0], k=2, epsilon=1, sensitivity=2)
 """

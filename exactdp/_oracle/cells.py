@@ -209,18 +209,11 @@ class Pair:
         """Per cell, an upper bound ``B`` on ``|ln P(o) - ln Q(o)|`` proved from the two level
         tables (None: no bound), at flint's current precision; None when no cell has one.
 
-        Two permute-and-flip sides of one ``lam`` (:meth:`Groups.same_rule_as`): an output
-        whose level is at the same gap ``g = u - u_0`` below the best on both sides has
-        ``P = p I_a``, ``Q = p I_b`` with ``p = e^(lam g)`` and ``I = int_0^1 F(t) / (1 - t p) dt``
-        (:mod:`exactdp.rules.permute_and_flip`), so ``P / Q = I_a / I_b`` lies between the
-        extremes of ``e^G`` on ``[0, 1]``, ``G = ln F_a - ln F_b = sum_x c_x ln(1 - t x)`` over
-        the weights ``x = e^(lam g)`` whose number of outputs differs (``c_x``) between the
-        two tables.  Each term is at most ``|c_x| (-ln(1 - x))`` in size, so
-        ``B = sum_x |c_x| (-log1p(-x))`` (None when the best levels' sizes differ: the
-        term ``ln(1 - t)`` is unbounded).  Two permute-and-flip mechanisms at neighbouring
-        counts that differ only far below the best level have ``B`` as tiny as those
-        levels' weights (``e^(-10^8)`` for heavy-tailed counts), where the certified
-        probabilities agree to every digit they have."""
+        Two permute-and-flip sides of one ``lam`` (:meth:`Groups.same_rule_as`), an output at the
+        same gap below the best on both: ``B = sum_x |c_x| (-log1p(-x))`` over the weights ``x``
+        whose number of outputs differs (``c_x``) between the tables; no bound when the best
+        levels' sizes differ.  Proof: docs/audit.md, "Other privacy notions of two distributions"
+        (the bound from the level tables)."""
         shape = getattr(self, "_ratio_shape", False)
         if shape is False:
             shape = self._ratio_shape = self._log_ratio_shape()
@@ -262,24 +255,17 @@ class Pair:
         ``ln(P/Q) = lam * l + j`` for some ``j`` in the ball ``J`` (``direction="b>a"``:
         ``ln(Q/P)``), ``l`` the exact difference of the output's gaps below the best and
         ``lam`` exact when the scale has it (else None: use the scale's ball); None when
-        there is no enclosure.  At flint's current precision.
+        there is no enclosure (the numbers of best outputs other than ``o`` differ).  At flint's
+        current precision.
 
-        The proof (:mod:`exactdp.rules.permute_and_flip`: ``P = p J_a`` with ``p =
-        e^(lam g_a)`` and ``J = int_0^1 prod_{o' != o} (1 - t w_o') dt``): ``J_a / J_b =
-        E[e^L]`` over the density proportional to ``b``'s product, where ``L(t) = sum_x
-        c_x ln(1 - t x)`` over the weights ``x`` whose number of outputs other than ``o``
-        differs (``c_x``, ``a`` minus ``b``).  As ``t ln(1 - x) <= ln(1 - t x) <= -t x`` on
-        ``[0, 1]``, ``t A <= L(t) <= t B`` with ``A = sum_{c > 0} c log1p(-x) + sum_{c < 0}
-        |c| x`` and ``B = -sum_{c > 0} c x + sum_{c < 0} |c| (-log1p(-x))``.  So (Jensen,
-        and convexity of ``e^(tB)`` in ``t``) ``A m <= ln(J_a / J_b) <= log1p(m expm1(B))``
-        with ``m = E[t]``.  ``b``'s product is ``(1 - t)^n R(t)``, ``n`` its other best
-        outputs, ``e^(-tS) <= R <= 1`` with ``S = N x_1 / (1 - x_1)`` (``N`` outputs below
-        the best, ``x_1`` the largest of their weights), so ``m`` lies within ``e^(+-S)``
-        of ``1 / (n + 2)``.  None when the numbers of best outputs other than ``o`` differ
-        (the term ``ln(1 - t)`` is unbounded).  Two tables that differ only far below the
-        best level (heavy-tailed counts: weights ``e^(-10^8)``) give ``J`` to about the
-        relative accuracy ``S + (B - A) / |B|``, which decides the sign of
-        ``ln(P/Q) - epsilon`` where the certified probabilities agree to every digit."""
+        *Proof* (docs/audit.md, "A delta at an epsilon the loss attains to every digit"):
+        ``P = e^(lam g_a) J_a`` with ``J = int_0^1 prod_{o' != o} (1 - t w_o') dt``, and
+        ``J_a / J_b = E[e^L]``, ``L(t) = sum_x c_x ln(1 - t x)`` over the weights whose number of
+        outputs other than ``o`` differs (``c_x``).  As ``t ln(1 - x) <= ln(1 - t x) <= -t x``,
+        ``t A <= L(t) <= t B``, so (Jensen, and convexity of ``e^(tB)`` in ``t``)
+        ``A m <= ln(J_a / J_b) <= log1p(m expm1(B))`` with ``m = E[t]`` within ``e^(+-S)`` of
+        ``1 / (n + 2)``.  Tables that differ only far below the best level give ``J`` to about
+        the relative accuracy ``S + (B - A) / |B|``."""
         shape = self._enclosure_shape_once()
         cell = self.cells[i]
         if shape is None or cell.ga is None or cell.gb is None:

@@ -126,15 +126,13 @@ def _logistic(s: float) -> Fraction:
 
 
 def clopper_pearson(count: int, n: int, alpha: RationalLike, side: str) -> Fraction:
-    """The one-sided Clopper-Pearson bound at level ``alpha`` for ``count`` successes in
-    ``n`` trials, rounded outward to a dyadic rational: ``side="lower"`` gives ``L <=
-    p_L`` where ``P(Binomial(n, p_L) >= count) = alpha`` (``0`` for ``count = 0``);
-    ``"upper"`` gives ``U >= p_U`` where ``P(Binomial(n, p_U) <= count) = alpha`` (``1`` for
-    ``count = n``).  ``P(L > p) <= alpha`` and ``P(U < p) <= alpha`` for every ``p``.
+    """The one-sided Clopper-Pearson bound at level ``alpha`` for ``count`` successes in ``n``
+    trials, rounded outward to a dyadic rational: ``"lower"``: ``L <= p_L``,
+    ``P(Binomial(n, p_L) >= count) = alpha`` (0 for ``count = 0``); ``"upper"``: ``U >= p_U``,
+    ``P(Binomial(n, p_U) <= count) = alpha`` (1 for ``count = n``).
 
     >>> from exactdp._oracle.draws import ceil_text, floor_text
-    >>> low, up = clopper_pearson(5, 10, Fraction(1, 40), "lower"), clopper_pearson(5, 10, Fraction(1, 40), "upper")
-    >>> floor_text(low, 6), ceil_text(up, 6)  # the 95% two-sided interval of 5 in 10
+    >>> floor_text(clopper_pearson(5, 10, Fraction(1, 40), "lower"), 6), ceil_text(clopper_pearson(5, 10, Fraction(1, 40), "upper"), 6)
     ('0.187086', '0.812914')
     """
     n = as_positive_int(n, "n")

@@ -1,22 +1,15 @@
 """How much a pair audit holds at once, estimated from its sizes and checked against the mechanisms' memory budgets.
 
 A pair audit (:mod:`exactdp.audit`) keeps, besides each mechanism's own level store
-(bounded by that mechanism's ``memory_budget``), values of its own:
-
-- one certified probability per level of each side (``Groups.output_probabilities``);
-- one cell per occurring pair of levels (a key, a witness, a number of outputs), and
-  while a precision is tried, two balls per cell (``Pair.balls``) or, for
-  :func:`~exactdp.audit.privacy_loss`, one row per cell.
-
-They grow with the number of levels (about ``k*d`` on heavy-tailed counts: 33 million at
-``d = 166,000``, ``k = 200``) and with the working precision, which the notions raise
-when the balls cannot decide.  :class:`Footprint` estimates them from the sizes before
-they are built, with the per-object costs below (measured on CPython 3.11 with gmpy2 and
-python-flint, rounded up), and refuses with
-:class:`~exactdp.errors.MemoryBudgetError` when the estimate is more than the two
-mechanisms' ``memory_budget`` together: each side brings its budget.  A mapping side
-brings none (its values are the caller's, already in memory); with two mappings nothing
-is checked here (the outputs are the mappings').
+(bounded by that mechanism's ``memory_budget``), one certified probability per level of
+each side and one cell per occurring pair of levels, with two balls (or, for
+:func:`~exactdp.audit.privacy_loss`, one row) per cell while a precision is tried.  These
+grow with the number of levels (about ``k*d`` on heavy-tailed counts) and with the working
+precision.  :class:`Footprint` estimates them from the sizes before they are built, with
+per-object costs rounded up (measured in docs/benchmarks.md, "A pair audit's memory beside
+its budget estimate"), and raises :class:`~exactdp.errors.MemoryBudgetError` when the
+estimate exceeds the two mechanisms' ``memory_budget`` together.  A mapping side brings no
+budget (its values are already in memory); with two mappings nothing is checked.
 
 >>> import exactdp
 >>> f = Footprint(exactdp.Joint([3, 1, 0], 2, epsilon=1, memory_budget=10_000),

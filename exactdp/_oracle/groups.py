@@ -145,27 +145,15 @@ class Groups:
         return self.mechanism.table.scale.weight_key == other.mechanism.table.scale.weight_key
 
     def same_law_as(self, other: "Groups") -> bool:
-        """Whether one output of group ``a`` has exactly the same probability on both sides,
-        for every ``a``, proven from the exact levels without any symbolic sum.
-
-        True when both mechanisms' groups are their rule's levels (:meth:`batched_rule`),
-        with rules of one kind (exponential mechanism, or permute-and-flip), one ``lam``
-        (or one ``base``), and level tables equal up to a shift of every utility: the same
-        gaps ``u_a - u_0`` and the same multiplicities, level by level.  Both rules give an
-        output of level ``a`` a probability that depends on the table only through those
-        gaps, the multiplicities and ``lam`` (its weight relative to the best level is
-        ``w(u_a) / w(u_0) = e^(lam (u_a - u_0))``; docs/definitions.md), so it is one number
-        on both sides.  Counts shifted by a constant (``[5, 3, 1]`` and ``[6, 4, 2]`` under a
-        Joint mechanism) give such tables.  One pass over the levels.
+        """Whether one output of group ``a`` has exactly the same probability on both sides, for
+        every ``a``, proven from the exact levels: both groups are their rule's levels, rules of
+        one kind and one ``lam`` (or ``base``), and the same gaps ``u_a - u_0`` with the same
+        multiplicities level by level (e.g. counts shifted by a constant; docs/definitions.md).
 
         >>> import exactdp
-        >>> a = Groups(exactdp.PNFJoint([5, 3, 1], 2, epsilon=1), 20)
-        >>> a.same_law_as(Groups(exactdp.PNFJoint([6, 4, 2], 2, epsilon=1), 20))
-        True
-        >>> a.same_law_as(Groups(exactdp.PNFJoint([6, 4, 2], 2, epsilon=2), 20))
-        False
-        >>> a.same_law_as(Groups(exactdp.Joint([6, 4, 2], 2, epsilon=1), 20))
-        False
+        >>> a, b = (Groups(exactdp.PNFJoint(c, 2, epsilon=1), 20) for c in ([5, 3, 1], [6, 4, 2]))
+        >>> a.same_law_as(b), a.same_law_as(Groups(exactdp.PNFJoint([6, 4, 2], 2, epsilon=2), 20))
+        (True, False)
         """
         if not self.same_rule_as(other):
             return False

@@ -169,31 +169,16 @@ def neighbours(
     max_neighbours: int = NEIGHBOURS_LIMIT,
 ) -> list[tuple[int, ...]]:
     """Every count vector neighbouring ``counts``, deduplicated, in a fixed order, under the
-    neighbour ``relation`` (``"add_remove"``, the default, or ``"swap"``).
+    neighbour ``relation``: ``"add_remove"`` (default; one user, contributing 1 to each item
+    of a set, added or removed: ``counts + x``, ``x`` a non-zero 0/+1 or 0/-1 vector) or
+    ``"swap"`` (one user's set replaced: ``x`` any non-zero vector in ``{-1, 0, +1}**d``).
 
-    A *user* contributes 1 to each count of a set of items (possibly empty); counts are
-    the per-item totals.
-
-    - ``"add_remove"``: one user is added or removed: ``counts + x`` with ``x`` a non-zero
-      0/+1 vector or a non-zero 0/-1 vector (all ``2 * (2**d - 1)`` of them).  The utility
-      of Joint changes by at most 1: sensitivity 1.
-    - ``"swap"``: one user's item set ``A`` is replaced by another set ``B``: ``counts + x``
-      with ``x = 1_B - 1_A`` any non-zero vector in ``{-1, 0, +1}**d`` (``3**d - 1`` of
-      them; items in both sets are unchanged; it contains the add/remove vectors, a user
-      with an empty set).  Joint's utility changes by up to 2: the public dp_topk code's
-      ``NeighborType.SWAP`` uses sensitivity 2.
-
-    ``contribution=L`` bounds the number of items one user contributes to (e.g. 1 when
-    each user votes for one item): at most ``L`` entries of ``x`` are +1 and at most ``L``
-    are -1.  Counts may become negative (exactdp accepts any integers), which only makes
-    an audit more demanding.
-
-    ``up_to_symmetry=True`` lists one neighbour per class of neighbours that differ only
-    by exchanging items of equal count (every mechanism gives them the same privacy loss):
-    within a block of tied counts the +1s go to the smallest ids, then the -1s.
-
-    Refuses with :class:`AuditLimitError` past ``max_neighbours`` vectors (for large ``d``
-    pass ``contribution`` or ``up_to_symmetry``, or raise the limit).
+    ``contribution=L``: at most ``L`` entries of ``x`` are +1 and at most ``L`` are -1.
+    ``up_to_symmetry=True``: one neighbour per class of neighbours that differ only by
+    exchanging items of equal count (within a block of tied counts the +1s go to the smallest
+    ids, then the -1s).  Counts may become negative.  Refuses with :class:`AuditLimitError`
+    past ``max_neighbours`` vectors.  The relations and their sensitivities: docs/audit.md,
+    "Neighbours".
     """
     c = as_counts(counts)
     rel = check_relation(relation)

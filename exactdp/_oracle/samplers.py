@@ -251,21 +251,12 @@ def _callable_sampler(fn: Callable[..., RawOutput], data: tuple[object, ...], ta
 
 def from_callable(fn: Callable[..., RawOutput], *, takes_rng: Optional[bool] = None,
                   id_map: Optional[IdMap] = None) -> Sampler:
-    """A function returning one output (item ids) per call.
-
-    Called as ``fn(rng)`` with one ``numpy.random.Generator`` seeded from the seed for all
-    draws when ``takes_rng`` (default: ``fn`` has one required positional parameter left,
-    or an optional one named like a generator, :data:`RNG_NAMES`, which is then passed by
-    name); otherwise as ``fn()`` under seeded global generators (``np.random.seed``,
-    ``random.seed``, both restored afterwards).  ``id_map``: a mapping ``label -> item id``
-    for functions that return labels (``None``: they return item ids).
-
-    >>> import functools
-    >>> def top(counts, k, eps, pick=max):  # a defaulted parameter is not a generator slot
-    ...     return [pick(range(len(counts)), key=counts.__getitem__)]
-    >>> from_callable(functools.partial(top, [1, 5, 2], 1, 1.0)).draw(2)
-    [[1], [1]]
-    """
+    """A function returning one output per call: ``fn(rng)`` with one ``numpy.random.Generator``
+    seeded for all draws when ``takes_rng`` (default: ``fn`` has one required positional
+    parameter left, or an optional one named as in :data:`RNG_NAMES`, passed by name), else
+    ``fn()`` under seeded global generators (``np.random.seed``, ``random.seed``, restored
+    afterwards).  ``id_map`` maps the labels ``fn`` returns to item ids (``None``: it returns
+    item ids).  In detail: docs/oracle.md, "Samplers, in detail"."""
     return _callable_sampler(fn, (), takes_rng, id_map)
 
 
@@ -419,30 +410,12 @@ def _check_categorical_value(obj: object, args: Sequence[object], kwargs: dict[s
 
 def from_randomise(obj: SupportsRandomise, *args: object, id_map: Optional[IdMap] = None, **kwargs: object) -> Sampler:
     """An object whose ``obj.randomise(*args, **kwargs)`` returns one output per call
-    (diffprivlib-style mechanisms; ``args`` are e.g. the counts).
-
-    Labels: without ``id_map``, an object with diffprivlib's ``candidates`` (one label per
-    ``utility``) has its draws read through ``{candidates[i]: i}``, since ``randomise()``
-    returns ``candidates[i]`` for position ``i`` (integer labels such as
-    ``candidates=[2, 1, 0]`` were read as item ids, and a correct sampler failed).
-
-    Seeding: when the class takes ``random_state`` (diffprivlib), a copy built with
-    ``random_state=`` an integer from the seed draws; otherwise the draws run under
-    seeded global generators, unless the object holds a ``random.SystemRandom`` (then the
-    seed is reported as not used).
-
-    A diffprivlib ``Exponential`` or ``PermuteAndFlip`` whose attributes were reassigned
-    after it was built is refused (:func:`check_law_current`), here and again at every
-    :meth:`Sampler.draw`: it samples the law it was built with, not the one its
-    attributes now describe.
-
-    diffprivlib's ``ExponentialCategorical`` and ``ExponentialHierarchical`` take the input
-    value as the one argument (``args``: a value of the domain, checked here), their
-    draws are read through ``{domain value: position}`` without ``id_map``, and a seeded
-    draw uses a copy with ``numpy.random.RandomState(seed)`` (what diffprivlib builds for
-    an integer ``random_state``): their ``utility_list`` drops a value's own entry and
-    replaced pairs, which can set the sensitivity, so a rebuilt object could sample
-    another law."""
+    (diffprivlib style).  Without ``id_map``, diffprivlib's ``candidates`` (or a categorical
+    mechanism's domain) map labels to positions; seeded through a copy built with
+    ``random_state=`` when the class takes one, else under seeded global generators.  An
+    object whose attributes were reassigned since it was built is refused
+    (:func:`check_law_current`), here and at every draw.  Each rule and why: docs/oracle.md,
+    "Samplers, in detail"."""
     return _from_randomise(obj, args, kwargs, id_map, "obj")
 
 

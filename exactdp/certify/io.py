@@ -89,7 +89,7 @@ def read_samples(text: str, source: str = "samples") -> list[list[int]]:
     return out
 
 
-def _to_mpf(x: Any, argument: str = "claimed") -> mpmath.mpf:
+def to_mpf(x: Any, argument: str = "claimed") -> mpmath.mpf:
     """A caller's number (float, Fraction, sympy number, mpf, string...) as an ``mpmath.mpf``
     at the working precision (a sympy expression such as ``1/(1 + exp(-1))`` is evaluated
     to it, not rounded to a float)."""

@@ -321,15 +321,10 @@ class Mechanism(abc.ABC):
 
     def samples(self, n: SupportsIndex, rng: RngLike = None, *,
                 as_array: bool = False) -> Union[list[Output], np.ndarray]:
-        """``n >= 0`` independent exact samples from one generator (integer randomness only).
-
-        A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` array of item ids
-        instead (a set output as its ids in increasing order), ``numpy.int32`` when
-        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`).  The draws
-        are reproducible from a seed and have the law of :meth:`sample`, but a mechanism
-        that batches them (Joint, PNFJoint) reads the generator in another order, so
-        ``samples(n, rng)`` need not equal ``n`` calls of ``sample(rng)``.
-        """
+        """``n >= 0`` independent exact samples from one generator (integer randomness only): a
+        list, or with ``as_array=True`` an ``(n, k)`` array of item ids (sets in increasing
+        order; dtype :func:`ids_dtype`).  The law is :meth:`sample`'s, but a mechanism that batches
+        (Joint, PNFJoint) reads the generator in another order than ``n`` calls of ``sample``."""
         count = as_nonnegative_int(n, "n")
         if not isinstance(as_array, bool):
             raise ArgumentTypeError("as_array", as_array, "must be True or False")

@@ -286,18 +286,12 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it.
-
-    ``lo``/``hi``: nondecreasing ``uint64`` bounds ``lo_a <= 2**64 F_a <= hi_a`` of the
-    boundaries ``F_0 <= ... <= F_{L-2}`` (``F_{L-1} = 1`` is implicit), as
-    :func:`cdf_bounds` gives them.  With ``U`` in ``[u/2**64, (u+1)/2**64)``, ``a`` is
-    the first index with ``lo_a > u``; the draw is decided (its index is ``a`` for every
-    continuation of ``u``) when ``hi_{a-1} <= u`` (so ``F_{a-1} <= U``; nothing below
-    ``a`` when ``a = 0``) and ``u < 2**64 - 1`` (a capped ``hi`` cannot then mislead;
-    ``U < F_a`` holds since ``u + 1 <= lo_a``, or ``F_a = 1`` for the last index).
-    Returns ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to
-    finish with :func:`choose_index` from the prefix ``(u, 64)``.
-    """
+    """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it, against the
+    nondecreasing ``uint64`` bounds ``lo_a <= 2**64 F_a <= hi_a`` of :func:`cdf_bounds`: the
+    first ``a`` with ``lo_a > u``, decided when ``hi_{a-1} <= u < 2**64 - 1``.  Returns
+    ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to finish with
+    :func:`choose_index` from the prefix ``(u, 64)``.  Proof: docs/precision.md, "Many exact
+    draws at once"."""
     index = np.searchsorted(lo, words, side="right").astype(np.int64)
     below = np.zeros(len(words), dtype=np.uint64)
     has_below = index > 0
@@ -307,11 +301,8 @@ def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tupl
 
 
 def inverse_cdf_word(lo: Sequence[int], hi: Sequence[int], u: int) -> Optional[int]:
-    """:func:`inverse_cdf_words` for one word ``u`` against bounds ``lo`` and ``hi`` held as
-    Python ints (``cdf_bounds_exact(...)[i].tolist()``): the index when ``u`` decides it, else
-    ``None`` (finish with :func:`choose_index` from the prefix ``(u, 64)``).  For a walk
-    that makes one small draw per step, where a numpy call per word would cost more than
-    the draw.
+    """:func:`inverse_cdf_words` for one word ``u`` against bounds held as Python ints: the
+    index when ``u`` decides it, else ``None``; for a walk making one small draw per step.
 
     >>> lo, hi = cdf_bounds_exact([1, 2, 3])     # boundaries 1/3 and 2/3
     >>> [inverse_cdf_word(lo.tolist(), hi.tolist(), u) for u in (0, 2**64 // 3, 2**63, 2**64 - 1)]

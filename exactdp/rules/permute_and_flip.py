@@ -303,29 +303,17 @@ class PermuteAndFlip(SelectionRule):
     fixed_log_output_error = 1
 
     def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
-        r"""Every level's ``ln P_a`` (one output) of ``table`` at ``F = frac_bits`` fractional
-        bits within one ulp (``dps``: the digits the caller certifies, at most
-        :data:`PNF_QUADRATURE_MAX_DPS` on the quadrature route): a head of levels one by one, then ``ln P_a - lam (u_a - u_0)`` as one
-        offset (:class:`~exactdp.core.selection.FixedLogOutput`), from the shared values of
-        one :class:`~exactdp.rules.pnf_levels.PnfLevels` (the quadrature route: the blocks
-        the table's running sum reads; the polynomial route: every level of a small table).
+        r"""Every level's ``ln P_a`` (one output) of ``table`` at ``F = frac_bits`` fractional bits
+        within one ulp (``dps``: the digits the caller certifies, at most
+        :data:`PNF_QUADRATURE_MAX_DPS` on the quadrature route): a head of levels one by one, then
+        ``ln P_a - lam (u_a - u_0)`` as one offset (:class:`~exactdp.core.selection.FixedLogOutput`),
+        from the shared values of one fresh :class:`~exactdp.rules.pnf_levels.PnfLevels`, so a
+        later sample reads ``rng`` exactly as it would without this call.
 
-        *Proof.*  ``ln P_a - lam (u_a - u_0) = ln I_a``, and with no term of the moment
-        expansion (:func:`~exactdp.rules.quadrature.tail_factor`, ``N = 0``) ``I_a = nu_0 + R_a``,
-        ``nu_0 = int_0^1 F``, ``0 <= R_a <= p_a B(p_a)``, ``B = min(B_1, B_2)`` increasing in ``p``.
-        The head ends at the first level ``h`` whose ball ``rho = p_h B(p_h) / nu_0`` certainly
-        has ``2**(F+2) rho <= 1``; every later level has ``p_a <= p_h``, so ``0 <= ln I_a - ln nu_0
-        <= rho <= 2**-F / 4``.  The offset is the integer nearest to ``2**F`` times the midpoint
-        of an enclosure of ``ln nu_0`` of radius below a quarter ulp
-        (:func:`~exactdp.core.precision.fixed_nearest`): within ``3/4 + 1/4 = 1`` ulp of ``2**F
-        ln I_a``.  Each head entry is formed the same way from ``ln P_a``: within ``3/4`` ulp.
-        Balls too wide for either test are computed again at twice the precision; a one-output
-        table has ``P = 1``, entry 0.  How long the head is: docs/precision.md, section "Levels
-        in fixed point: the head and the offset".
-
-        The values are built outside the rule's kept states (a fresh
-        :class:`~exactdp.rules.pnf_levels.PnfLevels`), so a later sample reads ``rng``
-        exactly as it would without this call."""
+        *Bound*: past the head ``0 <= ln I_a - ln nu_0 <= 2**-F / 4``, and the offset is nearest to
+        ``2**F`` times an enclosure of ``ln nu_0`` within a quarter ulp: ``3/4 + 1/4 = 1`` ulp.
+        Proof and the head's length: docs/precision.md, "Levels in fixed point: the head and the
+        offset"."""
         self._check_dps(table, dps)
         guard = getattr(table, "bound_extra_bits", None) or table.extra_bits
         prec = frac_bits + 32 + guard
@@ -481,15 +469,12 @@ class PermuteAndFlip(SelectionRule):
 
     # -- sampling -----------------------------------------------------------------------
     def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        """An exact draw of a level index of ``table`` with the integer randomness of
-        ``rng``, by the rule's ``sampler``.
-
-        ``"cdf"``: :func:`~exactdp.core.sampling.choose_index` over enclosures of the cumulative
-        sums of ``m_a P_a`` (:class:`~exactdp.rules.pnf_levels.PnfCumulative`, kept per precision):
-        exact, as the enclosures contain the true values at every precision (only the number
-        of refinements depends on their width).  ``"algorithm5"``: :meth:`sample_level_algorithm5`.
-        What a draw costs: docs/precision.md, section "Drawing a level".
-        """
+        """An exact draw of a level index of ``table`` with the integer randomness of ``rng``, by
+        the rule's ``sampler``: ``"cdf"``, :func:`~exactdp.core.sampling.choose_index` over
+        enclosures of the cumulative sums of ``m_a P_a``
+        (:class:`~exactdp.rules.pnf_levels.PnfCumulative`), exact at every precision;
+        ``"algorithm5"``, :meth:`sample_level_algorithm5`.  Cost: docs/precision.md, "Drawing a
+        level"."""
         if self.sampler == "algorithm5":
             return self.sample_level_algorithm5(table, rng)
         size = table.sampling_size()  # (a lazy table: its bound on the number of levels)

@@ -259,14 +259,9 @@ class StreamedQuadrature:
 def quadrature_integrals(p: Sequence[arb], mult: Sequence[int], w: Sequence[arb], S: arb, lnp: Sequence[float],
                          factor: Callable[[int], arb], method: str = "auto") -> list[arb]:
     """``factor(a) I_a`` per level of levels held in memory (one block of
-    :class:`StreamedQuadrature`).
-
-    ``p``: the balls ``p_b``; ``mult``: the multiplicities ``m_b``; ``w``: the balls
-    ``w_b = m_b p_b``; ``S = sum_b w_b`` as a ball, ``lnp`` the planning floats ``ln p_b``
-    (never in a certified value).  ``method="auto"``: moment expansion where it converges
-    quickly, direct quadrature elsewhere; ``"direct"``: every level integrated directly by
-    the same Gauss-Legendre machinery (no expansion); ``"acb"``: every level by Arb's own
-    adaptive integrator ``acb.integral`` (independent of our quadrature; slow, for tests).
-    """
+    :class:`StreamedQuadrature`): balls ``p`` and ``w = m p``, multiplicities ``mult``, their
+    ball sum ``S``, planning floats ``lnp`` (never in a certified value).  ``method``:
+    ``"auto"`` (moment expansion where it converges quickly), ``"direct"`` (Gauss-Legendre on
+    every level) or ``"acb"`` (Arb's ``acb.integral``; independent, slow, for tests)."""
     quad = StreamedQuadrature(S, [(0, len(p))], lambda b: (lnp, p, w), mult.__getitem__, method)
     return [factor(a) * quad.integral(a, lnp[a], p[a]) for a in range(len(p))]

@@ -166,17 +166,22 @@ class ExponentialPair:
     def loss(self, digits_wanted: int) -> Optional[tuple]:
         """``max |r|`` over the cells, certified to ``digits_wanted`` digits: ``(value, index
         of the attaining delta, signed r per delta, (ln P_a, ln P_b) of its first cell)`` as
-        mpf, or None when some ``r`` may be 0 (equality is then decided per cell)."""
+        mpf, or None when some ``r`` may be 0 (equality is then decided per cell); over the
+        classes that hold outputs, when every phantom's ``|r|`` (:class:`HeadExponentialPair`)
+        is certainly at most their largest (else None: undecided)."""
         digits = digits_wanted + 10
         while digits <= 4 * digits_wanted + 80:
             with flint_workprec(self.prec(digits)):
                 rs, _, _, fa, fb = self.balls()
-                if any(r.contains(0) for r in rs):
+                real = [g for g in range(len(rs)) if g not in self.phantoms]
+                if not real or any(rs[g].contains(0) for g in real):
                     return None
-                lo = max((abs(r).lower() for r in rs), key=lambda x: x.mid())
-                hi = max((abs(r).upper() for r in rs), key=lambda x: x.mid())
+                lo = max((abs(rs[g]).lower() for g in real), key=lambda v: v.mid())
+                hi = max((abs(rs[g]).upper() for g in real), key=lambda v: v.mid())
+                if any(not abs(rs[g]).upper() <= lo for g in self.phantoms):
+                    return None  # a diagonal the head did not reach may hold the largest ratio
                 if (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
-                    best = max(range(len(rs)), key=lambda g: abs(rs[g]).mid())
+                    best = max(real, key=lambda g: abs(rs[g]).mid())
                     first = int(self.cells[best][0])
                     x, y = int(self.x[first]), int(self.y[first])
                     logs = (fa.log_probability(exact_int(self._ua[x])), fb.log_probability(exact_int(self._ub[y])))

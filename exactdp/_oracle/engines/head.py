@@ -17,14 +17,10 @@ import numpy as np
 from flint import arb, ctx
 
 from ...core.gc_pause import gc_paused
-from ...core.precision import ball_to_mpf, flint_workprec
-from ...rules.exponential import decaying_sum
 from ..distributions import Cell
-from .exponential import ExponentialPair, exact_int, level_terms
+from .exponential import ExponentialPair, level_terms
 from .permute_and_flip import PermuteAndFlipPair
 from ..groups import Groups
-
-_ZERO = Fraction(0)
 
 __all__ = ["HeadExponentialPair", "head_engine", "HeadPermuteAndFlipPair"]
 
@@ -248,30 +244,6 @@ class HeadExponentialPair(_HeadCount, ExponentialPair):
         tail_b = arb(0).union((side_b.beyond(self._depth + self.lowest) / zb.lower()).upper())
         return [p + tail_a for p in pa], [p + tail_b for p in pb]
 
-    def loss(self, digits_wanted: int) -> Optional[tuple]:
-        """As :meth:`ExponentialPair.loss` over the diagonals the head holds, when every
-        phantom's ``|r|`` is certainly at most their largest (else None: undecided)."""
-        digits = digits_wanted + 10
-        while digits <= 4 * digits_wanted + 80:
-            with flint_workprec(self.prec(digits)):
-                rs, _, _, fa, fb = self.balls()
-                real = [g for g in range(len(rs)) if g not in self.phantoms]
-                if not real or any(rs[g].contains(0) for g in real):
-                    return None
-                lo = max((abs(rs[g]).lower() for g in real), key=lambda v: v.mid())
-                hi = max((abs(rs[g]).upper() for g in real), key=lambda v: v.mid())
-                if any(not abs(rs[g]).upper() <= lo for g in self.phantoms):
-                    return None
-                if (hi - lo) <= arb(10) ** (-digits_wanted) * lo:
-                    best = max(real, key=lambda g: abs(rs[g]).mid())
-                    first = int(self.cells[best][0])
-                    x, y = int(self.x[first]), int(self.y[first])
-                    logs = (fa.log_probability(exact_int(self._ua[x])), fb.log_probability(exact_int(self._ub[y])))
-                    return (ball_to_mpf((lo + hi) / 2), best, [ball_to_mpf(r) for r in rs],
-                            tuple(ball_to_mpf(v) for v in logs))
-            digits *= 2
-        return None
-
 
 def head_engine(a: Any, b: Any) -> Optional[Any]:
     """A :class:`HeadExponentialPair` (:class:`HeadPermuteAndFlipPair`) of two views whose
@@ -377,7 +349,6 @@ class HeadPermuteAndFlipPair(_HeadCount, PermuteAndFlipPair):
             target = needed
 
     def _head_balls(self, fa: Any, fb: Any) -> tuple[list[arb], list[arb], list[arb]]:
-        lam = fa.lam
         if self._head.complete:
             tail_a = tail_b = arb(0)
         else:
@@ -385,24 +356,14 @@ class HeadPermuteAndFlipPair(_HeadCount, PermuteAndFlipPair):
             tail_a = arb(0).union(side_a.beyond(self._depth))
             tail_b = arb(0).union(side_b.beyond(self._depth + self.lowest))
         common = fa.nu0.log() - fb.nu0.log()
-        one_a, one_b = 1 + arb(0).union(fa.rho), 1 + arb(0).union(fb.rho)
-        pa = [decaying_sum(lam, fa.u0, *terms) * fa.nu0 * one_a + tail_a for terms in self.terms_a]
-        pb = [decaying_sum(lam, fb.u0, *terms) * fb.nu0 * one_b + tail_b for terms in self.terms_b]
-        extra = []
-        for g in range(self.n_tail):
-            spread = (-fb.rho_at(self.terms_b[g][0][0][0])).union(fa.rho_at(self.terms_a[g][0][0][0]))
-            extra.append(common + spread)
-        ua, ub = self._ua, self._ub
+        pa, pb, spreads = self._past_heads(fa, fb, tail_a, tail_b)
+        extra = [common + spread for spread in spreads]
         deltas = list(self.deltas)
-        for c in self.head_cells:
-            i, j = int(self.x[c]), int(self.y[c])
-            u, v = int(ua[i]), int(ub[j])
-            n = int(self._sizes[c])
-            pa.append(n * fa.probability(i, u))
-            pb.append(n * fb.probability(j, v))
-            delta = u - v
+        for _, _, p, q, delta, e in self._head_terms(fa, fb, 0, 0):
+            pa.append(p)
+            pb.append(q)
             deltas.append(delta)
-            extra.append(fa.log_probability(i, u) - fb.log_probability(j, v) - self._shift(delta, _ZERO))
+            extra.append(e)
         phantom = [] if self._head.complete else [t for t in range(self.lowest, self.highest + 1)
                                                     if t not in self.deltas]
         first = len(extra)

@@ -11,7 +11,7 @@ in docs/audit.md.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import numpy as np
 from flint import arb, ctx
@@ -239,7 +239,6 @@ class PermuteAndFlipPair(ExponentialPair):
         if forms is None:
             raise LookupError("a permute-and-flip side has no closed form at this precision")
         fa, fb = forms
-        lam = fa.lam
         shape = self._ratio_shape()
         totals: list = []
         full = None  # J of an output at one nonzero gap on both sides: also ln(nu_0 / nu_0')
@@ -247,28 +246,18 @@ class PermuteAndFlipPair(ExponentialPair):
             full = enclosure_ball(shape.top_b, shape.top_b, shape, totals)
         by_balls = fa.nu0.log() - fb.nu0.log()
         common = by_balls if full is None or by_balls.rad() <= full.rad() else full
-        one_a, one_b = 1 + arb(0).union(fa.rho), 1 + arb(0).union(fb.rho)
-        pa = [decaying_sum(lam, fa.u0, *terms) * fa.nu0 * one_a for terms in self.terms_a]
-        pb = [decaying_sum(lam, fb.u0, *terms) * fb.nu0 * one_b for terms in self.terms_b]
+        pa, pb, spreads = self._past_heads(fa, fb)
         extra = []  # r - lam delta per class
-        for g in range(self.n_tail):
-            # ln(1 + rho) <= rho at the class's best level on each side (weights decrease)
-            spread = (-fb.rho_at(self.terms_b[g][0][0][0])).union(fa.rho_at(self.terms_a[g][0][0][0]))
+        for g, spread in enumerate(spreads):
             e = common + spread
             if self.deltas[g] == 0 and full is not None and full.rad() < e.rad():
                 e = full
             extra.append(e)
-        ua, ub = self._ua, self._ub
         deltas = list(self.deltas)
-        for c in self.head_cells:
-            i, j = int(self.x[c]), int(self.y[c])
-            u, v = int(ua[i]), int(ub[j])
-            n = int(self._sizes[c])
-            pa.append(n * fa.probability(i, u))
-            pb.append(n * fb.probability(j, v))
-            delta = (u - int(ua[0])) - (v - int(ub[0]))
+        for i, j, p, q, delta, e in self._head_terms(fa, fb, int(self._ua[0]), int(self._ub[0])):
+            pa.append(p)
+            pb.append(q)
             deltas.append(delta)
-            e = fa.log_probability(i, u) - fb.log_probability(j, v) - self._shift(delta, _ZERO)
             if shape is not None:
                 g_a, g_b = shape.gaps_a[i], shape.gaps_b[j]
                 if not (shape.sizes.get(0, 0) - (g_a == 0) + (g_b == 0)):
@@ -279,6 +268,34 @@ class PermuteAndFlipPair(ExponentialPair):
         self._extra, self._class_deltas = extra, deltas
         rs = [self.gap(g, 1, Fraction(0)) for g in range(len(extra))]
         return rs, pa, pb, fa, fb
+
+    def _past_heads(self, fa: Any, fb: Any, tail_a: Optional[arb] = None,
+                    tail_b: Optional[arb] = None) -> tuple[list[arb], list[arb], list[arb]]:
+        """The masses of the classes past the heads on each side from the forms (plus
+        ``tail_a``, ``tail_b`` when given) and each class's ``[-rho', rho]``: ``ln(1 + rho)
+        <= rho`` at the class's best level on each side (weights decrease)."""
+        lam = fa.lam
+        one_a, one_b = 1 + arb(0).union(fa.rho), 1 + arb(0).union(fb.rho)
+        pa = [decaying_sum(lam, fa.u0, *terms) * fa.nu0 * one_a for terms in self.terms_a]
+        pb = [decaying_sum(lam, fb.u0, *terms) * fb.nu0 * one_b for terms in self.terms_b]
+        if tail_a is not None:
+            pa, pb = [p + tail_a for p in pa], [p + tail_b for p in pb]
+        spreads = [(-fb.rho_at(self.terms_b[g][0][0][0])).union(fa.rho_at(self.terms_a[g][0][0][0]))
+                   for g in range(self.n_tail)]
+        return pa, pb, spreads
+
+    def _head_terms(self, fa: Any, fb: Any, base_a: int, base_b: int) -> Iterator[tuple]:
+        """Per head cell: its levels ``i``, ``j``, its masses under ``a`` and ``b``, its
+        ``delta = (u - base_a) - (v - base_b)`` and ``ln P_a - ln P_b - lam delta`` from the
+        two certified ``ln P``."""
+        ua, ub = self._ua, self._ub
+        for c in self.head_cells:
+            i, j = int(self.x[c]), int(self.y[c])
+            u, v = int(ua[i]), int(ub[j])
+            n = int(self._sizes[c])
+            delta = (u - base_a) - (v - base_b)
+            e = fa.log_probability(i, u) - fb.log_probability(j, v) - self._shift(delta, _ZERO)
+            yield i, j, n * fa.probability(i, u), n * fb.probability(j, v), delta, e
 
     def cell_probability(self, c: int, sign: int, forms: tuple) -> arb:
         """``P_a`` (``sign = 1``) or ``P_b`` (``-1``) of one output of cell ``c``, from the

@@ -59,18 +59,11 @@ __all__ = ["Joint", "joint_mtilde"]
 
 def joint_mtilde(ranking: Ranking, k: int, *, keys: bool = False) -> Iterator[tuple[int, int, Union[Fraction, int], int]]:
     """Every entry ``(row, col, Ũ, m̃)`` of the refined matrix of the first ``k`` rows, for the
-    counts ranked by ``ranking`` (a :class:`~exactdp.core.ranking.Ranking`), decreasing ``Ũ``.
-
-    ``keys=True`` yields the exact integer ``2dk·Ũ`` in place of the Fraction.
-
-    Lemma 3.7: ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)`` (0-based), ``t_r`` the entries of
-    row ``r`` that are ``>= Ũ_ij``: ``z`` separates the rows within one integer level ``M =
-    c_(i) - c_(j)``, so ``t_r`` is ``T_r(M)`` for ``r > i`` and ``T_r(M^-)`` for ``r < i``.
-    Lemma 3.8's sweep keeps the product of the non-zero row factors.  Two paths give the
-    same entries (tested against each other and brute force): windows of events in groups
-    of up to 4 (:func:`~exactdp.mechanisms.joint.sweep.mtilde_groups`, one exact division a
-    group) when the keys fit ``int64``, else one exact division per event.
-    """
+    counts ranked by ``ranking``, decreasing ``Ũ`` (``keys=True``: the exact integer ``2dk·Ũ``
+    in place of the Fraction), by Lemmas 3.7 and 3.8 of the Joint paper (Gillenwater et al.,
+    ICML 2022, arXiv:2201.12333): ``m̃(Ũ_ij) = prod_{r != i} max(t_r - r, 0)``, ``t_r`` the
+    entries of row ``r`` that are ``>= Ũ_ij``.  The counting and its two paths: docs/joint.md,
+    "How Joint counts"."""
     if mtilde_windows_fit(ranking, k):
         return _mtilde_windows(ranking, k, keys)
     return _mtilde_events(ranking, k, keys)
@@ -229,14 +222,11 @@ class Joint(JointFamily):
         return joint_pair_cells(self, other)
 
     def pair_head(self, other: object, depth: Optional[int] = None) -> Optional[PairHead]:
-        """The cells of the sequences at level ``M <= depth`` here (utility ``>= -depth``)
-        with ``other`` (:func:`~exactdp.mechanisms.joint.pairs.joint_pair_head`: the
-        diagonal count stopped at ``depth``, reading no level below it), for an audit
-        that bounds the rest by the one-dataset tails; ``None`` when ``other`` is no Joint
-        or PNFJoint of the same ``d`` and ``k``, when the diagonal count does not apply, or
-        (``depth=None``, the audits' question) when the full count is the better one
-        (:func:`~exactdp.mechanisms.joint.pairs.head_preferred`), else ``depth=None``
-        gives the head at ``M <= 0``."""
+        """The cells of the sequences at level ``M <= depth`` here with ``other``
+        (:func:`~exactdp.mechanisms.joint.pairs.joint_pair_head`: the diagonal count stopped at
+        ``depth``), for an audit that bounds the rest by the tails.  ``None`` when ``other`` is no
+        Joint or PNFJoint of the same ``d`` and ``k``, or with ``depth=None`` when the full count
+        is better (:func:`~exactdp.mechanisms.joint.pairs.head_preferred`; else the head at 0)."""
         if not isinstance(other, Joint):
             return None
         if depth is None:
@@ -338,13 +328,11 @@ class Joint(JointFamily):
 
     # -- set outputs ---------------------------------------------------------------------
     def as_sets(self) -> JointSetMarginal:
-        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
-        ``S``, counted per level by a product formula, never enumerated
-        (:class:`~exactdp.mechanisms.set_marginal.JointSetMarginal`; PNFJoint's with its own
-        rule).  An ordinary set-valued mechanism: certify a sampler returning sets against it.
+        """This mechanism read as k-subsets (:class:`~exactdp.mechanisms.set_marginal.JointSetMarginal`):
+        ``P(S)`` sums the ``k!`` orderings of ``S`` by a product formula per level, never
+        enumerated; certify a sampler returning sets against it.
 
-        >>> from fractions import Fraction
-        >>> Joint([3, 1, 0], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
+        >>> Joint([3, 1, 0], 2, base="1/2").as_sets().probability_exact({0, 1})
         5/9
         """
         return JointSetMarginal(self)

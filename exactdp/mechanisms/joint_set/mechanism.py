@@ -115,19 +115,12 @@ def matrix_hat(counts: CountsLike, k: SupportsIndex) -> list[list[int]]:
 
 
 def matrix_a(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> list[list[int]]:
-    """The 0/1 matrix ``A`` of ``counts`` and ``k`` (as :func:`matrix_hat`) for the integer
-    threshold ``M``: ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with
-    ``strict=True``, as the paper's definition is printed) for ``l < k``, and a bottom row
-    of ones (as in the paper's examples: applying the indicator to ``M̂``'s row of ones
-    would not give ones when ``M <= 1``).
+    """The 0/1 matrix ``A`` of ``counts`` and ``k`` for the integer threshold ``M``:
+    ``A[l][c] = 1[M̂[l][c] <= M]`` (``<`` with ``strict=True``, as printed) for ``l < k``, and
+    a bottom row of ones (docs/errata.md, E3 and E4).  The paper's ``A^{34}`` needs ``<=``:
 
-    The paper's example ``A^{34}`` (``k = 3, d = 5``, threshold ``M_34 = c_3 - c_4`` smaller
-    than ``c_1 - c_2`` and ``c_2 - c_3``) needs ``<=``:
-
-    >>> matrix_a([10, 7, 5, 4, 0], 3, 1)
-    [[1, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]]
-    >>> matrix_a([10, 7, 5, 4, 0], 3, 1, strict=True)
-    [[1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 1, 1]]
+    >>> matrix_a([10, 7, 5, 4, 0], 3, 1), matrix_a([10, 7, 5, 4, 0], 3, 1, strict=True)[2]
+    ([[1, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]], [1, 0, 0])
     """
     ranking, kk = ranking_and_k(counts, k)
     MM = as_int(M, "M")
@@ -253,11 +246,9 @@ def _instance_counter(counts: Any, k: Any, method: str, *, strict: bool = False,
 
 
 def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: SupportsIndex, *, strict: bool = False) -> int:
-    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` (an integer
-    threshold; ``> -M`` with ``strict=True``), by the
-    paper's method: build ``M̂``, read ``A``'s rows as prefixes of ones (bisection in the
-    nondecreasing rows of ``M̂``), count right/down paths through the zero-free blocks with
-    Pascal/Toeplitz transfers (Lemmas 6-7).  Exact integer.
+    """Number of ``k``-subsets with utility ``>= -M`` (``> -M`` with ``strict=True``) by the
+    paper's method: right/down paths through ``A`` with Pascal/Toeplitz transfers (Lemmas
+    6-7; docs/joint_set.md, "Counting the sets: three exact methods").
 
     >>> count_at_least_matrix_paths([10, 5, 1, 1], 2, 0), count_at_least_matrix_paths([10, 5, 1, 1], 2, 9)
     (1, 6)
@@ -267,10 +258,8 @@ def count_at_least_matrix_paths(counts: CountsLike, k: SupportsIndex, M: Support
 
 
 def count_at_least_dp(counts: CountsLike, k: SupportsIndex, M: SupportsIndex) -> int:
-    """Number of ``k``-subsets of the items of ``counts`` with utility ``>= -M`` (an integer
-    threshold) by a plain dynamic programme over rank
-    positions: increasing ``r_0 < ... < r_{k-1}`` with ``r_i < T_i(M)``,
-    ``T_i(M) = #{items with count >= sc[i] - M}``; ``O(k d)`` additions per call.
+    """Number of ``k``-subsets with utility ``>= -M`` by a plain dynamic programme over rank
+    positions ``r_0 < ... < r_{k-1}`` with ``r_i < T_i(M)``; ``O(k d)`` additions.
 
     >>> count_at_least_dp([10, 5, 1, 1], 2, 5)
     5

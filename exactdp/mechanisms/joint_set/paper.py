@@ -57,16 +57,10 @@ __all__ = [
 # Algorithm 1, line 1
 # =====================================================================================
 def paper_matrix(counts: CountsLike, k: SupportsIndex) -> list[list[Optional[int]]]:
-    """Algorithm 1, line 1, as printed: the ``k x d`` matrix over the sorted ``counts`` with
-    ``M[i][j] = c_i - c_j`` if ``c_i - c_j >= 0`` and ``d - j >= k - i`` (1-based ``i, j``),
-    ``None`` (⊥) otherwise.  Returned 0-based.
+    """Algorithm 1, line 1, as printed (0-based): ``M[i][j] = c_i - c_j`` over the sorted
+    ``counts`` if ``c_i - c_j >= 0`` and ``d - j >= k - i`` (1-based), else ``None`` (⊥); with
+    ties a row has more than ``d - k + 1`` entries (docs/joint_set.md, "The paper as printed").
 
-    With distinct counts row ``i`` has exactly ``d - k + 1`` entries, on columns
-    ``i .. d-k+i``.  With ties, ``c_i - c_j = 0`` also for ``j < i`` in the tie block, so a
-    row can have more entries and cannot be left-aligned into ``d - k + 1`` columns.
-
-    >>> paper_matrix([3, 2, 1, 0], 2)
-    [[0, 1, 2, None], [None, 0, 1, 2]]
     >>> paper_matrix([1, 1, 0], 2)
     [[0, 0, None], [0, 0, 1]]
     """
@@ -214,19 +208,10 @@ def paper_algorithm1_distribution(
     dps: Optional[int] = None,
     max_subsets: Optional[int] = None,
 ) -> dict:
-    """The output distribution of the paper's Algorithm 1 exactly as printed (see
-    :func:`paper_algorithm1_terms` for the readings), keyed by ``frozenset`` (and
-    ``None`` for "line 4 has no set with the sampled utility", only when that has
-    positive probability).  ``counts``, ``k``, ``strict``, ``line4`` and ``max_subsets`` as
-    there; ``epsilon`` (default 1) or ``base``, not both.
+    """The output distribution of Algorithm 1 as printed (readings and arguments of
+    :func:`paper_algorithm1_terms`; a ``None`` key: line 4 has no set of the sampled utility):
+    ``Fraction`` with ``base``, sympy with ``exact=True``, else ``mpf`` to ``10**-dps``.
 
-    Values: with ``base`` (replacing ``exp(-eps/2)``), exact ``Fraction``; with
-    ``epsilon`` and ``exact=True``, exact sympy expressions; otherwise ``mpmath.mpf``
-    certified to relative error ``10**-dps`` (default 30).
-
-    >>> p = paper_algorithm1_distribution([2, 1, 0], 1, base="1/2", strict=False)
-    >>> p == {frozenset({0}): Fraction(4, 7), frozenset({1}): Fraction(2, 7), frozenset({2}): Fraction(1, 7)}
-    True
     >>> paper_algorithm1_distribution([1, 0, 0], 1, base="1/2", strict=False)[frozenset({1})]
     Fraction(1, 3)
     """

@@ -432,10 +432,8 @@ class Peeling(Mechanism):
         return list(self._count_sequences())
 
     def _level_count(self, cap: Optional[int] = None) -> int:
-        """The number of levels (distinct count sequences), exact, without building them
-        (``cap + 1`` when there are more than ``cap``): words of length ``k`` over the
-        distinct counts, each used at most as often as it occurs
-        (:func:`~exactdp.core.combinatorics.count_words`).
+        """The number of levels (words of length ``k`` over the distinct counts, each used at most
+        as often as it occurs), exact, without building them; ``cap + 1`` past ``cap``.
 
         >>> Peeling([5, 3, 3, 0], 2)._level_count()     # all pairs of counts but (5, 5), (0, 0)
         7
@@ -488,13 +486,10 @@ class Peeling(Mechanism):
             nxt = last + 1
 
     def iter_levels(self) -> Iterator[Level]:
-        """The levels of :meth:`levels` (count sequences, best first), streamed by the
-        depth-first walk of :meth:`_count_sequences`: ``O(k + #counts)`` integers are held,
-        never the list, so there is no :data:`PEELING_LEVELS_LIMIT` (there can be
-        ``d!/(d-k)!`` levels: stop iterating when you have what you need).
+        """The levels of :meth:`levels` (count sequences, best first), streamed depth first with
+        ``O(k + #counts)`` integers held, so without :data:`PEELING_LEVELS_LIMIT`.
 
-        >>> m = Peeling(list(range(30)), 4, epsilon=1)      # 657,720 count sequences
-        >>> next(m.iter_levels())
+        >>> next(Peeling(list(range(30)), 4, epsilon=1).iter_levels())   # of 657,720
         Level(utility=(29, 28, 27, 26), multiplicity=1)
         """
         if self._table is not None:
@@ -549,10 +544,9 @@ class Peeling(Mechanism):
 
     # -- set outputs ---------------------------------------------------------------------
     def as_sets(self) -> PeelingSetMarginal:
-        """This mechanism read as k-subsets: ``P(S)`` is the sum over the ``k!`` orderings of
-        ``S``, by a dynamic programme over the subsets of ``S`` (grouped by counts), for
-        either noise (:class:`~exactdp.mechanisms.set_marginal.PeelingSetMarginal`).  An
-        ordinary set-valued mechanism: certify a sampler returning sets against it.
+        """This mechanism read as k-subsets (:class:`~exactdp.mechanisms.set_marginal.PeelingSetMarginal`):
+        ``P(S)`` sums the ``k!`` orderings of ``S`` by a dynamic programme over its subsets,
+        either noise; certify a sampler returning sets against it.
 
         >>> Peeling([10, 5, 1, 1], 2, base=Fraction(1, 2)).as_sets().probability_exact({0, 1})
         544768/612945

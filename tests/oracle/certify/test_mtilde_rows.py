@@ -1,5 +1,7 @@
-"""Tests of exactdp.certify.mtilde_rows: one row of an m~ comparison, judged exactly near its
-tolerance."""
+"""exactdp.certify.mtilde_rows: one row of an m~ comparison, judged exactly near its tolerance."""
+
+from __future__ import annotations
+
 import mpmath
 
 from exactdp.certify.mtilde_rows import exact_ok, mtilde_row

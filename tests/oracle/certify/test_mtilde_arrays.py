@@ -1,7 +1,6 @@
-"""The arrays path of certify.compare_mtilde (exactdp/certify/mtilde_arrays.py) against its
-twin, the object loop over Joint.mtilde(): the same verdicts, failures, worst rows and
-maximum abs error, and max ulp error intervals that meet; the certified fixed-point logs
-against arb; negative controls at one entry."""
+"""exactdp.certify.mtilde_arrays: the arrays path of compare_mtilde against its twin, the object
+loop over Joint.mtilde(): the same verdicts, failures, worst rows and maximum abs error, and
+max ulp error intervals that meet; negative controls at one entry."""
 
 from __future__ import annotations
 
@@ -12,17 +11,16 @@ from pathlib import Path
 import mpmath
 import numpy as np
 import pytest
-from flint import arb, fmpz
 from hypothesis import given, settings, strategies as st
 
 import exactdp
 from exactdp import certify
-from exactdp.certify import mtilde_arrays
-from exactdp.core.log_table import log_table
-from exactdp.core.precision import flint_workprec
+from exactdp.certify import mtilde_arrays, mtilde_logs
 from exactdp.errors import InvalidParameterError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "examples"))
 from float_joint import FloatJoint  # noqa: E402
 
 
@@ -68,7 +66,9 @@ def _variants(x, seed):
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    """Chunk boundaries everywhere (the carries between chunks are exercised)."""
+    """Chunk boundaries everywhere (the carries between chunks are exercised): the chunks of
+    mtilde_logs and the lo limb's bound of mtilde_arrays."""
+    monkeypatch.setattr(mtilde_logs, "CHUNK", 3)
     monkeypatch.setattr(mtilde_arrays, "CHUNK", 3)
 
 
@@ -95,14 +95,14 @@ def test_twin_random(counts, k, seed, chunk):
     k = min(k, len(counts))
     m = exactdp.Joint(counts, k)
     f = FloatJoint(counts, k)
-    old = mtilde_arrays.CHUNK
-    mtilde_arrays.CHUNK = chunk
+    old = mtilde_logs.CHUNK
+    mtilde_logs.CHUNK = mtilde_arrays.CHUNK = chunk
     try:
         for y in _variants(f.log_mtilde, seed):
             _twin(y, m, worst=2)
         _twin(f.log_mtilde, m, rows=f.rows, cols=f.cols)
     finally:
-        mtilde_arrays.CHUNK = old
+        mtilde_logs.CHUNK = mtilde_arrays.CHUNK = old
 
 
 def _correctly_rounded(m):
@@ -180,40 +180,6 @@ def test_entries_at_the_tolerance_are_settled_exactly():
         a, _ = _twin(y, m, rtol=0, atol=atol)
         assert a.settled_exactly >= 1
         assert a.worst[0].ok == (atol >= err)
-
-
-def test_fixed_point_logs_within_their_bound():
-    for counts, k in (([5, 5, 5, 2, 1, 1, 0], 3), ([3, 0, 3, 1, 2], 5), ([4], 1), (list(range(40)), 7)):
-        m = exactdp.Joint(counts, k)
-        sc = m.ranking.arrays.sorted_counts if m.ranking.arrays is not None else np.array(m.ranking.sorted_counts)
-        rows, cols = mtilde_arrays.exact_order(sc, k)
-        entries = list(m.mtilde())
-        assert [(i, j) for i, j, _, _ in entries] == list(zip(rows.tolist(), cols.tolist()))
-        frac, E = mtilde_arrays.fixed_point(k, len(counts))
-        values = []
-        for lo, vh, vl, nonzero, one in mtilde_arrays.iter_fixed_log_mtilde(sc, k, rows, cols, frac, check=True):
-            for t in range(len(vh)):
-                values.append((int(vh[t]) * 2**30 + int(vl[t]), nonzero is None or bool(nonzero[t]),
-                               one is not None and bool(one[t])))
-        for (i, j, _, mt), (V, nonzero, one) in zip(entries, values):
-            assert mtilde_arrays.exact_mtilde(sc, k, i, j) == mt
-            assert nonzero == (mt > 0) and one == (mt == 1)
-            if mt:
-                with flint_workprec(frac + 64):
-                    gap = abs(arb(fmpz(mt)).log() * arb(2) ** frac - V)
-                    assert gap <= E and (mt > 1 or V == 0)
-
-
-def test_limb_tables_are_the_log_table():
-    frac, d, k = 70, 50, 4
-    dt, ct = mtilde_arrays._tables(frac, d, k)
-    _, _, xs = log_table(d + 1, frac)
-    for q in range(-(k - 1), d):
-        i = q % (d + k)
-        want_d = xs[q + 1] - xs[q] if q >= 0 else 0
-        want_c = xs[q + 1] if q >= 0 else 0
-        assert int(dt[i, 0]) * 2**30 + int(dt[i, 1]) == want_d and 0 <= dt[i, 1] < 2**30
-        assert int(ct[i, 0]) * 2**30 + int(ct[i, 1]) == want_c and 0 <= ct[i, 1] < 2**30
 
 
 def test_arguments():
