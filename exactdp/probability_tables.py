@@ -45,7 +45,7 @@ from ._oracle.neighbours import neighbours
 from .core import validation
 from .core.formatting import exact_text, format_int, output_text
 from .core.validation import as_rational
-from .errors import ExactDPError, InvalidParameterError, _show
+from .errors import ExactDPError, InvalidParameterError, show_value as _show
 
 __all__ = ["ProbabilityTables", "TableFactory", "ProbabilityTableError", "MissingTableError",
            "read_probability_tables", "parse_probability_tables", "OUTPUT_KINDS", "CSV_HEADER",

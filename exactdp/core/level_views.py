@@ -1,7 +1,7 @@
 """The block table's lazy views of its levels and its running sum, found block by block.
 
 :class:`~exactdp.core.level_blocks.BlockLevelTable` hands these out: each view reads one
-block at a time (finding a lazy table's blocks only as far as it reads), and :class:`_Pass`
+block at a time (finding a lazy table's blocks only as far as it reads), and :class:`SumPass`
 forms the running sum of the level weights at one precision, stopping where a proven tail
 bound makes the rest negligible.
 """
@@ -19,10 +19,10 @@ from .sampling import first_not_below
 if TYPE_CHECKING:
     from .level_blocks import BlockLevelTable
 
-__all__: list[str] = []  # internal to the block table
+__all__: list[str] = []  # internal to the block table (its names are public inside core, for level_blocks)
 
 
-class _View(Sequence):
+class BlockView(Sequence):
     """All levels' values of one kind, computed block by block on access.
 
     ``block(b)`` is the (cached) list of block ``b``; ``field``, when given, reads the value
@@ -70,7 +70,7 @@ class _View(Sequence):
             b += 1
 
 
-class _CumulativeView(_View):
+class CumulativeView(BlockView):
     """The running sums, with a block-first search for exact sampling."""
 
     def first_not_below(self, lower: Any) -> int:
@@ -89,7 +89,7 @@ class _CumulativeView(_View):
         return super().__getitem__(a)
 
 
-class _Pass:
+class SumPass:
     """The running sum over the blocks at one precision, as far as it is needed.
 
     The sum is formed block by block in level order.  It stops after block ``b`` once

@@ -45,7 +45,7 @@ from ..core.sampling import first_not_below
 from ..core.scale import Scale
 from ..core.selection import FixedLogOutput
 from ..errors import InvalidParameterError, PrecisionError
-from .quadrature import LN2, LN_CLAMP, _tail_factor, ln_int, poly_integrals
+from .quadrature import LN2, LN_CLAMP, ln_int, poly_integrals, tail_factor
 from .quadrature_stream import StreamedQuadrature
 
 __all__ = ["PnfLevels", "PnfCumulative", "PnfForm", "PNF_FORM_MAX_HEAD", "single_output", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
@@ -373,7 +373,7 @@ class PnfLevels:
             rho = factor = arb(0)
             if u_head is not None:
                 p_h = (lam * rational_ball(u_head - self._u0)).exp()
-                factor = _tail_factor(p_h, 0, quad.S, quad.fact)
+                factor = tail_factor(p_h, 0, quad.S, quad.fact)
                 if factor is None:
                     return None
                 rho = (p_h * factor / nu0.lower()).upper()
@@ -417,7 +417,7 @@ class PnfLevels:
                     except IndexError:  # every level in the head
                         break
                     p_h = (lam * rational_ball(u - self._u0)).exp()
-                    factor = _tail_factor(p_h, 0, quad.S, quad.fact)
+                    factor = tail_factor(p_h, 0, quad.S, quad.fact)
                     if factor is not None and (p_h * factor / nu0.lower()) * arb(2) ** (F + 2) <= 1:
                         x = fixed_nearest(nu0.log(), F)
                         if x is None:

@@ -12,7 +12,9 @@ precision (the polynomial route works with guard bits).
 as an ``arb_poly`` and integrated term by term, with no truncation at all.
 
 **Quadrature route** (large supports, run over levels read block by block by
-:class:`exactdp.rules.quadrature_stream.StreamedQuadrature`; the pieces are here): a moment
+:class:`exactdp.rules.quadrature_stream.StreamedQuadrature`; the pieces are here, public inside
+:mod:`exactdp.rules` for it and not in ``__all__``: :class:`ProductIntegrand`, :func:`integrate`, the
+planning and tail-bound helpers): a moment
 expansion of ``I_a`` over moments ``mu_n = int_0^1 t^n F(t) dt`` shared by all levels (levels
 where it converges slowly are integrated directly), each integral by composite Gauss-Legendre
 in ``s = sigma t`` (``sigma = 2**floor(log2 S)``, ``S = sum_b m_b p_b``) with the
@@ -46,7 +48,7 @@ Skip = Optional[tuple[int, arb]]
 
 
 # -- small arb helpers ------------------------------------------------------------------
-def _zero_to(bound: arb) -> arb:
+def zero_to(bound: arb) -> arb:
     """A ball containing ``[0, upper(bound)]``."""
     h = bound.upper() * arb(0.5)
     return arb(h, h)
@@ -63,7 +65,7 @@ def ln_int(x: int) -> float:
     return math.log(x)
 
 
-def _float_log(x: arb) -> float:
+def float_log(x: arb) -> float:
     """``ln x`` as a float, clamped to ``+-LN_CLAMP`` (planning only; never enters a
     certified value).  Computed from the midpoint's binary mantissa and exponent, so it
     neither overflows nor underflows whatever the size of ``x``; a ball whose midpoint is
@@ -128,12 +130,13 @@ class PowerSums:
             for o in others:
                 total, cut = total + o.sums[j], cut + o.dropped[j + 1]
             bound = cut if tail is None else cut + tail.upper()
-            out.append(total + _zero_to(bound))
+            out.append(total + zero_to(bound))
         return out
 
 
-class _Integrand:
-    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls.
+class ProductIntegrand:
+    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls (the
+    :class:`~exactdp.rules.gauss_legendre.Integrand` of the quadrature route).
 
     ``log F`` is ``sum_{b in D} m_b log1p(-t p_b)`` over the levels ``D`` given by ``dp``,
     ``dm`` (the first ones) plus, when ``series = (q, P1, [P_1..P_J])`` is given, the power
@@ -213,7 +216,7 @@ class _Integrand:
         return f
 
 
-def _integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
+def integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
     """``int_0^{2**s_end_exp} f`` on dyadic pieces, as an arb (real part of the result)."""
     pieces = dyadic_pieces(s_end_exp)
     # Magnitude estimate (steers the absolute tolerance only).
@@ -233,8 +236,8 @@ def _integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
 
 
 # -- planning: how many moments, which levels integrate directly ------------------------
-def _needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int, cap: int) -> int:
-    """Smallest ``N <= cap`` whose a-priori tail bound (:func:`_tail_factor`) is below
+def needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int, cap: int) -> int:
+    """Smallest ``N <= cap`` whose a-priori tail bound (:func:`tail_factor`) is below
     ``2**-(prec+6) / (2S)``; ``cap + 1`` if none (floats; planning only)."""
     target = -(prec + 7) * LN2 - lnS
     ln1mp = math.log(-math.expm1(lnp)) if not p_is_one and lnp < 0 else None
@@ -251,7 +254,7 @@ def _needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int
     return cap + 1
 
 
-def _tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
+def tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     """Rigorous upper bound of ``min(B_1, B_2)`` at ``p_a``, or ``None`` if neither applies.
 
     After ``N`` terms of ``1/(1 - t p_a)``, ``0 <= R_a <= p_a^{N+1} min(B_1, B_2)`` with
@@ -276,15 +279,15 @@ def _tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     return best.upper()
 
 
-def _tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
+def tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     """Rigorous upper bound of ``R_a`` after ``N`` terms, or ``None`` if neither applies."""
-    fac = _tail_factor(pa, N, S, fact)
+    fac = tail_factor(pa, N, S, fact)
     if fac is None:
         return None
     return (pa ** (N + 1) * fac).upper()
 
 
-def _moment_cut(n: int, prec: int) -> float:
+def moment_cut(n: int, prec: int) -> float:
     """``L`` with ``L^n e^{-L}/(1 - n/L) <= 2**-(prec+10) n!/2^(n+1)`` (floats)."""
     target = math.lgamma(n + 1) - (n + 1) * LN2 - (prec + 10) * LN2
     L = max(2.0 * n + 2.0, 8.0)

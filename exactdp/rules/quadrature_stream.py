@@ -39,8 +39,8 @@ from flint import arb, ctx
 from ..core.precision import flint_workprec
 from ..errors import PrecisionError
 from .gauss_legendre import LN2, gl_integrals
-from .quadrature import (PowerSums, _Integrand, _float_log, _integrate, _moment_cut, _needed_terms, _tail_bound,
-                         _tail_factor, _zero_to)
+from .quadrature import (PowerSums, ProductIntegrand, float_log, integrate, moment_cut, needed_terms, tail_bound,
+                         tail_factor, zero_to)
 
 __all__ = ["StreamedQuadrature", "quadrature_integrals"]
 
@@ -65,7 +65,7 @@ class StreamedQuadrature:
                  summed: Optional[tuple[int, arb]] = None):
         prec = self.prec = ctx.prec
         self.S, self.method = S, method
-        self.lnS = lnS = _float_log(S)
+        self.lnS = lnS = float_log(S)
         sigma_exp = int(math.floor(lnS / LN2))
         while not (S >= arb(2) ** sigma_exp):  # S/sigma >= 1 (tail bounds)
             sigma_exp -= 1
@@ -124,7 +124,7 @@ class StreamedQuadrature:
         # -- range of integration (item 2) ---------------------------------------------------
         L = 8.0
         if n_star >= 0:
-            L = max(L, _moment_cut(n_star, prec))
+            L = max(L, moment_cut(n_star, prec))
         if direct:
             L = max(L, (prec + 16) * LN2 * 2 + 8)
         s_end_exp = max(int(math.ceil(math.log2(L))), 0)
@@ -153,19 +153,19 @@ class StreamedQuadrature:
             J = max(1, int(math.ceil((prec + 16) / -log2ratio)))
             power = rest.totals(J, sums, tail=tail)
             series = (first_series[1].upper(), power[0].upper(), power)
-        self.integrand = integrand = _Integrand(dp, dm, series, sigma_exp)
+        self.integrand = integrand = ProductIntegrand(dp, dm, series, sigma_exp)
         self.sigma = arb(2) ** sigma_exp
         self.L_ball = L_ball = arb(2) ** s_end_exp
 
         # -- moments nu_n = int_0^sigma s^n F(s/sigma) ds and the direct levels -------------
         if method == "acb":
-            nus = [_integrate(integrand.function(k), s_end_exp, prec) for k in range(n_star + 1)]
+            nus = [integrate(integrand.function(k), s_end_exp, prec) for k in range(n_star + 1)]
             self.direct_vals: dict[int, arb] = {}
         else:
             nus, self.direct_vals = gl_integrals(integrand, s_end_exp, n_star + 1, direct, prec)
         if self.truncated:
             for k in range(n_star + 1):
-                nus[k] = nus[k] + _zero_to(L_ball**k * (-L_ball).exp() / (1 - arb(k) / L_ball))
+                nus[k] = nus[k] + zero_to(L_ball**k * (-L_ball).exp() / (1 - arb(k) / L_ball))
         self.nus = nus
         self.fact = fact = [arb(1)]
         for k in range(1, n_star + 3):
@@ -174,7 +174,7 @@ class StreamedQuadrature:
         self.nu0 = nus[0] / self.sigma if n_star >= 0 else None
         # the tail factor min(B_1, B_2) of each N at the first (largest) p needing N terms
         self.shared: dict[int, Optional[arb]] = {
-            N: _tail_factor(first_p[N], N, S, fact) for N in range(n_star + 1) if N in first_p}
+            N: tail_factor(first_p[N], N, S, fact) for N in range(n_star + 1) if N in first_p}
         self._f0 = self.shared.get(0)  # (None when n_star < 0: no expansion at all)
 
     def moment0(self) -> arb:
@@ -187,9 +187,9 @@ class StreamedQuadrature:
         found = getattr(self, "_moment0", None)
         if found is None:
             with flint_workprec(self.prec):
-                val = _integrate(self.integrand.function(0), self.s_end_exp, self.prec)
+                val = integrate(self.integrand.function(0), self.s_end_exp, self.prec)
                 if self.truncated:
-                    val += _zero_to((-self.L_ball).exp())
+                    val += zero_to((-self.L_ball).exp())
                 found = self._moment0 = val / self.sigma
         return found
 
@@ -203,8 +203,8 @@ class StreamedQuadrature:
             lnSm: Optional[float] = self.lnS
         else:
             d = self.S - pa
-            lnSm = _float_log(d) if d > 0 else None
-        return _needed_terms(lnp, self.lnS, lnSm, a == 0, self.prec, self.cap)
+            lnSm = float_log(d) if d > 0 else None
+        return needed_terms(lnp, self.lnS, lnSm, a == 0, self.prec, self.cap)
 
     def integral(self, a: int, lnp: float, pa: arb) -> arb:
         """An enclosure of ``I_a`` (level ``a``, its planning float ``lnp = ln p_a`` and ball
@@ -221,12 +221,12 @@ class StreamedQuadrature:
             if got is not None:
                 return got
         if val is None:
-            val = _integrate(self.integrand.function(0, skip=(a, pa)), self.s_end_exp, self.prec)
+            val = integrate(self.integrand.function(0, skip=(a, pa)), self.s_end_exp, self.prec)
         if self.truncated:
             c = (self.S - pa) / self.sigma
             if not c > 0:
                 raise PrecisionError(None, None, "permute-and-flip: cannot bound the quadrature tail")
-            val += _zero_to((-(c * self.L_ball)).exp() / c)
+            val += zero_to((-(c * self.L_ball)).exp() / c)
         return val / self.sigma
 
     def _expansion(self, a: int, lnp: float, pa: arb) -> Optional[arb]:
@@ -236,15 +236,15 @@ class StreamedQuadrature:
         N = min(self._need(a, lnp, pa), n_star)
         R = None
         shared = self.shared.get(N)
-        if shared is not None:  # bounds this level's factor: p_a is no larger (_tail_factor)
+        if shared is not None:  # bounds this level's factor: p_a is no larger (tail_factor)
             R = ((pa if N == 0 else pa ** (N + 1)) * shared).upper()
             if not R < goal:
                 R = None
         if R is None:
-            R = _tail_bound(pa, N, self.S, self.fact)
+            R = tail_bound(pa, N, self.S, self.fact)
         while (R is None or not R < goal) and N < n_star:
             N += 1
-            R = _tail_bound(pa, N, self.S, self.fact)
+            R = tail_bound(pa, N, self.S, self.fact)
         if R is None:  # (a bound above the goal still encloses: certification raises the precision)
             return None
         if N == 0:
@@ -253,7 +253,7 @@ class StreamedQuadrature:
         acc = self.nus[N]
         for k in range(N - 1, -1, -1):
             acc = acc * x + self.nus[k]
-        return acc / self.sigma + _zero_to(R)
+        return acc / self.sigma + zero_to(R)
 
 
 def quadrature_integrals(p: Sequence[arb], mult: Sequence[int], w: Sequence[arb], S: arb, lnp: Sequence[float],

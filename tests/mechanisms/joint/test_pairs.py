@@ -13,6 +13,7 @@ from exactdp._oracle.cells import mechanism_pairs
 from exactdp._oracle.groups import Groups
 from exactdp.audit import neighbours
 from exactdp.mechanisms.joint import pairs as joint_pairs
+from exactdp.mechanisms.joint.pair_sweep import PairSweep
 from exactdp.mechanisms.joint.pairs import joint_pair_cells
 from twins.joint_pairs import brute_pair_cells, joint_level
 from twins.strategies import count_pairs
@@ -101,18 +102,6 @@ def test_not_applicable_falls_back_to_orbits():
     assert {key: n for key, (_, n) in pairs.items()} == brute_pair_cells(c1, c2, 2)
 
 
-def test_witnesses_found_by_the_search():
-    """Cells that no single displaced item reaches are searched exactly."""
-    c1, c2 = [9, 9, 5, 5, 2, 1, 0], [9, 8, 5, 6, 2, 1, 1]
-    k = 4
-    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
-    p = joint_pairs._Pair(a, b)
-    for (x, y) in brute_pair_cells(c1, c2, k):
-        M, M2 = -a.groups()[x].utility, -b.groups()[y].utility
-        s = joint_pairs._search_witness(p, M, M2)
-        assert s is not None and (joint_level(c1, s), joint_level(c2, s)) == (M, M2)
-
-
 def _detected(c1, c2, k):
     try:
         _check(c1, c2, k)
@@ -125,7 +114,7 @@ def _detected(c1, c2, k):
 def test_negative_control_a_wrong_sweep_is_detected(break_pair_count, fault):
     """An off-by-one threshold in the two-dimensional count, or a band one too narrow, is
     caught by the twin comparison."""
-    break_pair_count(joint_pairs._Pair, fault)
+    break_pair_count(PairSweep, fault)
     cases = [(list(c1), list(c2), k) for c1, c2 in _pairs(3, full=True) for k in (1, 2)]
     assert any(_detected(*case) for case in cases)
 
@@ -216,23 +205,9 @@ def test_diagonal_count_many_changed_items():
     assert a.pair_cells(b) is not None
 
 
-def test_diagonal_witnesses_found_by_the_search():
-    """The diagonal count's witnesses, found when first read (displaced item, else the
-    search), and the search itself on every cell: real sequences of the cell's levels."""
-    c1, c2 = [9, 9, 5, 5, 2, 1, 0], [9, 8, 5, 6, 2, 1, 1]
-    k = 4
-    a, b = Joint(c1, k, epsilon=1), Joint(c2, k, epsilon=1)
-    p = joint_pairs._Pair(a, b)
-    p.group_by_difference()
-    for (x, y) in brute_pair_cells(c1, c2, k):
-        M, M2 = -a.groups()[x].utility, -b.groups()[y].utility
-        for s in (joint_pairs.SearchedWitness(p, M, M2), joint_pairs._search_witness_by_class(p, M, M2)):
-            assert s is not None and (joint_level(c1, s), joint_level(c2, s)) == (M, M2) and len(set(s)) == k
-
-
 @pytest.mark.parametrize("fault", ["threshold", "band"])
 def test_negative_control_a_wrong_diagonal_count_is_detected(break_pair_count, fault):
-    break_pair_count(joint_pairs._Pair, fault)
+    break_pair_count(PairSweep, fault)
     cases = [(c1, c2, k) for c1, c2 in _linf_pairs(2) for k in (1, 2)]
     detected = 0
     for case in cases:
