@@ -43,7 +43,7 @@ from .lazy import sympy
 from .aliases import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import ArgumentTypeError, InvalidParameterError, NoLevelArraysError, TooManyOutputsError
 from .formatting import exact_text, int_text
-from .levels import Level, LevelTable, Utility
+from .levels import Level, LevelTable, LevelTableLike, Utility
 from .ranking import Ranking
 from .scale import Scale
 from .selection import SelectionRule
@@ -112,13 +112,17 @@ class Mechanism(abc.ABC):
     #: been used pickles, deep-copies and goes to a process pool like a fresh one, with
     #: the same results.  A subclass with caches of its own extends the mapping.
     _CACHES: ClassVar[dict[str, Callable[[], Any]]] = {"_table": lambda: None}
+    #: Whether :meth:`pair_cells` and :meth:`pair_count_declined` count the cells of a pair
+    #: of this mechanism with another of its family without enumerating outputs (Joint and
+    #: PNFJoint, JointSet); the oracle asks only when both sides of a pair declare it.
+    counts_pairs: ClassVar[bool] = False
 
     def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)
         self.d: int = len(self.counts)
         self.k: int = as_k(k, self.d)
         self.ranking = Ranking(self.counts)
-        self._table: Optional[LevelTable] = None
+        self._table: Optional[LevelTableLike] = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -194,15 +198,46 @@ class Mechanism(abc.ABC):
             draws = [sorted(o) for o in draws]
         return np.array(draws, dtype=ids_dtype(self.d)).reshape(n, self.k)
 
+    # -- capabilities the oracle asks for: declared here, each with its "not provided" --------
+    def groups_rule(self) -> Optional[SelectionRule]:
+        """The selection rule whose utility levels are this mechanism's probability groups
+        (one output of level ``a`` has ``rule``'s probability over :attr:`table`), so that the
+        oracle may read the rule's batched forms over the table; ``None`` when the groups are
+        not one rule's levels.  By default :attr:`rule`; a mechanism that overrides the group
+        hooks with another law (Peeling, CanonicalGamma1) returns ``None``."""
+        return self.rule
+
+    def pair_cells(self, other: "Mechanism") -> Optional[dict[tuple[int, int], list[Any]]]:
+        """The occurring pairs ``(group index here, group index under other)`` with
+        ``[witness output, exact number of outputs]``, counted without enumerating outputs,
+        or ``None`` when no such count applies (the default: the oracle then visits orbits
+        of outputs).  A mechanism that provides it sets :attr:`counts_pairs`."""
+        return None
+
+    def pair_count_declined(self, other: "Mechanism") -> str:
+        """Why :meth:`pair_cells` returns ``None`` for ``other`` (``""``: it does not, or no
+        reason is known), for a limit message."""
+        return ""
+
+    def pair_head(self, other: "Mechanism", depth: Optional[int] = None) -> Optional[Any]:
+        """The cells of the outputs at level ``M <= depth`` (utility ``>= -depth``) here
+        with ``other``, counted down to ``depth`` only (for an audit that bounds the rest
+        by the one-dataset tails), or ``None`` when no stopped count applies (the default;
+        Joint and PNFJoint provide it)."""
+        return None
+
     # -- shared machinery --------------------------------------------------------------
     @property
-    def table(self) -> LevelTable:
+    def table(self) -> LevelTableLike:
+        """The level table :attr:`rule` acts on, built by :meth:`_make_table` on first use."""
         if self._table is None:
             self._table = self._make_table()
         return self._table
 
-    def _make_table(self) -> LevelTable:
-        """The level table the rule acts on: by default every level in memory."""
+    def _make_table(self) -> LevelTableLike:
+        """The level table the rule acts on: by default every level in memory (a
+        :class:`LevelTable`); any table of the :class:`~exactdp.core.levels.LevelTableLike`
+        protocol may be returned (Joint's, JointSet's and Canonical's block tables)."""
         return LevelTable(tuple(self._compute_levels()), self.scale)
 
     def _check_output(self, output: Iterable[Any]) -> Output:

@@ -110,6 +110,11 @@ class CanonicalGamma1(CanonicalFamily):
         self.levels()
 
     # -- the groups: the classes (h, t) -----------------------------------------------------
+    def groups_rule(self) -> None:
+        """``None``: the groups (classes ``(h, t)``) have the two-stage law, not one rule over
+        levels."""
+        return None
+
     def _group_key(self, output: Output) -> tuple[int, int]:
         return self._class(output)
 
