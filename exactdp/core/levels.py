@@ -81,8 +81,10 @@ class LevelTableLike(Protocol):
     lazy views (found block by block as they are read)."""
 
     scale: Scale
-    #: First working precision of exact sampling (None: the sampler's own guess).
-    sampling_prec: Optional[int]
+
+    @property
+    def sampling_prec(self) -> Optional[int]:
+        """The first working precision of exact sampling (None: the sampler's own guess)."""
 
     @property
     def levels(self) -> tuple[Level, ...]:

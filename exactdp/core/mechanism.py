@@ -207,7 +207,7 @@ class Mechanism(abc.ABC):
         hooks with another law (Peeling, CanonicalGamma1) returns ``None``."""
         return self.rule
 
-    def pair_cells(self, other: "Mechanism") -> Optional[dict[tuple[int, int], list[Any]]]:
+    def pair_cells(self, other: "Mechanism") -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(group index here, group index under other)`` with
         ``[witness output, exact number of outputs]``, counted without enumerating outputs,
         or ``None`` when no such count applies (the default: the oracle then visits orbits
@@ -219,7 +219,7 @@ class Mechanism(abc.ABC):
         reason is known), for a limit message."""
         return ""
 
-    def pair_head(self, other: "Mechanism", depth: Optional[int] = None) -> Optional[Any]:
+    def pair_head(self, other: "Mechanism", depth: Optional[int] = None) -> Optional[object]:
         """The cells of the outputs at level ``M <= depth`` (utility ``>= -depth``) here
         with ``other``, counted down to ``depth`` only (for an audit that bounds the rest
         by the one-dataset tails), or ``None`` when no stopped count applies (the default;

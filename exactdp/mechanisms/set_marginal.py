@@ -105,6 +105,11 @@ class SetMarginal(Mechanism):
         return sympy.Add(*[n * seq._group_probability_exact(g) for g, n in self._orderings(key).items()])
 
     # -- the groups: count multisets ------------------------------------------------------------
+    def groups_rule(self) -> None:
+        """``None``: the groups (count multisets) have the law of the sequences summed over
+        orderings, not one rule over levels."""
+        return None
+
     def _key(self, output: Sequence[int]) -> tuple:
         return tuple(sorted((self.counts[i] for i in output), reverse=True))
 

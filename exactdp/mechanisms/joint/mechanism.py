@@ -31,7 +31,7 @@ import random
 from fractions import Fraction
 from itertools import chain, repeat
 from operator import index, mul
-from typing import Any, Iterator, Optional, SupportsIndex, Union
+from typing import Iterator, Optional, SupportsIndex, Union
 
 import gmpy2
 import mpmath
@@ -219,7 +219,7 @@ class Joint(JointFamily):
         """``d!/(d-k)!``: every sequence of k distinct items has positive probability."""
         return math.perm(self.d, self.k)
 
-    def pair_cells(self, other: Mechanism) -> Optional[dict[tuple[int, int], list[Any]]]:
+    def pair_cells(self, other: Mechanism) -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(level index here, level index under other)`` with
         ``[witness sequence, exact number of sequences]``, counted without enumerating
         outputs (:mod:`exactdp.mechanisms.joint.pairs`), when ``other`` is a Joint or

@@ -471,7 +471,7 @@ class JointSet(JointFamily):
         ranks = sorted(rank_of[i] for i in output)
         return -max(sc[i] - sc[r] for i, r in enumerate(ranks))
 
-    def pair_cells(self, other: Mechanism) -> Optional[dict[tuple[int, int], list[Any]]]:
+    def pair_cells(self, other: Mechanism) -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(level index here, under other)`` with ``[witness set, number of
         sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set.pairs`) when
         ``other`` is a JointSet of the same ``d`` and ``k``; ``None`` when that does not apply."""
