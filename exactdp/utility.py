@@ -523,18 +523,14 @@ def _enumerated(mech: Mechanism, digits: int, exact: bool, limit: int) -> dict[s
     return _combine(list(_enumerated_groups(mech, work, exact, limit)), digits, work, exact)
 
 
-#: How the metrics of a mechanism class are computed, in one place: Joint and PNFJoint, and
+#: How the metrics of a mechanism class are computed, in one place (the nearest class in a
+#: mechanism's MRO decides; any other mechanism is enumerated): Joint and PNFJoint, and
 #: JointSet, by counting per level; Peeling by its dynamic programme over count states.
-#: The nearest class in a mechanism's MRO decides; any other mechanism is enumerated.
 _METHODS: Mapping[type, _Method] = MappingProxyType({
     Joint: _counted(_joint_groups),
     JointSet: _counted(_set_groups),
     Peeling: _peeling_values,
 })
-
-
-def _method_of(mechanism: Mechanism) -> _Method:
-    return next((_METHODS[c] for c in type(mechanism).__mro__ if c in _METHODS), _enumerated)
 
 
 def _exact_group(mech: Mechanism, key: Any) -> Fraction:
@@ -564,7 +560,8 @@ def metrics(mechanism: Mechanism, dps: Optional[int] = None, *, exact: bool = Fa
         raise ArgumentTypeError("exact", exact, "must be True or False")
     digits = as_dps(dps)
     limit = as_positive_int(max_outputs, "max_outputs")
-    values = _method_of(mechanism)(mechanism, digits, exact, limit)
+    method = next((_METHODS[c] for c in type(mechanism).__mro__ if c in _METHODS), _enumerated)
+    values = method(mechanism, digits, exact, limit)
     if mechanism.output_kind != "sequence":
         values["p_exact_topk_sequence"] = None
     return Metrics(values, mechanism=repr(mechanism), dps=None if exact else digits, exact=exact)

@@ -42,34 +42,37 @@ RngLike = Optional[Union[SupportsIndex, random.Random]]
 class MechanismLike(Protocol):
     """Any exactdp mechanism object: what the oracle reads of it, the public API of every
     :class:`~exactdp.core.mechanism.Mechanism` subclass (CanonicalGamma1 included: it has
-    probability groups but no utility levels).  A protocol, so that this module imports no
-    mechanism: the class provides it."""
+    probability groups but no utility levels), documented there.  A protocol, so that this
+    module imports no mechanism: the class provides it."""
 
     counts: Tuple[int, ...]
     d: int
     k: int
     output_kind: str
 
-    def groups(self) -> Sequence[Any]:
-        """The probability groups, ``Level(key, size)``."""
-
+    def groups(self) -> Sequence[Any]: ...
     def group_index(self, output: OutputLike) -> int:
-        """The index in :meth:`groups` of ``output``."""
+        """The index of the group of ``output``."""
+        ...
 
     def group_output_probabilities(self, dps: Optional[int] = None) -> Sequence[Tuple[Any, Any]]:
-        """``(group, certified probability of one output of it)`` for every group."""
+        """Every group with one output's probability, to ``dps`` digits."""
+        ...
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
-        """Every output of positive probability, group by group."""
+        """Every output, refused past ``max_outputs``."""
+        ...
 
     def probability(self, output: OutputLike, dps: Optional[int] = None) -> Any:
-        """The certified probability of ``output``."""
+        """The probability of ``output`` to ``dps`` digits."""
+        ...
 
-    def support_size(self) -> int:
-        """The number of outputs of positive probability."""
-
+    def support_size(self) -> int: ...
     def sample(self, rng: RngLike = None) -> Output:
-        """One exact draw."""
+        """One draw from ``rng``."""
+        ...
+
+
 
 #: A probability (or log-probability) given by the caller: a ``float``, an ``int``, a
 #: ``Fraction``/``Decimal``, numpy floats, ``mpmath.mpf``, a sympy number (all

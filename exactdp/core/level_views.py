@@ -46,9 +46,9 @@ class BlockedTable(Protocol):
 class LevelView(Sequence):
     """All levels' values of one kind, computed block by block on access.
 
-    ``block(b)`` is the (cached) list of block ``b``; ``field``, when given, reads the value
-    off each element (a Level's utility or multiplicity), so a single read costs one
-    element, not a new list of the whole block."""
+    ``table``: the block table; ``block(b)`` is the (cached) list of block ``b``;
+    ``field``, when given, reads the value off each element (a Level's utility or
+    multiplicity), so a single read costs one element, not a new list of the whole block."""
 
     def __init__(self, table: BlockedTable, block: Callable[[int], list],
                  field: Optional[Callable[[Any], Any]] = None):
@@ -111,7 +111,7 @@ class CumulativeView(LevelView):
 
 
 class RunningSum:
-    """The running sum over the blocks at one precision, as far as it is needed.
+    """The running sum over the blocks of ``table`` at precision ``prec``, as far as it is needed.
 
     The sum is formed block by block in level order.  It stops after block ``b`` once
     the rest is certainly negligible: with ``R_b`` outputs after block ``b`` (the source's

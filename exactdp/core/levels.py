@@ -73,7 +73,8 @@ def relative_weight(lam: arb, delta: Union[int, Fraction]) -> arb:
 class LevelTableLike(Protocol):
     """What a selection rule and a mechanism read from a level table: the levels (best
     first), their :class:`~exactdp.core.scale.Scale`, and certified enclosures of the
-    relative weights ``e_a = w(u_a) / w(u_0)`` at flint's current precision.
+    relative weights ``e_a = w(u_a) / w(u_0)`` at flint's current precision (the members
+    of :class:`LevelTable`, documented there).
 
     :class:`LevelTable` (every level in memory) and
     :class:`~exactdp.core.level_blocks.BlockLevelTable` (levels in blocks within a memory
@@ -83,68 +84,45 @@ class LevelTableLike(Protocol):
     scale: Scale
 
     @property
-    def sampling_prec(self) -> Optional[int]:
-        """The first working precision of exact sampling (None: the sampler's own guess)."""
-
+    def sampling_prec(self) -> Optional[int]: ...
     @property
-    def levels(self) -> tuple[Level, ...]:
-        """Every level, best first (a block table refuses past its memory budget)."""
-
+    def levels(self) -> tuple[Level, ...]: ...
     @property
-    def utilities(self) -> Sequence[Any]:
-        """The exact utility of every level, best first."""
-
+    def utilities(self) -> Sequence[Any]: ...
     @property
-    def multiplicities(self) -> Sequence[int]:
-        """The exact multiplicity of every level, best first."""
-
+    def multiplicities(self) -> Sequence[int]: ...
     @property
-    def extra_bits(self) -> int:
-        """Guard bits of a sum over every level."""
-
+    def extra_bits(self) -> int: ...
     def __len__(self) -> int: ...
-
-    def known_length(self) -> Optional[int]:
-        """The number of levels when known without finding more of them, else None."""
-
+    def known_length(self) -> Optional[int]: ...
     def known_index(self, utility: Utility) -> Optional[int]:
-        """The index of the level with ``utility`` when known, else None (KeyError: none)."""
+        """The index of the level with ``utility`` when known, else None."""
+        ...
 
     def level_at(self, utility: Utility) -> Level:
         """The level with ``utility`` (KeyError when none)."""
+        ...
 
-    def sampling_size(self) -> int:
-        """The number of levels, or a bound on it, as exact sampling needs it."""
-
+    def sampling_size(self) -> int: ...
     def index_of(self, utility: Utility) -> int:
-        """The index of the level with ``utility`` (KeyError when no output has it)."""
+        """The index of the level with ``utility`` (KeyError when none)."""
+        ...
 
-    def iter_levels(self) -> Iterator[Level]:
-        """Every level, best first, one at a time."""
-
-    def block_ranges(self) -> list[tuple[int, int]]:
-        """``(start, stop)`` of every block of levels (one block: every level)."""
-
-    def _cached(self, name: str, build: Callable[[], Any]) -> Any:
-        """``build()`` kept under ``name`` at flint's current precision."""
-
+    def iter_levels(self) -> Iterator[Level]: ...
+    def block_ranges(self) -> list[tuple[int, int]]: ...
+    def _cached(self, name: str, build: Callable[[], Any]) -> Any: ...
     def cached_at_least(self, name: str, prec: int) -> Any:
         """What is kept under ``name`` at ``prec`` bits or more, or None."""
+        ...
 
-    def relative_weights(self) -> Sequence[arb]:
-        """Enclosures of ``e_a``, every level."""
-
-    def level_weights(self) -> Sequence[arb]:
-        """Enclosures of ``m_a e_a``, every level."""
-
-    def cumulative(self) -> Sequence[arb]:
-        """The running sums of :meth:`level_weights`."""
-
+    def relative_weights(self) -> Sequence[arb]: ...
+    def level_weights(self) -> Sequence[arb]: ...
+    def cumulative(self) -> Sequence[arb]: ...
     def sum_except(self, a: int) -> arb:
-        """Enclosure of ``sum_{b != a} m_b e_b``."""
+        """Enclosure of the sum of the level weights but that of level ``a``."""
+        ...
 
-    def total(self) -> arb:
-        """Enclosure of ``sum_a m_a e_a``."""
+    def total(self) -> arb: ...
 
 
 class LevelTable:

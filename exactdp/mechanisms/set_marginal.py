@@ -106,8 +106,7 @@ class SetMarginal(Mechanism):
 
     # -- the groups: count multisets ------------------------------------------------------------
     def groups_rule(self) -> None:
-        """``None``: the groups (count multisets) have the law of the sequences summed over
-        orderings, not one rule over levels."""
+        """None: the groups (count multisets) have a law of their own, not one rule's levels."""
         return None
 
     def _key(self, output: Sequence[int]) -> tuple:

@@ -56,15 +56,15 @@ def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsInde
 def _walkthroughs() -> Mapping[type, Callable[[Any, RngLike, SupportsIndex], Explanation]]:
     """The walk-through of each mechanism class, in one place (loaded on first use): a
     mechanism gets the one of the nearest class in its MRO.  PNFJoint's is Joint's, which
-    reads the rule."""
+    reads the rule; CanonicalGamma1's is Canonical's, which reads ``groups_rule()``."""
     from ..mechanisms.canonical import Canonical, CanonicalGamma1
     from ..mechanisms.joint import Joint
     from ..mechanisms.joint_set import JointSet
     from ..mechanisms.peeling import Peeling
-    from .canonical import explain_canonical, explain_canonical_gamma1
+    from .canonical import explain_canonical
     from .joint import explain_joint
     from .joint_set import explain_joint_set
     from .peeling import explain_peeling
 
     return MappingProxyType({Joint: explain_joint, JointSet: explain_joint_set, Canonical: explain_canonical,
-                             CanonicalGamma1: explain_canonical_gamma1, Peeling: explain_peeling})
+                             CanonicalGamma1: explain_canonical, Peeling: explain_peeling})

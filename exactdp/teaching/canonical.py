@@ -21,7 +21,7 @@ from ..mechanisms.canonical import CanonicalGamma1
 from .explanation import Citation, Explanation, RecordingRandom, Step, Table, check_size, recording_generator
 from .steps import certified, level_draw_step, probability_step, ranking_step, sample_check, summary_step
 
-__all__ = ["explain_canonical", "explain_canonical_gamma1", "CANONICAL_PAPER"]
+__all__ = ["explain_canonical", "CANONICAL_PAPER"]
 
 #: The canonical Lipschitz mechanism's paper.
 CANONICAL_PAPER = ("Differentially Private Top-k Selection via Canonical Lipschitz Mechanism",
@@ -52,29 +52,18 @@ def _member_step(m: Any, rec: RecordingRandom, h: int, t: int) -> tuple[Step, fr
                  ("items", tuple(sorted(drawn))))), drawn
 
 
-def explain_canonical(m: Canonical, rng: Any, max_size: int, digits: int = 20) -> Explanation:
-    """The walk-through of a :class:`Canonical` (arguments as :func:`explain_canonical_gamma1`)."""
-    return _explain(m, rng, max_size, digits, two_stage=False)
-
-
-def explain_canonical_gamma1(m: CanonicalGamma1, rng: Any, max_size: int, digits: int = 20) -> Explanation:
-    """The walk-through of a :class:`CanonicalGamma1`.
+def explain_canonical(m: Union[Canonical, CanonicalGamma1], rng: Any, max_size: int, digits: int = 20) -> Explanation:
+    """The walk-through of a :class:`Canonical` or :class:`CanonicalGamma1`.
 
     ``m``: the mechanism; ``rng``: the draw's generator (an int seed, ``None`` or a
     :class:`random.Random`, see :func:`~exactdp.teaching.explanation.recording_generator`);
     ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
     ``digits``: significant digits of the certified probabilities shown (default 20)."""
-    return _explain(m, rng, max_size, digits, two_stage=True)
-
-
-def _explain(m: Any, rng: Any, max_size: int, digits: int, two_stage: bool) -> Explanation:
-    """The walk-through of a canonical mechanism: with ``two_stage``, CanonicalGamma1's
-    tail, class and member draws; else Canonical's level and member draws."""
     check_size(m.d, max_size, rows=1 + m.k * (m.d - m.k))
     rec, seed, finish = recording_generator(rng)
     state = rec.getstate()
     steps = [ranking_step(m, "x_(1) >= ... >= x_(d)"), _classes_step(m, digits)]
-    if two_stage:
+    if m.groups_rule() is None:  # CanonicalGamma1: its classes have the two-stage law, not a rule's levels
         steps += _gamma1_steps(m, rec, digits)
         drawn = _gamma1_draw(m, rec, steps)
         where = "the two-stage variant of the introduction; Definition 3.4, Theorem 3.5"

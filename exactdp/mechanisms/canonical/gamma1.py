@@ -111,8 +111,7 @@ class CanonicalGamma1(CanonicalFamily):
 
     # -- the groups: the classes (h, t) -----------------------------------------------------
     def groups_rule(self) -> None:
-        """``None``: the groups (classes ``(h, t)``) have the two-stage law, not one rule over
-        levels."""
+        """None: the groups (classes ``(h, t)``) have a law of their own, not one rule's levels."""
         return None
 
     def _group_key(self, output: Output) -> tuple[int, int]:

@@ -346,8 +346,7 @@ class Peeling(Mechanism):
 
     # -- group hooks: a count sequence's probability, computed round by round -------------
     def groups_rule(self) -> None:
-        """``None``: the groups (count sequences) have the law of ``k`` rounds, not one rule
-        over levels."""
+        """None: the groups (count sequences) have a law of their own, not one rule's levels."""
         return None
 
     def _group_probability(self, values: tuple, dps: int) -> mpmath.mpf:
