@@ -77,6 +77,7 @@ from . import accounting
 from ._oracle.samplers import check_law_current
 from .core.namespace import public_dir
 from .core.aliases import CountsLike, MechanismLike, RationalLike
+from .core.mechanism import Mechanism
 from .core.precision import mpf_fraction
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError
@@ -568,6 +569,7 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
     eps = as_positive_rational(epsilon, "epsilon")
     kk = as_positive_int(k, "k")
     call = f"dp_topk {kind}(item_counts, k={kk}, epsilon={epsilon!r}, neighbor_type={neighbours.upper()})"
+    mech: Mechanism
     if kind in ("joint", "pnf_joint"):
         cls = Joint if kind == "joint" else PNFJoint
         mech = cls(counts, kk, epsilon=eps, sensitivity=DP_TOPK_NEIGHBOR_TYPES[neighbours])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, SupportsIndex
+from typing import Callable, Mapping, SupportsIndex
 
 from ..core.aliases import RngLike
 from ..core.mechanism import Mechanism
@@ -53,7 +53,7 @@ def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsInde
 
 
 @functools.lru_cache(maxsize=None)
-def _walkthroughs() -> Mapping[type, Callable[[Any, RngLike, SupportsIndex], Explanation]]:
+def _walkthroughs() -> Mapping[type, Callable[..., Explanation]]:
     """The walk-through of each mechanism class, in one place (loaded on first use): a
     mechanism gets the one of the nearest class in its MRO.  PNFJoint's is Joint's, which
     reads the rule; CanonicalGamma1's is Canonical's, which reads ``groups_rule()``."""
