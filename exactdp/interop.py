@@ -31,7 +31,6 @@ Joint([5, 3, 3, 0], k=2, epsilon=1, sensitivity=2)
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
 import re
@@ -42,9 +41,12 @@ from . import accounting
 from ._oracle.samplers import check_law_current
 from .core.namespace import public_dir
 from .core.aliases import CountsLike, MechanismLike, RationalLike
+from .core.mechanism import Mechanism
 from .core.precision import mpf_fraction
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError
+from .mechanisms.joint import Joint, PNFJoint
+from .mechanisms.peeling import Peeling
 
 __all__ = [
     "OPENDP_MEASURES",
@@ -83,12 +85,6 @@ _DIFFPRIVLIB_CATEGORICAL_SEEDING = ("build the object with random_state=<int> (e
 _DIFFPRIVLIB_SEEDING = ("build the object with random_state=<int> (exactdp.testing.from_randomise does so from the "
                         "test's seed); without it diffprivlib draws from secrets.SystemRandom")
 _NUMPY_GLOBAL_SEEDING = "numpy's global generator (np.random.seed; exactdp.testing seeds and restores it)"
-
-
-def _mechanism(name: str) -> type:
-    """An exactdp mechanism class through the package's public names (the oracle layer
-    never imports a mechanism module)."""
-    return getattr(importlib.import_module("exactdp"), name)  # type: ignore[no-any-return]
 
 
 def _annotate(mechanism: MechanismLike, library_call: str, seeding: str, *, epsilon: Optional[Fraction] = None,
@@ -156,7 +152,7 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
         c = tuple(-x for x in c)
     noise = OPENDP_MEASURES[measure]
     # weight exp(c / scale) = exp((k / (scale D)) / k * (c D)): the same law on integer scores
-    mech = _mechanism("Peeling")(c, kk, epsilon=Fraction(kk) / (s * denominator), noise=noise)
+    mech = Peeling(c, kk, epsilon=Fraction(kk) / (s * denominator), noise=noise)
     spread = distance if monotonic else 2 * distance  # OpenDP's range distance
     metric = "monotonic, " if monotonic else ""
     call = (f"opendp.measurements.make_noisy_top_k(vector_domain(atom_domain), linf_distance({metric}...), "
@@ -343,7 +339,7 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
         if len(labels) != len(counts) or len(set(labels)) != len(labels):
             raise InvalidParameterError("candidates", candidates, "must be distinct labels, one per utility")
         id_map = {label: i for i, label in enumerate(labels)}
-    cls = _mechanism("Joint" if kind == "Exponential" else "PNFJoint")
+    cls = Joint if kind == "Exponential" else PNFJoint
     # weight exp(eps u / (delta (2 - mono))) = exp((eps / D) (u D) / (2 * delta (2 - mono) / 2))
     mech = cls(counts, 1, epsilon=eps / denominator, sensitivity=delta_u * (2 - mono) / 2)
     call = (f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, sensitivity={sensitivity!r}, utility=[...], "
@@ -503,7 +499,7 @@ def _categorical_mechanism(kind: str, epsilon: Optional[RationalLike], value: Op
     counts = [-int(u * denominator) for u in row]
     # weight exp(-eps u / (b S)) = exp((eps / D) (-u D) / (2 * (b S / 2))); one value: any scale
     scale = (1 if balanced else 2) * largest / 2 if largest > 0 else Fraction(1)
-    mech = _mechanism("Joint")(counts, 1, epsilon=eps / denominator, sensitivity=scale)
+    mech = Joint(counts, 1, epsilon=eps / denominator, sensitivity=scale)
     described = "hierarchy=[...]" if kind == "ExponentialHierarchical" else "utility_list=[...]"
     call = f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, {described}).randomise({value!r})"
     return _annotate(mech, call, _DIFFPRIVLIB_CATEGORICAL_SEEDING, epsilon=eps, delta=Fraction(0), id_map=position)
@@ -537,20 +533,21 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
     eps = as_positive_rational(epsilon, "epsilon")
     kk = as_positive_int(k, "k")
     call = f"dp_topk {kind}(item_counts, k={kk}, epsilon={epsilon!r}, neighbor_type={neighbours.upper()})"
+    mech: Mechanism
     if kind in ("joint", "pnf_joint"):
-        cls = _mechanism("Joint" if kind == "joint" else "PNFJoint")
+        cls = Joint if kind == "joint" else PNFJoint
         mech = cls(counts, kk, epsilon=eps, sensitivity=DP_TOPK_NEIGHBOR_TYPES[neighbours])
         return _annotate(mech, call, _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=Fraction(0))
     if kind == "pnf_peel":
-        mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="exponential")
+        mech = Peeling(counts, kk, epsilon=eps, noise="exponential")
         return _annotate(mech, call, _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=Fraction(0))
     if delta is None:
         raise InvalidParameterError("delta", delta, "cdp_peel is (epsilon, delta)-DP: give delta")
     dd = as_rational(delta, "delta")
     if dd == 0:  # em_epsilon_cdp returns epsilon / k for delta = 0: pure peeling, epsilon-DP by composition
-        mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="gumbel")
+        mech = Peeling(counts, kk, epsilon=eps, noise="gumbel")
     else:
         local = mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
-        mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
+        mech = Peeling(counts, kk, epsilon=kk * local, noise="gumbel")
     return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=dd)
 

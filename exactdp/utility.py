@@ -33,7 +33,7 @@ import math
 from collections.abc import Mapping
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import mpmath
 from flint import arb
@@ -57,6 +57,10 @@ METRIC_KEYS = ("expected_linf", "expected_l1", "expected_shortfall", "expected_t
 DEFAULT_MAX_OUTPUTS = 10**6
 #: Digits beyond ``dps`` to which the group probabilities are certified.
 _GUARD = 3
+#: One group of outputs for the sums: ``(probability of one output, divisor, sums, l_inf histogram)``.
+_Group = tuple[Any, int, dict[str, int], dict[int, int]]
+#: A way to compute the metric values: ``method(mechanism, dps, exact, max_outputs)``.
+_Method = Callable[[Any, int, bool, int], dict[str, Any]]
 #: The sums kept per group, in this order.
 _SUMS = ("linf", "l1", "short", "true", "set0", "seq0")
 
@@ -464,6 +468,31 @@ def _enumerated_groups(mech: Mechanism, dps: int, exact: bool, max_outputs: int
         yield p, 1, sums, hist
 
 
+def _counted(groups_of: Callable[[Any, int, bool], Iterable[_Group]]) -> _Method:
+    """The metrics from per-group sums: ``groups_of(mechanism, digits, exact)``, combined."""
+    def method(mech: Mechanism, digits: int, exact: bool, limit: int) -> dict[str, Any]:
+        work = digits + _GUARD
+        return _combine(list(groups_of(mech, work, exact)), digits, work, exact)
+
+    return method
+
+
+def _enumerated(mech: Mechanism, digits: int, exact: bool, limit: int) -> dict[str, Any]:
+    """The metrics of any mechanism, by enumerating its outputs (at most ``limit``)."""
+    work = digits + _GUARD
+    return _combine(list(_enumerated_groups(mech, work, exact, limit)), digits, work, exact)
+
+
+#: How the metrics of a mechanism class are computed, in one place (the nearest class in a
+#: mechanism's MRO decides; any other mechanism is enumerated): Joint and PNFJoint, and
+#: JointSet, by counting per level; Peeling by its dynamic programme over count states.
+_METHODS: Mapping[type, _Method] = MappingProxyType({
+    Joint: _counted(_joint_groups),
+    JointSet: _counted(_set_groups),
+    Peeling: _peeling_values,
+})
+
+
 def _exact_group(mech: Mechanism, key: Any) -> Fraction:
     """One output's exact probability in the group ``key``, as a Fraction (rational base)."""
     return _fraction(mech._group_probability_exact(key))
@@ -491,19 +520,8 @@ def metrics(mechanism: Mechanism, dps: Optional[int] = None, *, exact: bool = Fa
         raise ArgumentTypeError("exact", exact, "must be True or False")
     digits = as_dps(dps)
     limit = as_positive_int(max_outputs, "max_outputs")
-    work = digits + _GUARD
-    if isinstance(mechanism, Joint):
-        groups = _joint_groups(mechanism, work, exact)
-    elif isinstance(mechanism, JointSet):
-        groups = _set_groups(mechanism, work, exact)
-    elif isinstance(mechanism, Peeling):
-        groups = None
-    else:
-        groups = _enumerated_groups(mechanism, work, exact, limit)
-    if groups is None:
-        values = _peeling_values(mechanism, digits, exact, limit)
-    else:
-        values = _combine(list(groups), digits, work, exact)
+    method = next((_METHODS[c] for c in type(mechanism).__mro__ if c in _METHODS), _enumerated)
+    values = method(mechanism, digits, exact, limit)
     if mechanism.output_kind != "sequence":
         values["p_exact_topk_sequence"] = None
     return Metrics(values, mechanism=repr(mechanism), dps=None if exact else digits, exact=exact)

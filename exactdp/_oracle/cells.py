@@ -23,6 +23,7 @@ from flint import arb, ctx, fmpz
 
 from ..core.aliases import Output
 from ..core.combinatorics import count_words
+from ..core.mechanism import Mechanism
 from ..core.precision import mpf_man_exp, rational_ball
 from .distributions import Cell, MappingDistribution, as_distribution, check_same_key_kinds, check_same_space
 from .engines.head import head_engine
@@ -127,20 +128,18 @@ def mechanism_pairs(a: Any, b: Any, limit: int, symmetric: bool = True,
     under b) when both mechanisms treat tied items alike (:func:`ties_exchangeable`; else
     every output); refuses with :class:`AuditLimitError` past ``limit`` orbits.
 
-    When both mechanisms offer the ``pair_cells(other)`` hook (Joint and PNFJoint: a
+    When both mechanisms declare the ``pair_cells(other)`` hook (``counts_pairs``; Joint and PNFJoint: a
     two-dimensional threshold sweep; JointSet: path counts per subset of the changed
     items; docs/audit.md) and it applies, the cells are counted
     without visiting any output and the number visited is ``0``.  ``sweep`` defaults to
     ``symmetric``: ``symmetric=False`` (or ``sweep=False``) visits every output."""
     declined = ""  # why the count without enumeration did not apply, for the limit's message
     if symmetric if sweep is None else sweep:
-        hook_a, hook_b = getattr(a, "pair_cells", None), getattr(b, "pair_cells", None)
-        if callable(hook_a) and callable(hook_b):
-            cells = hook_a(b)
+        if all(isinstance(m, Mechanism) and m.counts_pairs for m in (a, b)):
+            cells = a.pair_cells(b)
             if cells is not None:
                 return cells, 0
-            why = getattr(a, "pair_count_declined", None)
-            reason = why(b) if callable(why) else ""
+            reason = a.pair_count_declined(b)
             declined = (f"; {type(a).__name__}'s pair count without enumeration does not apply to this pair "
                         f"({reason or 'see docs/audit.md'}: docs/audit.md, 'How a pair is audited without "
                         "enumeration'), so the audit would enumerate")

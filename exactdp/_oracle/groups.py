@@ -8,11 +8,12 @@ probability 0), the certified probability of one output of each group and of eac
 group, and every output listed group by group.
 
 The oracle never imports a mechanism module: it uses ``groups()``, ``group_index()``,
-``group_output_probabilities()``, ``outputs()`` and ``output_kind`` only.  A mechanism whose
-groups are its rule's levels (the base class's group hooks, not overridden) and whose rule
-offers the batched pass (``output_probabilities``: the exponential mechanism and
-permute-and-flip) gets every probability in that one pass instead; the exponential
-mechanism's ``log_form`` serves the per-delta audits (:meth:`Groups.log_form`).
+``group_output_probabilities()``, ``outputs()`` and ``output_kind``, and the capabilities
+:class:`~exactdp.core.mechanism.Mechanism` declares.  A mechanism whose groups are its rule's
+levels (``groups_rule()`` is not None) and whose rule offers the batched pass
+(``output_probabilities``: the exponential mechanism and permute-and-flip) gets every
+probability in that one pass instead; the exponential mechanism's ``log_form`` serves the
+per-delta audits (:meth:`Groups.log_form`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ if TYPE_CHECKING:
     from ..core.levels import Level
 
 __all__ = ["Groups"]
+
+
+def weight_key(mechanism: MechanismLike) -> Optional[tuple[Any, Any]]:
+    """The exact key of the weight of one unit of utility of a mechanism whose groups are
+    its rule's levels (:attr:`~exactdp.core.scale.Scale.weight_key` of its ``scale``, the
+    scale its level table weighs with), None for any other."""
+    if not isinstance(mechanism, Mechanism) or mechanism.groups_rule() is None:
+        return None
+    return mechanism.scale.weight_key
 
 
 class Groups:
@@ -102,15 +112,12 @@ class Groups:
         return self._output_probs[digits]
 
     def _rule_offering(self, method: str) -> Any:
-        """The mechanism's rule when it has ``method`` and the groups are its levels (no
-        group hook overridden, as CanonicalGamma1 and Peeling do), else None."""
+        """The mechanism's :meth:`~exactdp.core.mechanism.Mechanism.groups_rule` (the rule
+        whose levels are its groups; None for CanonicalGamma1 and Peeling) when that rule
+        has ``method``, else None."""
         m = self.mechanism
-        rule = getattr(m, "rule", None)
-        if not (callable(getattr(rule, method, None)) and isinstance(m, Mechanism)):
-            return None
-        cls = type(m)
-        hooks = ("groups", "_group_probability", "_group_output_probabilities")
-        return rule if all(getattr(cls, h) is getattr(Mechanism, h) for h in hooks) else None
+        rule = m.groups_rule() if isinstance(m, Mechanism) else None
+        return rule if callable(getattr(rule, method, None)) else None
 
     def log_form_rule(self) -> Any:
         """The mechanism's rule when it offers the batched log form (the exponential
@@ -141,8 +148,10 @@ class Groups:
 
     def same_weight_as(self, other: "Groups") -> bool:
         """Whether the two level tables' weights of one unit of utility are provably one
-        number (equal exact ``epsilon/divisor``, or one ``base``)."""
-        return self.mechanism.table.scale.weight_key == other.mechanism.table.scale.weight_key
+        number (equal exact ``epsilon/divisor``, or one ``base``); False unless both
+        mechanisms' groups are their rule's levels."""
+        key = weight_key(self.mechanism)
+        return key is not None and key == weight_key(other.mechanism)
 
     def same_law_as(self, other: "Groups") -> bool:
         """Whether one output of group ``a`` has exactly the same probability on both sides, for

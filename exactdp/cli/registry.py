@@ -1,8 +1,9 @@
 """The mechanism registry: which mechanisms the command line offers, with which options.
 
-Each entry of :data:`MECHANISMS` names a mechanism class, a one-line summary and, where it
-is not the class at the budget's epsilon, its rows of ``exactdp compare``
-(:func:`compare_rows`); nothing else is restated here.  The options a mechanism takes are the keyword parameters of its
+Each entry of :data:`MECHANISMS` is a mechanism of ``exactdp.CATALOG`` (its class, its
+command-line name and its one-line summary are declared there) with, where it is not the class
+at the budget's epsilon, its rows of ``exactdp compare`` (:data:`COMPARE`,
+:func:`compare_rows`); nothing else is restated here.  The options a mechanism takes are the keyword parameters of its
 constructor that :data:`OPTIONS` describes (in the constructor's order), the defaults shown
 in ``--help`` are read from that constructor's signature with :mod:`inspect`, and the
 ``--noise`` choices are :data:`exactdp.rules.noise.NOISES`.
@@ -28,7 +29,7 @@ from ..core.mechanism import Mechanism, make_scale
 from ..errors import NotSingleRuleError
 from ..rules.noise import NOISES
 
-__all__ = ["Option", "OPTIONS", "MechanismSpec", "MechanismFactory", "MECHANISMS", "CompareRow", "CompareBuild",
+__all__ = ["Option", "OPTIONS", "MechanismSpec", "MechanismFactory", "MECHANISMS", "COMPARE", "CompareRow", "CompareBuild",
            "compare_rows", "cdp_round_epsilon", "ROUND_DECIMALS", "single_rule"]
 
 
@@ -228,30 +229,27 @@ def single_rule(m: Mechanism) -> bool:
     return True
 
 
-# The registry: CLI name -> MechanismSpec.  Every command (dist, levels, prob, sample,
-# audit, certify, explain) accepts every registered mechanism (``levels`` refuses, with a message,
-# a mechanism that is not one rule over utility levels: canonical-gamma1), with --counts/--counts-file and
-# -k/--k plus the constructor's options that OPTIONS describes.  To add a mechanism, add
-# ONE entry, e.g.
-#
-#     MECHANISMS["peeling"] = MechanismSpec(exactdp.Peeling, "k rounds of peeling")
-#
-# (a constructor keyword no entry of OPTIONS describes yet is not offered until it gets
-# an OPTIONS entry); `exactdp compare` shows it as one row, the class at the budget's epsilon,
-# unless its entry lists its CompareRows.  The class must follow exactdp.Mechanism (levels(),
-# level_probabilities(dps), probability(o, dps), ...).  Nothing else in exactdp/cli/ needs
-# to change; tests/cli/test_cli.py runs its generic checks over every registered mechanism.
-MECHANISMS: dict[str, MechanismSpec] = {
-    "joint": MechanismSpec(exactdp.Joint, "Joint exponential mechanism over top-k sequences"),
-    "pnf-joint": MechanismSpec(exactdp.PNFJoint, "Joint with permute-and-flip over top-k sequences"),
-    "joint-set": MechanismSpec(exactdp.JointSet, "original JOINT over top-k sets"),
-    "canonical": MechanismSpec(exactdp.Canonical, "canonical loss over utility classes of k-subsets"),
-    "canonical-gamma1": MechanismSpec(
-        exactdp.CanonicalGamma1, "two-stage canonical (gamma = 1): a tail, then an (h, t) class of k-subsets"
-    ),
-    "peeling": MechanismSpec(exactdp.Peeling, "k rounds of peeling", compare=(
+#: The rows of ``exactdp compare`` of a mechanism that are not its class at the budget's
+#: epsilon, by its name on the command line.
+COMPARE: dict[str, tuple[CompareRow, ...]] = {
+    "peeling": (
         CompareRow("peeling", "peeling (pure ε, ε/k per round, Gumbel)", (("noise", "gumbel"),)),
         CompareRow("pnf-peel", "PNF-Peel (pure ε, ε/k per round)", (("noise", "exponential"),)),
         CompareRow("cdp-peel", "CDP-Peel (ε, δ)-DP", (("noise", "gumbel"),), _cdp_peel_epsilon),
-    )),
+    ),
+}
+
+# The registry: CLI name -> MechanismSpec, one per entry of exactdp.CATALOG (its command-line
+# name and summary are there).  Every command (dist, levels, prob, sample, audit, certify,
+# explain) accepts every registered mechanism (``levels`` refuses, with a message, a
+# mechanism that is not one rule over utility levels: canonical-gamma1), with
+# --counts/--counts-file and -k/--k plus the constructor's options that OPTIONS describes
+# (a constructor keyword no entry of OPTIONS describes yet is not offered until it gets an
+# OPTIONS entry); `exactdp compare` shows it as one row, the class at the budget's epsilon,
+# unless COMPARE lists its rows.  The class must follow exactdp.Mechanism.  Nothing in
+# exactdp/cli/ changes for a new mechanism; tests/cli/test_cli.py runs its generic checks
+# over every registered mechanism.
+MECHANISMS: dict[str, MechanismSpec] = {
+    command: MechanismSpec(getattr(exactdp, name), summary, COMPARE.get(command))
+    for name, (_, command, summary) in exactdp.CATALOG.items()
 }

@@ -10,11 +10,8 @@ import numbers
 import random
 from decimal import Decimal
 from fractions import Fraction
-from typing import (TYPE_CHECKING, Any, Callable, FrozenSet, Iterable, Mapping, Optional, Protocol, SupportsFloat,
+from typing import (Any, Callable, FrozenSet, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, SupportsFloat,
                     SupportsIndex, Tuple, Union)
-
-if TYPE_CHECKING:  # forward references only: nothing heavy is imported at run time
-    from .mechanism import Mechanism
 
 __all__ = ["IntLike", "ExactRational", "CountsLike", "RationalLike", "OutputLike", "Output", "RngLike", "MechanismLike",
            "ProbabilityLike", "ClaimedTable", "ClaimedProbabilities", "SupportsProbability", "AlternativeLike",
@@ -40,9 +37,49 @@ Output = Union[Tuple[int, ...], FrozenSet[int]]
 #: Randomness for ``sample``: ``None`` (the OS generator), an int seed, or a ``random.Random``.
 RngLike = Optional[Union[SupportsIndex, random.Random]]
 
-#: Any exactdp mechanism object: a :class:`~exactdp.core.mechanism.Mechanism` subclass
-#: (CanonicalGamma1 included: it has probability groups but no utility levels).
-MechanismLike = Union["Mechanism"]
+
+
+class MechanismLike(Protocol):
+    """Any exactdp mechanism object: what the oracle reads of it, the public API of every
+    :class:`~exactdp.core.mechanism.Mechanism` subclass (CanonicalGamma1 included: it has
+    probability groups but no utility levels), documented there.  A protocol, so that this
+    module imports no mechanism: the class provides it."""
+
+    counts: Tuple[int, ...]
+    d: int
+    k: int
+    output_kind: str
+
+    def groups(self) -> Sequence[Any]: ...
+    def group_index(self, output: OutputLike) -> int:
+        """The index of the group of ``output``."""
+        ...
+
+    def group_output_probabilities(self, dps: Optional[int] = None) -> Sequence[Tuple[Any, Any]]:
+        """Every group with one output's probability, to ``dps`` digits."""
+        ...
+
+    def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
+        """Every output, refused past ``max_outputs``."""
+        ...
+
+    def probability(self, output: OutputLike, dps: Optional[int] = None) -> Any:
+        """The probability of ``output`` to ``dps`` digits."""
+        ...
+
+    def probability_exact(self, output: OutputLike) -> Any:
+        """The exact probability of ``output``."""
+        ...
+
+    @property
+    def table(self) -> Any: ...
+    def support_size(self) -> int: ...
+    def sample(self, rng: RngLike = None) -> Output:
+        """One draw from ``rng``."""
+        ...
+
+
+
 #: A probability (or log-probability) given by the caller: a ``float``, an ``int``, a
 #: ``Fraction``/``Decimal``, numpy floats, ``mpmath.mpf``, a sympy number (all
 #: ``SupportsFloat``), or a string ``mpmath.mpf`` parses.

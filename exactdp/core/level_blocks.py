@@ -33,7 +33,7 @@ from flint import arb, ctx
 from ..errors import MemoryBudgetError
 from .gc_pause import gc_paused
 from .precision import prec_for_dps
-from .level_views import BlockView, CumulativeView, SumPass
+from .level_views import CumulativeView, LevelView, RunningSum
 from .levels import Level, Utility
 from .scale import Scale
 
@@ -181,7 +181,7 @@ class BlockLevelTable:
                 self._starts.append(self._starts[-1] + n)
             self._neg_first_utilities = [-u for u in source.block_first_utilities()]  # type: ignore[operator]
             bound = len(self)
-        self._passes: dict[int, SumPass] = {}
+        self._passes: dict[int, RunningSum] = {}
         self._levels: Optional[tuple[Level, ...]] = None
         #: a level's relative weight comes from its utility alone (:meth:`relative_weight_of`)
         self.weights_by_utility = source.weights_by_utility
@@ -197,8 +197,8 @@ class BlockLevelTable:
         #: probabilities (of the guard bits of ``bound`` levels), so one pass over the
         #: blocks serves both (and never depends on what was computed before).
         self.sampling_prec = prec_for_dps(30, self.bound_extra_bits)
-        self.utilities: Sequence[Utility] = BlockView(self, self._block_levels, attrgetter("utility"))
-        self.multiplicities: Sequence[int] = BlockView(self, self._block_levels, attrgetter("multiplicity"))
+        self.utilities: Sequence[Utility] = LevelView(self, self._block_levels, attrgetter("utility"))
+        self.multiplicities: Sequence[int] = LevelView(self, self._block_levels, attrgetter("multiplicity"))
 
     def __len__(self) -> int:
         return self._length
@@ -376,13 +376,13 @@ class BlockLevelTable:
 
         return self._keep(("cumulative", b, prec), self._sizes[b] * (_BALL_BYTES + prec // 8), build)
 
-    def _pass(self) -> "SumPass":
+    def _pass(self) -> "RunningSum":
         """Running sums at block starts and the total at flint's current precision (the
         newest two precisions are kept)."""
         prec = ctx.prec
         done = self._passes.get(prec)
         if done is None:
-            done = SumPass(self, prec)
+            done = RunningSum(self, prec)
             if len(self._passes) >= 2:
                 self._passes.pop(next(iter(self._passes)))
             self._passes[prec] = done
@@ -445,10 +445,10 @@ class BlockLevelTable:
         return self.source.relative_weight(utility, self.scale)
 
     def relative_weights(self) -> Sequence[arb]:
-        return BlockView(self, lambda b: self._block_weights(b)[0])
+        return LevelView(self, lambda b: self._block_weights(b)[0])
 
     def level_weights(self) -> Sequence[arb]:
-        return BlockView(self, lambda b: self._block_weights(b)[1])
+        return LevelView(self, lambda b: self._block_weights(b)[1])
 
     def cumulative(self) -> Sequence[arb]:
         return CumulativeView(self, self._block_cumulative)

@@ -43,7 +43,7 @@ from .lazy import sympy
 from .aliases import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import ArgumentTypeError, InvalidParameterError, NoLevelArraysError, TooManyOutputsError
 from .formatting import exact_text, int_text
-from .levels import Level, LevelTable, Utility
+from .levels import Level, LevelTable, LevelTableLike, Utility
 from .ranking import Ranking
 from .scale import Scale
 from .selection import SelectionRule
@@ -95,7 +95,27 @@ def ids_dtype(d: int) -> np.dtype:
 
 
 class Mechanism(abc.ABC):
-    """Base class: validated ``counts`` and ``k``, the ranking, and every public method."""
+    """Base class: validated ``counts`` and ``k``, the ranking, and every public method.
+
+    What the oracle may ask is declared here too, each with its "not provided" default, and is
+    never found by reflection:
+
+    - ``groups_rule()``: the rule whose utility levels are the groups (one output of level ``a``
+      has the rule's probability over :attr:`table`), so that the oracle may read the
+      rule's batched forms over the table; by default ``rule``.  A mechanism that overrides the
+      group hooks with another law (Peeling, CanonicalGamma1, the set views) returns None;
+    - ``counts_pairs`` with ``pair_cells(other)``: the occurring pairs ``(group index here,
+      group index under other)`` with ``[witness output, exact number of outputs]``, counted
+      without enumerating outputs, or None when the count does not apply; and
+      ``pair_count_declined(other)``, why (for a limit message).  The oracle asks only when
+      both sides declare ``counts_pairs`` (Joint and PNFJoint, JointSet);
+    - ``pair_head(other, depth)``: the cells of the outputs at level ``M <= depth`` with
+      ``other``, counted down to ``depth`` only, or None (Joint and PNFJoint provide it).
+
+    The level table is any table of :class:`~exactdp.core.levels.LevelTableLike`: a
+    :class:`~exactdp.core.levels.LevelTable` by default, a block table where the levels are
+    found in blocks within a memory budget (Joint, JointSet, Canonical).
+    """
 
     output_kind: str = "sequence"
     rule: SelectionRule
@@ -112,13 +132,15 @@ class Mechanism(abc.ABC):
     #: been used pickles, deep-copies and goes to a process pool like a fresh one, with
     #: the same results.  A subclass with caches of its own extends the mapping.
     _CACHES: ClassVar[dict[str, Callable[[], Any]]] = {"_table": lambda: None}
+    #: Whether :meth:`pair_cells` counts a pair's cells without enumeration (class docstring).
+    counts_pairs: ClassVar[bool] = False
 
     def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)
         self.d: int = len(self.counts)
         self.k: int = as_k(k, self.d)
         self.ranking = Ranking(self.counts)
-        self._table: Optional[LevelTable] = None
+        self._table: Optional[LevelTableLike] = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -194,15 +216,33 @@ class Mechanism(abc.ABC):
             draws = [sorted(o) for o in draws]
         return np.array(draws, dtype=ids_dtype(self.d)).reshape(n, self.k)
 
+    # -- what the oracle may ask (class docstring): declared here, with "not provided" --------
+    def groups_rule(self) -> Optional[SelectionRule]:
+        """The rule whose levels are the groups: :attr:`rule`, or None for another group law."""
+        return self.rule
+
+    def pair_cells(self, other: "Mechanism") -> Optional[dict[tuple[int, int], list]]:
+        """The cells of the pair with ``other`` counted without enumeration; None: not provided."""
+        return None
+
+    def pair_count_declined(self, other: "Mechanism") -> str:
+        """Why :meth:`pair_cells` declines ``other`` (``""``: it does not, or no reason)."""
+        return ""
+
+    def pair_head(self, other: "Mechanism", depth: Optional[int] = None) -> Optional[object]:
+        """The pair's cells with ``other`` down to ``depth`` only; None: not provided."""
+        return None
+
     # -- shared machinery --------------------------------------------------------------
     @property
-    def table(self) -> LevelTable:
+    def table(self) -> LevelTableLike:
+        """The level table :attr:`rule` acts on, built by :meth:`_make_table` on first use."""
         if self._table is None:
             self._table = self._make_table()
         return self._table
 
-    def _make_table(self) -> LevelTable:
-        """The level table the rule acts on: by default every level in memory."""
+    def _make_table(self) -> LevelTableLike:
+        """The level table the rule acts on (by default every level in memory)."""
         return LevelTable(tuple(self._compute_levels()), self.scale)
 
     def _check_output(self, output: Iterable[Any]) -> Output:

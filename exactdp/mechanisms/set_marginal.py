@@ -105,6 +105,10 @@ class SetMarginal(Mechanism):
         return sympy.Add(*[n * seq._group_probability_exact(g) for g, n in self._orderings(key).items()])
 
     # -- the groups: count multisets ------------------------------------------------------------
+    def groups_rule(self) -> None:
+        """None: the groups (count multisets) have a law of their own, not one rule's levels."""
+        return None
+
     def _key(self, output: Sequence[int]) -> tuple:
         return tuple(sorted((self.counts[i] for i in output), reverse=True))
 

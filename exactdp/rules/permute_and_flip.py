@@ -18,7 +18,7 @@ integral, planning without overflow, the tail bound, exact values, sampling):
 docs/precision.md, section "The permute-and-flip rule over levels".
 
 >>> from fractions import Fraction
->>> from exactdp.core.levels import Level
+>>> from exactdp.core.levels import Level, LevelTable
 >>> from exactdp.core.scale import Scale
 >>> t = LevelTable([Level(0, 1), Level(-1, 2)], Scale(base=Fraction(1, 2)))
 >>> pnf = PermuteAndFlip()
@@ -42,7 +42,7 @@ import mpmath
 from flint import arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 from ..core.lazy import sympy
-from ..core.levels import LevelTable
+from ..core.levels import LevelTableLike
 from ..core.gc_pause import gc_paused
 from ..core.precision import (MAX_PREC, PRECISION_LOCK, accuracy_bits, balls_to_mpf, certify, flint_workprec,
                               is_accurate, prec_for_dps)
@@ -105,23 +105,23 @@ class _OnTheTable:
     def __init__(self, attribute: str):
         self.attribute = attribute
 
-    def get(self, table: LevelTable, default: Any = None) -> Any:
+    def get(self, table: LevelTableLike, default: Any = None) -> Any:
         return vars(table).get(self.attribute, default)
 
-    def __getitem__(self, table: LevelTable) -> Any:
+    def __getitem__(self, table: LevelTableLike) -> Any:
         return vars(table)[self.attribute]
 
-    def __setitem__(self, table: LevelTable, value: Any) -> None:
+    def __setitem__(self, table: LevelTableLike, value: Any) -> None:
         vars(table)[self.attribute] = value
 
-    def pop(self, table: LevelTable, *default: Any) -> Any:
+    def pop(self, table: LevelTableLike, *default: Any) -> Any:
         return vars(table).pop(self.attribute, *default)
 
 
 _state_cache = _OnTheTable("_pnf_levels_kept")
 
 
-def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
+def pnf_enclosures(table: LevelTableLike, method: str = "auto") -> tuple[list[arb], list[arb]]:
     """Enclosures ``(P_a, m_a P_a)`` for every level of ``table`` at flint's current precision, as lists
     (:class:`~exactdp.rules.pnf_levels.PnfLevels` block by block).
 
@@ -143,7 +143,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
 # ---------------------------------------------------------------------------------------
 # exact values
 # ---------------------------------------------------------------------------------------
-_exact_cache: "weakref.WeakKeyDictionary[LevelTable, tuple]" = weakref.WeakKeyDictionary()
+_exact_cache: "weakref.WeakKeyDictionary[LevelTableLike, tuple]" = weakref.WeakKeyDictionary()
 _EXACT_CACHE_BITS = 1 << 26  # products larger than this (8 MB) are recomputed, not kept
 
 
@@ -153,7 +153,7 @@ def _product_tree(polys: list) -> object:
     return polys[0]
 
 
-def _exact_rational(table: LevelTable, a: int, support: int) -> sympy.Rational:
+def _exact_rational(table: LevelTableLike, a: int, support: int) -> sympy.Rational:
     base = table.scale.base
     P, Q = base.numerator, base.denominator
     u0 = table.utilities[0]
@@ -192,7 +192,7 @@ def _exact_rational(table: LevelTable, a: int, support: int) -> sympy.Rational:
     return sympy.Rational(num, int(integral.q) * int(den))
 
 
-def _exact_symbolic(table: LevelTable, a: int, support: int) -> sympy.Expr:
+def _exact_symbolic(table: LevelTableLike, a: int, support: int) -> sympy.Expr:
     if support > PNF_SYMBOLIC_SUPPORT_LIMIT:
         raise NoClosedFormError(
             None, None,
@@ -270,7 +270,7 @@ class PermuteAndFlip(SelectionRule):
         return f"PermuteAndFlip({', '.join(args)})"
 
     # -- certified numbers -------------------------------------------------------------
-    def _levels(self, table: LevelTable, prec: int, at_least: bool = False) -> PnfLevels:
+    def _levels(self, table: LevelTableLike, prec: int, at_least: bool = False) -> PnfLevels:
         """The :class:`~exactdp.rules.pnf_levels.PnfLevels` of ``table`` at ``prec`` bits
         (``at_least``: or a kept one of higher precision), computed once and kept (the
         newest :data:`PNF_SAMPLER_PRECISIONS` + 1 per table and method)."""
@@ -290,7 +290,7 @@ class PermuteAndFlip(SelectionRule):
                 kept.popitem(last=False)  # the least recently used
             return levels
 
-    def pnf_form(self, table: LevelTable) -> Optional[PnfForm]:
+    def pnf_form(self, table: LevelTableLike) -> Optional[PnfForm]:
         """The :class:`~exactdp.rules.pnf_levels.PnfForm` of ``table`` at flint's current
         precision (every level's ``ln P_a`` from the shared values, the levels past a head
         in one closed form), or None where it does not apply (``method`` other than
@@ -302,7 +302,7 @@ class PermuteAndFlip(SelectionRule):
     #: :meth:`fixed_log_output`: 3/4 ulp of rounding plus 1/4 of the expansion's remainder
     fixed_log_output_error = 1
 
-    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
+    def fixed_log_output(self, table: LevelTableLike, frac_bits: int, dps: int) -> FixedLogOutput:
         r"""Every level's ``ln P_a`` (one output) of ``table`` at ``F = frac_bits`` fractional bits
         within one ulp (``dps``: the digits the caller certifies, at most
         :data:`PNF_QUADRATURE_MAX_DPS` on the quadrature route): a head of levels one by one, then
@@ -327,12 +327,12 @@ class PermuteAndFlip(SelectionRule):
                 return got
             prec *= 2
 
-    def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
+    def _enclosures(self, table: LevelTableLike) -> tuple[list[arb], list[arb]]:
         """Every level's ``(P_a, m_a P_a)`` at flint's precision, as lists (refused past a
         block table's memory budget: the streamed methods never need them)."""
         return table._cached(f"pnf-{self.method}", lambda: pnf_enclosures(table, self.method))
 
-    def _check_dps(self, table: LevelTable, dps: int) -> None:
+    def _check_dps(self, table: LevelTableLike, dps: int) -> None:
         """:class:`PrecisionError` when the quadrature route would be asked for more than
         :data:`PNF_QUADRATURE_MAX_DPS` digits (its cost grows steeply with ``dps``)."""
         if dps <= PNF_QUADRATURE_MAX_DPS or single_output(table):
@@ -347,13 +347,13 @@ class PermuteAndFlip(SelectionRule):
             f"exactdp.rules.permute_and_flip.PNF_QUADRATURE_MAX_DPS higher to allow slower runs)",
         )
 
-    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         """``P_a``, the probability of one output of level ``a`` of ``table`` to ``dps``
         certified digits, from the shared values alone (one level: no other level's value)."""
         self._check_dps(table, dps)
         return certify(lambda: self._levels(table, ctx.prec).value(a)[0], dps, extra_bits=table.extra_bits)
 
-    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+    def utility_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
         """``P_a`` to ``dps`` certified digits of the level of ``table`` with the exact ``utility``;
         a level past the blocks a lazy table read is never found
         (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by index)."""
@@ -362,7 +362,7 @@ class PermuteAndFlip(SelectionRule):
         self._check_dps(table, dps)
         return certify(lambda: self._levels(table, ctx.prec).utility_value(utility), dps, extra_bits=table.extra_bits)
 
-    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+    def utility_log_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
         """``ln P_a`` (to ``dps`` certified digits) of the level of ``table`` with the exact
         ``utility``, from :meth:`utility_probability`'s ball when ``P_a <= 1/2`` is certain
         at the first working precision (no digit lost in the log), else the level's own
@@ -377,7 +377,7 @@ class PermuteAndFlip(SelectionRule):
                                extra_bits=table.extra_bits)
         return super().utility_log_probability(table, utility, dps)
 
-    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_log_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         """``log P_a`` of one output of level ``a`` of ``table``, to ``dps`` certified digits;
         near 1 computed as ``log1p(-Q_a)`` with the complement
         ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures, formed
@@ -407,11 +407,11 @@ class PermuteAndFlip(SelectionRule):
 
         return certify(compute, dps, extra_bits=table.extra_bits)
 
-    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+    def level_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
         """:meth:`iter_level_probabilities` of ``table`` (to ``dps`` certified digits) as a list."""
         return list(self.iter_level_probabilities(table, dps))
 
-    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+    def iter_level_probabilities(self, table: LevelTableLike, dps: int) -> Iterator[mpmath.mpf]:
         """Level probabilities of ``table`` block by block, each certified on its own: the shared values
         at the working precision of ``dps`` digits plus guard bits (one pass over the
         levels), then each block's ``m_a P_a``; only a level whose ball is not yet accurate
@@ -424,13 +424,13 @@ class PermuteAndFlip(SelectionRule):
 
         yield from self._block_values(table, dps, 1, late)
 
-    def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+    def output_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
         """The values of :meth:`output_probability` (the same ``mpf``, ``dps`` certified digits)
         for every level of ``table``, best first, in one pass over the blocks at its first
         working precision; a level not yet accurate there is handed to it."""
         return list(self._block_values(table, dps, 0, lambda a: self.output_probability(table, a, dps)))
 
-    def _block_values(self, table: LevelTable, dps: int, which: int,
+    def _block_values(self, table: LevelTableLike, dps: int, which: int,
                       late: Callable[[int], mpmath.mpf]) -> Iterator[mpmath.mpf]:
         """Every level's ``P_a`` (``which=0``) or ``m_a P_a`` (``which=1``), best first, block
         by block from the shared values at the working precision of ``dps`` digits plus
@@ -453,7 +453,7 @@ class PermuteAndFlip(SelectionRule):
             yield from values
 
     # -- exact --------------------------------------------------------------------------
-    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
+    def output_probability_exact(self, table: LevelTableLike, a: int) -> sympy.Expr:
         """The exact probability of one output of level ``a`` of ``table``: an exact
         rational (rational base, integral gaps) or a sympy sum of exponentials
         (tiny supports); ``1/support`` for a single level (all weights 1) at any support;
@@ -468,7 +468,7 @@ class PermuteAndFlip(SelectionRule):
         return _exact_symbolic(table, a, support)
 
     # -- sampling -----------------------------------------------------------------------
-    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
+    def sample_level(self, table: LevelTableLike, rng: random.Random) -> int:
         """An exact draw of a level index of ``table`` with the integer randomness of ``rng``, by
         the rule's ``sampler``: ``"cdf"``, :func:`~exactdp.core.sampling.choose_index` over
         enclosures of the cumulative sums of ``m_a P_a``
@@ -483,7 +483,7 @@ class PermuteAndFlip(SelectionRule):
         return choose_index(lambda prec: self._levels(table, prec, at_least=True).cumulative(), size, rng,
                             prec=table.sampling_prec)
 
-    def sample_level_algorithm5(self, table: LevelTable, rng: random.Random,
+    def sample_level_algorithm5(self, table: LevelTableLike, rng: random.Random,
                                 trace: Optional[list] = None) -> int:
         r"""Algorithm 5 of the Joint paper (Appendix D), decided exactly: a level index of
         ``table`` drawn with ``rng``.

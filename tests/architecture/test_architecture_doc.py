@@ -104,3 +104,15 @@ def test_the_how_to_names_the_hooks_of_the_base_class():
     assert hooks <= Mechanism.__abstractmethods__ | set(vars(Mechanism))
     section = _page().split("## The model", 1)[1].split("\n## ", 1)[0]
     assert all(f"`{hook}`" in section for hook in hooks | {"output_kind", "rule", "scale"})
+    declared = {"groups_rule", "counts_pairs", "pair_cells", "pair_count_declined", "pair_head"}
+    assert declared <= set(vars(Mechanism)) and all(re.search(f"`{hook}[`(]", section) for hook in declared)
+    assert "`LevelTableLike`" in section
+
+
+def test_the_how_to_places_a_mechanism_in_three_places():
+    import exactdp
+
+    section = _page().split("## How to add a mechanism", 1)[1]
+    assert "in three places and no more" in section and "`CATALOG`" in section
+    assert "CATALOG" in vars(exactdp) and "exactdp.CATALOG" in (ROOT / "exactdp" / "cli" / "registry.py").read_text()
+    assert "exactdp.CATALOG" in (ROOT / "tests" / "mechanisms" / "test_api_contract.py").read_text()

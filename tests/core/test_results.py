@@ -71,6 +71,12 @@ def _is_machinery(cls: type) -> bool:
 NOT_RESULTS = {
     "exactdp.core.aliases.SupportsProbability": "a Protocol (an argument type)",
     "exactdp.core.aliases.SupportsRandomise": "a Protocol (an argument type)",
+    "exactdp.core.aliases.MechanismLike": "a Protocol (an argument type)",
+    "exactdp.core.levels.LevelTableLike": "a Protocol (what a rule reads from a level table)",
+    "exactdp.core.level_views.BlockedTable": "a Protocol (what the views read from the block table)",
+    "exactdp.core.level_views.LevelView": "a lazy sequence view of the block table's levels",
+    "exactdp.core.level_views.CumulativeView": "a lazy sequence view of the block table's running sums",
+    "exactdp.core.level_views.RunningSum": "the block table's running sum at one precision",
     "exactdp.core.results.NoTruthValue": "the base class that takes the truth value away (test_the_hint_class_itself)",
     "exactdp.core.levels.Level": "a (utility, multiplicity) NamedTuple, unpacked as a tuple",
     "exactdp.mechanisms.peeling.tree.PrefixTree": "a Peeling weight tree over the counts that matter",

@@ -253,9 +253,6 @@ def head_engine(a: Any, b: Any) -> Optional[Any]:
     if not (isinstance(a, Groups) and isinstance(b, Groups)):
         return None
     ma, mb = a.mechanism, b.mechanism
-    hook = getattr(ma, "pair_head", None)
-    if not callable(hook) or not callable(getattr(mb, "pair_head", None)):
-        return None
     exponential = a.log_form_rule() is not None and b.log_form_rule() is not None
     if not exponential and (a.pnf_form_rule() is None or b.pnf_form_rule() is None):
         return None
@@ -263,6 +260,7 @@ def head_engine(a: Any, b: Any) -> Optional[Any]:
         return None
     if any(getattr(t, "output_count", lambda: None)() is None for t in (ma.table, mb.table)):
         return None
+    hook = ma.pair_head  # declared on every Mechanism (the rule checks above need one): None unless provided
     first = hook(mb)
     if first is None:
         return None

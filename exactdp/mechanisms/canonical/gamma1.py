@@ -110,6 +110,10 @@ class CanonicalGamma1(CanonicalFamily):
         self.levels()
 
     # -- the groups: the classes (h, t) -----------------------------------------------------
+    def groups_rule(self) -> None:
+        """None: the groups (classes ``(h, t)``) have a law of their own, not one rule's levels."""
+        return None
+
     def _group_key(self, output: Output) -> tuple[int, int]:
         return self._class(output)
 

@@ -457,7 +457,7 @@ class Canonical(CanonicalFamily):
         q = self.classes_.q
         return [Level(_rational(-key, q), sizes[key]) for key in keys]
 
-    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+    def _make_table(self) -> BlockLevelTable:
         level_bytes = stream_level_bytes(self.k, self.d)
         # one loss per class: the top-k class and k (d - k) classes (h, t)
         return stream_table(self._levels_from, self.scale, self.memory_budget, level_bytes, levels_read(self),

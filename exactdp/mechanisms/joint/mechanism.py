@@ -46,7 +46,7 @@ from ..set_marginal import JointSetMarginal
 from ...errors import InvalidParameterError
 from ...core.levels import Level
 from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable, level_list_bytes
-from ...core.mechanism import JointFamily, ids_dtype
+from ...core.mechanism import JointFamily, Mechanism, ids_dtype
 from ...core.ranking import NUMPY_BOUND, Ranking
 from ...rules.exponential import ExponentialMechanism
 from ...core.sampling import numpy_generator
@@ -147,6 +147,7 @@ class Joint(JointFamily):
 
     output_kind = "sequence"
     rule: SelectionRule = ExponentialMechanism()
+    counts_pairs = True  # pair_cells: the pair count without enumeration
 
     def __init__(self, counts: CountsLike, k: SupportsIndex, epsilon: Optional[RationalLike] = None, *,
                  base: Optional[RationalLike] = None, sensitivity: RationalLike = 1,
@@ -162,7 +163,7 @@ class Joint(JointFamily):
         return params
 
     # -- the levels, in blocks within the memory budget --------------------------------
-    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+    def _make_table(self) -> BlockLevelTable:
         return BlockLevelTable(JointLevelSource(self.ranking, self.k), self.scale, self.memory_budget)
 
     def _compute_levels(self) -> Iterator[Level]:
@@ -211,7 +212,7 @@ class Joint(JointFamily):
         """``d!/(d-k)!``: every sequence of k distinct items has positive probability."""
         return math.perm(self.d, self.k)
 
-    def pair_cells(self, other: object) -> Optional[dict[tuple[int, int], list]]:
+    def pair_cells(self, other: Mechanism) -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(level index here, level index under other)`` with
         ``[witness sequence, exact number of sequences]``, counted without enumerating
         outputs (:mod:`exactdp.mechanisms.joint.pairs`), when ``other`` is a Joint or
@@ -221,7 +222,7 @@ class Joint(JointFamily):
             return None
         return joint_pair_cells(self, other)
 
-    def pair_head(self, other: object, depth: Optional[int] = None) -> Optional[PairHead]:
+    def pair_head(self, other: Mechanism, depth: Optional[int] = None) -> Optional[PairHead]:
         """The cells of the sequences at level ``M <= depth`` here with ``other``
         (:func:`~exactdp.mechanisms.joint.pairs.joint_pair_head`: the diagonal count stopped at
         ``depth``), for an audit that bounds the rest by the tails.  ``None`` when ``other`` is no
@@ -233,7 +234,7 @@ class Joint(JointFamily):
             return joint_pair_head(self, other, 0) if head_preferred(self, other) else None
         return joint_pair_head(self, other, depth)
 
-    def pair_count_declined(self, other: object) -> str:
+    def pair_count_declined(self, other: Mechanism) -> str:
         """Why :meth:`pair_cells` returns None for ``other`` (``""``: it does not), for a
         limit message."""
         if not isinstance(other, Joint):

@@ -44,7 +44,7 @@ from ...errors import InvalidParameterError, TooManyOutputsError
 from ...core.level_blocks import DEFAULT_MEMORY_BUDGET, BlockLevelTable
 from ...core.level_stream import levels_read, stream_level_bytes, stream_table, streamed_levels
 from ...core.levels import Level
-from ...core.mechanism import JointFamily
+from ...core.mechanism import JointFamily, Mechanism
 from ...core.ranking import Ranking
 from ...rules.exponential import ExponentialMechanism
 from ...core.validation import as_counts, as_dps, as_int, as_k, as_memory_budget
@@ -395,6 +395,7 @@ class JointSet(JointFamily):
 
     output_kind = "set"
     rule = ExponentialMechanism()
+    counts_pairs = True  # pair_cells: the pair count without enumeration
     #: Number of levels whose unranking tables are kept (sampling reuses them).
     LEVEL_CACHE = 64
     _CACHES = {**JointFamily._CACHES, "_paths": dict}  # the level tables: out of pickles and copies
@@ -414,7 +415,7 @@ class JointSet(JointFamily):
             params["memory_budget"] = self.memory_budget
         return params
 
-    def _make_table(self) -> BlockLevelTable:  # type: ignore[override]
+    def _make_table(self) -> BlockLevelTable:
         level_bytes = stream_level_bytes(self.k, self.d)
         # every utility is minus one of the k (d - k + 1) entries of M-hat's first k rows
         return stream_table(lambda u: iter_joint_set_levels(self.ranking, self.k, u), self.scale,
@@ -459,13 +460,13 @@ class JointSet(JointFamily):
         ranks = sorted(rank_of[i] for i in output)
         return -max(sc[i] - sc[r] for i, r in enumerate(ranks))
 
-    def pair_cells(self, other: object) -> Optional[dict[tuple[int, int], list]]:
+    def pair_cells(self, other: Mechanism) -> Optional[dict[tuple[int, int], list]]:
         """The occurring pairs ``(level index here, under other)`` with ``[witness set, number of
         sets]``, counted without enumerating sets (:mod:`exactdp.mechanisms.joint_set.pairs`) when
         ``other`` is a JointSet of the same ``d`` and ``k``; ``None`` when that does not apply."""
         return joint_set_pair_cells(self, other) if isinstance(other, JointSet) else None
 
-    def pair_count_declined(self, other: object) -> str:
+    def pair_count_declined(self, other: Mechanism) -> str:
         """Why :meth:`pair_cells` returns None for ``other`` (``""``: it does not), for a
         limit message."""
         if not isinstance(other, JointSet):

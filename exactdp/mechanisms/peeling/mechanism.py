@@ -345,6 +345,10 @@ class Peeling(Mechanism):
         return certify(compute, dps, extra_bits=self._extra_bits)
 
     # -- group hooks: a count sequence's probability, computed round by round -------------
+    def groups_rule(self) -> None:
+        """None: the groups (count sequences) have a law of their own, not one rule's levels."""
+        return None
+
     def _group_probability(self, values: tuple, dps: int) -> mpmath.mpf:
         """Product of the per-round probabilities, certified to relative error ``10**-dps``
         (gumbel: the weight tree; exponential: per-round permute-and-flip tables)."""
