@@ -71,7 +71,7 @@ class Footprint:
     def __init__(self, a: Any, b: Any):
         sides = [m for m in (a, b) if hasattr(m, "groups")]
         #: the budget of the audit's own values (None: two mappings, nothing to check)
-        self.budget: Optional[int] = (sum(getattr(m, "memory_budget", DEFAULT_MEMORY_BUDGET) for m in sides)
+        self.budget: Optional[int] = (sum(getattr(m, "memory_budget", None) or DEFAULT_MEMORY_BUDGET for m in sides)
                                       if sides else None)
         self.single = len(sides) == 1
 

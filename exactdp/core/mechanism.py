@@ -43,6 +43,7 @@ from .lazy import sympy
 from .aliases import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import ArgumentTypeError, InvalidParameterError, NoLevelArraysError, TooManyOutputsError
 from .formatting import exact_text, int_text
+from .level_blocks import DEFAULT_MEMORY_BUDGET
 from .levels import Level, LevelTable, LevelTableLike, Utility
 from .ranking import Ranking
 from .scale import Scale
@@ -126,6 +127,9 @@ class Mechanism(abc.ABC):
     #: items, only when this holds for every mechanism involved; a mechanism whose law
     #: depends on how ties are ranked sets it to False.
     ties_exchangeable: bool = True
+    #: The bytes a mechanism's level blocks may hold at once (Joint, JointSet, Canonical set
+    #: it; ``None``: the mechanism keeps no blocks); ``repr`` shows one other than the default.
+    memory_budget: Optional[int] = None
     #: The attributes that only cache what is recomputed on demand (the level table,
     #: certified balls, weight trees), each with a factory of its fresh value.  A pickle or
     #: a copy leaves them out (flint's balls cannot be pickled), so a mechanism that has
@@ -379,17 +383,23 @@ class Mechanism(abc.ABC):
     # -- description -------------------------------------------------------------------
     def _parameters(self) -> dict[str, object]:
         """The constructor's keyword arguments beyond ``counts`` and ``k``, as ``repr`` shows
-        them (``epsilon`` or ``base``; subclasses add theirs)."""
-        if self.scale.base is not None:
-            return {"base": self.scale.base}
-        return {"epsilon": self.scale.epsilon}
+        them (``epsilon`` or ``base``, a ``memory_budget`` other than the default; subclasses
+        add theirs)."""
+        params: dict[str, object] = ({"base": self.scale.base} if self.scale.base is not None
+                                     else {"epsilon": self.scale.epsilon})
+        if self.memory_budget is not None and self.memory_budget != DEFAULT_MEMORY_BUDGET:
+            params["memory_budget"] = self.memory_budget
+        return params
 
     def __repr__(self) -> str:
         # every digit, through gmpy2: a count or epsilon past CPython's 4300-digit int/str
         # limit made repr() raise ValueError
         counts = f"[{', '.join(int_text(c) for c in self.counts)}]" if self.d <= 12 else f"<{self.d} counts>"
+        shown = self._parameters()
+        if "memory_budget" in shown:  # a resource, not a parameter of the law: last
+            shown["memory_budget"] = shown.pop("memory_budget")
         params = ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={exact_text(value)}"
-                           for name, value in self._parameters().items())
+                           for name, value in shown.items())
         return f"{type(self).__name__}({counts}, k={self.k}, {params})"
 
 

@@ -446,10 +446,7 @@ class Canonical(CanonicalFamily):
         self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
 
     def _parameters(self) -> dict[str, object]:
-        params = {**super()._parameters(), "noise": self.noise}
-        if self.memory_budget != DEFAULT_MEMORY_BUDGET:
-            params["memory_budget"] = self.memory_budget
-        return params
+        return {**super()._parameters(), "noise": self.noise}
 
     # -- Mechanism hooks ----------------------------------------------------------------
     def _compute_levels(self) -> list[Level]:

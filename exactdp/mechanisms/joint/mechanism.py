@@ -156,12 +156,6 @@ class Joint(JointFamily):
         #: Bytes of exact levels and enclosures the level table may keep at once.
         self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
 
-    def _parameters(self) -> dict[str, object]:
-        params = super()._parameters()
-        if self.memory_budget != DEFAULT_MEMORY_BUDGET:
-            params["memory_budget"] = self.memory_budget
-        return params
-
     # -- the levels, in blocks within the memory budget --------------------------------
     def _make_table(self) -> BlockLevelTable:
         return BlockLevelTable(JointLevelSource(self.ranking, self.k), self.scale, self.memory_budget)

@@ -409,12 +409,6 @@ class JointSet(JointFamily):
         self.memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else as_memory_budget(memory_budget)
         self._paths: dict[int, LevelPaths] = {}
 
-    def _parameters(self) -> dict[str, object]:
-        params = super()._parameters()
-        if self.memory_budget != DEFAULT_MEMORY_BUDGET:
-            params["memory_budget"] = self.memory_budget
-        return params
-
     def _make_table(self) -> BlockLevelTable:
         level_bytes = stream_level_bytes(self.k, self.d)
         # every utility is minus one of the k (d - k + 1) entries of M-hat's first k rows
