@@ -64,6 +64,7 @@ import mpmath
 from flint import arb
 
 from ._oracle.cells import output_orbit_count
+from ._oracle.notions.kinds import ApproximateDP, Notion, PureDP, RenyiDP, ZCDP, as_notion
 from ._oracle.notions.basics import unresolved_error, proven_zero, pure_loss  # noqa: F401
 from ._oracle.notions.profile import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
 from ._oracle.notions.renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
@@ -96,6 +97,12 @@ __all__ = [
     "neighbour_count",
     "worst_case",
     "audit_grid",
+    "Notion",
+    "PureDP",
+    "ApproximateDP",
+    "RenyiDP",
+    "ZCDP",
+    "as_notion",
     "claimed_epsilon",
     "output_orbit_count",
     "PrivacyProfile",
@@ -128,17 +135,14 @@ def worst_case(
     relation: str = "add_remove",
     dps: Optional[int] = None,
     *,
-    notion: str = "pure",
-    epsilon: Optional[Union[RationalLike, sympy.Expr]] = None,
-    delta: Optional[RationalLike] = None,
-    rho: Optional[Union[RationalLike, sympy.Expr]] = None,
-    alpha: Optional[RationalLike] = None,
+    notion: Union[str, Notion] = "pure",
     contribution: Optional[int] = None,
     symmetric: Optional[bool] = None,
     max_neighbours: int = DEFAULT_MAX_NEIGHBOURS,
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
     progress: Optional[Callable[[int, int], None]] = None,
     executor: Optional[Executor] = None,
+    **shorthand: Optional[Union[RationalLike, sympy.Expr]],
 ) -> WorstCase:
     """The worst case of a privacy notion between ``factory(counts)`` and ``factory(n)``
     over every neighbour ``n`` of ``counts`` (:func:`neighbours`), with the neighbour (and
@@ -152,7 +156,11 @@ def worst_case(
     ``factory(counts)`` builds an exactdp mechanism for a count vector, e.g.
     ``functools.partial(exactdp.Joint, k=2, epsilon=1)``, or returns a mapping ``output ->
     probability`` (another implementation's own probabilities; floats at their exact
-    binary value, see :func:`privacy_profile`).  ``notion``:
+    binary value, see :func:`privacy_profile`).  ``notion``: a typed notion
+    (:class:`PureDP`, :class:`ApproximateDP`, :class:`RenyiDP`, :class:`ZCDP`, carrying
+    its parameters and claim), or its short name with the parameters as keywords
+    (``epsilon``, ``delta``, ``alpha``, ``rho``: :func:`as_notion`; ``notion="renyi",
+    alpha=2`` is ``notion=RenyiDP(alpha=2)``):
 
     - ``"pure"`` (default): the privacy loss (:func:`privacy_loss`); claim ``epsilon``
       (an exact rational or a positive sympy expression such as ``sympy.log(2)``; default
@@ -205,7 +213,7 @@ def worst_case(
     (run this over many datasets, e.g. with :mod:`exactdp.testing`'s strategies or
     :func:`audit_grid`, to test it).
     """
-    p = _worst.plan(factory, counts, relation, dps, notion=notion, epsilon=epsilon, delta=delta, rho=rho, alpha=alpha,
+    p = _worst.plan(factory, counts, relation, dps, notion=as_notion(notion, **shorthand),
                     contribution=contribution, symmetric=symmetric, max_neighbours=max_neighbours,
                     max_outputs=max_outputs)
     return _worst.finish(p, _worst.execute([p], executor, progress)[0])
@@ -240,6 +248,8 @@ def audit_grid(
         for name in ("executor", "progress"):
             if name in args:
                 raise InvalidParameterError(f"tasks[{i}]", task, f"{name!r} is given to audit_grid, not per task")
+        loose = {name: args.pop(name) for name in ("epsilon", "delta", "alpha", "rho") if name in args}
+        args["notion"] = as_notion(args.pop("notion", "pure"), **loose)
         plans.append(_worst.plan(factory, counts, **args))  # type: ignore[arg-type]
     return [_worst.finish(p, records) for p, records in zip(plans, _worst.execute(plans, executor, progress))]
 

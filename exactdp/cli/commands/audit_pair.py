@@ -19,7 +19,6 @@ import mpmath
 
 from ...core.results import NoTruthValue
 from ...core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
-from ...core.precision import mp_workdps
 from ..render import emit_json, larger_under, write_line
 from .audit_report import EXIT, audit_digits, margin_note
 
@@ -56,39 +55,15 @@ class PairResult(NoTruthValue):
 
 
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
-    """The notion ``claims["notion"]`` between the two tables of ``tables``."""
-    from ..._oracle.verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
-    from ..._oracle.worst import pair_notion, pair_verdict
+    """The notion ``claims["notion"]`` (its short name, the other claims its parameters)
+    between the two tables of ``tables``."""
+    from ...audit import as_notion
+    from ..._oracle.worst import pair_audit
 
     (ca, a), (cb, b) = tables.tables.items()
-    notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
-    dps = audit_digits(args)[0]
-    alpha = claims["alpha"] if notion == "renyi" else None
-    result, value, witness, direction, lower = pair_notion(a, b, notion, dps, epsilon=eps,
-                                                           alpha=alpha, max_outputs=limit)
-    upper = log_p = None
-    if notion == "pure":
-        log_p, claim = (result.log_p_a, result.log_p_b), eps
-    elif notion == "approx":
-        claim = claims["delta"]
-    elif notion == "renyi":
-        claim = eps
-    else:
-        upper, alpha = value, result.alpha
-        claim = claims["rho"] if claims["rho"] is not None else eps * eps / 2
-    claim = Fraction(claim)
-    claim_value = claim_mpf(claim, dps)
-    if notion == "zcdp":
-        verdict = zcdp_verdict(lower, upper, claim, claim_value, dps)
-    else:
-        verdict = band_verdict(value, claim_value, dps)
-    if verdict == "attained":  # within the band: decided with more digits where it can be
-        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, claim,
-                                                              epsilon=eps, alpha=alpha, max_outputs=limit)], dps)
-    with mp_workdps(dps + 10):
-        margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf
-    return PairResult(notion, ca, cb, value, claim, claim_value, verdict, margin, dps,
-                      None if eps is None else Fraction(eps), alpha, lower, upper, witness, direction, log_p)
+    notion = as_notion(**claims)
+    return PairResult(counts_a=ca, counts_b=cb, **pair_audit(a, b, notion, audit_digits(args)[0],
+                                                                 max_outputs=args.max_outputs))
 
 
 _CLAIMS = {"pure": "epsilon", "approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
