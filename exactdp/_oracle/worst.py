@@ -44,7 +44,7 @@ from ..core.aliases import MechanismLike, Output
 from ..core.precision import ball_to_mpf, mp_workdps, mpf_fraction
 from ..core.validation import as_counts, as_dps, as_positive_int
 from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
-from .cells import pair_cells, ties_exchangeable
+from .cells import ties_exchangeable
 from .distributions import MappingDistribution
 from .neighbours import check_relation, neighbour_count, neighbours
 from .notions.kinds import NOTION_KINDS, ZCDP, Notion, PureDP
