@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import mpmath
 
@@ -66,6 +66,26 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
                                                                  max_outputs=args.max_outputs))
 
 
+def _pure_lines(r: PairResult, num: Callable[[Any], str], digits: int) -> list[str]:
+    larger = ("equal under a and b" if r.direction == "equal" else
+              f"larger under {larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
+    lines = [f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})"]
+    if r.log_p is not None:
+        lines.append(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
+    return lines
+
+
+#: The value lines of a pair per notion (by its short name).
+_VALUE_LINES: dict[str, Callable[[PairResult, Callable[[Any], str], int], list[str]]] = {
+    "pure": _pure_lines,
+    "approx": lambda r, num, digits: [f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})"],
+    "renyi": lambda r, num, digits: [f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} "
+                                     f"({r.direction}, the larger direction)"],
+    "zcdp": lambda r, num, digits: [f"value:        rho in [{number_text(r.lower, digits)}, "
+                                    f"{number_text(r.upper, digits)}] (the lower end attained at alpha = "
+                                    f"{exact_text(r.alpha)})"],
+}
+
 _CLAIMS = {"pure": "epsilon", "approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
 _VERDICTS = {
     "below": "below the claim for this pair",
@@ -99,20 +119,8 @@ def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], l
 
     a, b = ",".join(map(str, r.counts_a)), ",".join(map(str, r.counts_b))
     write_line(f"pair:         counts {a} (a) and counts {b} (b)")
-    if r.notion == "pure":
-        larger = ("equal under a and b" if r.direction == "equal" else
-                  f"larger under {larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
-        write_line(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})")
-        if r.log_p is not None:
-            write_line(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
-    elif r.notion == "approx":
-        write_line(f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})")
-    elif r.notion == "renyi":
-        write_line(f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} ({r.direction}, "
-             "the larger direction)")
-    else:
-        write_line(f"value:        rho in [{number_text(r.lower, digits)}, {number_text(r.upper, digits)}] "
-             f"(the lower end attained at alpha = {exact_text(r.alpha)})")
+    for text in _VALUE_LINES[r.notion](r, num, digits):
+        write_line(text)
     write_line(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
     write_line(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}{margin_note(r.verdict, r.margin, d)}")
     write_line(f"tables:       {line}")
