@@ -60,10 +60,9 @@ def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) ->
     from ...audit import as_notion
     from ..._oracle.worst import pair_audit
 
+    dps, limit = audit_digits(args)[0], args.max_outputs
     (ca, a), (cb, b) = tables.tables.items()
-    notion = as_notion(**claims)
-    return PairResult(counts_a=ca, counts_b=cb, **pair_audit(a, b, notion, audit_digits(args)[0],
-                                                                 max_outputs=args.max_outputs))
+    return PairResult(counts_a=ca, counts_b=cb, **pair_audit(a, b, as_notion(**claims), dps, max_outputs=limit))
 
 
 def _pure_lines(r: PairResult, num: Callable[[Any], str], digits: int) -> list[str]:
@@ -86,7 +85,6 @@ _VALUE_LINES: dict[str, Callable[[PairResult, Callable[[Any], str], int], list[s
                                     f"{exact_text(r.alpha)})"],
 }
 
-_CLAIMS = {"pure": "epsilon", "approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
 _VERDICTS = {
     "below": "below the claim for this pair",
     "attained": "attained: the value equals the claim to every digit computed",
@@ -98,6 +96,8 @@ _VERDICTS = {
 def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> int:
     """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text;
     return the exit status of its verdict."""
+    from ..._oracle.notions.kinds import NOTION_KINDS
+
     d = r.dps
     if args.json:
         obj = dict(head)
@@ -121,7 +121,7 @@ def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], l
     write_line(f"pair:         counts {a} (a) and counts {b} (b)")
     for text in _VALUE_LINES[r.notion](r, num, digits):
         write_line(text)
-    write_line(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
+    write_line(f"claim:        {NOTION_KINDS[r.notion].claim_name} {exact_text(r.claim)} = {num(r.claim_value)}")
     write_line(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}{margin_note(r.verdict, r.margin, d)}")
     write_line(f"tables:       {line}")
     write_line(f"precision:    values certified to relative error 1e-{d}, shown to {digits} significant digits")

@@ -107,7 +107,6 @@ _REPORTS = {"pure": _report_pure}
 
 _DIVERGENCE = {"a>b": "counts||neighbour", "b>a": "neighbour||counts"}
 
-_CLAIM_NAMES = {"approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
 
 
 def _approx_worst(w: Any, args: argparse.Namespace, num: Callable[[Any], str], digits: int, at: str) -> str:
@@ -138,12 +137,14 @@ _WORST = {"approx": _approx_worst, "renyi": _renyi_worst, "zcdp": _zcdp_worst}
 
 def _report_notion(w: Any, args: argparse.Namespace, dps: int, digits: int) -> None:
     """The worst case of approx, renyi or zcdp: the per-neighbour values and the verdict."""
+    from ..._oracle.notions.kinds import NOTION_KINDS
+
     def num(x: Any) -> str:
         return number_text(x, digits, strip_zeros=False)
 
     worst = _WORST[w.notion](w, args, num, digits, f"at neighbour {','.join(map(str, w.neighbour))}")
     write_line()
     write_line(f"worst case:   {worst}")
-    write_line(f"claim:        {_CLAIM_NAMES[w.notion]} {exact_text(w.claim)} = {num(w.claim_value)}")
+    write_line(f"claim:        {NOTION_KINDS[w.notion].claim_name} {exact_text(w.claim)} = {num(w.claim_value)}")
     write_line(f"verdict:      {_VERDICTS[w.verdict]}; margin claim - value = {num(w.margin)}"
          f"{margin_note(w.verdict, w.margin, w.dps)}")
