@@ -92,7 +92,7 @@ class Notion:
         raise NotImplementedError
 
     def judge(self, lower: Optional[mpmath.mpf], value: mpmath.mpf, claim: Any, claim_value: mpmath.mpf,
-                digits: int) -> str:
+              digits: int) -> str:
         """below / attained / violated by the band ``3 * 10**-digits`` of the claim."""
         return band_verdict(value, claim_value, digits)
 
@@ -302,7 +302,7 @@ class ZCDP(Notion):
         return bracket, bracket.upper, None, None, bracket.lower
 
     def judge(self, lower: Optional[mpmath.mpf], value: mpmath.mpf, claim: Any, claim_value: mpmath.mpf,
-                digits: int) -> str:
+              digits: int) -> str:
         return zcdp_verdict(lower, value, claim, claim_value, digits)
 
     def sort_value(self, record: Any) -> mpmath.mpf:
