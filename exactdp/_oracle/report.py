@@ -20,7 +20,7 @@ from ..core.formatting import change_text, exact_text, json_scalar, number_text,
 from ..core.results import NoTruthValue
 from .distributions import output_text
 from .notions.basics import bound_text
-from .notions.kinds import notion_kind, output_json
+from .notions.names import notion_kind, output_json
 
 __all__ = ["NeighbourLoss", "WorstCase"]
 

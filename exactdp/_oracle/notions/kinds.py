@@ -22,14 +22,15 @@ from ..cells import pair_cells
 from ..distributions import output_text
 from ..verdicts import band_verdict, zcdp_verdict
 from .basics import exact_rational
+from .names import NOTION_KINDS, notion_kind, output_json
 from .profile import privacy_profile
 from .pure import privacy_loss
 from .renyi import larger_divergence, zcdp_rho
-from ...core.formatting import exact_text, json_scalar, number_text, output_ids
+from ...core.formatting import exact_text, json_scalar, number_text
 from ...core.lazy import sympy
 from ...errors import ArgumentTypeError, InvalidParameterError
 
-__all__ = ["output_json", "Notion", "PureDP", "ApproximateDP", "RenyiDP", "ZCDP", "NOTION_KINDS", "as_notion", "notion_kind"]
+__all__ = ["Notion", "PureDP", "ApproximateDP", "RenyiDP", "ZCDP", "NOTION_KINDS", "as_notion", "notion_kind"]
 
 
 def positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
@@ -43,16 +44,6 @@ def positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
     if q <= 0:
         raise InvalidParameterError(argument, value, "must be positive")
     return q
-
-
-def output_json(output: Any) -> Any:
-    """An output as JSON: item ids as a list (sets sorted), anything else by its repr."""
-    if output is None:
-        return None
-    try:
-        return output_ids(output)
-    except (TypeError, ValueError):
-        return repr(output)
 
 
 def _optional(value: Any, argument: str) -> Optional[Union[Fraction, sympy.Expr]]:
@@ -330,20 +321,11 @@ def _claimed(w: Any) -> str:
     return f"{w.claim} = {number_text(w.claim_value, 15)}"
 
 
-#: The notions by their short name (the string shorthand, and the ``notion`` of a result).
-NOTION_KINDS: dict[str, type[Notion]] = {k.name: k for k in (PureDP, ApproximateDP, RenyiDP, ZCDP)}
+NOTION_KINDS.update({k.name: k for k in (PureDP, ApproximateDP, RenyiDP, ZCDP)})
 
 #: The loose arguments each notion takes in the string shorthand.
 _PARAMETERS = {"epsilon": ("pure", "approx", "renyi", "zcdp"), "delta": ("approx",), "alpha": ("renyi",),
                "rho": ("zcdp",)}
-
-
-def notion_kind(name: str) -> type[Notion]:
-    """The notion class of a short name (``"pure"``, ``"approx"``, ``"renyi"``, ``"zcdp"``)."""
-    try:
-        return NOTION_KINDS[name]
-    except (KeyError, TypeError):
-        raise InvalidParameterError("notion", name, f"must be one of {', '.join(map(repr, NOTION_KINDS))}") from None
 
 
 def as_notion(notion: Union[str, Notion] = "pure", **loose: Any) -> Notion:
