@@ -158,8 +158,8 @@ def worst_case(
     probability`` (another implementation's own probabilities; floats at their exact
     binary value, see :func:`privacy_profile`).  ``notion``: a typed notion
     (:class:`PureDP`, :class:`ApproximateDP`, :class:`RenyiDP`, :class:`ZCDP`, carrying
-    its parameters and claim), or its short name with the parameters as keywords
-    (``epsilon``, ``delta``, ``alpha``, ``rho``: :func:`as_notion`; ``notion="renyi",
+    its parameters and claim), or its short name with the parameters as ``shorthand``
+    keywords (``epsilon``, ``delta``, ``alpha``, ``rho``: :func:`as_notion`; ``notion="renyi",
     alpha=2`` is ``notion=RenyiDP(alpha=2)``):
 
     - ``"pure"`` (default): the privacy loss (:func:`privacy_loss`); claim ``epsilon``

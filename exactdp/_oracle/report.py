@@ -179,7 +179,7 @@ class WorstCase(NoTruthValue):
         return table(head, rows)
 
     def __str__(self) -> str:
-        return notion_kind(self.notion).summary(self)
+        return notion_kind(self.notion)._summary(self)
 
     def to_dict(self) -> dict[str, object]:
         """The result as JSON-ready values: numbers as strings with ``dps`` digits, exact
@@ -193,7 +193,7 @@ class WorstCase(NoTruthValue):
         def record(r: NeighbourLoss) -> dict[str, Any]:
             out = {"neighbour": [exact(x) for x in r.neighbour], "change": list(r.change),
                    "value": json_scalar(r.value, d), "witness": output_json(r.witness), "direction": r.direction}
-            out.update(kind.record_json(r, d))
+            out.update(kind._record_json(r, d))
             return out
 
         obj: dict[str, Any] = {
@@ -208,7 +208,7 @@ class WorstCase(NoTruthValue):
             "neighbours_audited": len(self.results) + len(self.undecided),
         }
         worst = record(self.results[0])
-        worst.update(kind.worst_json(self.detail, d))
+        worst.update(kind._worst_json(self.detail, d))
         obj["worst"] = worst
         obj["results"] = [record(r) for r in self.results]
         if self.undecided:  # proven below the worst value, not certified

@@ -131,7 +131,7 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     sym = (not mapping) if symmetric is None else bool(symmetric)
     if not mapping and not ties_exchangeable(base):
         sym = False  # its law depends on the tie rule: tied items' neighbours differ
-    resolved = notion.resolve(_Defaults(base, mapping))
+    resolved = notion._resolve(_Defaults(base, mapping))
     eps, claim = resolved.epsilon, resolved.claim
     total = neighbour_count(c, rel, contribution=contribution)
     todo = neighbours(c, rel, contribution=contribution, up_to_symmetry=sym, max_neighbours=max_neighbours)
@@ -144,7 +144,7 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
 
 
 class _Defaults:
-    """The audited mechanism's own claim, for :meth:`Notion.resolve`.  A mechanism built by
+    """The audited mechanism's own claim, for :meth:`Notion._resolve`.  A mechanism built by
     exactdp.interop carries the other library's own claim (claimed_epsilon /
     claimed_delta / claimed_rho): that claim is the default, not the epsilon of the
     exactdp mechanism with the same law (OpenDP's top-k claims k*r/scale, Peeling's
@@ -344,8 +344,8 @@ def pair_audit(a: Any, b: Any, notion: Notion, dps: int, *, max_outputs: int) ->
     eps = notion.epsilon
     return dict(notion=notion.name, value=value, claim=claim, claim_value=claim_value, verdict=verdict,
                 margin=margin, dps=dps, epsilon=None if eps is None else Fraction(eps),
-                alpha=notion.reported_alpha(NeighbourLoss((), (), result, value, witness, direction, lower)),
-                lower=lower, upper=upper, witness=witness, direction=direction, log_p=notion.log_probabilities(result))
+                alpha=notion._reported_alpha(NeighbourLoss((), (), result, value, witness, direction, lower)),
+                lower=lower, upper=upper, witness=witness, direction=direction, log_p=notion._log_probabilities(result))
 
 
 def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
@@ -353,7 +353,7 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
     job = p.job
     undecided = sorted((r for r in records if r.undecided is not None), key=lambda r: r.value, reverse=True)
     records = [r for r in records if r.undecided is None]
-    results = sorted(records, key=job.notion.sort_value, reverse=True)  # stable: ties keep neighbours() order
+    results = sorted(records, key=job.notion._sort_value, reverse=True)  # stable: ties keep neighbours() order
     _check_decided(job, results, undecided)
     worst = results[0]
     value = worst.value
@@ -366,11 +366,11 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
         margin = p.claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     exactly = False
     if verdict == "attained":
-        if job.notion.proved_zero(worst, p.claim):
+        if job.notion._proved_zero(worst, p.claim):
             exactly = True  # the largest delta is proved 0: every neighbour's is
         else:
             verdict, exactly = _decide_band(p, results)
-    alpha = job.notion.reported_alpha(worst)
+    alpha = job.notion._reported_alpha(worst)
     return WorstCase(
         counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,
         witness=worst.witness, direction=worst.direction, epsilon=p.epsilon, epsilon_value=p.epsilon_value,
@@ -394,7 +394,7 @@ def _check_decided(job: _Job, results: list[NeighbourLoss], undecided: list[Neig
         return
     if not results:
         raise _undecided_error(job, undecided[0])
-    floor = job.notion.sort_value(results[0])
+    floor = job.notion._sort_value(results[0])
     if mpmath.isinf(floor):
         return
     lower_end = mpf_fraction(floor)

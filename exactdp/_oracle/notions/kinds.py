@@ -27,10 +27,21 @@ from .profile import privacy_profile
 from .pure import privacy_loss
 from .renyi import larger_divergence, zcdp_rho
 from ...core.formatting import exact_text, json_scalar, number_text
+from ...core.aliases import ClaimedTable, MechanismLike, Output, RationalLike
 from ...core.lazy import sympy
 from ...errors import ArgumentTypeError, InvalidParameterError
 
 __all__ = ["Notion", "PureDP", "ApproximateDP", "RenyiDP", "ZCDP", "NOTION_KINDS", "as_notion", "notion_kind"]
+
+
+#: A claimed parameter: an exact rational, or a positive real sympy expression.
+Claim = Union[Fraction, "sympy.Expr"]
+
+#: What the notions read: an exactdp mechanism, or a mapping ``output -> probability``.
+Distribution = Union[MechanismLike, ClaimedTable]
+
+#: A pair's notion: ``(result, value, witness, direction, lower)``.
+Evaluation = tuple[object, mpmath.mpf, Optional[Output], Optional[str], Optional[mpmath.mpf]]
 
 
 def positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
@@ -71,50 +82,57 @@ class Notion:
         """The claim the value is judged against (``None`` until it is known)."""
         return getattr(self, "epsilon", None)
 
-    def resolve(self, defaults: Any) -> "Notion":
+    def _resolve(self, defaults: Any) -> "Notion":
         """This notion with its missing claim filled in from ``defaults`` (the audited
         mechanism's own claim: ``defaults.epsilon(given, name, approx)``, ``defaults.delta``,
         ``defaults.rho``)."""
         return dataclasses.replace(self, epsilon=defaults.epsilon(getattr(self, "epsilon"), self.name))
 
-    def evaluate(self, a: Any, b: Any, dps: int, *, max_outputs: int,
-                 symmetric: bool = True) -> tuple[object, mpmath.mpf, Any, Optional[str], Optional[mpmath.mpf]]:
-        """The notion between ``a`` and ``b`` as ``(result, value, witness, direction, lower)``."""
+    def evaluate(self, a: Distribution, b: Distribution, dps: int, *, max_outputs: int,
+                 symmetric: bool = True) -> Evaluation:
+        """The notion between ``a`` and ``b`` (exactdp mechanisms of one output space, or
+        mappings ``output -> probability``), certified to ``dps`` digits, as ``(result,
+        value, witness, direction, lower)``: the pair's result object, its worst value (a
+        bracket: the upper end, ``lower`` the lower end), an output attaining it and the
+        larger side.  ``max_outputs`` bounds the output orbits visited; ``symmetric``
+        audits one output per orbit of exchangeable items."""
         raise NotImplementedError
 
-    def judge(self, lower: Optional[mpmath.mpf], value: mpmath.mpf, claim: Any, claim_value: mpmath.mpf,
+    def judge(self, lower: Optional[mpmath.mpf], value: mpmath.mpf, claim: Claim, claim_value: mpmath.mpf,
               digits: int) -> str:
-        """below / attained / violated by the band ``3 * 10**-digits`` of the claim."""
+        """The verdict of ``value`` (a bracket: ``[lower, value]``) against ``claim``
+        (exact) whose value is ``claim_value``: below / attained / violated by the band
+        ``3 * 10**-digits`` of the claim."""
         return band_verdict(value, claim_value, digits)
 
-    def sort_value(self, record: Any) -> mpmath.mpf:
+    def _sort_value(self, record: Any) -> mpmath.mpf:
         """What neighbours are ordered by: the value (a bracket: its lower end)."""
         return record.value
 
-    def reported_alpha(self, record: Any) -> Optional[Fraction]:
+    def _reported_alpha(self, record: Any) -> Optional[Fraction]:
         """The order reported with the worst case (Rényi and zCDP)."""
         return None
 
-    def proved_zero(self, record: Any, claim: Any) -> bool:
+    def _proved_zero(self, record: Any, claim: Any) -> bool:
         """Whether the worst value is proved to equal a claim of 0 exactly."""
         return False
 
-    def log_probabilities(self, result: Any) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+    def _log_probabilities(self, result: Any) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
         """``(ln P_a(witness), ln P_b(witness))`` of a pair's result, where the notion has them."""
         return None
 
     @classmethod
-    def summary(cls, w: Any) -> str:
+    def _summary(cls, w: Any) -> str:
         """A worst case (:class:`~exactdp.audit.WorstCase`) in one line."""
         raise NotImplementedError
 
     @classmethod
-    def record_json(cls, r: Any, dps: int) -> dict[str, Any]:
+    def _record_json(cls, r: Any, dps: int) -> dict[str, Any]:
         """What a neighbour's JSON record adds for this notion."""
         return {}
 
     @classmethod
-    def worst_json(cls, detail: Any, dps: int) -> dict[str, Any]:
+    def _worst_json(cls, detail: Any, dps: int) -> dict[str, Any]:
         """What the worst neighbour's JSON record adds for this notion (``detail``: its pair result)."""
         return {}
 
@@ -135,21 +153,23 @@ class PureDP(Notion):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _optional(self.epsilon, "epsilon"))
 
-    def evaluate(self, a: Any, b: Any, dps: int, *, max_outputs: int, symmetric: bool = True) -> tuple:
+    def evaluate(self, a: Distribution, b: Distribution, dps: int, *, max_outputs: int,
+                 symmetric: bool = True) -> Evaluation:
+        """:meth:`Notion.evaluate`: ``a``, ``b``, ``dps``, ``max_outputs``, ``symmetric`` as there."""
         loss = privacy_loss(a, b, dps, max_outputs=max_outputs, symmetric=symmetric)
         return loss, loss.value, loss.witness, loss.direction, None
 
-    def log_probabilities(self, result: Any) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
+    def _log_probabilities(self, result: Any) -> Optional[tuple[mpmath.mpf, mpmath.mpf]]:
         return result.log_p_a, result.log_p_b
 
     @classmethod
-    def summary(cls, w: Any) -> str:
+    def _summary(cls, w: Any) -> str:
         return (f"worst-case privacy loss {number_text(w.loss, 15)} (claimed epsilon {w.epsilon} = "
                 f"{number_text(w.epsilon_value, 15)}): {w.verdict}; neighbour {w.neighbour}, "
                 f"output {output_text(w.witness)} ({w.direction})")
 
     @classmethod
-    def worst_json(cls, detail: Any, dps: int) -> dict[str, Any]:
+    def _worst_json(cls, detail: Any, dps: int) -> dict[str, Any]:
         return {"log_probability_counts": json_scalar(detail.log_p_a, dps),
                 "log_probability_neighbour": json_scalar(detail.log_p_b, dps),
                 "outputs_with_this_loss": _exact(detail.witness_outputs)}
@@ -186,27 +206,29 @@ class ApproximateDP(Notion):
     def claim(self) -> Any:
         return self.delta
 
-    def resolve(self, defaults: Any) -> "ApproximateDP":
+    def _resolve(self, defaults: Any) -> "ApproximateDP":
         if self.delta is None and defaults.delta is None:
             raise InvalidParameterError("delta", None, "is required for notion='approx' (the claimed delta)")
         delta = self.delta if self.delta is not None else _delta(defaults.delta, None)
         eps = self.epsilon if self.epsilon == 0 else defaults.epsilon(self.epsilon, self.name, approx=True)
         return ApproximateDP(eps, delta)  # validated again: a library's epsilon must be rational too
 
-    def evaluate(self, a: Any, b: Any, dps: int, *, max_outputs: int, symmetric: bool = True) -> tuple:
+    def evaluate(self, a: Distribution, b: Distribution, dps: int, *, max_outputs: int,
+                 symmetric: bool = True) -> Evaluation:
+        """:meth:`Notion.evaluate`: ``a``, ``b``, ``dps``, ``max_outputs``, ``symmetric`` as there."""
         prof = privacy_profile(a, b, self.epsilon, dps, max_outputs=max_outputs)
         return prof, prof.delta, prof.carriers[0][0] if prof.carriers else None, prof.direction, None
 
-    def proved_zero(self, record: Any, claim: Any) -> bool:
+    def _proved_zero(self, record: Any, claim: Any) -> bool:
         return bool(record.loss.exact_zero) and claim == 0
 
     @classmethod
-    def summary(cls, w: Any) -> str:
+    def _summary(cls, w: Any) -> str:
         return (f"worst-case delta({w.epsilon}) {number_text(w.value, 15)} (claimed delta {_claimed(w)}): "
                 f"{w.verdict}; neighbour {w.neighbour}, output {output_text(w.witness)} ({w.direction})")
 
     @classmethod
-    def record_json(cls, r: Any, dps: int) -> dict[str, Any]:
+    def _record_json(cls, r: Any, dps: int) -> dict[str, Any]:
         return {"carriers": [[output_json(o), _exact(n)] for o, n in r.loss.carriers]}
 
 
@@ -239,16 +261,18 @@ class RenyiDP(Notion):
         object.__setattr__(self, "alpha", al)
         object.__setattr__(self, "epsilon", _optional(self.epsilon, "epsilon"))
 
-    def evaluate(self, a: Any, b: Any, dps: int, *, max_outputs: int, symmetric: bool = True) -> tuple:
+    def evaluate(self, a: Distribution, b: Distribution, dps: int, *, max_outputs: int,
+                 symmetric: bool = True) -> Evaluation:
+        """:meth:`Notion.evaluate`: ``a``, ``b``, ``dps``, ``max_outputs``, ``symmetric`` as there."""
         pair = pair_cells(a, b, dps, max_outputs, symmetric)
         value, direction = larger_divergence(pair, self.alpha, dps)  # decided once one direction is proven above
         return value, value, None, direction, None
 
-    def reported_alpha(self, record: Any) -> Optional[Fraction]:
+    def _reported_alpha(self, record: Any) -> Optional[Fraction]:
         return self.alpha
 
     @classmethod
-    def summary(cls, w: Any) -> str:
+    def _summary(cls, w: Any) -> str:
         return (f"worst-case Renyi divergence D_{w.alpha} {number_text(w.value, 15)} (claimed {_claimed(w)}): "
                 f"{w.verdict}; neighbour {w.neighbour} ({w.direction})")
 
@@ -281,34 +305,40 @@ class ZCDP(Notion):
         eps = self.epsilon
         return eps * eps / 2 if isinstance(eps, Fraction) else eps**2 / 2
 
-    def resolve(self, defaults: Any) -> "ZCDP":
+    def _resolve(self, defaults: Any) -> "ZCDP":
         if self.rho is not None:
             return ZCDP(self.rho)
         if defaults.rho is not None and self.epsilon is None:
             return ZCDP(defaults.rho)  # the library's own zCDP claim (OpenDP's zero_concentrated_divergence)
         return ZCDP(epsilon=defaults.epsilon(self.epsilon, self.name))
 
-    def evaluate(self, a: Any, b: Any, dps: int, *, max_outputs: int, symmetric: bool = True) -> tuple:
+    def evaluate(self, a: Distribution, b: Distribution, dps: int, *, max_outputs: int,
+                 symmetric: bool = True) -> Evaluation:
+        """:meth:`Notion.evaluate`: ``a``, ``b``, ``dps``, ``max_outputs``, ``symmetric`` as there."""
         bracket = zcdp_rho(a, b, dps, max_outputs=max_outputs)
         return bracket, bracket.upper, None, None, bracket.lower
 
-    def judge(self, lower: Optional[mpmath.mpf], value: mpmath.mpf, claim: Any, claim_value: mpmath.mpf,
+    def judge(self, lower: Optional[mpmath.mpf], value: mpmath.mpf, claim: Claim, claim_value: mpmath.mpf,
               digits: int) -> str:
+        """The verdict of the bracket ``[lower, value]`` against ``claim`` (exact; its value
+        ``claim_value``): below or violated when it is certainly on one side, attained when
+        it contains the claim and is narrower than ``3 * 10**-digits`` of it, else
+        inconclusive."""
         return zcdp_verdict(lower, value, claim, claim_value, digits)
 
-    def sort_value(self, record: Any) -> mpmath.mpf:
+    def _sort_value(self, record: Any) -> mpmath.mpf:
         return record.lower
 
-    def reported_alpha(self, record: Any) -> Optional[Fraction]:
+    def _reported_alpha(self, record: Any) -> Optional[Fraction]:
         return record.loss.alpha
 
     @classmethod
-    def summary(cls, w: Any) -> str:
+    def _summary(cls, w: Any) -> str:
         return (f"worst-case zCDP rho in [{number_text(w.lower, 12)}, {number_text(w.upper, 12)}] "
                 f"(claimed rho {_claimed(w)}): {w.verdict}; neighbour {w.neighbour}, alpha = {w.alpha}")
 
     @classmethod
-    def record_json(cls, r: Any, dps: int) -> dict[str, Any]:
+    def _record_json(cls, r: Any, dps: int) -> dict[str, Any]:
         return {"lower": json_scalar(r.lower, dps), "upper": json_scalar(r.value, dps),
                 "alpha": _exact(r.loss.alpha)}
 
@@ -328,9 +358,9 @@ _PARAMETERS = {"epsilon": ("pure", "approx", "renyi", "zcdp"), "delta": ("approx
                "rho": ("zcdp",)}
 
 
-def as_notion(notion: Union[str, Notion] = "pure", **loose: Any) -> Notion:
+def as_notion(notion: Union[str, Notion] = "pure", **loose: Optional[Union[RationalLike, "sympy.Expr"]]) -> Notion:
     """The typed notion of ``notion``: a :class:`Notion` as it is, or a short name with its
-    parameters as loose keyword arguments (``epsilon``, ``delta``, ``alpha``, ``rho``; a
+    parameters as ``loose`` keyword arguments (``epsilon``, ``delta``, ``alpha``, ``rho``; a
     ``None`` is not given), e.g. ``as_notion("renyi", alpha=2, epsilon=1) ==
     RenyiDP(alpha=2, epsilon=1)``.  A loose argument the notion does not take, or any
     loose argument beside a typed notion, is an error naming it."""
