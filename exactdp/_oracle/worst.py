@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import mpmath
 
 from ..core.lazy import sympy
-from ..core.aliases import MechanismLike, Output
+from ..core.aliases import MechanismLike
 from ..core.precision import ball_to_mpf, mp_workdps, mpf_fraction
 from ..core.validation import as_counts, as_dps, as_positive_int
 from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
@@ -52,7 +52,7 @@ from .notions.profile import privacy_profile
 from .report import NeighbourLoss, WorstCase
 from .verdicts import attained_exactly, claim_mpf, is_mapping, refine_verdict
 
-__all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "ZCDP_DEFAULT_DPS", "claimed_epsilon", "Plan", "plan", "pair_notion", "execute", "passes_claim", "pair_verdict", "pair_audit",
+__all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "ZCDP_DEFAULT_DPS", "claimed_epsilon", "Plan", "plan", "execute", "passes_claim", "pair_verdict", "pair_audit",
            "finish"]
 
 
@@ -168,15 +168,6 @@ class _Defaults:
                                         "returns mappings output -> probability (they claim nothing)")
         library = self.lib_eps if approx or not self.delta else None
         return library if library is not None else claimed_epsilon(self.base)
-
-
-def pair_notion(a: Any, b: Any, notion: Notion, dps: int, *, max_outputs: int,
-                symmetric: bool = True) -> tuple[object, mpmath.mpf, Optional[Output], Optional[str],
-                                                 Optional[mpmath.mpf]]:
-    """One pair's notion as ``(result, value, witness, direction, lower)`` (the fields of
-    :class:`NeighbourLoss`), for a neighbour of a worst case and for a pair of probability
-    tables: :meth:`Notion.evaluate`."""
-    return notion.evaluate(a, b, dps, max_outputs=max_outputs, symmetric=symmetric)
 
 
 def _pair(job: _Job, base: Any, n: tuple[int, ...]) -> NeighbourLoss:
@@ -317,9 +308,7 @@ def passes_claim(a: Any, b: Any, claim: Any, dps: int, max_outputs: int) -> bool
 
 
 def pair_verdict(a: Any, b: Any, notion: Notion, digits: int, claim: Any, **kwargs: Any) -> str:
-    """The verdict of one pair's notion against ``claim`` with ``digits`` digits
-    (:meth:`Notion.evaluate`, :meth:`Notion.judge`): zCDP by its bracket (rigorous at
-    any width), the others by the band ``3 * 10**-digits``."""
+    """One pair's notion at ``digits`` digits, judged against ``claim`` (:meth:`Notion.judge`)."""
     _, value, _, _, lower = notion.evaluate(a, b, digits, **kwargs)
     return notion.judge(lower, value, claim, claim_mpf(claim, digits), digits)
 

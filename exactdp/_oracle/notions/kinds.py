@@ -83,9 +83,7 @@ class Notion:
         return getattr(self, "epsilon", None)
 
     def _resolve(self, defaults: Any) -> "Notion":
-        """This notion with its missing claim filled in from ``defaults`` (the audited
-        mechanism's own claim: ``defaults.epsilon(given, name, approx)``, ``defaults.delta``,
-        ``defaults.rho``)."""
+        """This notion, its missing claim taken from ``defaults`` (worst._Defaults)."""
         return dataclasses.replace(self, epsilon=defaults.epsilon(getattr(self, "epsilon"), self.name))
 
     def evaluate(self, a: Distribution, b: Distribution, dps: int, *, max_outputs: int,
