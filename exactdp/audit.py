@@ -37,6 +37,7 @@ import mpmath
 from flint import arb
 
 from ._oracle.cells import output_orbit_count
+from ._oracle.notions.kinds import ApproximateDP, Notion, PureDP, RenyiDP, ZCDP, as_notion
 from ._oracle.notions.basics import unresolved_error, proven_zero, pure_loss  # noqa: F401
 from ._oracle.notions.profile import EpsilonForDelta, PrivacyProfile, epsilon_for_delta, privacy_profile  # noqa: F401
 from ._oracle.notions.renyi import ZcdpBracket, renyi_divergence, zcdp_rho  # noqa: F401
@@ -69,6 +70,12 @@ __all__ = [
     "neighbour_count",
     "worst_case",
     "audit_grid",
+    "Notion",
+    "PureDP",
+    "ApproximateDP",
+    "RenyiDP",
+    "ZCDP",
+    "as_notion",
     "claimed_epsilon",
     "output_orbit_count",
     "PrivacyProfile",
@@ -101,29 +108,28 @@ def worst_case(
     relation: str = "add_remove",
     dps: Optional[int] = None,
     *,
-    notion: str = "pure",
-    epsilon: Optional[Union[RationalLike, sympy.Expr]] = None,
-    delta: Optional[RationalLike] = None,
-    rho: Optional[Union[RationalLike, sympy.Expr]] = None,
-    alpha: Optional[RationalLike] = None,
+    notion: Union[str, Notion] = "pure",
     contribution: Optional[int] = None,
     symmetric: Optional[bool] = None,
     max_neighbours: int = DEFAULT_MAX_NEIGHBOURS,
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
     progress: Optional[Callable[[int, int], None]] = None,
     executor: Optional[Executor] = None,
+    **shorthand: Optional[Union[RationalLike, sympy.Expr]],
 ) -> WorstCase:
     """The worst case of a privacy notion between ``factory(counts)`` and ``factory(n)`` over
     every neighbour ``n`` of ``counts`` (:func:`neighbours` under ``relation`` and
     ``contribution``), certified to ``dps`` digits, with the neighbour and output attaining it
-    and the verdict against the claim (:class:`WorstCase`).  ``notion`` is ``"pure"``,
-    ``"approx"``, ``"renyi"`` or ``"zcdp"``; the claim defaults to the mechanism's.  Past
-    ``max_neighbours`` or ``max_outputs``: :class:`AuditLimitError`.  The claim: ``epsilon``
-    (pure, approx), ``delta`` (approx), ``rho`` (zCDP), ``alpha`` (Rényi); ``symmetric``: the
-    pair's loss taken in both directions; ``progress(done, total)``; ``executor``: where the
-    neighbours run (``None``: here).  A lower bound on the true loss; every argument in full:
+    and the verdict against the claim (:class:`WorstCase`).  ``notion``: a typed notion
+    (:class:`PureDP`, :class:`ApproximateDP`, :class:`RenyiDP`, :class:`ZCDP`, carrying its
+    parameters and claim) or its short name ``"pure"``, ``"approx"``, ``"renyi"``, ``"zcdp"``
+    with the parameters as ``shorthand`` keywords (``epsilon``, ``delta``, ``alpha``,
+    ``rho``: :func:`as_notion`); the claim defaults to the mechanism's.  ``symmetric``: one
+    neighbour per class of tied items; ``progress(done, total)``; ``executor``: where the
+    neighbours run (``None``: here).  Past ``max_neighbours`` or ``max_outputs``:
+    :class:`AuditLimitError`.  A lower bound on the true loss; every argument in full:
     docs/audit.md, "worst_case's arguments, in full"."""
-    p = _worst.plan(factory, counts, relation, dps, notion=notion, epsilon=epsilon, delta=delta, rho=rho, alpha=alpha,
+    p = _worst.plan(factory, counts, relation, dps, notion=as_notion(notion, **shorthand),
                     contribution=contribution, symmetric=symmetric, max_neighbours=max_neighbours,
                     max_outputs=max_outputs)
     return _worst.finish(p, _worst.execute([p], executor, progress)[0])
@@ -155,6 +161,8 @@ def audit_grid(
         for name in ("executor", "progress"):
             if name in args:
                 raise InvalidParameterError(f"tasks[{i}]", task, f"{name!r} is given to audit_grid, not per task")
+        loose = {name: args.pop(name) for name in ("epsilon", "delta", "alpha", "rho") if name in args}
+        args["notion"] = as_notion(args.pop("notion", "pure"), **loose)
         plans.append(_worst.plan(factory, counts, **args))  # type: ignore[arg-type]
     return [_worst.finish(p, records) for p, records in zip(plans, _worst.execute(plans, executor, progress))]
 

@@ -16,23 +16,13 @@ import mpmath
 
 from ..core.lazy import sympy
 from ..core.aliases import Output
-from ..core.formatting import change_text, exact_text, json_scalar, number_text, output_ids, table
+from ..core.formatting import change_text, exact_text, json_scalar, number_text, table
 from ..core.results import NoTruthValue
 from .distributions import output_text
 from .notions.basics import bound_text
-from .verdicts import attained_exactly
+from .notions.names import notion_kind, output_json
 
 __all__ = ["NeighbourLoss", "WorstCase"]
-
-
-def _output_json(output: Any) -> Any:
-    """An output as JSON: item ids as a list (sets sorted), anything else by its repr."""
-    if output is None:
-        return None
-    try:
-        return output_ids(output)
-    except (TypeError, ValueError):
-        return repr(output)
 
 
 @dataclass(frozen=True)
@@ -169,57 +159,41 @@ class WorstCase(NoTruthValue):
     def table(self, limit: int = 10, digits: int = 15) -> str:
         """The worst neighbours (at most ``limit`` rows, worst first) as an aligned text
         table, values shown to ``digits`` significant digits."""
+        kind = notion_kind(self.notion)
         head = ["neighbour", "change"]
         rows = []
         for r in self.results[:limit]:
             row = [",".join(map(str, r.neighbour)), change_text(r.change)]
-            if self.notion == "zcdp":
+            if kind.bracketed:
                 row += [number_text(r.lower, digits), number_text(r.value, digits), str(r.loss.alpha)]
             else:
                 row.append(number_text(r.value, digits))
-                if self.notion != "renyi":
+                if kind.has_witness:
                     row.append(output_text(r.witness))
                 row.append(r.direction or "-")
             rows.append(row)
-        if self.notion == "zcdp":
+        if kind.bracketed:
             head += ["rho lower", "rho upper", "alpha"]
         else:
-            head += [self._name()] + ([] if self.notion == "renyi" else ["witness"]) + ["direction"]
+            head += [self._name()] + (["witness"] if kind.has_witness else []) + ["direction"]
         return table(head, rows)
 
     def __str__(self) -> str:
-        if self.notion == "pure":
-            return (
-                f"worst-case privacy loss {number_text(self.loss, 15)} (claimed epsilon {self.epsilon} = "
-                f"{number_text(self.epsilon_value, 15)}): {self.verdict}; neighbour {self.neighbour}, "
-                f"output {output_text(self.witness)} ({self.direction})"
-            )
-        claimed = f"{self.claim} = {number_text(self.claim_value, 15)}"
-        if self.notion == "zcdp":
-            return (f"worst-case zCDP rho in [{number_text(self.lower, 12)}, {number_text(self.upper, 12)}] "
-                    f"(claimed rho {claimed}): {self.verdict}; neighbour {self.neighbour}, alpha = {self.alpha}")
-        if self.notion == "renyi":
-            return (f"worst-case Renyi divergence D_{self.alpha} {number_text(self.value, 15)} (claimed {claimed}): "
-                    f"{self.verdict}; neighbour {self.neighbour} ({self.direction})")
-        return (f"worst-case delta({self.epsilon}) {number_text(self.value, 15)} (claimed delta {claimed}): "
-                f"{self.verdict}; neighbour {self.neighbour}, output {output_text(self.witness)} ({self.direction})")
+        return notion_kind(self.notion)._summary(self)
 
     def to_dict(self) -> dict[str, object]:
         """The result as JSON-ready values: numbers as strings with ``dps`` digits, exact
         numbers (claims, counts) as exact text, outputs as lists of item ids (a mapping's
         other outputs by their repr)."""
-        d = self.dps
+        d, kind = self.dps, notion_kind(self.notion)
 
         def exact(x: Any) -> Optional[str]:
             return None if x is None else exact_text(x)
 
         def record(r: NeighbourLoss) -> dict[str, Any]:
             out = {"neighbour": [exact(x) for x in r.neighbour], "change": list(r.change),
-                   "value": json_scalar(r.value, d), "witness": _output_json(r.witness), "direction": r.direction}
-            if self.notion == "zcdp":
-                out.update(lower=json_scalar(r.lower, d), upper=json_scalar(r.value, d), alpha=exact(r.loss.alpha))
-            if self.notion == "approx":
-                out["carriers"] = [[_output_json(o), exact(n)] for o, n in r.loss.carriers]
+                   "value": json_scalar(r.value, d), "witness": output_json(r.witness), "direction": r.direction}
+            out.update(kind._record_json(r, d))
             return out
 
         obj: dict[str, Any] = {
@@ -234,11 +208,7 @@ class WorstCase(NoTruthValue):
             "neighbours_audited": len(self.results) + len(self.undecided),
         }
         worst = record(self.results[0])
-        if self.notion == "pure":
-            detail = self.detail
-            worst.update(log_probability_counts=json_scalar(detail.log_p_a, d),  # type: ignore[attr-defined]
-                         log_probability_neighbour=json_scalar(detail.log_p_b, d),  # type: ignore[attr-defined]
-                         outputs_with_this_loss=exact(detail.witness_outputs))  # type: ignore[attr-defined]
+        worst.update(kind._worst_json(self.detail, d))
         obj["worst"] = worst
         obj["results"] = [record(r) for r in self.results]
         if self.undecided:  # proven below the worst value, not certified

@@ -40,25 +40,24 @@ from typing import Any, Callable, Optional, Sequence, Union
 import mpmath
 
 from ..core.lazy import sympy
-from ..core.aliases import MechanismLike, Output
+from ..core.aliases import MechanismLike
 from ..core.precision import ball_to_mpf, mp_workdps, mpf_fraction
 from ..core.validation import as_counts, as_dps, as_positive_int
 from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError, NoClosedFormError, PrecisionError
-from .cells import pair_cells, ties_exchangeable
+from .cells import ties_exchangeable
 from .distributions import MappingDistribution
 from .neighbours import check_relation, neighbour_count, neighbours
-from .notions.basics import exact_rational
+from .notions.kinds import NOTION_KINDS, ZCDP, Notion, PureDP
 from .notions.profile import privacy_profile
-from .notions.pure import privacy_loss
-from .notions.renyi import larger_divergence, zcdp_rho
 from .report import NeighbourLoss, WorstCase
-from .verdicts import attained_exactly, band_verdict, claim_mpf, is_mapping, refine_verdict, zcdp_verdict
+from .verdicts import attained_exactly, claim_mpf, is_mapping, refine_verdict
 
-__all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "ZCDP_DEFAULT_DPS", "claimed_epsilon", "Plan", "plan", "pair_notion", "execute", "passes_claim", "pair_verdict", "finish"]
+__all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "ZCDP_DEFAULT_DPS", "claimed_epsilon", "Plan", "plan", "execute", "passes_claim", "pair_verdict", "pair_audit",
+           "finish"]
 
 
-#: The privacy notions :func:`exactdp.audit.worst_case` audits.
-NOTIONS = ("pure", "approx", "renyi", "zcdp")
+#: The privacy notions :func:`exactdp.audit.worst_case` audits, by their short names.
+NOTIONS = tuple(NOTION_KINDS)
 
 
 #: Neighbours per work unit: one ``factory(counts)`` is built per unit, and one task is
@@ -67,7 +66,7 @@ NEIGHBOURS_PER_UNIT = 8
 
 
 #: zCDP brackets are certified to this many digits unless ``dps`` is given (as ``zcdp_rho``).
-ZCDP_DEFAULT_DPS = 6
+ZCDP_DEFAULT_DPS = ZCDP.default_dps
 
 
 def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
@@ -84,31 +83,16 @@ def claimed_epsilon(mechanism: MechanismLike) -> Union[Fraction, sympy.Expr]:
     return -sympy.Rational(div.numerator, div.denominator) * sympy.log(sympy.Rational(base.numerator, base.denominator))
 
 
-def _positive_claim(value: Any, argument: str) -> Union[Fraction, sympy.Expr]:
-    """A claimed parameter: an exact rational (``as_rational``), or a positive real sympy
-    expression such as ``log(2)``."""
-    if isinstance(value, sympy.Basic) and not getattr(value, "is_Rational", False):
-        if not (value.is_real and value.is_positive and value.is_finite):
-            raise InvalidParameterError(argument, value, "must be a positive, finite real number")
-        return value
-    q = exact_rational(value, argument)
-    if q <= 0:
-        raise InvalidParameterError(argument, value, "must be positive")
-    return q
-
-
 @dataclass(frozen=True)
 class _Job:
     """What a work unit needs to audit its neighbours (pickled to the executor)."""
 
     factory: Callable[[tuple[int, ...]], Any]
     counts: tuple[int, ...]
-    notion: str
+    notion: Notion  # resolved: its claim filled in from the audited mechanism
     dps: int
     max_outputs: int
     symmetric: bool
-    epsilon: Optional[Fraction] = None
-    alpha: Optional[Fraction] = None
 
 
 @dataclass
@@ -128,17 +112,13 @@ class Plan:
 
 
 def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str = "add_remove",
-         dps: Optional[int] = None, *, notion: str = "pure", epsilon: Any = None, delta: Any = None, rho: Any = None,
-         alpha: Any = None, contribution: Optional[int] = None, symmetric: Optional[bool] = None,
-         max_neighbours: int = 10_000, max_outputs: int = 200_000) -> Plan:
-    """Check the arguments of :func:`exactdp.audit.worst_case` and plan its work units."""
-    if notion not in NOTIONS:
-        raise InvalidParameterError("notion", notion, f"must be one of {', '.join(map(repr, NOTIONS))}")
-    for name, given, used_by in (("delta", delta, ("approx",)), ("rho", rho, ("zcdp",)),
-                                 ("alpha", alpha, ("renyi",))):
-        if given is not None and notion not in used_by:
-            raise InvalidParameterError(name, given, f"is not used by notion={notion!r} (only by {used_by[0]!r})")
-    digits = ZCDP_DEFAULT_DPS if notion == "zcdp" and dps is None else as_dps(dps)
+         dps: Optional[int] = None, *, notion: Notion = PureDP(), contribution: Optional[int] = None,
+         symmetric: Optional[bool] = None, max_neighbours: int = 10_000, max_outputs: int = 200_000) -> Plan:
+    """Check the arguments of :func:`exactdp.audit.worst_case` (``notion`` typed:
+    :func:`~exactdp.audit.as_notion`) and plan its work units."""
+    if not isinstance(notion, Notion):
+        raise ArgumentTypeError("notion", notion, "must be a typed notion here (exactdp.audit.as_notion)")
+    digits = as_dps(notion.default_dps if dps is None else dps)
     rel = check_relation(relation)
     c = as_counts(counts)
     limit = as_positive_int(max_outputs, "max_outputs")
@@ -151,96 +131,50 @@ def plan(factory: Callable[[tuple[int, ...]], Any], counts: Any, relation: str =
     sym = (not mapping) if symmetric is None else bool(symmetric)
     if not mapping and not ties_exchangeable(base):
         sym = False  # its law depends on the tie rule: tied items' neighbours differ
-
-    # A mechanism built by exactdp.interop carries the other library's own claim
-    # (claimed_epsilon / claimed_delta / claimed_rho): that claim is the default, not the
-    # epsilon of the exactdp mechanism with the same law (OpenDP's top-k claims k*r/scale,
-    # Peeling's epsilon is k/scale).  An (epsilon, delta > 0) claim is no pure claim.
-    lib_eps, lib_delta, lib_rho = (None, None, None) if mapping else (
-        getattr(base, "claimed_epsilon", None), getattr(base, "claimed_delta", None), getattr(base, "claimed_rho", None))
-    lib_eps = lib_eps if isinstance(lib_eps, Fraction) and lib_eps > 0 else None
-    lib_delta = lib_delta if isinstance(lib_delta, Fraction) else None
-    lib_rho = lib_rho if isinstance(lib_rho, Fraction) and lib_rho > 0 else None
-    lib_pure = lib_eps if not lib_delta else None
-
-    def own_epsilon(approx: bool = False) -> Any:
-        if epsilon is not None:
-            return _positive_claim(epsilon, "epsilon")
-        if mapping:
-            raise InvalidParameterError("epsilon", None, f"is required for notion={notion!r} when the factory "
-                                        "returns mappings output -> probability (they claim nothing)")
-        library = lib_eps if approx else lib_pure
-        return library if library is not None else claimed_epsilon(base)
-
-    eps, al, job_eps = None, None, None
-    if notion == "pure":
-        eps = claim = own_epsilon()
-    elif notion == "approx":
-        if delta is None and lib_delta is None:
-            raise InvalidParameterError("delta", None, "is required for notion='approx' (the claimed delta)")
-        claim = exact_rational(delta if delta is not None else lib_delta, "delta")
-        if not 0 <= claim < 1:
-            raise InvalidParameterError("delta", delta, "must be in [0, 1)")
-        if epsilon is not None and exact_rational(epsilon, "epsilon") == 0:
-            eps = Fraction(0)
-        else:
-            eps = own_epsilon(approx=True)  # an (epsilon, delta) claim's epsilon is where delta is evaluated
-        if not isinstance(eps, Fraction):
-            raise InvalidParameterError("epsilon", eps, "must be rational for notion='approx' (delta(epsilon) is "
-                                        "certified at a rational epsilon); pass epsilon=")
-        job_eps = eps
-    elif notion == "renyi":
-        if alpha is None:
-            raise InvalidParameterError("alpha", None, "is required for notion='renyi' (a rational > 1)")
-        al = exact_rational(alpha, "alpha")
-        if al <= 1:
-            raise InvalidParameterError("alpha", alpha, "must be > 1")
-        eps = claim = own_epsilon()  # D_alpha <= D_inf: a pure epsilon is an RDP bound at every alpha
-    else:
-        if rho is not None:
-            claim = _positive_claim(rho, "rho")
-        elif lib_rho is not None and epsilon is None:
-            claim = lib_rho  # the library's own zCDP claim (OpenDP's zero_concentrated_divergence)
-        else:
-            eps = own_epsilon()  # pure epsilon-DP implies (epsilon**2 / 2)-zCDP
-            claim = eps * eps / 2 if isinstance(eps, Fraction) else eps**2 / 2
+    resolved = notion._resolve(_Defaults(base, mapping))
+    eps, claim = resolved.epsilon, resolved.claim
     total = neighbour_count(c, rel, contribution=contribution)
     todo = neighbours(c, rel, contribution=contribution, up_to_symmetry=sym, max_neighbours=max_neighbours)
     if not todo:
         raise InvalidParameterError("counts", counts, "has no neighbours with these settings")
-    job = _Job(factory, c, notion, digits, limit, sym, job_eps, al)
+    job = _Job(factory, c, resolved, digits, limit, sym)
     units = [tuple(todo[i:i + NEIGHBOURS_PER_UNIT]) for i in range(0, len(todo), NEIGHBOURS_PER_UNIT)]
     return Plan(job, rel, todo, total, base, eps, claim, claim_mpf(claim, digits),
                 None if eps is None else claim_mpf(eps, digits), units)
 
 
-def pair_notion(a: Any, b: Any, notion: str, dps: int, *,
-                epsilon: Optional[Fraction] = None, alpha: Optional[Fraction] = None,
-                max_outputs: int, symmetric: bool = True) -> tuple[object, mpmath.mpf, Optional[Output],
-                                                                   Optional[str], Optional[mpmath.mpf]]:
-    """One pair's notion as ``(result, value, witness, direction, lower)`` (the fields of
-    :class:`NeighbourLoss`): the one dispatch over notions, for a neighbour of a worst
-    case and for a pair of probability tables."""
-    if notion == "pure":
-        loss = privacy_loss(a, b, dps, max_outputs=max_outputs, symmetric=symmetric)
-        return loss, loss.value, loss.witness, loss.direction, None
-    if notion == "approx":
-        prof = privacy_profile(a, b, epsilon, dps, max_outputs=max_outputs)
-        return prof, prof.delta, prof.carriers[0][0] if prof.carriers else None, prof.direction, None
-    if notion == "renyi":
-        pair = pair_cells(a, b, dps, max_outputs, symmetric)
-        value, direction = larger_divergence(pair, alpha, dps)  # decided once one direction is proven above
-        return value, value, None, direction, None
-    bracket = zcdp_rho(a, b, dps, max_outputs=max_outputs)
-    return bracket, bracket.upper, None, None, bracket.lower
+class _Defaults:
+    """The audited mechanism's own claim, for :meth:`Notion._resolve`.  A mechanism built by
+    exactdp.interop carries the other library's own claim (claimed_epsilon /
+    claimed_delta / claimed_rho): that claim is the default, not the epsilon of the
+    exactdp mechanism with the same law (OpenDP's top-k claims k*r/scale, Peeling's
+    epsilon is k/scale).  An (epsilon, delta > 0) claim is no pure claim."""
+
+    def __init__(self, base: Any, mapping: bool) -> None:
+        lib_eps, lib_delta, lib_rho = (None, None, None) if mapping else (
+            getattr(base, "claimed_epsilon", None), getattr(base, "claimed_delta", None),
+            getattr(base, "claimed_rho", None))
+        self.base, self.mapping = base, mapping
+        self.lib_eps = lib_eps if isinstance(lib_eps, Fraction) and lib_eps > 0 else None
+        self.delta = lib_delta if isinstance(lib_delta, Fraction) else None
+        self.rho = lib_rho if isinstance(lib_rho, Fraction) and lib_rho > 0 else None
+
+    def epsilon(self, given: Any, name: str, approx: bool = False) -> Any:
+        """``given``, else the library's claim, else the mechanism's (:func:`claimed_epsilon`)."""
+        if given is not None:
+            return given
+        if self.mapping:
+            raise InvalidParameterError("epsilon", None, f"is required for notion={name!r} when the factory "
+                                        "returns mappings output -> probability (they claim nothing)")
+        library = self.lib_eps if approx or not self.delta else None
+        return library if library is not None else claimed_epsilon(self.base)
 
 
 def _pair(job: _Job, base: Any, n: tuple[int, ...]) -> NeighbourLoss:
     """The notion between ``base`` and ``factory(n)``."""
     change = tuple(y - x for x, y in zip(job.counts, n))
-    return NeighbourLoss(n, change, *pair_notion(base, job.factory(n), job.notion, job.dps,
-                                                 epsilon=job.epsilon, alpha=job.alpha,
-                                                 max_outputs=job.max_outputs, symmetric=job.symmetric))
+    return NeighbourLoss(n, change, *job.notion.evaluate(base, job.factory(n), job.dps, max_outputs=job.max_outputs,
+                                                         symmetric=job.symmetric))
 
 
 def _unit(job: _Job, neighbours_: Sequence[tuple[int, ...]],
@@ -329,13 +263,6 @@ def execute(plans: Sequence[Plan], executor: Optional[Executor] = None,
     return [[r for unit in row for r in unit] for row in slots]  # type: ignore[union-attr]
 
 
-def _sort_key(notion: str) -> Callable[[NeighbourLoss], mpmath.mpf]:
-    """The value to sort by (zCDP: the lower end); compared exactly, no arithmetic."""
-    def key(r: NeighbourLoss) -> mpmath.mpf:
-        return r.lower if notion == "zcdp" else r.value
-    return key
-
-
 def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
     """``(verdict, attained exactly)`` when the worst value is within the band of the claim
     (``3 * 10**-dps``; zCDP: a narrow bracket that contains it): a pure loss proved equal
@@ -343,23 +270,19 @@ def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:
     found above the claim; every other neighbour in the band goes to
     :func:`refine_verdict`."""
     job = p.job
-    if job.notion == "zcdp":
-        near = [r for r in records if zcdp_verdict(r.lower, r.value, p.claim, p.claim_value, job.dps) != "below"]
-    else:
-        near = [r for r in records if band_verdict(r.value, p.claim_value, job.dps) == "attained"]
+    near = [r for r in records if job.notion.judge(r.lower, r.value, p.claim, p.claim_value, job.dps) != "below"]
     equal = False
-    if job.notion == "pure":
+    if job.notion.proves_equality:
         proved = [r for r in near if attained_exactly(p.base, job.factory(r.neighbour), r.witness, r.direction,
                                                        p.claim)]
         equal, near = bool(proved), [r for r in near if r not in proved]
 
     def again(r: NeighbourLoss) -> Callable[[int], str]:
         return lambda digits: pair_verdict(job.factory(job.counts), job.factory(r.neighbour), job.notion, digits,
-                                           p.claim, epsilon=job.epsilon, alpha=job.alpha,
-                                           max_outputs=job.max_outputs, symmetric=job.symmetric)
+                                           p.claim, max_outputs=job.max_outputs, symmetric=job.symmetric)
 
     verdict = refine_verdict([again(r) for r in near], job.dps)
-    if verdict == "attained" and job.notion == "pure" and any(
+    if verdict == "attained" and job.notion.proves_equality and any(
             passes_claim(job.factory(job.counts), job.factory(r.neighbour), p.claim, job.dps, job.max_outputs)
             for r in near):
         verdict = "violated"
@@ -384,15 +307,34 @@ def passes_claim(a: Any, b: Any, claim: Any, dps: int, max_outputs: int) -> bool
         return False
 
 
-def pair_verdict(a: Any, b: Any, notion: str, digits: int, claim: Any, **kwargs: Any) -> str:
-    """The verdict of one pair's notion against ``claim`` with ``digits`` digits
-    (:func:`pair_notion`): zCDP by its bracket (rigorous at any width), the others by
-    the band ``3 * 10**-digits``."""
-    claim_value = claim_mpf(claim, digits)
-    _, value, _, _, lower = pair_notion(a, b, notion, digits, **kwargs)
-    if notion == "zcdp":
-        return zcdp_verdict(lower, value, claim, claim_value, digits)
-    return band_verdict(value, claim_value, digits)
+def pair_verdict(a: Any, b: Any, notion: Notion, digits: int, claim: Any, **kwargs: Any) -> str:
+    """One pair's notion at ``digits`` digits, judged against ``claim`` (:meth:`Notion.judge`)."""
+    _, value, _, _, lower = notion.evaluate(a, b, digits, **kwargs)
+    return notion.judge(lower, value, claim, claim_mpf(claim, digits), digits)
+
+
+def pair_audit(a: Any, b: Any, notion: Notion, dps: int, *, max_outputs: int) -> dict[str, Any]:
+    """One notion between two distributions against its claim (``notion`` complete: its
+    claim given), by the rule of :func:`finish` (the band of ``3 * 10**-dps``, a value
+    within it decided again with more digits; a bracket compared exactly with a rational
+    claim): the fields of a pair's result by name (``notion``, ``value``, ``claim``,
+    ``claim_value``, ``verdict``, ``margin``, ``dps``, ``epsilon``, ``alpha``, ``lower``,
+    ``upper``, ``witness``, ``direction``, ``log_p``)."""
+    result, value, witness, direction, lower = notion.evaluate(a, b, dps, max_outputs=max_outputs)
+    claim = Fraction(notion.claim)
+    claim_value = claim_mpf(claim, dps)
+    upper = value if notion.bracketed else None
+    verdict = notion.judge(lower, value, claim, claim_value, dps)
+    if verdict == "attained":  # within the band: decided with more digits where it can be
+        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, claim, max_outputs=max_outputs)],
+                                 dps)
+    with mp_workdps(dps + 10):
+        margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf
+    eps = notion.epsilon
+    return dict(notion=notion.name, value=value, claim=claim, claim_value=claim_value, verdict=verdict,
+                margin=margin, dps=dps, epsilon=None if eps is None else Fraction(eps),
+                alpha=notion._reported_alpha(NeighbourLoss((), (), result, value, witness, direction, lower)),
+                lower=lower, upper=upper, witness=witness, direction=direction, log_p=notion._log_probabilities(result))
 
 
 def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
@@ -400,31 +342,29 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
     job = p.job
     undecided = sorted((r for r in records if r.undecided is not None), key=lambda r: r.value, reverse=True)
     records = [r for r in records if r.undecided is None]
-    results = sorted(records, key=_sort_key(job.notion), reverse=True)  # stable: ties keep neighbours() order
+    results = sorted(records, key=job.notion._sort_value, reverse=True)  # stable: ties keep neighbours() order
     _check_decided(job, results, undecided)
     worst = results[0]
     value = worst.value
     lower = upper = None
-    if job.notion == "zcdp":
+    if job.notion.bracketed:  # the bracket of the maximum: the largest ends, end by end
         lower = max((r.lower for r in results), key=lambda x: x)
         upper = value = max((r.value for r in results), key=lambda x: x)
-        verdict = zcdp_verdict(lower, upper, p.claim, p.claim_value, job.dps)
-    else:
-        verdict = band_verdict(value, p.claim_value, job.dps)
+    verdict = job.notion.judge(lower, value, p.claim, p.claim_value, job.dps)
     with mp_workdps(job.dps + 10):
         margin = p.claim_value - value if not mpmath.isinf(value) else -mpmath.inf
     exactly = False
     if verdict == "attained":
-        if job.notion == "approx" and worst.loss.exact_zero and p.claim == 0:
+        if job.notion._proved_zero(worst, p.claim):
             exactly = True  # the largest delta is proved 0: every neighbour's is
         else:
             verdict, exactly = _decide_band(p, results)
-    alpha = job.alpha if job.notion == "renyi" else (worst.loss.alpha if job.notion == "zcdp" else None)
+    alpha = job.notion._reported_alpha(worst)
     return WorstCase(
         counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,
         witness=worst.witness, direction=worst.direction, epsilon=p.epsilon, epsilon_value=p.epsilon_value,
         verdict=verdict, margin=margin, detail=worst.loss, results=tuple(results), neighbours_total=p.total,
-        dps=job.dps, attained_exactly=exactly, mechanism=_describe(p.base), notion=job.notion, value=value,
+        dps=job.dps, attained_exactly=exactly, mechanism=_describe(p.base), notion=job.notion.name, value=value,
         claim=p.claim, claim_value=p.claim_value, alpha=alpha, lower=lower, upper=upper, undecided=tuple(undecided),
     )
 
@@ -443,15 +383,11 @@ def _check_decided(job: _Job, results: list[NeighbourLoss], undecided: list[Neig
         return
     if not results:
         raise _undecided_error(job, undecided[0])
-    worst = results[0]
-    if job.notion == "zcdp":
-        floor = worst.lower
-    else:
-        floor = worst.value
+    floor = job.notion._sort_value(results[0])
     if mpmath.isinf(floor):
         return
     lower_end = mpf_fraction(floor)
-    if job.notion != "zcdp":
+    if not job.notion.bracketed:
         lower_end *= 1 - Fraction(1, 10 ** (job.dps - 1))
     for r in undecided:
         if mpmath.isinf(r.value):

@@ -125,11 +125,12 @@ def worst_case(factory: Callable[[Sequence[int]], Any], counts: Sequence[int], a
                 claims: dict[str, Any], *, symmetric: bool) -> Any:
     from ... import audit
 
+    notion = audit.as_notion(**claims)  # the typed notion, built once from the options
     with _resources(args) as (progress, executor):
         return audit.worst_case(
-            factory, counts, args.relation or "add_remove", audit_digits(args)[0], contribution=args.contribution,
-            max_neighbours=args.max_neighbours, max_outputs=args.max_outputs, progress=progress,
-            symmetric=symmetric, executor=executor, **claims,
+            factory, counts, args.relation or "add_remove", audit_digits(args)[0], notion=notion,
+            contribution=args.contribution, max_neighbours=args.max_neighbours, max_outputs=args.max_outputs,
+            progress=progress, symmetric=symmetric, executor=executor,
         )
 
 

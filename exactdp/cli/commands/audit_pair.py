@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import mpmath
 
 from ...core.results import NoTruthValue
 from ...core.formatting import exact_text, json_scalar, number_text, output_ids, output_text
-from ...core.precision import mp_workdps
 from ..render import emit_json, larger_under, write_line
 from .audit_report import EXIT, audit_digits, margin_note
 
@@ -56,42 +55,36 @@ class PairResult(NoTruthValue):
 
 
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
-    """The notion ``claims["notion"]`` between the two tables of ``tables``."""
-    from ..._oracle.verdicts import band_verdict, claim_mpf, refine_verdict, zcdp_verdict
-    from ..._oracle.worst import pair_notion, pair_verdict
+    """The notion ``claims["notion"]`` (its short name, the other claims its parameters)
+    between the two tables of ``tables``."""
+    from ...audit import as_notion
+    from ..._oracle.worst import pair_audit
 
+    dps, limit = audit_digits(args)[0], args.max_outputs
     (ca, a), (cb, b) = tables.tables.items()
-    notion, eps, limit = claims["notion"], claims["epsilon"], args.max_outputs
-    dps = audit_digits(args)[0]
-    alpha = claims["alpha"] if notion == "renyi" else None
-    result, value, witness, direction, lower = pair_notion(a, b, notion, dps, epsilon=eps,
-                                                           alpha=alpha, max_outputs=limit)
-    upper = log_p = None
-    if notion == "pure":
-        log_p, claim = (result.log_p_a, result.log_p_b), eps
-    elif notion == "approx":
-        claim = claims["delta"]
-    elif notion == "renyi":
-        claim = eps
-    else:
-        upper, alpha = value, result.alpha
-        claim = claims["rho"] if claims["rho"] is not None else eps * eps / 2
-    claim = Fraction(claim)
-    claim_value = claim_mpf(claim, dps)
-    if notion == "zcdp":
-        verdict = zcdp_verdict(lower, upper, claim, claim_value, dps)
-    else:
-        verdict = band_verdict(value, claim_value, dps)
-    if verdict == "attained":  # within the band: decided with more digits where it can be
-        verdict = refine_verdict([lambda digits: pair_verdict(a, b, notion, digits, claim,
-                                                              epsilon=eps, alpha=alpha, max_outputs=limit)], dps)
-    with mp_workdps(dps + 10):
-        margin = claim_value - value if not mpmath.isinf(value) else -mpmath.inf
-    return PairResult(notion, ca, cb, value, claim, claim_value, verdict, margin, dps,
-                      None if eps is None else Fraction(eps), alpha, lower, upper, witness, direction, log_p)
+    return PairResult(counts_a=ca, counts_b=cb, **pair_audit(a, b, as_notion(**claims), dps, max_outputs=limit))
 
 
-_CLAIMS = {"pure": "epsilon", "approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
+def _pure_lines(r: PairResult, num: Callable[[Any], str], digits: int) -> list[str]:
+    larger = ("equal under a and b" if r.direction == "equal" else
+              f"larger under {larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
+    lines = [f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})"]
+    if r.log_p is not None:
+        lines.append(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
+    return lines
+
+
+#: The value lines of a pair per notion (by its short name).
+_VALUE_LINES: dict[str, Callable[[PairResult, Callable[[Any], str], int], list[str]]] = {
+    "pure": _pure_lines,
+    "approx": lambda r, num, digits: [f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})"],
+    "renyi": lambda r, num, digits: [f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} "
+                                     f"({r.direction}, the larger direction)"],
+    "zcdp": lambda r, num, digits: [f"value:        rho in [{number_text(r.lower, digits)}, "
+                                    f"{number_text(r.upper, digits)}] (the lower end attained at alpha = "
+                                    f"{exact_text(r.alpha)})"],
+}
+
 _VERDICTS = {
     "below": "below the claim for this pair",
     "attained": "attained: the value equals the claim to every digit computed",
@@ -103,6 +96,8 @@ _VERDICTS = {
 def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> int:
     """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text;
     return the exit status of its verdict."""
+    from ..._oracle.notions.kinds import NOTION_KINDS
+
     d = r.dps
     if args.json:
         obj = dict(head)
@@ -124,21 +119,9 @@ def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], l
 
     a, b = ",".join(map(str, r.counts_a)), ",".join(map(str, r.counts_b))
     write_line(f"pair:         counts {a} (a) and counts {b} (b)")
-    if r.notion == "pure":
-        larger = ("equal under a and b" if r.direction == "equal" else
-                  f"larger under {larger_under(r.direction).replace('counts', 'a').replace('neighbour', 'b')}")
-        write_line(f"value:        privacy loss {num(r.value)} at output {output_text(r.witness, brackets=False)} ({larger})")
-        if r.log_p is not None:
-            write_line(f"              ln P_a(output) = {num(r.log_p[0])}, ln P_b(output) = {num(r.log_p[1])}")
-    elif r.notion == "approx":
-        write_line(f"value:        delta({exact_text(r.epsilon)}) = {num(r.value)} ({r.direction})")
-    elif r.notion == "renyi":
-        write_line(f"value:        Renyi divergence of order {exact_text(r.alpha)} = {num(r.value)} ({r.direction}, "
-             "the larger direction)")
-    else:
-        write_line(f"value:        rho in [{number_text(r.lower, digits)}, {number_text(r.upper, digits)}] "
-             f"(the lower end attained at alpha = {exact_text(r.alpha)})")
-    write_line(f"claim:        {_CLAIMS[r.notion]} {exact_text(r.claim)} = {num(r.claim_value)}")
+    for text in _VALUE_LINES[r.notion](r, num, digits):
+        write_line(text)
+    write_line(f"claim:        {NOTION_KINDS[r.notion].claim_name} {exact_text(r.claim)} = {num(r.claim_value)}")
     write_line(f"verdict:      {_VERDICTS[r.verdict]}; margin claim - value = {num(r.margin)}{margin_note(r.verdict, r.margin, d)}")
     write_line(f"tables:       {line}")
     write_line(f"precision:    values certified to relative error 1e-{d}, shown to {digits} significant digits")

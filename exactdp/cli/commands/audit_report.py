@@ -48,12 +48,9 @@ def report(w: Any, args: argparse.Namespace, head: dict[str, Any], line: str, wh
         obj.update(result)
         emit_json(obj)
         return EXIT[w.verdict]
-    if w.notion == "pure":
-        _report_pure(w, args, dps, digits)
-    else:
-        _report_notion(w, args, dps, digits)
+    _REPORTS.get(w.notion, _report_notion)(w, args, dps, digits)
     write_line(f"{what + ':':<13} {line}")
-    values = "losses" if w.notion == "pure" else "values"
+    values = "losses" if w.notion in _REPORTS else "values"  # the pure loss has its own report
     write_line(f"precision:    {values} certified to relative error 1e-{dps}, shown to {digits} significant digits")
     return EXIT[w.verdict]
 
@@ -105,34 +102,49 @@ def _table(w: Any, args: argparse.Namespace, headers: list[str], cells: Callable
              f"{', ...' if len(w.undecided) > 3 else ''})")
 
 
+#: The report of the pure loss (the others: :func:`_report_notion`).
+_REPORTS = {"pure": _report_pure}
+
 _DIVERGENCE = {"a>b": "counts||neighbour", "b>a": "neighbour||counts"}
 
-_CLAIM_NAMES = {"approx": "delta", "renyi": "epsilon (RDP)", "zcdp": "rho"}
+
+
+def _approx_worst(w: Any, args: argparse.Namespace, num: Callable[[Any], str], digits: int, at: str) -> str:
+    _table(w, args, [f"delta({exact_text(w.epsilon)})", "witness", "larger under"],
+           lambda r: [num(r.value), "-" if r.witness is None else output_text(r.witness, brackets=False),
+                      larger_under(r.direction)])
+    worst = f"delta({exact_text(w.epsilon)}) = {num(w.value)} {at}"
+    if w.witness is not None:
+        worst += (f" (sum over {len(w.carriers)} output class{'es' if len(w.carriers) != 1 else ''}, "
+                  f"e.g. output {output_text(w.witness, brackets=False)})")
+    return worst
+
+
+def _renyi_worst(w: Any, args: argparse.Namespace, num: Callable[[Any], str], digits: int, at: str) -> str:
+    _table(w, args, [f"D_{exact_text(w.alpha)}", "direction"], lambda r: [num(r.value), _DIVERGENCE[r.direction]])
+    return f"Renyi divergence of order {exact_text(w.alpha)} = {num(w.value)} {at} (D({_DIVERGENCE[w.direction]}))"
+
+
+def _zcdp_worst(w: Any, args: argparse.Namespace, num: Callable[[Any], str], digits: int, at: str) -> str:
+    _table(w, args, ["rho lower", "rho upper", "alpha"],
+           lambda r: [number_text(r.lower, digits), number_text(r.value, digits), exact_text(r.loss.alpha)])
+    return f"rho in [{number_text(w.lower, digits)}, {number_text(w.upper, digits)}] {at} (alpha = {exact_text(w.alpha)})"
+
+
+#: The table and worst-case line of a notion other than pure, by its short name.
+_WORST = {"approx": _approx_worst, "renyi": _renyi_worst, "zcdp": _zcdp_worst}
 
 
 def _report_notion(w: Any, args: argparse.Namespace, dps: int, digits: int) -> None:
     """The worst case of approx, renyi or zcdp: the per-neighbour values and the verdict."""
+    from ..._oracle.notions.kinds import NOTION_KINDS
+
     def num(x: Any) -> str:
         return number_text(x, digits, strip_zeros=False)
 
-    at = f"at neighbour {','.join(map(str, w.neighbour))}"
-    if w.notion == "approx":
-        _table(w, args, [f"delta({exact_text(w.epsilon)})", "witness", "larger under"],
-               lambda r: [num(r.value), "-" if r.witness is None else output_text(r.witness, brackets=False),
-                          larger_under(r.direction)])
-        worst = f"delta({exact_text(w.epsilon)}) = {num(w.value)} {at}"
-        if w.witness is not None:
-            worst += (f" (sum over {len(w.carriers)} output class{'es' if len(w.carriers) != 1 else ''}, "
-                      f"e.g. output {output_text(w.witness, brackets=False)})")
-    elif w.notion == "renyi":
-        _table(w, args, [f"D_{exact_text(w.alpha)}", "direction"], lambda r: [num(r.value), _DIVERGENCE[r.direction]])
-        worst = f"Renyi divergence of order {exact_text(w.alpha)} = {num(w.value)} {at} (D({_DIVERGENCE[w.direction]}))"
-    else:
-        _table(w, args, ["rho lower", "rho upper", "alpha"],
-               lambda r: [number_text(r.lower, digits), number_text(r.value, digits), exact_text(r.loss.alpha)])
-        worst = f"rho in [{number_text(w.lower, digits)}, {number_text(w.upper, digits)}] {at} (alpha = {exact_text(w.alpha)})"
+    worst = _WORST[w.notion](w, args, num, digits, f"at neighbour {','.join(map(str, w.neighbour))}")
     write_line()
     write_line(f"worst case:   {worst}")
-    write_line(f"claim:        {_CLAIM_NAMES[w.notion]} {exact_text(w.claim)} = {num(w.claim_value)}")
+    write_line(f"claim:        {NOTION_KINDS[w.notion].claim_name} {exact_text(w.claim)} = {num(w.claim_value)}")
     write_line(f"verdict:      {_VERDICTS[w.verdict]}; margin claim - value = {num(w.margin)}"
          f"{margin_note(w.verdict, w.margin, w.dps)}")
