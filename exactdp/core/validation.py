@@ -15,10 +15,8 @@ Seeds and random generators (:func:`as_rng`, :func:`seed_to_nonnegative`) are ch
 
 >>> as_counts([3, 2.0, 2])
 (3, 2, 2)
->>> as_epsilon("0.1")
-Fraction(1, 10)
->>> as_epsilon(0.5)
-Fraction(1, 2)
+>>> as_epsilon("0.1"), as_epsilon(0.5)
+(Fraction(1, 10), Fraction(1, 2))
 >>> as_k(2, 3)
 2
 >>> as_k(4, 3)

@@ -348,24 +348,10 @@ def zcdp_rho(a: Any, b: Any, dps: Optional[int] = None, *, max_steps: int = DEFA
     """A rigorous bracket ``lower <= rho <= upper`` of the zCDP parameter
     ``rho = sup_{alpha > 1} R(alpha)``, ``R(alpha) = max(D_alpha(a||b), D_alpha(b||a)) / alpha``.
 
-    The math: ``D_alpha`` is nondecreasing in ``alpha``, so for ``alpha`` in ``[a1, a2]``,
-    ``R(alpha) <= D_{a2} / a1``; as ``alpha -> 1+``, ``D_alpha -> D_1`` (KL) from above,
-    so ``rho >= D_1`` and ``R <= D_{a2}`` on ``(1, a2]``; for ``alpha > A``,
-    ``R(alpha) <= D_inf / A`` with ``D_inf`` the pure privacy loss (finite for equal
-    supports; then ``R -> 0`` and the sup is attained at a finite alpha); and
-    ``rho <= D_inf**2 / 2`` (pure ``D_inf``-DP of the pair implies ``D_inf**2/2``-zCDP: Bun
-    and Steinke, TCC 2016, arXiv:1605.02065, Proposition 1.4).  Lower bounds are the values
-    ``R(alpha)`` at grid points (and ``D_1``), never below 0.  The grid starts at
-    ``1, 2, 4, ...`` up to ``A`` with ``D_inf / A`` below the lower bound; the interval with
-    the largest upper bound is halved (or ``A`` doubled) until ``upper - lower <=
-    10**-dps * lower`` (default ``dps = 6``) or ``max_steps`` refinements (then
-    ``converged`` is False; the bracket is still rigorous).  All values are arb balls at a
-    working precision of ``dps + 20`` digits, doubled up to ``max(4 * dps + 80, 1000)``
-    (never past the mechanisms' ``memory_budget``) while the best lower bound (KL or
-    ``R(2)``) is not known to ``dps + 2`` digits: distributions that differ by ``2**-200``
-    have a ``rho`` near ``10**-120``.  Lower ends of lower bounds, upper ends of upper
-    bounds.  ``rho = inf`` when the supports differ, ``0`` for equal distributions (decided
-    exactly).
+    Refined until ``upper - lower <= 10**-dps * lower`` (default ``dps = 6``) or
+    ``max_steps`` refinements (then ``converged`` is False; the bracket is still rigorous);
+    ``rho = inf`` when the supports differ, ``0`` for equal distributions (decided exactly).
+    The bounds and the grid: docs/audit.md, "The zCDP bracket, derived".
 
     ``a``, ``b``: exactdp mechanisms of one output space or mappings ``output ->
     probability``; ``max_outputs``: the most output orbits
