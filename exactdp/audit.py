@@ -33,9 +33,6 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from typing import Callable, Mapping, Optional, Sequence, Union
 
-import mpmath
-from flint import arb
-
 from ._oracle.cells import output_orbit_count
 from ._oracle.notions.kinds import ApproximateDP, Notion, PureDP, RenyiDP, ZCDP, as_notion
 from ._oracle.notions.basics import unresolved_error, proven_zero, pure_loss  # noqa: F401
@@ -46,7 +43,6 @@ from ._oracle.neighbours import (NEIGHBOURS_LIMIT, RELATIONS, AuditLimitError, c
 from .core.lazy import sympy
 from .core.namespace import public_dir
 from .core.aliases import ClaimedTable, CountsLike, MechanismLike, RationalLike
-from .core.formatting import table
 from .errors import InvalidParameterError
 from ._oracle import worst as _worst
 from ._oracle.notions.pure import DEFAULT_MAX_NEIGHBOURS, DEFAULT_MAX_OUTPUTS, PairLoss, PrivacyLoss, privacy_loss
@@ -54,7 +50,9 @@ from ._oracle.clopper_pearson import lower_bound_from_counts
 from ._oracle.draws import DrawsBound, lower_bound_from_draws
 from ._oracle.events import PlannedEvent, draws_to_detect, plan_event
 from ._oracle.report import NeighbourLoss, WorstCase
-from ._oracle.worst import claimed_epsilon
+from ._oracle.worst import claimed_epsilon, pair_audit  # noqa: F401 (pair_audit, NOTION_KINDS, bound_text: the CLI's)
+from ._oracle.notions.kinds import NOTION_KINDS  # noqa: F401
+from ._oracle.notions.basics import bound_text  # noqa: F401
 
 __all__ = [
     "AuditLimitError",

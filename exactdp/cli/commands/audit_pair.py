@@ -57,8 +57,7 @@ class PairResult(NoTruthValue):
 def audit_pair(tables: Any, claims: dict[str, Any], args: argparse.Namespace) -> PairResult:
     """The notion ``claims["notion"]`` (its short name, the other claims its parameters)
     between the two tables of ``tables``."""
-    from ...audit import as_notion
-    from ..._oracle.worst import pair_audit
+    from ...audit import as_notion, pair_audit
 
     dps, limit = audit_digits(args)[0], args.max_outputs
     (ca, a), (cb, b) = tables.tables.items()
@@ -96,7 +95,7 @@ _VERDICTS = {
 def report_pair(r: PairResult, args: argparse.Namespace, head: dict[str, Any], line: str) -> int:
     """Print a :class:`PairResult`: JSON (exact claims, values of ``dps`` digits) or text;
     return the exit status of its verdict."""
-    from ..._oracle.notions.kinds import NOTION_KINDS
+    from ...audit import NOTION_KINDS
 
     d = r.dps
     if args.json:

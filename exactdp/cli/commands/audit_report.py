@@ -96,7 +96,7 @@ def _table(w: Any, args: argparse.Namespace, headers: list[str], cells: Callable
     classes = "neighbours" if audited == w.neighbours_total else "classes of neighbours (up to exchanging tied items)"
     write_line(f"({len(shown)} of {len(w.results)} {classes} shown, worst first; {w.neighbours_total} {w.relation} neighbours in all)")
     if w.undecided:  # not certified to the digits, proven below the worst value
-        from ..._oracle.notions.basics import bound_text
+        from ...audit import bound_text
         bounds = ", ".join(f"{','.join(map(str, r.neighbour))} <= {bound_text(r.value)}" for r in w.undecided[:3])
         write_line(f"({len(w.undecided)} more not certified to {w.dps} digits, proven below the worst: {bounds}"
              f"{', ...' if len(w.undecided) > 3 else ''})")
@@ -137,7 +137,7 @@ _WORST = {"approx": _approx_worst, "renyi": _renyi_worst, "zcdp": _zcdp_worst}
 
 def _report_notion(w: Any, args: argparse.Namespace, dps: int, digits: int) -> None:
     """The worst case of approx, renyi or zcdp: the per-neighbour values and the verdict."""
-    from ..._oracle.notions.kinds import NOTION_KINDS
+    from ...audit import NOTION_KINDS
 
     def num(x: Any) -> str:
         return number_text(x, digits, strip_zeros=False)
