@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from tests.architecture.import_graph import cycles as strongly_connected
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "exactdp" / "mechanisms"
 
@@ -82,34 +84,7 @@ def cycles(edges: list[tuple[str, str, list[str]]]) -> list[list[str]]:
         if _is_package(a) and b.startswith(a + ".") or a == "":
             continue  # a package's face hands on what its modules define
         graph.setdefault(a, set()).add(b)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    out = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1 or v in graph.get(v, ()):
-                out.append(sorted(component))
-
-    for v in list(graph):
-        if v not in index:
-            visit(v)
-    return out
+    return strongly_connected(graph)
 
 
 def test_no_private_name_crosses_a_module_of_the_mechanisms():

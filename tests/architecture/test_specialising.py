@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from tests.architecture.import_graph import cycles as strongly_connected
+
 import exactdp
 from exactdp.cli.registry import MECHANISMS
 
@@ -71,34 +73,7 @@ def _imports(path: pathlib.Path, module: str) -> set[str]:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            scc = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                scc.append(w)
-                if w == v:
-                    break
-            if len(scc) > 1:
-                out.append(sorted(scc))
-
-    for v in list(graph):
-        if v not in index:
-            visit(v)
-    return out
+    return strongly_connected(graph)
 
 
 def _core_graph(root: pathlib.Path) -> dict[str, set[str]]:

@@ -16,6 +16,7 @@ import pytest
 
 import exactdp
 from exactdp import certify
+from tests.architecture.import_graph import cycles as strongly_connected
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -55,34 +56,7 @@ def cycles(modules: dict[str, ast.Module]) -> list[list[str]]:
     for a, b, _ in _imports(modules):
         if a and b in graph:
             graph[a].add(b)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    out = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return out
+    return strongly_connected(graph)
 
 
 def mirror_gaps(tests: pathlib.Path) -> list[str]:
