@@ -38,7 +38,8 @@ def child(case: str, n: int) -> dict:
     sys.path.insert(0, str(ROOT))
     import exactdp
     from exactdp import audit
-    from exactdp._draws import as_fraction, floor_text
+    from exactdp._oracle.draws import floor_text
+    from exactdp.core.precision import mpf_fraction as as_fraction
 
     counts_a, counts_b = [6, 5, 3, 0], [7, 5, 3, 0]
     a, b = exactdp.Joint(counts_a, 2, epsilon=1), exactdp.Joint(counts_b, 2, epsilon=1)

@@ -4,7 +4,7 @@ Run:  python benchmarks/bench_audit_memory.py                    (d = 10,000 and
       python benchmarks/bench_audit_memory.py --d 40000 --mechanisms joint --notions privacy_loss
 
 A pair audit checks the values it holds itself (a certified probability per level, cells,
-balls or rows per cell; ``exactdp._footprint``) against the two mechanisms'
+balls or rows per cell; ``exactdp._oracle.footprint``) against the two mechanisms'
 ``memory_budget`` together, before it builds them.  An estimate far below what the audit
 really holds would let it run into an out-of-memory kill instead of refusing, so this
 script measures it.  Each (mechanism, shape, neighbour, notion) runs in a child process
@@ -52,7 +52,7 @@ def rss_now() -> int:
 def child(mechanism: str, shape: str, kind: str, notion: str, d: int, k: int) -> dict:
     import exactdp
     from exactdp import audit
-    from exactdp import _footprint
+    from exactdp._oracle import footprint as _footprint
     from exactdp.errors import ExactDPError
 
     cls = getattr(exactdp, MECHANISMS[mechanism])

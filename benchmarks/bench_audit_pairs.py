@@ -143,8 +143,8 @@ def float_reference(audit: str, inputs: tuple) -> float:
 def time_head(a, b):
     """``(CPU s, depth, cells)`` of the head the audits of ``a``, ``b`` count at the first
     precision of a 30-digit notion (None without a head engine)."""
-    from exactdp._distributions import head_engine
-    from exactdp._groups import Groups
+    from exactdp._oracle.engines.head import head_engine
+    from exactdp._oracle.groups import Groups
     from exactdp.core.precision import flint_workprec
 
     engine = head_engine(Groups(a, 30), Groups(b, 30))
@@ -161,8 +161,8 @@ def child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp._distributions import mechanism_pairs
-    from exactdp.mechanisms.joint_pairs import head_preferred
+    from exactdp._oracle.cells import mechanism_pairs
+    from exactdp.mechanisms.joint.pairs import head_preferred
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)
@@ -208,7 +208,7 @@ def many_child(mechanism: str, shape: str, kind: str, d: int, k: int) -> dict:
 
     import exactdp
     from exactdp import audit
-    from exactdp.mechanisms.joint_pairs import head_preferred, joint_pair_cells
+    from exactdp.mechanisms.joint.pairs import head_preferred, joint_pair_cells
 
     cls = getattr(exactdp, MECHANISMS[mechanism])
     counts = make_counts(shape, d)

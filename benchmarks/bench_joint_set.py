@@ -14,7 +14,7 @@ Methods (all exact big integers; the levels of the three are checked equal):
 
 - sweep: ``iter_joint_set_levels`` (what ``JointSet.levels()`` and ``iter_levels()`` run):
   the event heap gives the thresholds where a row of ones grows, and Lemma 7's path count
-  is updated where the staircase changed (``exactdp.mechanisms.joint_set_sweep``);
+  is updated where the staircase changed (``exactdp.mechanisms.joint_set.sweep``);
 - recount: ``levels_matrix_paths``, the paper's method as stated: M̂ built once, and at
   every candidate threshold the rows of A read by bisection and all paths recounted by
   Lemma 7's zero-free blocks (the previous ``levels()``);
@@ -58,7 +58,7 @@ def cpu() -> float:
 def child(method: str, shape: str, d: int, k: int, sample: int) -> None:
     sys.path.insert(0, str(ROOT))
     from exactdp.core.ranking import Ranking
-    from exactdp.mechanisms.joint_set import _candidate_thresholds, iter_joint_set_levels, levels_dp, levels_matrix_paths
+    from exactdp.mechanisms.joint_set.mechanism import candidate_thresholds, iter_joint_set_levels, levels_dp, levels_matrix_paths
 
     counts = make_counts(shape, d)
     out: dict = {}
@@ -69,14 +69,14 @@ def child(method: str, shape: str, d: int, k: int, sample: int) -> None:
         out["levels"] = len(levels)
         out["digits"] = len(str(max(lv.multiplicity for lv in levels)))
         out["key"] = hash(tuple(levels))
-        out["thresholds"] = len(_candidate_thresholds(Ranking(counts), k))
+        out["thresholds"] = len(candidate_thresholds(Ranking(counts), k))
     elif method == "recount":
         t = cpu()
         levels = levels_matrix_paths(counts, k)
         out["cpu"] = cpu() - t
         out["key"] = hash(tuple(levels))
     else:
-        cands = _candidate_thresholds(Ranking(counts), k)
+        cands = candidate_thresholds(Ranking(counts), k)
         if sample and sample < len(cands):
             chosen = random.Random(1).sample(cands, sample)
             t = cpu()

@@ -32,7 +32,7 @@ def child(shape: str, d: int, k: int, runs: bool) -> dict:
     from run import make_counts
 
     from exactdp.core.ranking import Ranking
-    from exactdp.mechanisms import joint_set_sweep as sweep
+    from exactdp.mechanisms.joint_set import sweep as sweep
 
     if not runs:
         sweep._RUN_MIN = 10**18

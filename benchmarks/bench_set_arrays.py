@@ -75,7 +75,7 @@ def jointset_float(m) -> int:
 
     import numpy as np
 
-    from exactdp.mechanisms.joint_set import iter_joint_set_levels
+    from exactdp.mechanisms.joint_set.mechanism import iter_joint_set_levels
 
     lam = 0.5  # epsilon / (2 sensitivity)
     logs = [math.log(lv.multiplicity) + lam * lv.utility for lv in iter_joint_set_levels(m.ranking, m.k)]

@@ -19,7 +19,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._oracle import retired as _retired
 from ._version import __version__
+
+_retired.install()  # pickles made before the oracle's engine moved name retired module paths
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily
     from . import accounting, audit, certify, errors, interop, probability_tables, testing, utility
@@ -28,15 +31,31 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .core.mechanism import Mechanism
     from .core.scale import Scale
     from .core.selection import SelectionRule
-    from .mechanisms.canonical import Canonical
-    from .mechanisms.canonical_gamma1 import CanonicalGamma1
-    from .mechanisms.joint import Joint
-    from .mechanisms.joint_set import JointSet
-    from .mechanisms.peeling import Peeling
-    from .mechanisms.pnf_joint import PNFJoint
     from .rules.exponential import ExponentialMechanism
     from .rules.permute_and_flip import PermuteAndFlip
     from .teaching import explain
+    # the mechanisms of CATALOG below, one line each
+    from .mechanisms.joint import Joint
+    from .mechanisms.joint import PNFJoint
+    from .mechanisms.joint_set import JointSet
+    from .mechanisms.canonical import Canonical
+    from .mechanisms.canonical import CanonicalGamma1
+    from .mechanisms.peeling import Peeling
+
+#: Every mechanism, in the order the command line lists them: its public name -> (the
+#: package of ``exactdp.mechanisms`` that defines it, its name on the command line, its
+#: one-line summary).  The one declaration the lazy names below, the command line's
+#: registry (``exactdp/cli/registry.py``) and the API contract test read; type checkers
+#: see each name through its import above.
+CATALOG: dict[str, tuple[str, str, str]] = {
+    "Joint": ("joint", "joint", "Joint exponential mechanism over top-k sequences"),
+    "PNFJoint": ("joint", "pnf-joint", "Joint with permute-and-flip over top-k sequences"),
+    "JointSet": ("joint_set", "joint-set", "original JOINT over top-k sets"),
+    "Canonical": ("canonical", "canonical", "canonical loss over utility classes of k-subsets"),
+    "CanonicalGamma1": ("canonical", "canonical-gamma1",
+                        "two-stage canonical (gamma = 1): a tail, then an (h, t) class of k-subsets"),
+    "Peeling": ("peeling", "peeling", "k rounds of peeling"),
+}
 
 #: Public name -> the submodule that defines it (loaded on first access).
 _LAZY_NAMES: dict[str, str] = {
@@ -50,13 +69,8 @@ _LAZY_NAMES: dict[str, str] = {
     "SelectionRule": "core.selection",
     "ExponentialMechanism": "rules.exponential",
     "PermuteAndFlip": "rules.permute_and_flip",
-    "Canonical": "mechanisms.canonical",
-    "CanonicalGamma1": "mechanisms.canonical_gamma1",
-    "Joint": "mechanisms.joint",
-    "JointSet": "mechanisms.joint_set",
-    "Peeling": "mechanisms.peeling",
-    "PNFJoint": "mechanisms.pnf_joint",
     "explain": "teaching",
+    **{name: f"mechanisms.{family}" for name, (family, _, _) in CATALOG.items()},
 }
 
 #: Submodules offered as attributes of the package (``exactdp.audit.worst_case`` works
@@ -65,9 +79,7 @@ _LAZY_SUBMODULES: frozenset[str] = frozenset(
     {"accounting", "audit", "certify", "errors", "interop", "probability_tables", "testing", "utility"})
 
 __all__ = [
-    "Joint",
-    "JointSet",
-    "PNFJoint",
+    *CATALOG,
     "PermuteAndFlip",
     "Level",
     "Mechanism",
@@ -79,9 +91,6 @@ __all__ = [
     "brute_probabilities",
     "brute_symbolic_probabilities",
     "errors",
-    "Canonical",
-    "CanonicalGamma1",
-    "Peeling",
     "accounting",
     "audit",
     "certify",

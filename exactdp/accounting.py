@@ -1,40 +1,21 @@
 r"""Privacy accounting of CDP-Peel: Lemma 4.2 of the Joint paper, and its inverse.
 
 Paper: Gillenwater, Joseph, Medina, Ribero, *A Joint Exponential Mechanism for
-Differentially Private Top-k* (ICML 2022, arXiv:2201.12333),
-Section 4.1.2.  CDP-Peel is ``k`` applications of an ``eps'``-DP exponential mechanism
-(one per round; realised in one shot with Gumbel noise).  Each is ``eps'^2/8``-zCDP
-(bounded range), so ``k`` of them are ``rho = k eps'^2/8``-zCDP, and the conversion
-``eps = rho + 2 sqrt(rho ln(1/delta))`` (Bun & Steinke 2016, Proposition 1.3) gives
+Differentially Private Top-k* (ICML 2022, arXiv:2201.12333), Section 4.1.2.  CDP-Peel is
+``k`` rounds of an ``eps'``-DP exponential mechanism, each ``eps'^2/8``-zCDP (bounded
+range), so ``rho = k eps'^2/8`` and, by Bun & Steinke 2016, Proposition 1.3:
 
 **Lemma 4.2.**  CDP-Peel is ``(eps, delta)``-DP for every ``delta > 0`` with
 ``eps = k eps'^2 / 8 + 2 eps' sqrt(k ln(1/delta) / 8)``.
 
-Here ``eps'`` is the *per-round* parameter: round ``r`` picks ``j`` with probability
-``∝ exp(eps' c_j)`` (Gumbel noise of scale ``1/eps'``, as in the public dp_topk code's
-``cdp_peeling_mechanism``).  In exactdp terms that is
-``Peeling(counts, k, epsilon=k * eps', noise="gumbel")`` (Peeling spends ``epsilon/k`` per
-round).  *Erratum noted:* the paper's Algorithm 3 writes the noise as ``Gumbel(k/eps')``,
-which would make each round ``eps'/k``-DP; Lemma 4.2 and the public code use per-round
-``eps'`` (scale ``1/eps'``).
-
-Functions (all validate their arguments and raise :mod:`exactdp.errors` classes naming
-the argument):
-
-- :func:`cdp_peel_rho` -- ``k eps'^2 / 8`` as an exact ``Fraction``;
-- :func:`cdp_peel_epsilon` -- Lemma 4.2's ``eps`` from ``(eps', delta, k)``;
-- :func:`cdp_peel_round_epsilon` -- the inverse: the largest ``eps'`` with
-  ``cdp_peel_epsilon(eps', delta, k) <= eps``, i.e.
-  ``eps' = sqrt(8/k) (sqrt(eps + L) - sqrt(L))``, ``L = ln(1/delta)``, evaluated as
-  ``sqrt(8/k) eps / (sqrt(eps + L) + sqrt(L))`` (no cancellation);
-- :func:`cdp_peel_local_epsilon` -- ``max(eps/k, cdp_peel_round_epsilon(...))``, the
-  public dp_topk code's ``em_epsilon_cdp`` (basic composition is also valid, so the larger
-  per-round budget may be used).
-
-``ln(1/delta)`` is irrational for every rational ``0 < delta < 1``, so ``eps`` is exact only
-symbolically: ``exact=True`` returns the sympy closed form; otherwise an ``mpmath.mpf``
-certified to relative error ``10**-dps`` (arb interval arithmetic,
-:func:`exactdp.core.precision.certify`).
+``eps'`` is the *per-round* parameter (Gumbel noise of scale ``1/eps'``, as in the public
+dp_topk code): ``Peeling(counts, k, epsilon=k * eps', noise="gumbel")``.  The paper's
+Algorithm 3 writes ``Gumbel(k/eps')``; exactdp follows the lemma (docs/errata.md).
+:func:`cdp_peel_rho` is exact; :func:`cdp_peel_epsilon`, its inverse
+:func:`cdp_peel_round_epsilon` and :func:`cdp_peel_local_epsilon` (dp_topk's
+``em_epsilon_cdp``) return an ``mpmath.mpf`` certified to relative error ``10**-dps``, or
+with ``exact=True`` the sympy closed form (``ln(1/delta)`` is irrational).  Bad arguments
+raise :mod:`exactdp.errors` classes naming them.  The table of functions: docs/peeling.md.
 
 >>> from fractions import Fraction
 >>> cdp_peel_rho("0.1", 10)
@@ -55,11 +36,11 @@ from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
 import mpmath
-from .core._lazy import sympy
-from .core._namespace import public_dir
+from .core.lazy import sympy
+from .core.namespace import public_dir
 from flint import arb, fmpq
 
-from .core._typing import RationalLike
+from .core.aliases import RationalLike
 from .errors import InvalidParameterError
 from .core.precision import certify, mpf_fraction
 from .core.validation import as_dps, as_epsilon, as_positive_int, as_rational

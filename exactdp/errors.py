@@ -30,7 +30,11 @@ __all__ = [
 ]
 
 
-def _show(value: Any, limit: int = 80) -> str:
+def show_value(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (the last three ``...``), for an error
+    message that quotes a value; an int or Fraction past CPython's int/str digit limit is
+    abbreviated rather than raising (public inside exactdp: the probability tables quote
+    values with it)."""
     try:
         text = repr(value)
     except ValueError:  # an int past CPython's int/str digit limit (4300), or one inside value
@@ -84,7 +88,7 @@ class ExactDPError(Exception):
         if argument is None:
             message = reason
         else:
-            message = f"{argument}={_show(value)}: {reason}"
+            message = f"{argument}={show_value(value)}: {reason}"
         super().__init__(message)
 
 
@@ -122,7 +126,7 @@ class NoClosedFormError(ExactDPValueError):
 
 class NotSingleRuleError(ExactDPValueError, NotImplementedError):
     """A level-based method was called on a mechanism that is not one selection rule over
-    utility levels (:class:`~exactdp.mechanisms.canonical_gamma1.CanonicalGamma1`): outputs
+    utility levels (:class:`~exactdp.mechanisms.canonical.gamma1.CanonicalGamma1`): outputs
     with equal utility may have different probabilities there, so ``levels()`` would be
     misleading.  Subclasses both ``ValueError`` (via :class:`ExactDPValueError`) and
     ``NotImplementedError``."""

@@ -8,66 +8,29 @@ Each mapping returns an ordinary exactdp mechanism (certify it with
 such thing), ``id_map`` (labels to item positions, or ``None``) and ``seeding`` (how to
 make the library's draws reproducible, or why they cannot be).
 
-**OpenDP 0.16** ``opendp.measurements.make_noisy_top_k(input_domain, input_metric,
-output_measure, k, scale, negate)`` (:func:`opendp_top_k`, :func:`from_opendp`).  OpenDP
-peels: ``k`` rounds, each picking one remaining index by report-noisy-max on the scores
-over ``scale``, and both output measures run the same loop (its ``noisy_top_k`` and
-``peel_permute_and_flip``, proof document in the OpenDP docs): permute-and-flip *without*
-replacement for ``MaxDivergence`` (exponential noise), *with* replacement for
-``ZeroConcentratedDivergence`` (which is the exponential mechanism: Gumbel noise).  One
-round therefore weighs a score ``c`` by ``exp(c / scale)``: that is
-``Peeling(counts, k, epsilon=k/scale, noise="exponential" | "gumbel")`` (Peeling spends
-``epsilon/k`` per round on the raw counts), with ``scale`` taken at its exact binary value
-(OpenDP converts it to a rational exactly).  ``negate=True`` selects the bottom ``k``: the
-top ``k`` of the negated scores.  The input metric's ``monotonic`` flag changes the claim,
-not the law: OpenDP's range distance is ``d_in`` (monotonic) or ``2 d_in``, and its map
-is ``k * range / scale`` (epsilon, ``MaxDivergence``) or ``k * (range / scale)**2 / 8``
-(rho, ``ZeroConcentratedDivergence``; bounded-range composition).  Checked by
-certification in ``tests/oracle/test_interop.py`` (the other noise is rejected).  OpenDP
-draws from the operating system: its draws cannot be seeded.
+- OpenDP 0.16 ``make_noisy_top_k`` (:func:`opendp_top_k`, :func:`from_opendp`): ``k``
+  rounds of report-noisy-max on ``score / scale``, ``Peeling(counts, k, epsilon=k/scale)``
+  with exponential noise (``MaxDivergence``) or Gumbel noise (``ZeroConcentratedDivergence``).
+- diffprivlib 0.6 ``Exponential``, ``PermuteAndFlip`` (McSherry and Talwar, FOCS 2007;
+  McKenna and Sheldon, NeurIPS 2020, arXiv:2010.12603), ``ExponentialCategorical`` and
+  ``ExponentialHierarchical`` (:func:`diffprivlib_mechanism`): ``Joint`` or ``PNFJoint``
+  with ``k = 1`` (Gillenwater et al., ICML 2022, arXiv:2201.12333, Algorithm 1 and
+  Appendix D); an object whose attributes were reassigned since it was built is refused.
+- dp_topk, the Joint paper's public code (:func:`dp_topk_mechanism`): ``joint``,
+  ``pnf_joint``, ``pnf_peel`` and ``cdp_peel`` (Lemma 4.2, :mod:`exactdp.accounting`).
 
-**diffprivlib 0.6** ``Exponential``, ``PermuteAndFlip``, ``ExponentialCategorical`` and
-``ExponentialHierarchical`` (:func:`diffprivlib_mechanism`); the first two:
-candidate ``i`` weighs ``exp(epsilon * u_i / (sensitivity * (2 - monotonic)))``
-(McSherry and Talwar, FOCS 2007; McKenna and Sheldon, NeurIPS 2020, arXiv:2010.12603), the
-``k = 1`` case of ``Joint`` (Gillenwater et al., ICML 2022, arXiv:2201.12333, Algorithm 1)
-and of ``PNFJoint`` (its Appendix D), whose weight is ``exp(epsilon * u / (2 sensitivity))``:
-so ``sensitivity`` maps to ``sensitivity * (2 - monotonic) / 2``.  Utilities that are not
-integers are scaled by the common denominator of their exact values, and ``epsilon``
-divided by it (the same law).  ``candidates`` become ``id_map``.  diffprivlib draws from
-``secrets.SystemRandom`` unless the object is built with an integer ``random_state``;
-:func:`exactdp.testing.from_randomise` builds such a copy from the test's seed.  diffprivlib
-computes an object's probabilities when it is built: one whose attributes were reassigned
-since samples its old law, and is refused (mapped or drawn from) with an error saying so.
-``ExponentialCategorical`` and ``ExponentialHierarchical`` randomising an input ``value``:
-``t`` with weight ``exp(-epsilon * u(value, t) / (b * S))`` (``S`` the largest utility,
-``b = 1`` when every value's normalising constant is the same, else 2), which is
-``Joint([-u(value, t) ...], 1, epsilon, sensitivity=b * S / 2)`` with the domain as
-``id_map``.
-
-**dp_topk** (the public code of the Joint paper; :func:`dp_topk_mechanism`): ``joint`` and
-``pnf_joint`` with ``NeighborType.ADD_REMOVE`` -> sensitivity 1, ``SWAP`` -> sensitivity 2
-(as the published code and its tests define them: one swapped user moves one count up and
-another down, so a difference of counts moves by 2);
-``pnf_peel`` -> ``Peeling(noise="exponential")`` with ``epsilon/k`` per round
-(Algorithm 2, Lemma 4.1); ``cdp_peel`` -> ``Peeling(noise="gumbel")`` with the per-round
-budget of Lemma 4.2 (:func:`exactdp.accounting.cdp_peel_local_epsilon`, certified to 30
-digits and taken exactly; the float code uses its float64 rounding).
-
-Anything else raises an :mod:`exactdp.errors` error naming what cannot be mapped.
+Anything else raises an :mod:`exactdp.errors` error naming what cannot be mapped.  Each
+mapping's derivation (the weights, the sensitivities, the claims) is in docs/interop.md.
 
 >>> m = opendp_top_k([5, 3, 3, 0], k=2, scale=0.5, output_measure="zero_concentrated_divergence")
->>> m
-Peeling([5, 3, 3, 0], k=2, epsilon=4, noise='gumbel')
->>> m.claimed_rho, m.claimed_epsilon
-(Fraction(4, 1), None)
+>>> m, m.claimed_rho, m.claimed_epsilon
+(Peeling([5, 3, 3, 0], k=2, epsilon=4, noise='gumbel'), Fraction(4, 1), None)
 >>> dp_topk_mechanism([5, 3, 3, 0], 2, 1, "swap")
 Joint([5, 3, 3, 0], k=2, epsilon=1, sensitivity=2)
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
 import re
@@ -75,12 +38,15 @@ from fractions import Fraction
 from typing import Mapping, Optional, Sequence, SupportsIndex
 
 from . import accounting
-from ._samplers import check_law_current
-from .core._namespace import public_dir
-from .core._typing import CountsLike, MechanismLike, RationalLike
+from ._oracle.samplers import check_law_current
+from .core.namespace import public_dir
+from .core.aliases import CountsLike, MechanismLike, RationalLike
+from .core.mechanism import Mechanism
 from .core.precision import mpf_fraction
 from .core.validation import as_counts, as_positive_int, as_positive_rational, as_rational
 from .errors import ArgumentTypeError, ExactDPError, InvalidCountsError, InvalidParameterError
+from .mechanisms.joint import Joint, PNFJoint
+from .mechanisms.peeling import Peeling
 
 __all__ = [
     "OPENDP_MEASURES",
@@ -119,12 +85,6 @@ _DIFFPRIVLIB_CATEGORICAL_SEEDING = ("build the object with random_state=<int> (e
 _DIFFPRIVLIB_SEEDING = ("build the object with random_state=<int> (exactdp.testing.from_randomise does so from the "
                         "test's seed); without it diffprivlib draws from secrets.SystemRandom")
 _NUMPY_GLOBAL_SEEDING = "numpy's global generator (np.random.seed; exactdp.testing seeds and restores it)"
-
-
-def _mechanism(name: str) -> type:
-    """An exactdp mechanism class through the package's public names (the oracle layer
-    never imports a mechanism module)."""
-    return getattr(importlib.import_module("exactdp"), name)  # type: ignore[no-any-return]
 
 
 def _annotate(mechanism: MechanismLike, library_call: str, seeding: str, *, epsilon: Optional[Fraction] = None,
@@ -192,7 +152,7 @@ def opendp_top_k(counts: CountsLike, k: SupportsIndex, scale: RationalLike,
         c = tuple(-x for x in c)
     noise = OPENDP_MEASURES[measure]
     # weight exp(c / scale) = exp((k / (scale D)) / k * (c D)): the same law on integer scores
-    mech = _mechanism("Peeling")(c, kk, epsilon=Fraction(kk) / (s * denominator), noise=noise)
+    mech = Peeling(c, kk, epsilon=Fraction(kk) / (s * denominator), noise=noise)
     spread = distance if monotonic else 2 * distance  # OpenDP's range distance
     metric = "monotonic, " if monotonic else ""
     call = (f"opendp.measurements.make_noisy_top_k(vector_domain(atom_domain), linf_distance({metric}...), "
@@ -379,7 +339,7 @@ def diffprivlib_mechanism(mechanism: object = None, *, epsilon: Optional[Rationa
         if len(labels) != len(counts) or len(set(labels)) != len(labels):
             raise InvalidParameterError("candidates", candidates, "must be distinct labels, one per utility")
         id_map = {label: i for i, label in enumerate(labels)}
-    cls = _mechanism("Joint" if kind == "Exponential" else "PNFJoint")
+    cls = Joint if kind == "Exponential" else PNFJoint
     # weight exp(eps u / (delta (2 - mono))) = exp((eps / D) (u D) / (2 * delta (2 - mono) / 2))
     mech = cls(counts, 1, epsilon=eps / denominator, sensitivity=delta_u * (2 - mono) / 2)
     call = (f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, sensitivity={sensitivity!r}, utility=[...], "
@@ -539,7 +499,7 @@ def _categorical_mechanism(kind: str, epsilon: Optional[RationalLike], value: Op
     counts = [-int(u * denominator) for u in row]
     # weight exp(-eps u / (b S)) = exp((eps / D) (-u D) / (2 * (b S / 2))); one value: any scale
     scale = (1 if balanced else 2) * largest / 2 if largest > 0 else Fraction(1)
-    mech = _mechanism("Joint")(counts, 1, epsilon=eps / denominator, sensitivity=scale)
+    mech = Joint(counts, 1, epsilon=eps / denominator, sensitivity=scale)
     described = "hierarchy=[...]" if kind == "ExponentialHierarchical" else "utility_list=[...]"
     call = f"diffprivlib.mechanisms.{kind}(epsilon={epsilon!r}, {described}).randomise({value!r})"
     return _annotate(mech, call, _DIFFPRIVLIB_CATEGORICAL_SEEDING, epsilon=eps, delta=Fraction(0), id_map=position)
@@ -573,20 +533,21 @@ def dp_topk_mechanism(counts: CountsLike, k: SupportsIndex, epsilon: RationalLik
     eps = as_positive_rational(epsilon, "epsilon")
     kk = as_positive_int(k, "k")
     call = f"dp_topk {kind}(item_counts, k={kk}, epsilon={epsilon!r}, neighbor_type={neighbours.upper()})"
+    mech: Mechanism
     if kind in ("joint", "pnf_joint"):
-        cls = _mechanism("Joint" if kind == "joint" else "PNFJoint")
+        cls = Joint if kind == "joint" else PNFJoint
         mech = cls(counts, kk, epsilon=eps, sensitivity=DP_TOPK_NEIGHBOR_TYPES[neighbours])
         return _annotate(mech, call, _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=Fraction(0))
     if kind == "pnf_peel":
-        mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="exponential")
+        mech = Peeling(counts, kk, epsilon=eps, noise="exponential")
         return _annotate(mech, call, _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=Fraction(0))
     if delta is None:
         raise InvalidParameterError("delta", delta, "cdp_peel is (epsilon, delta)-DP: give delta")
     dd = as_rational(delta, "delta")
     if dd == 0:  # em_epsilon_cdp returns epsilon / k for delta = 0: pure peeling, epsilon-DP by composition
-        mech = _mechanism("Peeling")(counts, kk, epsilon=eps, noise="gumbel")
+        mech = Peeling(counts, kk, epsilon=eps, noise="gumbel")
     else:
         local = mpf_fraction(accounting.cdp_peel_local_epsilon(eps, delta, kk, dps=30))
-        mech = _mechanism("Peeling")(counts, kk, epsilon=kk * local, noise="gumbel")
+        mech = Peeling(counts, kk, epsilon=kk * local, noise="gumbel")
     return _annotate(mech, f"{call[:-1]}, delta={delta!r})", _NUMPY_GLOBAL_SEEDING, epsilon=eps, delta=dd)
 

@@ -5,40 +5,19 @@ A third-party top-k mechanism is audited from its own output distributions: one 
 from a file, :func:`parse_probability_tables` from text; the result's
 :meth:`ProbabilityTables.factory` is a picklable ``factory(counts) -> mapping`` that
 :func:`exactdp.audit.worst_case` accepts (and a process pool can ship to its workers), and
-every mapping is what :func:`exactdp.audit.privacy_loss`, ``privacy_profile``,
-``epsilon_for_delta``, ``renyi_divergence`` and ``zcdp_rho`` take.  It lives in the oracle
-layer, not in the command line, because auditing a file of tables is as useful from
-Python (a notebook, another project's test suite) as from ``exactdp audit``.
+every mapping is what :func:`exactdp.audit.privacy_loss` and the other pair notions take.
+It lives in the oracle layer, not in the command line, because auditing a file of tables
+is as useful from Python as from ``exactdp audit``.
 
-The two formats (docs/cli.md, section "auditing another implementation's tables"):
-
-- **JSON**: ``{"k": 2, "output": "sequence", "epsilon": "1", "tables": [{"counts": [3, 2, 2],
-  "probabilities": {"0,1": "1/3", "1,0": "1/6", ...}}, ...]}``.  ``output`` is
-  ``"sequence"`` (default: ids in selection order) or ``"set"``; ``epsilon``, optional, is
-  the implementation's claim.  A probability is an exact string (``"1/3"``, or ``"0.25"``
-  read as the exact decimal 1/4) or a JSON number: an integer, or a float taken at its
-  *exact binary value* (``0.1`` is 3602879701896397/36028797018963968, not 1/10).
-- **CSV**: a header ``counts,output,probability`` then one row per output: counts and
-  output as item ids separated by spaces (``3 2 2,0 1,1/3``); ``#`` lines are comments.
-  The output kind is the caller's (``output_kind``, default ``"sequence"``).  Spaces and
-  tabs around a cell are trimmed; any other whitespace in a cell (a no-break space
-  U+00A0, a form feed) is refused, naming the character, as it is in a JSON counts
-  string or output key: numbers in strings are ASCII.  Lines end at ``\n``, ``\r\n``
-  or ``\r`` only.
-
-Every table must give probabilities ``>= 0`` summing to exactly 1, or within ``2**-40``
-of 1 when a float or a decimal string (``"0.3333333333333333"``, as code prints its
-floats) is among them; such a table is divided by its exact sum (as
-:class:`exactdp._distributions.MappingDistribution` does with floats); outputs not listed
-have probability 0.  A JSON object naming a key twice (an output,
-``"counts"``, ``"k"``, ...) is refused: ``json.loads`` would keep the last value silently;
-so is a key other than those above (:data:`JSON_KEYS` at the top level,
-:data:`JSON_TABLE_KEYS` in a table), where a misspelt ``"epsilon"`` would be ignored.  A
-probability string is ASCII (``"١/٣"`` and ``"０.５"`` are refused, naming the character).
-A count (or any JSON integer) of more than ``exactdp.core.validation.MAX_COUNT_DIGITS``
-digits is refused before it is converted, and JSON nested deeper than the reader follows
-(Python's recursion limit) is a :class:`ProbabilityTableError`, not a ``RecursionError``.
-Each error names the file, the table or line and the value at fault (long values cut).
+Contract: every probability is read exactly (a string such as ``"1/3"`` or ``"0.25"``, a
+JSON integer, or a float at its exact binary value); each table is ``>= 0`` and sums to
+exactly 1, or within ``2**-40`` of 1 when floats or decimal strings are among its values
+(then it is divided by its exact sum); outputs not listed have probability 0.  Anything
+else -- a key named twice or unknown (:data:`JSON_KEYS`, :data:`JSON_TABLE_KEYS`), a
+non-ASCII digit or whitespace, a count over ``MAX_COUNT_DIGITS`` digits, JSON nested past
+the recursion limit -- is a :class:`ProbabilityTableError` naming the file, the table or
+line and the value.  The two formats and every rule: docs/cli.md, "Auditing another
+implementation's tables".
 
 >>> t = parse_probability_tables('counts,output,probability\n1 0,0,3/4\n1 0,1,1/4\n', "t.csv")
 >>> t.k, t.output_kind, t.counts_list
@@ -61,12 +40,12 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import gmpy2
 
-from ._distributions import FLOAT_SUM_TOLERANCE
-from ._neighbours import neighbours
+from ._oracle.distributions import FLOAT_SUM_TOLERANCE
+from ._oracle.neighbours import neighbours
 from .core import validation
 from .core.formatting import exact_text, format_int, output_text
 from .core.validation import as_rational
-from .errors import ExactDPError, InvalidParameterError, _show
+from .errors import ExactDPError, InvalidParameterError, show_value as _show
 
 __all__ = ["ProbabilityTables", "TableFactory", "ProbabilityTableError", "MissingTableError",
            "read_probability_tables", "parse_probability_tables", "OUTPUT_KINDS", "CSV_HEADER",

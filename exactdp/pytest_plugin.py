@@ -1,33 +1,28 @@
 """pytest plugin for projects that test against exactdp: its options and fixtures.
 
 Registered as the ``exactdp`` entry point of group ``pytest11``, so it is active wherever
-exactdp is installed.
+exactdp is installed (``-p no:exactdp`` disables it; ``-p exactdp.pytest_plugin`` loads it
+from a source tree that is not installed).
 
-Options, each also an ini key (``[tool.pytest.ini_options]`` of ``pyproject.toml``,
-``pytest.ini``, ...); the command line wins over the ini key, the ini key over the default:
+Options, each also an ini key; the command line wins over the ini key, the ini key over
+the default:
 
 - ``--exactdp-samples N`` (ini ``exactdp_samples``): default number of draws of
-  :func:`exactdp.testing.assert_sampler_matches` (exported as ``EXACTDP_SAMPLES`` for the
-  session, so worker processes see it too; the previous value is restored when the
-  session ends).  An ``EXACTDP_SAMPLES`` set in the environment wins over the ini key
-  (it is set for one run), not over the option;
+  :func:`exactdp.testing.assert_sampler_matches`, exported as ``EXACTDP_SAMPLES`` for the
+  session (worker processes see it; the previous value is restored at the end).  An
+  ``EXACTDP_SAMPLES`` set in the environment wins over the ini key, not over the option;
 - ``--exactdp-seed S`` (ini ``exactdp_seed``): seed every ``exactdp_*`` random fixture
   with ``S >= 0`` (default: a seed derived from each test's node id, stable from run to
   run).
-
-Loading: installed, the plugin is active in every pytest run (``-p exactdp`` names it,
-``-p no:exactdp`` disables it).  ``-p exactdp.pytest_plugin`` loads it from a source tree
-that is not installed; where the entry point is installed too, pytest refuses that as the
-same plugin registered twice ("Plugin already registered under a different name").
 
 Fixtures: ``exactdp_seed`` (int), ``exactdp_rng`` (``random.Random``, what exactdp's
 ``sample(rng)`` takes), ``exactdp_np_rng`` (``numpy.random.Generator``) and
 ``exactdp_samples`` (int).
 
-Nothing heavy is imported here (this module is loaded by every pytest run of every project
-where exactdp is installed): ``import exactdp`` is lazy, numpy is imported only by the
-``exactdp_np_rng`` fixture and :mod:`exactdp.testing` only by the ``exactdp_samples``
-fixture.  ``benchmarks/bench_import.py`` measures the import time.
+Nothing heavy is imported here (every pytest run of every project where exactdp is
+installed loads this module): ``import exactdp`` is lazy, numpy is imported only by
+``exactdp_np_rng`` and :mod:`exactdp.testing` only by ``exactdp_samples``.  Loading it
+twice, installed and from a source tree, is refused by pytest: docs/oracle.md.
 """
 
 from __future__ import annotations

@@ -1,48 +1,25 @@
 """Helpers for other projects' pytest suites: exactdp as a test oracle.
 
-Assertions (raise ``AssertionError`` with a readable table of the worst bins or outputs):
+Assertions (raise ``AssertionError`` with a readable table of the worst bins or outputs;
+``__tracebackhide__`` is set, so pytest shows the user's line, not exactdp's source):
 
 - :func:`assert_sampler_matches` -- draws from a sampler pass the chi-square test of
-  :func:`exactdp.certify.goodness_of_fit` (by level, then uniformity within levels), and
-  the test had the power to fail;
+  :func:`exactdp.certify.goodness_of_fit`, and the test had the power to fail;
 - :func:`assert_probabilities_match` -- claimed (log-)probabilities equal the exact ones
-  to a tolerance (:func:`exactdp.certify.compare_probabilities`), over enough of the
-  distribution to say so;
+  to a tolerance (:func:`exactdp.certify.compare_probabilities`);
 - :func:`assert_mtilde_matches` -- a float ``log m̃`` array (Joint family);
-- :func:`assert_private` -- no neighbour of a count vector exceeds the claimed epsilon
-  (:func:`exactdp.audit.worst_case`).
+- :func:`assert_private` -- no neighbour exceeds the claim (:func:`exactdp.audit.worst_case`).
 
-In pytest a failing assertion shows the line of the user's test and the message (the
-helpers set ``__tracebackhide__``, as ``numpy.testing`` does), not exactdp's source.
-
-A check that could not have failed, or was too weak to trust, does not pass: when the
-sampler test has 0 degrees of freedom or too little power, or a probability comparison covers too little, the
-assertion raises :class:`Inconclusive` (a subclass of ``AssertionError``, so the test
-fails) with the number of draws (or the coverage) that would decide.
-
-Sampler shapes (:func:`as_sampler` picks one; each can be built directly), from
-:mod:`exactdp._samplers`: :func:`from_mechanism` (an exactdp mechanism), :func:`from_callable`
-(a function returning item ids, given a seeded ``numpy.random.Generator`` when a required
-positional parameter is left or an optional one is named like a generator, e.g. ``rng``;
-``takes_rng=`` overrides), :func:`from_randomise` (diffprivlib-style ``.randomise()``; a
-copy built with ``random_state=`` from the seed when the class takes one) and
-:func:`from_opendp` (``measurement(data)``; OpenDP draws from the operating system, so the
-seed is not used and messages say so).  ``seed`` is an int, a ``numpy.random.Generator``
-or a ``random.Random``; ``id_map`` translates labels into item positions.  Mapping another
-library's parameters to the exactdp mechanism it samples is :mod:`exactdp.interop`.
-
-Hypothesis strategies (:func:`count_vectors`, :func:`neighbour_pairs`,
-:func:`rational_epsilons`) import hypothesis only when called.
-
-The pytest plugin (:mod:`exactdp.pytest_plugin`, registered as an entry point) adds the
-``--exactdp-samples N`` option (the default ``n`` of :func:`assert_sampler_matches`, also
-read from the environment variable ``EXACTDP_SAMPLES``) and the fixtures
-``exactdp_seed``, ``exactdp_rng``, ``exactdp_np_rng`` and ``exactdp_samples``.
+A check that could not have failed does not pass: too little power or coverage raises
+:class:`Inconclusive` (an ``AssertionError``) with the draws or coverage that would decide.
+Samplers (:func:`as_sampler`, :func:`from_mechanism`, :func:`from_callable`,
+:func:`from_randomise`, :func:`from_opendp`), seeding, the hypothesis strategies
+(:func:`count_vectors`, :func:`neighbour_pairs`, :func:`rational_epsilons`) and the pytest
+plugin (:mod:`exactdp.pytest_plugin`): docs/oracle.md, "In another project's pytest suite".
 
 >>> import exactdp
 >>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
->>> fit = assert_sampler_matches(m, m, n=20_000)    # exactdp's own exact sampler passes
->>> fit.verdict
+>>> assert_sampler_matches(m, m, n=20_000).verdict    # exactdp's own exact sampler passes
 'pass'
 >>> uniform = lambda rng: [int(rng.integers(3))]     # a wrong sampler: uniform items
 >>> assert_sampler_matches(uniform, m, n=20_000, seed=1)  # doctest: +ELLIPSIS
@@ -50,10 +27,6 @@ Traceback (most recent call last):
 ...
 AssertionError: sampler does not match Joint([3, 1, 0], k=1, epsilon=1) (callable <lambda>, n=20000, seed=1)
 FAIL: the draws do not follow the exact distribution; n = 20000, ...
->>> assert_sampler_matches(m, m, n=1000)  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-exactdp.testing.Inconclusive: sampler test inconclusive for Joint([3, 1, 0], k=1, epsilon=1): not rejected, but too weak to say PASS; rerun with n >= 5,280 draws ...
 """
 
 from __future__ import annotations
@@ -63,12 +36,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, SupportsIndex, cast
 
 import numpy.typing as npt
-from .core._lazy import sympy  # named in hints
-from .core._namespace import public_dir
+from .core.lazy import sympy  # named in hints
+from .core.namespace import public_dir
 
 from . import audit, certify
-from .certify.io import check_id_map
-from ._samplers import (
+from ._oracle.ids import check_id_map
+from ._oracle.samplers import (
     RNG_NAMES,
     IdMap,
     RawOutput,
@@ -82,7 +55,7 @@ from ._samplers import (
     from_opendp,
     from_randomise,
 )
-from .core._typing import (
+from .core.aliases import (
     ClaimedProbabilities,
     CountsLike,
     MechanismLike,
@@ -125,6 +98,8 @@ __all__ = [
 
 
 __dir__ = public_dir(globals())  # dir() lists __all__ and the dunders, not imported helpers
+
+Sampler.__module__ = __name__  # its documented home: reprs and pickles name exactdp.testing
 
 
 #: Draws per sampler test when neither ``n`` nor ``--exactdp-samples``/``EXACTDP_SAMPLES``
@@ -253,16 +228,11 @@ def assert_probabilities_match(
     worst: int = 10,
     min_coverage: float = certify.DEFAULT_MIN_COVERAGE,
 ) -> certify.ProbabilityComparison:
-    """Assert claimed probabilities (``log=True``: log-probabilities) match the exact
-    ones of ``mechanism`` (:func:`exactdp.certify.compare_probabilities`, which takes the
-    same ``claimed``, ``rtol``, ``atol``, ``outputs``, ``worst`` and ``min_coverage``, with
-    the same defaults).
-
-    Raises ``AssertionError`` when an output is out of tolerance (FAIL), and
-    :class:`Inconclusive` when nothing was compared or the compared outputs carry less
-    than ``min_coverage`` (default 0.5) of the exact probability (a spot check of a few
-    outputs says nothing about the distribution; pass ``min_coverage=0`` to accept one).
-    """
+    """Assert ``claimed`` probabilities (``log=True``: log-probabilities) match the exact ones of
+    ``mechanism`` (:func:`exactdp.certify.compare_probabilities`, with the same arguments and
+    defaults: ``rtol``, ``atol``, the ``outputs`` compared, the ``worst`` rows kept): ``AssertionError`` when an output is out of tolerance; :class:`Inconclusive`
+    when the compared outputs carry less than ``min_coverage`` (default 0.5) of the exact
+    probability (pass ``min_coverage=0`` to accept a spot check)."""
     __tracebackhide__ = True
     r = certify.compare_probabilities(claimed, mechanism, log=log, rtol=rtol, atol=atol, outputs=outputs,
                                       worst=worst, min_coverage=min_coverage)

@@ -1,62 +1,22 @@
 r"""Exact utility metrics of a mechanism: certified expectations of the papers' error measures.
 
-So mechanisms can be compared without Monte Carlo noise.  With the true order
-``c_(1) >= ... >= c_(d)`` (ties by smaller item id, :mod:`exactdp.core.ranking`), an output
-sequence ``S = (s_1..s_k)`` has
+So mechanisms can be compared without Monte Carlo noise.  The measures are those of
+Gillenwater, Joseph, Medina, Ribero, *A Joint Exponential Mechanism for Differentially
+Private Top-k* (ICML 2022, arXiv:2201.12333): the l_1 error of Definition 2.2, the signed
+l_inf error ``max_i (c_(i) - c[s_i])`` (minus Joint's utility, footnote 3), the shortfall
+and the number of true top-k items (every item with count ``>= c_(k)``); a set output is
+read as its items sorted by count.  :func:`metrics` returns a :class:`Metrics` mapping with
+``expected_linf``, ``expected_l1``, ``expected_shortfall``, ``expected_true_in_topk``,
+``p_exact_topk_set``, ``p_exact_topk_sequence`` (``None`` for set mechanisms) and
+``linf_distribution``.
 
-- **l_1 error** ``sum_i |c_(i) - c[s_i]|``, Definition 2.2 of Gillenwater, Joseph, Medina,
-  Ribero, *A Joint Exponential Mechanism for Differentially Private Top-k* (ICML 2022,
-  arXiv:2201.12333): it depends on the order, e.g. counts ``(5, 3, 3, 1)``, ``k = 2``, the
-  sequence (a 3, the 5) has l_1 error 4;
-- **l_inf error** ``max_i (c_(i) - c[s_i])``, the signed maximum: minus Joint's utility
-  (footnote 3 of the paper), ``>= 0``.  Definition 2.2's l_inf is the norm
-  ``max_i |c_(i) - c[s_i]|``, which is ``>=`` this for sequences and equal for sets;
-- **shortfall** ``sum_i (c_(i) - c[s_i])`` = (sum of the top-k counts) - (sum of the chosen
-  counts), ``>= 0``, a function of the chosen items only (``<=`` the l_1 error, equal for sets);
-- **true items** ``#{i : c[s_i] >= c_(k)}``: the chosen items among the *true top-k*, read as
-  every item with count ``>= c_(k)``, so that relabelling tied items changes nothing.
-
-A set output is read as its items sorted by count (descending, ties by id), and the same
-formulas apply.  :func:`metrics` returns a :class:`Metrics` mapping with
-
-- ``expected_linf``, ``expected_l1``, ``expected_shortfall``, ``expected_true_in_topk``: the
-  expectations;
-- ``p_exact_topk_set``: ``P(shortfall = 0)``, the output's counts are the top-k counts as a
-  multiset;
-- ``p_exact_topk_sequence``: ``P(l_inf error = 0)``, ``c[s_i] = c_(i)`` for every ``i``
-  (sequence mechanisms; ``None`` for set mechanisms, the key is always present);
-- ``linf_distribution``: every l_inf error value (an exact ``int``) with its probability.
-
-**How each is computed.**  Every metric is ``sum_g p_g W_g`` over the mechanism's probability
-groups ``g`` (every output of a group is equally likely), with ``p_g`` one output's
-probability and ``W_g`` the exact integer sum of the metric over the group's outputs:
-
-- Joint and PNFJoint: one group per level ``-M``.  The sequences with l_inf error ``<= M``
-  are those with ``s_r`` in ``S_r(M) = {j : c_j >= c_(r) - M}``, nested sets of sizes
-  ``T_r(M)``; choosing ``s_1, s_2, ...`` in turn, the number with ``s_i = j`` is
-  ``[j in S_i] prod_{r<i} (T_r - (r-1) - [j in S_r]) prod_{r>i} (T_r - (r-1))``.  Summing
-  ``f(c_j)`` over ``j`` and ``i`` with the items grouped by the row at which they enter
-  gives a recurrence of ``O(k)`` exact integer steps per level (:func:`joint_level_sums`);
-  the l_1 sum adds twice the sum of ``(c_j - c_(i))^+`` over the same counts, also ``O(k)``
-  per level; differences of consecutive levels give ``W_g``.
-- JointSet: one group per level; the sets with error ``<= M`` are the increasing rank
-  sequences with ``r_i < T_i(M)``, and their positional counts are a prefix/suffix dynamic
-  programme, ``O(k T_k(M))`` per level (:func:`set_level_sums`).
-- Peeling (both noises): a dynamic programme over the rounds whose state is the multiset of
-  removed counts with the l_inf error so far (:func:`_peeling_values`), carrying the
-  probability-weighted l_1 error so far; the shortfall and the true items are functions of
-  the final multiset.  Its size is the number of such states, at
-  most ``max_outputs`` per round (about ``C(D + k, k)`` times the distinct errors, ``D``
-  the number of distinct counts: heavy-tailed counts with many ties stay small).
-- Canonical, CanonicalGamma1 and any other mechanism: every output is enumerated group by
-  group (``outputs()``), refused past ``max_outputs`` (:class:`~exactdp.errors.TooManyOutputsError`).
-
-**Certification.**  Each ``p_g`` (or Joint's level probability, then divided in arb by the
-level's size) is certified by the mechanism to ``dps + 3`` digits and widened to an arb ball
-that certainly holds it; ``W_g >= 0`` is exact, so each term is a non-negative ball and the
-sum is formed in arb and returned by :func:`~exactdp.core.precision.certify_many` with relative
-error at most ``10**-dps`` (a sum of non-negative terms loses no relative accuracy).  With
-``exact=True`` and a rational ``base`` every value is an exact ``Fraction`` instead.
+Every metric is ``sum_g p_g W_g`` over the mechanism's probability groups: ``W_g`` an exact
+integer (:func:`joint_level_sums` for Joint and PNFJoint, :func:`set_level_sums` for
+JointSet, a dynamic programme over the rounds for Peeling, enumeration past which
+:class:`~exactdp.errors.TooManyOutputsError` names ``max_outputs`` for the others), ``p_g``
+certified and summed in arb: relative error at most ``10**-dps``, or an exact ``Fraction``
+with ``exact=True`` and a rational ``base``.  Definitions, the counting recurrences with
+their proofs, and the certification: docs/utility.md.
 
 >>> from fractions import Fraction
 >>> from exactdp import Joint
@@ -73,7 +33,7 @@ import math
 from collections.abc import Mapping
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import mpmath
 from flint import arb
@@ -97,6 +57,10 @@ METRIC_KEYS = ("expected_linf", "expected_l1", "expected_shortfall", "expected_t
 DEFAULT_MAX_OUTPUTS = 10**6
 #: Digits beyond ``dps`` to which the group probabilities are certified.
 _GUARD = 3
+#: One group of outputs for the sums: ``(probability of one output, divisor, sums, l_inf histogram)``.
+_Group = tuple[Any, int, dict[str, int], dict[int, int]]
+#: A way to compute the metric values: ``method(mechanism, dps, exact, max_outputs)``.
+_Method = Callable[[Any, int, bool, int], dict[str, Any]]
 #: The sums kept per group, in this order.
 _SUMS = ("linf", "l1", "short", "true", "set0", "seq0")
 
@@ -504,6 +468,31 @@ def _enumerated_groups(mech: Mechanism, dps: int, exact: bool, max_outputs: int
         yield p, 1, sums, hist
 
 
+def _counted(groups_of: Callable[[Any, int, bool], Iterable[_Group]]) -> _Method:
+    """The metrics from per-group sums: ``groups_of(mechanism, digits, exact)``, combined."""
+    def method(mech: Mechanism, digits: int, exact: bool, limit: int) -> dict[str, Any]:
+        work = digits + _GUARD
+        return _combine(list(groups_of(mech, work, exact)), digits, work, exact)
+
+    return method
+
+
+def _enumerated(mech: Mechanism, digits: int, exact: bool, limit: int) -> dict[str, Any]:
+    """The metrics of any mechanism, by enumerating its outputs (at most ``limit``)."""
+    work = digits + _GUARD
+    return _combine(list(_enumerated_groups(mech, work, exact, limit)), digits, work, exact)
+
+
+#: How the metrics of a mechanism class are computed, in one place (the nearest class in a
+#: mechanism's MRO decides; any other mechanism is enumerated): Joint and PNFJoint, and
+#: JointSet, by counting per level; Peeling by its dynamic programme over count states.
+_METHODS: Mapping[type, _Method] = MappingProxyType({
+    Joint: _counted(_joint_groups),
+    JointSet: _counted(_set_groups),
+    Peeling: _peeling_values,
+})
+
+
 def _exact_group(mech: Mechanism, key: Any) -> Fraction:
     """One output's exact probability in the group ``key``, as a Fraction (rational base)."""
     return _fraction(mech._group_probability_exact(key))
@@ -531,19 +520,8 @@ def metrics(mechanism: Mechanism, dps: Optional[int] = None, *, exact: bool = Fa
         raise ArgumentTypeError("exact", exact, "must be True or False")
     digits = as_dps(dps)
     limit = as_positive_int(max_outputs, "max_outputs")
-    work = digits + _GUARD
-    if isinstance(mechanism, Joint):
-        groups = _joint_groups(mechanism, work, exact)
-    elif isinstance(mechanism, JointSet):
-        groups = _set_groups(mechanism, work, exact)
-    elif isinstance(mechanism, Peeling):
-        groups = None
-    else:
-        groups = _enumerated_groups(mechanism, work, exact, limit)
-    if groups is None:
-        values = _peeling_values(mechanism, digits, exact, limit)
-    else:
-        values = _combine(list(groups), digits, work, exact)
+    method = next((_METHODS[c] for c in type(mechanism).__mro__ if c in _METHODS), _enumerated)
+    values = method(mechanism, digits, exact, limit)
     if mechanism.output_kind != "sequence":
         values["p_exact_topk_sequence"] = None
     return Metrics(values, mechanism=repr(mechanism), dps=None if exact else digits, exact=exact)

@@ -52,7 +52,7 @@ the utility ``-floor(diff)``, then the argmax.
 *refined* difference instead of its integer part.  Its m̃ are right, but sequences of one
 utility level get different weights depending on which entry is their score (up to a factor
 ``exp(-eps/(4Δ))``) and the level probabilities shift: exactdp's certification catches it
-(``tests/oracle/test_certify.py``, ``docs/oracle.md``).
+(``tests/oracle/certify/``, ``docs/oracle.md``).
 
 Run ``python examples/float_joint.py`` for a demonstration.
 """

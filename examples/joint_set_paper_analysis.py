@@ -1,7 +1,7 @@
 """How far is the workshop paper's Algorithm 1, as printed, from the exponential mechanism?
 
 Exhaustive over count vectors in {0, ..., MAX}^d (default MAX = 3, d <= 4; ``--d 5`` adds
-d = 5, a few minutes), every k, for each reading of Algorithm 1 (exactdp.mechanisms.joint_set_paper.READINGS):
+d = 5, a few minutes), every k, for each reading of Algorithm 1 (exactdp.mechanisms.joint_set.paper.READINGS):
 
 - the smallest counterexample to "Algorithm 1 samples the exponential mechanism"
   (order: d, then largest count, then k, then the counts lexicographically), over all
@@ -12,7 +12,7 @@ d = 5, a few minutes), every k, for each reading of Algorithm 1 (exactdp.mechani
   number of instances whose loss exceeds eps (an eps-DP violation);
 - how often line 4 (as printed, strict reading) has no set of the sampled utility.
 
-Every number is exact or certified (exactdp.mechanisms.joint_set_paper.total_variation / privacy_loss);
+Every number is exact or certified (exactdp.mechanisms.joint_set.paper.total_variation / privacy_loss);
 printed with 6 significant digits.  Run:  python examples/joint_set_paper_analysis.py
 """
 
@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import mpmath
 
-from exactdp.mechanisms.joint_set_paper import (
+from exactdp.mechanisms.joint_set.paper import (
     READINGS,
     add_remove_neighbours,
     paper_algorithm1_terms,

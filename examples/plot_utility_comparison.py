@@ -26,7 +26,7 @@ import matplotlib
 matplotlib.use("Agg")  # headless: no display needed (CI)
 import matplotlib.pyplot as plt  # noqa: E402
 
-from exactdp.cli.compare_command import DEFAULT_DELTA, ROWS  # noqa: E402  (labels and builders, defined once)
+from exactdp.cli.commands.compare import DEFAULT_DELTA, ROWS  # noqa: E402  (labels and builders, defined once)
 from exactdp.utility import metrics  # noqa: E402
 
 D, SCALE = 30, 100

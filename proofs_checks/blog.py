@@ -144,7 +144,7 @@ def theorem_1_numeric(ctx):
        "equal the brute-force product over rounds",
        control='the twin computed with permute-and-flip rounds in place of the exponential mechanism')
 def theorem_1_library(ctx):
-    from exactdp.mechanisms.peeling import Peeling
+    from exactdp.mechanisms.peeling.mechanism import Peeling
 
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, base 1/2")

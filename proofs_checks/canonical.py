@@ -150,7 +150,7 @@ def classes(ctx):
        "a grid and counts with ties",
        control="the definition's loss evaluated at 1 - rho in place of rho")
 def classes_library(ctx):
-    from exactdp.mechanisms.canonical import Canonical
+    from exactdp.mechanisms.canonical.mechanism import Canonical
 
     D, C = ctx.pick((5, 3), (6, 4))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, rho in {{0,1/3,1/2,1}}")
@@ -394,7 +394,7 @@ for _noise, _statement in (
        "exponential noise)",
        control='the twin computed with the other noise (gumbel <-> exponential)')
 def dp_library(ctx):
-    from exactdp.mechanisms.canonical import Canonical
+    from exactdp.mechanisms.canonical.mechanism import Canonical
 
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, rho in "

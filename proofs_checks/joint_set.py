@@ -342,7 +342,7 @@ def brute_block(A, r_in, r_out, c0, c1):
        "count_at_least_brute equal the independent path count of set.lemma_6 and the enumeration",
        control="the library's count_at_least_matrix_paths compared across readings (strict against the non-strict path count)")
 def lemma_6_library(ctx):
-    from exactdp.mechanisms import joint_set as js
+    from exactdp.mechanisms.joint_set import mechanism as js
 
     D, C = ctx.pick((5, 6), (7, 8))
     s = Search(f"strictly decreasing count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, every entry M_ij")

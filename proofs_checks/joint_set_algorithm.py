@@ -67,7 +67,7 @@ def theorem_8(ctx):
        "brute-force exponential mechanism over k-sets",
        control="the twin with every utility shifted by one level for the sets outside the top level (u - 1 when u < 0)")
 def theorem_8_library(ctx):
-    from exactdp.mechanisms.joint_set import JointSet
+    from exactdp.mechanisms.joint_set.mechanism import JointSet
 
     D, C = ctx.pick((5, 3), (6, 3))
     s = Search(f"count vectors (min 0, ties included) with d <= {D}, counts <= {C}, every k <= d, base 1/2")
@@ -213,7 +213,7 @@ def algorithm_1_privacy(ctx):
        "Algorithm 1 of set.algorithm_1 exactly; with strict=True it differs from the EM too",
        control="the library's entry reading compared with the value reading (the EM): they must differ somewhere")
 def algorithm_1_library(ctx):
-    from exactdp.mechanisms.joint_set_paper import paper_algorithm1_distribution
+    from exactdp.mechanisms.joint_set.paper import paper_algorithm1_distribution
 
     D, C = ctx.pick((4, 4), (5, 5))
     s = Search(f"strictly decreasing count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, base 1/2")

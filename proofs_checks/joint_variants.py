@@ -117,7 +117,7 @@ def lemma_4_1(ctx):
        "probabilities of the independent twin",
        control="the twin computed with the exponential mechanism per round (rule 'em') in place of permute-and-flip")
 def lemma_4_1_library(ctx):
-    from exactdp.mechanisms.peeling import Peeling
+    from exactdp.mechanisms.peeling.mechanism import Peeling
 
     D, C = ctx.pick((3, 3), (4, 3))
     s = Search(f"sorted count vectors (min 0) with d <= {D}, counts <= {C}, every k <= d, base in {{1/2, 9/10}}")
@@ -318,7 +318,7 @@ def appendix_d_pnf_privacy(ctx):
        "probabilities equal the brute-force permute-and-flip probabilities exactly",
        control='the twin computed with the exponential mechanism in place of permute-and-flip')
 def appendix_d_pnfjoint(ctx):
-    from exactdp.mechanisms.pnf_joint import PNFJoint
+    from exactdp.mechanisms.joint.pnf import PNFJoint
 
     D, C = ctx.pick((4, 3), (5, 3))
     s = Search(f"sorted count vectors (ties included) with d <= {D}, counts <= {C}, every k <= d, every sequence, "

@@ -63,7 +63,7 @@ NOT_RUN = {
 NOT_RUN_PATTERNS = {
     r"python (examples/plot_\w+\.py)( \S+\.png)?": "tests/test_examples.py runs every "
     "examples/plot_*.py (its main() into a temporary directory, checking the PNG)",
-    r"python (examples/audit_claims\.py)": "tests/oracle/test_audit_claims_example.py runs it and "
+    r"python (examples/audit_claims\.py)": "tests/oracle/test_audit.py (test_the_example_finds_both_claims_hold_and_says_so) runs it and "
     "checks its verdicts",
 }
 

@@ -1,31 +1,13 @@
 """Certify another implementation against the exact mechanism.
 
-Three kinds of evidence a fast (float64, log-space, vectorised) implementation can give,
-each compared with exactdp's exact values:
-
-- :func:`compare_probabilities` -- its probabilities or log-probabilities of outputs;
-- :func:`compare_class_probabilities` -- the canonical mechanisms' class probabilities
-  ``(h, t)``, per set of the class or per whole class;
-- :func:`compare_mtilde` -- its array of ``log m̃`` (Joint's refined counts, in the order
-  float implementations use);
-- :func:`goodness_of_fit` -- draws from its sampler, tested against the exact
-  distribution: first by level, then for uniformity within each level.  Its verdict is
-  PASS, FAIL or INCONCLUSIVE: a test that could not have failed (0 degrees of freedom)
-  or was too weak to trust (power below ``min_power`` against the least favourable
-  deviation of total variation ``delta``) never says PASS;
-
-and :func:`sensitivity` says what the sampler test can detect with ``n`` draws,
-:func:`power` how likely it is to detect a given wrong distribution, and
-:func:`samples_needed` how many draws make either power reach a target, so a test suite
-can choose ``n`` honestly.
-
-Every result carries its verdict as read-only attributes, ``r.passed`` (True only for
-PASS) and ``r.verdict`` (``"pass"``, ``"fail"`` or ``"inconclusive"``), and has no truth
-value: ``bool(r)``, hence ``assert r``, raises ``TypeError``.
-
-Exact values and floats: exact probabilities are certified to ``dps`` digits (default 30)
-before any comparison; floats appear only in what is reported (errors, statistics,
-p-values), never in an exact value.
+Its probabilities, class probabilities or Joint's ``log m̃`` array compared with exact
+values certified to ``dps`` digits (:func:`compare_probabilities`,
+:func:`compare_class_probabilities`, :func:`compare_mtilde`); draws from its sampler tested
+against the exact distribution (:func:`goodness_of_fit`: PASS, FAIL or INCONCLUSIVE; a test
+that could not have failed, or too weak to trust, never says PASS); what that test can
+detect and the draws it needs (:func:`sensitivity`, :func:`power`, :func:`samples_needed`).
+Floats appear only in what is reported, never in an exact value.  Every result carries its
+verdict as ``r.passed`` and ``r.verdict``, and has no truth value (``bool(r)`` raises).
 
 >>> import exactdp
 >>> m = exactdp.Joint([3, 1, 0], 1, epsilon=1)
@@ -33,28 +15,24 @@ p-values), never in an exact value.
 >>> r = compare_probabilities(claimed, m, rtol=1e-3)
 >>> r.passed, r.worst[0].output
 (False, (2,))
->>> fit = goodness_of_fit(m.samples(2000, rng=1), m)
->>> fit.df, fit.p_value > 1e-6, fit.verdict     # not rejected, but too few draws
-(2, True, 'inconclusive')
->>> fit.samples_needed()                           # for power 0.99 at TV 0.05
-5280
->>> goodness_of_fit(m.samples(5280, rng=1), m).verdict
-'pass'
+>>> goodness_of_fit(m.samples(2000, rng=1), m).verdict     # too few draws to say PASS
+'inconclusive'
+>>> samples_needed(m), goodness_of_fit(m.samples(5280, rng=1), m).verdict
+(5280, 'pass')
 
-Modules, one job each: :mod:`~exactdp.certify.compare` (claimed probability tables and
-``log m~`` arrays, the latter at scale in :mod:`~exactdp.certify.mtilde_arrays`), :mod:`~exactdp.certify.fit` (the sampler test and its verdict),
-:mod:`~exactdp.certify.design` (its bins as a function of ``n``),
-:mod:`~exactdp.certify.chi2` (chi-square laws and power), :mod:`~exactdp.certify.tail` (the exact test of the
-rare tail: levels too rare for the chi-square), :mod:`~exactdp.certify.alternative`
-(power against a given alternative, draws needed) and :mod:`~exactdp.certify.io` (reading
-draws and sample files).  Every public name is importable from ``exactdp.certify``.
+Modules, one job each: ``compare`` (tables), ``mtilde``, ``mtilde_rows``, ``mtilde_arrays``
+and ``mtilde_logs`` (``log m̃`` arrays), ``fit`` (the sampler test and its verdict),
+``design`` (its bins), ``chi2`` (chi-square laws), ``tail`` (the exact test of the rare
+tail), ``least_favourable`` (power at a total variation distance), ``alternative`` (power
+against a given alternative) and ``io`` (draws and sample files).  Every public name is
+importable from ``exactdp.certify``.
 """
 
 from __future__ import annotations
 
 from types import FunctionType
 
-from ..core._namespace import public_dir
+from ..core.namespace import public_dir
 
 from .chi2 import chi2_isf, chi2_sf, ncx2_sf
 from .compare import (DEFAULT_MIN_COVERAGE, ClassComparison, ClassRow, ComparisonRow, MtildeComparison, MtildeRow,

@@ -22,16 +22,17 @@ from typing import Callable, Mapping, Optional
 import mpmath
 import numpy as np
 
-from .._groups import Groups
+from .._oracle.groups import Groups
 from ..core.results import NoTruthValue
-from ..core._typing import AlternativeLike, MechanismLike, Output
+from ..core.aliases import AlternativeLike, MechanismLike, Output
 from ..core.validation import as_dps, as_positive_int
 from ..errors import InvalidParameterError, NothingToDetectError
-from .chi2 import _critical, _ncx2_sf_fast
+from .chi2 import critical, ncx2_sf_fast
 from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
-                     MIN_EXPECTED, _check_design_args, _Design, _group_size, _Plan, _search_n)
-from .io import _to_mpf, normalise_output
-from .tail import _binomial_sf_float, _critical_count
+                     MIN_EXPECTED, Design, Plan, check_design_args, group_size, search_n)
+from .io import normalise_output, to_mpf
+from .least_favourable import n_needed
+from .tail import binomial_sf_float, critical_count
 
 __all__ = ["Power", "power", "samples_needed"]
 
@@ -89,7 +90,7 @@ def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Outpu
             if o in table:  # e.g. the sequences (0, 1) and (1, 0) against a set mechanism
                 raise InvalidParameterError("alternative", key, f"names the same {kind} output as another key"
                                             + (" (sum the orderings of a set first)" if kind == "set" else ""))
-            q = float(_to_mpf(value, "alternative"))
+            q = float(to_mpf(value, "alternative"))
             if not (q >= 0 and math.isfinite(q)):
                 raise InvalidParameterError("alternative", key, f"has probability {value!r}: must be >= 0 and finite")
             table[o] = q
@@ -102,7 +103,7 @@ def _alternative_pmf(alternative: AlternativeLike, kind: str) -> Callable[[Outpu
     if hasattr(alternative, "probability") and callable(alternative.probability):
         return lambda o: float(alternative.probability(o))
     if callable(alternative):
-        return lambda o: float(_to_mpf(alternative(o), "alternative"))
+        return lambda o: float(to_mpf(alternative(o), "alternative"))
     raise InvalidParameterError("alternative", alternative, "must be a mapping output -> probability, a callable, "
                                 "or an object with .probability(output)")
 
@@ -112,7 +113,7 @@ class _Alternative:
     and per output position inside every level of two or more outputs (numpy arrays), so
     that the binned probabilities for any ``n`` cost no new enumeration."""
 
-    def __init__(self, design: _Design, lv: Groups, alternative: AlternativeLike, max_enumerate: int):
+    def __init__(self, design: Design, lv: Groups, alternative: AlternativeLike, max_enumerate: int):
         self.design = design
         pmf = _alternative_pmf(alternative, lv.kind)
         if design.support > max_enumerate:
@@ -129,7 +130,7 @@ class _Alternative:
         self.q_out = {a: np.array(v, dtype=float) for a, v in outs.items()}
         total_q = sum(self.q_level)
         if isinstance(alternative, Mapping):
-            total_claimed = math.fsum(float(_to_mpf(p, "alternative")) for p in alternative.values())
+            total_claimed = math.fsum(float(to_mpf(p, "alternative")) for p in alternative.values())
             gap = total_claimed - total_q
             self.outside = gap if gap > 1e-12 else 0.0  # not rounding noise of the float sums
         else:
@@ -138,13 +139,13 @@ class _Alternative:
                                             f"{total_q:.12g} in all, more than 1: give a distribution")
             self.outside = max(0.0, 1.0 - total_q) if total_q < 1 - 1e-9 else 0.0
 
-    def tail(self, plan: _Plan) -> tuple[mpmath.mpf, float]:
+    def tail(self, plan: Plan) -> tuple[mpmath.mpf, float]:
         """``(P(R), q(R))``: the rare tail's probability (certified) and the alternative's."""
         if not plan.rare:
             return mpmath.mpf(0), 0.0
         return mpmath.fsum(self.design.probs[a] for a in plan.rare), math.fsum(self.q_level[a] for a in plan.rare)
 
-    def binned(self, plan: _Plan):
+    def binned(self, plan: Plan):
         """Null and alternative probabilities of the level bins, and per tested level
         ``(p_bins|a, q_bins)``; with a rare tail, the level bins' probabilities are
         conditioned on leaving it (the chi-square stages see the draws outside it)."""
@@ -163,12 +164,12 @@ class _Alternative:
                 p_cond, q_bins = [1.0 / m] * m, [float(x) for x in q]
             else:
                 starts = np.arange(lp.groups) * lp.size
-                p_cond = [_group_size(lp, m, g) / m for g in range(lp.groups)]
+                p_cond = [group_size(lp, m, g) / m for g in range(lp.groups)]
                 q_bins = [float(x) for x in np.add.reduceat(q, starts)]
             parts[a] = (p_cond, q_bins)
         return p_lb, q_lb, parts
 
-    def noncentrality(self, n: int) -> tuple[float, int, _Plan, list, list, dict]:
+    def noncentrality(self, n: int) -> tuple[float, int, Plan, list, list, dict]:
         """The chi-square stages' noncentrality with ``n`` draws (outside the rare tail,
         if any, on the law conditioned on leaving it), their ``df``, the plan and the
         binned probabilities of :meth:`binned`."""
@@ -193,16 +194,16 @@ class _Alternative:
         least ``G + (1 - G) F`` with ``F`` their power with ``n - c + 1`` draws."""
         lam, df, plan, *_ = self.noncentrality(n)
         if not plan.rare:
-            crit = _critical(alpha, df) if df > 0 else math.inf
-            return (_ncx2_sf_fast(crit, df, lam) if df > 0 else 0.0), lam, df, crit, None, 0.0
+            crit = critical(alpha, df) if df > 0 else math.inf
+            return (ncx2_sf_fast(crit, df, lam) if df > 0 else 0.0), lam, df, crit, None, 0.0
         share = plan.tail_share
         p_r, q_r = self.tail(plan)
-        c = _critical_count(n, p_r, alpha * share)
-        g = _binomial_sf_float(c, n, q_r)
+        c = critical_count(n, p_r, alpha * share)
+        g = binomial_sf_float(c, n, q_r)
         n_c = n - c + 1
         lam_c = lam * n_c / n if n_c > 0 else 0.0
-        crit = _critical(alpha * (1 - share), df) if df > 0 and share < 1 else math.inf
-        f = _ncx2_sf_fast(crit, df, lam_c) if df > 0 and share < 1 and n_c > 0 else 0.0
+        crit = critical(alpha * (1 - share), df) if df > 0 and share < 1 else math.inf
+        f = ncx2_sf_fast(crit, df, lam_c) if df > 0 and share < 1 and n_c > 0 else 0.0
         return g + (1.0 - g) * f, lam_c, df, crit, c, g
 
     def power(self, n: int, alpha: float) -> float:
@@ -256,9 +257,9 @@ def power(
     count = as_positive_int(n, "n")
     if method not in ("noncentral", "monte-carlo"):
         raise InvalidParameterError("method", method, "must be 'noncentral' or 'monte-carlo'")
-    alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
+    alpha = check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
     lv = Groups(mechanism, as_dps(dps))
-    alt = _Alternative(_Design(lv, min_expected, within, max_enumerate), lv, alternative, max_enumerate)
+    alt = _Alternative(Design(lv, min_expected, within, max_enumerate), lv, alternative, max_enumerate)
     inside, lam, df, crit, tail_c, tail_power = alt.inside(count, alpha)
     _, _, plan, p_lb, q_lb, within_parts = alt.noncentrality(count)
     outside = alt.outside
@@ -346,18 +347,18 @@ def samples_needed(
     target = float(target)
     if alternative is not None and delta is not None:
         raise InvalidParameterError("delta", delta, "give either an alternative or delta, not both")
-    alpha = _check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
+    alpha = check_design_args(alpha, DEFAULT_DELTA, DEFAULT_MIN_POWER)[0]
     max_n = as_positive_int(max_n, "max_n")
     lv = Groups(mechanism, as_dps(dps))
-    design = _Design(lv, min_expected, within, max_enumerate)
+    design = Design(lv, min_expected, within, max_enumerate)
     if alternative is None:
-        delta = _check_design_args(alpha, DEFAULT_DELTA if delta is None else delta, target)[1]
+        delta = check_design_args(alpha, DEFAULT_DELTA if delta is None else delta, target)[1]
         if lv.support_size == 1:  # raising max_n or delta cannot help: the test has 0 df at every n
             raise NothingToDetectError(
                 "mechanism", mechanism, "has a single output, so the chi-square test has 0 degrees of freedom at "
                 "any n: a sampler of it is right exactly when every draw is that output (an invalid draw still fails "
                 "goodness_of_fit)")
-        found = design.n_needed(delta, alpha, target, max_n)
+        found = n_needed(design, delta, alpha, target, max_n)
         if found is None:
             raise InvalidParameterError("max_n", max_n, f"power at TV {delta:g} stays below {target} up to {max_n} "
                                         "draws; raise max_n or delta")
@@ -385,6 +386,6 @@ def samples_needed(
     if alt.power(max_n, alpha) < target:
         raise InvalidParameterError("max_n", max_n, f"power stays below {target} up to {max_n} draws "
                                     f"(noncentrality {lam:.3g} at {max_n}); raise max_n")
-    found = _search_n(lambda n: alt.power(n, alpha) >= target, max_n)
+    found = search_n(lambda n: alt.power(n, alpha) >= target, max_n)
     assert found is not None
     return found

@@ -1,7 +1,7 @@
-"""Chi-square laws of the sampler test: p-values, critical values and power.
+"""Chi-square laws of the sampler test: p-values, critical values, noncentral tails.
 
-The central and noncentral laws, and the power against the least favourable alternative
-at a total variation distance (:func:`exactdp.certify.sensitivity` explains the bound).
+The central and noncentral laws (the power of the test against an alternative is a
+noncentral tail: :mod:`~exactdp.certify.least_favourable`, :mod:`~exactdp.certify.alternative`).
 
 P-values and powers are statistics, computed in floating point (mpmath's regularised
 incomplete gamma, then double precision where speed matters); they never decide an exact
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import Union
 
 import mpmath
 
 from ..core.precision import mp_workdps
 from ..errors import InvalidParameterError
-
-if TYPE_CHECKING:
-    from .design import BinPlan
 
 __all__ = ["chi2_sf", "chi2_isf", "ncx2_sf"]
 
@@ -67,12 +64,8 @@ def chi2_sf(x: Union[float, mpmath.mpf], df: int) -> mpmath.mpf:
 
 
 def _upper_q(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
-    """The regularised upper incomplete gamma ``Q(s, y)`` at the working precision.
-
-    mpmath's ``gammainc`` gives up (``NoConvergence``) for half-integer ``s`` past about
-    15,000 with ``y >= s`` (odd ``df`` of a test with many bins); then ``Q`` comes from
-    Legendre's continued fraction (``y > s``, modified Lentz) or ``1 - P`` from the power
-    series of ``P`` (``y <= s``, where ``Q`` is not small enough to lose digits)."""
+    """The regularised upper incomplete gamma ``Q(s, y)`` at the working precision; where
+    mpmath gives up (half-integer ``s`` past ~15,000), :func:`_upper_q_expansions`."""
     try:
         return +mpmath.gammainc(s, y, mpmath.inf, regularized=True)
     except mpmath.libmp.NoConvergence:
@@ -80,7 +73,8 @@ def _upper_q(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
 
 
 def _upper_q_expansions(s: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
-    """``Q(s, y)`` from the continued fraction (``y > s``) or ``1 -`` the series of ``P``."""
+    """``Q(s, y)`` from Legendre's continued fraction (``y > s``, modified Lentz) or ``1 -``
+    the power series of ``P`` (``y <= s``, where ``Q`` is not small enough to lose digits)."""
     eps = mpmath.mpf(2) ** (-mpmath.mp.prec)
     log_front = s * mpmath.log(y) - y - mpmath.loggamma(s)
     if y > s:
@@ -165,24 +159,17 @@ def ncx2_sf(x: Union[float, mpmath.mpf], df: int, nc: Union[float, mpmath.mpf]) 
         return min(total, mpmath.mpf(1))
 
 
-def _spread(probs: Sequence[float]) -> float:
-    """An upper bound on ``max_S P(S) (1 - P(S))`` over unions ``S`` of the given bins:
-    ``p (1 - p)`` when one bin holds ``p >= 1/2`` (then it is the maximum), else ``1/4``
-    (the maximum when some union holds exactly half the mass)."""
-    top = max(probs)
-    return top * (1.0 - top) if top >= 0.5 else 0.25
-
-
 @functools.lru_cache(maxsize=4096)
-def _critical(alpha: float, df: int) -> float:
+def critical(alpha: float, df: int) -> float:
+    """:func:`chi2_isf` as a float, cached (the power search asks it many times)."""
     return float(chi2_isf(alpha, df))
 
 
-#: Tail cut of :func:`_ncx2_sf_fast`: probabilities below ``exp(-_TAIL)`` are rounded.
+#: Tail cut of `ncx2_sf_fast`: probabilities below ``exp(-_TAIL)`` are rounded.
 _TAIL = 40.0
 
 
-def _ncx2_sf_fast(x: float, df: int, nc: float) -> float:
+def ncx2_sf_fast(x: float, df: int, nc: float) -> float:
     """:func:`ncx2_sf` in double precision after one mpmath incomplete gamma (the power
     is a statistic: 1e-12 relative error is plenty, and it is called many times).
 
@@ -221,48 +208,17 @@ def _ncx2_sf_fast(x: float, df: int, nc: float) -> float:
     return min(total, 1.0)
 
 
-def _lambda_for_power(alpha: float, df: int, target: float) -> float:
+def lambda_for_power(alpha: float, df: int, target: float) -> float:
     """The noncentrality at which the level-``alpha`` test on ``df`` degrees of freedom has
     power ``target`` (bisection, relative accuracy 1e-7)."""
-    crit = _critical(alpha, df)
+    crit = critical(alpha, df)
     lo, hi = 0.0, max(1.0, crit)
-    while _ncx2_sf_fast(crit, df, hi) < target:
+    while ncx2_sf_fast(crit, df, hi) < target:
         lo, hi = hi, hi * 2
     while hi - lo > 1e-7 * hi:
         mid = (lo + hi) / 2
-        if _ncx2_sf_fast(crit, df, mid) >= target:
+        if ncx2_sf_fast(crit, df, mid) >= target:
             hi = mid
         else:
             lo = mid
     return hi
-
-
-def _lf_power(shape: BinPlan, delta: float, alpha: float, target: Optional[float] = None) -> tuple[float, float]:
-    """(power, noncentrality) against the least favourable alternative at TV ``delta``:
-    the largest deviation the bins cannot see (``shape.blind``) plus the least favourable
-    visible one of TV ``delta - blind``; when ``blind >= delta`` the whole deviation can
-    hide inside the bins, and the power is ``alpha`` (noncentrality 0).  With a rare tail,
-    the two-part bound of :func:`exactdp.certify.tail._lf_power_tail` (``target``: only as
-    precise as needed to compare it with ``target``)."""
-    if shape.tail_levels:
-        from .tail import _lf_power_tail  # tail builds on this module
-        return _lf_power_tail(shape, delta, alpha, target)
-    if shape.df <= 0 or shape.spread <= 0:
-        return 0.0, 0.0
-    seen = delta - shape.blind
-    if seen <= 0:
-        return alpha, 0.0
-    lam = shape.n * seen * seen / shape.spread
-    return _ncx2_sf_fast(_critical(alpha, shape.df), shape.df, lam), lam
-
-
-def _lf_delta(shape: BinPlan, alpha: float, target: float) -> float:
-    """The smallest TV deviation detected with power ``target`` (``inf`` when ``df = 0``):
-    the invisible ``shape.blind`` plus the smallest visible deviation detected (with a rare
-    tail, by bisection on :func:`_lf_power`)."""
-    if shape.tail_levels:
-        from .tail import _lf_delta_tail
-        return _lf_delta_tail(shape, alpha, target)
-    if shape.df <= 0 or shape.spread <= 0:
-        return math.inf
-    return shape.blind + math.sqrt(_lambda_for_power(alpha, shape.df, target) * shape.spread / shape.n)

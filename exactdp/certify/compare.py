@@ -1,9 +1,9 @@
 """Comparing another implementation's probability tables with the exact ones.
 
-Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`),
-the canonical mechanisms' class probabilities (:func:`compare_class_probabilities`) and
-Joint's ``log m~`` array (:func:`compare_mtilde`, on arrays by
-:mod:`~exactdp.certify.mtilde_arrays` when the counts fit ``int64``).
+Claimed probabilities or log-probabilities of outputs (:func:`compare_probabilities`) and
+the canonical mechanisms' class probabilities (:func:`compare_class_probabilities`);
+Joint's ``log m~`` array is compared by :mod:`~exactdp.certify.mtilde`
+(:func:`compare_mtilde`, importable from here too).
 
 Exact values are certified to ``dps`` digits (default 30) before any comparison; floats
 appear only in what is reported (errors), never in an exact value.
@@ -22,26 +22,22 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 import mpmath
 import numpy as np
-import numpy.typing as npt
-from flint import arb, fmpz
 
-from .._groups import Groups
-from ..core._typing import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
+from .._oracle.groups import Groups
+from ..core.aliases import ClaimedProbabilities, ClaimedTable, MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
-from ..core.precision import certify as certify_ball, mp_workdps, mpf_fraction
+from ..core.precision import mp_workdps, mpf_fraction
 from ..core.results import VERDICT_HINT, NoTruthValue
 from ..core.validation import as_dps
 from ..errors import ExactDPError, InvalidParameterError
 from .design import DEFAULT_MAX_ENUMERATE
-from .io import _to_mpf, normalise_output
-from .mtilde_rows import MtildeComparison, MtildeRow, mtilde_row, sort_key, ulp_slack
-
-if TYPE_CHECKING:
-    from ..mechanisms.joint import Joint
+from .io import normalise_output, to_mpf
+from .mtilde import compare_mtilde  # noqa: F401  (importable from here, as before)
+from .mtilde_rows import MtildeComparison, MtildeRow  # noqa: F401  (likewise)
 
 __all__ = ["ComparisonRow", "ProbabilityComparison", "MtildeRow", "MtildeComparison", "ClassRow", "ClassComparison",
            "compare_probabilities", "compare_class_probabilities", "compare_mtilde", "DEFAULT_MIN_COVERAGE"]
@@ -323,7 +319,7 @@ def compare_probabilities(
             if a is not None:
                 seen_per_level[a] += 1
                 covered += out_p[a]
-            c = _to_mpf(value)
+            c = to_mpf(value)
             if not log and not mpmath.isnan(c):
                 total += c
             ae, re = _errors(c, e)
@@ -526,7 +522,7 @@ def compare_class_probabilities(
             size = sizes[h, t]
             exact = p / size if per == "set" else p
             given = values.pop((h, t), None)
-            c = mpmath.mpf(0) if given is None else _to_mpf(given)
+            c = mpmath.mpf(0) if given is None else to_mpf(given)
             ae, re = _errors(c, exact)
             ok = given is not None and _within(c, exact, ae, rtol, atol, digits, given,
                                                lambda h=h, t=t, size=size: _exact_class(mechanism, h, t, size, per))
@@ -534,7 +530,7 @@ def compare_class_probabilities(
                                  "missing from the claim" if given is None else ""))
         missing = tuple((r.h, r.t) for r in rows if r.claimed is None)
         for (h, t), given in values.items():  # what is left names no class of the mechanism
-            c = _to_mpf(given)
+            c = to_mpf(given)
             rows.append(ClassRow(h, t, None, c, None, abs(c), mpmath.inf if c else mpmath.mpf(0), c == 0,
                                  "not a class of the mechanism"))
     failures = sum(1 for r in rows if not r.ok)
@@ -543,136 +539,4 @@ def compare_class_probabilities(
         passed=verdict == "pass", verdict=verdict, per=per, rows=tuple(rows), failures=failures, missing=missing,
         extra=tuple(values), max_abs_error=max((r.abs_error for r in rows), default=mpmath.mpf(0)),
         max_rel_error=max((r.rel_error for r in rows), default=mpmath.mpf(0)), rtol=rtol, atol=atol, dps=digits,
-    )
-
-
-def compare_mtilde(
-    log_counts: npt.ArrayLike,
-    mechanism: Joint,
-    *,
-    rows: Optional[npt.ArrayLike] = None,
-    cols: Optional[npt.ArrayLike] = None,
-    atol: float = 1e-9,
-    rtol: float = 1e-9,
-    worst: int = 10,
-    dps: Optional[int] = None,
-    path: str = "auto",
-) -> MtildeComparison:
-    """Compare a float array of ``log m̃`` with the exact ``m̃`` of ``mechanism``, a
-    Joint-family mechanism (with ``mtilde()``); exact logs are certified to ``dps`` digits
-    (default 30), and the result keeps the ``worst`` rows (default 10).
-
-    ``log_counts[p]`` is the log of the number of sequences whose largest refined
-    difference is the ``p``-th smallest entry of the ``k x d`` matrix
-    ``diff[i][j] = c_(i) - c_(j) + (d(k-i-1) + j + 1)/(2dk)`` (0-based ranks, counts sorted
-    descending), as the public dp_topk code computes it (``compute_log_diff_counts``):
-    row-major positions sorted by the differences, i.e. decreasing ``Ũ = -diff``, the
-    order of :meth:`exactdp.Joint.mtilde`.  Entries with ``m̃ = 0`` must be ``-inf``.
-    Optional ``rows``/``cols`` (the implementation's positions, e.g. dp_topk's
-    ``diffs_to_positions``) are checked against the exact order: a float sort can
-    misorder entries once ``|c_i - c_j| * 2dk`` nears ``2**53``.
-
-    An entry passes when ``|claimed - ln m̃| <= atol + rtol * |ln m̃|`` (``atol``, ``rtol``
-    finite, ``>= 0``).  Each row's ``ulp_error`` is its error in ulps of the claim;
-    ``max_ulp_error`` a certified interval holding the largest.
-
-    ``path``: ``"auto"`` (default) takes the arrays path
-    (:mod:`exactdp.certify.mtilde_arrays`: the order checked in one pass or sorted, ``ln
-    m̃`` of every entry certified in fixed point, every decision on outward bounds or
-    exact) whenever the counts fit ``int64``, else the loop over :meth:`~exactdp.Joint.mtilde`
-    (``"objects"``, its twin); ``"arrays"`` raises when it does not apply.  Both give the
-    same verdict, failures, worst rows and ``max_abs_error``.
-    """
-    digits = as_dps(dps)
-    if not hasattr(mechanism, "mtilde"):
-        raise InvalidParameterError("mechanism", mechanism, "has no mtilde() (Joint family only)")
-    if path not in ("auto", "arrays", "objects"):
-        raise InvalidParameterError("path", path, "must be 'auto', 'arrays' or 'objects'")
-    atol, rtol = _tolerance("atol", atol), _tolerance("rtol", rtol)
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-        raise InvalidParameterError("worst", worst, "must be an integer >= 0")
-    claimed = np.asarray(log_counts, dtype=float).reshape(-1)
-    dk = mechanism.d * mechanism.k
-    if claimed.shape[0] != dk:
-        raise InvalidParameterError("log_counts", f"<{claimed.shape[0]} values>", f"must have d*k = {dk} entries")
-    if (rows is None) != (cols is None):  # one without the other would check no order at all
-        missing = "cols" if cols is None else "rows"
-        raise InvalidParameterError(missing, None, "must be given with " + ("rows" if missing == "cols" else "cols")
-                                    + " (the positions are checked as (row, col) pairs)")
-    # reshape, not ravel: a strided 1-d view (numpy.unravel_index's) is not copied
-    pos_rows = None if rows is None else np.asarray(rows).reshape(-1)
-    pos_cols = None if cols is None else np.asarray(cols).reshape(-1)
-    for name, arr in (("rows", pos_rows), ("cols", pos_cols)):
-        if arr is not None and arr.shape[0] != dk:
-            raise InvalidParameterError(name, f"<{arr.shape[0]} values>", f"must have d*k = {dk} entries")
-    if path != "objects":
-        from .mtilde_arrays import compare_arrays
-
-        result = compare_arrays(claimed, mechanism, pos_rows, pos_cols, atol, rtol, worst, digits)
-        if result is not None:
-            return result
-        if path == "arrays":
-            raise InvalidParameterError("path", path, "needs counts whose differences fit int64 "
-                                                      "(below 2**61 in size); use path='auto' or 'objects'")
-    return _compare_mtilde_objects(claimed, mechanism, pos_rows, pos_cols, atol, rtol, worst, digits)
-
-
-def _tolerance(name: str, value: Any) -> float:
-    """``value`` as a finite float ``>= 0``."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(name, value, "must be a number >= 0") from None
-    if not (math.isfinite(out) and out >= 0):
-        raise InvalidParameterError(name, value, "must be a finite number >= 0")
-    return out
-
-
-def _compare_mtilde_objects(claimed: np.ndarray, mechanism: Joint, pos_rows: Optional[np.ndarray],
-                            pos_cols: Optional[np.ndarray], atol: float, rtol: float, worst: int,
-                            digits: int) -> MtildeComparison:
-    """The loop over :meth:`~exactdp.Joint.mtilde`, one certified log per distinct ``m̃``
-    (the twin of the arrays path)."""
-    dk = claimed.shape[0]
-    out: list[MtildeRow] = []
-    order_bad = []
-    zero_bad = 0
-    failures = 0
-    max_err = mpmath.mpf(0)
-    ulp_lo = ulp_hi = mpmath.mpf(0)
-    log_cache: dict[int, mpmath.mpf] = {}
-    with mp_workdps(digits + 5):
-        for p, (i, j, _, mt) in enumerate(mechanism.mtilde()):
-            if pos_rows is not None and pos_cols is not None:
-                if (pos_rows[p], pos_cols[p]) != (i, j):
-                    order_bad.append((p, (int(pos_rows[p]), int(pos_cols[p])), (i, j)))
-            c = float(claimed[p])
-            if mt == 0:
-                exact = -mpmath.inf
-            else:
-                exact = log_cache.get(mt)
-                if exact is None:
-                    exact = certify_ball(lambda: arb(fmpz(mt)).log(), digits) if mt > 1 else mpmath.mpf(0)
-                    if len(log_cache) < 100_000:
-                        log_cache[mt] = exact
-            row, zb = mtilde_row(p, i, j, mt, c, exact, atol, rtol, digits)
-            zero_bad += zb
-            if not row.ok:
-                failures += 1
-            if row.abs_error > max_err:
-                max_err = row.abs_error
-            slack = ulp_slack(row, digits)
-            if row.ulp_error + slack > ulp_hi:
-                ulp_hi = row.ulp_error + slack
-            if row.ulp_error - slack > ulp_lo:
-                ulp_lo = row.ulp_error - slack
-            out.append(row)
-            if len(out) > 4 * worst + 64:  # keep only the worst rows
-                out.sort(key=sort_key)
-                del out[2 * worst:]
-    out.sort(key=sort_key)
-    return MtildeComparison(
-        passed=failures == 0 and not order_bad, entries=dk, failures=failures, max_abs_error=max_err,
-        zero_mismatches=zero_bad, order_mismatches=tuple(order_bad[:worst]), worst=tuple(out[:worst]),
-        atol=atol, rtol=rtol, max_ulp_error=(ulp_lo, ulp_hi), path="objects",
     )

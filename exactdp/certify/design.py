@@ -9,7 +9,7 @@ with each other: what is left of them is the rare tail, tested exactly by
 :mod:`~exactdp.certify.tail`); then, inside
 each level, the uniformity of its outputs, one bin per output or per run of consecutive
 outputs.  :class:`BinPlan` summarises what was pooled or left untested, and
-:class:`_Design` re-chooses the bins for any ``n`` (to search the ``n`` a power needs).
+``Design`` re-chooses the bins for any ``n`` (to search the ``n`` a power needs).
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import mpmath
 
-from .._groups import Groups
+from .._oracle.groups import Groups
 from ..core.results import NoTruthValue
 from ..errors import InvalidParameterError
-from .chi2 import _lf_power, _spread
 
 if TYPE_CHECKING:
     from ..core.levels import Level
@@ -64,7 +63,7 @@ class Bin(NoTruthValue):
 
 
 @dataclass(frozen=True)
-class _LevelPlan:
+class LevelPlan:
     """How the within-level test treats level ``a``: ``"outputs"`` (a bin per output),
     ``"groups"`` of ``size`` consecutive outputs in enumeration order (the last group takes
     the remainder), or ``"skip"`` with a reason."""
@@ -76,9 +75,12 @@ class _LevelPlan:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
+    """The bins of one ``n``: the level bins, the within-level plan per level, whether the
+    outputs must be listed, the rare tail and its share of ``alpha``."""
+
     level_bins: list  # list of lists of level indices
-    within: dict  # level -> _LevelPlan
+    within: dict  # level -> LevelPlan
     needs_enumeration: bool
     rare: tuple = ()  # the rare tail's levels, tested exactly (empty: no tail)
     tail_share: float = 0.0  # the part of alpha the tail test uses (0 without a tail)
@@ -117,9 +119,11 @@ def _pool_levels(expected: Sequence[float], min_expected: float) -> tuple[list[l
 
 
 def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: int, min_expected: float,
-               within: bool, support: int, max_enumerate: int) -> _Plan:
+                within: bool, support: int, max_enumerate: int) -> Plan:
+    """The bins for ``n`` draws of ``levels`` of probabilities ``level_probs`` (the rules
+    of :func:`exactdp.certify.goodness_of_fit`; ``support``: the number of outputs)."""
     expected = [float(n * p) for p in level_probs]
-    plan_within: dict[int, _LevelPlan] = {}
+    plan_within: dict[int, LevelPlan] = {}
     needs = False
     if within:
         for a, (lv, e) in enumerate(zip(levels, expected)):
@@ -127,17 +131,17 @@ def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: in
             if m < 2:
                 continue
             if e >= min_expected * m:
-                plan_within[a] = _LevelPlan("outputs")
+                plan_within[a] = LevelPlan("outputs")
                 continue
             size = max(1, math.ceil(min_expected * m / e)) if e > 0 else m
             groups = m // size
             if groups < 2:
-                plan_within[a] = _LevelPlan("skip", reason=f"{m} outputs, {e:.3g} draws expected: too few to test")
+                plan_within[a] = LevelPlan("skip", reason=f"{m} outputs, {e:.3g} draws expected: too few to test")
                 continue
             if support > max_enumerate:
-                plan_within[a] = _LevelPlan("skip", reason=f"needs the {support} outputs enumerated (max_enumerate={max_enumerate})")
+                plan_within[a] = LevelPlan("skip", reason=f"needs the {support} outputs enumerated (max_enumerate={max_enumerate})")
                 continue
-            plan_within[a] = _LevelPlan("groups", size=size, groups=groups)
+            plan_within[a] = LevelPlan("groups", size=size, groups=groups)
             needs = True
     bins, rare = _pool_levels(expected, min_expected)
     share = 0.0
@@ -145,20 +149,29 @@ def _make_plan(levels: Sequence[Level], level_probs: Sequence[mpmath.mpf], n: in
         chi_df = len(bins) - 1 + sum(lp.groups - 1 if lp.mode == "groups" else levels[a].multiplicity - 1
                                      for a, lp in plan_within.items() if lp.mode != "skip")
         share = 0.5 if chi_df > 0 else 1.0
-    return _Plan(bins, plan_within, needs, tuple(rare), share)
+    return Plan(bins, plan_within, needs, tuple(rare), share)
 
 
-def _group_of(plan: _LevelPlan, position: int) -> int:
+def group_of(plan: LevelPlan, position: int) -> int:
+    """The group of the output at ``position`` (in enumeration order) of a grouped level."""
     return min(position // plan.size, plan.groups - 1)
 
 
-def _group_size(plan: _LevelPlan, m: int, g: int) -> int:
+def group_size(plan: LevelPlan, m: int, g: int) -> int:
+    """The number of outputs in group ``g`` of a grouped level of ``m`` outputs."""
     return plan.size if g < plan.groups - 1 else m - plan.size * (plan.groups - 1)
 
 
 # -------------------------------------------------------------------------------------
 # What the test can see with n draws, and its power against the least favourable
 # total-variation deviation
+
+
+def _spread(probs: Sequence[float]) -> float:
+    """A bound on ``max_S P(S) (1 - P(S))`` over unions ``S`` of bins ``probs``: ``p (1 - p)`` when
+    one holds ``p >= 1/2`` (the maximum), else ``1/4`` (attained when a union holds half)."""
+    top = max(probs)
+    return top * (1.0 - top) if top >= 0.5 else 0.25
 
 
 @dataclass(frozen=True)
@@ -222,8 +235,8 @@ class BinPlan(NoTruthValue):
                 + (f"; invisible to these bins: deviations of TV up to {self.blind:.3g}" if self.blind > 0 else ""))
 
 
-def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan, n: int,
-              level_obs: Optional[Sequence[int]] = None) -> BinPlan:
+def bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: Plan, n: int,
+             level_obs: Optional[Sequence[int]] = None) -> BinPlan:
     """The :class:`BinPlan` of ``plan``; with ``level_obs`` (observed draws per level),
     levels without a draw have no within-level test, as in :func:`goodness_of_fit`."""
     p_tail = mpmath.fsum(probs[a] for a in plan.rare) if plan.rare else mpmath.mpf(0)
@@ -247,7 +260,7 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
             slots, cond = m, 0.25  # m >= 2 equal bins: some union holds half, or m = 2
         else:
             slots = lp.groups
-            cond = _spread([lp.size / m, _group_size(lp, m, lp.groups - 1) / m])
+            cond = _spread([lp.size / m, group_size(lp, m, lp.groups - 1) / m])
             grouped += m
             hidden[a] = float(probs[a]) * (1 - slots / m)  # each group's mass onto one of its outputs
         tested += m
@@ -267,7 +280,7 @@ def _bin_plan(levels: Sequence[Level], probs: Sequence[mpmath.mpf], plan: _Plan,
                    plan.tail_share, chi_blind / keep, p_tail if plan.rare else None)
 
 
-class _Design:
+class Design:
     """The test's bins as a function of ``n`` for one mechanism (exact level
     probabilities certified once)."""
 
@@ -285,23 +298,16 @@ class _Design:
         self.support = lv.support_size
         self.min_expected, self.within, self.max_enumerate = min_expected, within, max_enumerate
 
-    def plan(self, n: int) -> _Plan:
+    def plan(self, n: int) -> Plan:
         return _make_plan(self.levels, self.probs, n, self.min_expected, self.within, self.support, self.max_enumerate)
 
     def shape(self, n: int) -> BinPlan:
-        return _bin_plan(self.levels, self.probs, self.plan(n), n)
-
-    def n_needed(self, delta: float, alpha: float, target: float, max_n: int) -> Optional[int]:
-        """The smallest ``n`` (doubling, then bisection to within 1%) whose least
-        favourable power at ``delta`` reaches ``target``; ``None`` past ``max_n``, at once
-        when even ``max_n`` draws leave a deviation of ``delta`` invisible to the bins
-        (levels skipped past ``max_enumerate``: more draws do not list them)."""
-        if self.shape(max_n).blind >= delta:
-            return None
-        return _search_n(lambda n: _lf_power(self.shape(n), delta, alpha, target)[0] >= target, max_n)
+        return bin_plan(self.levels, self.probs, self.plan(n), n)
 
 
-def _search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:
+def search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:
+    """The smallest ``n`` with ``ok(n)`` (doubling, then bisection to within 1%; ``ok``
+    increasing in ``n``), or ``None`` past ``max_n``."""
     hi = 1
     while not ok(hi):
         if hi >= max_n:
@@ -319,7 +325,8 @@ def _search_n(ok: Callable[[int], bool], max_n: int) -> Optional[int]:
     return hi
 
 
-def _check_design_args(alpha: float, delta: float, min_power: float) -> tuple[float, float, float]:
+def check_design_args(alpha: float, delta: float, min_power: float) -> tuple[float, float, float]:
+    """``(alpha, delta, min_power)`` as floats, or the error naming the one out of range."""
     for name, value, ok, rule in (("alpha", alpha, lambda x: 0 < x < 1, "0 < alpha < 1"),
                                   ("delta", delta, lambda x: 0 < x <= 1, "0 < delta <= 1 (a total variation distance)"),
                                   ("min_power", min_power, lambda x: 0 < x < 1, "0 < min_power < 1")):
@@ -332,3 +339,5 @@ def _check_design_args(alpha: float, delta: float, min_power: float) -> tuple[fl
     return float(alpha), float(delta), float(min_power)
 
 
+#: Results pickled before the bins' helpers were named for the package keep loading.
+_Design = Design

@@ -1,8 +1,9 @@
 """Goodness of fit of a sampler: the chi-square test of its draws and its verdict.
 
 Pearson's test against the exact distribution (by level, then uniformity within each
-level), its verdict PASS, FAIL or INCONCLUSIVE, and what the test can detect with ``n``
-draws (:func:`sensitivity`).
+level) and its verdict PASS, FAIL or INCONCLUSIVE.  What the test can detect with ``n``
+draws, :func:`sensitivity`, is in :mod:`~exactdp.certify.least_favourable` (importable
+from here too).
 
 A test that could not have failed (0 degrees of freedom) or was too weak to trust (power
 below ``min_power`` against the least favourable deviation of total variation ``delta``)
@@ -25,158 +26,21 @@ from typing import Callable, Iterable, Optional
 
 import mpmath
 
-from .._groups import Groups
+from .._oracle.groups import Groups
 from ..core.results import VERDICT_HINT, NoTruthValue
-from ..core._typing import MechanismLike, Output, OutputLike
+from ..core.aliases import MechanismLike, Output, OutputLike
 from ..core.formatting import number_text, output_text, table
 from ..core.precision import mp_workdps
 from ..core.validation import as_dps, as_positive_int
 from ..errors import ArgumentTypeError, ExactDPError, InvalidParameterError
-from .chi2 import _lf_delta, _lf_power, chi2_sf
+from .chi2 import chi2_sf
 from .design import (DEFAULT_ALPHA, DEFAULT_DELTA, DEFAULT_MAX_ENUMERATE, DEFAULT_MAX_N, DEFAULT_MIN_POWER,
-                     MIN_EXPECTED, Bin, BinPlan, _bin_plan, _check_design_args, _Design, _group_of, _group_size,
-                     _LevelPlan)
+                     MIN_EXPECTED, Bin, BinPlan, Design, LevelPlan, bin_plan, check_design_args, group_of, group_size)
 from .io import IdMap, check_id_map, normalise_output, relabel
-from .tail import TailTest, _levels_label, binomial_sf_upper
+from .least_favourable import Sensitivity, delta_text, lf_delta, lf_power, n_needed, needed_text, sensitivity
+from .tail import TailTest, binomial_sf_upper, levels_label
 
 __all__ = ["GoodnessOfFit", "Sensitivity", "goodness_of_fit", "sensitivity"]
-
-
-def _fmt_needed(n: Optional[int], max_n: int, design: Optional[_Design] = None, delta: float = 0.0) -> str:
-    if n is not None:
-        return f"{n:,}"
-    blind = design.shape(max_n).blind if design is not None else -1.0
-    if blind >= delta:
-        return (f"none: deviations of TV up to {blind:.3g} stay invisible at any n (levels whose uniformity "
-                "is not tested: within=False, or past max_enumerate)")
-    return f"more than {max_n:,}"
-
-
-def _fmt_delta(d: float) -> str:
-    if math.isinf(d):
-        return "none (0 df)"
-    if d > 1:
-        return "none (would need TV > 1)"
-    return f">= {d:.3g}"
-
-
-@dataclass(frozen=True)
-class Sensitivity(NoTruthValue):
-    """Result of :func:`sensitivity`: the test's :class:`BinPlan` with ``n`` draws, its
-    ``power`` against the least favourable alternative at total variation ``delta``
-    (``noncentrality`` of that alternative), ``detectable_delta`` (smallest TV deviation
-    detected with power ``min_power`` at this ``n``) and ``n_needed`` (smallest ``n`` for
-    which the power at ``delta`` reaches ``min_power``; ``None`` past ``max_n``).  ``plan``:
-    that :class:`BinPlan`; ``alpha``: the significance level the power is computed at."""
-
-    plan: BinPlan
-    alpha: float
-    delta: float
-    min_power: float
-    power: float
-    noncentrality: float
-    detectable_delta: float
-    n_needed: Optional[int]
-    max_n: int
-
-    _truth_hint = ".conclusive (power >= min_power with df > 0) or .power"
-
-    @property
-    def conclusive(self) -> bool:
-        """True when the test with ``n`` draws could say PASS: ``df > 0`` and power at
-        least ``min_power`` at ``delta``."""
-        return self.plan.df > 0 and self.power >= self.min_power
-
-    def __str__(self) -> str:
-        p = self.plan
-        return (f"n = {p.n}: {p.df} df; power {self.power:.3g} against TV {self.delta:g} at alpha = {self.alpha:g} "
-                f"(PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
-                f"{_fmt_delta(self.detectable_delta)}; n needed for TV {self.delta:g}: "
-                f"{_fmt_needed(self.n_needed, self.max_n)}; {p.describe()}")
-
-
-def sensitivity(
-    mechanism: MechanismLike,
-    n: int,
-    alpha: float = DEFAULT_ALPHA,
-    *,
-    delta: float = DEFAULT_DELTA,
-    min_power: float = DEFAULT_MIN_POWER,
-    min_expected: float = MIN_EXPECTED,
-    within: bool = True,
-    dps: Optional[int] = None,
-    max_enumerate: int = DEFAULT_MAX_ENUMERATE,
-    max_n: int = DEFAULT_MAX_N,
-) -> Sensitivity:
-    """What :func:`goodness_of_fit` with ``n`` draws from ``mechanism`` can detect, before
-    drawing anything, at significance level ``alpha`` (default :data:`DEFAULT_ALPHA`).
-    ``min_power``, ``min_expected``, ``within``, ``dps``, ``max_enumerate`` and ``max_n``
-    as for :func:`goodness_of_fit` (the bins it would choose at ``n``).
-
-    **Deviation measure.**  ``delta`` is a total variation distance (default
-    :data:`DEFAULT_DELTA` = 0.05, i.e. 5% of the probability mass moved).  The test only
-    sees counts per bin, so a deviation that stays inside one bin (between pooled levels,
-    between outputs grouped in one within-level bin, or inside a level whose uniformity is
-    not tested) is invisible whatever its size: :class:`BinPlan` counts those.  The power
-    is therefore computed against the **least favourable single-stage alternative**: the
-    distribution at total variation ``delta`` from the exact one that either
-
-    * moves mass between the level bins, proportionally inside each bin (so every
-      within-level distribution is unchanged).  Pearson's noncentrality is
-      ``lambda = n * sum_b (q_b - p_b)**2 / p_b``; under ``sum |q_b - p_b| = 2 delta`` it
-      is at least ``n delta**2 / (P(S) (1 - P(S)))`` where ``S`` is the set of bins gaining
-      mass (Cauchy-Schwarz on each sign class), hence at least ``n delta**2 / V_L`` with
-      ``V_L = 1/4``, or ``p (1 - p)`` when one bin holds ``p >= 1/2``; the bound is
-      attained when the bins can be split into two halves of equal mass (or one holds
-      ``p >= 1/2``), otherwise it is a lower bound; or
-    * moves mass ``delta`` between the within-level bins of one tested level ``a`` of
-      probability ``p_a``: the same argument on the conditional distribution gives
-      ``lambda >= n delta**2 / (p_a V_a)``;
-
-    and ``lambda = n delta**2 / V`` with ``V`` the largest of these ``V_L`` and
-    ``p_a V_a`` (:attr:`BinPlan.spread`).  The constraint ``q >= 0`` is ignored, which
-    only lowers ``lambda``.  The power reported is thus a lower bound on the power against
-    every alternative whose deviation, of total variation at least ``delta``, lies in one
-    stage; it is **not** a power against every alternative at that distance: deviations
-    inside a bin have power ``alpha``, and for a deviation split across both stages the
-    same argument only guarantees the smaller noncentrality
-    ``n delta**2 / (V_L + sum_a q_a V_a)``.
-
-    **Invisible deviations.**  The largest deviation inside the bins (mass moved between
-    the levels of a pooled bin, inside an untested level, inside a group of outputs) has
-    total variation :attr:`BinPlan.blind`.  The least favourable alternative at ``delta``
-    is that deviation plus a visible one of total variation ``delta - blind``: ``lambda``
-    uses ``delta - blind``, and when ``blind >= delta`` the power is ``alpha`` (so the
-    verdict cannot be PASS); ``detectable_delta`` is ``blind`` plus the visible part.
-
-    **Rare tail.**  With a rare tail (see :func:`goodness_of_fit`), the power is a lower
-    bound for the two-part test: with ``tau`` the mass moved onto the tail and ``c`` the
-    tail draws at which its exact test rejects, it is at least ``G + (1 - G) F`` where
-    ``G = P(Binomial(n, P(R) + tau) >= c)`` and ``F`` is the chi-square stages' least
-    favourable power above with ``n - c + 1`` draws, their share of ``alpha``, and a
-    deviation of ``delta - tau - P(R)`` on the law conditioned on leaving the tail; the
-    minimum over ``tau`` in ``[0, delta]`` is bounded from below by branch and bound
-    (:func:`exactdp.certify.tail._lf_power_tail`), and ``detectable_delta`` is found by
-    bisection on that bound.
-
-    **Approximation.**  Power is ``P(X > c)`` with ``X`` noncentral chi-square on the
-    test's ``df`` and noncentrality ``lambda``, ``c`` the level-``alpha`` critical value:
-    the classical large-sample approximation of Pearson's statistic under an alternative
-    (S. K. Mitra, "On the limiting power function of the frequency chi-square test", Ann.
-    Math. Statist. 29, 1958), evaluated in floating point (mpmath incomplete gamma, then double
-    precision): p-values and powers are statistics, never exact outputs.
-
-    ``detectable_delta`` solves ``power = min_power`` for ``delta`` at this ``n``
-    (bisection on ``lambda``); ``n_needed`` searches ``n`` (doubling, then bisection to
-    within 1%) with the bins re-chosen at every ``n``, since they depend on ``n``.
-    """
-    count = as_positive_int(n, "n")
-    alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
-    design = _Design(Groups(mechanism, as_dps(dps)), min_expected, within, max_enumerate)
-    shape = design.shape(count)
-    pw, lam = _lf_power(shape, delta, alpha)
-    return Sensitivity(shape, alpha, delta, min_power, pw, lam, _lf_delta(shape, alpha, min_power),
-                       design.n_needed(delta, alpha, min_power, max_n), max_n)
 
 
 @dataclass(frozen=True)
@@ -241,7 +105,7 @@ class GoodnessOfFit(NoTruthValue):
     delta: float = DEFAULT_DELTA
     min_power: float = DEFAULT_MIN_POWER
     max_n: int = DEFAULT_MAX_N
-    _design: Optional[_Design] = field(default=None, repr=False, compare=False)
+    _design: Optional[Design] = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -251,7 +115,7 @@ class GoodnessOfFit(NoTruthValue):
         return self.p_value if self.tail is None else chi2_sf(self.statistic, self.df)
 
     def _alpha(self, alpha: Optional[float]) -> float:
-        return self.alpha if alpha is None else _check_design_args(alpha, self.delta, self.min_power)[0]
+        return self.alpha if alpha is None else check_design_args(alpha, self.delta, self.min_power)[0]
 
     @property
     def pvalue(self) -> float:
@@ -289,7 +153,7 @@ class GoodnessOfFit(NoTruthValue):
         a = self._alpha(alpha)
         key = ("power", a)
         if key not in self._cache:
-            self._cache[key] = _lf_power(self.plan, self.delta, a)[0] if self.plan is not None else 0.0
+            self._cache[key] = lf_power(self.plan, self.delta, a)[0] if self.plan is not None else 0.0
         return self._cache[key]
 
     def detectable_delta(self, alpha: Optional[float] = None) -> float:
@@ -300,7 +164,7 @@ class GoodnessOfFit(NoTruthValue):
         a = self._alpha(alpha)
         key = ("delta", a)
         if key not in self._cache:
-            self._cache[key] = _lf_delta(self.plan, a, self.min_power) if self.plan is not None else math.inf
+            self._cache[key] = lf_delta(self.plan, a, self.min_power) if self.plan is not None else math.inf
         return self._cache[key]
 
     def samples_needed(self, alpha: Optional[float] = None) -> Optional[int]:
@@ -311,7 +175,7 @@ class GoodnessOfFit(NoTruthValue):
         a = self._alpha(alpha)
         key = ("n", a)
         if key not in self._cache:
-            self._cache[key] = (self._design.n_needed(self.delta, a, self.min_power, self.max_n)
+            self._cache[key] = (n_needed(self._design, self.delta, a, self.min_power, self.max_n)
                                 if self._design is not None else None)
         return self._cache[key]
 
@@ -357,8 +221,8 @@ class GoodnessOfFit(NoTruthValue):
             f"{v.upper()}: {why}; n = {self.n}, chi-square {self.statistic:.6g} on {self.df} df{tail} "
             f"{number_text(self.p_value, 4)} {rel} alpha = {a:g}; power {self.power(a):.3g} at TV deviation "
             f"{self.delta:g} (PASS needs {self.min_power:g}); TV detectable with power {self.min_power:g} at this n: "
-            f"{_fmt_delta(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
-            f"{_fmt_needed(self.samples_needed(a), self.max_n, self._design, self.delta)}; " + (self.plan.describe() if self.plan is not None else "")
+            f"{delta_text(self.detectable_delta(a))}; n needed for TV {self.delta:g}: "
+            f"{needed_text(self.samples_needed(a), self.max_n, self._design, self.delta)}; " + (self.plan.describe() if self.plan is not None else "")
         )
 
     def worst_bins(self, limit: int = 10) -> list[Bin]:
@@ -463,7 +327,7 @@ def goodness_of_fit(
     tail's when there is one.  A draw that is not a
     valid output, or has probability 0, makes the p-value 0.
     """
-    alpha, delta, min_power = _check_design_args(alpha, delta, min_power)
+    alpha, delta, min_power = check_design_args(alpha, delta, min_power)
     if samples is None or isinstance(samples, (str, bytes)) or not hasattr(samples, "__iter__"):
         raise ArgumentTypeError("samples", samples, "must be an iterable of draws (lists of item ids); "
                                 "read a file with certify.read_samples")
@@ -501,7 +365,7 @@ def goodness_of_fit(
     probs = lv.group_probabilities()
     with mp_workdps(digits + 5):
         expected_exact = [n * p for p in probs]
-    design = _Design(lv, min_expected, within, max_enumerate)
+    design = Design(lv, min_expected, within, max_enumerate)
     plan = design.plan(n)
     bins: list[Bin] = []
     # the rare tail: T draws in it, tested exactly; the chi-square sees the other n - T,
@@ -523,14 +387,14 @@ def goodness_of_fit(
             e = float(mpmath.fsum(expected_exact[a] for a in group))
         contrib = (o - e) ** 2 / e if e > 0 else (0.0 if o == 0 else math.inf)
         level_stat += contrib
-        label = _levels_label(group) if group != list(range(group[0], group[-1] + 1)) or len(group) == 1 \
+        label = levels_label(group) if group != list(range(group[0], group[-1] + 1)) or len(group) == 1 \
             else f"levels {group[0]}-{group[-1]}"
         bins.append(Bin("level", label, o, e, contrib))
     level_df = len(plan.level_bins) - 1
     # stage 2
     positions: dict[Output, int] = {}
     if plan.needs_enumeration:
-        wanted = {o for o, (a, _) in per_output.items() if plan.within.get(a, _LevelPlan("skip")).mode == "groups"}
+        wanted = {o for o, (a, _) in per_output.items() if plan.within.get(a, LevelPlan("skip")).mode == "groups"}
         counters = [0] * len(lv.groups)
         if wanted:
             for a, o in lv.enumerate(max_enumerate, "the within-level test", progress):
@@ -565,9 +429,9 @@ def goodness_of_fit(
         else:
             counts = [0] * lp.groups
             for o, count in by_level.get(a, []):
-                counts[_group_of(lp, positions[o])] += count
+                counts[group_of(lp, positions[o])] += count
             for g, count in enumerate(counts):
-                size = _group_size(lp, m, g)
+                size = group_size(lp, m, g)
                 e = n_a * size / m
                 contrib = (count - e) ** 2 / e
                 within_stat += contrib
@@ -575,7 +439,7 @@ def goodness_of_fit(
             within_df += lp.groups - 1
     statistic = level_stat + within_stat
     df = level_df + within_df
-    shape = _bin_plan(lv.groups, probs, plan, n, level_obs)
+    shape = bin_plan(lv.groups, probs, plan, n, level_obs)
     assert shape.df == df, (shape, df)
     bad = bool(invalid or impossible)
     zero = mpmath.mpf(0)

@@ -1,256 +1,46 @@
-"""Joint's ``ln m̃`` for all ``d*k`` entries as certified fixed-point arrays, and the array
-path of :func:`~exactdp.certify.compare_mtilde`.
+"""The arrays path of :func:`~exactdp.certify.compare_mtilde`: every claimed ``log m̃``
+judged on outward bounds from the certified fixed-point logs of
+:mod:`~exactdp.certify.mtilde_logs`, chunk by chunk, with no object per entry.
 
 Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, "A Joint Exponential Mechanism for
 Differentially Private Top-k" (ICML 2022, arXiv:2201.12333), Lemmas 3.7 and 3.8.
 
-**The order.**  Entry ``(i, j)`` (0-based ranks, counts sorted descending) has refined
-difference ``M + z_ij`` with the integer ``M = c_(i) - c_(j)`` and ``z_ij = (d(k-1-i) + j +
-1)/(2dk)`` in ``(0, 1)``, distinct for distinct entries; so increasing difference is the
-lexicographic order of ``(M, -i, j)``, an exact integer comparison.  Within row ``i`` the
-entries come in increasing ``j`` (``M`` and ``z`` both grow with ``j``).
+Contract (:func:`compare_arrays`): the same verdict, failures, worst rows and
+``max_abs_error`` as the object path over :meth:`~exactdp.Joint.mtilde`, and a certified
+interval holding the largest error in ulps of the claim.  For a claim ``x`` with ``2**-900
+< |x| < 2**900`` the error ``|x - ln m̃| 2**F`` is enclosed in ``[|Dc| (1 - 2**-51) - E - 1,
+|Dc| (1 + 2**-51) + E + 1]`` (``Dc``: ``x 2**F - V`` in two roundings), every bound rounded
+outward; pass or fail is decided on those bounds, and an entry whose enclosure straddles
+the tolerance by the exact path (:func:`~exactdp.certify.mtilde_rows.exact_ok`).  The
+entries off the float path (``m̃ = 0`` or ``1``, NaN, infinite, zero or extreme claims)
+are exact or taken one by one.  The worst rows are rebuilt by the object path from a pool
+of candidates (:class:`_Pool`).  The derivation is in docs/oracle.md ("The fixed-point
+arrays").
 
-**The counts.**  Lemma 3.7: ``m̃`` of entry ``p = (i, j)`` is ``prod_{r != i} g_r`` with
-``g_r = max(t_r - r, 0)``, ``t_r`` the entries of row ``r`` before ``p`` in the order.
-Walking the order, entry ``(i, j)`` is preceded by exactly ``j`` entries of its own row, so
-it moves row ``i``'s factor from ``max(j - i, 0)`` to ``max(j + 1 - i, 0)``.  With ``X_n``
-the certified table entry of ``ln n`` (:func:`~exactdp.core.log_table.log_table`, ``|X_n -
-2**F ln n| <= Omega(n) <= w = floor(log2(d + 1))``) and ``X_0 := 0``, the running sum
-``S_p = sum_r X_{g_r}`` is the exclusive ``cumsum`` of ``X_{max(j+1-i,0)} -
-X_{max(j-i,0)}``, and
-
-    ``V_p = S_p - X_{max(j-i,0)} = sum_{r != i} X_{g_r}``
-
-*exactly* (integer sums telescope per row, whatever the number of entries before ``p``).
-When ``m̃ > 0`` every ``g_r >= 1`` and ``|V_p - 2**F ln m̃| <= sum_{r != i} Omega(g_r) <=
-(k - 1) w =: E`` ulps of ``2**-F``; ``V_p = 0`` exactly when ``m̃ = 1``.  ``m̃ = 0`` exactly
-when some other row has ``g_r = 0``: a row's factor turns positive at its entry with ``j =
-i``, so ``m̃_p > 0`` iff the rows turned positive before ``p``, less ``p``'s own row if it
-is one of them, number ``k - 1`` (an exact integer count).
-
-**Two limbs.**  ``V`` is kept as ``hi * 2**30 + lo`` in two ``int64`` columns, the
-table's differences split the same way (``lo`` in ``[0, 2**30)``); each chunk of
-:data:`CHUNK` entries starts from the normalized running sum, so a ``lo`` sum stays below
-``2**30 (CHUNK + 2)``, and ``F`` is chosen with ``k (max X_n + w + 1) < 2**82``, so every
-``hi`` is below ``2**52``.  ``F = 64 + bitlen(E)`` (so ``E 2**-F <= 2**-64``) unless that
-bound lowers it (``F = 70`` at ``d = 166,000``, ``k = 200``: ``E 2**-F < 2**-58``).
-
-**The comparison.**  For a claim ``x`` with ``2**-900 < |x| < 2**900``, ``x 2**F`` and
-``hi 2**30`` are exact floats, so ``D = x 2**F - V`` computed as ``(x 2**F - hi 2**30) -
-lo`` has two roundings: ``|Dc - D| <= 2**-51 |Dc| + 1``.  ``|x - ln m̃| 2**F`` is then in
-``[|Dc| (1 - 2**-51) - E - 1, |Dc| (1 + 2**-51) + E + 1]``, every bound rounded outward.
-``np.spacing(|x|)`` is the power of two ``2**(e - 52)`` (``2**e <= |x| < 2**(e+1)``), so
-the error in ulps of ``x`` is that interval times an exact power of two, made from the
-exponent bits of ``x``.  The other entries are exact or one by one: ``m̃ = 0`` (error 0
-for a claim ``-inf``, else infinite), ``m̃ = 1`` (``V = 0``, the error ``|x|`` exactly),
-NaN and infinite claims, and claims of 0 or outside that range with ``m̃ >= 2`` (the
-object path, entry by entry).  Pass or fail is decided on the outward bounds against the
-tolerance bounded outward too; an entry whose enclosure straddles the tolerance is decided
-by the exact path (:func:`~exactdp.certify.compare._exact_ok`).
-
-**The worst rows** are rebuilt by the object path from a pool of candidates: entries whose
-upper bound reaches the ``worst``-th largest lower bound (failures first), at most
-``worst`` of one key ``(claim, row, M)`` (one key, one ``m̃``, one error), so the rows, their
-order and ``max_abs_error`` are the object loop's.
+The fixed-point names (:data:`CHUNK`, :func:`fixed_point`, :func:`exact_order`,
+:func:`iter_fixed_log_mtilde`, :func:`exact_mtilde`) are importable from here too.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import mpmath
 import numpy as np
 from flint import arb, fmpz
 
-from ..core.log_table import LIMB_BITS, log_table
-from ..core.precision import mpf_fraction
+from ..core.log_table import LIMB_BITS
+from ..core.precision import certify as certify_ball, mp_workdps, mpf_fraction
+from .mtilde_logs import (CHUNK, NotInOrder, exact_mtilde, exact_order, fixed_point,  # noqa: F401 (as before)
+                          iter_fixed_log_mtilde)
+from .mtilde_rows import MtildeComparison, MtildeRow, mtilde_row, sort_key, ulp_slack
 
 __all__ = ["CHUNK", "fixed_point", "exact_order", "iter_fixed_log_mtilde", "exact_mtilde", "compare_arrays"]
 
-#: Entries per chunk of the array path (a few arrays of this length stay in cache).
-CHUNK = 1 << 15
-_LB = 30
-_MASK = (1 << _LB) - 1
-_I64 = 1 << 63
-_TOP = 52 + _LB
+_LB = LIMB_BITS  # V = hi 2**30 + lo: the limbs of mtilde_logs
 
 
-def fixed_point(k: int, d: int) -> tuple[int, int]:
-    """``(F, E)`` for ``k`` rows over ``d`` items: the fractional bits and the error bound
-    ``E = (k - 1) w`` in ulps of ``2**-F`` of every ``V_p`` with ``m̃ > 0`` (module docstring); ``F = 64 + bitlen(E)``
-    unless ``k (max X_n + w + 1)`` could reach ``2**82`` (every ``hi`` limb below ``2**52``)."""
-    w = (d + 1).bit_length() - 1
-    e = (k - 1) * w
-    frac = 64 + e.bit_length()
-    # ln(d + 1) < bitlen(d + 1) ln 2 < bitlen(d + 1) * 0.6932 <= B: X_n < B 2**F + w
-    big = -(-(d + 1).bit_length() * 6932 // 10000)
-    over = (k * ((big << frac) + w + 1)).bit_length() - _TOP
-    if over > 0:
-        frac -= over
-    return frac, e
-
-
-def _tables(frac: int, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Limb tables indexed by ``q = j - i`` (a negative ``q`` wraps to the zero tail):
-    ``D[q] = X_{q+1} - X_q`` and ``C[q] = X_{q+1}`` for ``q >= 0``, 0 for ``q < 0``; each of
-    shape ``(d + k, 2)``, a row ``(hi, lo)`` (``int64``, the value ``hi 2**30 + lo``, ``lo``
-    in ``[0, 2**30)``; exact integer steps on the table's limbs).  Two columns: one ``take``
-    and one ``cumsum`` along the first axis serve both limbs (an ``int64`` cumsum of two
-    columns runs at about twice the rate of one column, and several times that of a
-    ``float64`` cumsum)."""
-    limbs, _, _ = log_table(d + 1, frac)  # normalized 30-bit limbs, X_n = sum_j limbs[j, n] 2**(30 j)
-    if _LB != LIMB_BITS:  # the limb width of the table is the one used here
-        raise AssertionError("limb widths differ")
-    lo = limbs[0, : d + 1].copy()
-    hi = np.zeros(d + 1, dtype=np.int64)
-    for j in range(limbs.shape[0] - 1, 0, -1):  # X_n >> 30 fits int64 (X_n < 2**82)
-        hi = (hi << _LB) + limbs[j, : d + 1]
-    zeros = np.zeros((k, 2), dtype=np.int64)
-    out = []
-    for th, tl in ((hi[1:] - hi[:-1], lo[1:] - lo[:-1]), (hi[1:], lo[1:])):
-        out.append(np.concatenate((np.stack((th + (tl >> _LB), tl & _MASK), axis=1), zeros)))
-    return out[0], out[1]
-
-
-def _sorted_counts(mechanism: Any) -> Optional[np.ndarray]:
-    """The sorted counts as ``int64`` (every difference fits), or ``None``."""
-    ranking = getattr(mechanism, "ranking", None)
-    arrays = getattr(ranking, "arrays", None)
-    return None if arrays is None else arrays.sorted_counts
-
-
-def exact_order(sc: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(rows, cols)`` of every entry in the exact order (increasing ``(M, -i, j)``) of
-    the ``k`` rows over the counts ``sc`` sorted descending:
-    one stable ``argsort`` of the integer key ``M dk + d(k-1-i) + j`` when it fits
-    ``int64``, else ``numpy.lexsort`` of the three keys."""
-    d = sc.shape[0]
-    top = sc[:k]
-    span = int(sc[0]) - int(sc[-1])
-    dk = d * k
-    zkey = ((k - 1 - np.arange(k, dtype=np.int64)) * d)[:, None] + np.arange(d, dtype=np.int64)[None, :]
-    if (span + 1) * dk + dk < _I64 // 2:
-        key = (top[:, None] - sc[None, :]) * dk + zkey
-        flat = np.argsort(key, axis=None, kind="stable")
-    else:
-        m = (top[:, None] - sc[None, :]).ravel()
-        flat = np.lexsort((zkey.ravel(), m))
-    rows, cols = np.divmod(flat, d)
-    return rows, cols
-
-
-def exact_mtilde(sc: np.ndarray, k: int, i: int, j: int) -> int:
-    """Exact ``m̃`` of entry ``(i, j)`` of ``k`` rows over the sorted counts ``sc`` (Lemma 3.7): ``prod_{r<i} max(T_r(M^-) - r, 0)
-    prod_{r>i} max(T_r(M) - r, 0)``, ``M = c_(i) - c_(j)``, from ``k`` bisections."""
-    neg = -sc
-    M = int(sc[i]) - int(sc[j])
-    x = M - sc[:k]
-    at = np.searchsorted(neg, x, side="right").tolist()
-    gt = np.searchsorted(neg, x, side="left").tolist()
-    out = 1
-    for r in range(k):
-        if r == i:
-            continue
-        f = (gt[r] if r < i else at[r]) - r
-        if f <= 0:
-            return 0
-        out *= f
-    return out
-
-
-class NotInOrder(Exception):
-    """The given positions are not the exact order (raised by the chunk loop)."""
-
-
-def iter_fixed_log_mtilde(sc: np.ndarray, k: int, rows: np.ndarray, cols: np.ndarray, frac: int,
-                          check: bool = False) -> Iterator[tuple[int, np.ndarray, np.ndarray, Optional[np.ndarray],
-                                                                 Optional[np.ndarray]]]:
-    """Chunks ``(lo, hi, low, nonzero, one)`` of the ``k`` rows over the sorted counts ``sc``
-    at ``frac`` fractional bits, along the order ``(rows, cols)``: ``V = hi 2**30
-    + low`` for the entries ``lo, lo + 1, ...`` (``int64``, ``|hi| < 2**52``, ``|low| <
-    2**30 (CHUNK + 2)``), whether ``m̃ > 0`` and whether ``m̃ = 1``
-    (``None``: every entry, no entry); module docstring.  ``V_p`` is the inclusive
-    ``cumsum`` of ``D`` up to ``p`` less ``X_{max(j+1-i, 0)}``, the same integer as ``S_p -
-    X_{max(j-i,0)}``; the running sum enters each chunk as its first term.  With
-    ``check``, the positions are checked chunk by chunk to be in range and in the exact
-    order (raises :class:`NotInOrder`)."""
-    d = sc.shape[0]
-    d_t, c_t = _tables(frac, d, k)
-    n = rows.shape[0]
-    dk = d * k
-    if check:
-        low = sc - sc[-1]  # counts less the least: M = low_i - low_j, 0 <= low < 2**62
-        if (int(low[0]) + 1) * dk < _I64:
-            # the key M dk - i (d - 1) + (j - i) (in (-dk, dk) beyond M dk), increasing in the
-            # exact order, fits int64 (and so does every term)
-            col_key = low * dk
-            row_key = col_key[:k] - np.arange(k, dtype=np.int64) * (d - 1)
-        else:
-            col_key = row_key = None
-    last = None
-    carry_h = carry_l = 0
-    filled = 0  # rows whose factor turned positive before the chunk
-    big = 0  # rows whose factor reached 2 before the chunk
-    for lo in range(0, n, CHUNK):
-        hi = min(n, lo + CHUNK)
-        r, c = np.ascontiguousarray(rows[lo:hi]), np.ascontiguousarray(cols[lo:hi])
-        q = c - r
-        if check:
-            if int(np.bitwise_or(r, c).min()) < 0:
-                raise NotInOrder
-            try:  # take raises past the end: a row >= k, a column >= d
-                if col_key is not None:
-                    key = row_key.take(r)
-                    key -= col_key.take(c)
-                    key += q
-                    if not (key[1:] > key[:-1]).all() or (last is not None and not last < key[0]):
-                        raise NotInOrder
-                    last = key[-1]
-                else:  # (M, z) pairs, z = j - i d: M non-decreasing, z increasing where M ties
-                    m = low[:k].take(r)
-                    m -= low.take(c)
-                    dm = m[1:] - m[:-1]
-                    if not (dm >= 0).all():
-                        raise NotInOrder
-                    tie = np.flatnonzero(dm == 0)
-                    if tie.shape[0]:
-                        z0, z1 = c[tie] - r[tie] * d, c[tie + 1] - r[tie + 1] * d
-                        if not (z1 > z0).all():
-                            raise NotInOrder
-                    first = (int(m[0]), int(c[0]) - int(r[0]) * d)
-                    if last is not None and not last < first:
-                        raise NotInOrder
-                    last = (int(m[-1]), int(c[-1]) - int(r[-1]) * d)
-            except IndexError:
-                raise NotInOrder from None
-        g = d_t.take(q, axis=0)
-        g[0, 0] += carry_h
-        g[0, 1] += carry_l
-        np.cumsum(g, axis=0, out=g)
-        nh, nl = int(g[-1, 0]), int(g[-1, 1])
-        carry_h, carry_l = nh + (nl >> _LB), nl & _MASK
-        g -= c_t.take(q, axis=0)
-        if filled >= k:
-            nonzero = None  # every entry
-        else:
-            first = q == 0
-            before = np.cumsum(first) - first + filled
-            nonzero = (before - (q >= 1)) == k - 1
-            filled += int(np.count_nonzero(first))
-        if big >= 2:
-            one = None  # no entry
-        else:
-            second = q == 1
-            before = np.cumsum(second) - second + big
-            one = (before - (q >= 2)) == 0
-            if nonzero is not None:
-                one &= nonzero
-            big += int(np.count_nonzero(second))
-        yield lo, g[:, 0], g[:, 1], nonzero, one
-
-
-# -- the comparison ------------------------------------------------------------------------
 _UP = 1 + 2.0**-50
 _DOWN = 1 - 2.0**-50
 #: ``A (1 + 2**-51)`` and ``A (1 - 2**-51)`` bounded outward with the roundings of the
@@ -365,16 +155,20 @@ class _Pool:
         return self.parts[0][0] if self.parts else np.zeros(0, dtype=np.int64)
 
 
+def _sorted_counts(mechanism: Any) -> Optional[np.ndarray]:
+    """The sorted counts as ``int64`` (every difference fits), or ``None``."""
+    ranking = getattr(mechanism, "ranking", None)
+    arrays = getattr(ranking, "arrays", None)
+    return None if arrays is None else arrays.sorted_counts
+
+
 def compare_arrays(claimed: np.ndarray, mechanism: Any, pos_rows: Optional[np.ndarray], pos_cols: Optional[np.ndarray],
-                   atol: float, rtol: float, worst: int, digits: int) -> Any:
+                   atol: float, rtol: float, worst: int, digits: int) -> Optional[MtildeComparison]:
     """The arrays path of :func:`~exactdp.certify.compare_mtilde` (its arguments, validated:
     ``claimed`` its ``log_counts``, ``mechanism``, ``pos_rows``/``pos_cols`` its ``rows``/``cols``,
     ``atol``, ``rtol``, ``worst``, ``digits`` its ``dps``), or ``None`` when the counts do not fit ``int64``: the given positions are
     used when they are the exact order (checked chunk by chunk), else the exact order is
     sorted and the mismatches reported."""
-    from ..core.precision import mp_workdps
-    from .mtilde_rows import MtildeComparison, sort_key as _sort_key
-
     sc = _sorted_counts(mechanism)
     if sc is None:
         return None
@@ -403,7 +197,7 @@ def compare_arrays(claimed: np.ndarray, mechanism: Any, pos_rows: Optional[np.nd
             state = _State(claimed, sc, k, rows, cols, atol, rtol, digits, worst, frac, E)
             state.run()
         cands = np.unique(state.ulp_pool.candidates()).tolist()
-        worst_rows = sorted((state.row_at(int(p))[0] for p in cands), key=_sort_key)[:worst]
+        worst_rows = sorted((state.row_at(int(p))[0] for p in cands), key=sort_key)[:worst]
         max_err = mpmath.mpf(0)
         for p in state.abs_pool.candidates().tolist():
             e = state.row_at(int(p))[0].abs_error
@@ -430,7 +224,7 @@ class _State:
         self.ulp_exact = (mpmath.mpf(0), mpmath.mpf(0))  # the entries compared one by one (may pass floats)
         self.ulp_pool, self.abs_pool = _Pool(worst, self._keys), _Pool(1, self._keys)
         self._logs: dict[int, Any] = {}
-        self._rows: dict[int, Any] = {}
+        self._rows: dict[int, tuple[MtildeRow, bool]] = {}
         # |V - vh 2**30| <= VL: the lo limb's bound (iter_fixed_log_mtilde)
         vl = 2**_LB * (CHUNK + 2)
         self.e_up = _float_up(Fraction(E + 1) * (1 + Fraction(1, 2**48)))
@@ -447,12 +241,9 @@ class _State:
         r, c = self.rows[pos], self.cols[pos]
         return np.stack((self.claimed[pos].view(np.int64), r, self.sc[r] - self.sc[c]), axis=1)
 
-    def row_at(self, p: int) -> Any:
+    def row_at(self, p: int) -> tuple[MtildeRow, bool]:
         """The object path's row of entry ``p`` (exact ``m̃``, certified log) and whether
         it is a zero mismatch (cached)."""
-        from ..core.precision import certify as certify_ball
-        from .mtilde_rows import mtilde_row as _mtilde_row
-
         out = self._rows.get(p)
         if out is None:
             i, j = int(self.rows[p]), int(self.cols[p])
@@ -467,7 +258,7 @@ class _State:
                     exact = certify_ball(lambda: arb(fmpz(mt)).log(), self.digits)
                 if len(self._logs) < 100_000:
                     self._logs[mt] = exact
-            out = _mtilde_row(p, i, j, mt, float(self.claimed[p]), exact, self.atol, self.rtol, self.digits)
+            out = mtilde_row(p, i, j, mt, float(self.claimed[p]), exact, self.atol, self.rtol, self.digits)
             if len(self._rows) < 100_000:
                 self._rows[p] = out
         return out
@@ -571,8 +362,6 @@ class _State:
     def _one(self, p: int) -> None:
         """Entry ``p`` by the object path: its row's verdict and errors (the row's own
         certified values, widened by their certification error)."""
-        from .mtilde_rows import ulp_slack as _ulp_slack
-
         row, zb = self.row_at(p)
         self.zero_bad += zb
         self.failures += not row.ok
@@ -581,7 +370,7 @@ class _State:
             ulo = uhi = alo = ahi = np.inf
             self.ulp_exact = (mpmath.inf, mpmath.inf)
         else:
-            slack = _ulp_slack(row, self.digits)
+            slack = ulp_slack(row, self.digits)
             lo_m, hi_m = self.ulp_exact
             self.ulp_exact = (max(lo_m, u - slack), max(hi_m, u + slack))
             ulo, uhi = _float_down(max(mpf_fraction(u - slack), Fraction(0))), _float_up(mpf_fraction(u + slack))

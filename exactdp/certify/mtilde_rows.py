@@ -5,6 +5,7 @@ and how one entry is judged: shared by the object loop and the arrays path
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +162,5 @@ def ulp_slack(row: MtildeRow, digits: int) -> mpmath.mpf:
 
 
 def sort_key(row: MtildeRow) -> tuple[bool, Any, int]:
-    """The sort key of a ``row`` among the worst: failures first, then decreasing error in
-    ulps, then position."""
+    """A ``row``'s key among the worst: failures first, then decreasing error in ulps, then position."""
     return (row.ok, -row.ulp_error, row.position)

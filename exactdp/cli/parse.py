@@ -1,6 +1,6 @@
 """Command-line token parsing: counts, integers, item ids and the other option values.
 
-Every function named ``*_arg`` is an argparse ``type=``: it returns the parsed value or
+Every name ending in ``_arg`` is an argparse ``type=``: it returns the parsed value or
 raises :class:`argparse.ArgumentTypeError` with a one-line message naming the bad token.
 Rational options (``--epsilon``, ``--base``, ...) are not parsed here: the library parses
 the string the user typed exactly (:mod:`exactdp.core.validation`).
@@ -19,7 +19,9 @@ from typing import Callable, Optional, TypeVar
 
 import gmpy2
 
-__all__ = ["parse_counts", "MAX_COUNTS", "MAX_OPTION_DIGITS"]
+__all__ = ["parse_counts", "MAX_COUNTS", "MAX_OPTION_DIGITS", "short", "counts_arg", "counts_file_arg", "output_arg",
+           "positive_int_arg", "dps_arg", "digits_arg", "claimed_epsilon_arg", "rational_arg", "seed_arg", "int_arg",
+           "samples_file_arg", "delta_arg", "min_power_arg", "alpha_arg", "relation_arg"]
 
 _T = TypeVar("_T")
 
@@ -37,7 +39,7 @@ MAX_COUNTS = 10_000_000
 MAX_OPTION_DIGITS = 4300
 
 
-def _short(token: str, limit: int = 40) -> str:
+def short(token: str, limit: int = 40) -> str:
     """``repr(token)``, cut to ``limit`` characters (an error line stays one short line)."""
     text = repr(token)
     return text if len(text) <= limit else text[: limit - 4] + "...'"
@@ -62,10 +64,10 @@ def _parse_integer(token: str, max_digits: Optional[int] = None, *, integral_dec
     if mo:
         token = mo.group(1)
     if not _INTEGER.fullmatch(token):
-        raise ValueError(f"{_short(token)} is not an integer")
+        raise ValueError(f"{short(token)} is not an integer")
     digits = len(token.lstrip("+-"))
     if digits > max_digits:
-        raise _TooManyDigits(f"{_short(token)} has {digits} digits, more than the limit of {max_digits}{hint}")
+        raise _TooManyDigits(f"{short(token)} has {digits} digits, more than the limit of {max_digits}{hint}")
     if digits <= 4000:
         return int(token)
     return int(gmpy2.mpz(token))
@@ -105,12 +107,12 @@ def parse_counts(text: str, source: str = "--counts", max_counts: int = MAX_COUN
         except _TooManyDigits as err:
             raise fail(f"item {len(counts)}: {err}") from None
         except ValueError:
-            raise fail(f"item {len(counts)}: {_short(token)} is not {what}") from None
+            raise fail(f"item {len(counts)}: {short(token)} is not {what}") from None
         if repeat < 1:
-            raise fail(f"item {len(counts)}: the repeat count in {_short(token)} must be at least 1")
+            raise fail(f"item {len(counts)}: the repeat count in {short(token)} must be at least 1")
         if len(counts) + repeat > max_counts:
             raise fail(
-                f"item {len(counts)}: {_short(token)} would make more than {max_counts} counts, "
+                f"item {len(counts)}: {short(token)} would make more than {max_counts} counts, "
                 "the command line's limit (the Python API takes any number)"
             )
         counts.extend([value] * repeat)
@@ -119,7 +121,7 @@ def parse_counts(text: str, source: str = "--counts", max_counts: int = MAX_COUN
     return counts
 
 
-def _counts_arg(text: str) -> list[int]:
+def counts_arg(text: str) -> list[int]:
     try:
         return parse_counts(text, "")
     except ValueError as err:
@@ -143,11 +145,11 @@ def _parse_file_arg(path: str, parse: Callable[[str, str], _T]) -> _T:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _counts_file_arg(path: str) -> list[int]:
+def counts_file_arg(path: str) -> list[int]:
     return _parse_file_arg(path, parse_counts)
 
 
-def _output_arg(text: str) -> list[int]:
+def output_arg(text: str) -> list[int]:
     ids: list[int] = []
     stripped = text.strip()
     for token in _COUNT_SEPARATOR.split(stripped) if stripped else []:
@@ -155,16 +157,16 @@ def _output_arg(text: str) -> list[int]:
             raise argparse.ArgumentTypeError(f"the id at position {len(ids)} is empty (two commas in a row, or a comma at "
                                              "the start or end)")
         try:
-            ids.append(_int_arg(token))
+            ids.append(int_arg(token))
         except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"item id {_short(token)} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"item id {short(token)} is not an integer") from None
     if not ids:
         raise argparse.ArgumentTypeError("no item ids given")
     return ids
 
 
-def _positive_int_arg(text: str) -> int:
-    value = _int_arg(text)
+def positive_int_arg(text: str) -> int:
+    value = int_arg(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
@@ -175,18 +177,18 @@ def _at_most_max_dps(text: str, why: str = "") -> int:
     being parsed (the library's own check would name ``dps=``, not the option typed)."""
     from ..core.validation import MAX_DPS
 
-    value = _positive_int_arg(text)
+    value = positive_int_arg(text)
     if value > MAX_DPS:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_DPS}{why}, got {value}")
     return value
 
 
-def _dps_arg(text: str) -> int:
+def dps_arg(text: str) -> int:
     """``--dps``: a positive integer, at most ``MAX_DPS``."""
     return _at_most_max_dps(text)
 
 
-def _digits_arg(text: str) -> int:
+def digits_arg(text: str) -> int:
     """``--digits``: a positive integer, at most the most digits exactdp computes (the
     range of ``dps``), so that a too large value is refused naming ``--digits``, not ``dps``."""
     from ..core.validation import MAX_DPS
@@ -194,7 +196,7 @@ def _digits_arg(text: str) -> int:
     return _at_most_max_dps(text, f" (shown digits are computed, and dps is at most {MAX_DPS})")
 
 
-def _claimed_epsilon_arg(text: str) -> Fraction:
+def claimed_epsilon_arg(text: str) -> Fraction:
     """A claimed epsilon, parsed exactly as ``--epsilon`` is ('1/2', '0.1', '2e-3'); ``>= 0``
     (0 only makes sense for ``--notion approx``: delta(0) is the total variation, and the
     audit command refuses it for the other notions)."""
@@ -210,7 +212,7 @@ def _claimed_epsilon_arg(text: str) -> Fraction:
     return value
 
 
-def _rational_arg(name: str, low: int, high: Optional[int], *, low_open: bool = True) -> Callable[[str], Fraction]:
+def rational_arg(name: str, low: int, high: Optional[int], *, low_open: bool = True) -> Callable[[str], Fraction]:
     """An argparse type for an exact rational in ``(low, high)`` (``[low, high)`` when not
     ``low_open``; no upper bound when ``high`` is None), parsed like ``--epsilon``."""
     def parse(text: str) -> Fraction:
@@ -230,13 +232,13 @@ def _rational_arg(name: str, low: int, high: Optional[int], *, low_open: bool = 
     return parse
 
 
-def _seed_arg(text: str) -> int:
+def seed_arg(text: str) -> int:
     """Any integer: :func:`exactdp.core.validation.seed_to_nonnegative` maps seeds injectively
     (``random.Random`` alone would give ``-s`` the samples of ``s``)."""
-    return _int_arg(text)
+    return int_arg(text)
 
 
-def _int_arg(text: str) -> int:
+def int_arg(text: str) -> int:
     """An integer option: ASCII digits with an optional sign, at most
     :data:`MAX_OPTION_DIGITS` digits (checked before converting)."""
     try:
@@ -244,10 +246,10 @@ def _int_arg(text: str) -> int:
     except _TooManyDigits as err:
         raise argparse.ArgumentTypeError(f"integer {err}") from None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer {_short(text)}") from None
+        raise argparse.ArgumentTypeError(f"invalid integer {short(text)}") from None
 
 
-def _samples_file_arg(path: str) -> list[list[int]]:
+def samples_file_arg(path: str) -> list[list[int]]:
     """Draws to test from ``path`` (``-`` is standard input), as :func:`exactdp.certify.read_samples` reads them."""
     from ..certify import read_samples  # the certifier loads only when the certify command runs
 
@@ -268,12 +270,12 @@ def _unit_interval_arg(name: str, *, closed_above: bool) -> Callable[[str], floa
     return parse
 
 
-_delta_arg = _unit_interval_arg("TV", closed_above=True)  # a total variation distance
-_min_power_arg = _unit_interval_arg("P", closed_above=False)
-_alpha_arg = _unit_interval_arg("ALPHA", closed_above=False)
+delta_arg = _unit_interval_arg("TV", closed_above=True)  # a total variation distance
+min_power_arg = _unit_interval_arg("P", closed_above=False)
+alpha_arg = _unit_interval_arg("ALPHA", closed_above=False)
 
 
-def _relation_arg(text: str) -> str:
+def relation_arg(text: str) -> str:
     """A neighbour relation of :data:`exactdp.audit.RELATIONS` (``add-remove`` accepted too)."""
     from ..audit import RELATIONS  # the auditor loads only when the audit command runs
 

@@ -1,7 +1,9 @@
 """The mechanism registry: which mechanisms the command line offers, with which options.
 
-Each entry of :data:`MECHANISMS` names a mechanism class and a one-line summary; nothing
-else is restated here.  The options a mechanism takes are the keyword parameters of its
+Each entry of :data:`MECHANISMS` is a mechanism of ``exactdp.CATALOG`` (its class, its
+command-line name and its one-line summary are declared there) with, where it is not the class
+at the budget's epsilon, its rows of ``exactdp compare`` (:data:`COMPARE`,
+:func:`compare_rows`); nothing else is restated here.  The options a mechanism takes are the keyword parameters of its
 constructor that :data:`OPTIONS` describes (in the constructor's order), the defaults shown
 in ``--help`` are read from that constructor's signature with :mod:`inspect`, and the
 ``--noise`` choices are :data:`exactdp.rules.noise.NOISES`.
@@ -24,9 +26,11 @@ import exactdp
 
 from ..core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ..core.mechanism import Mechanism, make_scale
+from ..errors import NotSingleRuleError
 from ..rules.noise import NOISES
 
-__all__ = ["Option", "OPTIONS", "MechanismSpec", "MechanismFactory", "MECHANISMS"]
+__all__ = ["Option", "OPTIONS", "MechanismSpec", "MechanismFactory", "MECHANISMS", "COMPARE", "CompareRow", "CompareBuild",
+           "compare_rows", "cdp_round_epsilon", "ROUND_DECIMALS", "single_rule"]
 
 
 @dataclass(frozen=True)
@@ -103,16 +107,51 @@ OPTIONS: dict[str, Option] = {
 }
 
 
+#: CDP-Peel's per-round epsilon is rounded *down* to this many decimals, so the mechanism
+#: run is at most as private-costly as the accounting allows.
+ROUND_DECIMALS = 12
+
+
+def cdp_round_epsilon(epsilon: Fraction, delta: Fraction, k: int) -> Fraction:
+    """CDP-Peel's per-round epsilon as an exact rational at most the accounted one,
+    :func:`~exactdp.accounting.cdp_peel_local_epsilon` ``= max(epsilon/k, Lemma 4.2's value)``:
+    ``epsilon/k`` exactly when basic composition gives the larger budget, otherwise Lemma 4.2's
+    value just below, to ``ROUND_DECIMALS`` decimals
+    (:func:`~exactdp.accounting.cdp_peel_round_epsilon_below`)."""
+    from ..accounting import cdp_peel_round_epsilon_below
+
+    return max(Fraction(epsilon) / k, cdp_peel_round_epsilon_below(epsilon, delta, k, decimals=ROUND_DECIMALS))
+
+
+def _cdp_peel_epsilon(epsilon: Fraction, delta: Fraction, k: int) -> Fraction:
+    """CDP-Peel's total epsilon: ``k`` rounds of :func:`cdp_round_epsilon`."""
+    return k * cdp_round_epsilon(epsilon, delta, k)
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One row of ``exactdp compare``: the registered mechanism built at the command's budget
+    ``(epsilon, delta)`` with ``options``; ``epsilon(epsilon, delta, k)``, when given, is the
+    constructor's epsilon instead of the budget's."""
+
+    name: str
+    label: str
+    options: tuple[tuple[str, object], ...] = ()
+    epsilon: Optional[Callable[[Fraction, Fraction, int], Fraction]] = None
+
+
 @dataclass(frozen=True)
 class MechanismSpec:
     """How the CLI builds one mechanism: ``factory(counts, k, **options)``.
 
     :attr:`options` are the keyword parameters of ``factory`` that :data:`OPTIONS`
-    describes; ``summary`` is the one-line description shown in ``--help``.
+    describes; ``summary`` is the one-line description shown in ``--help``; ``compare`` its
+    rows of ``exactdp compare`` (default: one, the class's name at the budget's epsilon).
     """
 
     factory: Callable[..., Mechanism]
     summary: str
+    compare: Optional[tuple[CompareRow, ...]] = None
 
     @property
     def _parameters(self) -> dict[str, inspect.Parameter]:
@@ -158,25 +197,59 @@ class MechanismFactory:
         return MECHANISMS[self.name].factory(counts, self.k, **dict(self.options))
 
 
-# The registry: CLI name -> MechanismSpec.  Every command (dist, levels, prob, sample,
-# audit, certify) accepts every registered mechanism (``levels`` refuses, with a message,
-# a mechanism that is not one rule over utility levels: canonical-gamma1), with --counts/--counts-file and
-# -k/--k plus the constructor's options that OPTIONS describes.  To add a mechanism, add
-# ONE entry, e.g.
-#
-#     MECHANISMS["peeling"] = MechanismSpec(exactdp.Peeling, "k rounds of peeling")
-#
-# (a constructor keyword no entry of OPTIONS describes yet is not offered until it gets
-# an OPTIONS entry).  The class must follow exactdp.Mechanism (levels(),
-# level_probabilities(dps), probability(o, dps), ...).  Nothing else in exactdp/cli/ needs
-# to change; tests/cli/test_cli.py runs its generic checks over every registered mechanism.
-MECHANISMS: dict[str, MechanismSpec] = {
-    "joint": MechanismSpec(exactdp.Joint, "Joint exponential mechanism over top-k sequences"),
-    "pnf-joint": MechanismSpec(exactdp.PNFJoint, "Joint with permute-and-flip over top-k sequences"),
-    "joint-set": MechanismSpec(exactdp.JointSet, "original JOINT over top-k sets"),
-    "canonical": MechanismSpec(exactdp.Canonical, "canonical loss over utility classes of k-subsets"),
-    "canonical-gamma1": MechanismSpec(
-        exactdp.CanonicalGamma1, "two-stage canonical (gamma = 1): a tail, then an (h, t) class of k-subsets"
+@dataclass(frozen=True)
+class CompareBuild:
+    """``build(counts, k, epsilon, delta)``: the mechanism of one :class:`CompareRow`."""
+
+    factory: Callable[..., Mechanism]
+    row: CompareRow
+
+    def __call__(self, counts: Sequence[int], k: int, epsilon: Fraction, delta: Fraction) -> Mechanism:
+        eps = epsilon if self.row.epsilon is None else self.row.epsilon(epsilon, delta, k)
+        return self.factory(counts, k, epsilon=eps, **dict(self.row.options))
+
+
+def compare_rows() -> tuple[tuple[str, str, CompareBuild], ...]:
+    """``(name, label, build(counts, k, epsilon, delta))`` of every row of ``exactdp
+    compare``, in the order of :data:`MECHANISMS`."""
+    rows = []
+    for name, spec in MECHANISMS.items():
+        for row in spec.compare or (CompareRow(name, spec.factory.__name__),):
+            rows.append((row.name, row.label, CompareBuild(spec.factory, row)))
+    return tuple(rows)
+
+
+def single_rule(m: Mechanism) -> bool:
+    """Whether ``m`` is one selection rule over utility levels (every mechanism but
+    CanonicalGamma1, whose probability groups are its two-stage ``(h, t)`` classes)."""
+    try:
+        next(m.iter_levels(), None)
+    except NotSingleRuleError:
+        return False
+    return True
+
+
+#: The rows of ``exactdp compare`` of a mechanism that are not its class at the budget's
+#: epsilon, by its name on the command line.
+COMPARE: dict[str, tuple[CompareRow, ...]] = {
+    "peeling": (
+        CompareRow("peeling", "peeling (pure ε, ε/k per round, Gumbel)", (("noise", "gumbel"),)),
+        CompareRow("pnf-peel", "PNF-Peel (pure ε, ε/k per round)", (("noise", "exponential"),)),
+        CompareRow("cdp-peel", "CDP-Peel (ε, δ)-DP", (("noise", "gumbel"),), _cdp_peel_epsilon),
     ),
-    "peeling": MechanismSpec(exactdp.Peeling, "k rounds of peeling"),
+}
+
+# The registry: CLI name -> MechanismSpec, one per entry of exactdp.CATALOG (its command-line
+# name and summary are there).  Every command (dist, levels, prob, sample, audit, certify,
+# explain) accepts every registered mechanism (``levels`` refuses, with a message, a
+# mechanism that is not one rule over utility levels: canonical-gamma1), with
+# --counts/--counts-file and -k/--k plus the constructor's options that OPTIONS describes
+# (a constructor keyword no entry of OPTIONS describes yet is not offered until it gets an
+# OPTIONS entry); `exactdp compare` shows it as one row, the class at the budget's epsilon,
+# unless COMPARE lists its rows.  The class must follow exactdp.Mechanism.  Nothing in
+# exactdp/cli/ changes for a new mechanism; tests/cli/test_cli.py runs its generic checks
+# over every registered mechanism.
+MECHANISMS: dict[str, MechanismSpec] = {
+    command: MechanismSpec(getattr(exactdp, name), summary, COMPARE.get(command))
+    for name, (_, command, summary) in exactdp.CATALOG.items()
 }

@@ -7,7 +7,7 @@ a probability: every function turns an already certified or exact value into tex
 Numbers, exact values, outputs and tables are formatted by :mod:`exactdp.core.formatting`
 (shared with the oracle); this module holds what only the command line prints.
 
->>> _precision_line(30, 6)
+>>> precision_line(30, 6)
 'precision:    probabilities certified to relative error 1e-30, shown to 6 significant digits'
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Iterable, Iterator, Optional, Sequence, TextIO, TypeVar
 
 from ..core.formatting import ABBREVIATE_DIGITS, abbreviate_ints, format_int, json_scalar
@@ -24,13 +24,36 @@ from .registry import OPTIONS, MechanismSpec
 
 T = TypeVar("T")
 
-__all__ = ["PROG", "format_int", "ABBREVIATE_DIGITS", "JsonArray", "TABLE_CHUNK_ROWS", "streamed_table_lines"]
+__all__ = ["PROG", "format_int", "ABBREVIATE_DIGITS", "JsonArray", "TABLE_CHUNK_ROWS", "streamed_table_lines",
+           "describe", "ellipsis_for", "emit_json", "write_line", "mechanism_json", "summary_lines", "precision_line",
+           "started", "Totals", "Progress", "RowProgress", "larger_under"]
 
 #: The program's name in messages, usage lines and progress labels.
 PROG = "exactdp"
 
 
-def _describe(m: Mechanism, limit: int = 200, ellipsis: str = "\u2026") -> str:
+def started(items: Iterable[T]) -> Iterator[T]:
+    """``items`` with its first item already computed, so that an error in computing the
+    levels (a limit, a budget) is raised before anything is printed."""
+    it = iter(items)
+    first = next(it, _END)
+    return it if first is _END else chain((first,), it)
+
+
+class Totals:
+    """Running totals of the rows printed: their number and the outputs they hold, for the
+    summary after a streamed table (no second pass over the levels)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.support = 0
+
+    def add(self, multiplicity: int) -> None:
+        self.count += 1
+        self.support += multiplicity
+
+
+def describe(m: Mechanism, limit: int = 200, ellipsis: str = "\u2026") -> str:
     """``repr(m)`` with every integer of more than 60 digits abbreviated (``epsilon=1e400``,
     a base of ``1/3**200``, huge counts: the exact values are in ``--json``'s parameters),
     and the counts list elided when the result is still long."""
@@ -42,7 +65,7 @@ def _describe(m: Mechanism, limit: int = 200, ellipsis: str = "\u2026") -> str:
     return text
 
 
-def _ellipsis(stream: TextIO) -> str:
+def ellipsis_for(stream: TextIO) -> str:
     encoding = getattr(stream, "encoding", None) or "ascii"
     try:
         "\u2026".encode(encoding)
@@ -116,7 +139,7 @@ def _json_items(items: Iterator[Any], indent: int, level: int) -> Iterator[str]:
 _END = object()
 
 
-def _emit_json(obj: Any, indent: Optional[int] = 2) -> None:
+def emit_json(obj: Any, indent: Optional[int] = 2) -> None:
     """JSON on stdout: indented as :func:`_json_lines` says, or on one line (``indent=None``)."""
     if indent is None:
         sys.stdout.write(json.dumps(obj) + "\n")
@@ -125,11 +148,11 @@ def _emit_json(obj: Any, indent: Optional[int] = 2) -> None:
     sys.stdout.write("\n")
 
 
-def _out(line: str = "") -> None:
+def write_line(line: str = "") -> None:
     sys.stdout.write(line + "\n")
 
 
-def _mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, Any]:
+def mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, Any]:
     params: dict[str, Any] = {"d": int(m.d), "k": int(m.k)}
     for option in spec.options:
         if OPTIONS[option].resource:
@@ -145,15 +168,15 @@ def _mechanism_json(name: str, m: Mechanism, spec: MechanismSpec) -> dict[str, A
     }
 
 
-def _summary_lines(name: str, m: Mechanism, spec: MechanismSpec, count: int, support: int,
+def summary_lines(name: str, m: Mechanism, spec: MechanismSpec, count: int, support: int,
                    unit: str = "level", units: str = "levels") -> list[str]:
     """The lines after a table of ``count`` levels (or classes) holding ``support`` outputs,
     both running totals of the rows printed."""
     kind = getattr(m, "output_kind", "sequence")
     return [
-        f"support size: {format_int(support, ellipsis=_ellipsis(sys.stdout))} "
+        f"support size: {format_int(support, ellipsis=ellipsis_for(sys.stdout))} "
         f"outputs ({kind}s) in {count} {unit if count == 1 else units}",
-        f"mechanism:    {_describe(m)}  [{name}: {spec.summary}]",
+        f"mechanism:    {describe(m)}  [{name}: {spec.summary}]",
     ]
 
 
@@ -188,14 +211,14 @@ def streamed_table_lines(headers: Sequence[str], rows: Iterable[Sequence[str]],
         chunk = list(islice(it, TABLE_CHUNK_ROWS)) if chunk else []
 
 
-def _precision_line(dps: int, digits: int) -> str:
+def precision_line(dps: int, digits: int) -> str:
     return (
         f"precision:    probabilities certified to relative error 1e-{dps}, "
         f"shown to {digits} significant digits"
     )
 
 
-class _Progress:
+class Progress:
     """A progress bar on stderr drawn by :mod:`tqdm`, called as ``progress(done, total)``.
 
     Shown only when stderr is a terminal (tqdm's ``disable=None``), so never in pipes,
@@ -228,7 +251,7 @@ class _Progress:
             self._bar = None
 
 
-class _RowProgress:
+class RowProgress:
     """A running count of the rows computed, on stderr, for a streamed table whose rows can
     take minutes to come (``dist`` at d = 166,000: the first level's probability needs a
     pass over every level, and a table is printed :data:`TABLE_CHUNK_ROWS` rows at a time).
@@ -317,9 +340,6 @@ class _RowProgress:
         self._bar = self._stop = self._thread = None
 
 
-_END = object()
-
-
-def _larger_under(direction: str) -> str:
+def larger_under(direction: str) -> str:
     return {"a>b": "counts", "b>a": "neighbour"}.get(direction, "equal")
 

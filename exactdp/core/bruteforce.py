@@ -21,9 +21,9 @@ from collections import Counter
 from fractions import Fraction
 from typing import Callable, Hashable, Iterable, TypeVar
 
-from ._lazy import sympy
+from .lazy import sympy
 
-from ._typing import ExactRational
+from .aliases import ExactRational
 from .levels import Level, Utility
 from .scale import Scale
 

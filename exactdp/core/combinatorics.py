@@ -36,14 +36,10 @@ __all__ = ["unrank_combination", "rank_combination", "count_words"]
 def unrank_combination(r: int, n: int, m: int) -> list[int]:
     """The ``r``-th ``m``-subset of ``range(n)`` in colex order, ascending.
 
-    Exact integer arithmetic decides every element: the largest ``c`` with ``C(c, i) <= r``
-    is found by exact comparisons, galloping from a floating-point guess (the ``c`` with
-    ``(c - (i-1)/2)**i / i! = r``, within a step or two of the answer when ``c`` is large)
-    and bisecting the bracket found.  The guess only chooses where to look, so the result is
-    that of plain bisection over the whole range (the tests' twin), in a few binomials per
-    element instead of ``log2 n`` (the uniform draw within a level of Canonical at
-    d = 166,000, k = 200).
-    ``0 <= r < C(n, m)`` is the caller's promise (an ``AssertionError`` otherwise).
+    Exact integer arithmetic decides every element: the largest ``c`` with ``C(c, i) <= r`` is
+    found by exact comparisons, galloping from a float guess (``(c - (i-1)/2)**i / i! = r``)
+    and bisecting the bracket; the guess only chooses where to look, so the result is that of
+    plain bisection (the tests' twin).  ``0 <= r < C(n, m)`` is the caller's promise (an ``AssertionError`` otherwise).
     """
     out = []
     hi = n  # c_i < hi

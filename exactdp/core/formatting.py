@@ -272,9 +272,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[
 
 def json_scalar(value: object, digits: Optional[int] = None) -> Optional[Union[str, bool]]:
     """``value`` as JSON carries it exactly: ``None``, bools and strings as they are; ints and
-    Fractions as their exact decimal text (unbounded integers are strings, so a field's JSON
-    type never depends on its size); an ``mpf`` or float as :func:`number_text` with
-    ``digits`` digits and trailing zeros kept.
+    Fractions as exact decimal text (strings, whatever their size); an ``mpf`` or float as
+    :func:`number_text` with ``digits`` digits, trailing zeros kept.
 
     >>> json_scalar(10**70)[:4], json_scalar(Fraction(-9, 2)), json_scalar(None), json_scalar(mpmath.mpf(0.5), 3)
     ('1000', '-9/2', None, '0.500')

@@ -1,53 +1,22 @@
 """A level table held in independent blocks, within a memory budget.
 
-Heavy-tailed counts give Joint millions of levels whose exact multiplicities run to
-thousands of digits (about ``k*d`` levels; at ``d = 166,000``, ``k = 200`` some 33 million
-levels and 14 GiB of integers).  :class:`BlockLevelTable` never needs them all at once: a
-:class:`BlockSource` cuts the levels (best first) into *blocks* that it can compute on their
-own, in any order, from nothing but the block's index:
+Heavy-tailed counts give Joint millions of levels whose exact multiplicities run to thousands
+of digits (about ``k*d`` levels: some 33 million at ``d = 166,000``, ``k = 200``).
+:class:`BlockLevelTable` never needs them all at once: a :class:`BlockSource` cuts the levels
+(best first) into *blocks* that it can compute on their own, in any order, from nothing but
+the block's index (``block_levels(b)``: the exact :class:`~exactdp.core.levels.Level` objects;
+``block_weights(b, scale)``: certified enclosures of the relative weights ``e_a = w(u_a)/w(u_0)``
+and level weights ``m_a e_a`` at flint's current precision).
 
-- ``block_levels(b)``: the block's exact :class:`~exactdp.core.levels.Level` objects;
-- ``block_weights(b, scale)``: certified enclosures of the block's relative weights
-  ``e_a = w(u_a)/w(u_0)`` and level weights ``m_a e_a`` at flint's current precision.
-
-The table keeps computed blocks while their estimated size fits in ``memory_budget`` bytes
-(the first computed stay), plus the last few read; any other block is computed again, *identically*
-(every block is a pure function of its index and the precision), so a small budget changes
-speed, never a value, a certified digit or a sample.  When everything fits, every block
-stays and the table behaves as an in-memory one.
-
-The running sums ``C_a = sum_{b <= a} m_b e_b`` (for exact sampling) are formed in one pass
-per precision, in level order, storing only ``C`` at each block start; a block's own sums
-continue from there with the same additions in the same order as one global running sum.
-
-A *lazy* source (:attr:`BlockSource.lazy`; JointSet's and Canonical's level streams) does
-not know its blocks in advance: the table finds them in order, only as far as an operation
-reads (a running sum that stops early, a level index, one utility), so a sample of
-fast-decaying weights never computes the levels past the first few blocks.  Its guard
-bits come from the source's bound on the number of levels, so nothing depends on how many
-blocks were found.
-
-Views (:attr:`BlockLevelTable.utilities`, ``multiplicities``, ``relative_weights()``,
-``level_weights()``, ``cumulative()``) are sequences over all levels that compute the block
-they are read in, so every selection rule works on this table unchanged; ``levels`` (all
-levels at once) raises :class:`~exactdp.errors.MemoryBudgetError` when they would not fit.
-
->>> from exactdp.core.levels import Level
->>> from exactdp.core.scale import Scale
->>> from flint import arb
->>> class Two(BlockSource):       # two blocks: utilities 0, -1 | -2
-...     def block_sizes(self): return [2, 1]
-...     def block_levels(self, b): return [[Level(0, 1), Level(-1, 2)], [Level(-2, 3)]][b]
-...     def block_weights(self, b, scale):
-...         es = [arb(1), arb(1) / 2] if b == 0 else [arb(1) / 4]
-...         return es, [lv.multiplicity * e for lv, e in zip(self.block_levels(b), es)]
-...     def block_first_utilities(self): return [0, -2]
-...     level_bytes = 64
->>> t = BlockLevelTable(Two(), Scale(base=2), memory_budget=1 << 20)
->>> len(t), t.multiplicities[2], list(t.utilities)
-(3, 3, [0, -1, -2])
->>> t.index_of(-1)
-1
+Contract: the table keeps computed blocks while their estimated size fits in ``memory_budget``
+bytes (the first computed stay), plus the last few read; any other block is computed again,
+*identically* (a pure function of its index and the precision), so a small budget changes
+speed, never a value, a certified digit or a sample.  Views (:attr:`BlockLevelTable.utilities`,
+``multiplicities``, ``relative_weights()``, ``level_weights()``, ``cumulative()``) are sequences
+over all levels that compute the block they are read in, so every selection rule works on this
+table unchanged; ``levels`` (all at once) raises :class:`~exactdp.errors.MemoryBudgetError` when
+they would not fit.  Running sums, lazy sources and their guard bits: docs/precision.md,
+section "Levels in blocks: recomputed identically"; an example: :class:`BlockLevelTable`.
 """
 
 from __future__ import annotations
@@ -62,9 +31,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from flint import arb, ctx
 
 from ..errors import MemoryBudgetError
-from ._gc import gc_paused
+from .gc_pause import gc_paused
 from .precision import prec_for_dps
-from .level_views import _CumulativeView, _Pass, _View
+from .level_views import CumulativeView, LevelView, RunningSum
 from .levels import Level, Utility
 from .scale import Scale
 
@@ -165,7 +134,25 @@ class BlockLevelTable:
     """A :class:`~exactdp.core.levels.LevelTable` look-alike over a :class:`BlockSource`
     (see the module docstring): the levels of ``source``, weighed by ``scale`` (a
     :class:`~exactdp.core.scale.Scale`); ``memory_budget`` bounds the bytes of cached
-    blocks (default :data:`DEFAULT_MEMORY_BUDGET`)."""
+    blocks (default :data:`DEFAULT_MEMORY_BUDGET`).
+
+    >>> from exactdp.core.levels import Level
+    >>> from exactdp.core.scale import Scale
+    >>> from flint import arb
+    >>> class Two(BlockSource):       # two blocks: utilities 0, -1 | -2
+    ...     def block_sizes(self): return [2, 1]
+    ...     def block_levels(self, b): return [[Level(0, 1), Level(-1, 2)], [Level(-2, 3)]][b]
+    ...     def block_weights(self, b, scale):
+    ...         es = [arb(1), arb(1) / 2] if b == 0 else [arb(1) / 4]
+    ...         return es, [lv.multiplicity * e for lv, e in zip(self.block_levels(b), es)]
+    ...     def block_first_utilities(self): return [0, -2]
+    ...     level_bytes = 64
+    >>> t = BlockLevelTable(Two(), Scale(base=2), memory_budget=1 << 20)
+    >>> len(t), t.multiplicities[2], list(t.utilities)
+    (3, 3, [0, -1, -2])
+    >>> t.index_of(-1)
+    1
+    """
 
     def __init__(self, source: BlockSource, scale: Scale, memory_budget: int = DEFAULT_MEMORY_BUDGET):
         self.source = source
@@ -194,7 +181,7 @@ class BlockLevelTable:
                 self._starts.append(self._starts[-1] + n)
             self._neg_first_utilities = [-u for u in source.block_first_utilities()]  # type: ignore[operator]
             bound = len(self)
-        self._passes: dict[int, _Pass] = {}
+        self._passes: dict[int, RunningSum] = {}
         self._levels: Optional[tuple[Level, ...]] = None
         #: a level's relative weight comes from its utility alone (:meth:`relative_weight_of`)
         self.weights_by_utility = source.weights_by_utility
@@ -210,8 +197,8 @@ class BlockLevelTable:
         #: probabilities (of the guard bits of ``bound`` levels), so one pass over the
         #: blocks serves both (and never depends on what was computed before).
         self.sampling_prec = prec_for_dps(30, self.bound_extra_bits)
-        self.utilities: Sequence[Utility] = _View(self, self._block_levels, attrgetter("utility"))
-        self.multiplicities: Sequence[int] = _View(self, self._block_levels, attrgetter("multiplicity"))
+        self.utilities: Sequence[Utility] = LevelView(self, self._block_levels, attrgetter("utility"))
+        self.multiplicities: Sequence[int] = LevelView(self, self._block_levels, attrgetter("multiplicity"))
 
     def __len__(self) -> int:
         return self._length
@@ -389,13 +376,13 @@ class BlockLevelTable:
 
         return self._keep(("cumulative", b, prec), self._sizes[b] * (_BALL_BYTES + prec // 8), build)
 
-    def _pass(self) -> "_Pass":
+    def _pass(self) -> "RunningSum":
         """Running sums at block starts and the total at flint's current precision (the
         newest two precisions are kept)."""
         prec = ctx.prec
         done = self._passes.get(prec)
         if done is None:
-            done = _Pass(self, prec)
+            done = RunningSum(self, prec)
             if len(self._passes) >= 2:
                 self._passes.pop(next(iter(self._passes)))
             self._passes[prec] = done
@@ -458,13 +445,13 @@ class BlockLevelTable:
         return self.source.relative_weight(utility, self.scale)
 
     def relative_weights(self) -> Sequence[arb]:
-        return _View(self, lambda b: self._block_weights(b)[0])
+        return LevelView(self, lambda b: self._block_weights(b)[0])
 
     def level_weights(self) -> Sequence[arb]:
-        return _View(self, lambda b: self._block_weights(b)[1])
+        return LevelView(self, lambda b: self._block_weights(b)[1])
 
     def cumulative(self) -> Sequence[arb]:
-        return _CumulativeView(self, self._block_cumulative)
+        return CumulativeView(self, self._block_cumulative)
 
     def total(self) -> arb:
         """Enclosure of ``sum_a m_a e_a`` at flint's current precision."""

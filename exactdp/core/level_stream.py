@@ -143,18 +143,12 @@ def _chunks(items: Iterator[Level], size: int) -> Iterator[list[Level]]:
 def stream_table(levels_from: Callable[[Optional[Utility]], Iterator[Level]], scale: Scale, memory_budget: int,
                  level_bytes: int = 32, first_pass: Optional[Sequence[Level]] = None, *,
                  outputs: int, level_bound: int) -> BlockLevelTable:
-    """The level table of a mechanism whose levels stream (a lazy :class:`StreamSource`
-    over ``levels_from`` of ``outputs`` outputs in at most ``level_bound`` levels, each
-    multiplicity estimated at ``level_bytes`` bytes, weighed by ``scale``): blocks are found as
-    operations need them, kept within ``memory_budget`` and recomputed past it (read from
-    ``first_pass`` instead of the stream when every level was already read).
-
-    The guard bits and the first precision of exact sampling come from ``level_bound``,
-    never from the blocks found so far, so no value, certified digit or seeded draw
-    depends on the order of operations or on the budget.  A sample, or one probability,
-    of fast-decaying weights (heavy-tailed counts) reads the first few blocks: the running
-    sum stops once the outputs left, each at most the last weight summed, cannot matter.
-    """
+    """The level table of a mechanism whose levels stream from ``levels_from`` (``outputs``
+    outputs in at most ``level_bound`` levels, weighted by ``scale``; ``first_pass``: levels
+    already read, kept): blocks found as needed, kept within ``memory_budget`` (at
+    ``level_bytes`` a level) and recomputed past it; guard bits and sampling precision come from
+    ``level_bound`` only, so no value or seeded draw depends on the order of operations or the
+    budget (docs/precision.md, "Levels in blocks: recomputed identically")."""
     source = StreamSource(levels_from, level_bytes, first_pass, outputs=outputs, level_bound=max(1, level_bound))
     return BlockLevelTable(source, scale, memory_budget)
 

@@ -1,7 +1,7 @@
 """The block table's lazy views of its levels and its running sum, found block by block.
 
 :class:`~exactdp.core.level_blocks.BlockLevelTable` hands these out: each view reads one
-block at a time (finding a lazy table's blocks only as far as it reads), and :class:`_Pass`
+block at a time (finding a lazy table's blocks only as far as it reads), and :class:`RunningSum`
 forms the running sum of the level weights at one precision, stopping where a proven tail
 bound makes the rest negligible.
 """
@@ -9,27 +9,48 @@ bound makes the rest negligible.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from flint import arb
 
-from ._gc import gc_paused
+from .gc_pause import gc_paused
 from .sampling import first_not_below
 
-if TYPE_CHECKING:
-    from .level_blocks import BlockLevelTable
-
-__all__: list[str] = []  # internal to the block table
+__all__ = ["BlockedTable", "LevelView", "CumulativeView", "RunningSum"]
 
 
-class _View(Sequence):
+class BlockedTable(Protocol):
+    """What the views read from the table that hands them out (the block table,
+    :class:`~exactdp.core.level_blocks.BlockLevelTable`): its block starts and sizes as
+    found so far, and its blocks found on demand."""
+
+    source: Any
+    _starts: list[int]
+    _sizes: list[int]
+
+    def __len__(self) -> int: ...
+
+    def _discover(self, b: int) -> bool: ...
+
+    def _block_of(self, a: int) -> int: ...
+
+    def _is_last(self, a: int) -> bool: ...
+
+    def _pass(self) -> "RunningSum": ...
+
+    def _block_weights(self, b: int) -> tuple[list[arb], list[arb]]: ...
+
+    def total(self) -> arb: ...
+
+
+class LevelView(Sequence):
     """All levels' values of one kind, computed block by block on access.
 
-    ``block(b)`` is the (cached) list of block ``b``; ``field``, when given, reads the value
-    off each element (a Level's utility or multiplicity), so a single read costs one
-    element, not a new list of the whole block."""
+    ``table``: the block table; ``block(b)`` is the (cached) list of block ``b``;
+    ``field``, when given, reads the value off each element (a Level's utility or
+    multiplicity), so a single read costs one element, not a new list of the whole block."""
 
-    def __init__(self, table: "BlockLevelTable", block: Callable[[int], list],
+    def __init__(self, table: BlockedTable, block: Callable[[int], list],
                  field: Optional[Callable[[Any], Any]] = None):
         self._table, self._block, self._field = table, block, field
 
@@ -70,7 +91,7 @@ class _View(Sequence):
             b += 1
 
 
-class _CumulativeView(_View):
+class CumulativeView(LevelView):
     """The running sums, with a block-first search for exact sampling."""
 
     def first_not_below(self, lower: Any) -> int:
@@ -89,8 +110,8 @@ class _CumulativeView(_View):
         return super().__getitem__(a)
 
 
-class _Pass:
-    """The running sum over the blocks at one precision, as far as it is needed.
+class RunningSum:
+    """The running sum over the blocks of ``table`` at precision ``prec``, as far as it is needed.
 
     The sum is formed block by block in level order.  It stops after block ``b`` once
     the rest is certainly negligible: with ``R_b`` outputs after block ``b`` (the source's
@@ -103,7 +124,7 @@ class _Pass:
     changes, so no value depends on what was asked before.
     """
 
-    def __init__(self, table: "BlockLevelTable", prec: int):
+    def __init__(self, table: BlockedTable, prec: int):
         self.table = table
         self.starts: list[arb] = []
         self.run = arb(0)

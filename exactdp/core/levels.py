@@ -3,7 +3,9 @@
 A mechanism's output distribution is determined by its levels and its selection rule,
 since every output of one level has the same probability.  :class:`LevelTable` holds the
 levels (best first) with the :class:`~exactdp.core.scale.Scale` that weighs a unit of
-utility, and caches their certified weight enclosures per precision.
+utility, and caches their certified weight enclosures per precision.  :class:`LevelTableLike`
+is what a selection rule reads from a table: :class:`LevelTable` and the block table
+(:class:`~exactdp.core.level_blocks.BlockLevelTable`) both provide it.
 
 >>> lv = Level(-1, 4)
 >>> lv.utility, lv.multiplicity
@@ -16,7 +18,7 @@ utility, and caches their certified weight enclosures per precision.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Protocol, Sequence, Tuple, Union
 
 from flint import arb, ctx
 
@@ -24,10 +26,10 @@ from .formatting import exact_repr
 from .precision import rational_ball
 from .scale import Scale
 
-__all__ = ["Level", "LevelTable", "check_levels", "relative_weight", "Utility"]
+__all__ = ["Level", "LevelTable", "LevelTableLike", "check_levels", "relative_weight", "Utility"]
 
 #: A utility value: an ``int`` or exact ``Fraction`` (Joint, JointSet, Canonical), or for
-#: :class:`~exactdp.mechanisms.peeling.Peeling` the tuple of the chosen counts in selection order
+#: :class:`~exactdp.mechanisms.peeling.mechanism.Peeling` the tuple of the chosen counts in selection order
 #: (ordered lexicographically).
 Utility = Union[int, Fraction, Tuple[int, ...]]
 
@@ -66,6 +68,61 @@ def relative_weight(lam: arb, delta: Union[int, Fraction]) -> arb:
     if not delta:
         return arb(1)
     return (lam * rational_ball(delta)).exp()
+
+
+class LevelTableLike(Protocol):
+    """What a selection rule and a mechanism read from a level table: the levels (best
+    first), their :class:`~exactdp.core.scale.Scale`, and certified enclosures of the
+    relative weights ``e_a = w(u_a) / w(u_0)`` at flint's current precision (the members
+    of :class:`LevelTable`, documented there).
+
+    :class:`LevelTable` (every level in memory) and
+    :class:`~exactdp.core.level_blocks.BlockLevelTable` (levels in blocks within a memory
+    budget) provide it; a mechanism's ``_make_table`` returns either.  The sequences may be
+    lazy views (found block by block as they are read)."""
+
+    scale: Scale
+
+    @property
+    def sampling_prec(self) -> Optional[int]: ...
+    @property
+    def levels(self) -> tuple[Level, ...]: ...
+    @property
+    def utilities(self) -> Sequence[Any]: ...
+    @property
+    def multiplicities(self) -> Sequence[int]: ...
+    @property
+    def extra_bits(self) -> int: ...
+    def __len__(self) -> int: ...
+    def known_length(self) -> Optional[int]: ...
+    def known_index(self, utility: Utility) -> Optional[int]:
+        """The index of the level with ``utility`` when known, else None."""
+        ...
+
+    def level_at(self, utility: Utility) -> Level:
+        """The level with ``utility`` (KeyError when none)."""
+        ...
+
+    def sampling_size(self) -> int: ...
+    def index_of(self, utility: Utility) -> int:
+        """The index of the level with ``utility`` (KeyError when none)."""
+        ...
+
+    def iter_levels(self) -> Iterator[Level]: ...
+    def block_ranges(self) -> list[tuple[int, int]]: ...
+    def _cached(self, name: str, build: Callable[[], Any]) -> Any: ...
+    def cached_at_least(self, name: str, prec: int) -> Any:
+        """What is kept under ``name`` at ``prec`` bits or more, or None."""
+        ...
+
+    def relative_weights(self) -> Sequence[arb]: ...
+    def level_weights(self) -> Sequence[arb]: ...
+    def cumulative(self) -> Sequence[arb]: ...
+    def sum_except(self, a: int) -> arb:
+        """Enclosure of the sum of the level weights but that of level ``a``."""
+        ...
+
+    def total(self) -> arb: ...
 
 
 class LevelTable:
@@ -131,7 +188,7 @@ class LevelTable:
         """One block: every level (see :class:`~exactdp.core.level_blocks.BlockLevelTable`)."""
         return [(0, len(self.levels))]
 
-    def _cached(self, name: str, build):
+    def _cached(self, name: str, build: Callable[[], Any]) -> Any:
         key = (name, ctx.prec)
         value = self._cache.get(key)
         if value is None:

@@ -7,66 +7,18 @@ works at ``W`` fractional bits (a multiple of ``LIMB_BITS``).  It accepts ``delt
 domain ``[2**-29, 2**-CUT_BITS)`` whose reduced argument passes an integer check (below);
 the caller computes every other column another way.
 
-Method, in integers (floats only *choose* multipliers, every choice checked, except two
-small terms rounded once from ``float64`` with the bounds below):
-
-1. ``y = ln(delta) + h(delta)`` with ``h(delta) = ln((1 - e**-delta)/delta) = -delta/2 +
-   sum_{n>=1} a_n delta**(2n)``, ``a_n = B_{2n} / (2n (2n)!)`` (Bernoulli numbers; from
-   ``(1 - e**-x)/x = e**(-x/2) sinh(x/2)/(x/2)`` and the series of ``ln(sinh x / x)``).
-   ``|B_{2n}| = 2 (2n)! zeta(2n) / (2 pi)**(2n)``, so ``|a_n| = zeta(2n) / (n (2 pi)**2n)
-   <= 2 * 6**-2n`` and the tail after ``N`` terms is at most ``2 (delta/6)**(2N+2) / (1 -
-   (delta/6)**2)``; ``N`` is the least with that at most ``2**-(W+1)`` at ``delta =
-   2**-CUT_BITS``.
-2. ``ln delta``: ``s = F + 1 - bitlen(D)`` (exact, from the limbs), ``z = D 2**s`` (exact:
-   ``z 2**-F`` in ``[1, 2)``), so ``ln delta = ln(z 2**-F) - s ln 2``.  A first multiplier
-   ``r`` in ``[2**10, 2**11]`` (``r ~ 2**11 / z``) gives the exact ``z r = 2**(F+11) (1 +
-   t)``; then stages ``b = 21, 31, ...`` (until ``3 b >= W``) with multipliers ``1 - j
-   2**-b``, ``|j| <= J = 2**10 + 8`` (``j ~ 2**b t/(1+t)``, then ``t <- t - j 2**-b (1 +
-   t)``, in floats).  ``M = prod (2**b - j)`` is exact, and one floor ``P = floor(z r M
-   2**(W - F - 11 - sum b))`` (:func:`~exactdp.core.fixed_point.mul`) gives ``P 2**-W = 1 +
-   t``; the value is accepted only if ``-2**-b_last <= t < 2**-b_last`` (checked in
-   integers, :func:`~exactdp.core.fixed_point.fits_signed`).  Then ``ln(z 2**-F) = ln(1 + t)
-   - ln(r 2**-11) - sum ln(1 - j 2**-b)`` up to that floor, ``ln(1 + t) = t - t**2/2`` up to
-   ``|t|**3 / (3 (1 - |t|)) <= 2**-W / 3 (1 + 2**-20)`` (``3 b_last >= W``), and the
-   logarithms of the multipliers and ``s ln 2`` come from tables of arb values rounded to the
-   nearest ulp (:func:`~exactdp.core.log_table.fixed_log_ratio`: each within ``3/4``).
-3. ``h``: ``u = delta**2 < 2**-16``.  The terms ``a_n u**n`` from the first ``n0 >= 2``
-   with every ``|a_n| 2**(-16 n) 2**W <= 2**_FLOAT_BITS`` on are summed in ``float64``;
-   the others in limbs by Horner.
-
-Error, in ulps ``2**-W`` (``S`` stages; ``gamma_n = n 2**-53 / (1 - n 2**-53)`` bounds ``n``
-float64 roundings, Higham, *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1):
-
-- the floor of ``P``: ``P`` is within ``1 + 2**-27`` of ``z r M 2**(...)`` and at least
-  ``2**W (1 - 2**-21)``, so ``ln P`` moves by at most ``1.001`` ulp;
-- ``S + 2`` table entries: ``0.75 (S + 2)``;
-- ``t**2/2`` with ``T = 2**W t``: in floats where ``2**(W - 2 b_last - 1) gamma_2 <=
-  2**-8`` (``W <= 120``): ``T = T_0 + 2**30 hi`` with ``hi`` exact in ``int64`` (``|T| <
-  2**(W - b_last)``), ``T_f = hi 2**30 + T_0`` one rounding, its square another, then
-  ``rint``: ``1/2 + 2**(W - 2 b_last - 1) gamma_2``; else in limbs, ``T`` without its ``c =
-  (b_last - 11) // 30`` low limbs squared (``(T**2 - T'**2 2**(60c)) 2**-(W+1) < 2**-10``)
-  and floored (``1 + 2**-27``); plus the series tail ``0.334``;
-- ``-delta/2``: ``delta_W`` (``D`` at ``W`` bits, floored: within 1) halved and floored:
-  ``1.5``;
-- ``h``'s limb part: ``U = floor(delta_W**2)`` is within ``eta = 2 delta + 1 + 2**-27 <=
-  1.02`` of ``2**W u``; Horner ``Q_i = A_i + floor(U Q_{i+1} 2**-W)`` (``A_i`` the nearest
-  ``2**W a_i``: ``1/2``) keeps ``e_i = |Q_i - 2**W p_i| <= 1.5 + 2**-27 + eta P_{i+1} +
-  2**-16 e_{i+1}`` (``p_i = sum_{i<=n<n0} a_n u**(n-i)``, ``|p_i| <= P_i``), and ``floor(U
-  Q_1 2**-W)`` is within ``1 + 2**-27 + eta (P_1 + e_1 2**-W) + 2**-16 e_1`` (about 1.05);
-- ``h``'s float part (``m`` terms): Horner on ``u_f = float(U) 2**-W`` (``Lw`` positive
-  limbs: ``gamma_Lw``), times ``u_f**n0``, then ``rint(2**W R)``: ``1/2 + 2**W (gamma_(2m +
-  n0 + Lw + 1) S_0 + S_1 (eta 2**-W + 2**-16 gamma_Lw))`` with ``S_j = sum_n n**j |a_n|
-  2**(-16 (n - j)) (1 + gamma_Lw)**N`` (Higham, Section 5.1);
-- the series tail of ``h``: ``1/2``.
-
-:func:`kernel_kappa` adds these exactly; ``kappa`` is its ceiling (at most ``S + 7`` at
-every ``W`` the kernel runs at), and at ``F`` bits ``K = kappa 2**(F-W)`` (an exact left
-shift when ``W <= F``) or ``K <= kappa 2**(F-W) + 1`` (one more floor when ``W > F``).
-
-``int64`` never overflows: every limb product is within ``2**60``, the multipliers' first
-two are multiplied in one ``int64`` (``2**22 * 2**32``), and :mod:`exactdp.core.fixed_point`
-states the rest.  The tables take ``2**10 + 1 + S (2 J + 1) + 30`` arb logarithms, once per
-``(F, W)``.
+Method, in integers (floats only *choose* multipliers, every choice checked, except two small
+terms rounded once from ``float64`` with proven bounds): (1) ``y = ln(delta) + h(delta)``, ``h``
+a Bernoulli series in ``delta**2`` truncated below ``2**-(W+1)``; (2) ``ln delta`` by exact
+multipliers ``r`` and ``1 - j 2**-b`` that bring the argument to ``1 + t``, ``|t| < 2**-b_last``
+(checked in integers), then ``t - t**2/2`` and tables of logarithms each within ``3/4`` ulp
+(:func:`~exactdp.core.log_table.fixed_log_ratio`); (3) ``h`` by Horner in limbs, its tiny
+terms in ``float64``.  The error in ulps ``2**-W`` is the exact sum :func:`kernel_kappa` of
+the steps' bounds (Higham, *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1 and
+Section 5.1, for the float parts); ``kappa``, its ceiling, is at most ``S + 7`` (``S``
+stages), and at ``F`` bits ``K = kappa 2**(F-W)`` (``W <= F``) or ``K <= kappa 2**(F-W) + 1``.
+``int64`` never overflows (every limb product within ``2**60``).  Derivation and proof of
+every bound: docs/precision.md, section "The fixed-point kernel ln(1 - e**-delta)".
 """
 
 from __future__ import annotations
@@ -91,7 +43,7 @@ _FIRST = 11  # the first multiplier r ~ 2**11 / z
 _J = (1 << 10) + 8  # stage multipliers 1 - j 2**-b with |j| <= _J
 _MAX_SHIFT = LIMB_BITS - 1
 _MASK = (1 << LIMB_BITS) - 1
-#: Terms of ``h`` below ``2**(_FLOAT_BITS - W)`` are summed in ``float64`` (module docstring, step 3)
+#: Terms of ``h`` below ``2**(_FLOAT_BITS - W)`` are summed in ``float64`` (docs/precision.md, the ln(1 - e**-delta) kernel, step 3)
 _FLOAT_BITS = 45
 
 
@@ -103,7 +55,8 @@ def _nearest(value: Fraction, bits: int) -> int:
 
 def _coefficients(cut_bits: int, W: int) -> list[Fraction]:
     """``a_1 .. a_N`` of ``h`` with the tail bound below ``2**-(W+1)`` at ``delta =
-    2**-cut_bits`` (module docstring)."""
+    2**-cut_bits``: ``|a_n| <= 2 * 6**-2n``, so the tail after ``N`` terms is at most
+    ``2 (delta/6)**(2N+2) / (1 - (delta/6)**2)`` (docs/precision.md, the ln(1 - e**-delta) kernel, step 1)."""
     import mpmath
 
     x2 = Fraction(1, 36 << (2 * cut_bits))  # (delta/6)**2
@@ -178,8 +131,8 @@ def _gamma(n: int) -> Fraction:
 
 
 def _horner_plan(W: int) -> _HornerPlan:
-    """How the kernel evaluates ``h`` and ``t**2/2`` at ``W`` bits (module docstring, steps 2
-    and 3), with every bound computed exactly in rationals."""
+    """How the kernel evaluates ``h`` and ``t**2/2`` at ``W`` bits (docs/precision.md, the
+    ln(1 - e**-delta) kernel, steps 2 and 3, and the error list), with every bound computed exactly in rationals."""
     a = _coefficients(CUT_BITS, W)
     N = len(a)
     u_max = Fraction(1, 1 << (2 * CUT_BITS))  # u = delta**2 < 2**-16
@@ -228,8 +181,12 @@ def _kappa(work_bits: int, cut_bits: int) -> int:
 
 
 def kernel_kappa(work_bits: int) -> Fraction:
-    """The kernel's error bound at ``work_bits`` (ulps ``2**-W``), summed exactly (module
-    docstring): at most ``S + 7``."""
+    """The kernel's error bound at ``work_bits`` (ulps ``2**-W``), summed exactly: at most ``S + 7``.
+
+    The terms: the floor of ``P`` (``1.001``), ``S + 2`` table entries (``3/4`` each), ``t**2/2``
+    and the tail of ``ln(1 + t)`` (``0.334``), ``-delta/2`` (``1.5``), the limb and float parts
+    of ``h`` and its series tail (``1/2``); the proof of each: docs/precision.md, section
+    "The fixed-point kernel ln(1 - e**-delta)", the error list."""
     S = len(_stages(work_bits))
     plan = _horner_plan(work_bits)
     # the floor of P, S + 2 table entries, t**2/2 and the series tail of ln(1 + t), -delta/2,
@@ -254,8 +211,8 @@ def kernel_fits(work_bits: int) -> bool:
 
 class Log1mExpKernel:
     """``ln(1 - e**-delta)`` at ``frac_bits`` (``F``) through ``work_bits`` (``W``, a
-    multiple of ``LIMB_BITS`` with ``2 <= W / LIMB_BITS < MAX_MUL_LIMBS``); see the
-    module docstring for the method and the bound :attr:`error` (ulps ``2**-F``)."""
+    multiple of ``LIMB_BITS`` with ``2 <= W / LIMB_BITS < MAX_MUL_LIMBS``); the method
+    and the bound :attr:`error` (ulps ``2**-F``): the module docstring."""
 
     def __init__(self, frac_bits: int, work_bits: int):
         F, W = frac_bits, work_bits
@@ -266,7 +223,7 @@ class Log1mExpKernel:
         self.Lw = W // LIMB_BITS
         n = self.Lw + 1  # values near 1 at W bits (and their logarithms) fit Lw + 1 limbs
         self.stages = _stages(W)
-        #: kappa, the bound at ``W`` bits, and the bound ``error`` at ``F`` bits (module docstring)
+        #: kappa, the bound at ``W`` bits, and the bound ``error`` at ``F`` bits (:func:`kernel_kappa`, :func:`kernel_error`)
         self.kappa = _kappa(W, CUT_BITS)
         self.error = kernel_error(F, W)
         self.first = to_limbs([fixed_log_ratio(1 << _FIRST, r, W) for r in range(1 << (_FIRST - 1), (1 << _FIRST) + 1)], n)
@@ -274,7 +231,7 @@ class Log1mExpKernel:
         self.log2s = to_limbs([-fixed_log_ratio(1 << s, 1, W) for s in range(_MAX_SHIFT + 1)], n)
         #: ``first[r] + log2s[s]`` at column ``r * (_MAX_SHIFT + 1) + s`` (exact sums)
         self.first_log2s = normalize((self.first[:, :, None] + self.log2s[:, None, :]).reshape(n, -1))
-        #: how ``h`` and ``t**2/2`` are evaluated (module docstring, steps 2 and 3)
+        #: how ``h`` and ``t**2/2`` are evaluated (:func:`_horner_plan`)
         self.plan = _horner_plan(W)
         self.coef = [to_limbs([_nearest(a, W)], self.Lw) for a in self.plan.limb_terms]
         self.one = to_limbs([1 << W], n)

@@ -38,12 +38,13 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Option
 
 import mpmath
 import numpy as np
-from ._lazy import sympy
+from .lazy import sympy
 
-from ._typing import CountsLike, Output, OutputLike, RationalLike, RngLike
+from .aliases import CountsLike, Output, OutputLike, RationalLike, RngLike
 from ..errors import ArgumentTypeError, InvalidParameterError, NoLevelArraysError, TooManyOutputsError
 from .formatting import exact_text, int_text
-from .levels import Level, LevelTable, Utility
+from .level_blocks import DEFAULT_MEMORY_BUDGET
+from .levels import Level, LevelTable, LevelTableLike, Utility
 from .ranking import Ranking
 from .scale import Scale
 from .selection import SelectionRule
@@ -95,7 +96,27 @@ def ids_dtype(d: int) -> np.dtype:
 
 
 class Mechanism(abc.ABC):
-    """Base class: validated ``counts`` and ``k``, the ranking, and every public method."""
+    """Base class: validated ``counts`` and ``k``, the ranking, and every public method.
+
+    What the oracle may ask is declared here too, each with its "not provided" default, and is
+    never found by reflection:
+
+    - ``groups_rule()``: the rule whose utility levels are the groups (one output of level ``a``
+      has the rule's probability over :attr:`table`), so that the oracle may read the
+      rule's batched forms over the table; by default ``rule``.  A mechanism that overrides the
+      group hooks with another law (Peeling, CanonicalGamma1, the set views) returns None;
+    - ``counts_pairs`` with ``pair_cells(other)``: the occurring pairs ``(group index here,
+      group index under other)`` with ``[witness output, exact number of outputs]``, counted
+      without enumerating outputs, or None when the count does not apply; and
+      ``pair_count_declined(other)``, why (for a limit message).  The oracle asks only when
+      both sides declare ``counts_pairs`` (Joint and PNFJoint, JointSet);
+    - ``pair_head(other, depth)``: the cells of the outputs at level ``M <= depth`` with
+      ``other``, counted down to ``depth`` only, or None (Joint and PNFJoint provide it).
+
+    The level table is any table of :class:`~exactdp.core.levels.LevelTableLike`: a
+    :class:`~exactdp.core.levels.LevelTable` by default, a block table where the levels are
+    found in blocks within a memory budget (Joint, JointSet, Canonical).
+    """
 
     output_kind: str = "sequence"
     rule: SelectionRule
@@ -106,19 +127,24 @@ class Mechanism(abc.ABC):
     #: items, only when this holds for every mechanism involved; a mechanism whose law
     #: depends on how ties are ranked sets it to False.
     ties_exchangeable: bool = True
+    #: The bytes a mechanism's level blocks may hold at once (Joint, JointSet, Canonical set
+    #: it; ``None``: the mechanism keeps no blocks); ``repr`` shows one other than the default.
+    memory_budget: Optional[int] = None
     #: The attributes that only cache what is recomputed on demand (the level table,
     #: certified balls, weight trees), each with a factory of its fresh value.  A pickle or
     #: a copy leaves them out (flint's balls cannot be pickled), so a mechanism that has
     #: been used pickles, deep-copies and goes to a process pool like a fresh one, with
     #: the same results.  A subclass with caches of its own extends the mapping.
     _CACHES: ClassVar[dict[str, Callable[[], Any]]] = {"_table": lambda: None}
+    #: Whether :meth:`pair_cells` counts a pair's cells without enumeration (class docstring).
+    counts_pairs: ClassVar[bool] = False
 
     def __init__(self, counts: CountsLike, k: SupportsIndex):
         self.counts: tuple[int, ...] = as_counts(counts)
         self.d: int = len(self.counts)
         self.k: int = as_k(k, self.d)
         self.ranking = Ranking(self.counts)
-        self._table: Optional[LevelTable] = None
+        self._table: Optional[LevelTableLike] = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -181,12 +207,8 @@ class Mechanism(abc.ABC):
         return self._unrank(a, gen.randrange(self.table.multiplicities[a]))
 
     def _samples(self, n: int, gen: random.Random) -> list[Output]:
-        """``n`` independent exact draws in order; by default ``n`` calls of :meth:`_sample`.
-
-        A mechanism may batch them (Joint: :meth:`SelectionRule.sample_levels`, then all
-        draws of one level unranked together), reading ``gen`` in another order than
-        ``n`` calls of :meth:`_sample` would, as long as every draw has the same law.
-        """
+        """``n`` independent exact draws in order; by default ``n`` calls of :meth:`_sample`.  A
+        mechanism may batch them (reading ``gen`` in another order) if every draw keeps its law."""
         return [self._sample(gen) for _ in range(n)]
 
     def _samples_array(self, n: int, gen: random.Random) -> np.ndarray:
@@ -198,15 +220,33 @@ class Mechanism(abc.ABC):
             draws = [sorted(o) for o in draws]
         return np.array(draws, dtype=ids_dtype(self.d)).reshape(n, self.k)
 
+    # -- what the oracle may ask (class docstring): declared here, with "not provided" --------
+    def groups_rule(self) -> Optional[SelectionRule]:
+        """The rule whose levels are the groups: :attr:`rule`, or None for another group law."""
+        return self.rule
+
+    def pair_cells(self, other: "Mechanism") -> Optional[dict[tuple[int, int], list]]:
+        """The cells of the pair with ``other`` counted without enumeration; None: not provided."""
+        return None
+
+    def pair_count_declined(self, other: "Mechanism") -> str:
+        """Why :meth:`pair_cells` declines ``other`` (``""``: it does not, or no reason)."""
+        return ""
+
+    def pair_head(self, other: "Mechanism", depth: Optional[int] = None) -> Optional[object]:
+        """The pair's cells with ``other`` down to ``depth`` only; None: not provided."""
+        return None
+
     # -- shared machinery --------------------------------------------------------------
     @property
-    def table(self) -> LevelTable:
+    def table(self) -> LevelTableLike:
+        """The level table :attr:`rule` acts on, built by :meth:`_make_table` on first use."""
         if self._table is None:
             self._table = self._make_table()
         return self._table
 
-    def _make_table(self) -> LevelTable:
-        """The level table the rule acts on: by default every level in memory."""
+    def _make_table(self) -> LevelTableLike:
+        """The level table the rule acts on (by default every level in memory)."""
         return LevelTable(tuple(self._compute_levels()), self.scale)
 
     def _check_output(self, output: Iterable[Any]) -> Output:
@@ -294,20 +334,14 @@ class Mechanism(abc.ABC):
         return self._group_log_probability(self._key_of(output), as_dps(dps))
 
     def probability_exact(self, output: OutputLike) -> sympy.Expr:
-        """The exact probability of ``output`` (validated) as a sympy expression (a Rational
-        with a rational base).
-
-        Raises :class:`~exactdp.errors.NoClosedFormError` naming the limit when the closed
-        form would be too large to build.
-        """
+        """The exact probability of ``output`` (validated) as a sympy expression (a Rational with
+        a rational base); :class:`~exactdp.errors.NoClosedFormError` naming the limit when the
+        closed form would be too large to build."""
         return self._group_probability_exact(self._key_of(output))
 
     def outputs(self, max_outputs: Optional[int] = None) -> Iterator[Output]:
-        """Every output with non-zero probability, group by group (lazily).
-
-        With ``max_outputs``, refuses at once (before yielding anything) when the
-        support is larger.
-        """
+        """Every output with non-zero probability, group by group (lazily); with ``max_outputs``,
+        refused at once (before yielding anything) when the support is larger."""
         self._check_size(max_outputs)
         return (self._unrank(a, r) for a, g in enumerate(self.groups()) for r in range(g.multiplicity))
 
@@ -324,26 +358,17 @@ class Mechanism(abc.ABC):
         ]
 
     def sample(self, rng: RngLike = None) -> Output:
-        """One output drawn exactly from the mechanism (integer randomness only).
-
-        ``rng``: ``None`` (OS generator), an int seed, or a :class:`random.Random`.  By
-        default the level is chosen by :meth:`SelectionRule.sample_level`, then the output
-        uniformly within it by unranking ``rng.randrange(m)``.
-        """
+        """One output drawn exactly from the mechanism (integer randomness only); ``rng``:
+        ``None`` (OS generator), an int seed, or a :class:`random.Random`.  By default the level
+        by :meth:`SelectionRule.sample_level`, then the output by unranking ``rng.randrange(m)``."""
         return self._sample(as_rng(rng))
 
     def samples(self, n: SupportsIndex, rng: RngLike = None, *,
                 as_array: bool = False) -> Union[list[Output], np.ndarray]:
-        """``n >= 0`` independent exact samples from one generator (integer randomness only).
-
-        A list of ``n`` outputs; with ``as_array=True`` an ``(n, k)`` array of item ids
-        instead (a set output as its ids in increasing order), ``numpy.int32`` when
-        ``d < 2**31`` and ``numpy.int64`` otherwise (:func:`ids_dtype`): about 0.8 GB at
-        ``n = 10**6``, ``k = 200``, where the list needs several times that.  The draws
-        are reproducible from a seed and have the law of :meth:`sample`, but a mechanism
-        that batches them (Joint, PNFJoint) reads the generator in another order, so
-        ``samples(n, rng)`` need not equal ``n`` calls of ``sample(rng)``.
-        """
+        """``n >= 0`` independent exact samples from one generator ``rng`` (integer randomness only): a
+        list, or with ``as_array=True`` an ``(n, k)`` array of item ids (sets in increasing
+        order; dtype :func:`ids_dtype`).  The law is :meth:`sample`'s, but a mechanism that batches
+        (Joint, PNFJoint) reads the generator in another order than ``n`` calls of ``sample``."""
         count = as_nonnegative_int(n, "n")
         if not isinstance(as_array, bool):
             raise ArgumentTypeError("as_array", as_array, "must be True or False")
@@ -358,17 +383,23 @@ class Mechanism(abc.ABC):
     # -- description -------------------------------------------------------------------
     def _parameters(self) -> dict[str, object]:
         """The constructor's keyword arguments beyond ``counts`` and ``k``, as ``repr`` shows
-        them (``epsilon`` or ``base``; subclasses add theirs)."""
-        if self.scale.base is not None:
-            return {"base": self.scale.base}
-        return {"epsilon": self.scale.epsilon}
+        them (``epsilon`` or ``base``, a ``memory_budget`` other than the default; subclasses
+        add theirs)."""
+        params: dict[str, object] = ({"base": self.scale.base} if self.scale.base is not None
+                                     else {"epsilon": self.scale.epsilon})
+        if self.memory_budget is not None and self.memory_budget != DEFAULT_MEMORY_BUDGET:
+            params["memory_budget"] = self.memory_budget
+        return params
 
     def __repr__(self) -> str:
         # every digit, through gmpy2: a count or epsilon past CPython's 4300-digit int/str
         # limit made repr() raise ValueError
         counts = f"[{', '.join(int_text(c) for c in self.counts)}]" if self.d <= 12 else f"<{self.d} counts>"
+        shown = self._parameters()
+        if "memory_budget" in shown:  # a resource, not a parameter of the law: last
+            shown["memory_budget"] = shown.pop("memory_budget")
         params = ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={exact_text(value)}"
-                           for name, value in self._parameters().items())
+                           for name, value in shown.items())
         return f"{type(self).__name__}({counts}, k={self.k}, {params})"
 
 

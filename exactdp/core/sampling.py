@@ -1,28 +1,18 @@
 """Exact sampling from integer randomness.
 
-:func:`choose_index` draws index ``a`` with probability exactly ``W_a / sum_b W_b`` given
-only *certified enclosures* of the cumulative sums ``C_a = W_0 + ... + W_a``: a uniform
-variate ``U`` in [0, 1) is produced lazily, 32 random bits at a time
-(``rng.getrandbits``), as a dyadic interval ``[u/2**n, (u+1)/2**n)``; index ``a`` is returned
-only once that interval times ``Z = C_last`` certainly lies inside ``[C_{a-1}, C_a)``.  No
-float and no rounded comparison decides the outcome, so the result is exactly the
-inverse-CDF sample of the infinite-precision ``U`` (the standard lazy-refinement argument;
-see e.g. Knuth & Yao 1976).  When an interval straddles a boundary, more bits are drawn
-and, if the enclosures are the obstacle, the precision is doubled.  The loop ends with
-probability 1; each extra round happens with probability about ``2**-32``.
+:func:`choose_index` draws index ``a`` with probability exactly ``W_a / sum_b W_b`` given only
+*certified enclosures* of the cumulative sums ``C_a = W_0 + ... + W_a``: a uniform ``U`` in
+[0, 1) is drawn lazily, 32 bits at a time (``rng.getrandbits``), as a dyadic interval, and ``a``
+is returned only once that interval times ``Z = C_last`` certainly lies inside ``[C_{a-1},
+C_a)`` (else more bits, or twice the precision): no float decides, so the result is exactly
+the inverse-CDF sample of the infinite-precision ``U`` (the lazy-refinement argument, Knuth &
+Yao 1976); the loop ends with probability 1, each extra round with probability about ``2**-32``.
 
-Many draws at once (:func:`inverse_cdf_words`) use the same inverse-CDF law: the
-boundaries ``2**64 C_a / Z`` are turned once into exact integer bounds
-``lo_a <= 2**64 C_a / Z <= hi_a`` (:func:`cdf_bounds` from enclosures,
-:func:`cdf_bounds_exact` from exact integers), then each draw's first 64 bits ``u``
-(:func:`random_words`) decide it by one ``numpy.searchsorted`` when
-``hi_{a-1} <= u`` and ``u + 1 <= lo_a``, i.e. when ``[u, u + 1)`` certainly lies between
-the two boundaries.  The few undecided draws (probability about ``L * 2**-64`` each for
-``L`` boundaries) go on exactly in :func:`choose_index` from the prefix ``u``.
-
-A uniform integer below ``n`` is ``rng.randrange(n)`` (exact, rejection-based on
-``getrandbits``); many at once, one bound each, :func:`uniform_below` (exact,
-rejection-based on a numpy generator's raw 64-bit words).
+Many draws at once (:func:`inverse_cdf_words`): exact integer bounds of ``2**64 C_a / Z``
+(:func:`cdf_bounds`, :func:`cdf_bounds_exact`) decide each draw's first 64 bits ``u`` by one
+``numpy.searchsorted`` when ``[u, u + 1)`` certainly lies between two boundaries; the rest go
+on in :func:`choose_index`.  Uniform integers: ``rng.randrange(n)`` or :func:`uniform_below`.
+Derivation: docs/precision.md, sections "Sampling" and "Many exact draws at once".
 
 >>> import random
 >>> from flint import arb
@@ -172,7 +162,7 @@ def numpy_generator(rng: random.Random) -> np.random.Generator:
 
 #: :func:`uniform_below` splits words into 16-bit parts while every bound is at most this
 #: (each part then rejected with probability below ``2**-4``), into 32-bit parts otherwise.
-_HALF_WORD_BOUND = 1 << 12
+HALF_WORD_BOUND = 1 << 12
 
 
 def uniform_below(npgen: np.random.Generator, bounds: np.ndarray) -> np.ndarray:
@@ -197,7 +187,7 @@ def uniform_below(npgen: np.random.Generator, bounds: np.ndarray) -> np.ndarray:
     top = int(w.max()) if n else 1
     if n and (int(w.min()) < 1 or top >= 1 << 32):
         raise InvalidParameterError("bounds", f"[{int(w.min())}, {top}]", "every bound must be in [1, 2**32)")
-    bits, part, wide, half = ((16, "<u2", np.uint32, np.uint16) if top <= _HALF_WORD_BOUND
+    bits, part, wide, half = ((16, "<u2", np.uint32, np.uint16) if top <= HALF_WORD_BOUND
                               else (32, "<u4", np.uint64, np.uint32))
     if w.dtype.kind != "u":  # in range: every bound fits the half-width unsigned dtype
         w = w.astype(half)
@@ -296,18 +286,12 @@ def cdf_bounds(cumulative: Sequence[arb]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it.
-
-    ``lo``/``hi``: nondecreasing ``uint64`` bounds ``lo_a <= 2**64 F_a <= hi_a`` of the
-    boundaries ``F_0 <= ... <= F_{L-2}`` (``F_{L-1} = 1`` is implicit), as
-    :func:`cdf_bounds` gives them.  With ``U`` in ``[u/2**64, (u+1)/2**64)``, ``a`` is
-    the first index with ``lo_a > u``; the draw is decided (its index is ``a`` for every
-    continuation of ``u``) when ``hi_{a-1} <= u`` (so ``F_{a-1} <= U``; nothing below
-    ``a`` when ``a = 0``) and ``u < 2**64 - 1`` (a capped ``hi`` cannot then mislead;
-    ``U < F_a`` holds since ``u + 1 <= lo_a``, or ``F_a = 1`` for the last index).
-    Returns ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to
-    finish with :func:`choose_index` from the prefix ``(u, 64)``.
-    """
+    """The inverse-CDF index of every draw whose first 64 bits ``words`` decide it, against the
+    nondecreasing ``uint64`` bounds ``lo``, ``hi`` (``lo_a <= 2**64 F_a <= hi_a``, :func:`cdf_bounds`): the
+    first ``a`` with ``lo_a > u``, decided when ``hi_{a-1} <= u < 2**64 - 1``.  Returns
+    ``(index, undecided)``: an ``int64`` array and a boolean mask of the draws to finish with
+    :func:`choose_index` from the prefix ``(u, 64)``.  Proof: docs/precision.md, "Many exact
+    draws at once"."""
     index = np.searchsorted(lo, words, side="right").astype(np.int64)
     below = np.zeros(len(words), dtype=np.uint64)
     has_below = index > 0
@@ -317,11 +301,8 @@ def inverse_cdf_words(lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tupl
 
 
 def inverse_cdf_word(lo: Sequence[int], hi: Sequence[int], u: int) -> Optional[int]:
-    """:func:`inverse_cdf_words` for one word ``u`` against bounds ``lo`` and ``hi`` held as
-    Python ints (``cdf_bounds_exact(...)[i].tolist()``): the index when ``u`` decides it, else
-    ``None`` (finish with :func:`choose_index` from the prefix ``(u, 64)``).  For a walk
-    that makes one small draw per step, where a numpy call per word would cost more than
-    the draw.
+    """:func:`inverse_cdf_words` for one word ``u`` against bounds ``lo``, ``hi`` held as Python ints: the
+    index when ``u`` decides it, else ``None``; for a walk making one small draw per step.
 
     >>> lo, hi = cdf_bounds_exact([1, 2, 3])     # boundaries 1/3 and 2/3
     >>> [inverse_cdf_word(lo.tolist(), hi.tolist(), u) for u in (0, 2**64 // 3, 2**63, 2**64 - 1)]

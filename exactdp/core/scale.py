@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional
 
-from ._lazy import sympy
+from .lazy import sympy
 from flint import arb
 
 from .precision import rational_ball
@@ -51,10 +51,8 @@ class Scale:
 
     @property
     def weight_key(self) -> tuple[Optional[Fraction], Optional[Fraction]]:
-        """What the weights depend on, exactly: ``(lam, None)`` with ``epsilon``, ``(None,
-        base)`` with a base.  Two scales with one key weigh every utility alike (``epsilon=2,
-        divisor=2`` and ``epsilon=1, divisor=1`` do; an ``epsilon`` and a ``base`` are never
-        provably one number).
+        """What the weights depend on, exactly: ``(lam, None)`` with ``epsilon``, ``(None, base)``
+        with a base; one key, every utility weighed alike (an ``epsilon`` and a ``base`` never are).
 
         >>> Scale(epsilon=Fraction(2), divisor=Fraction(2)).weight_key == Scale(epsilon=Fraction(1)).weight_key
         True

@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 import mpmath
 
-from ._lazy import sympy
-from .levels import LevelTable
+from .lazy import sympy
+from .levels import LevelTableLike
 
 __all__ = ["SelectionRule", "FixedLogOutput"]
 
@@ -52,43 +52,41 @@ class SelectionRule(abc.ABC):
     #: chosen); ``None``: the rule has no such form.
     fixed_log_output_error: Optional[int] = None
 
-    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
+    def fixed_log_output(self, table: LevelTableLike, frac_bits: int, dps: int) -> FixedLogOutput:
         """Every level's ``ln P_a`` (one output) of ``table`` as a :class:`FixedLogOutput` at
         ``frac_bits`` fractional bits, within :attr:`fixed_log_output_error` ulps; ``dps``:
-        the digits the caller certifies (for the rule's precision limits).  Read by
-        mechanisms that hand out levels as arrays (Joint's
-        :meth:`~exactdp.mechanisms.joint.Joint.iter_level_arrays`)."""
+        the digits the caller certifies (for the rule's precision limits)."""
         raise NotImplementedError(f"{type(self).__name__} has no fixed-point log-output form")
 
     @abc.abstractmethod
-    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         """Probability of one particular output of level ``a`` (an index into ``table``'s
         levels, 0 for the best) of the :class:`~exactdp.core.levels.LevelTable` ``table``, to
         ``dps`` certified digits."""
 
-    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+    def utility_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
         """:meth:`output_probability` of the level of ``table`` with the exact utility value
         ``utility`` (KeyError when no output has it), to ``dps`` certified digits; a rule
         whose value needs no level index but the utility may find no level (the exponential
         mechanism over a lazy table)."""
         return self.output_probability(table, table.index_of(utility), dps)
 
-    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+    def utility_log_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
         """:meth:`output_log_probability` of the level of ``table`` with ``utility``, to
         ``dps`` certified digits (see :meth:`utility_probability`)."""
         return self.output_log_probability(table, table.index_of(utility), dps)
 
     @abc.abstractmethod
-    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_log_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         """Natural log of :meth:`output_probability` of one output of level ``a`` of ``table``,
         to ``dps`` certified digits."""
 
     @abc.abstractmethod
-    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+    def level_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
         """Probability that the output lies in each level of ``table`` (best first), to
         ``dps`` certified digits."""
 
-    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+    def iter_level_probabilities(self, table: LevelTableLike, dps: int) -> Iterator[mpmath.mpf]:
         """:meth:`level_probabilities` of ``table`` (to ``dps`` certified digits) one at a
         time, best level first.  Rules that can
         work block by block (:class:`~exactdp.core.level_blocks.BlockLevelTable`) stream
@@ -96,16 +94,16 @@ class SelectionRule(abc.ABC):
         return iter(self.level_probabilities(table, dps))
 
     @abc.abstractmethod
-    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
+    def output_probability_exact(self, table: LevelTableLike, a: int) -> sympy.Expr:
         """The exact probability of one output of level ``a`` (an index into ``table``'s
         levels) as a sympy expression."""
 
     @abc.abstractmethod
-    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
+    def sample_level(self, table: LevelTableLike, rng: random.Random) -> int:
         """An exact sample of a level index of ``table``, drawn with the integer randomness
         of ``rng`` (a :class:`random.Random`; no float is drawn from it)."""
 
-    def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
+    def sample_levels(self, table: LevelTableLike, rng: random.Random, n: int) -> list[int]:
         """``n`` independent exact samples of a level index of ``table``, in draw order,
         drawn with ``rng`` (see :meth:`sample_level`).
 

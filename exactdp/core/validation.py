@@ -3,21 +3,20 @@
 Each ``as_*`` function takes what a user may pass and returns the exact value exactdp
 works with, or raises an :mod:`exactdp.errors` error naming the argument and the value.
 
-Sizes are checked *before* a number is built: a decimal string, :class:`decimal.Decimal`
-or sympy ``Float`` whose exact value would need more than :data:`MAX_NUMBER_DIGITS`
-decimal digits (numerator or denominator) is refused with
-:class:`~exactdp.errors.InputLimitError` at once, instead of spending minutes building
-``10**100000000`` (pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).
-Integers given as ``Decimal`` (counts, ``k``, ``dps``) are limited to
-:data:`MAX_INTEGER_DIGITS` digits the same way, and every count, an ``int`` included, to
-:data:`MAX_COUNT_DIGITS` digits.
+Sizes are checked *before* a number is built: a decimal string, :class:`decimal.Decimal` or
+sympy ``Float`` whose exact value would need more than :data:`MAX_NUMBER_DIGITS` decimal digits
+(numerator or denominator) is refused with :class:`~exactdp.errors.InputLimitError` at once
+(pass an exact ``Fraction`` or ``int`` to go past the limit, or raise it).  Integers given as
+``Decimal`` (counts, ``k``, ``dps``) are limited to :data:`MAX_INTEGER_DIGITS` digits the same
+way, and every count, an ``int`` included, to :data:`MAX_COUNT_DIGITS` digits.
+
+Seeds and random generators (:func:`as_rng`, :func:`seed_to_nonnegative`) are checked in
+:mod:`exactdp.core.seeds` and re-exported here.
 
 >>> as_counts([3, 2.0, 2])
 (3, 2, 2)
->>> as_epsilon("0.1")
-Fraction(1, 10)
->>> as_epsilon(0.5)
-Fraction(1, 2)
+>>> as_epsilon("0.1"), as_epsilon(0.5)
+(Fraction(1, 10), Fraction(1, 2))
 >>> as_k(2, 3)
 2
 >>> as_k(4, 3)
@@ -36,13 +35,13 @@ import decimal
 import math
 import numbers
 import operator
-import random
 import re
 import unicodedata
 from fractions import Fraction
 from typing import Any, Optional, SupportsIndex, Union
 
-from ._typing import CountsLike, IntLike, OutputLike, RationalLike, RngLike
+from .aliases import CountsLike, IntLike, OutputLike, RationalLike
+from .seeds import SEED_BOUND, as_rng, random_from_seed, seed_to_nonnegative
 from ..errors import (
     ArgumentTypeError,
     InputLimitError,
@@ -87,7 +86,7 @@ DEFAULT_DPS = 30
 #: may have (a sympy ``Float`` counts its binary digits as ``bits * log10(2)``).  The
 #: check is made from the string's length and exponent, before the number is built.
 #: Past about a thousand digits the certified exponentials of the weights get slow
-#: (measured: ``exactdp dist`` with ``--epsilon 1e1000`` takes 3.5 s, ``1e4000`` 28 s).
+#: (docs/benchmarks.md).
 #: Module-level so that a caller who needs more can raise it; exact ``Fraction``/``int``
 #: arguments are not limited.
 MAX_NUMBER_DIGITS = 1000
@@ -481,87 +480,6 @@ def as_dps(dps: Optional[IntLike]) -> int:
     if not 1 <= n <= MAX_DPS:
         raise InvalidParameterError("dps", dps, f"must satisfy 1 <= dps <= {MAX_DPS}")
     return n
-
-
-#: Seeds ``0 <= seed < SEED_BOUND`` are used as they are (``random.Random(seed)``).
-SEED_BOUND = 2**128
-
-
-def seed_to_nonnegative(seed: SupportsIndex, bound: int = SEED_BOUND) -> int:
-    """The non-negative integer exactdp seeds ``random.Random`` with for the int ``seed``.
-
-    ``random.Random(seed)`` uses ``abs(seed)``, so ``-n`` and ``n`` give the same samples.
-    This map is a bijection from all integers onto the non-negative ones that leaves every
-    seed in ``0 <= seed < bound`` (``bound = 2**128``) unchanged, so samples from those
-    seeds are exactly ``random.Random(seed)``'s:
-
-    - ``0 <= seed < bound``: ``seed``;
-    - ``seed >= bound``: ``bound + 2*(seed - bound)`` (the even numbers from ``bound`` on);
-    - ``seed < 0``: ``bound + 2*(-seed) - 1`` (the odd numbers from ``bound`` on).
-
-    >>> seed_to_nonnegative(5), seed_to_nonnegative(-1) == 2**128 + 1, seed_to_nonnegative(2**128) == 2**128
-    (5, True, True)
-    """
-    seed = operator.index(seed)
-    if 0 <= seed < bound:
-        return seed
-    if seed >= bound:
-        return bound + 2 * (seed - bound)
-    return bound + 2 * (-seed) - 1
-
-
-def random_from_seed(seed: SupportsIndex) -> random.Random:
-    """``random.Random(seed_to_nonnegative(seed))``: distinct int seeds give distinct
-    generators, and ``0 <= seed < 2**128`` gives exactly ``random.Random(seed)``.
-
-    >>> random_from_seed(5).random() == random.Random(5).random()
-    True
-    >>> random_from_seed(-5).random() == random_from_seed(5).random()
-    False
-    """
-    return random.Random(seed_to_nonnegative(seed))
-
-
-def _float_randbelow(cls: type) -> bool:
-    """Whether ``randrange`` of instances of the :class:`random.Random` subclass ``cls``
-    draws from floats: CPython gives a subclass the float-based ``_randbelow`` when, along
-    its MRO, it meets an override of ``random()`` before one of ``getrandbits()``
-    (``random.Random.__init_subclass__``)."""
-    float_based = getattr(random.Random, "_randbelow_without_getrandbits", None)
-    return float_based is not None and getattr(cls, "_randbelow", None) is float_based
-
-
-def as_rng(rng: RngLike) -> random.Random:
-    """A :class:`random.Random` from ``rng``: ``None`` (the OS generator), an int seed, or an instance.
-
-    An int seed goes through :func:`seed_to_nonnegative` (an injective map): a seed
-    ``0 <= n < 2**128`` gives exactly ``random.Random(n)``, and a negative seed another
-    generator (``random.Random`` itself gives the same samples for ``n`` and ``-n``).
-    Only ``getrandbits`` and ``randrange`` of the result are used: both are integer-valued,
-    so samples are reproducible bit for bit from a seed on every platform.  A subclass
-    whose ``randrange`` CPython builds from ``random()`` floats (it overrides ``random()``
-    but not ``getrandbits()``) is refused with :class:`~exactdp.errors.ArgumentTypeError`.
-    """
-    if rng is None:
-        return random.SystemRandom()
-    if isinstance(rng, random.Random):
-        if _float_randbelow(type(rng)):
-            raise ArgumentTypeError(
-                "rng", rng,
-                "a random.Random subclass that overrides random() must also override getrandbits(): "
-                "without it, its randrange() is decided by floats from random() (not exact past 2**53) and "
-                "its getrandbits() ignores random(); exactdp draws from integer bits only",
-            )
-        return rng
-    if _is_bool(rng):
-        raise ArgumentTypeError("rng", rng, "must be None, an int seed or a random.Random")
-    try:
-        seed = operator.index(rng)
-    except TypeError:
-        raise ArgumentTypeError(
-            "rng", rng, "must be None, an int seed or a random.Random instance"
-        ) from None
-    return random_from_seed(seed)
 
 
 def _listed(output: Any, argument: str) -> list[Any]:

@@ -1,67 +1,22 @@
-r"""Set outputs of the sequence mechanisms: the exact marginal of a top-k sequence mechanism over k-subsets.
+"""Set outputs of the sequence mechanisms: the exact marginal of a top-k sequence mechanism over k-subsets.
 
-A mechanism over top-k sequences (Joint, PNFJoint, Peeling) read as *sets* outputs the
-k-subset ``S`` with probability ``P(S) = sum over the k! orderings σ of S of P(σ)``.  An
-implementation that returns sets (as the canonical-mechanism authors' code does for
-Peeling) is certified against this marginal, never against the sequences.  ``as_sets()``
-on :class:`~exactdp.mechanisms.joint.Joint`, PNFJoint and
-:class:`~exactdp.mechanisms.peeling.Peeling` returns one of the views below: an ordinary
-:class:`~exactdp.core.mechanism.Mechanism` with ``output_kind == "set"``, so every public
-method and the whole oracle (audit, certify, testing) work on it unchanged.
+Paper: Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential Mechanism for
+Differentially Private Top-k* (ICML 2022, arXiv:2201.12333): Joint and PNFJoint
+(Algorithm 1, Appendix D's Algorithm 5, the Lemma 3.7 count restricted to a set) and the
+peeling baselines of Section 4.1 (Algorithms 2 and 3, Lemma 4.1).
 
-**Groups.**  Every one of these mechanisms treats items of equal counts alike (a sequence's
-probability is a function of its count sequence), so two sets with the same *multiset of
-counts* have the same probability (a bijection of items of equal counts maps the orderings
-of one onto the orderings of the other).  The probability groups (``groups()`` and
-``levels()``) are these count multisets: ``Level(counts of S in decreasing order, number of
-k-subsets with that multiset)``, best first, the size ``prod_v C(n_v, m_v)`` (``n_v`` items of
-count ``v``, ``m_v`` of them in ``S``); :meth:`SetMarginal.utility` is that tuple.  They are
-listed only when asked for (``groups()``, ``outputs()``, the oracle), refused past
-:data:`SET_GROUPS_LIMIT`; ``probability``, ``probability_exact``, ``log_probability`` and
-``sample`` never list them.
-
-**Joint and PNFJoint** (Gillenwater, Joseph, Muñoz Medina, Ribero, *A Joint Exponential
-Mechanism for Differentially Private Top-k*, ICML 2022, arXiv:2201.12333, Algorithm 1 and
-Appendix D's Algorithm 5): a sequence's probability is a function of its level ``M``
-(utility ``-M``, ``M = max_r (c_(r) - c[s_r])``).  A sequence has level ``<= M`` iff
-``c[s_r] >= c_(r) - M`` for every round ``r``; the sets
-``A_r(M) = {j in S : c_j >= c_(r) - M}`` grow with ``r`` (the thresholds decrease), so the
-orderings of ``S`` of level ``<= M`` number ``N_S(M) = prod_{r<k} (|A_r(M)| - r)`` (choose
-``s_0`` in ``A_0``, then ``s_1`` in ``A_1`` minus ``s_0``, ...; the Lemma 3.7 count of the
-paper restricted to ``S``).  ``N_S`` changes only at the ``M = c_(r) - c_j`` (``j in S``); a
-sweep over them in increasing order keeps the product exactly (one exact division and one
-multiplication per change: ``O(k^2)`` big-integer steps, never ``k!``), and
-``P(S) = sum_M (N_S(M) - N_S(M^-)) * P(one sequence of level M)``, the latter from the
-mechanism's own rule (exponential mechanism or permute-and-flip).
-
-**Peeling** (the Joint paper's Section 4.1: CDP-Peel, Algorithm 3, and PNF-Peel, Algorithm
-2, Lemma 4.1; every noise of :data:`exactdp.rules.noise.NOISES`): the probability that the
-first ``|T|`` rounds pick the items of ``T`` in some order, ``f(T)``, satisfies
-``f(T) = sum_{x in T} f(T - x) * q(T - x, x)`` with ``q(R, x)`` the round's probability of
-picking ``x`` once the items of ``R`` are removed (a function of the removed *counts*), and
-``P(S) = f(S)``: a dynamic programme over the subsets of ``S`` instead of the ``k!``
-orderings, and over count multiplicity vectors ``t <= m`` (``f`` depends on ``T`` only
-through its counts: ``f(t) = sum_v t_v f(t - e_v) q(t - e_v, v)``), so
-``prod_v (m_v + 1) <= 2^k`` states.  It refuses past :data:`SET_STATES_LIMIT` states.  The
-enumeration of the ``k!`` orderings is its brute-force twin in the tests.  With Gumbel noise
-(the exponential mechanism per round) ``q(t, v) = e_v / W(t)`` is read off the relative
-weights of the counts (``W(t)``: the weight left, a sum of non-negative terms, never
-``W - removed``); with exponential noise each ``q`` is the per-round permute-and-flip value
-on the table of the remaining counts (``O(d)`` per state).
-
-**Certification.**  Every term is a product or sum of non-negative numbers: the
-per-sequence (per-round) probabilities are certified by the rules to ``dps + g`` digits
-(``g = ceil(log10 k) + 3``), widened to arb balls that certainly hold them
-(:func:`~exactdp.core.precision.relative_ball`), combined in arb and certified to
-``10**-dps`` relative error by :func:`~exactdp.core.precision.certify`.  The log is
-``log P`` when ``P <= 1/2`` and ``log1p(-Q)`` otherwise, ``Q = 1 - P`` a sum of
-non-negative terms (no cancellation near ``P = 1``): for Peeling with Gumbel noise the
-probability that the first item outside ``S`` is picked after ``t``, summed over the
-programme's states; otherwise ``sum_g P(group g) (1 - n_g(S)/m_g)`` over the sequence
-mechanism's levels (streamed for Joint and PNFJoint; Peeling with exponential noise lists
-its count sequences, refused past ``PEELING_LEVELS_LIMIT``).  ``probability_exact`` is the same
-sum of the rules' exact values (an exact rational with a rational ``base``).  ``sample``
-draws a sequence exactly and returns its set: exact by construction.
+A sequence mechanism (Joint, PNFJoint, Peeling) read as *sets* outputs ``S`` with
+probability ``P(S) = sum over the k! orderings σ of S of P(σ)``.  Contract: ``as_sets()``
+returns one of the views below, an ordinary :class:`~exactdp.core.mechanism.Mechanism`
+with ``output_kind == "set"``.  Its probability groups are the count multisets of ``S``
+(:meth:`SetMarginal.utility`), listed only when asked for and refused past
+:data:`SET_GROUPS_LIMIT`.  ``P(S)`` never enumerates the ``k!`` orderings: for Joint and
+PNFJoint a sweep of ``N_S(M) = prod_{r<k} (|A_r(M)| - r)`` (``O(k^2)`` big-integer steps),
+for Peeling a dynamic programme over count multiplicity vectors (at most ``2^k`` states,
+refused past :data:`SET_STATES_LIMIT`); every term is non-negative, certified to
+``10**-dps`` (:func:`~exactdp.core.precision.certify`), the log near ``P = 1`` as
+``log1p(-Q)``.  Proofs: docs/set_marginal.md, section "The marginal, step by step
+(set_marginal)".
 
 >>> from fractions import Fraction
 >>> from exactdp import Joint
@@ -87,7 +42,7 @@ import mpmath
 import numpy as np
 from flint import arb
 
-from ..core._lazy import sympy
+from ..core.lazy import sympy
 from ..core.combinatorics import unrank_combination
 from ..core.levels import Level
 from ..core.mechanism import Mechanism
@@ -150,6 +105,10 @@ class SetMarginal(Mechanism):
         return sympy.Add(*[n * seq._group_probability_exact(g) for g, n in self._orderings(key).items()])
 
     # -- the groups: count multisets ------------------------------------------------------------
+    def groups_rule(self) -> None:
+        """None: the groups (count multisets) have a law of their own, not one rule's levels."""
+        return None
+
     def _key(self, output: Sequence[int]) -> tuple:
         return tuple(sorted((self.counts[i] for i in output), reverse=True))
 
@@ -301,7 +260,7 @@ class SetMarginal(Mechanism):
 
 
 class JointSetMarginal(SetMarginal):
-    """Joint or PNFJoint read as k-subsets (module docstring: the orderings of a set per
+    """Joint or PNFJoint read as k-subsets (docs/set_marginal.md: the orderings of a set per
     level by the product formula, the per-sequence probability from the mechanism's rule)."""
 
     def _orderings(self, key: tuple) -> dict[Hashable, int]:
@@ -332,7 +291,7 @@ class JointSetMarginal(SetMarginal):
 
 
 class PeelingSetMarginal(SetMarginal):
-    """Peeling read as k-subsets, for every noise Peeling takes (module docstring: a dynamic
+    """Peeling read as k-subsets, for every noise Peeling takes (docs/set_marginal.md: a dynamic
     programme over the count multiplicity vectors below the set's, each step one round's
     probability from Peeling's per-round rule on the remaining counts)."""
 

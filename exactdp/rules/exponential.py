@@ -27,9 +27,9 @@ import gmpy2
 import mpmath
 from flint import arb, ctx
 
-from ..core._gc import gc_paused
-from ..core._lazy import sympy
-from ..core.levels import LevelTable
+from ..core.gc_pause import gc_paused
+from ..core.lazy import sympy
+from ..core.levels import LevelTableLike
 from ..core.precision import (MAX_PREC, accuracy_bits, balls_to_mpf, certify, certify_many, fixed_nearest,
                               flint_workprec, is_accurate, prec_for_dps, rational_ball)
 from ..core.sampling import WORD_BITS, cdf_bounds, choose_index, initial_prec, inverse_cdf_words, random_words
@@ -79,20 +79,18 @@ class ExponentialMechanism(SelectionRule):
 
     name = "exponential"
 
-    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         return certify(lambda: table.relative_weights()[a] / table.total(), dps, extra_bits=table.extra_bits)
 
-    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``w(u) / Z`` (to ``dps`` certified digits) needs only the exact ``utility``, not
-        its level's index in ``table``: over a lazy level table
-        (:meth:`~exactdp.core.level_blocks.BlockLevelTable.relative_weight_of`) the
-        level's own block is never found (the running sum for ``Z`` stops early on
-        fast-decaying weights), with the very ball of the level's block."""
+    def utility_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
+        """``w(u) / Z`` to ``dps`` certified digits from the exact ``utility`` alone: over a lazy
+        ``table`` (:meth:`~exactdp.core.level_blocks.BlockLevelTable.relative_weight_of`) the level's
+        block is never found, and the ball is the very one of that block."""
         if not getattr(table, "weights_by_utility", False):
             return super().utility_probability(table, utility, dps)
         return certify(lambda: table.relative_weight_of(utility) / table.total(), dps, extra_bits=table.extra_bits)
 
-    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+    def utility_log_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
         """``ln P = -ln(Z / e_u)`` (to ``dps`` certified digits) from the exact ``utility``
         alone (``table`` a lazy level table, as
         :meth:`utility_probability`) when ``P <= 1/2`` is certain at the first working
@@ -108,7 +106,7 @@ class ExponentialMechanism(SelectionRule):
                                extra_bits=table.extra_bits)
         return super().utility_log_probability(table, utility, dps)
 
-    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_log_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         def compute():
             e_a = table.relative_weights()[a]
             others = table.sum_except(a)
@@ -117,12 +115,12 @@ class ExponentialMechanism(SelectionRule):
 
         return certify(compute, dps, extra_bits=table.extra_bits)
 
-    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+    def level_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
         return certify_many(
             lambda: [w / table.total() for w in table.level_weights()], dps, extra_bits=table.extra_bits
         )
 
-    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+    def iter_level_probabilities(self, table: LevelTableLike, dps: int) -> Iterator[mpmath.mpf]:
         """Level probabilities of ``table`` block by block (one block for an in-memory table), each
         certified on its own: ``m_a e_a / Z`` at the working precision of ``dps`` digits
         plus guard bits, and only a level whose ball is not yet accurate is recomputed at
@@ -150,7 +148,7 @@ class ExponentialMechanism(SelectionRule):
     #: :meth:`fixed_log_output`: ``ln Z`` rounded to the nearest ulp, within 3/4 of one
     fixed_log_output_error = 1
 
-    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
+    def fixed_log_output(self, table: LevelTableLike, frac_bits: int, dps: int) -> FixedLogOutput:
         """``ln P_a = lam (u_a - u_0) - ln Z`` for every level of ``table`` at ``F =
         frac_bits`` fractional bits (``dps`` is not needed: no limit on the digits), ``Z``
         the table's certified total of the relative level weights
@@ -168,7 +166,7 @@ class ExponentialMechanism(SelectionRule):
                 return FixedLogOutput(-x)
             prec *= 2
 
-    def log_form(self, table: LevelTable) -> LogForm:
+    def log_form(self, table: LevelTableLike) -> LogForm:
         """The :class:`LogForm` of ``table`` at flint's current precision: the tail is one
         :func:`decaying_sum` over the levels after the best, which stops as soon as the
         levels left cannot matter (a few levels for heavy-tailed counts).  A table that
@@ -192,7 +190,7 @@ class ExponentialMechanism(SelectionRule):
             total = _TOTALS[table] = sum(table.multiplicities)
         return LogForm(lam, table.scale.lam, u0, m0, decaying_sum(lam, u0, levels[1:], total - m0) / m0)
 
-    def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+    def output_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
         """The certified probability of one output of every level of ``table`` (relative error at most
         ``10**-dps``, as :meth:`output_probability` level by level) in one batched pass:
         one :meth:`log_form`, then per level one product and one ``exp``:
@@ -211,7 +209,7 @@ class ExponentialMechanism(SelectionRule):
 
         return certify_many(compute, dps, extra_bits=guard + 8)
 
-    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
+    def output_probability_exact(self, table: LevelTableLike, a: int) -> sympy.Expr:
         exact = _exact_rational_em(table, a)
         if exact is not None:
             return exact
@@ -226,10 +224,10 @@ class ExponentialMechanism(SelectionRule):
         z = sympy.Add(*terms)
         return table.scale.symbolic_weight(table.utilities[a] - u0) / z
 
-    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
+    def sample_level(self, table: LevelTableLike, rng: random.Random) -> int:
         return choose_index(lambda prec: table.cumulative(), table.sampling_size(), rng, prec=table.sampling_prec)
 
-    def sample_levels(self, table: LevelTable, rng: random.Random, n: int) -> list[int]:
+    def sample_levels(self, table: LevelTableLike, rng: random.Random, n: int) -> list[int]:
         """``n`` inverse-CDF draws of a level index of ``table`` at once: ``n`` 64-bit words of ``rng`` (one
         ``getrandbits(64 * n)``) against exact integer bounds of ``2**64 C_a / Z``, built once
         per table (:func:`exactdp.core.sampling.cdf_bounds`); the rare undecided word goes on
@@ -282,7 +280,7 @@ def _ball(x: Any) -> arb:
     return arb(x) if type(x) is int else rational_ball(x)
 
 
-def _refine_level(table: LevelTable, a: int, dps: int, prec: int) -> mpmath.mpf:
+def _refine_level(table: LevelTableLike, a: int, dps: int, prec: int) -> mpmath.mpf:
     """Level ``a``'s probability at doubled precisions from ``prec`` until accurate."""
     while prec <= MAX_PREC:
         with flint_workprec(prec):
@@ -296,13 +294,13 @@ def _refine_level(table: LevelTable, a: int, dps: int, prec: int) -> mpmath.mpf:
 _REL_ACCURACY = methodcaller("rel_accuracy_bits")
 
 #: The total multiplicity of a table's levels (kept while the table lives).
-_TOTALS: "weakref.WeakKeyDictionary[LevelTable, int]" = weakref.WeakKeyDictionary()
+_TOTALS: "weakref.WeakKeyDictionary[LevelTableLike, int]" = weakref.WeakKeyDictionary()
 
 #: Integer bounds of the level CDF per table (kept while the table lives).
-_BOUNDS: "weakref.WeakKeyDictionary[LevelTable, tuple]" = weakref.WeakKeyDictionary()
+_BOUNDS: "weakref.WeakKeyDictionary[LevelTableLike, tuple]" = weakref.WeakKeyDictionary()
 
 
-def _word_bounds(table: LevelTable) -> tuple:
+def _word_bounds(table: LevelTableLike) -> tuple:
     """``cdf_bounds`` of the table's cumulative weights at the first precision of a draw."""
     bounds = _BOUNDS.get(table)
     if bounds is None:
@@ -312,7 +310,7 @@ def _word_bounds(table: LevelTable) -> tuple:
     return bounds
 
 
-def _exact_rational_em(table: LevelTable, a: int) -> sympy.Rational | None:
+def _exact_rational_em(table: LevelTableLike, a: int) -> sympy.Rational | None:
     """Exact rational EM probability when the base is rational and utilities differ by
     integers: ``p^{E_a} q^{E_max - E_a} / sum_b m_b p^{E_b} q^{E_max - E_b}`` with
     ``base = p/q`` and ``E_b = u_0 - u_b``.  ``None`` when not applicable."""

@@ -1,93 +1,24 @@
 r"""Permute-and-flip over utility levels: exact, certified and sampled.
 
 Permute-and-flip (McKenna & Sheldon, "Permute-and-Flip: A new mechanism for differentially
-private selection", NeurIPS 2020, arXiv:2010.12603) visits the outputs in a uniformly random
-order and accepts output ``o`` with probability ``p_o = w(u(o)) / w(u_max)``; it is identical
-in distribution to report-noisy-max with ``Exponential(rate = lam)`` noise (Ding et al.,
-arXiv:2105.07260; Gillenwater et al., "A Joint Exponential Mechanism for Differentially
-Private Top-k", ICML 2022, arXiv:2201.12333, Appendix D, Algorithms 4 and 5), where ``w(u) = exp(lam * u)`` (``lam = epsilon/divisor``, or
-``-ln(base)``; see :class:`~exactdp.core.scale.Scale`).  Over a :class:`~exactdp.core.levels.LevelTable`
-with levels ``(u_a, m_a)`` (best first) and ``p_a = w(u_a)/w(u_0)`` (so ``p_0 = 1``):
+private selection", NeurIPS 2020, arXiv:2010.12603) is report-noisy-max with
+``Exponential(rate = lam)`` noise (Ding et al., arXiv:2105.07260; Gillenwater et al., "A Joint
+Exponential Mechanism for Differentially Private Top-k", ICML 2022, arXiv:2201.12333, Appendix D,
+Algorithms 4 and 5).  Over a :class:`~exactdp.core.levels.LevelTable` with levels ``(u_a, m_a)``
+(best first) and ``p_a = w(u_a)/w(u_0)``, one output of level ``a`` has probability
+``p_a int_0^1 F(t)/(1 - t p_a) dt`` with ``F(t) = prod_b (1 - t p_b)^{m_b}`` (docs/definitions.md §2.2).
 
-.. math::
-
-    P(\text{one output of level } a) = p_a \int_0^1 (1 - t p_a)^{m_a - 1}
-        \prod_{b \ne a} (1 - t p_b)^{m_b}\, dt
-        = p_a \int_0^1 \frac{F(t)}{1 - t p_a}\, dt,\qquad
-    F(t) = \prod_b (1 - t p_b)^{m_b}
-
-(docs/definitions.md §2.2).  Why: with ``t = exp(-lam (v - u_max))`` the probability that output
-``o``'s noisy value is the largest is ``int p_o prod_{o' != o} P(u_o' + X < v)``; the
-density of ``u_o + X`` at ``v`` becomes ``p_o dt`` and ``P(u_o' + X < v) = 1 - t p_o'``.
-
-**Small supports: exact polynomial integration (``method="poly"``).**  ``F/(1 - t p_a)`` is a
-polynomial of degree ``support - 1``; up to :data:`PNF_POLY_SUPPORT_LIMIT` outputs
-``method="auto"`` expands it as an ``arb_poly`` product and integrates it term by term: no
-truncation at all, only rounding inside the balls, and guard bits for the (bounded)
-cancellation; see :func:`exactdp.rules.quadrature.poly_integrals`.  Its cost grows like
-one multiplication with ``dps`` (measured: 12 outputs, 0.09 s at 20,000 digits, where the quadrature below needed
-minutes), so it is the route at high precision.  The quadrature route below needs a
-number of nodes that grows with ``dps``; it serves larger supports up to
-:data:`PNF_QUADRATURE_MAX_DPS` digits (:class:`PrecisionError` naming the limit beyond).
-
-**Planning never overflows.**  Every float used to plan (number of moments, nodes,
-working precision of the sampler) comes from exact logs of the integers involved
-(``math.log`` of a big int, a midpoint's mantissa and exponent) and is clamped, so
-``epsilon`` from ``10**-400`` to ``10**400``, a ``base`` of ``10**-400`` and gaps of
-``10**400`` plan like any other input; floats never enter a certified value.  An
-astronomically small ``p_a`` (``|ln p_a|`` beyond ``2**prec``) is recomputed with
-``log2 |ln p_a|`` extra bits for the final product ``P_a = p_a I_a`` only
-(``PnfLevels._accurate`` in :mod:`exactdp.rules.pnf_levels`), so it does not drive the
-quadrature to that precision.
-
-**Certified numbers.**  Both routes are in :mod:`exactdp.rules.quadrature` (method, error
-bounds and references there): the polynomial route for small supports, and for larger ones
-a moment expansion of ``I_a`` over moments of ``F`` shared by all levels (levels where it
-converges slowly are integrated directly), each integral by rigorous composite
-Gauss-Legendre quadrature in ``s = sigma t`` with the Bernstein-ellipse error bound, ``F``
-evaluated through power sums with an explicit remainder bound.  The quadrature route reads
-the levels block by block (:mod:`exactdp.rules.quadrature_stream`: one pass for the values
-all levels share, then each level from them; :mod:`exactdp.rules.pnf_levels` over a level
-table), so a :class:`~exactdp.core.level_blocks.BlockLevelTable` of tens of millions of
-levels is never held at once.  Each value is certified (the precision raised until each
-ball has relative radius ``<= 10**-dps``): the returned value has relative error
-``<= 10**-dps``.  Level probabilities ``m_a p_a I_a`` sum to 1 up to ``10**-dps`` (each is
-certified separately).  Measured: ``10**4`` levels with
-multiplicities around ``10**400`` to 30 digits in well under a second (benchmarks).
-
-**Lazy tables: the tail bound.**  One output's probability is at most its relative weight:
-``P_b = p_b I_b <= p_b``, since the integrand of ``I_b = int_0^1 F(t)/(1 - t p_b) dt`` is a
-product of factors ``1 - t p_c`` in ``[0, 1]``.  So the levels after a block carry at most
-``sum m_b p_b <= remaining_after(b) * e_last`` of the mass (``e_top = 1``), the bound a
-:class:`~exactdp.core.level_blocks.BlockLevelTable`'s running sum stops on.  The shared values
-read only the blocks that sum read (the rest enters the power sums as ``[0, T]``); a draw
-forms the running sums of ``m_a P_a`` block by block only up to its uniform (one past them
-reads the next block); :meth:`PermuteAndFlip.utility_probability` gives a level not read its
-value from its utility; ``log`` complements add ``[0, T]`` for the levels not read.
-
-**Exact values.**  With a rational base and integral utility gaps every ``p_b`` is
-rational: ``P_a = r_a int_0^1 H(t)/(q_a - r_a t) dt / prod_b q_b^{m_b}`` with
-``p_b = r_b/q_b`` and ``H = prod_b (q_b - r_b t)^{m_b}`` an integer polynomial of degree
-``support`` (flint ``fmpz_poly`` product tree, exact division, exact integration): a sympy
-Rational, for supports up to :data:`PNF_EXACT_SUPPORT_LIMIT` and intermediate coefficients
-up to :data:`PNF_EXACT_BITS_LIMIT` bits.  With ``epsilon`` the same polynomial in
-``z = exp(-lam/D)`` gives a sympy sum of exponentials for supports up to
-:data:`PNF_SYMBOLIC_SUPPORT_LIMIT`.  Beyond the limits: :class:`NoClosedFormError`.
-
-**Sampling.**  By default (``sampler="cdf"``) the level is drawn from the certified level
-distribution itself: :func:`exactdp.core.sampling.choose_index` over cumulative enclosures of
-the level probabilities ``m_a P_a`` at the precision it asks for
-(:class:`~exactdp.rules.pnf_levels.PnfCumulative`: the running sum at each block's end,
-formed only as far as the draw needs; the last sum is exactly 1), so a draw after the first
-costs a bisection over the block ends and one block.  It is exact because the enclosures are rigorous at every precision and
-the uniform is refined lazily until it certainly falls between two enclosed boundaries.
-``sampler="algorithm5"`` keeps Algorithm 5 of the Joint paper (Appendix D):
-``v_a = u_a + MaxExpo(lam, m_a)`` per level and the argmax, decided exactly, ``O(L)`` per
-draw and every level held at once (refused past a block table's memory budget); both are
-tested equal in distribution.  See :meth:`PermuteAndFlip.sample_level`.
+Contract of :class:`PermuteAndFlip`: values certified to relative error ``<= 10**-dps`` (exact
+polynomial integration up to :data:`PNF_POLY_SUPPORT_LIMIT` outputs, else rigorous quadrature,
+:mod:`exactdp.rules.quadrature`, up to :data:`PNF_QUADRATURE_MAX_DPS` digits, then
+:class:`PrecisionError`); sympy values for a rational base up to :data:`PNF_EXACT_SUPPORT_LIMIT`
+outputs, else :class:`NoClosedFormError`; exact samples (``sampler="cdf"`` or ``"algorithm5"``).
+A block table is read only as far as the tail bound ``P_b <= p_b`` needs.  Derivations (the
+integral, planning without overflow, the tail bound, exact values, sampling):
+docs/precision.md, section "The permute-and-flip rule over levels".
 
 >>> from fractions import Fraction
->>> from exactdp.core.levels import Level
+>>> from exactdp.core.levels import Level, LevelTable
 >>> from exactdp.core.scale import Scale
 >>> t = LevelTable([Level(0, 1), Level(-1, 2)], Scale(base=Fraction(1, 2)))
 >>> pnf = PermuteAndFlip()
@@ -110,9 +41,9 @@ from typing import Any, Callable, Iterator, Optional
 import mpmath
 from flint import arb, ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
-from ..core._lazy import sympy
-from ..core.levels import LevelTable
-from ..core._gc import gc_paused
+from ..core.lazy import sympy
+from ..core.levels import LevelTableLike
+from ..core.gc_pause import gc_paused
 from ..core.precision import (MAX_PREC, PRECISION_LOCK, accuracy_bits, balls_to_mpf, certify, flint_workprec,
                               is_accurate, prec_for_dps)
 from ..core.sampling import choose_index
@@ -174,23 +105,23 @@ class _OnTheTable:
     def __init__(self, attribute: str):
         self.attribute = attribute
 
-    def get(self, table: LevelTable, default: Any = None) -> Any:
+    def get(self, table: LevelTableLike, default: Any = None) -> Any:
         return vars(table).get(self.attribute, default)
 
-    def __getitem__(self, table: LevelTable) -> Any:
+    def __getitem__(self, table: LevelTableLike) -> Any:
         return vars(table)[self.attribute]
 
-    def __setitem__(self, table: LevelTable, value: Any) -> None:
+    def __setitem__(self, table: LevelTableLike, value: Any) -> None:
         vars(table)[self.attribute] = value
 
-    def pop(self, table: LevelTable, *default: Any) -> Any:
+    def pop(self, table: LevelTableLike, *default: Any) -> Any:
         return vars(table).pop(self.attribute, *default)
 
 
 _state_cache = _OnTheTable("_pnf_levels_kept")
 
 
-def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], list[arb]]:
+def pnf_enclosures(table: LevelTableLike, method: str = "auto") -> tuple[list[arb], list[arb]]:
     """Enclosures ``(P_a, m_a P_a)`` for every level of ``table`` at flint's current precision, as lists
     (:class:`~exactdp.rules.pnf_levels.PnfLevels` block by block).
 
@@ -212,7 +143,7 @@ def pnf_enclosures(table: LevelTable, method: str = "auto") -> tuple[list[arb], 
 # ---------------------------------------------------------------------------------------
 # exact values
 # ---------------------------------------------------------------------------------------
-_exact_cache: "weakref.WeakKeyDictionary[LevelTable, tuple]" = weakref.WeakKeyDictionary()
+_exact_cache: "weakref.WeakKeyDictionary[LevelTableLike, tuple]" = weakref.WeakKeyDictionary()
 _EXACT_CACHE_BITS = 1 << 26  # products larger than this (8 MB) are recomputed, not kept
 
 
@@ -222,7 +153,7 @@ def _product_tree(polys: list) -> object:
     return polys[0]
 
 
-def _exact_rational(table: LevelTable, a: int, support: int) -> sympy.Rational:
+def _exact_rational(table: LevelTableLike, a: int, support: int) -> sympy.Rational:
     base = table.scale.base
     P, Q = base.numerator, base.denominator
     u0 = table.utilities[0]
@@ -261,7 +192,7 @@ def _exact_rational(table: LevelTable, a: int, support: int) -> sympy.Rational:
     return sympy.Rational(num, int(integral.q) * int(den))
 
 
-def _exact_symbolic(table: LevelTable, a: int, support: int) -> sympy.Expr:
+def _exact_symbolic(table: LevelTableLike, a: int, support: int) -> sympy.Expr:
     if support > PNF_SYMBOLIC_SUPPORT_LIMIT:
         raise NoClosedFormError(
             None, None,
@@ -311,8 +242,8 @@ class PermuteAndFlip(SelectionRule):
 
     ``method="auto"`` (default), ``"poly"``, ``"direct"`` or ``"acb"`` (cross-checks: every
     level by its own quadrature, ours or Arb's ``acb.integral``; see
-    :func:`pnf_enclosures`).  Numeric values: see the module docstring for the method and
-    the rigorous error bound; every returned value has relative error ``<= 10**-dps``.
+    :func:`pnf_enclosures`).  Numeric values: the method and its rigorous error bounds in
+    docs/precision.md, "Certified integrals: method and error bounds"; every returned value has relative error ``<= 10**-dps``.
     ``sampler="cdf"`` (default) draws a level from the certified level probabilities,
     ``sampler="algorithm5"`` by the Joint paper's Algorithm 5 (the same distribution; see
     :meth:`sample_level`).
@@ -339,7 +270,7 @@ class PermuteAndFlip(SelectionRule):
         return f"PermuteAndFlip({', '.join(args)})"
 
     # -- certified numbers -------------------------------------------------------------
-    def _levels(self, table: LevelTable, prec: int, at_least: bool = False) -> PnfLevels:
+    def _levels(self, table: LevelTableLike, prec: int, at_least: bool = False) -> PnfLevels:
         """The :class:`~exactdp.rules.pnf_levels.PnfLevels` of ``table`` at ``prec`` bits
         (``at_least``: or a kept one of higher precision), computed once and kept (the
         newest :data:`PNF_SAMPLER_PRECISIONS` + 1 per table and method)."""
@@ -359,12 +290,11 @@ class PermuteAndFlip(SelectionRule):
                 kept.popitem(last=False)  # the least recently used
             return levels
 
-    def pnf_form(self, table: LevelTable) -> Optional[PnfForm]:
+    def pnf_form(self, table: LevelTableLike) -> Optional[PnfForm]:
         """The :class:`~exactdp.rules.pnf_levels.PnfForm` of ``table`` at flint's current
         precision (every level's ``ln P_a`` from the shared values, the levels past a head
-        in one closed form), or None where it does not apply (``method``
-        other than ``"auto"``, the polynomial route, a single output): what the oracle's
-        per-delta pair audits of two permute-and-flip mechanisms use."""
+        in one closed form), or None where it does not apply (``method`` other than
+        ``"auto"``, the polynomial route, a single output)."""
         if self.method != "auto" or single_output(table):
             return None
         return self._levels(table, ctx.prec).form()
@@ -372,42 +302,18 @@ class PermuteAndFlip(SelectionRule):
     #: :meth:`fixed_log_output`: 3/4 ulp of rounding plus 1/4 of the expansion's remainder
     fixed_log_output_error = 1
 
-    def fixed_log_output(self, table: LevelTable, frac_bits: int, dps: int) -> FixedLogOutput:
-        r"""Every level's ``ln P_a`` (one output) of ``table`` at ``F = frac_bits`` fractional
-        bits within one ulp (``dps``: the digits the caller certifies, at most
-        :data:`PNF_QUADRATURE_MAX_DPS` on the quadrature route): a head of levels one by one, then ``ln P_a - lam (u_a - u_0)`` as one
-        offset (:class:`~exactdp.core.selection.FixedLogOutput`), from the shared values of
-        one :class:`~exactdp.rules.pnf_levels.PnfLevels` (the quadrature route: the blocks
-        the table's running sum reads; the polynomial route: every level of a small table).
+    def fixed_log_output(self, table: LevelTableLike, frac_bits: int, dps: int) -> FixedLogOutput:
+        r"""Every level's ``ln P_a`` (one output) of ``table`` at ``F = frac_bits`` fractional bits
+        within one ulp (``dps``: the digits the caller certifies, at most
+        :data:`PNF_QUADRATURE_MAX_DPS` on the quadrature route): a head of levels one by one, then
+        ``ln P_a - lam (u_a - u_0)`` as one offset (:class:`~exactdp.core.selection.FixedLogOutput`),
+        from the shared values of one fresh :class:`~exactdp.rules.pnf_levels.PnfLevels`, so a
+        later sample reads ``rng`` exactly as it would without this call.
 
-        *Proof.*  ``P_a = p_a I_a`` with ``p_a = e^(lam (u_a - u_0))`` exactly, so
-        ``ln P_a - lam (u_a - u_0) = ln I_a``.  By the moment expansion with no term
-        (:mod:`exactdp.rules.quadrature`, item 1, ``N = 0``), ``I_a = nu_0 + R_a`` with
-        ``nu_0 = int_0^1 F(t) dt`` and ``0 <= R_a <= p_a B(p_a)``, ``B = min(B_1, B_2)``
-        increasing in ``p``.  The head ends at the first level ``h`` whose rigorous bound
-        ``rho = p_h B(p_h) / nu_0`` satisfies ``2**(F+2) rho <= 1`` (a ball test; the
-        planning floats only say where to start looking).  Every later level has ``p_a <=
-        p_h``, so ``0 <= ln I_a - ln nu_0 = ln(1 + R_a / nu_0) <= rho <= 2**-F / 4``; the
-        offset is the integer nearest to ``2**F`` times the midpoint of an enclosure of
-        ``ln nu_0`` of radius below a quarter ulp (:func:`~exactdp.core.precision.fixed_nearest`),
-        so within ``3/4`` ulp of ``2**F ln nu_0`` and within ``3/4 + 1/4 = 1`` ulp of ``2**F
-        ln I_a``.  Each head level's entry is the integer nearest to ``2**F`` times the
-        midpoint of an enclosure of ``ln P_a`` (the log of the certified ball of
-        :meth:`~exactdp.rules.pnf_levels.PnfLevels.value`) of radius below a quarter ulp:
-        within ``3/4`` ulp; they are computed when the caller asks for them
-        (``entries(start, stop)``), so no list of the head is held.  Balls too wide for
-        either test, or a head running long past the planned one, are computed again at
-        twice the working precision (starting at ``F + 32`` bits plus the table's guard
-        bits): a rigorous result at every precision, only the time depends on it.  A
-        one-output table has ``P = 1``, entry 0.  The head is the levels whose weight
-        ``p_a`` is within about ``2**-prec`` of the total ``S = sum m_b p_b``: a few
-        hundred levels for epsilon about 1 at the papers' scale, every level when
-        ``epsilon`` is so small that every weight is near 1 (each head level costs one
-        integral, tens of microseconds).
-
-        The values are built outside the rule's kept states (a fresh
-        :class:`~exactdp.rules.pnf_levels.PnfLevels`), so a later sample reads ``rng``
-        exactly as it would without this call."""
+        *Bound*: past the head ``0 <= ln I_a - ln nu_0 <= 2**-F / 4``, and the offset is nearest to
+        ``2**F`` times an enclosure of ``ln nu_0`` within a quarter ulp: ``3/4 + 1/4 = 1`` ulp.
+        Proof and the head's length: docs/precision.md, "Levels in fixed point: the head and the
+        offset"."""
         self._check_dps(table, dps)
         guard = getattr(table, "bound_extra_bits", None) or table.extra_bits
         prec = frac_bits + 32 + guard
@@ -421,12 +327,12 @@ class PermuteAndFlip(SelectionRule):
                 return got
             prec *= 2
 
-    def _enclosures(self, table: LevelTable) -> tuple[list[arb], list[arb]]:
+    def _enclosures(self, table: LevelTableLike) -> tuple[list[arb], list[arb]]:
         """Every level's ``(P_a, m_a P_a)`` at flint's precision, as lists (refused past a
         block table's memory budget: the streamed methods never need them)."""
         return table._cached(f"pnf-{self.method}", lambda: pnf_enclosures(table, self.method))
 
-    def _check_dps(self, table: LevelTable, dps: int) -> None:
+    def _check_dps(self, table: LevelTableLike, dps: int) -> None:
         """:class:`PrecisionError` when the quadrature route would be asked for more than
         :data:`PNF_QUADRATURE_MAX_DPS` digits (its cost grows steeply with ``dps``)."""
         if dps <= PNF_QUADRATURE_MAX_DPS or single_output(table):
@@ -441,24 +347,22 @@ class PermuteAndFlip(SelectionRule):
             f"exactdp.rules.permute_and_flip.PNF_QUADRATURE_MAX_DPS higher to allow slower runs)",
         )
 
-    def output_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         """``P_a``, the probability of one output of level ``a`` of ``table`` to ``dps``
         certified digits, from the shared values alone (one level: no other level's value)."""
         self._check_dps(table, dps)
         return certify(lambda: self._levels(table, ctx.prec).value(a)[0], dps, extra_bits=table.extra_bits)
 
-    def utility_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
-        """``P_a`` (to ``dps`` certified digits) of the level of ``table`` with the exact
-        ``utility``: over a lazy table whose shared values
-        stopped early, a level past the blocks they read is never found
-        (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by
-        its index)."""
+    def utility_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
+        """``P_a`` to ``dps`` certified digits of the level of ``table`` with the exact ``utility``;
+        a level past the blocks a lazy table read is never found
+        (:meth:`~exactdp.rules.pnf_levels.PnfLevels.utility_value`: the same ball as by index)."""
         if not getattr(table, "weights_by_utility", False):
             return super().utility_probability(table, utility, dps)
         self._check_dps(table, dps)
         return certify(lambda: self._levels(table, ctx.prec).utility_value(utility), dps, extra_bits=table.extra_bits)
 
-    def utility_log_probability(self, table: LevelTable, utility: Any, dps: int) -> mpmath.mpf:
+    def utility_log_probability(self, table: LevelTableLike, utility: Any, dps: int) -> mpmath.mpf:
         """``ln P_a`` (to ``dps`` certified digits) of the level of ``table`` with the exact
         ``utility``, from :meth:`utility_probability`'s ball when ``P_a <= 1/2`` is certain
         at the first working precision (no digit lost in the log), else the level's own
@@ -473,7 +377,7 @@ class PermuteAndFlip(SelectionRule):
                                extra_bits=table.extra_bits)
         return super().utility_log_probability(table, utility, dps)
 
-    def output_log_probability(self, table: LevelTable, a: int, dps: int) -> mpmath.mpf:
+    def output_log_probability(self, table: LevelTableLike, a: int, dps: int) -> mpmath.mpf:
         """``log P_a`` of one output of level ``a`` of ``table``, to ``dps`` certified digits;
         near 1 computed as ``log1p(-Q_a)`` with the complement
         ``Q_a = (m_a - 1) P_a + sum_{b != a} m_b P_b`` (a sum of positive enclosures, formed
@@ -503,11 +407,11 @@ class PermuteAndFlip(SelectionRule):
 
         return certify(compute, dps, extra_bits=table.extra_bits)
 
-    def level_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
+    def level_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
         """:meth:`iter_level_probabilities` of ``table`` (to ``dps`` certified digits) as a list."""
         return list(self.iter_level_probabilities(table, dps))
 
-    def iter_level_probabilities(self, table: LevelTable, dps: int) -> Iterator[mpmath.mpf]:
+    def iter_level_probabilities(self, table: LevelTableLike, dps: int) -> Iterator[mpmath.mpf]:
         """Level probabilities of ``table`` block by block, each certified on its own: the shared values
         at the working precision of ``dps`` digits plus guard bits (one pass over the
         levels), then each block's ``m_a P_a``; only a level whose ball is not yet accurate
@@ -520,17 +424,13 @@ class PermuteAndFlip(SelectionRule):
 
         yield from self._block_values(table, dps, 1, late)
 
-    def output_probabilities(self, table: LevelTable, dps: int) -> list[mpmath.mpf]:
-        """The certified probability (to ``dps`` digits) of one output of every level of
-        ``table``, best first: the values
-        of :meth:`output_probability` level by level (the same ``mpf``), in one pass over
-        the blocks.  Each block's ``P_a`` comes from the shared values at the first working
-        precision :meth:`output_probability` tries; a level whose ball is not yet accurate
-        is handed to :meth:`output_probability` itself.  What the oracle's group
-        probabilities (pair audits) use instead of one certification per level."""
+    def output_probabilities(self, table: LevelTableLike, dps: int) -> list[mpmath.mpf]:
+        """The values of :meth:`output_probability` (the same ``mpf``, ``dps`` certified digits)
+        for every level of ``table``, best first, in one pass over the blocks at its first
+        working precision; a level not yet accurate there is handed to it."""
         return list(self._block_values(table, dps, 0, lambda a: self.output_probability(table, a, dps)))
 
-    def _block_values(self, table: LevelTable, dps: int, which: int,
+    def _block_values(self, table: LevelTableLike, dps: int, which: int,
                       late: Callable[[int], mpmath.mpf]) -> Iterator[mpmath.mpf]:
         """Every level's ``P_a`` (``which=0``) or ``m_a P_a`` (``which=1``), best first, block
         by block from the shared values at the working precision of ``dps`` digits plus
@@ -553,7 +453,7 @@ class PermuteAndFlip(SelectionRule):
             yield from values
 
     # -- exact --------------------------------------------------------------------------
-    def output_probability_exact(self, table: LevelTable, a: int) -> sympy.Expr:
+    def output_probability_exact(self, table: LevelTableLike, a: int) -> sympy.Expr:
         """The exact probability of one output of level ``a`` of ``table``: an exact
         rational (rational base, integral gaps) or a sympy sum of exponentials
         (tiny supports); ``1/support`` for a single level (all weights 1) at any support;
@@ -568,24 +468,13 @@ class PermuteAndFlip(SelectionRule):
         return _exact_symbolic(table, a, support)
 
     # -- sampling -----------------------------------------------------------------------
-    def sample_level(self, table: LevelTable, rng: random.Random) -> int:
-        """An exact draw of a level index of ``table`` with the integer randomness of
-        ``rng``, by the rule's ``sampler``.
-
-        ``"cdf"``: :func:`~exactdp.core.sampling.choose_index` over the cumulative sums of
-        the certified level probabilities ``m_a P_a`` (:meth:`level_probabilities`'
-        enclosures).  ``choose_index`` returns ``a`` only once the lazily refined uniform,
-        scaled by the enclosed total, certainly lies between the enclosures of ``C_{a-1}``
-        and ``C_a``, so the draw has exactly the law ``P(a) = m_a P_a`` (the enclosures
-        contain the true values at every precision; only the number of refinements
-        depends on their width).  The enclosures of each precision it asks for are
-        computed once per precision and kept (:class:`~exactdp.rules.pnf_levels.PnfCumulative`:
-        the running sums at block ends, formed only as far as a draw needs, and the last
-        block or two read; the last sum is exactly 1), so repeated draws cost a bisection
-        over the block ends and one block; the first draw at a table's sampling precision
-        reuses the shared values of :meth:`iter_level_probabilities` at 30 digits.  ``"algorithm5"``:
-        :meth:`sample_level_algorithm5`.  Integer randomness only (``rng.getrandbits``).
-        """
+    def sample_level(self, table: LevelTableLike, rng: random.Random) -> int:
+        """An exact draw of a level index of ``table`` with the integer randomness of ``rng``, by
+        the rule's ``sampler``: ``"cdf"``, :func:`~exactdp.core.sampling.choose_index` over
+        enclosures of the cumulative sums of ``m_a P_a``
+        (:class:`~exactdp.rules.pnf_levels.PnfCumulative`), exact at every precision;
+        ``"algorithm5"``, :meth:`sample_level_algorithm5`.  Cost: docs/precision.md, "Drawing a
+        level"."""
         if self.sampler == "algorithm5":
             return self.sample_level_algorithm5(table, rng)
         size = table.sampling_size()  # (a lazy table: its bound on the number of levels)
@@ -594,7 +483,7 @@ class PermuteAndFlip(SelectionRule):
         return choose_index(lambda prec: self._levels(table, prec, at_least=True).cumulative(), size, rng,
                             prec=table.sampling_prec)
 
-    def sample_level_algorithm5(self, table: LevelTable, rng: random.Random,
+    def sample_level_algorithm5(self, table: LevelTableLike, rng: random.Random,
                                 trace: Optional[list] = None) -> int:
         r"""Algorithm 5 of the Joint paper (Appendix D), decided exactly: a level index of
         ``table`` drawn with ``rng``.

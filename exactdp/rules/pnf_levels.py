@@ -39,13 +39,13 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 from flint import arb, ctx, fmpq
 
-from ..core.levels import LevelTable
+from ..core.levels import LevelTableLike
 from ..core.precision import MAX_PREC, fixed_nearest, flint_workprec, rational_ball
 from ..core.sampling import first_not_below
 from ..core.scale import Scale
 from ..core.selection import FixedLogOutput
 from ..errors import InvalidParameterError, PrecisionError
-from .quadrature import LN2, LN_CLAMP, _tail_factor, ln_int, poly_integrals
+from .quadrature import LN2, LN_CLAMP, ln_int, poly_integrals, tail_factor
 from .quadrature_stream import StreamedQuadrature
 
 __all__ = ["PnfLevels", "PnfCumulative", "PnfForm", "PNF_FORM_MAX_HEAD", "single_output", "PNF_POLY_SUPPORT_LIMIT", "PNF_POLY_WORK_LIMIT", "PNF_POLY_MIN_PREC",
@@ -146,7 +146,7 @@ def _ln_gap(lam_log: float, gap: Any) -> float:
     return lam_log + _ln_rational(Fraction(gap))
 
 
-def ln_magnitudes(table: LevelTable) -> list[float]:
+def ln_magnitudes(table: LevelTableLike) -> list[float]:
     """``ln |ln p_a| = ln(lam (u_0 - u_a))`` per level of ``table`` (``-inf`` for ``a = 0``), from exact
     logs of the integers involved: finite for every valid input (planning only)."""
     lam_log = ln_lam(table.scale)
@@ -187,7 +187,7 @@ def _np() -> Any:
     return numpy
 
 
-def use_poly(table: LevelTable, prec: int) -> bool:
+def use_poly(table: LevelTableLike, prec: int) -> bool:
     """Whether ``method="auto"`` takes the polynomial route for ``table`` at working precision ``prec``
     (reads at most ``PNF_POLY_SUPPORT_LIMIT + 1`` levels, none past the first block when
     the table knows its number of outputs)."""
@@ -203,7 +203,7 @@ def use_poly(table: LevelTable, prec: int) -> bool:
     return work <= PNF_POLY_WORK_LIMIT or (prec >= PNF_POLY_MIN_PREC and work <= PNF_POLY_WORK_LIMIT_HIGH_PREC)
 
 
-def single_output(table: LevelTable) -> bool:
+def single_output(table: LevelTableLike) -> bool:
     """Whether ``table`` has one output (one level of multiplicity 1); a lazy table finds
     at most its second block."""
     return table.sampling_size() == 1 and table.multiplicities[0] == 1
@@ -213,7 +213,7 @@ class PnfLevels:
     """Permute-and-flip's values over ``table`` at flint's current precision (module
     docstring); ``method`` as :class:`~exactdp.rules.permute_and_flip.PermuteAndFlip`'s."""
 
-    def __init__(self, table: LevelTable, method: str):
+    def __init__(self, table: LevelTableLike, method: str):
         self.table, self.method, self.prec = table, method, ctx.prec
         self._found: list[tuple[int, int]] = []  # the block ranges found so far, in order
         self._all = False  # whether _found holds every block
@@ -373,7 +373,7 @@ class PnfLevels:
             rho = factor = arb(0)
             if u_head is not None:
                 p_h = (lam * rational_ball(u_head - self._u0)).exp()
-                factor = _tail_factor(p_h, 0, quad.S, quad.fact)
+                factor = tail_factor(p_h, 0, quad.S, quad.fact)
                 if factor is None:
                     return None
                 rho = (p_h * factor / nu0.lower()).upper()
@@ -417,7 +417,7 @@ class PnfLevels:
                     except IndexError:  # every level in the head
                         break
                     p_h = (lam * rational_ball(u - self._u0)).exp()
-                    factor = _tail_factor(p_h, 0, quad.S, quad.fact)
+                    factor = tail_factor(p_h, 0, quad.S, quad.fact)
                     if factor is not None and (p_h * factor / nu0.lower()) * arb(2) ** (F + 2) <= 1:
                         x = fixed_nearest(nu0.log(), F)
                         if x is None:

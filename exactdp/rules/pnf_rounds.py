@@ -1,61 +1,23 @@
 r"""Permute-and-flip's one-output probabilities round after round over a shrinking multiset, each round's polynomial from the next one's.
 
-Peeling with exponential noise (permute-and-flip per round, McKenna & Sheldon 2020,
-arXiv:2010.12603; the Joint paper's PNF-Peel, Gillenwater et al., ICML 2022,
-arXiv:2201.12333, Section 4.1.1, Algorithm 2) picks, in round ``r``, the item of count ``v_r`` among the
-remaining multiset ``R_r`` of counts with probability (docs/definitions.md §2.2, every item
-its own output)
+Peeling with exponential noise (permute-and-flip per round, McKenna & Sheldon, "Permute-and-Flip:
+A new mechanism for differentially private selection", NeurIPS 2020, arXiv:2010.12603; the Joint
+paper's PNF-Peel, Gillenwater et al., ICML 2022, arXiv:2201.12333, Section 4.1.1, Algorithm 2)
+picks in round ``r`` the item of count ``v_r`` among the remaining counts ``R_r`` with
+probability ``P_r = p_r int_0^1 H_r``, ``H_r(t) = prod_{b in R_{r+1}} (1 - t e^{lam (c_b - M_r)})``,
+``p_r = e^{-lam (M_r - v_r)}``, ``M_r = max R_r`` (docs/definitions.md §2.2).
 
-.. math::
+**Backward recursion (Lemma).**  ``H_r(t) = H_{r+1}(rho_r t) (1 - t q_r)`` with ``rho_r =
+e^{-lam (M_r - M_{r+1})} <= 1`` and ``q_r = e^{-lam (M_r - v_{r+1})} <= 1``; backward, no step
+subtracts (coefficients ``e_j + q e_{j-1}`` and ``rho^j e_j``), so every coefficient keeps its
+relative accuracy: ``O(d k)`` ball operations and one certification for the whole sequence.
+Proof and the value's error analysis: docs/precision.md, section "Permute-and-flip peeling: one
+polynomial per round, backward".
 
-    P_r = p_r \int_0^1 H_r(t)\,dt,\qquad
-    H_r(t) = \prod_{b \in R_{r+1}} (1 - t\,e^{\lambda (c_b - M_r)}),\qquad
-    p_r = e^{-\lambda (M_r - v_r)},
-
-where ``M_r`` is the largest count of ``R_r`` and ``R_{r+1}`` is ``R_r`` without one item of
-count ``v_r``.  One certified quadrature per round costs ``O(nodes x levels)`` balls and a
-certification each (88 s at ``d = 301``, ``k = 300``); here every round's polynomial comes
-from the next round's instead.
-
-**Backward recursion (Lemma).**  ``H_{k-1}`` is the product over the items never chosen, and
-for ``r < k - 1``
-
-.. math::
-
-    H_r(t) = H_{r+1}(\rho_r t)\,(1 - t q_r),\qquad \rho_r = e^{-\lambda (M_r - M_{r+1})} \le 1,
-    \quad q_r = e^{-\lambda (M_r - v_{r+1})} \le 1.
-
-*Proof.*  A factor ``1 - t' e^{lam (c - M_{r+1})}`` of ``H_{r+1}`` at ``t' = rho_r t`` is
-``1 - t e^{lam (c - M_r)}``, the factor of ``c`` in ``H_r``; and ``R_{r+1}`` is ``R_{r+2}``
-plus one item of count ``v_{r+1}``, whose factor is ``1 - t q_r``.  ``M_{r+1} <= M_r`` as
-items are only removed.  ∎
-
-*Why backward.*  The coefficients of ``H`` are ``(-1)^j e_j`` (elementary symmetric
-functions of positive weights); multiplying by ``1 - t q`` forms ``e_j + q e_{j-1}`` and the
-rescaling multiplies ``e_j`` by ``rho^j > 0``: no step subtracts, so every coefficient keeps
-the relative accuracy of its ball.  Going forward would divide the chosen item out,
-``e_j - q e_{j-1}``, which cancels catastrophically exactly when that item dominates (the
-top items peeled first).  ``H_{k-1}`` is a product tree of ``(1 - t e_c)^{n_c}`` over the
-distinct counts left, then each round costs one rescaling and one linear factor:
-``O(d k)`` ball operations in all, and one certification for the whole sequence.
-
-**The value.**  ``int_0^1 H_r = sum_j h_j / (j + 1)`` (alternating signs: up to about
-``S_r log2(e) + log2(1 + S_r)`` bits cancel, ``S_r = sum_b e^{lam (c_b - M_r)}``; a planning
-guess from floats adds them to the working precision, the balls decide), and
-``P = exp(-lam sum_r (M_r - v_r)) prod_r int_0^1 H_r`` (one exponential: the relative
-error of ``exp`` is the absolute error of its exact-integer argument times ``lam``).  For
-``ln P`` a round with ``v_r = M_r`` (``p_r = 1``, the top item chosen) uses
-``log1p(-Q_r)`` with ``Q_r = 1 - int H_r = -sum_{j >= 1} h_j / (j + 1)`` formed from its
-own terms, so a probability near 1 keeps the relative accuracy of its log; the others add
-``-lam (M_r - v_r) + ln int_0^1 H_r``.  Every ball is rigorous (arb), and the result is
-returned only when its relative error is certainly ``<= 10**-dps``
-(:func:`~exactdp.core.precision.is_accurate`); after a few doublings of the precision
-:func:`peel_pnf_value` returns ``None`` and the caller uses its per-round route.
-
-Three items of counts 2, 1, 0 with ``base = 1/2`` (``lam = ln 2``): the sequence ``(2, 1)``
-has round probabilities ``P_0 = 1 - (1/2 + 1/4)/2 + (1/2)(1/4)/3 = 2/3`` and
-``P_1 = 1 - (1/2)/2 = 3/4`` (``M_1 = 1``, the item of count 0 at weight ``1/2``); the
-sequence ``(1, 2)`` has ``P_0 = (1/2) int_0^1 (1 - t)(1 - t/4) dt = 11/48`` and ``P_1 = 7/8``:
+Contract: :func:`peel_pnf_value` returns ``P`` or ``ln P`` with relative error certainly
+``<= 10**-dps`` (:func:`~exactdp.core.precision.is_accurate`), or ``None`` (the caller then
+uses its per-round route).  Doctest: the sequences ``(2, 1)``, ``P = 2/3 * 3/4``, and ``(1, 2)``,
+``P = (1/2)(11/24) * 7/8``, of counts 2, 1, 0 with ``base = 1/2``:
 
 >>> from fractions import Fraction
 >>> from exactdp.core.scale import Scale
@@ -165,7 +127,9 @@ def _rescale(poly: arb_poly, rho: arb) -> arb_poly:
 
 def _balls(values: Sequence[int], mult: Sequence[int], chosen: Sequence[int], tops: Sequence[int],
            scale: Scale, log: bool, S_plan: float) -> arb:
-    """``P`` (or ``ln P``) at flint's current precision (module docstring).
+    """``P = exp(-lam sum_r (M_r - v_r)) prod_r int_0^1 H_r`` (or ``ln P``, a round with ``v_r = M_r``
+    adding ``log1p(-Q_r)``, ``Q_r = -sum_{j >= 1} h_j/(j + 1)``) at flint's current precision,
+    ``H_r`` by the backward recursion (docs/precision.md, "Permute-and-flip peeling").
 
     Only the first ``J`` coefficients of each ``H_r`` are formed (products modulo ``t^J``:
     the low coefficients of a product need only the low coefficients of its factors).  The
@@ -225,7 +189,7 @@ def peel_pnf_value(values: Sequence[int], mult: Sequence[int], chosen: Sequence[
     over the counts ``values`` (distinct, descending) with multiplicities ``mult`` picks
     items of the counts ``chosen`` in that order (an achievable sequence), weighed by
     ``scale``, certified to
-    relative error ``10**-dps`` (module docstring); ``None`` when the planned precision
+    relative error ``10**-dps``; ``None`` when the planned precision
     exceeds :data:`PEEL_PNF_MAX_GUARD` guard bits or the balls are not accurate after
     :data:`PEEL_PNF_DOUBLINGS` doublings.  ``extra_bits``: the caller's guard for the size
     of ``lam`` times the count gaps (the exponentials' arguments)."""

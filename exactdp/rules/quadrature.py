@@ -11,53 +11,17 @@ precision (the polynomial route works with guard bits).
 **Polynomial route** (:func:`poly_integrals`, small supports): ``F/(1 - t p_a)`` expanded
 as an ``arb_poly`` and integrated term by term, with no truncation at all.
 
-**Quadrature route (method and error bound),** run over levels read block by block by
-:class:`exactdp.rules.quadrature_stream.StreamedQuadrature` (the pieces are here).  Write ``S = sum_b m_b p_b``
-(``table.total()``), ``sigma = 2**floor(log2 S)`` (so ``1 <= S/sigma < 2``; ``S >= 1``
-because ``p_0 = 1``) and ``mu_n = int_0^1 t^n F(t) dt``.  All arithmetic is arb ball
-arithmetic (python-flint), so every rounding error is inside the balls; the three
-*mathematical* truncations are bounded explicitly and added to the balls as ``[0, R]``:
-
-1. *Level expansion.*  ``1/(1 - t p_a) = sum_{n<=N} (t p_a)^n + (t p_a)^{N+1}/(1 - t p_a)``
-   gives ``I_a = int_0^1 F/(1 - t p_a) = sum_{n=0}^{N} p_a^n mu_n + R_a`` with
-   ``0 <= R_a <= p_a^{N+1} min(B_1, B_2)``, where, from ``1 - x <= e^{-x}``
-   (so ``F(t)/(1 - t p_a) <= e^{-t (S - p_a)}`` and ``F(t) <= e^{-tS}``):
-   ``B_2 = (N+1)! / (S - p_a)^{N+2}`` (when ``S > p_a``) and
-   ``B_1 = min((N+1)!/S^{N+2}, 1/(N+2)) / (1 - p_a)`` (when ``p_a < 1``; it bounds
-   ``mu_{N+1}/(1 - p_a)``).  ``N`` is chosen per level so that the bound is below
-   ``2**-(prec+6)`` times ``1/(2S) <= mu_0 <= I_a`` (``F(t) >= 1 - tS``).  The moments
-   ``mu_n`` are shared by all levels, so a table of ``10**4`` levels costs a few
-   integrals plus ``O(N)`` ball operations per level.  ``B_1`` and ``B_2`` are increasing
-   in ``p_a`` (and the conditions ``p_a < 1``, ``S > p_a`` persist as ``p_a`` decreases),
-   so the factor ``min(B_1, B_2)`` evaluated (as an upper bound) at the first, largest,
-   ``p_a`` that uses a given ``N`` bounds the factor of every later level with the same
-   ``N``; it is reused there (``R_a <= p_a^{N+1}`` times it), and a level whose bound so
-   obtained misses the goal falls back to its own ``B_1``, ``B_2``.  Levels for which no moderate
-   ``N`` suffices (``p_a`` close to 1 while ``S`` is small) have ``I_a`` integrated
-   directly instead (on the same quadrature nodes), whichever means fewer integrals.
-2. *Rescaled quadrature.*  Each ``mu_n = sigma^{-n-1} int_0^sigma s^n F(s/sigma) ds`` and
-   each direct ``I_a`` is integrated in ``s = sigma t``: the integrand is ``~e^{-s}``
-   whatever the multiplicities (without this rescaling a quadrature with an
-   absolute test is silently wrong for huge multiplicities).  Composite Gauss-Legendre on
-   the exact dyadic pieces ``[0,1], [1,2], [2,4], ..., [s_end/2, s_end]`` (bisected when
-   needed), with the Bernstein-ellipse error bound of each piece added to the ball
-   (:mod:`exactdp.rules.gauss_legendre`).  One evaluation of ``F`` per node serves every
-   moment and every direct level: the whole table costs a few hundred evaluations of ``F``.
-   When ``sigma > 2L`` the range is cut at ``s_end = L`` (a power of 2, ``L >= 2n + 2``)
-   and the tail is added as ``[0, L^n e^{-L} / (1 - n/L)]`` (from ``F(s/sigma) <= e^{-s}``),
-   respectively ``[0, e^{-cL}/c]``, ``c = (S - p_a)/sigma``, for a direct level.
-   (``method="acb"`` integrates every level instead with ``acb.integral``, Arb's own
-   adaptive rigorous integrator -- an independent route used by the tests.)
-3. *Integrand evaluation.*  ``log F`` is ``sum_{b in D} m_b log1p(-t p_b)`` over the few
-   levels with ``p_b > 1/(2 tau)`` (``tau = 2 s_end / sigma`` is about the largest ``|t|``
-   on the complex boxes the quadrature bounds), plus ``-sum_{j<=J} P_j t^j / j`` with the power sums
-   ``P_j = sum_{b not in D} m_b p_b^j`` and the remainder bound
-   ``|sum_{j>J} P_j t^j/j| <= P_1 |t| (q|t|)^J / ((J+1)(1 - q|t|))``, ``q = max_{b not in D} p_b``
-   (from ``P_j <= P_1 q^{j-1}``), added as a complex ball at every evaluation.  The power
-   sums drop the astronomically small terms rigorously, level by level (:class:`PowerSums`):
-   with ``10**5`` levels almost all stop after ``j = 1``, a linear cost.  ``log1p``
-   is used only where ``Re(1 - t p_b) > 0`` is certain (away from the branch cut), else
-   the integer power ``(1 - t p_b)^{m_b}``; ``F`` is a polynomial, so it is analytic.
+**Quadrature route** (large supports, run over levels read block by block by
+:class:`exactdp.rules.quadrature_stream.StreamedQuadrature`; the pieces are here, public inside
+:mod:`exactdp.rules` for it and not in ``__all__``: :class:`ProductIntegrand`, :func:`integrate`, the
+planning and tail-bound helpers): a moment
+expansion of ``I_a`` over moments ``mu_n = int_0^1 t^n F(t) dt`` shared by all levels (levels
+where it converges slowly are integrated directly), each integral by composite Gauss-Legendre
+in ``s = sigma t`` (``sigma = 2**floor(log2 S)``, ``S = sum_b m_b p_b``) with the
+Bernstein-ellipse error bound, ``F`` through power sums with an explicit remainder bound.
+The three mathematical truncations are bounded and added to the balls as ``[0, R]``
+(``R`` stated where each is formed).  Method and proofs of the bounds: docs/precision.md,
+section "Certified integrals: method and error bounds".
 
 References: L. N. Trefethen, *Approximation Theory and Approximation Practice* (SIAM 2013),
 Theorem 19.3 (the Gauss-Legendre error bound); F. Johansson, "Numerical integration in
@@ -84,7 +48,7 @@ Skip = Optional[tuple[int, arb]]
 
 
 # -- small arb helpers ------------------------------------------------------------------
-def _zero_to(bound: arb) -> arb:
+def zero_to(bound: arb) -> arb:
     """A ball containing ``[0, upper(bound)]``."""
     h = bound.upper() * arb(0.5)
     return arb(h, h)
@@ -101,7 +65,7 @@ def ln_int(x: int) -> float:
     return math.log(x)
 
 
-def _float_log(x: arb) -> float:
+def float_log(x: arb) -> float:
     """``ln x`` as a float, clamped to ``+-LN_CLAMP`` (planning only; never enters a
     certified value).  Computed from the midpoint's binary mantissa and exponent, so it
     neither overflows nor underflows whatever the size of ``x``; a ball whose midpoint is
@@ -166,17 +130,20 @@ class PowerSums:
             for o in others:
                 total, cut = total + o.sums[j], cut + o.dropped[j + 1]
             bound = cut if tail is None else cut + tail.upper()
-            out.append(total + _zero_to(bound))
+            out.append(total + zero_to(bound))
         return out
 
 
-class _Integrand:
-    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls.
+class ProductIntegrand:
+    """Evaluates ``F(s/sigma)`` (optionally divided by ``1 - t p_a``) on acb balls (the
+    :class:`~exactdp.rules.gauss_legendre.Integrand` of the quadrature route).
 
     ``log F`` is ``sum_{b in D} m_b log1p(-t p_b)`` over the levels ``D`` given by ``dp``,
     ``dm`` (the first ones) plus, when ``series = (q, P1, [P_1..P_J])`` is given, the power
     series ``-sum_{j<=J} P_j t^j / j`` of the other levels (``q`` an upper bound of their
-    ``p_b``, ``P1`` of ``P_1``) with its remainder bound (module docstring, item 3)."""
+    ``p_b``, ``P1`` of ``P_1``) with its remainder bound
+    ``|sum_{j>J} P_j t^j/j| <= P_1 |t| (q|t|)^J / ((J+1)(1 - q|t|))`` (proof: ``P_j <= P_1 q^{j-1}``,
+    then a geometric series; docs/precision.md, "Certified integrals", item 3)."""
 
     def __init__(self, dp: Sequence[arb], dm: Sequence[int], series: Optional[tuple[arb, arb, list[arb]]],
                  sigma_exp: int):
@@ -249,7 +216,7 @@ class _Integrand:
         return f
 
 
-def _integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
+def integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
     """``int_0^{2**s_end_exp} f`` on dyadic pieces, as an arb (real part of the result)."""
     pieces = dyadic_pieces(s_end_exp)
     # Magnitude estimate (steers the absolute tolerance only).
@@ -269,8 +236,8 @@ def _integrate(f: Callable[[acb, bool], acb], s_end_exp: int, prec: int) -> arb:
 
 
 # -- planning: how many moments, which levels integrate directly ------------------------
-def _needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int, cap: int) -> int:
-    """Smallest ``N <= cap`` whose a-priori tail bound (see the module docstring) is below
+def needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int, cap: int) -> int:
+    """Smallest ``N <= cap`` whose a-priori tail bound (:func:`tail_factor`) is below
     ``2**-(prec+6) / (2S)``; ``cap + 1`` if none (floats; planning only)."""
     target = -(prec + 7) * LN2 - lnS
     ln1mp = math.log(-math.expm1(lnp)) if not p_is_one and lnp < 0 else None
@@ -287,10 +254,15 @@ def _needed_terms(lnp: float, lnS: float, lnSm: float, p_is_one: bool, prec: int
     return cap + 1
 
 
-def _tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
-    """Rigorous upper bound of ``min(B_1, B_2)`` (module docstring, item 1) at ``p_a``, or
-    ``None`` if neither applies.  Both ``B_1`` and ``B_2`` are increasing in ``p_a``, so the
-    value at ``p_a`` also bounds the factor of every level with a smaller ``p``."""
+def tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
+    """Rigorous upper bound of ``min(B_1, B_2)`` at ``p_a``, or ``None`` if neither applies.
+
+    After ``N`` terms of ``1/(1 - t p_a)``, ``0 <= R_a <= p_a^{N+1} min(B_1, B_2)`` with
+    ``B_2 = (N+1)!/(S - p_a)^{N+2}`` (``S > p_a``) and ``B_1 = min((N+1)!/S^{N+2}, 1/(N+2))/(1 - p_a)``
+    (``p_a < 1``).  Proof: ``R_a = int_0^1 (t p_a)^{N+1} F/(1 - t p_a)``; ``1 - x <= e^{-x}`` gives
+    ``F/(1 - t p_a) <= e^{-t (S - p_a)}``, ``F <= min(1, e^{-tS})``, and ``int_0^inf t^n e^{-ct} dt
+    = n!/c^{n+1}``.  Both are increasing in ``p_a``, so the value at ``p_a`` also bounds the
+    factor of every level with a smaller ``p`` (docs/precision.md, "Certified integrals", item 1)."""
     cands = []
     d = S - pa
     if d > 0:
@@ -307,15 +279,15 @@ def _tail_factor(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     return best.upper()
 
 
-def _tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
+def tail_bound(pa: arb, N: int, S: arb, fact: Sequence[arb]) -> Optional[arb]:
     """Rigorous upper bound of ``R_a`` after ``N`` terms, or ``None`` if neither applies."""
-    fac = _tail_factor(pa, N, S, fact)
+    fac = tail_factor(pa, N, S, fact)
     if fac is None:
         return None
     return (pa ** (N + 1) * fac).upper()
 
 
-def _moment_cut(n: int, prec: int) -> float:
+def moment_cut(n: int, prec: int) -> float:
     """``L`` with ``L^n e^{-L}/(1 - n/L) <= 2**-(prec+10) n!/2^(n+1)`` (floats)."""
     target = math.lgamma(n + 1) - (n + 1) * LN2 - (prec + 10) * LN2
     L = max(2.0 * n + 2.0, 8.0)
@@ -340,8 +312,8 @@ def poly_integrals(p: Sequence[arb], mult: Sequence[int], S: arb, factor: Factor
     suffix products over the levels, so no division) and integrated term by term,
     ``I_a = sum_j g_j / (j + 1)``.  No truncation at all: every error is an arb rounding
     error, inside the balls.  Cancellation in the alternating sum is at most
-    ``sum_j |g_j| / I_a <= prod_b (1 + p_b)^{m_b} * 2S <= 2S e^S`` (``I_a >= mu_0 >= 1/(2S)``,
-    module docstring), so the products run at ``log2(e) S + 2 log2(support) + 16`` guard
+    ``sum_j |g_j| / I_a <= prod_b (1 + p_b)^{m_b} * 2S <= 2S e^S`` (``I_a >= mu_0 >= 1/(2S)``
+    as ``F(t) >= 1 - tS``), so the products run at ``log2(e) S + 2 log2(support) + 16`` guard
     bits above flint's precision and the first certification attempt normally succeeds.
     Cost: about ``3 n`` products of degree ``<= support`` -- no quadrature nodes, so it grows
     only like the cost of one multiplication with ``dps``.

@@ -1,36 +1,19 @@
 r"""The quadrature route of permute-and-flip over levels read block by block: one pass for the shared values, then any level's integral.
 
 ``I_a = int_0^1 F(t) / (1 - t p_a) dt`` with ``F(t) = prod_b (1 - t p_b)^{m_b}`` for every
-level of a table too large to hold (the method and its error bounds:
-:mod:`exactdp.rules.quadrature`, items 1-3).  Everything the levels share is a sum over
-the levels, so :class:`StreamedQuadrature` reads them once, in level order, block by block
-(``block(b)`` returns the planning floats ``ln p_a`` and the balls ``p_a``, ``w_a = m_a p_a``
-of block ``b``), keeping only:
+level of a table too large to hold, by the method of :mod:`exactdp.rules.quadrature` (its
+items 1-3: docs/precision.md, "Certified integrals: method and error bounds").
+:class:`StreamedQuadrature` reads the levels once, in level order, block by block, keeping
+only what they share (the plan's histogram of expansion terms, the levels that may be
+evaluated by ``log1p`` or integrated directly, the power sums ``P_j`` of the others); one
+rigorous Gauss-Legendre pass then gives the moments, and :meth:`StreamedQuadrature.integral`
+any level's ``I_a`` from them.  Memory: ``O(nodes + J + |D| + direct levels)`` balls.
 
-- the number of moment terms each level needs (a histogram: the plan of item 1 needs no
-  more), the ``p`` of the first level needing each number (the shared tail factor of item
-  1 is evaluated there: it bounds every later level with that number), and the few levels
-  that the plan may integrate directly (those needing at least one term);
-- the levels with ``p_b > 1/4`` (the only ones that can be evaluated by ``log1p`` in
-  item 3: ``D`` is a prefix of them), and the power sums ``P_j`` of all others
-  (:class:`~exactdp.rules.quadrature.PowerSums`, accumulated level by level).
-
-Then one rigorous Gauss-Legendre pass over ``F`` gives the moments ``nu_n`` and the direct
-levels (:func:`~exactdp.rules.gauss_legendre.gl_integrals`), and :meth:`StreamedQuadrature.integral`
-gives any level's ``I_a`` from them: one ball product and a tail bound for a level whose
-expansion needs one term (heavy-tailed counts: almost every level).  Memory: ``O(nodes +
-J + |D| + direct levels)`` balls, whatever the number of levels.  The result of a level
-depends only on the level and the shared values, never on the order in which levels are
-asked for or on how the table is cut into blocks.
-
-**Levels not visited.**  When the caller knows that the levels after the first ``n``
-blocks have weights ``sum m_b p_b <= T`` (``summed = (n, T)``: a block table's running sum
-stops once the rest is below ``2**-prec`` of the sum, see
-:class:`~exactdp.core.level_blocks.BlockLevelTable`), the pass stops there: those levels
-add ``[0, T]`` to every ``P_j`` (``m_b p_b^j <= m_b p_b`` as ``p_b <= 1``), and their
-own integrals use the expansion with the tail factor of the first level needing as many
-terms (a bound for them too: the factor increases with ``p``, and theirs are smaller),
-else their own bound, else a direct integration -- all rigorous whatever the plan.
+Contract: a level's result depends only on the level and the shared values, never on the
+order in which levels are asked for or on how the table is cut into blocks.  With
+``summed = (n, T)`` (the levels after the first ``n`` blocks weigh ``sum m_b p_b <= T``) the
+pass stops there and the levels not visited add ``[0, T]`` to every ``P_j`` (``m_b p_b^j <=
+m_b p_b`` as ``p_b <= 1``).  Derivation: docs/precision.md, section "Block by block".
 
 Two levels ``p = (1, 1/2)``, one output each: ``F(t) = (1 - t)(1 - t/2)``,
 ``I_0 = int_0^1 (1 - t/2) dt = 3/4`` and ``I_1 = int_0^1 (1 - t) dt = 1/2``:
@@ -56,8 +39,8 @@ from flint import arb, ctx
 from ..core.precision import flint_workprec
 from ..errors import PrecisionError
 from .gauss_legendre import LN2, gl_integrals
-from .quadrature import (PowerSums, _Integrand, _float_log, _integrate, _moment_cut, _needed_terms, _tail_bound,
-                         _tail_factor, _zero_to)
+from .quadrature import (PowerSums, ProductIntegrand, float_log, integrate, moment_cut, needed_terms, tail_bound,
+                         tail_factor, zero_to)
 
 __all__ = ["StreamedQuadrature", "quadrature_integrals"]
 
@@ -75,14 +58,14 @@ class StreamedQuadrature:
     the blocks; ``block``: the reader of a block; ``mult_of(a)``: the exact multiplicity of
     level ``a`` (read for the first levels only); ``method``: ``"auto"``, or ``"direct"`` /
     ``"acb"`` (every level integrated directly, by our Gauss-Legendre or by Arb's
-    ``acb.integral``: cross-checks); ``summed``: ``(n, T)`` as in the module docstring."""
+    ``acb.integral``: cross-checks); ``summed``: ``(n, T)``, the levels after the first ``n`` blocks weighing at most ``T``."""
 
     def __init__(self, S: arb, ranges: Sequence[tuple[int, int]], block: BlockReader,
                  mult_of: Callable[[int], int], method: str = "auto",
                  summed: Optional[tuple[int, arb]] = None):
         prec = self.prec = ctx.prec
         self.S, self.method = S, method
-        self.lnS = lnS = _float_log(S)
+        self.lnS = lnS = float_log(S)
         sigma_exp = int(math.floor(lnS / LN2))
         while not (S >= arb(2) ** sigma_exp):  # S/sigma >= 1 (tail bounds)
             sigma_exp -= 1
@@ -141,7 +124,7 @@ class StreamedQuadrature:
         # -- range of integration (item 2) ---------------------------------------------------
         L = 8.0
         if n_star >= 0:
-            L = max(L, _moment_cut(n_star, prec))
+            L = max(L, moment_cut(n_star, prec))
         if direct:
             L = max(L, (prec + 16) * LN2 * 2 + 8)
         s_end_exp = max(int(math.ceil(math.log2(L))), 0)
@@ -170,19 +153,19 @@ class StreamedQuadrature:
             J = max(1, int(math.ceil((prec + 16) / -log2ratio)))
             power = rest.totals(J, sums, tail=tail)
             series = (first_series[1].upper(), power[0].upper(), power)
-        self.integrand = integrand = _Integrand(dp, dm, series, sigma_exp)
+        self.integrand = integrand = ProductIntegrand(dp, dm, series, sigma_exp)
         self.sigma = arb(2) ** sigma_exp
         self.L_ball = L_ball = arb(2) ** s_end_exp
 
         # -- moments nu_n = int_0^sigma s^n F(s/sigma) ds and the direct levels -------------
         if method == "acb":
-            nus = [_integrate(integrand.function(k), s_end_exp, prec) for k in range(n_star + 1)]
+            nus = [integrate(integrand.function(k), s_end_exp, prec) for k in range(n_star + 1)]
             self.direct_vals: dict[int, arb] = {}
         else:
             nus, self.direct_vals = gl_integrals(integrand, s_end_exp, n_star + 1, direct, prec)
         if self.truncated:
             for k in range(n_star + 1):
-                nus[k] = nus[k] + _zero_to(L_ball**k * (-L_ball).exp() / (1 - arb(k) / L_ball))
+                nus[k] = nus[k] + zero_to(L_ball**k * (-L_ball).exp() / (1 - arb(k) / L_ball))
         self.nus = nus
         self.fact = fact = [arb(1)]
         for k in range(1, n_star + 3):
@@ -191,21 +174,22 @@ class StreamedQuadrature:
         self.nu0 = nus[0] / self.sigma if n_star >= 0 else None
         # the tail factor min(B_1, B_2) of each N at the first (largest) p needing N terms
         self.shared: dict[int, Optional[arb]] = {
-            N: _tail_factor(first_p[N], N, S, fact) for N in range(n_star + 1) if N in first_p}
+            N: tail_factor(first_p[N], N, S, fact) for N in range(n_star + 1) if N in first_p}
         self._f0 = self.shared.get(0)  # (None when n_star < 0: no expansion at all)
 
     def moment0(self) -> arb:
         """``nu_0 = int_0^1 F(t) dt``: the shared moment when the plan has it, else (every
         level integrated directly: small tables) integrated here once, on the same pieces
-        and with the same tail bound as the moments."""
+        and with the same tail bound as the moments (``[0, e^{-L}]``: ``F(s/sigma) <= e^{-s}``
+        as ``S >= sigma``)."""
         if self.nu0 is not None:
             return self.nu0
         found = getattr(self, "_moment0", None)
         if found is None:
             with flint_workprec(self.prec):
-                val = _integrate(self.integrand.function(0), self.s_end_exp, self.prec)
+                val = integrate(self.integrand.function(0), self.s_end_exp, self.prec)
                 if self.truncated:
-                    val += _zero_to((-self.L_ball).exp())
+                    val += zero_to((-self.L_ball).exp())
                 found = self._moment0 = val / self.sigma
         return found
 
@@ -219,12 +203,14 @@ class StreamedQuadrature:
             lnSm: Optional[float] = self.lnS
         else:
             d = self.S - pa
-            lnSm = _float_log(d) if d > 0 else None
-        return _needed_terms(lnp, self.lnS, lnSm, a == 0, self.prec, self.cap)
+            lnSm = float_log(d) if d > 0 else None
+        return needed_terms(lnp, self.lnS, lnSm, a == 0, self.prec, self.cap)
 
     def integral(self, a: int, lnp: float, pa: arb) -> arb:
         """An enclosure of ``I_a`` (level ``a``, its planning float ``lnp = ln p_a`` and ball
-        ``pa = p_a``) at the precision of the shared values."""
+        ``pa = p_a``) at the precision of the shared values.  A range cut at ``s = L`` adds
+        ``[0, e^{-cL}/c]``, ``c = (S - p_a)/sigma``: past ``L`` the integrand in ``s = sigma t``
+        is at most ``e^{-cs}`` (``1 - x <= e^{-x}``)."""
         if lnp < self._zero_need and self._f0 is not None:  # the common case: one term suffices
             R = (pa * self._f0).upper()
             if R < self.goal:
@@ -235,12 +221,12 @@ class StreamedQuadrature:
             if got is not None:
                 return got
         if val is None:
-            val = _integrate(self.integrand.function(0, skip=(a, pa)), self.s_end_exp, self.prec)
+            val = integrate(self.integrand.function(0, skip=(a, pa)), self.s_end_exp, self.prec)
         if self.truncated:
             c = (self.S - pa) / self.sigma
             if not c > 0:
                 raise PrecisionError(None, None, "permute-and-flip: cannot bound the quadrature tail")
-            val += _zero_to((-(c * self.L_ball)).exp() / c)
+            val += zero_to((-(c * self.L_ball)).exp() / c)
         return val / self.sigma
 
     def _expansion(self, a: int, lnp: float, pa: arb) -> Optional[arb]:
@@ -250,15 +236,15 @@ class StreamedQuadrature:
         N = min(self._need(a, lnp, pa), n_star)
         R = None
         shared = self.shared.get(N)
-        if shared is not None:  # bounds this level's factor: p_a is no larger (module docstring)
+        if shared is not None:  # bounds this level's factor: p_a is no larger (tail_factor)
             R = ((pa if N == 0 else pa ** (N + 1)) * shared).upper()
             if not R < goal:
                 R = None
         if R is None:
-            R = _tail_bound(pa, N, self.S, self.fact)
+            R = tail_bound(pa, N, self.S, self.fact)
         while (R is None or not R < goal) and N < n_star:
             N += 1
-            R = _tail_bound(pa, N, self.S, self.fact)
+            R = tail_bound(pa, N, self.S, self.fact)
         if R is None:  # (a bound above the goal still encloses: certification raises the precision)
             return None
         if N == 0:
@@ -267,20 +253,15 @@ class StreamedQuadrature:
         acc = self.nus[N]
         for k in range(N - 1, -1, -1):
             acc = acc * x + self.nus[k]
-        return acc / self.sigma + _zero_to(R)
+        return acc / self.sigma + zero_to(R)
 
 
 def quadrature_integrals(p: Sequence[arb], mult: Sequence[int], w: Sequence[arb], S: arb, lnp: Sequence[float],
                          factor: Callable[[int], arb], method: str = "auto") -> list[arb]:
     """``factor(a) I_a`` per level of levels held in memory (one block of
-    :class:`StreamedQuadrature`).
-
-    ``p``: the balls ``p_b``; ``mult``: the multiplicities ``m_b``; ``w``: the balls
-    ``w_b = m_b p_b``; ``S = sum_b w_b`` as a ball, ``lnp`` the planning floats ``ln p_b``
-    (never in a certified value).  ``method="auto"``: moment expansion where it converges
-    quickly, direct quadrature elsewhere; ``"direct"``: every level integrated directly by
-    the same Gauss-Legendre machinery (no expansion); ``"acb"``: every level by Arb's own
-    adaptive integrator ``acb.integral`` (independent of our quadrature; slow, for tests).
-    """
+    :class:`StreamedQuadrature`): balls ``p`` and ``w = m p``, multiplicities ``mult``, their
+    ball sum ``S``, planning floats ``lnp`` (never in a certified value).  ``method``:
+    ``"auto"`` (moment expansion where it converges quickly), ``"direct"`` (Gauss-Legendre on
+    every level) or ``"acb"`` (Arb's ``acb.integral``; independent, slow, for tests)."""
     quad = StreamedQuadrature(S, [(0, len(p))], lambda b: (lnp, p, w), mult.__getitem__, method)
     return [factor(a) * quad.integral(a, lnp[a], p[a]) for a in range(len(p))]

@@ -14,9 +14,11 @@ This layer reads mechanism internals, so it sits above the mechanisms and below 
 
 from __future__ import annotations
 
-from typing import SupportsIndex
+import functools
+from types import MappingProxyType
+from typing import Callable, Mapping, SupportsIndex
 
-from ..core._typing import RngLike
+from ..core.aliases import RngLike
 from ..core.mechanism import Mechanism
 from ..errors import ArgumentTypeError
 from .explanation import DEFAULT_MAX_SIZE, MAX_ROWS, Citation, Explanation, Step, Table, from_dict
@@ -43,28 +45,26 @@ def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsInde
     >>> e.step("levels")["levels"].rows
     ((0, 1, 1), (-4, 2, 2), (-5, 3, 3), (-9, 6, 6))
     """
-    from ..mechanisms.canonical import Canonical
-    from ..mechanisms.canonical_gamma1 import CanonicalGamma1
+    for cls in type(mechanism).__mro__:  # the nearest registered class
+        if cls in _walkthroughs():
+            return _walkthroughs()[cls](mechanism, rng, max_size)
+    raise ArgumentTypeError("mechanism", mechanism, "must be an exactdp Joint, PNFJoint, JointSet, Canonical, "
+                            "CanonicalGamma1 or Peeling")
+
+
+@functools.lru_cache(maxsize=None)
+def _walkthroughs() -> Mapping[type, Callable[..., Explanation]]:
+    """The walk-through of each mechanism class, in one place (loaded on first use): a
+    mechanism gets the one of the nearest class in its MRO.  PNFJoint's is Joint's, which
+    reads the rule; CanonicalGamma1's is Canonical's, which reads ``groups_rule()``."""
+    from ..mechanisms.canonical import Canonical, CanonicalGamma1
     from ..mechanisms.joint import Joint
     from ..mechanisms.joint_set import JointSet
     from ..mechanisms.peeling import Peeling
+    from .canonical import explain_canonical
+    from .joint import explain_joint
+    from .joint_set import explain_joint_set
+    from .peeling import explain_peeling
 
-    size = max_size
-    if isinstance(mechanism, Joint):
-        from .joint import explain_joint
-
-        return explain_joint(mechanism, rng, size)
-    if isinstance(mechanism, JointSet):
-        from .joint_set import explain_joint_set
-
-        return explain_joint_set(mechanism, rng, size)
-    if isinstance(mechanism, (Canonical, CanonicalGamma1)):
-        from .canonical import explain_canonical
-
-        return explain_canonical(mechanism, rng, size)
-    if isinstance(mechanism, Peeling):
-        from .peeling import explain_peeling
-
-        return explain_peeling(mechanism, rng, size)
-    raise ArgumentTypeError("mechanism", mechanism, "must be an exactdp Joint, PNFJoint, JointSet, Canonical, "
-                            "CanonicalGamma1 or Peeling")
+    return MappingProxyType({Joint: explain_joint, JointSet: explain_joint_set, Canonical: explain_canonical,
+                             CanonicalGamma1: explain_canonical, Peeling: explain_peeling})

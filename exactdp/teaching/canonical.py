@@ -17,7 +17,7 @@ from typing import Any, Union
 from ..core.precision import certify_many
 from ..core.sampling import choose_index
 from ..mechanisms.canonical import Canonical
-from ..mechanisms.canonical_gamma1 import CanonicalGamma1
+from ..mechanisms.canonical import CanonicalGamma1
 from .explanation import Citation, Explanation, RecordingRandom, Step, Table, check_size, recording_generator
 from .steps import certified, level_draw_step, probability_step, ranking_step, sample_check, summary_step
 
@@ -63,7 +63,7 @@ def explain_canonical(m: Union[Canonical, CanonicalGamma1], rng: Any, max_size: 
     rec, seed, finish = recording_generator(rng)
     state = rec.getstate()
     steps = [ranking_step(m, "x_(1) >= ... >= x_(d)"), _classes_step(m, digits)]
-    if isinstance(m, CanonicalGamma1):
+    if m.groups_rule() is None:  # CanonicalGamma1: its classes have the two-stage law, not a rule's levels
         steps += _gamma1_steps(m, rec, digits)
         drawn = _gamma1_draw(m, rec, steps)
         where = "the two-stage variant of the introduction; Definition 3.4, Theorem 3.5"

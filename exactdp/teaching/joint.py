@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..mechanisms.joint import Joint
-from ..mechanisms.pnf_joint import PNFJoint
+from ..mechanisms.joint import PNFJoint
 from ..rules.permute_and_flip import PermuteAndFlip
 from .explanation import Citation, Explanation, RecordingRandom, Step, Table, check_size, recording_generator
 from .steps import JOINT_PAPER, decimal_text, level_draw_step, probability_step, ranking_step, sample_check, summary_step
@@ -207,7 +207,7 @@ def explain_joint(m: Joint, rng: Any, max_size: int, digits: int = 20) -> Explan
     ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
     ``digits``: significant digits of the certified probabilities shown (default 20)."""
     check_size(m.d, max_size, rows=m.d * m.k)
-    pnf = isinstance(m, PNFJoint)
+    pnf = isinstance(m.rule, PermuteAndFlip)  # PNFJoint: Joint's levels under permute-and-flip
     rec, seed, finish = recording_generator(rng)
     state = rec.getstate()
     steps = [ranking_step(m)] + _matrix_steps(m)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mechanisms.joint_set import JointSet, _candidate_thresholds, matrix_a, matrix_hat
+from ..mechanisms.joint_set.mechanism import JointSet, candidate_thresholds, matrix_a, matrix_hat
 from .explanation import Citation, Explanation, Step, Table, check_size, recording_generator
 from .steps import level_draw_step, probability_step, ranking_step, sample_check, summary_step
 
@@ -40,7 +40,7 @@ def explain_joint_set(m: JointSet, rng: Any, max_size: int, digits: int = 20) ->
     :class:`random.Random`, see :func:`~exactdp.teaching.explanation.recording_generator`);
     ``max_size``: the most items allowed (:func:`~exactdp.teaching.explanation.check_size`);
     ``digits``: significant digits of the certified probabilities shown (default 20)."""
-    thresholds = _candidate_thresholds(m.ranking, m.k)
+    thresholds = candidate_thresholds(m.ranking, m.k)
     check_size(m.d, max_size, rows=len(thresholds) * (m.k + 1))
     rec, seed, finish = recording_generator(rng)
     state = rec.getstate()

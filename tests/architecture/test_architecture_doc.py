@@ -1,7 +1,7 @@
 """docs/architecture.md stays true to the tree: its layer list is pyproject.toml's layers
 contract, it names every import-linter contract, every top-level module and subpackage of
-exactdp, every module of exactdp/core and every folder of tests/, and every path it names
-exists.  (Its worked example runs in tests/test_docs.py.)"""
+exactdp, every module of exactdp/core and of the mechanism families, and every folder of
+tests/, and every path it names exists.  (Its worked example runs in tests/test_docs.py.)"""
 
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def layer_block(text: str) -> list[set[str]]:
 
 
 def contract_layers() -> list[set[str]]:
-    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers"]
+    """The package's layers contract (the one named "layers: ..."; the mechanism families
+    have a layers contract of their own inside ``exactdp.mechanisms``)."""
+    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers" and c["name"].startswith("layers:")]
     return [{m.strip() for m in layer.split(":")} for layer in layers]
 
 
@@ -71,9 +73,12 @@ def _modules(folder: pathlib.Path) -> set[str]:
     return {p.relative_to(ROOT).as_posix() + ("/" if p.is_dir() else "") for p in found}
 
 
-def test_the_table_names_every_module_of_the_package_and_of_core():
+def test_the_table_names_every_module_of_the_package_of_core_and_of_the_mechanisms():
     named = _table_paths(_page())
+    mechanisms = ROOT / "exactdp" / "mechanisms"
+    families = [p for p in mechanisms.iterdir() if p.is_dir() and (p / "__init__.py").is_file()]
     expected = _modules(ROOT / "exactdp") | _modules(ROOT / "exactdp" / "core") | {"proofs_checks/", "tests/"}
+    expected |= _modules(mechanisms).union(*(_modules(family) for family in families))  # every family, every module
     missing = sorted(expected - named)
     assert not missing, f"docs/architecture.md's table has no row for {missing}"
 
@@ -99,3 +104,15 @@ def test_the_how_to_names_the_hooks_of_the_base_class():
     assert hooks <= Mechanism.__abstractmethods__ | set(vars(Mechanism))
     section = _page().split("## The model", 1)[1].split("\n## ", 1)[0]
     assert all(f"`{hook}`" in section for hook in hooks | {"output_kind", "rule", "scale"})
+    declared = {"groups_rule", "counts_pairs", "pair_cells", "pair_count_declined", "pair_head"}
+    assert declared <= set(vars(Mechanism)) and all(re.search(f"`{hook}[`(]", section) for hook in declared)
+    assert "`LevelTableLike`" in section
+
+
+def test_the_how_to_places_a_mechanism_in_three_places():
+    import exactdp
+
+    section = _page().split("## How to add a mechanism", 1)[1]
+    assert "in three places and no more" in section and "`CATALOG`" in section
+    assert "CATALOG" in vars(exactdp) and "exactdp.CATALOG" in (ROOT / "exactdp" / "cli" / "registry.py").read_text()
+    assert "exactdp.CATALOG" in (ROOT / "tests" / "mechanisms" / "test_api_contract.py").read_text()

@@ -138,11 +138,11 @@ def test_the_scan_reaches_the_public_api():
     names = {q: parameters for q, _, parameters, _ in public_callables()}
     assert len(names) > 400
     for expected, parameter in [
-        ("exactdp.mechanisms.joint.Joint", "memory_budget"),
+        ("exactdp.mechanisms.joint.mechanism.Joint", "memory_budget"),
         ("exactdp.core.mechanism.Mechanism.probability", "dps"),  # inherited by every mechanism
         ("exactdp.certify.goodness_of_fit", "max_n"),  # renamed into exactdp.certify
         ("exactdp.certify.fit.GoodnessOfFit.power", "alpha"),  # a result class's method
-        ("exactdp._samplers.as_sampler", "sampler"),  # defined in a private module, public in exactdp.testing
+        ("exactdp._oracle.samplers.as_sampler", "sampler"),  # defined in a private module, public in exactdp.testing
         ("exactdp.errors.ExactDPError", "reason"),  # a constructor
         ("exactdp.teaching.explain", "mechanism"),
     ]:

@@ -40,22 +40,32 @@ VIOLATIONS = [
     ("exactdp/core/levels.py", "import exactdp.rules.exponential", "layers"),
     ("exactdp/errors.py", "import exactdp.core.levels", "layers"),
     ("exactdp/rules/exponential.py", "import exactdp.mechanisms.joint", "layers"),
-    ("exactdp/mechanisms/joint.py", "import exactdp.audit", "layers"),
+    ("exactdp/mechanisms/joint/mechanism.py", "import exactdp.audit", "layers"),
     ("exactdp/audit.py", "import exactdp.cli", "layers"),
     ("exactdp/certify/__init__.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
-    ("exactdp/_distributions.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
-    ("exactdp/_notions.py", "import exactdp.audit", "layers"),
-    ("exactdp/_renyi.py", "import exactdp._notions", "layers"),
-    ("exactdp/_notion_basics.py", "import exactdp._renyi", "layers"),
-    ("exactdp/_renyi.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
-    ("exactdp/mechanisms/peeling.py", "import exactdp.mechanisms.canonical", "mechanisms are independent"),
-    ("exactdp/mechanisms/joint.py", "import exactdp.mechanisms.pnf_joint", "mechanisms are independent"),
+    ("exactdp/_oracle/engines/head.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
+    ("exactdp/_oracle/notions/profile.py", "import exactdp.audit", "layers"),
+    ("exactdp/_oracle/samplers.py", "import exactdp.certify", "layers"),
+    ("exactdp/_oracle/worst.py", "import exactdp.testing", "layers"),
+    ("exactdp/_oracle/notions/renyi.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
+    ("exactdp/mechanisms/peeling/mechanism.py", "import exactdp.mechanisms.canonical", "mechanisms are independent"),
+    ("exactdp/mechanisms/joint/sweep.py", "import exactdp.mechanisms.joint_set.sweep", "mechanisms are independent"),
+    ("exactdp/mechanisms/joint_set/mechanism.py", "import exactdp.mechanisms.joint.mechanism", "mechanisms are independent"),
+    ("exactdp/mechanisms/set_marginal.py", "import exactdp.mechanisms.peeling", "mechanisms are independent"),
     ("exactdp/rules/exponential.py", "import exactdp.rules.permute_and_flip", "the selection rules are independent"),
-    ("exactdp/mechanisms/joint_set.py", "import exactdp.mechanisms.joint_set_paper", "mechanisms are independent"),
+    ("exactdp/mechanisms/canonical/arrays.py", "import exactdp.mechanisms.joint.arrays", "mechanisms are independent"),
     ("proofs_checks/blog.py", "import proofs_checks.joint_variants", "proofs_checks paper modules are independent"),
     ("proofs_checks/registry.py", "import proofs_checks.canonical", "proofs_checks.registry and proofs_checks._common import no paper module"),
     ("proofs_checks/_common.py", "import proofs_checks.joint_sequence", "proofs_checks.registry and proofs_checks._common import no paper module"),
-    ("exactdp/core/levels.py", "import proofs_checks.registry", "exactdp (except exactdp.cli) does not import proofs_checks"),
+    ("exactdp/core/levels.py", "import proofs_checks.registry", "exactdp does not import proofs_checks"),
+    # whole packages: a module the contracts do not name is covered all the same
+    ("exactdp/teaching/steps.py", "import proofs_checks.registry", "exactdp does not import proofs_checks"),
+    ("exactdp/new_module.py", "import proofs_checks", "exactdp does not import proofs_checks"),
+    ("exactdp/mechanisms/new_family.py", "import exactdp.mechanisms.joint", "mechanisms are independent"),
+    ("exactdp/mechanisms/joint/new_module.py", "import exactdp.mechanisms.peeling.tree", "mechanisms are independent"),
+    # interop sits above the mechanisms; the rest of the oracle may not import them
+    ("exactdp/testing.py", "import exactdp.mechanisms.joint", "the oracle never imports a mechanism"),
+    ("exactdp/pytest_plugin.py", "import exactdp.mechanisms.peeling", "the oracle never imports a mechanism"),
 ]
 
 
@@ -66,8 +76,39 @@ def test_a_forbidden_import_is_rejected(tmp_path, module, statement, contract):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / module
-    path.write_text(path.read_text() + f"\n{statement}  # negative control\n")
+    before = path.read_text() if path.exists() else '"""A module the contracts do not name."""\n'
+    path.write_text(before + f"\n{statement}  # negative control\n")
     result = _lint(tmp_path)
     assert result.returncode != 0, result.stdout
     broken = [line for line in result.stdout.splitlines() if " BROKEN" in line]
     assert any(line.startswith(contract) for line in broken), result.stdout
+
+
+def _contracts() -> list[dict]:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+
+
+def test_every_contract_has_a_negative_control_and_few_exceptions():
+    """Each contract is named by at least one control above; the contracts declare at most
+    two exceptions (``ignore_imports``) between them; a forbidden contract names top-level
+    modules and packages of exactdp only (whole packages, so a new module is covered)."""
+    contracts = _contracts()
+    names = [c["name"] for c in contracts]
+    assert all(any(name.startswith(contract) for _, _, contract in VIOLATIONS) for name in names), names
+    assert sum(len(c.get("ignore_imports", ())) for c in contracts) <= 2
+    for c in contracts:
+        listed = [*c.get("source_modules", ()), *c.get("forbidden_modules", ())]
+        too_deep = [m for m in listed if m.startswith("exactdp.") and m.count(".") > 1]
+        assert not too_deep, (c["name"], too_deep)
+
+
+def test_interop_builds_mechanisms_with_plain_imports():
+    """interop is a layer above the mechanisms: it imports the classes it builds (so
+    import-linter sees it), never through ``importlib``."""
+    import exactdp
+    import exactdp.interop as interop
+
+    assert interop.Joint is exactdp.Joint and interop.PNFJoint is exactdp.PNFJoint
+    assert interop.Peeling is exactdp.Peeling
+    assert "importlib" not in (ROOT / "exactdp" / "interop.py").read_text(encoding="utf-8")

@@ -388,12 +388,12 @@ def _allowed_any_types():
     """Types that contain ``Any`` on purpose (each documented where it is defined)."""
     import numpy.typing as npt
 
-    from exactdp.core import _typing
+    from exactdp.core import aliases
     from exactdp import testing
 
     return (
         npt.ArrayLike,  # numpy's own alias (third-party), for the log m~ arrays of compare_mtilde
-        _typing.ClaimedTable,  # Mapping[Any, ...]: Mapping is invariant in its keys (output tuples/frozensets)
+        aliases.ClaimedTable,  # Mapping[Any, ...]: Mapping is invariant in its keys (output tuples/frozensets)
         testing.IdMap,  # Mapping[Any, int]: third-party labels, any hashable; Mapping is invariant in its keys
     )
 
@@ -443,9 +443,10 @@ def _user_facing_functions():
     and the validators of exactdp.core.validation."""
     import inspect
 
-    from exactdp import _samplers, audit, certify, interop, testing
+    from exactdp import audit, certify, interop, testing
+    from exactdp._oracle import samplers as _samplers
     from exactdp.core import validation
-    from exactdp.mechanisms.canonical_gamma1 import CanonicalGamma1
+    from exactdp.mechanisms.canonical.gamma1 import CanonicalGamma1
     from exactdp.core.mechanism import Mechanism
 
     seen = set()
@@ -474,7 +475,7 @@ def test_user_facing_arguments_are_not_typed_any():
     import inspect
 
     from exactdp import accounting, audit
-    from exactdp.mechanisms import joint_set
+    from exactdp.mechanisms.joint_set import mechanism as joint_set
     from exactdp.core.mechanism import JointFamily, Mechanism
 
     localns, allowed = _hint_namespace(), _allowed_any_types()
@@ -501,7 +502,7 @@ def test_the_any_probe_can_fail():
     from typing import Any, Callable, Mapping, Optional, Union
 
     from exactdp import testing
-    from exactdp.core._typing import ClaimedProbabilities, MechanismLike
+    from exactdp.core.aliases import ClaimedProbabilities, MechanismLike
 
     Hidden = Union[int, Mapping[str, Any]]
 
@@ -529,9 +530,9 @@ def test_the_slow_marker_is_registered_and_strict():
 #: Tests that took 10 to 50 CPU seconds each before the slow marker existed.
 KNOWN_SLOW = [
     "tests/proofs_checks/test_proofs_checks.py::test_true_maxima_not_first_violations",
-    "tests/mechanisms/test_joint_pairs.py::test_neighbours_of_every_vector_d4_d5",
-    "tests/mechanisms/test_joint_set.py::test_counting_methods_agree_exhaustive",
-    "tests/mechanisms/test_joint_set_pairs.py::test_every_neighbour_of_every_small_vector",
+    "tests/mechanisms/joint/test_pairs.py::test_neighbours_of_every_vector_d4_d5",
+    "tests/mechanisms/joint_set/test_mechanism.py::test_counting_methods_agree_exhaustive",
+    "tests/mechanisms/joint_set/test_pairs.py::test_every_neighbour_of_every_small_vector",
 ]
 
 

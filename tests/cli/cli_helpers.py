@@ -1,6 +1,6 @@
 """Shared helpers of the command-line tests: run ``main`` in-process and check its output.
 
-Imported explicitly (``from cli_helpers import ...``) by the tests in this folder.
+Imported explicitly (``from tests.cli.cli_helpers import ...``) by the tests in this folder.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import mpmath
 
 from exactdp.cli import main
+from exactdp.core.validation import as_rng
 
 SMALL = ["--counts", "10,5,1,1", "-k", "2", "--epsilon", "1"]
 BIG = ["--counts", "30,15,1x998", "-k", "2", "--epsilon", "1"]
@@ -75,3 +76,10 @@ def run_with_tty_stderr(*argv):
         chunks.append(data)
     os.close(main_fd)
     return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode(errors="replace")
+
+
+def one_at_a_time(m, n, seed):
+    """What ``exactdp sample -n N --seed S`` prints: ``sample`` n times on one generator
+    (``samples`` draws in batches, in another order of the generator)."""
+    gen = as_rng(seed)
+    return [m.sample(gen) for _ in range(n)]

@@ -12,10 +12,10 @@ import pytest
 
 import exactdp
 from exactdp import audit
-from exactdp.cli.render import _Progress
+from exactdp.cli.render import Progress
 from exactdp.core.precision import mp_workdps
 
-from cli_helpers import assert_error, run, run_json, run_with_tty_stderr
+from tests.cli.cli_helpers import assert_error, run, run_json, run_with_tty_stderr
 
 COUNTS = (3, 2, 2, 0)
 BASE = ("audit", "joint", "--counts", "3,2,2,0", "-k", "2", "--epsilon", "1")
@@ -145,13 +145,13 @@ class _Tty:
 
 def test_progress_bar_only_on_a_terminal():
     tty = _Tty()
-    bar = _Progress("exactdp audit: neighbours", stream=tty)
+    bar = Progress("exactdp audit: neighbours", stream=tty)
     for i in range(1, 6):
         bar(i, 5)
     bar.close()
     assert "exactdp audit: neighbours" in tty.text and "/5" in tty.text
     off = _Tty()
-    bar = _Progress("x", enabled=False, stream=off)
+    bar = Progress("x", enabled=False, stream=off)
     bar(1, 5)
     bar.close()
     assert off.text == ""
@@ -172,31 +172,3 @@ def test_progress_bar_on_a_real_terminal_and_not_with_json_or_no_progress():
     assert status == 0 and err == ""
     status, out, err = run_with_tty_stderr(*argv, "--json")
     assert status == 0 and err == "" and json.loads(out)["verdict"] == "below"
-
-
-@pytest.mark.slow
-def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
-    """A zCDP bracket too wide to decide is reported INCONCLUSIVE with exit status 3, never
-    attained (the verdict is forced here; exactdp._worst decides it from the bracket)."""
-    import exactdp._worst as worst
-
-    monkeypatch.setattr(worst, "zcdp_verdict", lambda *args: "inconclusive")
-    status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "1/10", "--no-progress")
-    assert status == 3 and "INCONCLUSIVE" in out
-    # the advice names both ways out: more digits, or more refinement steps (raising --dps
-    # alone does not help a bracket that ran out of zcdp_rho's max_steps)
-    assert "raise --dps" in out and "max_steps of exactdp.audit.zcdp_rho" in out
-
-
-@pytest.mark.slow
-def test_a_margin_whose_sign_is_not_the_verdicts_says_why(capsys):
-    """rho = 0.0657356 is just above the worst bracket's true value but within the band of
-    6 digits: the verdict (decided with more digits) is "below" while the margin at 6 digits
-    is negative.  The line says so instead of printing a margin that contradicts it."""
-    status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "0.0657356", "--no-progress")
-    line = next(x for x in out.splitlines() if x.startswith("verdict:"))
-    assert status == 0 and line.startswith("verdict:      below") and "margin claim - value = -" in line
-    assert "the verdict was decided with more digits" in line
-    status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "1/10", "--no-progress")
-    line = next(x for x in out.splitlines() if x.startswith("verdict:"))
-    assert status == 0 and "below" in line and "decided with more digits" not in line  # a clear margin: no note

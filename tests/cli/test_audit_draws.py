@@ -13,9 +13,9 @@ import pytest
 
 import exactdp
 from exactdp import audit
-from exactdp._draws import as_fraction
+from exactdp.core.precision import mpf_fraction as as_fraction
 
-from cli_helpers import assert_error, run, run_with_tty_stderr
+from tests.cli.cli_helpers import assert_error, run, run_with_tty_stderr
 
 BASE = ("audit", "joint", "--counts", "6,5,3,0", "-k", "2", "--epsilon", "1", "--neighbour", "7,5,3,0",
         "--seed", "1", "--draws", "3000")

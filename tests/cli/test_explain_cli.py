@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cli_helpers import assert_error, run
+from tests.cli.cli_helpers import assert_error, run
 from exactdp.cli.registry import MECHANISMS
 from exactdp.teaching import explain, from_dict
 

@@ -11,7 +11,7 @@ import exactdp
 from exactdp import audit
 from exactdp.core.validation import as_rng
 
-from cli_helpers import assert_error, nstr, run, run_json
+from tests.cli.cli_helpers import assert_error, nstr, run, run_json
 
 NAME = "canonical-gamma1"
 ARGS = ["--counts", "10,5,1,1,0", "-k", "2", "--epsilon", "1", "--rho", "1/3"]

@@ -10,7 +10,7 @@ import sys
 import gmpy2
 import pytest
 
-from cli_helpers import BIG, SMALL, assert_error, run, run_json
+from tests.cli.cli_helpers import BIG, SMALL, assert_error, run, run_json
 from exactdp.cli import parse as cli_parse, parse_counts
 
 

@@ -10,7 +10,7 @@ import sys
 from fractions import Fraction
 
 import exactdp
-from cli_helpers import assert_error, run
+from tests.cli.cli_helpers import assert_error, run
 from exactdp.cli import MECHANISMS
 
 
@@ -53,3 +53,26 @@ def test_check_without_proofs_checks_says_reinstall(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "proofs_checks", None)  # makes the import raise ImportError
     status, out, err = run(capsys, "check")
     assert_error(status, out, err, "proofs_checks package is not importable", "reinstall exactdp")
+
+
+def test_compare_rows_come_from_the_registry(capsys, monkeypatch):
+    """One registry: a mechanism registered once is a row of ``exactdp compare`` (the
+    command's rows were a second list of builders beside the registry)."""
+    from exactdp.cli.registry import CompareRow, MechanismSpec, compare_rows
+
+    rows = compare_rows()
+    assert [name for name, _, _ in rows] == ["joint", "pnf-joint", "joint-set", "canonical", "canonical-gamma1",
+                                             "peeling", "pnf-peel", "cdp-peel"]
+    assert [name for name, _, _ in rows if name in MECHANISMS] == list(MECHANISMS)
+    peel = {name: build([5, 3, 1], 2, Fraction(1), Fraction(1, 10**6)) for name, _, build in rows[-3:]}
+    assert (peel["peeling"].noise, peel["pnf-peel"].noise, peel["cdp-peel"].noise) == ("gumbel", "exponential", "gumbel")
+    assert peel["peeling"].epsilon == 1 and peel["cdp-peel"].epsilon >= 1
+
+    monkeypatch.setitem(MECHANISMS, "joint-half", MechanismSpec(
+        exactdp.Joint, "Joint at half the budget", compare=(CompareRow("joint-half", "Joint at eps/2",
+                                                                       epsilon=lambda e, dl, k: e / 2),)))
+    name, label, build = compare_rows()[-1]
+    assert (name, label, build([5, 3, 1], 2, Fraction(1), Fraction(1, 10**6)).epsilon) == (
+        "joint-half", "Joint at eps/2", Fraction(1, 2))
+    status, out, _ = run(capsys, "compare", "--counts", "5,3,1", "-k", "2", "--epsilon", "1")
+    assert status == 0 and "Joint at eps/2" in out

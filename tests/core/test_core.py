@@ -8,12 +8,10 @@ import pickle
 import math
 from collections import Counter
 from fractions import Fraction
-from itertools import permutations
 
 import gmpy2
 import mpmath
 import pytest
-import sympy
 from flint import arb, ctx, fmpq
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,14 +19,14 @@ from hypothesis import strategies as st
 import exactdp
 from exactdp import errors
 from exactdp.core import precision
-from exactdp.core.bruteforce import brute_levels, brute_probabilities, brute_symbolic_probabilities
+from exactdp.core.bruteforce import brute_probabilities
 from exactdp.core.levels import Level, check_levels
 from exactdp.core.mechanism import make_scale
 from exactdp.core.ranking import Ranking
 from exactdp.core.scale import Scale
 from exactdp.rules.exponential import ExponentialMechanism
 
-from twins import joint_utility, ranks_of, tied_counts
+from twins import ranks_of, tied_counts
 
 
 # ======================================================================================
@@ -103,41 +101,8 @@ def test_level_and_check_levels():
 
 
 # ======================================================================================
-# Scale
+# make_scale
 # ======================================================================================
-def test_scale_epsilon():
-    s = Scale(epsilon=Fraction(1), divisor=Fraction(2))
-    assert s.lam == Fraction(1, 2) and not s.is_rational
-    assert s.symbolic_weight(-3) == sympy.exp(sympy.Rational(-3, 2))
-    assert s.symbolic_weight(Fraction(-1, 3)) == sympy.exp(sympy.Rational(-1, 6))
-    assert s.lam_symbolic() == sympy.Rational(1, 2)
-    assert s.rational_weight_ratio(-1) is None
-    with ctx.workprec(200):
-        assert s.lam_ball().contains(arb(1) / 2)
-
-
-def test_scale_base():
-    s = Scale(base=Fraction(1, 2))
-    assert s.lam is None and s.is_rational
-    assert s.symbolic_weight(-3) == sympy.Rational(1, 8)
-    assert s.symbolic_weight(Fraction(-1, 2)) == sympy.sqrt(2) / 2
-    assert s.rational_weight_ratio(-3) == Fraction(1, 8)
-    assert s.rational_weight_ratio(2) == 4
-    assert s.rational_weight_ratio(Fraction(1, 2)) is None
-    assert s.lam_symbolic() == sympy.log(2)
-    with ctx.workprec(300):
-        ball = s.lam_ball()
-        assert ball.contains(arb(2).log())
-        assert ball.rad() < arb(2) ** -250
-
-
-def test_scale_needs_exactly_one():
-    with pytest.raises(AssertionError):
-        Scale()
-    with pytest.raises(AssertionError):
-        Scale(epsilon=Fraction(1), base=Fraction(1, 2))
-
-
 def test_make_scale():
     assert make_scale(None, None, Fraction(2)) == Scale(epsilon=Fraction(1), divisor=Fraction(2))
     assert make_scale("0.5", None, Fraction(2)).lam == Fraction(1, 4)
@@ -249,25 +214,6 @@ def test_certify_many_and_precision_error(monkeypatch):
         precision.certify(lambda: (arb(1) + arb(2) ** -400) - 1, 30)
     assert info.value.argument == "dps"
     assert ctx.prec == 53
-
-
-# ======================================================================================
-# brute force helpers
-# ======================================================================================
-def test_brute_force_helpers():
-    counts = (2, 1, 0)
-    util = lambda s: joint_utility(counts, s)  # noqa: E731
-    levels = brute_levels(permutations(range(3), 2), util)
-    assert levels == (Level(0, 1), Level(-1, 3), Level(-2, 2))
-    probs = brute_probabilities(permutations(range(3), 2), util, Scale(base=Fraction(1, 2)))
-    assert probs[(0, 1)] == Fraction(1, 3) and sum(probs.values()) == 1
-    with pytest.raises(ValueError):
-        brute_probabilities(permutations(range(3), 2), util, Scale(epsilon=Fraction(1), divisor=Fraction(2)))
-    sym = brute_symbolic_probabilities(permutations(range(3), 2), util, Scale(epsilon=Fraction(1), divisor=Fraction(2)))
-    assert sympy.simplify(sympy.Add(*sym.values())) == 1
-    assert sympy.simplify(sym[(0, 1)] - 1 / (1 + 3 * sympy.exp(-sympy.Rational(1, 2)) + 2 * sympy.exp(-1))) == 0
-    # the exported names
-    assert exactdp.brute_levels is brute_levels
 
 
 # ======================================================================================

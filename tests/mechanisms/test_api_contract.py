@@ -22,21 +22,28 @@ import pytest
 
 import exactdp
 from exactdp import errors
-from exactdp.mechanisms.canonical import NotSingleRuleError
+from exactdp.mechanisms.canonical.mechanism import NotSingleRuleError
 from twins import brute_probabilities_base, joint_utility, pnf_by_permutations
 
 DPS = 30
 TOL = mpmath.mpf(10) ** -(DPS - 3)
 
+#: Options a mechanism of exactdp.CATALOG runs with here besides its defaults, by variant;
+#: a mechanism not listed runs once, with its defaults (a new one is covered unlisted).
+VARIANTS = {
+    "Canonical": {"gumbel": {"rho": Fraction(1, 3)}, "exponential": {"noise": "exponential"}},
+    "CanonicalGamma1": {"": {"rho": Fraction(1, 3)}},
+    "Peeling": {"gumbel": {}, "exponential": {"noise": "exponential"}},
+}
+
+
+def _builder(cls, options):
+    return lambda c, k, **s: cls(c, k, **options, **s)
+
+
 MECHANISMS = {
-    "Joint": lambda c, k, **s: exactdp.Joint(c, k, **s),
-    "PNFJoint": lambda c, k, **s: exactdp.PNFJoint(c, k, **s),
-    "JointSet": lambda c, k, **s: exactdp.JointSet(c, k, **s),
-    "Canonical-gumbel": lambda c, k, **s: exactdp.Canonical(c, k, rho=Fraction(1, 3), **s),
-    "Canonical-exponential": lambda c, k, **s: exactdp.Canonical(c, k, noise="exponential", **s),
-    "CanonicalGamma1": lambda c, k, **s: exactdp.CanonicalGamma1(c, k, rho=Fraction(1, 3), **s),
-    "Peeling-gumbel": lambda c, k, **s: exactdp.Peeling(c, k, **s),
-    "Peeling-exponential": lambda c, k, **s: exactdp.Peeling(c, k, noise="exponential", **s),
+    f"{name}-{variant}" if variant else name: _builder(getattr(exactdp, name), options)
+    for name in exactdp.CATALOG for variant, options in VARIANTS.get(name, {"": {}}).items()
 }
 INSTANCES = {
     "ties": ((3, 1, 1, 0), 2),
@@ -226,4 +233,27 @@ def test_the_contract_covers_every_public_mechanism():
               if isinstance(getattr(exactdp, name), type) and issubclass(getattr(exactdp, name), exactdp.Mechanism)
               and getattr(exactdp, name) is not exactdp.Mechanism}
     covered = {type(f((1, 0), 1)).__name__ for f in MECHANISMS.values()}
-    assert public == covered
+    assert public == covered == set(exactdp.CATALOG)
+    assert set(VARIANTS) <= set(exactdp.CATALOG)
+
+
+def test_the_oracle_fast_path_is_the_group_law(case):
+    """``groups_rule()``, the capability the oracle reads: when it names a rule, that rule's
+    batched pass over the level table gives every group's one-output probability."""
+    _, m = case
+    rule = m.groups_rule()
+    if rule is None:
+        return
+    batched = rule.output_probabilities(m.table, DPS)
+    assert all(_close(p, q) for p, (_, q) in zip(batched, m.group_output_probabilities(DPS)))
+    assert len(batched) == len(m.groups())
+
+
+def test_the_pair_hooks_keep_their_contract(case):
+    _, m = case
+    assert isinstance(m.pair_count_declined(m), str)
+    if not m.counts_pairs:
+        assert m.pair_cells(m) is None
+    else:
+        cells = m.pair_cells(m)
+        assert cells is None or sum(n for _, n in cells.values()) == m.support_size()

@@ -23,7 +23,7 @@ from exactdp.core import level_blocks, level_stream
 from exactdp.core.level_blocks import BlockLevelTable
 from exactdp.core.level_stream import StreamSource
 from exactdp.core.levels import LevelTable
-from exactdp.mechanisms.joint_set import iter_joint_set_levels, joint_set_levels
+from exactdp.mechanisms.joint_set.mechanism import iter_joint_set_levels, joint_set_levels
 
 from twins import run_operations
 
@@ -165,7 +165,7 @@ def _forbid_key_table(monkeypatch):
     """Make the table of every loss key unavailable: what uses it now fails."""
     def refuse(self):
         raise AssertionError("the table of every loss key was built")
-    monkeypatch.setattr(exactdp.mechanisms.canonical.CanonicalClasses, "level_sizes", refuse)
+    monkeypatch.setattr(exactdp.mechanisms.canonical.mechanism.CanonicalClasses, "level_sizes", refuse)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
@@ -242,7 +242,7 @@ def test_levels_refused_before_the_whole_pass(make, monkeypatch):
 def test_levels_read_serve_the_tables_first_pass(monkeypatch):
     """levels() then level_probabilities(): the sweep runs once (the table's first pass reads
     the levels already read), the values are the table's, and levels() makes no second tuple."""
-    from exactdp.mechanisms import joint_set as joint_set_module
+    from exactdp.mechanisms.joint_set import mechanism as joint_set_module
 
     calls = []
     original = joint_set_module.iter_joint_set_levels
@@ -273,7 +273,7 @@ def _count_levels_read(monkeypatch, m):
     """Count the levels the mechanism's level stream yields (every restart included)."""
     read = []
     if isinstance(m, exactdp.JointSet):
-        from exactdp.mechanisms import joint_set as module
+        from exactdp.mechanisms.joint_set import mechanism as module
 
         original = module.iter_joint_set_levels
 

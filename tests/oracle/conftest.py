@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exactdp import _notions
+from exactdp._oracle.notions import profile as _notions
 from exactdp.errors import PrecisionError
 
 
@@ -13,7 +13,7 @@ def every_direction_certified(monkeypatch):
     """The audit's maxima decided only when every direction is certified (as before a
     maximum was returned once one value was certified and the others proven below it):
     brings back the PrecisionError of an undecided direction, to check its text."""
-    decided_max = _notions._decided_max
+    decided_max = _notions.decided_max
 
     def strict(outcomes):
         for value in outcomes.values():
@@ -21,4 +21,4 @@ def every_direction_certified(monkeypatch):
                 raise PrecisionError(value.argument, value.value, value.reason)
         return decided_max(outcomes)
 
-    monkeypatch.setattr(_notions, "_decided_max", strict)
+    monkeypatch.setattr(_notions, "decided_max", strict)

@@ -2,14 +2,20 @@
 
 Reference values are computed independently: every output enumerated, probabilities from
 the brute-force helpers of tests/twins/ (mpmath at 60 digits, or exact Fractions with a
-rational base), and neighbour sets from their definition over {-1, 0, 1}**d.
+rational base), and neighbour sets from their definition over {-1, 0, 1}**d.  Also: the
+worst case over a third-party law that is not symmetric in tied items, and the example
+examples/audit_claims.py.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import io
+import itertools
 import json
 import math
+import pathlib
 from fractions import Fraction
 from itertools import product
 
@@ -20,12 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exactdp
-from exactdp import audit
+from exactdp import audit, interop
 from exactdp.cli import main
-from exactdp.errors import InvalidParameterError, TooManyOutputsError
 from exactdp.core.levels import Level
+from exactdp.errors import InvalidParameterError, TooManyOutputsError
 
 from twins import brute_probabilities_base, mp_probabilities_eps, tied_counts
+from twins.worst import neighbours_brute, worst_case_brute
 
 
 def brute_loss(counts_a, counts_b, k, epsilon, sensitivity=Fraction(1)):
@@ -463,3 +470,98 @@ def test_audit_page_k1_loss_at_d_200_is_as_stated():
     assert abs(w.value - mpmath.mpf(expected)) < 1e-12
     page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
     assert f"{expected:.4f}" == "0.4980" and "at d = 200 equal counts, 0.4980" in " ".join(page.split())
+
+
+# ---------------------------------------------------------------------------------------
+# worst_case over a third-party law that is not symmetric in tied items
+#
+# worst_case over a third-party law that breaks ties by position (not symmetric in tied
+# items), for every notion and both relations, against plain enumeration of the neighbours.
+#
+# References: tests/twins/worst.py (every neighbour from the change vectors, the notion of
+# each pair from exact Fractions) on the same law; the law is written here, as another
+# library would: item ``i`` weighs ``2**c_i * (i + 1)``, so tied items are not alike.
+
+
+NOTIONS = {"pure": ({"epsilon": 1}, {}),
+           "approx": ({"epsilon": Fraction(1, 3), "delta": Fraction(1, 10)}, {"epsilon": Fraction(1, 3)}),
+           "renyi": ({"alpha": 2, "epsilon": 1}, {"alpha": 2}),
+           "zcdp": ({"rho": Fraction(1, 2)}, {})}
+
+
+def positional(counts: tuple[int, ...]) -> dict[tuple[int, ...], Fraction]:
+    """Top-1: item ``i`` with probability proportional to ``2**c_i * (i + 1)``."""
+    weights = {(i,): Fraction(2) ** c * (i + 1) for i, c in enumerate(counts)}
+    total = sum(weights.values())
+    return {o: w / total for o, w in weights.items()}
+
+
+def positional_pairs(counts: tuple[int, ...]) -> dict[tuple[int, ...], Fraction]:
+    """Top-2 by drawing twice without replacement from :func:`positional`."""
+    one = positional(counts)
+    return {(i, j): one[(i,)] * one[(j,)] / (1 - one[(i,)]) for i, j in itertools.permutations(range(len(counts)), 2)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("law", [positional, positional_pairs])
+@pytest.mark.parametrize("counts", [(1, 1), (2, 1, 1), (0, 0, 0)])
+@pytest.mark.parametrize("relation", ["add_remove", "swap"])
+@pytest.mark.parametrize("notion", list(NOTIONS))
+def test_every_neighbour_of_a_positional_law(law, counts, relation, notion):
+    kwargs, twin_kwargs = NOTIONS[notion]
+    w = audit.worst_case(law, counts, relation, notion=notion, dps=20 if notion != "zcdp" else 6, **kwargs)
+    want, values = worst_case_brute(law, counts, relation, notion, **twin_kwargs)
+    assert len(w.results) == len(neighbours_brute(counts, relation)) == w.neighbours_total
+    with mpmath.workdps(50):
+        if notion == "zcdp":  # the twin's estimate is a sampled sup: inside the bracket
+            assert w.lower <= want * (1 + mpmath.mpf(10) ** -15) and want <= w.upper * (1 + mpmath.mpf(10) ** -15)
+        else:
+            assert abs(w.value - want) <= abs(want) * mpmath.mpf(10) ** -18
+            assert abs(values[w.neighbour] - want) <= abs(want) * mpmath.mpf(10) ** -18  # the witness neighbour
+
+
+def test_trusting_symmetry_misses_the_worst_neighbour():
+    """Negative control: symmetric=True audits one neighbour per class of tied items, which
+    is wrong for this law (item 1 weighs twice item 0 at equal counts): the swap neighbour
+    (0, 2) of (1, 1) has loss ln 3, the classes' representative only ln 2."""
+    full = audit.worst_case(positional, (1, 1), "swap", epsilon=1, dps=20)
+    trusted = audit.worst_case(positional, (1, 1), "swap", epsilon=1, dps=20, symmetric=True)
+    with mpmath.workdps(40):
+        assert abs(full.value - mpmath.log(3)) < mpmath.mpf(10) ** -19
+        assert abs(trusted.value - mpmath.log(2)) < mpmath.mpf(10) ** -19
+
+
+# ---------------------------------------------------------------------------------------
+# examples/audit_claims.py: two published claims audited exactly
+#
+# examples/audit_claims.py: OpenDP's zCDP map and CDP-Peel's Lemma 4.2 audited exactly.
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("audit_claims", ROOT / "examples" / "audit_claims.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_example_finds_both_claims_hold_and_says_so(capsys):
+    lines = _example().main()
+    assert capsys.readouterr().out.splitlines() == lines
+    assert len(lines) == 5
+    assert all(line.endswith(": below") for line in lines[:4])
+    assert lines[1].startswith("OpenDP zCDP, monotonic=True, add_remove: claimed rho 1/16")
+
+
+@pytest.mark.slow
+def test_the_same_mechanisms_violate_a_smaller_claim():
+    """Negative control: the exact worst rho (about 0.05615) is above 1/18."""
+    factory = functools.partial(interop.opendp_top_k, k=2, scale=2, output_measure="zero_concentrated_divergence",
+                                monotonic=True)
+    w = audit.worst_case(factory, (3, 2, 2, 0), "add_remove", notion="zcdp", rho=Fraction(1, 18))
+    assert w.verdict == "violated" and not w.satisfied
+    # the same law as CDP-Peel with eps' = 1/2 (Peeling, Gumbel noise, epsilon = k eps')
+    assert factory((3, 2, 2, 0)).probability((0, 1)) == exactdp.Peeling((3, 2, 2, 0), 2, epsilon=1).probability((0, 1))

@@ -17,9 +17,8 @@ from flint import arb, ctx, fmpq, fmpq_poly
 
 from exactdp.core.levels import Level, LevelTable
 from exactdp.core.scale import Scale
-from exactdp.rules.gauss_legendre import dyadic_pieces
 from exactdp.rules.permute_and_flip import PermuteAndFlip
-from exactdp.rules.quadrature import PowerSums, _tail_factor, poly_integrals
+from exactdp.rules.quadrature import PowerSums, poly_integrals, tail_factor
 from exactdp.rules.quadrature_stream import quadrature_integrals
 from twins import rel_err
 
@@ -73,12 +72,6 @@ def test_poly_route_returns_level_totals():
         per_output, per_level = poly_integrals(p, mult, S, lambda a: arb(1))
         for m, one, total in zip(mult, per_output, per_level):
             assert total.overlaps(m * one)
-
-
-def test_dyadic_pieces_cover_the_range():
-    pieces = dyadic_pieces(3)
-    assert len(pieces) == 4
-    assert all(a == x and b == y for (a, b), (x, y) in zip(pieces, [(0, 1), (1, 2), (2, 4), (4, 8)]))
 
 
 def _power_sums(w, p, J, prec):
@@ -161,7 +154,7 @@ def test_shared_tail_factor_is_monotone():
         for S in (arb(1), arb("1.5"), arb(3), arb(10) ** 50):
             for N in (0, 1, 5, 30):
                 ps = [arb(1)] + [arb(2) ** -k for k in range(1, 200, 7)]
-                vals = [_tail_factor(x, N, S, fact) for x in ps]
+                vals = [tail_factor(x, N, S, fact) for x in ps]
                 known = [v for v in vals if v is not None]
                 assert all(not (b > a) for a, b in zip(known, known[1:]))
 

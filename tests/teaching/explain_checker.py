@@ -1,7 +1,7 @@
 """Checks every number a walk-through shows against the mechanism and the brute-force twins.
 
 ``problems(e, m)`` returns a list of what does not match (empty: the walk-through is right).
-Imported explicitly (``from explain_checker import problems``) by the tests in this folder.
+Imported explicitly (``from tests.teaching.explain_checker import problems``) by the tests in this folder.
 """
 
 from __future__ import annotations
