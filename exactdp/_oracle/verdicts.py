@@ -3,24 +3,24 @@
 :func:`exactdp.audit.worst_case` and ``exactdp audit`` compare a certified value (a pure
 epsilon, a delta, a Rényi divergence, a zCDP bracket) with the claim: :func:`band_verdict`
 with a relative band of ``3 * 10**-digits``, :func:`zcdp_verdict` by the bracket, and
-:func:`refine_verdict` decides values inside the band again with more digits;
+:func:`~exactdp._oracle.worst.refine_verdict` decides values inside the band again with more digits;
 :func:`attained_exactly` proves a pure loss equal to the claim with sympy.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import mpmath
 
 from .distributions import MappingDistribution
-from .notions.basics import cap_dps, proven_zero
+from .notions.basics import proven_zero
 from ..core.lazy import sympy
 from ..core.precision import mp_workdps, mpf_fraction
 
-__all__ = ["is_mapping", "claim_mpf", "band_verdict", "exact_compare", "zcdp_verdict", "refine_verdict",
-           "exact_probability", "attained_exactly"]
+__all__ = ["is_mapping", "claim_mpf", "band_verdict", "exact_compare", "zcdp_verdict", "exact_probability",
+           "attained_exactly"]
 
 
 def is_mapping(x: Any) -> bool:
@@ -67,29 +67,6 @@ def zcdp_verdict(lower: mpmath.mpf, upper: mpmath.mpf, claim: Any, claim_value: 
     with mp_workdps(digits + 10):
         narrow = upper - lower <= 3 * mpmath.mpf(10) ** (-digits) * claim_value
     return "attained" if narrow else "inconclusive"
-
-
-def refine_verdict(verdicts: Sequence[Callable[[int], str]], dps: int) -> str:
-    """The verdict of values in the band of a claim (each given as ``verdict(digits)``, the
-    verdict of one value computed with ``digits`` digits, :func:`pair_verdict`): decided
-    again with ``2 * dps + 10`` digits, and again up to ``4 * dps + 80``, so a claim that
-    differs from a value by less than the band (``2**-100`` at ``dps = 30``) is still found
-    violated (some value certainly above it) or held (every value certainly below).
-    ``"attained"`` when some value stays undecided at every precision (equal to the claim,
-    or too close to tell; a zCDP bracket that contains the claim or is inconclusive);
-    ``"below"`` when there is no value."""
-    near, digits = list(verdicts), dps
-    while near and digits < cap_dps(dps):
-        digits = min(2 * digits + 10, cap_dps(dps))
-        still = []
-        for verdict_at in near:
-            verdict = verdict_at(digits)
-            if verdict == "violated":
-                return verdict
-            if verdict != "below":
-                still.append(verdict_at)
-        near = still
-    return "attained" if near else "below"
 
 
 def exact_probability(x: Any, output: Any) -> Any:

@@ -47,10 +47,11 @@ from ..errors import ArgumentTypeError, InvalidParameterError, MemoryBudgetError
 from .cells import ties_exchangeable
 from .distributions import MappingDistribution
 from .neighbours import check_relation, neighbour_count, neighbours
+from .notions.basics import cap_dps
 from .notions.kinds import NOTION_KINDS, ZCDP, Notion, PureDP
 from .notions.profile import privacy_profile
 from .report import NeighbourLoss, WorstCase
-from .verdicts import attained_exactly, claim_mpf, is_mapping, refine_verdict
+from .verdicts import attained_exactly, claim_mpf, is_mapping
 
 __all__ = ["NOTIONS", "NEIGHBOURS_PER_UNIT", "ZCDP_DEFAULT_DPS", "claimed_epsilon", "Plan", "plan", "execute", "passes_claim", "pair_verdict", "pair_audit",
            "finish"]
@@ -261,6 +262,29 @@ def execute(plans: Sequence[Plan], executor: Optional[Executor] = None,
             for future in futures:
                 future.cancel()
     return [[r for unit in row for r in unit] for row in slots]  # type: ignore[union-attr]
+
+
+def refine_verdict(verdicts: Sequence[Callable[[int], str]], dps: int) -> str:
+    """The verdict of values in the band of a claim (each given as ``verdict(digits)``, the
+    verdict of one value computed with ``digits`` digits, :func:`pair_verdict`): decided
+    again with ``2 * dps + 10`` digits, and again up to ``4 * dps + 80``, so a claim that
+    differs from a value by less than the band (``2**-100`` at ``dps = 30``) is still found
+    violated (some value certainly above it) or held (every value certainly below).
+    ``"attained"`` when some value stays undecided at every precision (equal to the claim,
+    or too close to tell; a zCDP bracket that contains the claim or is inconclusive);
+    ``"below"`` when there is no value."""
+    near, digits = list(verdicts), dps
+    while near and digits < cap_dps(dps):
+        digits = min(2 * digits + 10, cap_dps(dps))
+        still = []
+        for verdict_at in near:
+            verdict = verdict_at(digits)
+            if verdict == "violated":
+                return verdict
+            if verdict != "below":
+                still.append(verdict_at)
+        near = still
+    return "attained" if near else "below"
 
 
 def _decide_band(p: Plan, records: Sequence[NeighbourLoss]) -> tuple[str, bool]:

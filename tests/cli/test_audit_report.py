@@ -54,10 +54,10 @@ def test_a_violated_claim_exits_1_and_says_so(capsys):
 @pytest.mark.slow
 def test_inconclusive_zcdp_verdict_exits_3(capsys, monkeypatch):
     """A zCDP bracket too wide to decide is reported INCONCLUSIVE with exit status 3, never
-    attained (the verdict is forced here; exactdp._oracle.worst decides it from the bracket)."""
-    import exactdp._oracle.worst as worst
+    attained (the verdict is forced here; ZCDP.judge decides it from the bracket)."""
+    import exactdp._oracle.notions.kinds as kinds
 
-    monkeypatch.setattr(worst, "zcdp_verdict", lambda *args: "inconclusive")
+    monkeypatch.setattr(kinds, "zcdp_verdict", lambda *args: "inconclusive")
     status, out, _ = run(capsys, *BASE, "--notion", "zcdp", "--claimed-rho", "1/10", "--no-progress")
     assert status == 3 and "INCONCLUSIVE" in out
     # the advice names both ways out: more digits, or more refinement steps (raising --dps
