@@ -45,9 +45,10 @@ def explain(mechanism: Mechanism, *, rng: RngLike = None, max_size: SupportsInde
     >>> e.step("levels")["levels"].rows
     ((0, 1, 1), (-4, 2, 2), (-5, 3, 3), (-9, 6, 6))
     """
+    walkthroughs = _walkthroughs()
     for cls in type(mechanism).__mro__:  # the nearest registered class
-        if cls in _walkthroughs():
-            return _walkthroughs()[cls](mechanism, rng, max_size)
+        if cls in walkthroughs:
+            return walkthroughs[cls](mechanism, rng, max_size)
     raise ArgumentTypeError("mechanism", mechanism, "must be an exactdp Joint, PNFJoint, JointSet, Canonical, "
                             "CanonicalGamma1 or Peeling")
 

@@ -5,19 +5,25 @@ Each check also runs on a probe package where it must fail."""
 
 from __future__ import annotations
 
+import functools
 import pathlib
 
-from tests.architecture.import_graph import cycles, longest_chain, read
+from tests.architecture.import_graph import Graph, cycles, longest_chain, read
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@functools.lru_cache(maxsize=None)
+def _package() -> Graph:
+    return read(ROOT, "exactdp")  # parsed once for both checks
+
+
 def test_no_import_cycle_anywhere_in_the_package():
-    assert cycles(read(ROOT, "exactdp").edges) == []
+    assert cycles(_package().edges) == []
 
 
 def test_no_private_name_crosses_modules():
-    assert read(ROOT, "exactdp").private == []
+    assert _package().private == []
 
 
 def _probe(tmp_path: pathlib.Path) -> pathlib.Path:

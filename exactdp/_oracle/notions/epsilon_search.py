@@ -27,6 +27,20 @@ __all__ = ["excess_enclosure", "eps_by_delta", "pure_by_delta", "pure_by_enclosu
            "certified", "merge"]
 
 
+def _root_range(terms: list[tuple[Any, arb, arb]], d: arb, mass: Optional[arb] = None) -> tuple[arb, arb]:
+    """Over the prefixes of ``terms`` (``(ratio, P, Q)``, largest ratio first) whose ``P`` mass
+    (plus ``mass``) exceeds ``d``, the greatest lower and the greatest upper end of
+    ``ln((sum P - d) / sum Q)``, each at least 0 (``(0, 0)`` for no such prefix)."""
+    sp, sq, lo, hi = arb(0) if mass is None else mass, arb(0), arb(0), arb(0)
+    for _, p, q in terms:
+        sp, sq = sp + p, sq + q
+        if sp - d > 0:
+            root = ((sp - d) / sq).log()
+            lo = max(lo, root.lower(), key=lambda x: x.mid())
+            hi = max(hi, root.upper(), key=lambda x: x.mid())
+    return lo, hi
+
+
 def excess_enclosure(pair: Pair, i: int, direction: str, eps: Fraction) -> Optional[arb]:
     """A ball for ``ln(P/Q) - eps`` of cell ``i`` (oriented) from the level tables, or None:
     ``lam * l - eps`` exactly when ``lam`` is rational, plus the enclosure of
@@ -149,13 +163,7 @@ def eps_one_direction(pair: Pair, delta: Fraction, direction: str, digits_wanted
                     return mpmath.mpf(0), arb(0)
                 equal = {i for i in finite_cells if exact_equal(pair, pair.cells[i], direction, Fraction(0))}
             finite.sort(key=lambda t: t[0].mid(), reverse=True)
-            sp, sq, lo, hi = mass, arb(0), arb(0), arb(0)
-            for _, pm, qm in finite:
-                sp, sq = sp + pm, sq + qm
-                if sp - d > 0:
-                    root = ((sp - d) / sq).log()
-                    lo = max(lo, root.lower(), key=lambda x: x.mid())
-                    hi = max(hi, root.upper(), key=lambda x: x.mid())
+            lo, hi = _root_range(finite, d, mass)
             if hi > 0:
                 # check delta(x) <= d a little above the root: at the root itself equality
                 # (delta = 0 at the pure loss) cannot be certified by balls
@@ -219,13 +227,7 @@ def eps_by_delta(pair: Pair, delta: Fraction, digits_wanted: int) -> Optional[di
                 if not rest0 > d:
                     continue  # delta(0) <= delta undecided: more digits
                 classes.sort(key=lambda t: t[0].mid(), reverse=True)
-                sp, sq, lo, hi = arb(0), arb(0), arb(0), arb(0)
-                for _, p, q in classes:
-                    sp, sq = sp + p, sq + q
-                    if sp - d > 0:
-                        root = ((sp - d) / sq).log()
-                        lo = max(lo, root.lower(), key=lambda x: x.mid())
-                        hi = max(hi, root.upper(), key=lambda x: x.mid())
+                lo, hi = _root_range(classes, d)
                 if not (hi > 0 and lo > 0):
                     continue
                 hi = hi + hi * arb(10) ** (-digits_wanted - 2)

@@ -351,9 +351,9 @@ def _claimed(w: Any) -> str:
 
 NOTION_KINDS.update({k.name: k for k in (PureDP, ApproximateDP, RenyiDP, ZCDP)})
 
-#: The loose arguments each notion takes in the string shorthand.
-_PARAMETERS = {"epsilon": ("pure", "approx", "renyi", "zcdp"), "delta": ("approx",), "alpha": ("renyi",),
-               "rho": ("zcdp",)}
+#: The loose arguments of the string shorthand: each notion's fields, and the notions taking each.
+_PARAMETERS = {name: tuple(k.name for k in NOTION_KINDS.values() if name in {f.name for f in dataclasses.fields(k)})
+               for name in ("epsilon", "delta", "alpha", "rho")}
 
 
 def as_notion(notion: Union[str, Notion] = "pure", **loose: Optional[Union[RationalLike, "sympy.Expr"]]) -> Notion:
@@ -378,8 +378,6 @@ def as_notion(notion: Union[str, Notion] = "pure", **loose: Optional[Union[Ratio
         if kind.name not in _PARAMETERS[name]:
             raise InvalidParameterError(name, value, f"is not used by notion={kind.name!r} (only by "
                                         f"{_PARAMETERS[name][0]!r})")
-    if kind is RenyiDP:
-        return RenyiDP(given.pop("alpha", None), **given)
     return kind(**given)
 
 

@@ -33,7 +33,6 @@ import numpy as np
 
 from ...core.gc_pause import gc_paused
 from ...core.pair_cells import check_margins
-from ...core.level_blocks import DEFAULT_MEMORY_BUDGET
 from ...errors import MemoryBudgetError
 from .pair_sweep import DisplacedWitness, PairSweep, SearchedWitness, cell_witnesses
 
@@ -314,7 +313,7 @@ def _check_budget(a: Any, b: Any, points: int, cells: int) -> None:
     counts would not fit the two mechanisms' ``memory_budget`` together: ``points`` values
     of ``N`` and at most ``cells`` cells, each count an integer of up to ``k * bitlen(d)``
     bits (a product of ``k`` factors at most ``d``), a cell about 320 bytes besides."""
-    budget = (a.memory_budget or DEFAULT_MEMORY_BUDGET) + (b.memory_budget or DEFAULT_MEMORY_BUDGET)
+    budget = a.memory_budget + b.memory_budget  # Joint-family mechanisms: always set
     count_bytes = 40 + (a.k * a.d.bit_length()) // 8
     need = points * (count_bytes + 16) + cells * (320 + count_bytes)
     if need > budget:
