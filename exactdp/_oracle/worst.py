@@ -357,7 +357,7 @@ def pair_audit(a: Any, b: Any, notion: Notion, dps: int, *, max_outputs: int) ->
     eps = notion.epsilon
     return dict(notion=notion.name, value=value, claim=claim, claim_value=claim_value, verdict=verdict,
                 margin=margin, dps=dps, epsilon=None if eps is None else Fraction(eps),
-                alpha=notion._reported_alpha(NeighbourLoss((), (), result, value, witness, direction, lower)),
+                alpha=notion._reported_alpha(result),
                 lower=lower, upper=upper, witness=witness, direction=direction, log_p=notion._log_probabilities(result))
 
 
@@ -383,7 +383,7 @@ def finish(p: Plan, records: list[NeighbourLoss]) -> WorstCase:
             exactly = True  # the largest delta is proved 0: every neighbour's is
         else:
             verdict, exactly = _decide_band(p, results)
-    alpha = job.notion._reported_alpha(worst)
+    alpha = job.notion._reported_alpha(worst.loss)
     return WorstCase(
         counts=job.counts, relation=p.relation, loss=value, neighbour=worst.neighbour, change=worst.change,
         witness=worst.witness, direction=worst.direction, epsilon=p.epsilon, epsilon_value=p.epsilon_value,

@@ -107,8 +107,8 @@ class Notion:
         """What neighbours are ordered by: the value (a bracket: its lower end)."""
         return record.value
 
-    def _reported_alpha(self, record: Any) -> Optional[Fraction]:
-        """The order reported with the worst case (Rényi and zCDP)."""
+    def _reported_alpha(self, result: Any) -> Optional[Fraction]:
+        """The order reported with a pair's ``result`` (Rényi and zCDP)."""
         return None
 
     def _proved_zero(self, record: Any, claim: Any) -> bool:
@@ -266,7 +266,7 @@ class RenyiDP(Notion):
         value, direction = larger_divergence(pair, self.alpha, dps)  # decided once one direction is proven above
         return value, value, None, direction, None
 
-    def _reported_alpha(self, record: Any) -> Optional[Fraction]:
+    def _reported_alpha(self, result: Any) -> Optional[Fraction]:
         return self.alpha
 
     @classmethod
@@ -327,8 +327,8 @@ class ZCDP(Notion):
     def _sort_value(self, record: Any) -> mpmath.mpf:
         return record.lower
 
-    def _reported_alpha(self, record: Any) -> Optional[Fraction]:
-        return record.loss.alpha
+    def _reported_alpha(self, result: Any) -> Optional[Fraction]:
+        return result.alpha
 
     @classmethod
     def _summary(cls, w: Any) -> str:
